@@ -1,0 +1,44 @@
+// The Backend interface: what every backend implements and every decorator wraps.
+//
+//   Op op = make_op(OpKind::exp, {x});
+//   PrimitivePtr y = backend.execute(std::move(op))[0];
+//   TensorData host = backend.read(y);     // the only synchronising call
+//
+// Contract: execute() receives validated ops (make_op) whose inputs belong to this backend.
+// A primitive whose use_count() is 1 inside execute() belongs to the op alone: the backend may
+// reuse its buffer for an output of the same size. An op the backend cannot run throws an
+// Error "<op>: not supported on <backend>" (supports() tells in advance).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ember/core/op.hpp"
+#include "ember/core/tensor_data.hpp"
+
+namespace ember {
+
+struct MemoryStats {
+  int64_t in_use = 0;    // bytes held by live tensors
+  int64_t reserved = 0;  // bytes held by the pool (in use + cached)
+  int64_t peak = 0;      // highest in_use since the last reset
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual std::vector<PrimitivePtr> execute(Op op) = 0;
+  virtual TensorData read(const PrimitivePtr& p) = 0;
+  virtual PrimitivePtr write(const TensorData& data) = 0;
+  virtual bool supports(const Op& op) const = 0;
+  virtual void sync() {}
+  virtual void seed(uint64_t seed) = 0;
+  virtual MemoryStats memory_stats() const { return {}; }
+  virtual void reset_peak_memory() {}
+  virtual void memory_cleanup() {}
+};
+
+}  // namespace ember

@@ -1,0 +1,41 @@
+// Device: a runtime value naming a backend (plus its decorators). Tensors carry their device.
+//
+//   Device dev = Device::cpu();
+//   dev.seed(42);
+//   auto x = DynTensor::zeros({2, 3}, DType::f32, dev);
+//
+// Two Device values are equal when they share one backend object.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ember/core/backend.hpp"
+
+namespace ember {
+
+class Device {
+ public:
+  // The process-wide CPU backend (defined by the tensor layer, which links the backends).
+  static Device cpu();
+  // Set the default device used when none is given (initially Device::cpu()).
+  static Device default_device();
+  static void set_default_device(Device d);
+
+  explicit Device(std::shared_ptr<Backend> backend) : backend_(std::move(backend)) {}
+
+  Backend& backend() const { return *backend_; }
+  const std::shared_ptr<Backend>& backend_ptr() const { return backend_; }
+  std::string name() const { return backend_->name(); }
+  void seed(uint64_t s) const { backend_->seed(s); }
+  void sync() const { backend_->sync(); }
+  MemoryStats memory_stats() const { return backend_->memory_stats(); }
+  void memory_cleanup() const { backend_->memory_cleanup(); }
+
+  bool operator==(const Device& o) const { return backend_ == o.backend_; }
+
+ private:
+  std::shared_ptr<Backend> backend_;
+};
+
+}  // namespace ember

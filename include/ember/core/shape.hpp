@@ -1,0 +1,49 @@
+// Shape: the dimensions of a tensor, plus the broadcasting and stride helpers every layer uses.
+//
+//   Shape s{2, 3, 4};  s.numel() == 24;  s.rank() == 3;  s[-1] == 4;
+//   Shape b = broadcast_shapes(Shape{3, 1}, Shape{1, 4}, "add");   // {3, 4}
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ember {
+
+class Shape {
+ public:
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> dims) : dims_(dims) {}
+  explicit Shape(std::vector<int64_t> dims) : dims_(std::move(dims)) {}
+  template <class It>
+  Shape(It first, It last) : dims_(first, last) {}
+
+  int rank() const { return static_cast<int>(dims_.size()); }
+  int64_t numel() const;
+  // Negative indices count from the end, like Python.
+  int64_t operator[](int i) const { return dims_[i < 0 ? i + rank() : i]; }
+  int64_t& operator[](int i) { return dims_[i < 0 ? i + rank() : i]; }
+  const std::vector<int64_t>& dims() const { return dims_; }
+  std::vector<int64_t>& dims() { return dims_; }
+  auto begin() const { return dims_.begin(); }
+  auto end() const { return dims_.end(); }
+  bool operator==(const Shape&) const = default;
+  std::string str() const;
+
+ private:
+  std::vector<int64_t> dims_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Shape& s);
+
+// Row-major (C-contiguous) strides in elements.
+std::vector<int64_t> contiguous_strides(const Shape& s);
+// Normalises a possibly negative dim for a tensor of `rank`; throws an Error naming `op`.
+int normalize_dim(int64_t dim, int rank, std::string_view op);
+// NumPy/PyTorch broadcasting; throws an Error naming `op` and both shapes.
+Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);
+
+}  // namespace ember

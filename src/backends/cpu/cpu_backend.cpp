@@ -1,0 +1,63 @@
+#include "cpu_backend.hpp"
+
+#include <cstring>
+
+#include "ember/backends/cpu.hpp"
+#include "ember/core/error.hpp"
+#include "thread_pool.hpp"
+
+namespace ember::cpu {
+
+CpuBackend::CpuBackend() {
+  register_creation_kernels(kernels_);
+  register_elementwise_kernels(kernels_);
+  register_reduce_kernels(kernels_);
+  register_view_kernels(kernels_);
+  register_layout_kernels(kernels_);
+  register_index_kernels(kernels_);
+  register_linalg_kernels(kernels_);
+  register_nn_kernels(kernels_);
+}
+
+std::vector<PrimitivePtr> CpuBackend::execute(Op op) {
+  Kernel k = kernels_[size_t(op.kind)];
+  EMBER_CHECK(k != nullptr, op.name(), ": not supported on cpu");
+  return k(*this, op);
+}
+
+TensorData CpuBackend::read(const PrimitivePtr& p) {
+  EMBER_CHECK(p != nullptr, "read: null tensor");
+  auto c = contiguous(p);
+  TensorData d(c->shape(), c->dtype());
+  if (d.bytes().size()) std::memcpy(d.bytes().data(), c->raw(), d.bytes().size());
+  return d;
+}
+
+PrimitivePtr CpuBackend::write(const TensorData& data) {
+  auto t = alloc({data.shape(), data.dtype()});
+  if (data.bytes().size()) std::memcpy(t->raw(), data.bytes().data(), data.bytes().size());
+  return t;
+}
+
+void CpuBackend::seed(uint64_t s) {
+  std::lock_guard<std::mutex> lock(rng_mu_);
+  seed_ = s;
+  counter_ = 0;
+}
+
+CpuBackend::RandomStream CpuBackend::next_random(uint64_t n) {
+  std::lock_guard<std::mutex> lock(rng_mu_);
+  RandomStream r{seed_, counter_};
+  counter_ += n;
+  return r;
+}
+
+MemoryStats CpuBackend::memory_stats() const { return Allocator::global().stats(); }
+void CpuBackend::reset_peak_memory() { Allocator::global().reset_peak(); }
+void CpuBackend::memory_cleanup() { Allocator::global().release_cached(); }
+
+std::shared_ptr<Backend> make_backend() { return std::make_shared<CpuBackend>(); }
+void set_num_threads(int n) { ThreadPool::global().set_num_threads(n); }
+int num_threads() { return ThreadPool::global().size(); }
+
+}  // namespace ember::cpu

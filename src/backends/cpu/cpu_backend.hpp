@@ -1,0 +1,54 @@
+// The CPU backend: executes IR ops through a table of kernels, one entry per OpKind.
+// Kernels are registered per op family by the register_* functions (one file each).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <mutex>
+
+#include "cpu_tensor.hpp"
+#include "ember/core/backend.hpp"
+
+namespace ember::cpu {
+
+class CpuBackend;
+using Kernel = std::vector<PrimitivePtr> (*)(CpuBackend&, Op&);
+using KernelTable = std::array<Kernel, kNumOps>;
+
+void register_creation_kernels(KernelTable& t);     // creation.cpp, random.cpp
+void register_elementwise_kernels(KernelTable& t);  // elementwise.cpp, cast.cpp
+void register_reduce_kernels(KernelTable& t);       // reduce.cpp, softmax.cpp, scan.cpp, sort.cpp
+void register_view_kernels(KernelTable& t);         // views.cpp
+void register_layout_kernels(KernelTable& t);       // layout.cpp
+void register_index_kernels(KernelTable& t);        // index.cpp
+void register_linalg_kernels(KernelTable& t);       // matmul.cpp
+void register_nn_kernels(KernelTable& t);           // conv.cpp, pool.cpp, norm.cpp, attention.cpp, interpolate.cpp
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend();
+  std::string name() const override { return "cpu"; }
+  std::vector<PrimitivePtr> execute(Op op) override;
+  TensorData read(const PrimitivePtr& p) override;
+  PrimitivePtr write(const TensorData& data) override;
+  bool supports(const Op& op) const override { return kernels_[size_t(op.kind)] != nullptr; }
+  void seed(uint64_t s) override;
+  MemoryStats memory_stats() const override;
+  void reset_peak_memory() override;
+  void memory_cleanup() override;
+
+  // Random streams: a Philox key and a fresh counter range of `n` 128-bit blocks per call.
+  struct RandomStream {
+    uint64_t key;
+    uint64_t counter;
+  };
+  RandomStream next_random(uint64_t n);
+
+ private:
+  KernelTable kernels_{};
+  std::mutex rng_mu_;
+  uint64_t seed_ = 0x853c49e6748fea9bULL;
+  uint64_t counter_ = 0;
+};
+
+}  // namespace ember::cpu

@@ -1,0 +1,20 @@
+// Runtime CPU feature detection for the cpu backend's SIMD dispatch.
+//
+//   if (cpu::features().avx512) gemm_avx512(...); else if (cpu::features().avx2) ...
+//
+// Kernels compiled for a wider instruction set live in files named *_avx512.cpp or
+// *_avx2.cpp; the build compiles those files (only) with the matching -m flags, so a
+// caller must check features() before calling into them. EMBER_CPU_ISA=scalar|avx2|avx512
+// in the environment caps the level (for testing every path on one machine).
+#pragma once
+
+namespace ember::cpu {
+
+struct CpuFeatures {
+  bool avx2 = false;    // AVX2 + FMA
+  bool avx512 = false;  // AVX-512 F, BW, DQ, VL
+};
+
+const CpuFeatures& features();
+
+}  // namespace ember::cpu

@@ -1,0 +1,522 @@
+// GEMM driver: dispatch, blocking, packing buffers, threading, and the portable kernel.
+//
+// Blocked algorithm (Goto / BLIS): for every NC-wide column block of B and KC-deep slice of
+// K, the KC x NC block of B is packed into NR-wide micro-panels (kept in L2); then for every
+// MR-row strip of A the MR x KC micro-panel of A is packed (kept in L1) and multiplied with
+// each micro-panel of B by the register-blocked micro-kernel, which adds straight into C.
+// Threads split C into a 2-D grid of independent tiles, each with its own packing buffers.
+#include "gemm.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <type_traits>
+#include <vector>
+
+#include "cpu_features.hpp"
+#include "thread_pool.hpp"
+
+namespace ember::cpu {
+namespace detail {
+namespace {
+
+// Minimum multiply-adds per thread before another thread is used.
+constexpr int64_t kMinWorkPerThread = int64_t(1) << 17;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+// Grow-only, 4 KiB aligned, per-thread scratch memory.
+class Scratch {
+ public:
+  Scratch() = default;
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() { std::free(p_); }
+  template <class T>
+  T* get(int64_t count) {
+    const size_t bytes = static_cast<size_t>(count) * sizeof(T) + 256;
+    if (bytes > cap_) {
+      std::free(p_);
+      p_ = nullptr;
+      cap_ = 0;
+      const size_t want = static_cast<size_t>(round_up(static_cast<int64_t>(bytes), 4096));
+      p_ = std::aligned_alloc(4096, want);
+      if (!p_) throw std::bad_alloc();
+      cap_ = want;
+    }
+    return static_cast<T*>(p_);
+  }
+
+ private:
+  void* p_ = nullptr;
+  size_t cap_ = 0;
+};
+
+thread_local Scratch t_pack_b;
+thread_local Scratch t_pack_a;
+
+// ---------------------------------------------------------------------------------------
+// Portable kernel (scalar ISA level and the integer types).
+
+template <class T>
+struct AccType {
+  using type = T;
+};
+template <class T>
+  requires std::is_integral_v<T>
+struct AccType<T> {
+  // Unsigned arithmetic wraps; reducing modulo 2^bits at the end gives two's complement
+  // wrap-around in T.
+  using type = std::conditional_t<(sizeof(T) <= 4), uint32_t, uint64_t>;
+};
+
+template <class T>
+void scale_c(int64_t M, int64_t N, T beta, T* C, int64_t rsc, int64_t csc) {
+  using U = typename AccType<T>::type;
+  if (beta == T(1)) return;
+  for (int64_t i = 0; i < M; ++i) {
+    T* c = C + i * rsc;
+    if (beta == T(0)) {
+      for (int64_t j = 0; j < N; ++j) c[j * csc] = T(0);
+    } else {
+      for (int64_t j = 0; j < N; ++j) c[j * csc] = static_cast<T>(U(beta) * U(c[j * csc]));
+    }
+  }
+}
+
+template <class T>
+void generic_serial(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa,
+                    int64_t csa, const T* B, int64_t rsb, int64_t csb, T beta, T* C,
+                    int64_t rsc, int64_t csc) {
+  using U = typename AccType<T>::type;
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0 || alpha == T(0)) {
+    scale_c(M, N, beta, C, rsc, csc);
+    return;
+  }
+  const U ua = U(alpha), ub = U(beta);
+  auto finish = [&](T* c, U acc) {
+    *c = beta == T(0) ? static_cast<T>(ua * acc) : static_cast<T>(ua * acc + ub * U(*c));
+  };
+  if (rsb == 1 && csb != 1) {
+    // Columns of B are contiguous along k: dot products, blocked over columns of B.
+    const int64_t jb = std::max<int64_t>(8, (int64_t(1) << 17) / std::max<int64_t>(1, K * int64_t(sizeof(T))));
+    for (int64_t j0 = 0; j0 < N; j0 += jb) {
+      const int64_t j1 = std::min(N, j0 + jb);
+      for (int64_t i = 0; i < M; ++i) {
+        const T* a = A + i * rsa;
+        for (int64_t j = j0; j < j1; ++j) {
+          const T* b = B + j * csb;
+          U s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+          int64_t k = 0;
+          if (csa == 1) {
+            for (; k + 4 <= K; k += 4) {
+              s0 += U(a[k]) * U(b[k]);
+              s1 += U(a[k + 1]) * U(b[k + 1]);
+              s2 += U(a[k + 2]) * U(b[k + 2]);
+              s3 += U(a[k + 3]) * U(b[k + 3]);
+            }
+          }
+          for (; k < K; ++k) s0 += U(a[k * csa]) * U(b[k]);
+          finish(C + i * rsc + j * csc, (s0 + s1) + (s2 + s3));
+        }
+      }
+    }
+    return;
+  }
+  // Row-oriented: acc[j] += A(i,k) * B(k, j) over a block of columns.
+  constexpr int64_t kMaxJ = 256;
+  U acc[kMaxJ];
+  const int64_t jb = std::clamp<int64_t>(
+      ((int64_t(1) << 18) / std::max<int64_t>(1, K * int64_t(sizeof(T)))) / 16 * 16, 16, kMaxJ);
+  for (int64_t j0 = 0; j0 < N; j0 += jb) {
+    const int64_t nb = std::min(jb, N - j0);
+    for (int64_t i = 0; i < M; ++i) {
+      for (int64_t j = 0; j < nb; ++j) acc[j] = U(0);
+      const T* a = A + i * rsa;
+      for (int64_t k = 0; k < K; ++k) {
+        const U av = U(a[k * csa]);
+        const T* b = B + k * rsb + j0 * csb;
+        if (csb == 1) {
+          for (int64_t j = 0; j < nb; ++j) acc[j] += av * U(b[j]);
+        } else {
+          for (int64_t j = 0; j < nb; ++j) acc[j] += av * U(b[j * csb]);
+        }
+      }
+      T* c = C + i * rsc + j0 * csc;
+      for (int64_t j = 0; j < nb; ++j) finish(c + j * csc, acc[j]);
+    }
+  }
+}
+
+template <class T>
+void generic_batched(int64_t batch, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
+                     int64_t sa, int64_t rsa, int64_t csa, const T* B, int64_t sb, int64_t rsb,
+                     int64_t csb, T beta, T* C, int64_t sc, int64_t rsc, int64_t csc,
+                     int max_threads) {
+  if (batch <= 0 || M <= 0 || N <= 0) return;
+  const int64_t rows = batch * M;
+  const int64_t per_row = std::max<int64_t>(1, N * std::max<int64_t>(K, 1));
+  auto body = [&](int64_t r0, int64_t r1) {
+    while (r0 < r1) {
+      const int64_t b = r0 / M, i0 = r0 % M;
+      const int64_t i1 = std::min(M, i0 + (r1 - r0));
+      generic_serial(i1 - i0, N, K, alpha, A + b * sa + i0 * rsa, rsa, csa, B + b * sb, rsb, csb,
+                     beta, C + b * sc + i0 * rsc, rsc, csc);
+      r0 += i1 - i0;
+    }
+  };
+  if (max_threads <= 1 || rows * per_row < 2 * kMinWorkPerThread) {
+    body(0, rows);
+    return;
+  }
+  const int64_t grain = std::max<int64_t>(1, kMinWorkPerThread / per_row);
+  parallel_for(0, rows, grain, body);
+}
+
+// ---------------------------------------------------------------------------------------
+// Packed (SIMD) path.
+
+template <class T>
+struct Blocking {
+  int64_t kc, nc;
+};
+
+GemmBlocking g_blocking_f32[3];
+
+template <class T>
+Blocking<T> blocking_for(int isa, const GemmKernelSet<T>& ks) {
+  Blocking<T> b{ks.kc, ks.nc};
+  if constexpr (std::is_same_v<T, float>) {
+    const GemmBlocking& o = g_blocking_f32[isa];
+    if (o.kc > 0) b.kc = o.kc;
+    if (o.nc > 0) b.nc = o.nc;
+  }
+  return b;
+}
+
+template <class T>
+const GemmKernelSet<T>* kernels_for(int isa) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (isa >= kIsaAvx512) return gemm_kernels_avx512_f32();
+    if (isa >= kIsaAvx2) return gemm_kernels_avx2_f32();
+  } else {
+    if (isa >= kIsaAvx512) return gemm_kernels_avx512_f64();
+    if (isa >= kIsaAvx2) return gemm_kernels_avx2_f64();
+  }
+  return nullptr;
+}
+
+// Single-threaded blocked product of one C tile.
+template <class T>
+void packed_serial(const GemmKernelSet<T>& ks, Blocking<T> bl, int64_t M, int64_t N, int64_t K,
+                   T alpha, const T* A, int64_t rsa, int64_t csa, const T* B, int64_t rsb,
+                   int64_t csb, T beta, T* C, int64_t rsc, int64_t csc) {
+  const int MR = ks.mr, NR = ks.nr;
+  const int64_t nkb = ceil_div(K, bl.kc);
+  const int64_t kc_max = round_up(ceil_div(K, nkb), 4);
+  const int64_t nnb = ceil_div(N, bl.nc);
+  const int64_t nc_max = round_up(ceil_div(N, nnb), NR);
+  // With few rows of A each element of B is used by few micro-kernel calls: read B in place.
+  const bool direct_b = csb == 1 && M <= 2 * MR;
+  T* bp = direct_b ? nullptr : t_pack_b.get<T>(kc_max * nc_max);
+  T* ap = t_pack_a.get<T>(kc_max * MR + MR * NR);
+  T* tile = ap + kc_max * MR;  // for C with non-unit column stride
+  const bool c_unit = csc == 1;
+
+  for (int64_t jc = 0; jc < N; jc += nc_max) {
+    const int64_t nc = std::min(nc_max, N - jc);
+    for (int64_t pc = 0; pc < K; pc += kc_max) {
+      const int64_t kc = std::min(kc_max, K - pc);
+      const T beta_eff = pc == 0 ? beta : T(1);
+      const T* bsrc = B + pc * rsb + jc * csb;
+      if (!direct_b) ks.pack_b(bsrc, rsb, csb, kc, nc, bp);
+      for (int64_t ir = 0; ir < M; ir += MR) {
+        const int m = static_cast<int>(std::min<int64_t>(MR, M - ir));
+        ks.pack_a(A + ir * rsa + pc * csa, rsa, csa, m, kc, ap);
+        T* crow = C + ir * rsc + jc * csc;
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          const int n = static_cast<int>(std::min<int64_t>(NR, nc - jr));
+          const T* bm = direct_b ? bsrc + jr : bp + (jr / NR) * kc * NR;
+          const int64_t ldb = direct_b ? rsb : NR;
+          if (c_unit) {
+            ks.kernel(kc, ap, bm, ldb, crow + jr, rsc, alpha, beta_eff, m, n);
+          } else {
+            ks.kernel(kc, ap, bm, ldb, tile, NR, alpha, T(0), m, n);
+            for (int i = 0; i < m; ++i) {
+              T* c = crow + i * rsc + jr * csc;
+              const T* t = tile + i * NR;
+              if (beta_eff == T(0)) {
+                for (int j = 0; j < n; ++j) c[j * csc] = t[j];
+              } else {
+                for (int j = 0; j < n; ++j) c[j * csc] = t[j] + beta_eff * c[j * csc];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+int threads_for(int64_t work, int max_threads) {
+  if (max_threads <= 1 || ThreadPool::in_parallel_region()) return 1;
+  const int64_t t = std::min<int64_t>({static_cast<int64_t>(max_threads),
+                                       static_cast<int64_t>(ThreadPool::global().size()),
+                                       work / kMinWorkPerThread});
+  return static_cast<int>(std::max<int64_t>(1, t));
+}
+
+template <class T>
+void packed_threaded(const GemmKernelSet<T>& ks, Blocking<T> bl, int64_t M, int64_t N,
+                     int64_t K, T alpha, const T* A, int64_t rsa, int64_t csa, const T* B,
+                     int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc,
+                     int max_threads) {
+  const int nt = threads_for<T>(M * N * K, max_threads);
+  if (nt <= 1) {
+    packed_serial(ks, bl, M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc);
+    return;
+  }
+  // Choose a tm x tn grid of independent tiles minimising the per-thread cost: padded
+  // multiply-adds plus (duplicated) packing, in units of multiply-adds.
+  const int MR = ks.mr, NR = ks.nr;
+  const int64_t mu = ceil_div(M, MR), nu = ceil_div(N, NR);
+  int best_tm = 1;
+  double best = 1e300;
+  for (int tm = 1; tm <= nt; ++tm) {
+    if (nt % tm) continue;
+    const int tn = nt / tm;
+    if (tm > mu || tn > nu) continue;
+    const double mt = double(ceil_div(mu, tm) * MR), ntl = double(ceil_div(nu, tn) * NR);
+    const double flops = mt * ntl * double(K);
+    const double pack = 8.0 * double(K) * (ntl + mt * double(ceil_div(int64_t(ntl), bl.nc)));
+    const double cost = flops + pack;
+    if (cost < best) {
+      best = cost;
+      best_tm = tm;
+    }
+  }
+  const int tm = best_tm, tn = nt / tm;
+  if (tm * tn <= 1) {
+    packed_serial(ks, bl, M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc);
+    return;
+  }
+  parallel_for(0, tm * tn, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t ti = t / tn, tj = t % tn;
+      const int64_t m0 = std::min(M, (mu * ti / tm) * MR), m1 = std::min(M, (mu * (ti + 1) / tm) * MR);
+      const int64_t n0 = std::min(N, (nu * tj / tn) * NR), n1 = std::min(N, (nu * (tj + 1) / tn) * NR);
+      if (m1 <= m0 || n1 <= n0) continue;
+      packed_serial(ks, bl, m1 - m0, n1 - n0, K, alpha, A + m0 * rsa, rsa, csa, B + n0 * csb, rsb,
+                    csb, beta, C + m0 * rsc + n0 * csc, rsc, csc);
+    }
+  });
+}
+
+// y[j] = alpha * sum_k x[k*incx] * P[k*rs + j*cs] + beta * y[j*incy], j < n. rs or cs is 1.
+template <class T>
+void gemv_driver(const GemmKernelSet<T>& ks, int64_t n, int64_t k, T alpha, const T* x,
+                 int64_t incx, const T* P, int64_t rs, int64_t cs, T beta, T* y, int64_t incy,
+                 int max_threads) {
+  std::vector<T> xbuf, ybuf;
+  if (incx != 1) {
+    xbuf.resize(static_cast<size_t>(k));
+    for (int64_t i = 0; i < k; ++i) xbuf[static_cast<size_t>(i)] = x[i * incx];
+    x = xbuf.data();
+  }
+  T* yy = y;
+  T beta_k = beta;
+  if (incy != 1) {
+    ybuf.resize(static_cast<size_t>(n));
+    yy = ybuf.data();
+    beta_k = T(0);
+  }
+  const int nt = threads_for<T>(n * k, max_threads);
+  constexpr int64_t kAlign = 64;  // keep chunk boundaries vector-aligned
+  if (nt <= 1 || n < 2 * kAlign) {
+    ks.gemv(n, k, alpha, x, P, rs, cs, beta_k, yy);
+  } else {
+    const int64_t blocks = ceil_div(n, kAlign);
+    parallel_for(0, blocks, std::max<int64_t>(1, blocks / nt), [&](int64_t b0, int64_t b1) {
+      const int64_t j0 = b0 * kAlign, j1 = std::min(n, b1 * kAlign);
+      ks.gemv(j1 - j0, k, alpha, x, P + j0 * cs, rs, cs, beta_k, yy + j0);
+    });
+  }
+  if (incy != 1) {
+    for (int64_t j = 0; j < n; ++j)
+      y[j * incy] = beta == T(0) ? yy[j] : yy[j] + beta * y[j * incy];
+  }
+}
+
+template <class T>
+void gemm_dispatch(int isa, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa,
+                   int64_t csa, const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc,
+                   int64_t csc, int max_threads) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0 || alpha == T(0)) {
+    scale_c(M, N, beta, C, rsc, csc);
+    return;
+  }
+  const GemmKernelSet<T>* ks = kernels_for<T>(isa);
+  if (!ks) {
+    generic_batched<T>(1, M, N, K, alpha, A, 0, rsa, csa, B, 0, rsb, csb, beta, C, 0, rsc, csc,
+                       max_threads);
+    return;
+  }
+  // Work on a row-major C: a column-major C is handled as C^T = B^T A^T.
+  if (csc != 1 && rsc == 1) {
+    std::swap(M, N);
+    std::swap(A, B);
+    const int64_t nrsa = csb, ncsa = rsb, nrsb = csa, ncsb = rsa;
+    rsa = nrsa;
+    csa = ncsa;
+    rsb = nrsb;
+    csb = ncsb;
+    std::swap(rsc, csc);
+  }
+  if (M == 1 && (csb == 1 || rsb == 1)) {
+    gemv_driver(*ks, N, K, alpha, A, csa, B, rsb, csb, beta, C, csc, max_threads);
+    return;
+  }
+  if (N == 1 && (rsa == 1 || csa == 1)) {
+    gemv_driver(*ks, M, K, alpha, B, rsb, A, csa, rsa, beta, C, rsc, max_threads);
+    return;
+  }
+  packed_threaded(*ks, blocking_for<T>(isa, *ks), M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta,
+                  C, rsc, csc, max_threads);
+}
+
+template <class T>
+void batched_dispatch(int isa, int64_t batch, int64_t M, int64_t N, int64_t K, T alpha,
+                      const T* A, int64_t sa, int64_t rsa, int64_t csa, const T* B, int64_t sb,
+                      int64_t rsb, int64_t csb, T beta, T* C, int64_t sc, int64_t rsc,
+                      int64_t csc) {
+  if (batch <= 0 || M <= 0 || N <= 0) return;
+  const int nth = ThreadPool::in_parallel_region() ? 1 : ThreadPool::global().size();
+  if (batch == 1 || nth == 1) {
+    for (int64_t b = 0; b < batch; ++b)
+      gemm_dispatch<T>(isa, M, N, K, alpha, A + b * sa, rsa, csa, B + b * sb, rsb, csb, beta,
+                       C + b * sc, rsc, csc, nth);
+    return;
+  }
+  const int64_t work = M * N * std::max<int64_t>(K, 1);
+  // Large products that do not divide evenly over the threads: parallelise inside each.
+  const bool inside = work >= 64 * kMinWorkPerThread && batch % nth != 0 && batch < 4 * nth;
+  if (inside) {
+    for (int64_t b = 0; b < batch; ++b)
+      gemm_dispatch<T>(isa, M, N, K, alpha, A + b * sa, rsa, csa, B + b * sb, rsb, csb, beta,
+                       C + b * sc, rsc, csc, nth);
+    return;
+  }
+  const int64_t grain = std::max<int64_t>(1, kMinWorkPerThread / work);
+  parallel_for(0, batch, grain, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      gemm_dispatch<T>(isa, M, N, K, alpha, A + b * sa, rsa, csa, B + b * sb, rsb, csb, beta,
+                       C + b * sc, rsc, csc, 1);
+  });
+}
+
+int clamp_isa(int isa) { return std::clamp(isa, 0, gemm_best_isa()); }
+
+}  // namespace
+
+int gemm_best_isa() {
+  static const int isa = [] {
+    const CpuFeatures& f = features();
+    return f.avx512 ? kIsaAvx512 : f.avx2 ? kIsaAvx2 : kIsaScalar;
+  }();
+  return isa;
+}
+
+void gemm_set_blocking_f32(int isa, GemmBlocking b) {
+  if (isa >= 0 && isa <= 2) g_blocking_f32[isa] = b;
+}
+
+void gemm_f32_isa(int isa, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                  int64_t rsa, int64_t csa, const float* B, int64_t rsb, int64_t csb, float beta,
+                  float* C, int64_t rsc, int64_t csc) {
+  gemm_dispatch<float>(clamp_isa(isa), M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc,
+                       csc, ThreadPool::global().size());
+}
+
+void gemm_f64_isa(int isa, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
+                  int64_t rsa, int64_t csa, const double* B, int64_t rsb, int64_t csb,
+                  double beta, double* C, int64_t rsc, int64_t csc) {
+  gemm_dispatch<double>(clamp_isa(isa), M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc,
+                        csc, ThreadPool::global().size());
+}
+
+void gemm_batched_f32_isa(int isa, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
+                          const float* A, int64_t sa, int64_t rsa, int64_t csa, const float* B,
+                          int64_t sb, int64_t rsb, int64_t csb, float beta, float* C,
+                          int64_t sc, int64_t rsc, int64_t csc) {
+  batched_dispatch<float>(clamp_isa(isa), batch, M, N, K, alpha, A, sa, rsa, csa, B, sb, rsb, csb,
+                          beta, C, sc, rsc, csc);
+}
+
+void gemm_batched_f64_isa(int isa, int64_t batch, int64_t M, int64_t N, int64_t K,
+                          double alpha, const double* A, int64_t sa, int64_t rsa, int64_t csa,
+                          const double* B, int64_t sb, int64_t rsb, int64_t csb, double beta,
+                          double* C, int64_t sc, int64_t rsc, int64_t csc) {
+  batched_dispatch<double>(clamp_isa(isa), batch, M, N, K, alpha, A, sa, rsa, csa, B, sb, rsb,
+                           csb, beta, C, sc, rsc, csc);
+}
+
+}  // namespace detail
+
+void gemm_f32(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t rsa,
+              int64_t csa, const float* B, int64_t rsb, int64_t csb, float beta, float* C,
+              int64_t rsc, int64_t csc) {
+  detail::gemm_f32_isa(detail::gemm_best_isa(), M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta,
+                       C, rsc, csc);
+}
+
+void gemm_f64(int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t rsa,
+              int64_t csa, const double* B, int64_t rsb, int64_t csb, double beta, double* C,
+              int64_t rsc, int64_t csc) {
+  detail::gemm_f64_isa(detail::gemm_best_isa(), M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta,
+                       C, rsc, csc);
+}
+
+void gemm_batched_f32(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
+                      const float* A, int64_t sa, int64_t rsa, int64_t csa, const float* B,
+                      int64_t sb, int64_t rsb, int64_t csb, float beta, float* C, int64_t sc,
+                      int64_t rsc, int64_t csc) {
+  detail::gemm_batched_f32_isa(detail::gemm_best_isa(), batch, M, N, K, alpha, A, sa, rsa, csa,
+                               B, sb, rsb, csb, beta, C, sc, rsc, csc);
+}
+
+void gemm_batched_f64(int64_t batch, int64_t M, int64_t N, int64_t K, double alpha,
+                      const double* A, int64_t sa, int64_t rsa, int64_t csa, const double* B,
+                      int64_t sb, int64_t rsb, int64_t csb, double beta, double* C, int64_t sc,
+                      int64_t rsc, int64_t csc) {
+  detail::gemm_batched_f64_isa(detail::gemm_best_isa(), batch, M, N, K, alpha, A, sa, rsa, csa,
+                               B, sb, rsb, csb, beta, C, sc, rsc, csc);
+}
+
+template <class T>
+void gemm_batched_generic(int64_t batch, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
+                          int64_t sa, int64_t rsa, int64_t csa, const T* B, int64_t sb,
+                          int64_t rsb, int64_t csb, T beta, T* C, int64_t sc, int64_t rsc,
+                          int64_t csc) {
+  detail::generic_batched<T>(batch, M, N, K, alpha, A, sa, rsa, csa, B, sb, rsb, csb, beta, C, sc,
+                             rsc, csc, ThreadPool::global().size());
+}
+
+#define EMBER_GEMM_GENERIC_INST(T)                                                              \
+  template void gemm_batched_generic<T>(int64_t, int64_t, int64_t, int64_t, T, const T*,         \
+                                        int64_t, int64_t, int64_t, const T*, int64_t, int64_t,   \
+                                        int64_t, T, T*, int64_t, int64_t, int64_t);
+EMBER_GEMM_GENERIC_INST(int64_t)
+EMBER_GEMM_GENERIC_INST(int32_t)
+EMBER_GEMM_GENERIC_INST(int16_t)
+EMBER_GEMM_GENERIC_INST(int8_t)
+EMBER_GEMM_GENERIC_INST(uint8_t)
+EMBER_GEMM_GENERIC_INST(float)
+EMBER_GEMM_GENERIC_INST(double)
+#undef EMBER_GEMM_GENERIC_INST
+
+}  // namespace ember::cpu

@@ -1,0 +1,584 @@
+// Validation and shape/dtype inference for every op of ops.def. Runs once per op, in core,
+// before any backend or decorator sees it.
+#include <algorithm>
+#include <unordered_map>
+
+#include "ember/core/error.hpp"
+#include "ember/core/op.hpp"
+
+namespace ember {
+
+OpKind op_kind_from_name(std::string_view name) {
+  static const auto* table = [] {
+    auto* m = new std::unordered_map<std::string_view, OpKind>();
+    for (int i = 0; i < kNumOps; ++i) (*m)[kOpInfo[i].name] = static_cast<OpKind>(i);
+    return m;
+  }();
+  auto it = table->find(name);
+  EMBER_CHECK(it != table->end(), "unknown op '", name, "'");
+  return it->second;
+}
+
+namespace {
+
+using Metas = std::vector<const TensorMeta*>;
+
+void expect_inputs(std::string_view op, const Metas& in, size_t lo, size_t hi) {
+  EMBER_CHECK(in.size() >= lo && in.size() <= hi, op, ": expected ", lo == hi ? "" : "between ", lo,
+              lo == hi ? "" : " and ", lo == hi ? "" : std::to_string(hi), " inputs, got ", in.size());
+  for (size_t i = 0; i < lo; ++i) EMBER_CHECK(in[i] != nullptr, op, ": input ", i, " is missing");
+}
+
+void expect_same_dtype(std::string_view op, const TensorMeta& a, const TensorMeta& b, const char* what) {
+  EMBER_CHECK(a.dtype == b.dtype, op, ": ", what, " dtypes differ: ", a.dtype, " ", a.shape, " vs ", b.dtype, " ",
+              b.shape);
+}
+
+void expect_float(std::string_view op, const TensorMeta& m, const char* arg) {
+  EMBER_CHECK(is_float(m.dtype), op, ": argument '", arg, "' must be a floating tensor, got ", m.dtype, " ",
+              m.shape);
+}
+
+void expect_rank(std::string_view op, const TensorMeta& m, int lo, int hi, const char* arg) {
+  EMBER_CHECK(m.shape.rank() >= lo && m.shape.rank() <= hi, op, ": argument '", arg, "' has rank ", m.shape.rank(),
+              " (shape ", m.shape, "), expected ", lo == hi ? "" : "between ", lo, lo == hi ? "" : " and ",
+              lo == hi ? "" : std::to_string(hi));
+}
+
+void expect_index(std::string_view op, const TensorMeta& m) {
+  EMBER_CHECK(m.dtype == DType::i64 || m.dtype == DType::i32, op, ": index must be an i64 or i32 tensor, got ",
+              m.dtype, " ", m.shape);
+}
+
+int64_t pool_out(std::string_view op, int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
+  int64_t span = in + 2 * p - d * (k - 1) - 1;
+  EMBER_CHECK(span >= 0, op, ": kernel ", k, " (dilation ", d, ") is larger than the padded input ", in + 2 * p);
+  int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  if (ceil_mode && (out - 1) * s >= in + p) --out;  // the last window must start inside the input
+  return out;
+}
+
+std::vector<TensorMeta> infer_reduce(OpKind kind, const TensorMeta& x, const ReduceAttrs& a) {
+  auto op = op_name(kind);
+  std::vector<int64_t> out;
+  for (int d = 0; d < x.shape.rank(); ++d) {
+    bool reduced = a.dims.empty() || std::find(a.dims.begin(), a.dims.end(), d) != a.dims.end();
+    if (!reduced) out.push_back(x.shape[d]);
+    else if (a.keepdim) out.push_back(1);
+    if (reduced && x.shape[d] == 0)
+      EMBER_CHECK(kind != OpKind::max && kind != OpKind::min && kind != OpKind::argmax && kind != OpKind::argmin &&
+                      kind != OpKind::max_dim && kind != OpKind::min_dim,
+                  op, ": cannot reduce over an empty dimension (shape ", x.shape, ", dim ", d, ")");
+  }
+  Shape shape(std::move(out));
+  switch (kind) {
+    case OpKind::sum:
+    case OpKind::prod:
+      return {{shape, is_float(x.dtype) ? x.dtype : DType::i64}};
+    case OpKind::mean:
+    case OpKind::var:
+    case OpKind::std:
+    case OpKind::norm:
+    case OpKind::logsumexp:
+      expect_float(op, x, "input");
+      return {{shape, x.dtype}};
+    case OpKind::max:
+    case OpKind::min:
+      return {{shape, x.dtype}};
+    case OpKind::any:
+    case OpKind::all:
+      return {{shape, DType::boolean}};
+    case OpKind::argmax:
+    case OpKind::argmin:
+      EMBER_CHECK(a.dims.size() <= 1, op, ": reduces one dim or all, got ", a.dims.size(), " dims");
+      return {{shape, DType::i64}};
+    case OpKind::max_dim:
+    case OpKind::min_dim:
+      EMBER_CHECK(a.dims.size() == 1, op, ": needs exactly one dim, got ", a.dims.size());
+      return {{shape, x.dtype}, {shape, DType::i64}};
+    default:
+      EMBER_FAIL(op, ": not a reduction");
+  }
+}
+
+std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs& attrs) {
+  auto op = op_name(kind);
+  switch (kind) {
+    case OpKind::prelu: {
+      expect_inputs(op, in, 2, 2);
+      expect_float(op, *in[0], "input");
+      expect_same_dtype(op, *in[0], *in[1], "input and weight");
+      int64_t c = in[0]->shape.rank() >= 2 ? in[0]->shape[1] : 1;
+      int64_t w = in[1]->shape.numel();
+      EMBER_CHECK(in[1]->shape.rank() <= 1 && (w == 1 || w == c), op, ": weight ", in[1]->shape,
+                  " must have 1 or ", c, " (channel) elements for input ", in[0]->shape);
+      return {*in[0]};
+    }
+    case OpKind::softmax:
+    case OpKind::log_softmax:
+      expect_inputs(op, in, 1, 1);
+      expect_float(op, *in[0], "input");
+      return {*in[0]};
+    case OpKind::cumsum:
+    case OpKind::cumprod:
+      expect_inputs(op, in, 1, 1);
+      return {{in[0]->shape, is_float(in[0]->dtype) ? in[0]->dtype : DType::i64}};
+    case OpKind::cummax:
+    case OpKind::cummin:
+    case OpKind::sort:
+      expect_inputs(op, in, 1, 1);
+      return {*in[0], {in[0]->shape, DType::i64}};
+    case OpKind::topk: {
+      expect_inputs(op, in, 1, 1);
+      const auto& a = std::get<DimAttrs>(attrs);
+      Shape s = in[0]->shape;
+      int64_t n = s.rank() ? s[a.dim] : 1;
+      EMBER_CHECK(a.k >= 0 && a.k <= n, op, ": k = ", a.k, " is out of range for dim ", a.dim, " of size ", n);
+      if (s.rank()) s[a.dim] = a.k;
+      return {{s, in[0]->dtype}, {s, DType::i64}};
+    }
+    case OpKind::matmul: {
+      expect_inputs(op, in, 2, 2);
+      const auto &a = *in[0], &b = *in[1];
+      expect_same_dtype(op, a, b, "lhs and rhs");
+      EMBER_CHECK(!is_bool(a.dtype), op, ": bool tensors are not supported");
+      expect_rank(op, a, 2, 64, "lhs");
+      expect_rank(op, b, 2, 64, "rhs");
+      EMBER_CHECK(a.shape[-1] == b.shape[-2], op, ": inner dimensions differ: lhs ", a.shape, " rhs ", b.shape);
+      Shape ba(a.shape.begin(), a.shape.end() - 2), bb(b.shape.begin(), b.shape.end() - 2);
+      Shape out = broadcast_shapes(ba, bb, op);
+      out.dims().push_back(a.shape[-2]);
+      out.dims().push_back(b.shape[-1]);
+      return {{out, a.dtype}};
+    }
+    case OpKind::contiguous:
+    case OpKind::flip:
+      expect_inputs(op, in, 1, 1);
+      return {*in[0]};
+    case OpKind::roll: {
+      expect_inputs(op, in, 1, 1);
+      const auto& a = std::get<RollAttrs>(attrs);
+      EMBER_CHECK(a.shifts.size() == a.dims.size() || (a.dims.empty() && a.shifts.size() == 1), op,
+                  ": shifts and dims must have the same length (", a.shifts.size(), " vs ", a.dims.size(), ")");
+      return {*in[0]};
+    }
+    case OpKind::cat: {
+      EMBER_CHECK(!in.empty(), op, ": needs at least one tensor");
+      const auto& a = std::get<DimAttrs>(attrs);
+      Shape out = in[0]->shape;
+      EMBER_CHECK(out.rank() > 0, op, ": zero-dimensional tensors cannot be concatenated");
+      for (size_t i = 1; i < in.size(); ++i) {
+        EMBER_CHECK(in[i] != nullptr, op, ": input ", i, " is missing");
+        expect_same_dtype(op, *in[0], *in[i], "input");
+        EMBER_CHECK(in[i]->shape.rank() == out.rank(), op, ": tensor ", i, " has shape ", in[i]->shape,
+                    ", expected rank ", out.rank(), " like ", in[0]->shape);
+        for (int d = 0; d < out.rank(); ++d)
+          EMBER_CHECK(d == a.dim || in[i]->shape[d] == out[d], op, ": tensor ", i, " has shape ", in[i]->shape,
+                      ", which differs from ", in[0]->shape, " outside dim ", a.dim);
+        out[a.dim] += in[i]->shape[a.dim];
+      }
+      return {{out, in[0]->dtype}};
+    }
+    case OpKind::pad: {
+      expect_inputs(op, in, 1, 1);
+      const auto& a = std::get<PadAttrs>(attrs);
+      Shape out = in[0]->shape;
+      EMBER_CHECK(a.pads.size() == 2 * static_cast<size_t>(out.rank()), op, ": expected ", 2 * out.rank(),
+                  " pad values for shape ", out, ", got ", a.pads.size());
+      for (int d = 0; d < out.rank(); ++d) {
+        int64_t lo = a.pads[2 * d], hi = a.pads[2 * d + 1];
+        if (a.mode == PadMode::reflect)
+          EMBER_CHECK(lo < out[d] && hi < out[d] && lo >= 0 && hi >= 0, op, ": reflect padding (", lo, ", ", hi,
+                      ") must be smaller than the input size ", out[d], " of dim ", d);
+        if (a.mode == PadMode::replicate)
+          EMBER_CHECK((out[d] > 0 || (lo == 0 && hi == 0)) && lo >= 0 && hi >= 0, op,
+                      ": replicate padding of an empty dim ", d);
+        out[d] += lo + hi;
+        EMBER_CHECK(out[d] >= 0, op, ": padding makes dim ", d, " negative");
+      }
+      return {{out, in[0]->dtype}};
+    }
+    case OpKind::tril:
+    case OpKind::triu:
+      expect_inputs(op, in, 1, 1);
+      expect_rank(op, *in[0], 2, 64, "input");
+      return {*in[0]};
+    case OpKind::slice_assign: {
+      expect_inputs(op, in, 2, 2);
+      const auto& a = std::get<SliceAttrs>(attrs);
+      expect_same_dtype(op, *in[0], *in[1], "tensor and value");
+      EMBER_CHECK(a.ranges.size() == static_cast<size_t>(in[0]->shape.rank()), op, ": ", a.ranges.size(),
+                  " ranges for a tensor of rank ", in[0]->shape.rank());
+      std::vector<int64_t> s;
+      for (const auto& r : a.ranges) s.push_back(r.length());
+      EMBER_CHECK(Shape(s) == in[1]->shape, op, ": value has shape ", in[1]->shape, ", the slice has shape ",
+                  Shape(s));
+      return {*in[0]};
+    }
+    case OpKind::gather: {
+      expect_inputs(op, in, 2, 2);
+      const auto& a = std::get<DimAttrs>(attrs);
+      expect_index(op, *in[1]);
+      EMBER_CHECK(in[1]->shape.rank() == in[0]->shape.rank(), op, ": index ", in[1]->shape,
+                  " must have the rank of the input ", in[0]->shape);
+      for (int d = 0; d < in[0]->shape.rank(); ++d)
+        EMBER_CHECK(d == a.dim || in[1]->shape[d] <= in[0]->shape[d], op, ": index ", in[1]->shape,
+                    " is larger than the input ", in[0]->shape, " at dim ", d);
+      return {{in[1]->shape, in[0]->dtype}};
+    }
+    case OpKind::scatter:
+    case OpKind::scatter_add: {
+      expect_inputs(op, in, 3, 3);
+      const auto& a = std::get<DimAttrs>(attrs);
+      expect_index(op, *in[1]);
+      expect_same_dtype(op, *in[0], *in[2], "input and src");
+      int r = in[0]->shape.rank();
+      EMBER_CHECK(in[1]->shape.rank() == r && in[2]->shape.rank() == r, op, ": input ", in[0]->shape, ", index ",
+                  in[1]->shape, " and src ", in[2]->shape, " must have the same rank");
+      for (int d = 0; d < r; ++d) {
+        EMBER_CHECK(in[1]->shape[d] <= in[2]->shape[d], op, ": index ", in[1]->shape, " is larger than src ",
+                    in[2]->shape, " at dim ", d);
+        EMBER_CHECK(d == a.dim || in[1]->shape[d] <= in[0]->shape[d], op, ": index ", in[1]->shape,
+                    " is larger than the input ", in[0]->shape, " at dim ", d);
+      }
+      return {*in[0]};
+    }
+    case OpKind::index_select: {
+      expect_inputs(op, in, 2, 2);
+      const auto& a = std::get<DimAttrs>(attrs);
+      expect_index(op, *in[1]);
+      expect_rank(op, *in[1], 0, 1, "index");
+      Shape s = in[0]->shape;
+      if (s.rank()) s[a.dim] = in[1]->shape.numel();
+      return {{s, in[0]->dtype}};
+    }
+    case OpKind::index_add:
+    case OpKind::index_copy: {
+      expect_inputs(op, in, 3, 3);
+      const auto& a = std::get<DimAttrs>(attrs);
+      expect_index(op, *in[1]);
+      expect_rank(op, *in[1], 0, 1, "index");
+      expect_same_dtype(op, *in[0], *in[2], "input and source");
+      Shape s = in[0]->shape;
+      if (s.rank()) s[a.dim] = in[1]->shape.numel();
+      EMBER_CHECK(in[2]->shape == s || (s.rank() == 0 && in[2]->shape.numel() == 1), op, ": source has shape ",
+                  in[2]->shape, ", expected ", s, " (input ", in[0]->shape, " with dim ", a.dim, " of size ",
+                  in[1]->shape.numel(), ")");
+      return {*in[0]};
+    }
+    case OpKind::conv:
+    case OpKind::conv_transpose: {
+      expect_inputs(op, in, 2, 3);
+      const auto& a = std::get<ConvAttrs>(attrs);
+      const auto &x = *in[0], &w = *in[1];
+      int nd = static_cast<int>(a.stride.size());
+      EMBER_CHECK(nd >= 1 && nd <= 3 && a.padding.size() == size_t(nd) && a.dilation.size() == size_t(nd) &&
+                      a.output_padding.size() == size_t(nd),
+                  op, ": stride/padding/dilation/output_padding must each have one entry per spatial dim");
+      expect_float(op, x, "input");
+      expect_same_dtype(op, x, w, "input and weight");
+      EMBER_CHECK(x.shape.rank() == nd + 2, op, ": input ", x.shape, " must have rank ", nd + 2, " [N, C, ...]");
+      EMBER_CHECK(w.shape.rank() == nd + 2, op, ": weight ", w.shape, " must have rank ", nd + 2);
+      EMBER_CHECK(a.groups >= 1, op, ": groups must be positive, got ", a.groups);
+      int64_t c = x.shape[1], g = a.groups;
+      bool tr = kind == OpKind::conv_transpose;
+      int64_t out_c = tr ? w.shape[1] * g : w.shape[0];
+      if (tr)
+        EMBER_CHECK(w.shape[0] == c && c % g == 0, op, ": weight ", w.shape, " expects ", w.shape[0],
+                    " input channels, input ", x.shape, " has ", c, " (groups ", g, ")");
+      else
+        EMBER_CHECK(c % g == 0 && w.shape[1] * g == c && out_c % g == 0, op, ": weight ", w.shape, " expects ",
+                    w.shape[1] * g, " input channels, input ", x.shape, " has ", c, " (groups ", g, ")");
+      if (in.size() == 3 && in[2]) {
+        expect_same_dtype(op, x, *in[2], "input and bias");
+        EMBER_CHECK(in[2]->shape == Shape({out_c}), op, ": bias ", in[2]->shape, " must have shape [", out_c, "]");
+      }
+      std::vector<int64_t> out = {x.shape[0], out_c};
+      for (int i = 0; i < nd; ++i) {
+        int64_t s = a.stride[i], p = a.padding[i], d = a.dilation[i], op_ = a.output_padding[i];
+        int64_t k = w.shape[2 + i], n = x.shape[2 + i];
+        EMBER_CHECK(s >= 1 && d >= 1 && p >= 0, op, ": stride and dilation must be >= 1 and padding >= 0");
+        int64_t o = tr ? (n - 1) * s - 2 * p + d * (k - 1) + op_ + 1 : (n + 2 * p - d * (k - 1) - 1) / s + 1;
+        if (tr)
+          EMBER_CHECK(op_ < s || op_ < d, op, ": output_padding ", op_, " must be smaller than stride or dilation");
+        EMBER_CHECK(o > 0 && (tr || n + 2 * p >= d * (k - 1) + 1), op, ": input ", x.shape, " is too small for kernel ",
+                    w.shape, " (spatial dim ", i, ")");
+        out.push_back(o);
+      }
+      return {{Shape(out), x.dtype}};
+    }
+    case OpKind::avg_pool:
+    case OpKind::max_pool: {
+      expect_inputs(op, in, 1, 1);
+      const auto& a = std::get<PoolAttrs>(attrs);
+      const auto& x = *in[0];
+      int nd = static_cast<int>(a.kernel.size());
+      EMBER_CHECK(nd >= 1 && a.stride.size() == size_t(nd) && a.padding.size() == size_t(nd) &&
+                      a.dilation.size() == size_t(nd),
+                  op, ": kernel/stride/padding/dilation need one entry per spatial dim");
+      EMBER_CHECK(x.shape.rank() == nd + 1 || x.shape.rank() == nd + 2, op, ": input ", x.shape, " must have rank ",
+                  nd + 1, " or ", nd + 2);
+      if (kind == OpKind::avg_pool) expect_float(op, x, "input");
+      std::vector<int64_t> out(x.shape.begin(), x.shape.end() - nd);
+      int off = x.shape.rank() - nd;
+      for (int i = 0; i < nd; ++i) {
+        EMBER_CHECK(a.kernel[i] >= 1 && a.stride[i] >= 1 && a.dilation[i] >= 1, op,
+                    ": kernel, stride and dilation must be >= 1");
+        EMBER_CHECK(a.padding[i] >= 0 && a.padding[i] * 2 <= a.kernel[i], op, ": padding ", a.padding[i],
+                    " must be at most half the kernel size ", a.kernel[i]);
+        out.push_back(pool_out(op, x.shape[off + i], a.kernel[i], a.stride[i], a.padding[i], a.dilation[i],
+                               a.ceil_mode));
+      }
+      if (kind == OpKind::max_pool) return {{Shape(out), x.dtype}, {Shape(out), DType::i64}};
+      return {{Shape(out), x.dtype}};
+    }
+    case OpKind::adaptive_avg_pool:
+    case OpKind::interpolate: {
+      expect_inputs(op, in, 1, 1);
+      const auto& size = kind == OpKind::interpolate ? std::get<InterpolateAttrs>(attrs).size
+                                                     : std::get<ShapeAttrs>(attrs).shape.dims();
+      const auto& x = *in[0];
+      int nd = static_cast<int>(size.size());
+      expect_float(op, x, "input");
+      EMBER_CHECK(nd >= 1 && (x.shape.rank() == nd + 2 || (kind == OpKind::adaptive_avg_pool && x.shape.rank() == nd + 1)),
+                  op, ": input ", x.shape, " does not match an output size of ", nd, " spatial dims");
+      std::vector<int64_t> out(x.shape.begin(), x.shape.end() - nd);
+      for (int64_t s : size) {
+        EMBER_CHECK(s > 0, op, ": output size must be positive, got ", s);
+        out.push_back(s);
+      }
+      if (kind == OpKind::interpolate && std::get<InterpolateAttrs>(attrs).mode != InterpMode::nearest)
+        EMBER_CHECK(nd <= 2, op, ": linear/cubic modes support 1 or 2 spatial dims");
+      return {{Shape(out), x.dtype}};
+    }
+    case OpKind::layer_norm: {
+      expect_inputs(op, in, 1, 3);
+      const auto& a = std::get<NormAttrs>(attrs);
+      const auto& x = *in[0];
+      expect_float(op, x, "input");
+      EMBER_CHECK(a.axes >= 1 && a.axes <= x.shape.rank(), op, ": cannot normalise ", a.axes,
+                  " trailing dims of shape ", x.shape);
+      Shape ns(x.shape.end() - a.axes, x.shape.end());
+      for (size_t i = 1; i < in.size(); ++i)
+        if (in[i]) {
+          expect_same_dtype(op, x, *in[i], i == 1 ? "input and weight" : "input and bias");
+          EMBER_CHECK(in[i]->shape == ns, op, ": ", i == 1 ? "weight" : "bias", " has shape ", in[i]->shape,
+                      ", expected ", ns);
+        }
+      return {x};
+    }
+    case OpKind::batch_norm: {
+      expect_inputs(op, in, 3, 5);
+      const auto& x = *in[0];
+      expect_float(op, x, "input");
+      expect_rank(op, x, 2, 64, "input");
+      const char* names[] = {"input", "running_mean", "running_var", "weight", "bias"};
+      for (size_t i = 1; i < in.size(); ++i)
+        if (in[i]) {
+          expect_same_dtype(op, x, *in[i], names[i]);
+          EMBER_CHECK(in[i]->shape == Shape({x.shape[1]}), op, ": ", names[i], " has shape ", in[i]->shape,
+                      ", expected [", x.shape[1], "] for input ", x.shape);
+        }
+      return {x};
+    }
+    case OpKind::attention: {
+      expect_inputs(op, in, 3, 4);
+      const auto &q = *in[0], &k = *in[1], &v = *in[2];
+      expect_float(op, q, "query");
+      expect_same_dtype(op, q, k, "query and key");
+      expect_same_dtype(op, q, v, "query and value");
+      expect_rank(op, q, 2, 64, "query");
+      EMBER_CHECK(k.shape.rank() == q.shape.rank() && v.shape.rank() == q.shape.rank(), op, ": query ", q.shape,
+                  ", key ", k.shape, " and value ", v.shape, " must have the same rank");
+      int r = q.shape.rank();
+      for (int d = 0; d < r - 2; ++d)
+        EMBER_CHECK(q.shape[d] == k.shape[d] && q.shape[d] == v.shape[d], op, ": batch dims differ: query ",
+                    q.shape, ", key ", k.shape, ", value ", v.shape);
+      EMBER_CHECK(q.shape[-1] == k.shape[-1], op, ": query ", q.shape, " and key ", k.shape,
+                  " have different embedding sizes");
+      EMBER_CHECK(k.shape[-2] == v.shape[-2], op, ": key ", k.shape, " and value ", v.shape,
+                  " have different sequence lengths");
+      Shape out = q.shape;
+      out[-1] = v.shape[-1];
+      if (in.size() == 4 && in[3]) {
+        const auto& m = *in[3];
+        EMBER_CHECK(m.dtype == DType::boolean || m.dtype == q.dtype, op, ": mask must be bool or ", q.dtype,
+                    ", got ", m.dtype);
+        Shape scores = q.shape;
+        scores[-1] = k.shape[-2];
+        EMBER_CHECK(broadcast_shapes(m.shape, scores, op) == scores, op, ": mask ", m.shape,
+                    " does not broadcast to the score shape ", scores);
+      }
+      return {{out, q.dtype}};
+    }
+    default:
+      EMBER_FAIL(op, ": no inference rule");
+  }
+}
+
+}  // namespace
+
+std::vector<TensorMeta> infer_outputs(OpKind kind, const Metas& in, const OpAttrs& attrs) {
+  const OpInfo& info = op_info(kind);
+  auto op = info.name;
+  EMBER_CHECK(attrs.index() == info.attrs_index, op, ": wrong attribute type (internal error)");
+  switch (info.family) {
+    case OpFamily::Creation: {
+      expect_inputs(op, in, 0, 0);
+      const auto& a = std::get<CreateAttrs>(attrs);
+      for (int64_t d : a.shape) EMBER_CHECK(d >= 0, op, ": negative dimension in shape ", a.shape);
+      if (kind == OpKind::random_normal || kind == OpKind::random_uniform)
+        EMBER_CHECK(is_float(a.dtype), op, ": needs a floating dtype, got ", a.dtype);
+      return {{a.shape, a.dtype}};
+    }
+    case OpFamily::Unary:
+      expect_inputs(op, in, 1, 1);
+      EMBER_CHECK(!is_bool(in[0]->dtype), op, ": not defined for bool tensors");
+      return {*in[0]};
+    case OpFamily::FloatUnary:
+      expect_inputs(op, in, 1, 1);
+      expect_float(op, *in[0], "input");
+      return {*in[0]};
+    case OpFamily::Predicate:
+      expect_inputs(op, in, 1, 1);
+      return {{in[0]->shape, DType::boolean}};
+    case OpFamily::BitwiseUnary:
+      expect_inputs(op, in, 1, 1);
+      EMBER_CHECK(!is_float(in[0]->dtype), op, ": needs an integer or bool tensor, got ", in[0]->dtype);
+      return {*in[0]};
+    case OpFamily::Binary:
+    case OpFamily::FloatBinary:
+    case OpFamily::Compare:
+    case OpFamily::Bitwise: {
+      expect_inputs(op, in, 2, 2);
+      expect_same_dtype(op, *in[0], *in[1], "operand");
+      Shape s = broadcast_shapes(in[0]->shape, in[1]->shape, op);
+      if (info.family == OpFamily::FloatBinary) expect_float(op, *in[0], "input");
+      if (info.family == OpFamily::Bitwise)
+        EMBER_CHECK(!is_float(in[0]->dtype), op, ": needs integer or bool tensors, got ", in[0]->dtype);
+      if (info.family == OpFamily::Binary && kind != OpKind::add && kind != OpKind::mul &&
+          kind != OpKind::maximum && kind != OpKind::minimum)
+        EMBER_CHECK(!is_bool(in[0]->dtype), op, ": not defined for bool tensors");
+      return {{s, info.family == OpFamily::Compare ? DType::boolean : in[0]->dtype}};
+    }
+    case OpFamily::Where: {
+      expect_inputs(op, in, 3, 3);
+      EMBER_CHECK(in[0]->dtype == DType::boolean, op, ": condition must be bool, got ", in[0]->dtype);
+      expect_same_dtype(op, *in[1], *in[2], "value");
+      Shape s = broadcast_shapes(broadcast_shapes(in[0]->shape, in[1]->shape, op), in[2]->shape, op);
+      return {{s, in[1]->dtype}};
+    }
+    case OpFamily::Ternary: {
+      expect_inputs(op, in, 3, 3);
+      expect_float(op, *in[0], "start");
+      expect_same_dtype(op, *in[0], *in[1], "start and end");
+      expect_same_dtype(op, *in[0], *in[2], "start and weight");
+      Shape s = broadcast_shapes(broadcast_shapes(in[0]->shape, in[1]->shape, op), in[2]->shape, op);
+      return {{s, in[0]->dtype}};
+    }
+    case OpFamily::Reduce:
+      expect_inputs(op, in, 1, 1);
+      return infer_reduce(kind, *in[0], std::get<ReduceAttrs>(attrs));
+    case OpFamily::View: {
+      expect_inputs(op, in, 1, 1);
+      const auto& x = *in[0];
+      switch (kind) {
+        case OpKind::reshape: {
+          const auto& s = std::get<ShapeAttrs>(attrs).shape;
+          for (int64_t d : s) EMBER_CHECK(d >= 0, op, ": target shape ", s, " has a negative dim");
+          EMBER_CHECK(s.numel() == x.shape.numel(), op, ": cannot reshape ", x.shape, " (", x.shape.numel(),
+                      " elements) into ", s, " (", s.numel(), " elements)");
+          return {{s, x.dtype}};
+        }
+        case OpKind::permute: {
+          const auto& p = std::get<DimsAttrs>(attrs).dims;
+          EMBER_CHECK(p.size() == size_t(x.shape.rank()), op, ": permutation has ", p.size(),
+                      " dims, tensor ", x.shape, " has ", x.shape.rank());
+          std::vector<int64_t> s(p.size());
+          std::vector<bool> seen(p.size());
+          for (size_t i = 0; i < p.size(); ++i) {
+            EMBER_CHECK(!seen[p[i]], op, ": dim ", p[i], " appears twice in the permutation");
+            seen[p[i]] = true;
+            s[i] = x.shape[p[i]];
+          }
+          return {{Shape(s), x.dtype}};
+        }
+        case OpKind::expand: {
+          const auto& s = std::get<ShapeAttrs>(attrs).shape;
+          EMBER_CHECK(s.rank() >= x.shape.rank(), op, ": cannot expand ", x.shape, " to fewer dims ", s);
+          int off = s.rank() - x.shape.rank();
+          for (int d = 0; d < x.shape.rank(); ++d)
+            EMBER_CHECK(x.shape[d] == s[off + d] || x.shape[d] == 1, op, ": cannot expand ", x.shape, " to ", s,
+                        " (dim ", d, ")");
+          return {{s, x.dtype}};
+        }
+        case OpKind::slice: {
+          const auto& r = std::get<SliceAttrs>(attrs).ranges;
+          EMBER_CHECK(r.size() == size_t(x.shape.rank()), op, ": ", r.size(), " ranges for shape ", x.shape);
+          std::vector<int64_t> s;
+          for (size_t d = 0; d < r.size(); ++d) {
+            EMBER_CHECK(r[d].step >= 1 && r[d].start >= 0 && r[d].end <= x.shape[int(d)], op, ": range [",
+                        r[d].start, ":", r[d].end, ":", r[d].step, "] is invalid for dim ", d, " of ", x.shape);
+            s.push_back(r[d].length());
+          }
+          return {{Shape(s), x.dtype}};
+        }
+        default:
+          break;
+      }
+      EMBER_FAIL(op, ": no inference rule");
+    }
+    case OpFamily::Cast:
+      expect_inputs(op, in, 1, 1);
+      return {{in[0]->shape, std::get<CastAttrs>(attrs).dtype}};
+    case OpFamily::DataDependent:
+      if (kind == OpKind::nonzero) {
+        expect_inputs(op, in, 1, 1);
+        return {{Shape{-1, in[0]->shape.rank()}, DType::i64}};
+      }
+      expect_inputs(op, in, 2, 2);
+      EMBER_CHECK(in[1]->dtype == DType::boolean, op, ": mask must be bool, got ", in[1]->dtype);
+      broadcast_shapes(in[0]->shape, in[1]->shape, op);
+      return {{Shape{-1}, in[0]->dtype}};
+    case OpFamily::Opaque:
+      return infer_opaque(kind, in, attrs);
+  }
+  EMBER_FAIL(op, ": no inference rule");
+}
+
+namespace {
+// Normalises dims given by the caller (negative = from the end) in place.
+void normalize_attrs(OpKind kind, const Metas& in, OpAttrs& attrs) {
+  auto op = op_name(kind);
+  int rank = in.empty() || !in[0] ? 0 : in[0]->shape.rank();
+  std::visit(
+      [&](auto& a) {
+        using A = std::decay_t<decltype(a)>;
+        if constexpr (std::is_same_v<A, ReduceAttrs>) {
+          for (int& d : a.dims) d = normalize_dim(d, rank, op);
+          std::sort(a.dims.begin(), a.dims.end());
+          EMBER_CHECK(std::adjacent_find(a.dims.begin(), a.dims.end()) == a.dims.end(), op,
+                      ": a dim appears twice in the reduction dims");
+          if (rank == 0) a.dims.clear();
+        } else if constexpr (std::is_same_v<A, DimAttrs>) {
+          if (kind != OpKind::tril && kind != OpKind::triu) a.dim = normalize_dim(a.dim, rank, op);
+        } else if constexpr (std::is_same_v<A, DimsAttrs>) {
+          for (int& d : a.dims) d = normalize_dim(d, rank, op);
+        } else if constexpr (std::is_same_v<A, RollAttrs>) {
+          for (int& d : a.dims) d = normalize_dim(d, rank, op);
+        }
+      },
+      attrs);
+}
+}  // namespace
+
+Op make_op(OpKind kind, std::vector<PrimitivePtr> inputs, OpAttrs attrs) {
+  Metas metas;
+  metas.reserve(inputs.size());
+  for (const auto& p : inputs) metas.push_back(p ? &p->meta() : nullptr);
+  normalize_attrs(kind, metas, attrs);
+  auto outputs = infer_outputs(kind, metas, attrs);
+  return Op{kind, std::move(inputs), std::move(attrs), std::move(outputs)};
+}
+
+}  // namespace ember

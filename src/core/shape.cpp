@@ -1,0 +1,57 @@
+#include "ember/core/shape.hpp"
+
+#include <sstream>
+
+#include "ember/core/error.hpp"
+
+namespace ember {
+
+int64_t Shape::numel() const {
+  int64_t n = 1;
+  for (int64_t d : dims_) n *= d;
+  return n;
+}
+
+std::string Shape::str() const {
+  std::ostringstream os;
+  os << *this;
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Shape& s) {
+  os << '[';
+  for (int i = 0; i < s.rank(); ++i) os << (i ? ", " : "") << s[i];
+  return os << ']';
+}
+
+std::vector<int64_t> contiguous_strides(const Shape& s) {
+  std::vector<int64_t> st(s.rank());
+  int64_t acc = 1;
+  for (int i = s.rank() - 1; i >= 0; --i) {
+    st[i] = acc;
+    acc *= s[i];
+  }
+  return st;
+}
+
+int normalize_dim(int64_t dim, int rank, std::string_view op) {
+  int r = rank == 0 ? 1 : rank;  // like PyTorch, a 0-d tensor accepts dim 0 / -1
+  EMBER_CHECK(dim >= -r && dim < r, op, ": dim ", dim, " is out of range for a tensor of rank ", rank,
+              " (expected -", r, " <= dim < ", r, ")");
+  return static_cast<int>(dim < 0 ? dim + r : dim);
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op) {
+  int r = std::max(a.rank(), b.rank());
+  std::vector<int64_t> out(r);
+  for (int i = 0; i < r; ++i) {
+    int64_t da = i < r - a.rank() ? 1 : a[i - (r - a.rank())];
+    int64_t db = i < r - b.rank() ? 1 : b[i - (r - b.rank())];
+    EMBER_CHECK(da == db || da == 1 || db == 1, op, ": shapes ", a, " and ", b,
+                " are not broadcastable (dim ", i, ": ", da, " vs ", db, ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return Shape(std::move(out));
+}
+
+}  // namespace ember

@@ -1,0 +1,77 @@
+#include "dispatch.hpp"
+
+#include <cmath>
+
+namespace ember::detail {
+
+std::vector<DynTensor> run_op(OpKind kind, std::vector<DynTensor> inputs, OpAttrs attrs) {
+  const Device* dev = nullptr;
+  std::vector<PrimitivePtr> prims;
+  prims.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) {
+      prims.emplace_back();
+      continue;
+    }
+    if (!dev) dev = &inputs[i].device();
+    EMBER_CHECK(inputs[i].device() == *dev, op_name(kind), ": input ", i, " is on ", inputs[i].device().name(),
+                ", input 0 is on ", dev->name(), " (move tensors with .to(device) first)");
+    prims.push_back(std::move(inputs[i]).take_primitive());
+  }
+  EMBER_CHECK(dev != nullptr, op_name(kind), ": needs at least one input tensor");
+  Device device = *dev;
+  Op op = make_op(kind, std::move(prims), std::move(attrs));
+  inputs.clear();  // drop the remaining (moved-from) handles before executing
+  std::vector<PrimitivePtr> outs = device.backend().execute(std::move(op));
+  std::vector<DynTensor> result;
+  result.reserve(outs.size());
+  for (auto& p : outs) result.emplace_back(std::move(p), device);
+  return result;
+}
+
+DynTensor create(OpKind kind, CreateAttrs attrs, const Device& device) {
+  Op op = make_op(kind, {}, std::move(attrs));
+  return DynTensor(device.backend().execute(std::move(op))[0], device);
+}
+
+DynTensor scalar_tensor(Scalar s, DType dtype, const Device& device) {
+  CreateAttrs a;
+  a.dtype = dtype;
+  a.a = s.value;
+  return create(OpKind::full, std::move(a), device);
+}
+
+DType scalar_result_type(const DynTensor& t, Scalar s) {
+  Kind tk = kind_of(t.dtype());
+  if (!s.is_integral && tk != Kind::Float) return kDefaultFloat;
+  if (s.is_integral && tk == Kind::Bool) return kDefaultInt;
+  return t.dtype();
+}
+
+DType result_type(const DynTensor& a, const DynTensor& b) {
+  DType da = a.dtype(), db = b.dtype();
+  if (da == db) return da;
+  bool za = a.rank() == 0, zb = b.rank() == 0;
+  if (za != zb) {
+    // the dimensioned tensor wins unless the 0-d one is of a higher category
+    DType dim = za ? db : da, zero = za ? da : db;
+    if (int(kind_of(zero)) < int(kind_of(dim))) {
+      // Kind enum order: Float(0) < Int(1) < Bool(2): a lower enum value is a higher category
+      return zero;
+    }
+    return dim;
+  }
+  return promote_types(da, db);
+}
+
+DynTensor cast_to(DynTensor x, DType dt) {
+  if (x.dtype() == dt) return x;
+  return run1(OpKind::cast, {std::move(x)}, CastAttrs{dt});
+}
+
+DynTensor to_float(DynTensor x) {
+  if (is_float(x.dtype())) return x;
+  return cast_to(std::move(x), kDefaultFloat);
+}
+
+}  // namespace ember::detail

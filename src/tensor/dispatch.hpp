@@ -1,0 +1,28 @@
+// How the tensor layer runs an op: check devices, build the IR node (validated in core),
+// hand it to the device's backend, wrap the outputs.
+#pragma once
+
+#include <vector>
+
+#include "ember/tensor/ops.hpp"
+
+namespace ember::detail {
+
+std::vector<DynTensor> run_op(OpKind kind, std::vector<DynTensor> inputs, OpAttrs attrs = NoAttrs{});
+inline DynTensor run1(OpKind kind, std::vector<DynTensor> inputs, OpAttrs attrs = NoAttrs{}) {
+  return std::move(run_op(kind, std::move(inputs), std::move(attrs))[0]);
+}
+// A creation op on `device`.
+DynTensor create(OpKind kind, CreateAttrs attrs, const Device& device);
+// A 0-d tensor holding `s` in `dtype` on `device`.
+DynTensor scalar_tensor(Scalar s, DType dtype, const Device& device);
+// The dtype PyTorch gives `t op s`.
+DType scalar_result_type(const DynTensor& t, Scalar s);
+// PyTorch's result_type for two tensors (dimensioned tensors outrank 0-d ones of the same category).
+DType result_type(const DynTensor& a, const DynTensor& b);
+// Casts to `dt` when needed (moves otherwise).
+DynTensor cast_to(DynTensor x, DType dt);
+// Float-only ops compute integer and bool inputs in the default float type.
+DynTensor to_float(DynTensor x);
+
+}  // namespace ember::detail

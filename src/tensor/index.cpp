@@ -1,0 +1,48 @@
+// Indexing ops of the tensor API.
+#include "dispatch.hpp"
+
+namespace ember {
+
+using namespace detail;
+
+DynTensor gather(DynTensor x, int dim, DynTensor index) {
+  return run1(OpKind::gather, {std::move(x), std::move(index)}, DimAttrs{dim});
+}
+DynTensor scatter(DynTensor x, int dim, DynTensor index, DynTensor src) {
+  src = cast_to(std::move(src), x.dtype());
+  return run1(OpKind::scatter, {std::move(x), std::move(index), std::move(src)}, DimAttrs{dim});
+}
+DynTensor scatter_add(DynTensor x, int dim, DynTensor index, DynTensor src) {
+  src = cast_to(std::move(src), x.dtype());
+  return run1(OpKind::scatter_add, {std::move(x), std::move(index), std::move(src)}, DimAttrs{dim});
+}
+DynTensor select(DynTensor x, int dim, int64_t index) {
+  int d = normalize_dim(dim, x.rank(), "select");
+  int64_t n = x.shape()[d];
+  EMBER_CHECK(index >= -n && index < n, "select: index ", index, " is out of range for dim ", d, " of ", x.shape());
+  if (index < 0) index += n;
+  return squeeze(narrow(std::move(x), d, index, 1), d);
+}
+DynTensor select_assign(DynTensor x, int dim, DynTensor index, DynTensor src) {
+  src = cast_to(std::move(src), x.dtype());
+  return run1(OpKind::index_copy, {std::move(x), std::move(index), std::move(src)}, DimAttrs{dim});
+}
+DynTensor select_add(DynTensor x, int dim, DynTensor index, DynTensor src) {
+  src = cast_to(std::move(src), x.dtype());
+  return run1(OpKind::index_add, {std::move(x), std::move(index), std::move(src)}, DimAttrs{dim});
+}
+DynTensor index_select(DynTensor x, int dim, DynTensor index) {
+  return run1(OpKind::index_select, {std::move(x), std::move(index)}, DimAttrs{dim});
+}
+DynTensor take(DynTensor x, DynTensor index) {
+  Shape s = index.shape();
+  DynTensor flat = flatten(std::move(x));
+  return reshape(index_select(std::move(flat), 0, flatten(std::move(index))), s.dims());
+}
+DynTensor nonzero(DynTensor x) { return run1(OpKind::nonzero, {std::move(x)}); }
+DynTensor argwhere(DynTensor x) { return nonzero(std::move(x)); }
+DynTensor masked_select(DynTensor x, DynTensor mask) {
+  return run1(OpKind::masked_select, {std::move(x), std::move(mask)});
+}
+
+}  // namespace ember

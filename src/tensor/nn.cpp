@@ -1,0 +1,119 @@
+// Neural-network primitives of the tensor API.
+#include <cmath>
+
+#include "dispatch.hpp"
+
+namespace ember {
+
+using namespace detail;
+
+namespace {
+
+Sizes per_dim(const Sizes& v, int nd, const char* op, const char* what) {
+  if (v.size() == 1) return Sizes(nd, v[0]);
+  EMBER_CHECK(int(v.size()) == nd, op, ": ", what, " needs 1 or ", nd, " values, got ", v.size());
+  return v;
+}
+
+DynTensor conv_nd(OpKind k, int nd, const char* op, DynTensor x, DynTensor w, std::optional<DynTensor> b,
+                  const ConvOptions& o) {
+  EMBER_CHECK(x.rank() == nd + 2, op, ": input must have shape [N, C, ", nd == 1 ? "L" : nd == 2 ? "H, W" : "D, H, W",
+              "], got ", x.shape());
+  ConvAttrs a{per_dim(o.stride, nd, op, "stride"), per_dim(o.padding, nd, op, "padding"),
+              per_dim(o.dilation, nd, op, "dilation"), per_dim(o.output_padding, nd, op, "output_padding"),
+              o.groups};
+  std::vector<DynTensor> in{std::move(x), std::move(w)};
+  if (b) in.push_back(std::move(*b));
+  return run1(k, std::move(in), std::move(a));
+}
+
+PoolAttrs pool_attrs(const PoolOptions& o, int nd, const char* op) {
+  EMBER_CHECK(!o.kernel_size.empty(), op, ": kernel_size is required");
+  Sizes k = per_dim(o.kernel_size, nd, op, "kernel_size");
+  return PoolAttrs{k, o.stride.empty() ? k : per_dim(o.stride, nd, op, "stride"),
+                   per_dim(o.padding, nd, op, "padding"), per_dim(o.dilation, nd, op, "dilation"), o.ceil_mode,
+                   o.count_include_pad};
+}
+
+}  // namespace
+
+DynTensor conv1d(DynTensor x, DynTensor w, std::optional<DynTensor> b, ConvOptions o) {
+  return conv_nd(OpKind::conv, 1, "conv1d", std::move(x), std::move(w), std::move(b), o);
+}
+DynTensor conv2d(DynTensor x, DynTensor w, std::optional<DynTensor> b, ConvOptions o) {
+  return conv_nd(OpKind::conv, 2, "conv2d", std::move(x), std::move(w), std::move(b), o);
+}
+DynTensor conv3d(DynTensor x, DynTensor w, std::optional<DynTensor> b, ConvOptions o) {
+  return conv_nd(OpKind::conv, 3, "conv3d", std::move(x), std::move(w), std::move(b), o);
+}
+DynTensor conv_transpose1d(DynTensor x, DynTensor w, std::optional<DynTensor> b, ConvOptions o) {
+  return conv_nd(OpKind::conv_transpose, 1, "conv_transpose1d", std::move(x), std::move(w), std::move(b), o);
+}
+DynTensor conv_transpose2d(DynTensor x, DynTensor w, std::optional<DynTensor> b, ConvOptions o) {
+  return conv_nd(OpKind::conv_transpose, 2, "conv_transpose2d", std::move(x), std::move(w), std::move(b), o);
+}
+DynTensor conv_transpose3d(DynTensor x, DynTensor w, std::optional<DynTensor> b, ConvOptions o) {
+  return conv_nd(OpKind::conv_transpose, 3, "conv_transpose3d", std::move(x), std::move(w), std::move(b), o);
+}
+
+DynTensor avg_pool1d(DynTensor x, PoolOptions o) { return run1(OpKind::avg_pool, {std::move(x)}, pool_attrs(o, 1, "avg_pool1d")); }
+DynTensor avg_pool2d(DynTensor x, PoolOptions o) { return run1(OpKind::avg_pool, {std::move(x)}, pool_attrs(o, 2, "avg_pool2d")); }
+TensorPair max_pool1d_with_indices(DynTensor x, PoolOptions o) {
+  auto r = run_op(OpKind::max_pool, {std::move(x)}, pool_attrs(o, 1, "max_pool1d"));
+  return {std::move(r[0]), std::move(r[1])};
+}
+TensorPair max_pool2d_with_indices(DynTensor x, PoolOptions o) {
+  auto r = run_op(OpKind::max_pool, {std::move(x)}, pool_attrs(o, 2, "max_pool2d"));
+  return {std::move(r[0]), std::move(r[1])};
+}
+DynTensor max_pool1d(DynTensor x, PoolOptions o) { return max_pool1d_with_indices(std::move(x), std::move(o)).first; }
+DynTensor max_pool2d(DynTensor x, PoolOptions o) { return max_pool2d_with_indices(std::move(x), std::move(o)).first; }
+
+DynTensor adaptive_avg_pool1d(DynTensor x, int64_t size) {
+  return run1(OpKind::adaptive_avg_pool, {std::move(x)}, ShapeAttrs{Shape{size}});
+}
+DynTensor adaptive_avg_pool2d(DynTensor x, Sizes size) {
+  return run1(OpKind::adaptive_avg_pool, {std::move(x)}, ShapeAttrs{Shape(per_dim(size, 2, "adaptive_avg_pool2d", "output_size"))});
+}
+DynTensor interpolate(DynTensor x, Sizes size, InterpMode mode, bool align_corners) {
+  EMBER_CHECK(!(mode == InterpMode::nearest && align_corners), "interpolate: align_corners is only valid for linear and cubic modes");
+  return run1(OpKind::interpolate, {to_float(std::move(x))}, InterpolateAttrs{std::move(size), mode, align_corners});
+}
+
+DynTensor embedding(DynTensor weight, DynTensor indices) {
+  EMBER_CHECK(weight.rank() == 2, "embedding: weight must be [num_embeddings, dim], got ", weight.shape());
+  Sizes out = indices.shape().dims();
+  out.push_back(weight.shape()[1]);
+  return reshape(index_select(std::move(weight), 0, flatten(std::move(indices))), std::move(out));
+}
+
+DynTensor layer_norm(DynTensor x, Sizes normalized_shape, std::optional<DynTensor> w, std::optional<DynTensor> b,
+                     double eps) {
+  int axes = int(normalized_shape.size());
+  EMBER_CHECK(axes >= 1 && axes <= x.rank(), "layer_norm: normalized_shape ", Shape(normalized_shape),
+              " does not fit input ", x.shape());
+  for (int i = 0; i < axes; ++i)
+    EMBER_CHECK(x.shape()[x.rank() - axes + i] == normalized_shape[i], "layer_norm: normalized_shape ",
+                Shape(normalized_shape), " does not match the trailing dims of input ", x.shape());
+  std::vector<DynTensor> in{std::move(x), w ? std::move(*w) : DynTensor(nullptr, Device::cpu()),
+                            b ? std::move(*b) : DynTensor(nullptr, Device::cpu())};
+  return run1(OpKind::layer_norm, std::move(in), NormAttrs{axes, eps});
+}
+
+DynTensor batch_norm(DynTensor x, DynTensor mean, DynTensor var, std::optional<DynTensor> w,
+                     std::optional<DynTensor> b, double eps) {
+  std::vector<DynTensor> in{std::move(x), std::move(mean), std::move(var),
+                            w ? std::move(*w) : DynTensor(nullptr, Device::cpu()),
+                            b ? std::move(*b) : DynTensor(nullptr, Device::cpu())};
+  return run1(OpKind::batch_norm, std::move(in), NormAttrs{1, eps});
+}
+
+DynTensor scaled_dot_product_attention(DynTensor q, DynTensor k, DynTensor v, std::optional<DynTensor> mask,
+                                       bool is_causal, std::optional<double> scale) {
+  std::vector<DynTensor> in{std::move(q), std::move(k), std::move(v)};
+  if (mask) in.push_back(std::move(*mask));
+  return run1(OpKind::attention, std::move(in),
+              AttentionAttrs{is_causal, scale.value_or(std::numeric_limits<double>::quiet_NaN())});
+}
+
+}  // namespace ember
