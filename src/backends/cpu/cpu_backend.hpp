@@ -22,7 +22,11 @@ void register_view_kernels(KernelTable& t);         // views.cpp
 void register_layout_kernels(KernelTable& t);       // layout.cpp
 void register_index_kernels(KernelTable& t);        // index.cpp
 void register_linalg_kernels(KernelTable& t);       // matmul.cpp
-void register_nn_kernels(KernelTable& t);           // conv.cpp, pool.cpp, norm.cpp, attention.cpp, interpolate.cpp
+void register_nn_kernels(KernelTable& t);           // nn.cpp: calls the four below
+void register_conv_kernels(KernelTable& t);         // conv.cpp
+void register_pool_kernels(KernelTable& t);         // pool.cpp
+void register_norm_kernels(KernelTable& t);         // norm.cpp
+void register_attention_kernels(KernelTable& t);    // attention.cpp
 
 class CpuBackend final : public Backend {
  public:
