@@ -47,6 +47,8 @@ ACC_UNIT = {"f64": 1e-13, "f32": 2e-6, "f16": 1e-3, "bf16": 1e-2}
 
 LOWP_DISAGREE = []  # (case name, max abs diff) where native lowp != f32-then-round
 SKIPPED = []
+CHECK = bool(os.environ.get("EMBER_GEN_CHECK"))
+CHECK_FAIL = []
 
 # op -> (family, torch call, attrs keys / notes); README table is generated from this
 OPDOC = {}
@@ -256,6 +258,8 @@ class Family:
                 worst = max(worst, max_rel_violation(o, p, lr, la))
             if worst > 0:
                 LOWP_DISAGREE.append((self.name + ":" + name, worst))
+        if CHECK and (r or a):
+            self._check_against_f64(name, fn, inputs, outs, r, a)
         base = name
         k = 2
         while name in self.names:
@@ -272,6 +276,23 @@ class Family:
         if op not in self.ops:
             self.ops.append(op)
         return outs
+
+    def _check_against_f64(self, name, fn, inputs, outs, r, a):
+        """debug aid (EMBER_GEN_CHECK=1): is the recorded result within the case tolerance
+        of the same op evaluated in f64 and rounded to the output dtype?"""
+        if not any(t.dtype in (torch.float32, torch.float16, torch.bfloat16) for t in inputs):
+            return
+        up = [t.double() if t.is_floating_point() else t for t in inputs]
+        try:
+            o64 = _as_list(fn(*up))
+        except Exception:
+            return
+        worst = 0.0
+        for o, p in zip(outs, o64):
+            if o.is_floating_point() and p.is_floating_point() and o.shape == p.shape:
+                worst = max(worst, max_rel_violation(o, p.to(o.dtype), r, a))
+        if worst > 0:
+            CHECK_FAIL.append((self.name + ":" + name, worst))
 
     def write(self):
         os.makedirs(OUTDIR, exist_ok=True)
@@ -316,7 +337,7 @@ def gen_creation(f):
     shapes = [[], [0], [5], [2, 3], [2, 0, 3], [2, 3, 4]]
     for dt in ALL:
         for i, s in enumerate(shapes):
-            if dt not in ("f32", "i64") and i % 2 == 1:
+            if dt not in ("f32", "i64") and i not in (0, 3):
                 continue
             for op, fn in (("zeros", torch.zeros), ("ones", torch.ones)):
                 f.case("%s/%s/%s" % (op, dt, sh(s)), op, [], lambda fn=fn, s=s: fn(s, dtype=DT[dt]),
@@ -428,8 +449,7 @@ def gen_unary(f):
                 flat[-1] = -INF
             return t
 
-        plan = {"f32": [[3, 5], [], [0, 4], [1031], [2, 3, 4]], "f64": [[3, 5], [2, 1, 3]], "f16": [[3, 5]],
-                "bf16": [[3, 5], [7]]}
+        plan = {"f32": [[3, 5], [], [0, 4], [1031]], "f64": [[2, 1, 3]], "f16": [[3, 5]], "bf16": [[3, 5]]}
         for dt in FLOATS:
             for s in plan[dt]:
                 f.case("%s/%s/%s" % (op, dt, sh(s)), op, [gen(s, dt)], fn)
@@ -546,8 +566,8 @@ def gen_binary(f):
             return f.case(name, op, [a, b], fn, attrs)
 
         for dt in FLOATS:
-            shapes = BC_SHAPES + ([BIG_SHAPE] if op in ("add", "mul", "div", "maximum") else []) \
-                if dt == "f32" else SMALL_SHAPES
+            core = op in ("add", "sub", "mul", "div", "maximum")
+            shapes = (BC_SHAPES + [BIG_SHAPE] if core else BC_SHAPES[:9]) if dt == "f32" else SMALL_SHAPES
             for sa, sb in shapes:
                 run("%s/%s/%s_%s" % (op, dt, sh(sa), sh(sb)), bin_vals(f, op, dt, sa, 0), bin_vals(f, op, dt, sb, 1))
         for dt in intdts[op]:
@@ -805,7 +825,7 @@ def gen_compare_logic(f):
     for op, fn, _ in C:
         for dt in ALL:
             for i, (sa, sb) in enumerate(shapes):
-                if dt != "f32" and i > 1:
+                if dt != "f32" and i != 1:
                     continue
                 f.case("%s/%s/%s_%s" % (op, dt, sh(sa), sh(sb)), op, [cv(dt, sa), cv(dt, sb)], fn)
         for dt in FLOATS:
@@ -826,7 +846,8 @@ def gen_compare_logic(f):
             x = cv(dt, [3, 4])
             if dt == "f16" and v == 0.1:
                 x = torch.tensor([0.1, 0.0999, 0.2, -0.1], dtype=torch.float16)
-            f.case("%s_scalar/%s/%s" % (op, dt, v), op + "_scalar", [x], lambda x, v=v, fn=fn: fn(x, v), {"other": v})
+            f.case("%s_scalar/%s/%s" % (op, dt, v), op + "_scalar", [x], lambda x, v=v, fn=fn: fn(x, v), {"other": v},
+                   lowp_logic=False)
     # logical
     L = [("bool_and", torch.logical_and), ("bool_or", torch.logical_or), ("bool_xor", torch.logical_xor)]
     for op, fn in L:
@@ -954,14 +975,14 @@ def gen_reduce(f):
     for op, ffull, fdim, dts in R:
         for dt in dts:
             main = dt in ("f32", "bool") if op in ("any", "all") else dt == "f32"
-            fulls = FULL_SHAPES if main else [[3, 4], [2, 3, 4]]
+            fulls = FULL_SHAPES if main else [[2, 3, 4]]
             for s in fulls:
                 if op in ("max", "min") and 0 in s:
                     continue
                 if s == [1000] and dt not in ("f32", "f64", "i64"):
                     continue
                 call(op, ffull, fdim, vals(op, dt, s), None, False, "%s/%s/full_%s" % (op, dt, sh(s)))
-            dcs = DIM_CASES if main else [DIM_CASES[0], DIM_CASES[3], DIM_CASES[5]]
+            dcs = DIM_CASES if main else [DIM_CASES[3], DIM_CASES[5]]
             for s, d, k in dcs:
                 if op == "prod":
                     if isinstance(d, list):
@@ -1121,7 +1142,7 @@ def gen_scan_sort(f):
 
     for op in ("sort", "argsort"):
         for dt in FLOATS + ["i64", "i32", "i16", "i8", "u8"]:
-            cs = sort_cases if dt == "f32" else sort_cases[:4]
+            cs = sort_cases if dt == "f32" else (sort_cases[:4] if op == "sort" else sort_cases[2:3])
             for s, d, desc in cs:
                 x = sort_vals(dt, s)
                 if op == "sort":
@@ -2008,6 +2029,10 @@ def main():
         print("skipped (torch raised):")
         for s in SKIPPED:
             print("  ", s)
+    if CHECK:
+        print("f64 cross-check: %d cases outside tolerance" % len(CHECK_FAIL))
+        for n, w in CHECK_FAIL:
+            print("   %s (excess %.3g)" % (n, w))
     if LOWP_DISAGREE:
         print("WARNING: native f16/bf16 differs from f32-then-round beyond tolerance in %d cases:" % len(LOWP_DISAGREE))
         for n, w in LOWP_DISAGREE:

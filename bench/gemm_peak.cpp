@@ -1,0 +1,93 @@
+// Standalone GEMM throughput probe (f32 / f64), for tuning the cpu backend.
+//
+//   gemm_peak [threads...]            default: 1 2
+//   env GEMM_SIZES="64 128 512"       square sizes (default 64 128 256 512 1024 2048)
+//   env GEMM_KC / GEMM_NC             override the f32 blocking of the best ISA
+//   env GEMM_ISA=0|1|2                force scalar / avx2 / avx512
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/gemm.hpp"
+#include "backends/cpu/thread_pool.hpp"
+
+using namespace ember::cpu;
+
+namespace {
+
+int g_isa = -1;
+
+template <class T>
+void run(int64_t M, int64_t N, int64_t K, bool ta, bool tb, const char* label) {
+  std::vector<T> A(static_cast<size_t>(M * K)), B(static_cast<size_t>(K * N)),
+      C(static_cast<size_t>(M * N));
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> d(-1, 1);
+  for (auto& x : A) x = d(rng);
+  for (auto& x : B) x = d(rng);
+  const int64_t rsa = ta ? 1 : K, csa = ta ? M : 1;
+  const int64_t rsb = tb ? 1 : N, csb = tb ? K : 1;
+  auto once = [&] {
+    if constexpr (std::is_same_v<T, float>)
+      detail::gemm_f32_isa(g_isa, M, N, K, 1.0f, A.data(), rsa, csa, B.data(), rsb, csb, 0.0f,
+                           C.data(), N, 1);
+    else
+      detail::gemm_f64_isa(g_isa, M, N, K, 1.0, A.data(), rsa, csa, B.data(), rsb, csb, 0.0,
+                           C.data(), N, 1);
+  };
+  const double flop = 2.0 * double(M) * double(N) * double(K);
+  int reps = static_cast<int>(std::clamp(3e9 / flop, 3.0, 20000.0));
+  once();
+  double best = 1e30;
+  for (int round = 0; round < 5; ++round) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < reps; ++r) once();
+    const double dt =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+    best = std::min(best, dt);
+  }
+  std::printf("  %-6s %5lldx%5lldx%5lld %s%s  %8.1f GFLOP/s  %10.2f us\n", label, (long long)M,
+              (long long)N, (long long)K, ta ? "T" : "N", tb ? "T" : "N", flop / best * 1e-9,
+              best * 1e6);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> threads;
+  for (int i = 1; i < argc; ++i) threads.push_back(std::atoi(argv[i]));
+  if (threads.empty()) threads = {1, 2};
+  std::vector<int64_t> sizes = {64, 128, 256, 512, 1024, 2048};
+  if (const char* s = std::getenv("GEMM_SIZES")) {
+    sizes.clear();
+    std::istringstream in(s);
+    for (int64_t v; in >> v;) sizes.push_back(v);
+  }
+  g_isa = detail::gemm_best_isa();
+  if (const char* s = std::getenv("GEMM_ISA")) g_isa = std::atoi(s);
+  detail::GemmBlocking bl;
+  if (const char* s = std::getenv("GEMM_KC")) bl.kc = std::atoll(s);
+  if (const char* s = std::getenv("GEMM_NC")) bl.nc = std::atoll(s);
+  detail::gemm_set_blocking_f32(g_isa, bl);
+  const bool extra = std::getenv("GEMM_NO_EXTRA") == nullptr;
+  for (int t : threads) {
+    ThreadPool::global().set_num_threads(t);
+    std::printf("threads=%d isa=%d\n", t, g_isa);
+    for (int64_t n : sizes) run<float>(n, n, n, false, false, "f32");
+    if (!extra) continue;
+    run<float>(1024, 1024, 1024, true, false, "f32");
+    run<float>(1024, 1024, 1024, false, true, "f32");
+    run<float>(1, 1024, 784, false, true, "f32");
+    run<float>(1, 1024, 784, false, false, "f32");
+    run<float>(64, 1024, 784, false, true, "f32");
+    run<float>(32, 32, 32, false, false, "f32");
+    run<float>(16, 16, 16, false, false, "f32");
+    run<double>(1024, 1024, 1024, false, false, "f64");
+  }
+  return 0;
+}

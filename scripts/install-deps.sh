@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages ember needs, when missing. Usage:
+#   scripts/install-deps.sh build     # compiler, cmake, ninja, ccache, googletest, json
+#   scripts/install-deps.sh bench     # + LibTorch (peer) with OpenBLAS
+#   scripts/install-deps.sh reference # + python3-torch (regenerates conformance references)
+set -euo pipefail
+want=(g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev)
+case "${1:-build}" in
+  bench) want+=(libtorch-dev libopenblas0-pthread) ;;
+  reference) want+=(python3-torch python3-numpy) ;;
+esac
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "installing: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "error: missing packages (${missing[*]}); run as root or install them with apt-get" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

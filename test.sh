@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test suite. The last line is
+# "N passed, M failed" over every test of every suite that ran; skipped suites are named on
+# the line before it. Reports go to build/reports/.
+set -uo pipefail
+cd "$(dirname "$0")"
+scripts/install-deps.sh build || exit 1
+jobs=$(nproc)
+export CCACHE_DIR="${CCACHE_DIR:-$PWD/.cache/ccache}"
+
+cmake --preset default >/dev/null || exit 1
+cmake --build --preset default -j "$jobs" || exit 1
+
+mkdir -p build/reports build/test-logs
+passed=0; failed=0; skipped=()
+run_suite() {  # name, command...
+  local name=$1; shift
+  local log=build/test-logs/$name.log
+  echo "== $name"
+  "$@" >"$log" 2>&1
+  local rc=$?
+  local p f
+  p=$(grep -E '^\[  PASSED  \] [0-9]+ test' "$log" | tail -1 | awk '{print $4}')
+  f=$(grep -E '^\[  FAILED  \] [0-9]+ test' "$log" | tail -1 | awk '{print $4}')
+  p=${p:-0}; f=${f:-0}
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi  # crashed or failed outside a test
+  grep -E '^\[  FAILED  \]|^\[  SKIPPED \]' "$log" | head -40
+  echo "   $p passed, $f failed ($log)"
+  passed=$((passed + p)); failed=$((failed + f))
+}
+
+for t in build/tests/*/ember_*_tests build/tests/*/*/ember_*_tests; do
+  [ -x "$t" ] || continue
+  run_suite "$(basename "$t")" "$t"
+done
+if [ -x build/tests/conformance/ember_conformance ]; then
+  run_suite conformance build/tests/conformance/ember_conformance --reports build/reports
+fi
+skipped+=("cuda (no CUDA backend in this build)")
+
+# Core suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+if cmake --preset asan >/dev/null && cmake --build --preset asan -j "$jobs" --target ember_core_tests; then
+  run_suite core-asan build-asan/tests/core/ember_core_tests
+else
+  echo "asan build failed"; failed=$((failed + 1))
+fi
+
+[ ${#skipped[@]} -gt 0 ] && echo "skipped: ${skipped[*]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
