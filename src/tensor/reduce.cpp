@@ -24,7 +24,7 @@ DynTensor min(DynTensor x, Dims d, bool k) { return reduce(OpKind::min, std::mov
 DynTensor any(DynTensor x, Dims d, bool k) { return reduce(OpKind::any, std::move(x), std::move(d), k); }
 DynTensor all(DynTensor x, Dims d, bool k) { return reduce(OpKind::all, std::move(x), std::move(d), k); }
 DynTensor var(DynTensor x, Dims d, int64_t c, bool k) { return reduce(OpKind::var, std::move(x), std::move(d), k, 2, c); }
-DynTensor std(DynTensor x, Dims d, int64_t c, bool k) { return reduce(OpKind::std, std::move(x), std::move(d), k, 2, c); }
+DynTensor stddev(DynTensor x, Dims d, int64_t c, bool k) { return reduce(OpKind::std, std::move(x), std::move(d), k, 2, c); }
 DynTensor norm(DynTensor x, double p, Dims d, bool k) { return reduce(OpKind::norm, std::move(x), std::move(d), k, p); }
 DynTensor logsumexp(DynTensor x, Dims d, bool k) { return reduce(OpKind::logsumexp, std::move(x), std::move(d), k); }
 

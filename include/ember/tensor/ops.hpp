@@ -74,7 +74,8 @@ DynTensor min(DynTensor x, Dims dims = {}, bool keepdim = false);
 DynTensor any(DynTensor x, Dims dims = {}, bool keepdim = false);
 DynTensor all(DynTensor x, Dims dims = {}, bool keepdim = false);
 DynTensor var(DynTensor x, Dims dims = {}, int64_t correction = 1, bool keepdim = false);
-DynTensor std(DynTensor x, Dims dims = {}, int64_t correction = 1, bool keepdim = false);
+// (named stddev, not std, so that `using namespace ember` cannot make `std` ambiguous)
+DynTensor stddev(DynTensor x, Dims dims = {}, int64_t correction = 1, bool keepdim = false);
 DynTensor norm(DynTensor x, double p = 2, Dims dims = {}, bool keepdim = false);  // p may be +-inf
 DynTensor logsumexp(DynTensor x, Dims dims, bool keepdim = false);
 DynTensor argmax(DynTensor x, std::optional<int> dim = std::nullopt, bool keepdim = false);

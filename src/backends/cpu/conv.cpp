@@ -1,7 +1,386 @@
+// Convolution kernels: conv and conv_transpose (1-d, 2-d, 3-d, groups, stride, padding,
+// dilation, output_padding), channels-first (NC*) layouts with PyTorch weight layouts.
+//
+// Everything is lowered to GEMMs on the NCHW layout, one image and group at a time:
+//
+//   conv:            Y[Og, P] = W[Og, Cg*KK] x col[Cg*KK, P]      col = im2col(X)
+//   conv_transpose:  col[Og*KK, Pin] = W^T[Og*KK, Cg] x X[Cg, Pin] Y += col2im(col)
+//
+// P (output pixels) is processed in chunks small enough for the column matrix to stay in the
+// L2 cache; the GEMM writes straight into the output image (row stride P), whose rows were
+// pre-filled with the bias (beta = 1: a fused bias epilogue). A 1x1, stride-1, unpadded conv
+// needs no im2col at all: X is used in place as the [Cg, P] matrix. Work items (image, group,
+// pixel chunk) are spread over the threads, each with its own thread-local workspace; when
+// there are too few items the GEMM parallelises internally instead. 1-d and 2-d convs are
+// handled as 3-d ones with leading unit spatial dims. f64 runs through gemm_f64; f16 / bf16
+// are converted to f32 once, computed in f32 and rounded once.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
 #include "cpu_backend.hpp"
+#include "gemm.hpp"
+#include "thread_pool.hpp"
 
 namespace ember::cpu {
 
-void register_conv_kernels(KernelTable&) {}
+namespace {
+
+constexpr int64_t kColBudgetBytes = int64_t(1) << 19;  // per-thread column chunk (L2 resident)
+
+struct ConvGeom {
+  int64_t N = 0, C = 0, O = 0, G = 1, Cg = 0, Og = 0;
+  // Spatial dims as (D, H, W); 1-d and 2-d convs get leading 1s.
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
+  int64_t s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
+  int64_t in_px() const { return in[0] * in[1] * in[2]; }
+  int64_t out_px() const { return out[0] * out[1] * out[2]; }
+  int64_t kk() const { return k[0] * k[1] * k[2]; }
+  // A 1x1 kernel with unit stride and no padding: the conv is a plain GEMM on the layout.
+  bool pointwise() const {
+    for (int i = 0; i < 3; ++i)
+      if (k[i] != 1 || s[i] != 1 || p[i] != 0 || in[i] != out[i]) return false;
+    return true;
+  }
+};
+
+ConvGeom make_geom(const Op& op, bool transpose) {
+  const auto& a = op.attr<ConvAttrs>();
+  const Shape& xs = op.in(0).shape;
+  const Shape& ws = op.in(1).shape;
+  const Shape& ys = op.outputs[0].shape;
+  const int nd = int(a.stride.size());
+  ConvGeom g;
+  g.N = xs[0];
+  g.C = xs[1];
+  g.O = ys[1];
+  g.G = a.groups;
+  g.Cg = g.C / g.G;
+  g.Og = g.O / g.G;
+  for (int i = 0; i < nd; ++i) {
+    const int j = 3 - nd + i;
+    g.in[j] = xs[2 + i];
+    g.out[j] = ys[2 + i];
+    g.k[j] = ws[2 + i];
+    g.s[j] = a.stride[i];
+    g.p[j] = a.padding[i];
+    g.d[j] = a.dilation[i];
+  }
+  (void)transpose;
+  return g;
+}
+
+// First index o in [0, n) with 0 <= o*s + off (off may be negative).
+inline int64_t first_valid(int64_t off, int64_t s) { return off >= 0 ? 0 : (-off + s - 1) / s; }
+// One past the last index o with o*s + off < limit (at most n).
+inline int64_t end_valid(int64_t off, int64_t s, int64_t limit, int64_t n) {
+  const int64_t num = limit - 1 - off;
+  if (num < 0) return 0;
+  return std::min(n, num / s + 1);
+}
+
+template <class T>
+T* workspace(size_t n) {
+  thread_local std::vector<T> buf;
+  if (buf.size() < n) {
+    buf.clear();
+    buf.shrink_to_fit();
+    buf.resize(n);
+  }
+  return buf.data();
+}
+
+// ---------------------------------------------------------------------------------------
+// im2col: rows (c, kd, kh, kw) for channels [c0, c1) of one image/group (x: Cg planes),
+// columns = output pixels [p0, p1); row r is at col + r * ld.
+template <class T>
+void im2col(const ConvGeom& g, const T* x, int64_t c0, int64_t c1, int64_t p0, int64_t p1, T* col, int64_t ld) {
+  const int64_t ID = g.in[0], IH = g.in[1], IW = g.in[2];
+  const int64_t OH = g.out[1], OW = g.out[2];
+  const int64_t in_px = g.in_px();
+  for (int64_t c = c0; c < c1; ++c) {
+    const T* xc = x + c * in_px;
+    for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+      for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+        for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+          const int64_t r = ((c * g.k[0] + kd) * g.k[1] + kh) * g.k[2] + kw;
+          T* row = col + r * ld - p0;
+          const int64_t woff = kw * g.d[2] - g.p[2];
+          const int64_t ow_lo = std::min(OW, first_valid(woff, g.s[2]));
+          const int64_t ow_hi = std::max(ow_lo, end_valid(woff, g.s[2], IW, OW));
+          int64_t p = p0;
+          int64_t ow = p0 % OW, t = p0 / OW;
+          int64_t oh = t % OH, od = t / OH;
+          while (p < p1) {
+            const int64_t n = std::min(OW - ow, p1 - p);
+            T* dst = row + p - ow;  // dst[o] for o in [ow, ow + n)
+            const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+            const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+            const int64_t e = ow + n;
+            if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
+              std::fill(dst + ow, dst + e, T(0));
+            } else {
+              const T* src = xc + (id * IH + ih) * IW + woff;  // src[o * s] for output column o
+              const int64_t a = std::clamp(ow_lo, ow, e), b = std::clamp(ow_hi, a, e);
+              for (int64_t o = ow; o < a; ++o) dst[o] = T(0);
+              if (g.s[2] == 1) {
+                for (int64_t o = a; o < b; ++o) dst[o] = src[o];
+              } else {
+                const int64_t sw = g.s[2];
+                for (int64_t o = a; o < b; ++o) dst[o] = src[o * sw];
+              }
+              for (int64_t o = b; o < e; ++o) dst[o] = T(0);
+            }
+            p += n;
+            ow = 0;
+            if (++oh == OH) {
+              oh = 0;
+              ++od;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// col2im (scatter-add) for conv_transpose: rows (o, kd, kh, kw) for output channels [o0, o1)
+// of one image/group (y: Og planes of the output), columns = input pixels [p0, p1).
+template <class T>
+void col2im(const ConvGeom& g, const T* col, int64_t ld, int64_t o0, int64_t o1, int64_t p0, int64_t p1, T* y) {
+  const int64_t IH = g.in[1], IW = g.in[2];
+  const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
+  const int64_t out_px = g.out_px();
+  for (int64_t o = o0; o < o1; ++o) {
+    T* yo = y + o * out_px;
+    for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+      for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+        for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+          const int64_t r = ((o * g.k[0] + kd) * g.k[1] + kh) * g.k[2] + kw;
+          const T* row = col + r * ld - p0;
+          const int64_t woff = kw * g.d[2] - g.p[2];
+          const int64_t iw_lo = std::min(IW, first_valid(woff, g.s[2]));
+          const int64_t iw_hi = std::max(iw_lo, end_valid(woff, g.s[2], OW, IW));
+          int64_t p = p0;
+          int64_t iw = p0 % IW, t = p0 / IW;
+          int64_t ih = t % IH, id = t / IH;
+          while (p < p1) {
+            const int64_t n = std::min(IW - iw, p1 - p);
+            const int64_t od = id * g.s[0] - g.p[0] + kd * g.d[0];
+            const int64_t oh = ih * g.s[1] - g.p[1] + kh * g.d[1];
+            if (od >= 0 && od < OD && oh >= 0 && oh < OH) {
+              const T* src = row + p - iw;  // src[i] for input column i
+              T* dst = yo + (od * OH + oh) * OW + woff;  // dst[i * s] for input column i
+              const int64_t a = std::clamp(iw_lo, iw, iw + n), b = std::clamp(iw_hi, a, iw + n);
+              if (g.s[2] == 1) {
+                for (int64_t i = a; i < b; ++i) dst[i] += src[i];
+              } else {
+                const int64_t sw = g.s[2];
+                for (int64_t i = a; i < b; ++i) dst[i * sw] += src[i];
+              }
+            }
+            p += n;
+            iw = 0;
+            if (++ih == IH) {
+              ih = 0;
+              ++id;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+void gemm_t(int64_t M, int64_t N, int64_t K, const T* A, int64_t rsa, int64_t csa, const T* B, int64_t rsb,
+            T beta, T* C, int64_t rsc) {
+  if constexpr (std::is_same_v<T, float>)
+    gemm_f32(M, N, K, 1.0f, A, rsa, csa, B, rsb, 1, beta, C, rsc, 1);
+  else
+    gemm_f64(M, N, K, 1.0, A, rsa, csa, B, rsb, 1, beta, C, rsc, 1);
+}
+
+int num_threads_for(int64_t macs) {
+  if (ThreadPool::in_parallel_region()) return 1;
+  if (macs < (int64_t(1) << 18)) return 1;
+  return ThreadPool::global().size();
+}
+
+// Fills rows [0, rows) x cols [p0, p1) of y (row stride ld) with bias[r] (or 0).
+template <class T>
+void fill_bias(T* y, int64_t ld, int64_t rows, int64_t p0, int64_t p1, const T* bias) {
+  for (int64_t r = 0; r < rows; ++r) std::fill(y + r * ld + p0, y + r * ld + p1, bias ? bias[r] : T(0));
+}
+
+// ---------------------------------------------------------------------------------------
+template <class T>
+void conv_forward(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y) {
+  const int64_t P = g.out_px(), IP = g.in_px(), KK = g.kk();
+  const int64_t Kdim = g.Cg * KK;
+  const int64_t ng = g.N * g.G;
+  if (ng == 0 || P == 0) return;
+  const bool direct = g.pointwise();
+  const int nth = num_threads_for(ng * g.Og * P * std::max<int64_t>(Kdim, 1));
+
+  // Pixel chunks per (image, group).
+  int64_t max_len = direct ? P : std::max<int64_t>(64, kColBudgetBytes / int64_t(sizeof(T)) / std::max<int64_t>(Kdim, 1));
+  int64_t nchunks = (P + max_len - 1) / max_len;
+  bool items_parallel = nth > 1 && ng >= nth && (ng % nth == 0 || ng >= 4 * nth);
+  if (nth > 1 && !items_parallel) {
+    // Split the pixels further so that the items divide evenly over the threads.
+    int64_t c = nchunks;
+    while ((ng * c) % nth != 0) ++c;
+    if (P / c >= 64 || ng * c >= 4 * nth) {
+      nchunks = std::max(c, nchunks);
+      items_parallel = ng * nchunks >= nth;
+    }
+  }
+  const int64_t len = (P + nchunks - 1) / nchunks;
+  const int64_t items = ng * nchunks;
+  const T beta = bias ? T(1) : T(0);
+
+  auto run_item = [&](int64_t it, bool inner_parallel) {
+    const int64_t chunk = it % nchunks, ngi = it / nchunks;
+    const int64_t n = ngi / g.G, gi = ngi % g.G;
+    const int64_t p0 = chunk * len, p1 = std::min(P, p0 + len);
+    if (p1 <= p0) return;
+    const T* xg = x + (n * g.C + gi * g.Cg) * IP;
+    const T* wg = w + gi * g.Og * Kdim;
+    T* yg = y + (n * g.O + gi * g.Og) * P;
+    if (bias) fill_bias(yg, P, g.Og, p0, p1, bias + gi * g.Og);
+    if (direct) {
+      gemm_t<T>(g.Og, p1 - p0, Kdim, wg, Kdim, 1, xg + p0, IP, beta, yg + p0, P);
+      return;
+    }
+    const int64_t cl = p1 - p0;
+    T* col = workspace<T>(size_t(Kdim * cl));
+    if (inner_parallel && g.Cg > 1) {
+      parallel_for(0, g.Cg, 1, [&](int64_t c0, int64_t c1) { im2col(g, xg, c0, c1, p0, p1, col, cl); });
+    } else {
+      im2col(g, xg, 0, g.Cg, p0, p1, col, cl);
+    }
+    gemm_t<T>(g.Og, cl, Kdim, wg, Kdim, 1, col, cl, beta, yg + p0, P);
+  };
+
+  if (items_parallel) {
+    parallel_for(0, items, 1, [&](int64_t i0, int64_t i1) {
+      for (int64_t it = i0; it < i1; ++it) run_item(it, false);
+    });
+  } else {
+    for (int64_t it = 0; it < items; ++it) run_item(it, nth > 1);
+  }
+}
+
+template <class T>
+void conv_transpose_forward(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y) {
+  // Here g.in / g.out are the transpose's input / output spatial sizes; the weight is
+  // [C, Og, *k]: group gi's block is a [Cg, Og*KK] row-major matrix.
+  const int64_t P = g.out_px(), IP = g.in_px(), KK = g.kk();
+  const int64_t Mdim = g.Og * KK;
+  const int64_t ng = g.N * g.G;
+  if (ng == 0) return;
+  const bool direct = g.pointwise();
+  const int nth = num_threads_for(ng * Mdim * IP * std::max<int64_t>(g.Cg, 1));
+  const bool items_parallel = nth > 1 && ng >= nth && (ng % nth == 0 || ng >= 4 * nth);
+
+  const int64_t max_len =
+      direct ? std::max<int64_t>(IP, 1) : std::max<int64_t>(64, kColBudgetBytes / int64_t(sizeof(T)) / std::max<int64_t>(Mdim, 1));
+
+  auto run_item = [&](int64_t ngi, bool inner_parallel) {
+    const int64_t n = ngi / g.G, gi = ngi % g.G;
+    const T* xg = x + (n * g.C + gi * g.Cg) * IP;
+    const T* wg = w + gi * g.Cg * Mdim;
+    T* yg = y + (n * g.O + gi * g.Og) * P;
+    const T* bg = bias ? bias + gi * g.Og : nullptr;
+    if (direct) {
+      if (bg) fill_bias(yg, P, g.Og, 0, P, bg);
+      // Y[Og, P] = W^T[Og, Cg] X[Cg, P]; element (o, c) of W^T is wg[c * Og + o].
+      gemm_t<T>(g.Og, P, g.Cg, wg, 1, g.Og, xg, IP, bg ? T(1) : T(0), yg, P);
+      return;
+    }
+    if (inner_parallel) {
+      parallel_for(0, g.Og, std::max<int64_t>(1, 32768 / std::max<int64_t>(P, 1)),
+                   [&](int64_t o0, int64_t o1) { fill_bias(yg + o0 * P, P, o1 - o0, 0, P, bg ? bg + o0 : nullptr); });
+    } else {
+      fill_bias(yg, P, g.Og, 0, P, bg);
+    }
+    for (int64_t p0 = 0; p0 < IP; p0 += max_len) {
+      const int64_t p1 = std::min(IP, p0 + max_len), cl = p1 - p0;
+      T* col = workspace<T>(size_t(Mdim * cl));
+      // col[(o,kk), p] = sum_c W[c, (o,kk)] X[c, p]
+      gemm_t<T>(Mdim, cl, g.Cg, wg, 1, Mdim, xg + p0, IP, T(0), col, cl);
+      if (inner_parallel && g.Og > 1) {
+        parallel_for(0, g.Og, 1, [&](int64_t o0, int64_t o1) { col2im(g, col, cl, o0, o1, p0, p1, yg); });
+      } else {
+        col2im(g, col, cl, 0, g.Og, p0, p1, yg);
+      }
+    }
+  };
+
+  if (items_parallel) {
+    parallel_for(0, ng, 1, [&](int64_t i0, int64_t i1) {
+      for (int64_t it = i0; it < i1; ++it) run_item(it, false);
+    });
+  } else {
+    for (int64_t it = 0; it < ng; ++it) run_item(it, nth > 1);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// f16 / bf16 <-> f32 for contiguous arrays.
+template <class H>
+void half_to_f32(const H* src, float* dst, int64_t n) {
+  parallel_for(0, n, 32768, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) dst[i] = static_cast<float>(src[i]);
+  });
+}
+template <class H>
+void f32_to_half(const float* src, H* dst, int64_t n) {
+  parallel_for(0, n, 32768, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) dst[i] = H(src[i]);
+  });
+}
+
+template <bool Transpose>
+std::vector<PrimitivePtr> conv_kernel_impl(CpuBackend&, Op& op) {
+  const TensorMeta& om = op.outputs[0];
+  auto out = alloc(om);
+  if (om.shape.numel() == 0) return {out};
+  const ConvGeom g = make_geom(op, Transpose);
+  auto xc = contiguous(op.inputs[0]);
+  auto wc = contiguous(op.inputs[1]);
+  CpuTensorPtr bc;
+  if (op.inputs.size() > 2 && op.inputs[2]) bc = contiguous(op.inputs[2]);
+
+  auto run = [&]<class T>(const T* x, const T* w, const T* b, T* y) {
+    if constexpr (Transpose)
+      conv_transpose_forward<T>(g, x, w, b, y);
+    else
+      conv_forward<T>(g, x, w, b, y);
+  };
+  visit_float_dtype(om.dtype, op.name(), [&]<class T>() {
+    if constexpr (is_half_v<T>) {
+      const int64_t nx = xc->numel(), nw = wc->numel(), nb = bc ? bc->numel() : 0, ny = om.shape.numel();
+      std::vector<float> buf(size_t(nx + nw + nb + ny));
+      float *x = buf.data(), *w = x + nx, *b = w + nw, *y = b + nb;
+      half_to_f32(xc->data<T>(), x, nx);
+      half_to_f32(wc->data<T>(), w, nw);
+      if (bc) half_to_f32(bc->data<T>(), b, nb);
+      run.template operator()<float>(x, w, bc ? b : nullptr, y);
+      f32_to_half(y, out->data<T>(), ny);
+    } else {
+      run.template operator()<T>(xc->data<T>(), wc->data<T>(), bc ? bc->data<T>() : nullptr, out->data<T>());
+    }
+  });
+  return {out};
+}
+
+}  // namespace
+
+void register_conv_kernels(KernelTable& t) {
+  t[size_t(OpKind::conv)] = conv_kernel_impl<false>;
+  t[size_t(OpKind::conv_transpose)] = conv_kernel_impl<true>;
+}
 
 }  // namespace ember::cpu

@@ -8,6 +8,7 @@
 #include "gemm.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -270,6 +271,21 @@ int threads_for(int64_t work, int max_threads) {
   return static_cast<int>(std::max<int64_t>(1, t));
 }
 
+// Runs task(t) for every t in [0, ntasks) on up to nt threads. Tasks are claimed dynamically,
+// so a thread that was slow to start (or shares its core) simply does fewer of them; nothing
+// ever waits for another task, so running everything on one thread is always correct.
+template <class F>
+void run_tasks(int64_t ntasks, int nt, const F& task) {
+  if (nt <= 1 || ntasks <= 1) {
+    for (int64_t t = 0; t < ntasks; ++t) task(t);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  parallel_for(0, std::min<int64_t>(nt, ntasks), 1, [&](int64_t, int64_t) {
+    for (int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < ntasks;) task(t);
+  });
+}
+
 template <class T>
 void packed_threaded(const GemmKernelSet<T>& ks, Blocking<T> bl, int64_t M, int64_t N,
                      int64_t K, T alpha, const T* A, int64_t rsa, int64_t csa, const T* B,
@@ -280,39 +296,48 @@ void packed_threaded(const GemmKernelSet<T>& ks, Blocking<T> bl, int64_t M, int6
     packed_serial(ks, bl, M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc);
     return;
   }
-  // Choose a tm x tn grid of independent tiles minimising the per-thread cost: padded
-  // multiply-adds plus (duplicated) packing, in units of multiply-adds.
+  // Split C into a tm x tn grid of independent tasks (each packs its own panels). Estimated
+  // cost of a task in cycles: multiply-adds / vector width plus packing of its A rows (once
+  // per NC block) and of its B columns. Pick the grid with the smallest estimated makespan
+  // and, among grids within 3% of it, the one with the most tasks (finer dynamic balance).
   const int MR = ks.mr, NR = ks.nr;
   const int64_t mu = ceil_div(M, MR), nu = ceil_div(N, NR);
-  int best_tm = 1;
-  double best = 1e300;
-  for (int tm = 1; tm <= nt; ++tm) {
-    if (nt % tm) continue;
-    const int tn = nt / tm;
-    if (tm > mu || tn > nu) continue;
-    const double mt = double(ceil_div(mu, tm) * MR), ntl = double(ceil_div(nu, tn) * NR);
-    const double flops = mt * ntl * double(K);
-    const double pack = 8.0 * double(K) * (ntl + mt * double(ceil_div(int64_t(ntl), bl.nc)));
-    const double cost = flops + pack;
-    if (cost < best) {
-      best = cost;
-      best_tm = tm;
+  const double lanes = double(NR) / 2.0;
+  const double bpack = csb == 1 ? 0.5 : 1.0, apack = csa == 1 ? 1.0 : 0.5;
+  struct Cand {
+    int64_t tm, tn;
+    double makespan;
+  };
+  std::vector<Cand> cands;
+  const int64_t max_split = 8 * int64_t(nt);
+  for (int64_t tm = 1; tm <= std::min(mu, max_split); ++tm) {
+    for (int64_t tn = 1; tn <= std::min(nu, max_split); ++tn) {
+      const int64_t tasks = tm * tn;
+      if (tasks < nt || tasks > max_split) continue;
+      const double mt = double(ceil_div(mu, tm) * MR), ntl = double(ceil_div(nu, tn) * NR);
+      const double cost = mt * ntl * double(K) / lanes +
+                          apack * mt * double(K) * double(ceil_div(int64_t(ntl), bl.nc)) +
+                          (mt > 2 * MR ? bpack * double(K) * ntl : 0.0);
+      cands.push_back({tm, tn, double(ceil_div(tasks, nt)) * cost});
     }
   }
-  const int tm = best_tm, tn = nt / tm;
-  if (tm * tn <= 1) {
+  if (cands.empty()) {
     packed_serial(ks, bl, M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc);
     return;
   }
-  parallel_for(0, tm * tn, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t ti = t / tn, tj = t % tn;
-      const int64_t m0 = std::min(M, (mu * ti / tm) * MR), m1 = std::min(M, (mu * (ti + 1) / tm) * MR);
-      const int64_t n0 = std::min(N, (nu * tj / tn) * NR), n1 = std::min(N, (nu * (tj + 1) / tn) * NR);
-      if (m1 <= m0 || n1 <= n0) continue;
-      packed_serial(ks, bl, m1 - m0, n1 - n0, K, alpha, A + m0 * rsa, rsa, csa, B + n0 * csb, rsb,
-                    csb, beta, C + m0 * rsc + n0 * csc, rsc, csc);
-    }
+  double best = 1e300;
+  for (const Cand& c : cands) best = std::min(best, c.makespan);
+  Cand pick{1, 1, 0};
+  for (const Cand& c : cands)
+    if (c.makespan <= best * 1.03 && c.tm * c.tn > pick.tm * pick.tn) pick = c;
+  const int64_t tm = pick.tm, tn = pick.tn;
+  run_tasks(tm * tn, nt, [&](int64_t t) {
+    const int64_t ti = t / tn, tj = t % tn;
+    const int64_t m0 = std::min(M, (mu * ti / tm) * MR), m1 = std::min(M, (mu * (ti + 1) / tm) * MR);
+    const int64_t n0 = std::min(N, (nu * tj / tn) * NR), n1 = std::min(N, (nu * (tj + 1) / tn) * NR);
+    if (m1 <= m0 || n1 <= n0) return;
+    packed_serial(ks, bl, m1 - m0, n1 - n0, K, alpha, A + m0 * rsa, rsa, csa, B + n0 * csb, rsb,
+                  csb, beta, C + m0 * rsc + n0 * csc, rsc, csc);
   });
 }
 
@@ -335,16 +360,13 @@ void gemv_driver(const GemmKernelSet<T>& ks, int64_t n, int64_t k, T alpha, cons
     beta_k = T(0);
   }
   const int nt = threads_for<T>(n * k, max_threads);
-  constexpr int64_t kAlign = 64;  // keep chunk boundaries vector-aligned
-  if (nt <= 1 || n < 2 * kAlign) {
-    ks.gemv(n, k, alpha, x, P, rs, cs, beta_k, yy);
-  } else {
-    const int64_t blocks = ceil_div(n, kAlign);
-    parallel_for(0, blocks, std::max<int64_t>(1, blocks / nt), [&](int64_t b0, int64_t b1) {
-      const int64_t j0 = b0 * kAlign, j1 = std::min(n, b1 * kAlign);
-      ks.gemv(j1 - j0, k, alpha, x, P + j0 * cs, rs, cs, beta_k, yy + j0);
-    });
-  }
+  // Column blocks (multiples of the vector width) claimed dynamically.
+  const int64_t blk = std::max<int64_t>(64, round_up(ceil_div(n, 4 * int64_t(nt)), 64));
+  const int64_t ntasks = ceil_div(n, blk);
+  run_tasks(ntasks, nt, [&](int64_t t) {
+    const int64_t j0 = t * blk, j1 = std::min(n, j0 + blk);
+    ks.gemv(j1 - j0, k, alpha, x, P + j0 * cs, rs, cs, beta_k, yy + j0);
+  });
   if (incy != 1) {
     for (int64_t j = 0; j < n; ++j)
       y[j * incy] = beta == T(0) ? yy[j] : yy[j] + beta * y[j * incy];
@@ -411,9 +433,11 @@ void batched_dispatch(int isa, int64_t batch, int64_t M, int64_t N, int64_t K, T
                        C + b * sc, rsc, csc, nth);
     return;
   }
-  const int64_t grain = std::max<int64_t>(1, kMinWorkPerThread / work);
-  parallel_for(0, batch, grain, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b)
+  // Many small products: one task per group of products (each product single-threaded).
+  const int64_t group = std::max<int64_t>(1, kMinWorkPerThread / work);
+  const int64_t ntasks = ceil_div(batch, group);
+  run_tasks(ntasks, static_cast<int>(std::min<int64_t>(nth, ntasks)), [&](int64_t t) {
+    for (int64_t b = t * group; b < std::min(batch, (t + 1) * group); ++b)
       gemm_dispatch<T>(isa, M, N, K, alpha, A + b * sa, rsa, csa, B + b * sb, rsb, csb, beta,
                        C + b * sc, rsc, csc, 1);
   });

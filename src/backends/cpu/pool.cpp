@@ -1,7 +1,455 @@
+// Pooling and resampling kernels: avg_pool, max_pool, adaptive_avg_pool, interpolate.
+//
+// Every kernel works on "planes": the input is viewed as [P, *spatial] where P is the
+// product of the leading (batch/channel) dims, and 1-d / 2-d problems are lifted to 3-d by
+// prepending spatial dims of size 1 (with kernel 1, stride 1, no padding), so one loop nest
+// serves every rank. Per spatial dim, the windows (or source taps) of every output index are
+// precomputed once into small tables; the work is split over (plane, output row) units.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
 #include "cpu_backend.hpp"
+#include "ember/core/error.hpp"
+#include "thread_pool.hpp"
 
 namespace ember::cpu {
 
-void register_pool_kernels(KernelTable&) {}
+namespace {
+
+constexpr int64_t kGrainWork = 16384;  // elements of work per parallel chunk (approx.)
+
+// Planes and 3-d spatial sizes of a [*lead, *spatial(nd)] tensor.
+struct Geom3 {
+  int64_t planes = 1;
+  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1};
+};
+
+Geom3 geom3(const Shape& in, const Shape& out, int nd, std::string_view op) {
+  EMBER_CHECK(nd >= 1 && nd <= 3, op, ": supports 1 to 3 spatial dims, got ", nd);
+  Geom3 g;
+  int lead = in.rank() - nd;
+  for (int d = 0; d < lead; ++d) g.planes *= in[d];
+  for (int i = 0; i < nd; ++i) {
+    g.in[3 - nd + i] = in[lead + i];
+    g.out[3 - nd + i] = out[lead + i];
+  }
+  return g;
+}
+
+// Runs fn(plane, o0, o1) for every output row (plane, o0, o1) of a [planes, out0, out1, *]
+// output, in parallel when the total work (rows * work_per_row) is large.
+template <class F>
+void for_each_row(int64_t planes, int64_t out0, int64_t out1, int64_t work_per_row, F&& fn) {
+  int64_t rows = planes * out0 * out1;
+  if (rows == 0) return;
+  auto body = [&](int64_t b, int64_t e) {
+    int64_t o1 = b % out1, o0 = (b / out1) % out0, p = b / (out1 * out0);
+    for (int64_t r = b; r < e; ++r) {
+      fn(p, o0, o1);
+      if (++o1 == out1) {
+        o1 = 0;
+        if (++o0 == out0) {
+          o0 = 0;
+          ++p;
+        }
+      }
+    }
+  };
+  int64_t work = rows * std::max<int64_t>(1, work_per_row);
+  if (work <= 2 * kGrainWork) {
+    body(0, rows);
+    return;
+  }
+  int64_t grain = std::max<int64_t>(1, kGrainWork / std::max<int64_t>(1, work_per_row));
+  parallel_for(0, rows, grain, body);
+}
+
+// ---------------------------------------------------------------------------------------
+// avg_pool / max_pool
+
+// The window of one output index along one dim.
+struct Window {
+  int64_t lo;   // first tap position >= 0 (like PyTorch's start adjustment; may be >= size)
+  int64_t n;    // taps inside [0, size)
+  int64_t cnt;  // taps inside the padded range [-pad, size + pad) (avg_pool divisor)
+};
+
+struct PoolDim {
+  int64_t in = 1, out = 1, k = 1, s = 1, p = 0, d = 1;
+};
+
+void pool_windows(const PoolDim& g, Window* w) {
+  for (int64_t o = 0; o < g.out; ++o) {
+    int64_t start = o * g.s - g.p;
+    int64_t t0 = start < 0 ? (-start + g.d - 1) / g.d : 0;  // first tap at position >= 0
+    int64_t lo = start + t0 * g.d;
+    int64_t n = 0, cnt = 0;
+    if (g.in - 1 - start >= 0) {
+      int64_t t1 = std::min(g.k - 1, (g.in - 1 - start) / g.d);  // last tap < in
+      n = std::max<int64_t>(0, t1 - t0 + 1);
+    }
+    if (g.in + g.p - 1 - start >= 0) cnt = std::min(g.k - 1, (g.in + g.p - 1 - start) / g.d) + 1;
+    w[o] = {lo, n, cnt};
+  }
+}
+
+struct PoolPlan {
+  Geom3 g;
+  std::array<PoolDim, 3> dims;
+  std::vector<Window> win;  // dims[0].out + dims[1].out + dims[2].out entries
+  const Window* w[3];
+  int64_t taps = 1;  // kernel volume
+};
+
+PoolPlan pool_plan(const Op& op) {
+  const auto& a = op.attr<PoolAttrs>();
+  int nd = int(a.kernel.size());
+  PoolPlan pl;
+  pl.g = geom3(op.in(0).shape, op.outputs[0].shape, nd, op.name());
+  for (int i = 0; i < 3; ++i) {
+    PoolDim& d = pl.dims[i];
+    d.in = pl.g.in[i];
+    d.out = pl.g.out[i];
+    int j = i - (3 - nd);
+    if (j >= 0) {
+      d.k = a.kernel[j];
+      d.s = a.stride[j];
+      d.p = a.padding[j];
+      d.d = a.dilation[j];
+    }
+    pl.taps *= d.k;
+  }
+  pl.win.resize(size_t(pl.dims[0].out + pl.dims[1].out + pl.dims[2].out));
+  Window* p = pl.win.data();
+  for (int i = 0; i < 3; ++i) {
+    pool_windows(pl.dims[i], p);
+    pl.w[i] = p;
+    p += pl.dims[i].out;
+  }
+  return pl;
+}
+
+template <class T>
+void avg_pool_impl(const PoolPlan& pl, bool include_pad, const T* x, T* y) {
+  using A = compute_t<T>;
+  const auto& g = pl.g;
+  int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+  int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
+  int64_t d0 = pl.dims[0].d, d1 = pl.dims[1].d, d2 = pl.dims[2].d;
+  int64_t in1 = g.in[1], in2 = g.in[2], out2 = g.out[2];
+  for_each_row(g.planes, g.out[0], g.out[1], out2 * pl.taps, [&](int64_t p, int64_t o0, int64_t o1) {
+    const T* xp = x + p * in_plane;
+    T* yp = y + p * out_plane + (o0 * g.out[1] + o1) * out2;
+    const Window& w0 = pl.w[0][o0];
+    const Window& w1 = pl.w[1][o1];
+    for (int64_t o2 = 0; o2 < out2; ++o2) {
+      const Window& w2 = pl.w[2][o2];
+      A sum = 0;
+      for (int64_t t0 = 0; t0 < w0.n; ++t0) {
+        for (int64_t t1 = 0; t1 < w1.n; ++t1) {
+          const T* row = xp + ((w0.lo + t0 * d0) * in1 + (w1.lo + t1 * d1)) * in2 + w2.lo;
+          if (d2 == 1) {
+            for (int64_t t2 = 0; t2 < w2.n; ++t2) sum += A(row[t2]);
+          } else {
+            for (int64_t t2 = 0; t2 < w2.n; ++t2) sum += A(row[t2 * d2]);
+          }
+        }
+      }
+      int64_t div = include_pad ? w0.cnt * w1.cnt * w2.cnt : w0.n * w1.n * w2.n;
+      yp[o2] = convert_scalar<T>(sum / A(div));
+    }
+  });
+}
+
+template <class T>
+void max_pool_impl(const PoolPlan& pl, const T* x, T* y, int64_t* idx) {
+  using A = std::conditional_t<is_floating_v<T>, compute_t<T>, T>;
+  const auto& g = pl.g;
+  int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+  int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
+  int64_t d0 = pl.dims[0].d, d1 = pl.dims[1].d, d2 = pl.dims[2].d;
+  int64_t in1 = g.in[1], in2 = g.in[2], out2 = g.out[2];
+  A lowest;
+  if constexpr (is_floating_v<T>) lowest = -std::numeric_limits<A>::infinity();
+  else lowest = std::numeric_limits<A>::lowest();
+  for_each_row(g.planes, g.out[0], g.out[1], out2 * pl.taps, [&](int64_t p, int64_t o0, int64_t o1) {
+    const T* xp = x + p * in_plane;
+    int64_t ob = p * out_plane + (o0 * g.out[1] + o1) * out2;
+    T* yp = y + ob;
+    int64_t* ip = idx + ob;
+    const Window& w0 = pl.w[0][o0];
+    const Window& w1 = pl.w[1][o1];
+    for (int64_t o2 = 0; o2 < out2; ++o2) {
+      const Window& w2 = pl.w[2][o2];
+      A best = lowest;
+      int64_t bi = (w0.lo * in1 + w1.lo) * in2 + w2.lo;
+      for (int64_t t0 = 0; t0 < w0.n; ++t0) {
+        for (int64_t t1 = 0; t1 < w1.n; ++t1) {
+          int64_t rb = ((w0.lo + t0 * d0) * in1 + (w1.lo + t1 * d1)) * in2 + w2.lo;
+          const T* row = xp + rb;
+          for (int64_t t2 = 0; t2 < w2.n; ++t2) {
+            A v = A(row[t2 * d2]);
+            bool take;
+            if constexpr (is_floating_v<T>) take = v > best || std::isnan(v);
+            else take = v > best;
+            if (take) {
+              best = v;
+              bi = rb + t2 * d2;
+            }
+          }
+        }
+      }
+      yp[o2] = convert_scalar<T>(best);
+      ip[o2] = bi;
+    }
+  });
+}
+
+std::vector<PrimitivePtr> avg_pool_kernel(CpuBackend&, Op& op) {
+  PoolPlan pl = pool_plan(op);
+  auto x = contiguous(op.inputs[0]);
+  auto y = alloc(op.outputs[0]);
+  bool include_pad = op.attr<PoolAttrs>().count_include_pad;
+  visit_float_dtype(x->dtype(), op.name(), [&]<class T>() {
+    avg_pool_impl<T>(pl, include_pad, x->data<T>(), y->data<T>());
+  });
+  return {y};
+}
+
+std::vector<PrimitivePtr> max_pool_kernel(CpuBackend&, Op& op) {
+  PoolPlan pl = pool_plan(op);
+  auto x = contiguous(op.inputs[0]);
+  auto y = alloc(op.outputs[0]);
+  auto i = alloc(op.outputs[1]);
+  visit_dtype(x->dtype(), [&]<class T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      EMBER_FAIL(op.name(), ": not supported for bool input ", x->shape());
+    } else {
+      max_pool_impl<T>(pl, x->data<T>(), y->data<T>(), i->data<int64_t>());
+    }
+  });
+  return {y, i};
+}
+
+// ---------------------------------------------------------------------------------------
+// adaptive_avg_pool
+
+template <class T>
+void adaptive_avg_impl(const Geom3& g, const int64_t* lo, const int64_t* hi, const T* x, T* y) {
+  using A = compute_t<T>;
+  int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+  int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
+  int64_t in1 = g.in[1], in2 = g.in[2], out2 = g.out[2];
+  const int64_t *lo0 = lo, *lo1 = lo + g.out[0], *lo2 = lo1 + g.out[1];
+  const int64_t *hi0 = hi, *hi1 = hi + g.out[0], *hi2 = hi1 + g.out[1];
+  int64_t work = out2 * ((g.in[0] + g.out[0] - 1) / g.out[0] + 1) * ((g.in[1] + g.out[1] - 1) / g.out[1] + 1) *
+                 ((in2 + out2 - 1) / out2 + 1);
+  for_each_row(g.planes, g.out[0], g.out[1], work, [&](int64_t p, int64_t o0, int64_t o1) {
+    const T* xp = x + p * in_plane;
+    T* yp = y + p * out_plane + (o0 * g.out[1] + o1) * out2;
+    int64_t a0 = lo0[o0], b0 = hi0[o0], a1 = lo1[o1], b1 = hi1[o1];
+    for (int64_t o2 = 0; o2 < out2; ++o2) {
+      int64_t a2 = lo2[o2], b2 = hi2[o2];
+      A sum = 0;
+      for (int64_t i0 = a0; i0 < b0; ++i0)
+        for (int64_t i1 = a1; i1 < b1; ++i1) {
+          const T* row = xp + (i0 * in1 + i1) * in2;
+          for (int64_t i2 = a2; i2 < b2; ++i2) sum += A(row[i2]);
+        }
+      // PyTorch divides by each window extent in turn.
+      A v = sum / A(b0 - a0) / A(b1 - a1) / A(b2 - a2);
+      yp[o2] = convert_scalar<T>(v);
+    }
+  });
+}
+
+std::vector<PrimitivePtr> adaptive_avg_pool_kernel(CpuBackend&, Op& op) {
+  const Shape& os = op.attr<ShapeAttrs>().shape;
+  int nd = os.rank();
+  Geom3 g = geom3(op.in(0).shape, op.outputs[0].shape, nd, op.name());
+  auto x = contiguous(op.inputs[0]);
+  auto y = alloc(op.outputs[0]);
+  if (y->numel() == 0) return {y};
+  EMBER_CHECK(x->numel() > 0, op.name(), ": input ", x->shape(), " has an empty spatial dim");
+  std::vector<int64_t> lo(size_t(g.out[0] + g.out[1] + g.out[2])), hi(lo.size());
+  size_t k = 0;
+  for (int i = 0; i < 3; ++i)
+    for (int64_t o = 0; o < g.out[i]; ++o, ++k) {
+      lo[k] = (o * g.in[i]) / g.out[i];
+      hi[k] = ((o + 1) * g.in[i] + g.out[i] - 1) / g.out[i];
+    }
+  visit_float_dtype(x->dtype(), op.name(), [&]<class T>() {
+    adaptive_avg_impl<T>(g, lo.data(), hi.data(), x->data<T>(), y->data<T>());
+  });
+  return {y};
+}
+
+// ---------------------------------------------------------------------------------------
+// interpolate
+
+// PyTorch's legacy 'nearest': src = min(floor(dst * (float)in / out), in - 1), in float.
+int64_t nearest_src(int64_t dst, int64_t in, int64_t out) {
+  if (in == out) return dst;
+  if (out == 2 * in) return dst >> 1;
+  float scale = float(in) / float(out);
+  return std::min(int64_t(std::floor(float(dst) * scale)), in - 1);
+}
+
+template <class T>
+void nearest_impl(const Geom3& g, const int64_t* src, const T* x, T* y) {
+  int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+  int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
+  int64_t in1 = g.in[1], in2 = g.in[2], out2 = g.out[2];
+  const int64_t *s0 = src, *s1 = src + g.out[0], *s2 = s1 + g.out[1];
+  for_each_row(g.planes, g.out[0], g.out[1], out2, [&](int64_t p, int64_t o0, int64_t o1) {
+    const T* row = x + p * in_plane + (s0[o0] * in1 + s1[o1]) * in2;
+    T* yp = y + p * out_plane + (o0 * g.out[1] + o1) * out2;
+    for (int64_t o2 = 0; o2 < out2; ++o2) yp[o2] = row[s2[o2]];
+  });
+}
+
+// Separable taps of one output index along one dim: K source indices and weights.
+template <class A>
+struct TapTable {
+  int K = 1;
+  std::vector<int64_t> idx;  // out * K
+  std::vector<A> w;          // out * K
+};
+
+// area_pixel_compute_scale / area_pixel_compute_source_index of PyTorch.
+template <class A>
+A interp_scale(int64_t in, int64_t out, bool align_corners) {
+  if (align_corners) return out > 1 ? A(in - 1) / A(out - 1) : A(0);
+  return A(in) / A(out);
+}
+template <class A>
+A interp_source(A scale, int64_t dst, bool align_corners, bool cubic) {
+  if (align_corners) return scale * A(dst);
+  A src = scale * (A(dst) + A(0.5)) - A(0.5);
+  return (!cubic && src < A(0)) ? A(0) : src;
+}
+
+template <class A>
+TapTable<A> interp_taps(int64_t in, int64_t out, InterpMode mode, bool align_corners) {
+  TapTable<A> t;
+  if (in == 1 && out == 1) {  // identity (also the dummy dims of the 3-d lifting)
+    t.idx = {0};
+    t.w = {A(1)};
+    return t;
+  }
+  A scale = interp_scale<A>(in, out, align_corners);
+  if (mode == InterpMode::linear) {
+    t.K = 2;
+    t.idx.resize(size_t(out) * 2);
+    t.w.resize(size_t(out) * 2);
+    for (int64_t o = 0; o < out; ++o) {
+      A real = interp_source<A>(scale, o, align_corners, false);
+      int64_t i0 = std::min(int64_t(std::floor(real)), in - 1);
+      A l1 = std::min(std::max(real - A(i0), A(0)), A(1));
+      t.idx[2 * o] = i0;
+      t.idx[2 * o + 1] = i0 + (i0 < in - 1 ? 1 : 0);
+      t.w[2 * o] = A(1) - l1;
+      t.w[2 * o + 1] = l1;
+    }
+  } else {  // cubic, A = -0.75, taps clamped at the border
+    const A a = A(-0.75);
+    auto cc1 = [a](A x) { return ((a + A(2)) * x - (a + A(3))) * x * x + A(1); };
+    auto cc2 = [a](A x) { return ((a * x - A(5) * a) * x + A(8) * a) * x - A(4) * a; };
+    t.K = 4;
+    t.idx.resize(size_t(out) * 4);
+    t.w.resize(size_t(out) * 4);
+    for (int64_t o = 0; o < out; ++o) {
+      A real = interp_source<A>(scale, o, align_corners, true);
+      A fl = std::floor(real);
+      int64_t i0 = int64_t(fl);
+      A tt = real - fl;
+      A* w = &t.w[4 * o];
+      w[0] = cc2(tt + A(1));
+      w[1] = cc1(tt);
+      w[2] = cc1(A(1) - tt);
+      w[3] = cc2(A(2) - tt);
+      for (int j = 0; j < 4; ++j) t.idx[4 * o + j] = std::clamp<int64_t>(i0 - 1 + j, 0, in - 1);
+    }
+  }
+  return t;
+}
+
+// out[o1, o2] = sum_t1 w1[t1] * (sum_t2 w2[t2] * x[i1[t1], i2[t2]]) per plane (nd <= 2).
+template <class T, int K2>
+void resample_impl(const Geom3& g, const TapTable<compute_t<T>>& t1, const TapTable<compute_t<T>>& t2,
+                   const T* x, T* y) {
+  using A = compute_t<T>;
+  int64_t in_plane = g.in[1] * g.in[2];
+  int64_t out_plane = g.out[1] * g.out[2];
+  int64_t in2 = g.in[2], out2 = g.out[2];
+  int K1 = t1.K;
+  for_each_row(g.planes, 1, g.out[1], out2 * K1 * K2, [&](int64_t p, int64_t, int64_t o1) {
+    const T* xp = x + p * in_plane;
+    T* yp = y + p * out_plane + o1 * out2;
+    const int64_t* r1 = &t1.idx[size_t(o1 * K1)];
+    const A* w1 = &t1.w[size_t(o1 * K1)];
+    for (int64_t o2 = 0; o2 < out2; ++o2) {
+      const int64_t* c2 = &t2.idx[size_t(o2 * K2)];
+      const A* w2 = &t2.w[size_t(o2 * K2)];
+      A acc = 0;
+      for (int a = 0; a < K1; ++a) {
+        const T* row = xp + r1[a] * in2;
+        A inner = A(row[c2[0]]) * w2[0];
+        for (int b = 1; b < K2; ++b) inner += A(row[c2[b]]) * w2[b];
+        if (K1 == 1) acc = inner * w1[0];
+        else acc += inner * w1[a];
+      }
+      yp[o2] = convert_scalar<T>(acc);
+    }
+  });
+}
+
+std::vector<PrimitivePtr> interpolate_kernel(CpuBackend&, Op& op) {
+  const auto& a = op.attr<InterpolateAttrs>();
+  int nd = int(a.size.size());
+  Geom3 g = geom3(op.in(0).shape, op.outputs[0].shape, nd, op.name());
+  auto x = contiguous(op.inputs[0]);
+  auto y = alloc(op.outputs[0]);
+  if (y->numel() == 0) return {y};
+  EMBER_CHECK(x->numel() > 0, op.name(), ": input ", x->shape(), " is empty but the output ", y->shape(),
+              " is not");
+  if (a.mode == InterpMode::nearest) {
+    std::vector<int64_t> src(size_t(g.out[0] + g.out[1] + g.out[2]));
+    size_t k = 0;
+    for (int i = 0; i < 3; ++i)
+      for (int64_t o = 0; o < g.out[i]; ++o) src[k++] = nearest_src(o, g.in[i], g.out[i]);
+    // Pure gather: dispatch on the element size only.
+    switch (dtype_size(x->dtype())) {
+      case 8: nearest_impl<uint64_t>(g, src.data(), x->data<uint64_t>(), y->data<uint64_t>()); break;
+      case 4: nearest_impl<uint32_t>(g, src.data(), x->data<uint32_t>(), y->data<uint32_t>()); break;
+      case 2: nearest_impl<uint16_t>(g, src.data(), x->data<uint16_t>(), y->data<uint16_t>()); break;
+      default: nearest_impl<uint8_t>(g, src.data(), x->data<uint8_t>(), y->data<uint8_t>()); break;
+    }
+    return {y};
+  }
+  EMBER_CHECK(nd <= 2, op.name(), ": linear/cubic modes support 1 or 2 spatial dims, got ", nd);
+  visit_float_dtype(x->dtype(), op.name(), [&]<class T>() {
+    using A = compute_t<T>;
+    auto t1 = interp_taps<A>(g.in[1], g.out[1], a.mode, a.align_corners);
+    auto t2 = interp_taps<A>(g.in[2], g.out[2], a.mode, a.align_corners);
+    switch (t2.K) {
+      case 1: resample_impl<T, 1>(g, t1, t2, x->data<T>(), y->data<T>()); break;
+      case 2: resample_impl<T, 2>(g, t1, t2, x->data<T>(), y->data<T>()); break;
+      default: resample_impl<T, 4>(g, t1, t2, x->data<T>(), y->data<T>()); break;
+    }
+  });
+  return {y};
+}
+
+}  // namespace
+
+void register_pool_kernels(KernelTable& t) {
+  t[size_t(OpKind::avg_pool)] = avg_pool_kernel;
+  t[size_t(OpKind::max_pool)] = max_pool_kernel;
+  t[size_t(OpKind::adaptive_avg_pool)] = adaptive_avg_pool_kernel;
+  t[size_t(OpKind::interpolate)] = interpolate_kernel;
+}
 
 }  // namespace ember::cpu

@@ -1,0 +1,252 @@
+#include "op_registry.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace ember::conformance {
+
+namespace {
+
+using V = std::vector<DynTensor>;
+
+double num(const Json& j) {
+  if (j.is_string()) {
+    auto s = j.get<std::string>();
+    if (s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-inf") return -std::numeric_limits<double>::infinity();
+    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    throw Error("conformance: bad number " + s);
+  }
+  if (j.is_boolean()) return j.get<bool>() ? 1 : 0;
+  return j.get<double>();
+}
+Scalar scalar(const Json& j) {
+  if (j.is_number_integer()) return Scalar(j.get<int64_t>());
+  if (j.is_boolean()) return Scalar(j.get<bool>());
+  return Scalar(num(j));
+}
+int64_t i64(const Json& j) { return j.get<int64_t>(); }
+Sizes sizes(const Json& j) {
+  if (j.is_number()) return {j.get<int64_t>()};
+  return j.get<Sizes>();
+}
+Dims dims(const Json& a, const char* key) {
+  if (!a.contains(key) || a[key].is_null()) return {};
+  if (a[key].is_number()) return {a[key].get<int>()};
+  return a[key].get<Dims>();
+}
+bool flag(const Json& a, const char* key, bool dflt) { return a.contains(key) && !a[key].is_null() ? a[key].get<bool>() : dflt; }
+DType dtype(const Json& a) { return dtype_from_name(a["dtype"].get<std::string>()); }
+std::optional<DynTensor> opt(V& in, size_t i) {
+  if (i < in.size()) return in[i];
+  return std::nullopt;
+}
+ConvOptions conv_opts(const Json& a) {
+  ConvOptions o;
+  o.stride = sizes(a["stride"]);
+  o.padding = sizes(a["padding"]);
+  o.dilation = sizes(a["dilation"]);
+  if (a.contains("output_padding")) o.output_padding = sizes(a["output_padding"]);
+  o.groups = i64(a["groups"]);
+  return o;
+}
+PoolOptions pool_opts(const Json& a) {
+  PoolOptions o;
+  o.kernel_size = sizes(a["kernel_size"]);
+  if (a.contains("stride") && !a["stride"].is_null()) o.stride = sizes(a["stride"]);
+  o.padding = sizes(a["padding"]);
+  if (a.contains("dilation")) o.dilation = sizes(a["dilation"]);
+  o.ceil_mode = flag(a, "ceil_mode", false);
+  o.count_include_pad = flag(a, "count_include_pad", true);
+  return o;
+}
+std::vector<Slice> slices(const Json& a) {
+  std::vector<Slice> r;
+  for (const auto& s : a["ranges"]) {
+    Slice x;
+    if (!s[0].is_null()) x.start = s[0].get<int64_t>();
+    if (!s[1].is_null()) x.end = s[1].get<int64_t>();
+    if (s.size() > 2 && !s[2].is_null()) x.step = s[2].get<int64_t>();
+    r.push_back(x);
+  }
+  return r;
+}
+V pair(TensorPair p) { return {std::move(p.first), std::move(p.second)}; }
+
+#define U(name) {#name, [](V& in, const Json&, const Device&) { return V{name(in[0])}; }}
+#define B(name)                                                                                   \
+  {#name, [](V& in, const Json&, const Device&) { return V{name(in[0], in[1])}; }},               \
+  {#name "_scalar", [](V& in, const Json& a, const Device&) { return V{name(in[0], scalar(a["other"]))}; }}
+
+}  // namespace
+
+const std::map<std::string, OpFn>& op_registry() {
+  static const std::map<std::string, OpFn> table = {
+      // creation
+      {"zeros", [](V&, const Json& a, const Device& d) { return V{DynTensor::zeros(Shape(sizes(a["size"])), dtype(a), d)}; }},
+      {"ones", [](V&, const Json& a, const Device& d) { return V{DynTensor::ones(Shape(sizes(a["size"])), dtype(a), d)}; }},
+      {"empty", [](V&, const Json& a, const Device& d) { return V{DynTensor::empty(Shape(sizes(a["size"])), dtype(a), d)}; }},
+      {"full", [](V&, const Json& a, const Device& d) {
+         return V{DynTensor::full(Shape(sizes(a["size"])), scalar(a["fill_value"]), dtype(a), d)}; }},
+      {"arange", [](V&, const Json& a, const Device& d) {
+         return V{DynTensor::arange(scalar(a["start"]), scalar(a["end"]), scalar(a["step"]), dtype(a), d)}; }},
+      {"linspace", [](V&, const Json& a, const Device& d) {
+         return V{DynTensor::linspace(num(a["start"]), num(a["end"]), i64(a["steps"]), dtype(a), d)}; }},
+      {"eye", [](V&, const Json& a, const Device& d) { return V{DynTensor::eye(i64(a["n"]), i64(a["m"]), dtype(a), d)}; }},
+      // unary
+      U(neg), U(abs), U(sign), U(exp), U(exp2), U(log), U(log2), U(log10), U(log1p), U(expm1), U(sqrt), U(rsqrt),
+      U(square), U(reciprocal), U(sin), U(cos), U(tan), U(asin), U(acos), U(atan), U(sinh), U(cosh), U(tanh),
+      U(asinh), U(acosh), U(atanh), U(erf), U(sigmoid), U(floor), U(ceil), U(round), U(trunc), U(is_nan), U(is_inf),
+      U(is_finite), U(relu), U(gelu), U(gelu_tanh), U(silu), U(hard_sigmoid), U(log_sigmoid), U(bool_not),
+      U(bitwise_not), U(contiguous), U(nonzero), U(argwhere),
+      // binary
+      {"add", [](V& in, const Json& a, const Device&) {
+         if (a.contains("alpha") && num(a["alpha"]) != 1) return V{add(in[0], mul(in[1], scalar(a["alpha"])))};
+         return V{add(in[0], in[1])}; }},
+      {"sub", [](V& in, const Json& a, const Device&) {
+         if (a.contains("alpha") && num(a["alpha"]) != 1) return V{sub(in[0], mul(in[1], scalar(a["alpha"])))};
+         return V{sub(in[0], in[1])}; }},
+      {"add_scalar", [](V& in, const Json& a, const Device&) { return V{add(in[0], scalar(a["other"]))}; }},
+      {"sub_scalar", [](V& in, const Json& a, const Device&) { return V{sub(in[0], scalar(a["other"]))}; }},
+      B(mul), B(div), B(fmod), B(remainder), B(equal), B(not_equal), B(greater), B(greater_equal), B(lower),
+      B(lower_equal), B(shift_left), B(shift_right),
+      {"pow", [](V& in, const Json&, const Device&) { return V{pow(in[0], in[1])}; }},
+      {"pow_scalar", [](V& in, const Json& a, const Device&) { return V{pow(in[0], scalar(a["exponent"]))}; }},
+      {"atan2", [](V& in, const Json&, const Device&) { return V{atan2(in[0], in[1])}; }},
+      {"minimum", [](V& in, const Json&, const Device&) { return V{minimum(in[0], in[1])}; }},
+      {"maximum", [](V& in, const Json&, const Device&) { return V{maximum(in[0], in[1])}; }},
+      {"hypot", [](V& in, const Json&, const Device&) { return V{hypot(in[0], in[1])}; }},
+      {"bool_and", [](V& in, const Json&, const Device&) { return V{bool_and(in[0], in[1])}; }},
+      {"bool_or", [](V& in, const Json&, const Device&) { return V{bool_or(in[0], in[1])}; }},
+      {"bool_xor", [](V& in, const Json&, const Device&) { return V{bool_xor(in[0], in[1])}; }},
+      {"bitwise_and", [](V& in, const Json&, const Device&) { return V{bitwise_and(in[0], in[1])}; }},
+      {"bitwise_or", [](V& in, const Json&, const Device&) { return V{bitwise_or(in[0], in[1])}; }},
+      {"bitwise_xor", [](V& in, const Json&, const Device&) { return V{bitwise_xor(in[0], in[1])}; }},
+      {"lerp", [](V& in, const Json&, const Device&) { return V{lerp(in[0], in[1], in[2])}; }},
+      {"lerp_scalar", [](V& in, const Json& a, const Device&) { return V{lerp(in[0], in[1], scalar(a["weight"]))}; }},
+      {"clamp", [](V& in, const Json& a, const Device&) {
+         std::optional<Scalar> lo, hi;
+         if (a.contains("min") && !a["min"].is_null()) lo = scalar(a["min"]);
+         if (a.contains("max") && !a["max"].is_null()) hi = scalar(a["max"]);
+         return V{clamp(in[0], lo, hi)}; }},
+      {"clamp_min", [](V& in, const Json& a, const Device&) { return V{clamp_min(in[0], scalar(a["min"]))}; }},
+      {"clamp_max", [](V& in, const Json& a, const Device&) { return V{clamp_max(in[0], scalar(a["max"]))}; }},
+      {"where", [](V& in, const Json&, const Device&) { return V{where(in[0], in[1], in[2])}; }},
+      {"mask_fill", [](V& in, const Json& a, const Device&) { return V{mask_fill(in[0], in[1], scalar(a["value"]))}; }},
+      {"mask_where", [](V& in, const Json&, const Device&) { return V{mask_where(in[0], in[1], in[2])}; }},
+      // activations
+      {"leaky_relu", [](V& in, const Json& a, const Device&) { return V{leaky_relu(in[0], num(a["negative_slope"]))}; }},
+      {"softplus", [](V& in, const Json& a, const Device&) { return V{softplus(in[0], num(a["beta"]), num(a["threshold"]))}; }},
+      {"prelu", [](V& in, const Json&, const Device&) { return V{prelu(in[0], in[1])}; }},
+      {"softmax", [](V& in, const Json& a, const Device&) { return V{softmax(in[0], a["dim"].get<int>())}; }},
+      {"log_softmax", [](V& in, const Json& a, const Device&) { return V{log_softmax(in[0], a["dim"].get<int>())}; }},
+      // reductions
+      {"sum", [](V& in, const Json& a, const Device&) { return V{sum(in[0], dims(a, "dim"), flag(a, "keepdim", false))}; }},
+      {"mean", [](V& in, const Json& a, const Device&) { return V{mean(in[0], dims(a, "dim"), flag(a, "keepdim", false))}; }},
+      {"prod", [](V& in, const Json& a, const Device&) { return V{prod(in[0], dims(a, "dim"), flag(a, "keepdim", false))}; }},
+      {"max", [](V& in, const Json& a, const Device&) { return V{max(in[0], dims(a, "dim"), flag(a, "keepdim", false))}; }},
+      {"min", [](V& in, const Json& a, const Device&) { return V{min(in[0], dims(a, "dim"), flag(a, "keepdim", false))}; }},
+      {"any", [](V& in, const Json& a, const Device&) { return V{any(in[0], dims(a, "dim"), flag(a, "keepdim", false))}; }},
+      {"all", [](V& in, const Json& a, const Device&) { return V{all(in[0], dims(a, "dim"), flag(a, "keepdim", false))}; }},
+      {"argmax", [](V& in, const Json& a, const Device&) {
+         auto d = dims(a, "dim");
+         return V{argmax(in[0], d.empty() ? std::nullopt : std::optional<int>(d[0]), flag(a, "keepdim", false))}; }},
+      {"argmin", [](V& in, const Json& a, const Device&) {
+         auto d = dims(a, "dim");
+         return V{argmin(in[0], d.empty() ? std::nullopt : std::optional<int>(d[0]), flag(a, "keepdim", false))}; }},
+      {"max_dim", [](V& in, const Json& a, const Device&) { return pair(max_dim(in[0], a["dim"].get<int>(), flag(a, "keepdim", false))); }},
+      {"min_dim", [](V& in, const Json& a, const Device&) { return pair(min_dim(in[0], a["dim"].get<int>(), flag(a, "keepdim", false))); }},
+      {"var", [](V& in, const Json& a, const Device&) {
+         return V{var(in[0], dims(a, "dim"), a.value("correction", int64_t(1)), flag(a, "keepdim", false))}; }},
+      {"std", [](V& in, const Json& a, const Device&) {
+         return V{stddev(in[0], dims(a, "dim"), a.value("correction", int64_t(1)), flag(a, "keepdim", false))}; }},
+      {"norm", [](V& in, const Json& a, const Device&) {
+         return V{norm(in[0], a.contains("ord") ? num(a["ord"]) : 2.0, dims(a, "dim"), flag(a, "keepdim", false))}; }},
+      {"logsumexp", [](V& in, const Json& a, const Device&) { return V{logsumexp(in[0], dims(a, "dim"), flag(a, "keepdim", false))}; }},
+      // scans and sorting
+      {"cumsum", [](V& in, const Json& a, const Device&) { return V{cumsum(in[0], a["dim"].get<int>())}; }},
+      {"cumprod", [](V& in, const Json& a, const Device&) { return V{cumprod(in[0], a["dim"].get<int>())}; }},
+      {"cummax", [](V& in, const Json& a, const Device&) { return pair(cummax(in[0], a["dim"].get<int>())); }},
+      {"cummin", [](V& in, const Json& a, const Device&) { return pair(cummin(in[0], a["dim"].get<int>())); }},
+      {"sort", [](V& in, const Json& a, const Device&) { return pair(sort(in[0], a.value("dim", -1), flag(a, "descending", false))); }},
+      {"argsort", [](V& in, const Json& a, const Device&) { return V{argsort(in[0], a.value("dim", -1), flag(a, "descending", false))}; }},
+      {"topk", [](V& in, const Json& a, const Device&) {
+         return pair(topk(in[0], i64(a["k"]), a.value("dim", -1), flag(a, "largest", true))); }},
+      // linear algebra
+      {"matmul", [](V& in, const Json&, const Device&) { return V{matmul(in[0], in[1])}; }},
+      {"dot", [](V& in, const Json&, const Device&) { return V{dot(in[0], in[1])}; }},
+      {"outer", [](V& in, const Json&, const Device&) { return V{outer(in[0], in[1])}; }},
+      // shape
+      {"reshape", [](V& in, const Json& a, const Device&) { return V{reshape(in[0], sizes(a["shape"]))}; }},
+      {"flatten", [](V& in, const Json& a, const Device&) { return V{flatten(in[0], a.value("start_dim", 0), a.value("end_dim", -1))}; }},
+      {"unsqueeze", [](V& in, const Json& a, const Device&) { return V{unsqueeze(in[0], a["dim"].get<int>())}; }},
+      {"squeeze", [](V& in, const Json& a, const Device&) {
+         return V{a.contains("dim") && !a["dim"].is_null() ? squeeze(in[0], a["dim"].get<int>()) : squeeze(in[0])}; }},
+      {"permute", [](V& in, const Json& a, const Device&) { return V{permute(in[0], dims(a, "dims"))}; }},
+      {"transpose", [](V& in, const Json& a, const Device&) { return V{transpose(in[0], a["dim0"].get<int>(), a["dim1"].get<int>())}; }},
+      {"swap_dims", [](V& in, const Json& a, const Device&) { return V{swap_dims(in[0], a["dim0"].get<int>(), a["dim1"].get<int>())}; }},
+      {"movedim", [](V& in, const Json& a, const Device&) { return V{movedim(in[0], a["source"].get<int>(), a["destination"].get<int>())}; }},
+      {"flip", [](V& in, const Json& a, const Device&) { return V{flip(in[0], dims(a, "dims"))}; }},
+      {"roll", [](V& in, const Json& a, const Device&) { return V{roll(in[0], sizes(a["shifts"]), dims(a, "dims"))}; }},
+      {"expand", [](V& in, const Json& a, const Device&) { return V{expand(in[0], sizes(a["size"]))}; }},
+      {"repeat", [](V& in, const Json& a, const Device&) { return V{repeat(in[0], sizes(a["repeats"]))}; }},
+      {"tile", [](V& in, const Json& a, const Device&) { return V{tile(in[0], sizes(a["dims"]))}; }},
+      {"narrow", [](V& in, const Json& a, const Device&) {
+         return V{narrow(in[0], a["dim"].get<int>(), i64(a["start"]), i64(a["length"]))}; }},
+      {"slice", [](V& in, const Json& a, const Device&) { return V{slice(in[0], slices(a))}; }},
+      {"slice_assign", [](V& in, const Json& a, const Device&) { return V{slice_assign(in[0], slices(a), in[1])}; }},
+      {"chunk", [](V& in, const Json& a, const Device&) { return chunk(in[0], i64(a["chunks"]), a.value("dim", 0)); }},
+      {"split", [](V& in, const Json& a, const Device&) {
+         const auto& s = a["split_size_or_sections"];
+         return s.is_number() ? split(in[0], s.get<int64_t>(), a.value("dim", 0)) : split(in[0], sizes(s), a.value("dim", 0)); }},
+      {"cat", [](V& in, const Json& a, const Device&) { return V{cat(in, a.value("dim", 0))}; }},
+      {"stack", [](V& in, const Json& a, const Device&) { return V{stack(in, a.value("dim", 0))}; }},
+      {"pad", [](V& in, const Json& a, const Device&) {
+         auto m = a.value("mode", std::string("constant"));
+         PadMode mode = m == "reflect" ? PadMode::reflect : m == "replicate" ? PadMode::replicate : PadMode::constant;
+         return V{pad(in[0], sizes(a["pad"]), mode, a.contains("value") && !a["value"].is_null() ? num(a["value"]) : 0.0)}; }},
+      {"tril", [](V& in, const Json& a, const Device&) { return V{tril(in[0], a.value("diagonal", int64_t(0)))}; }},
+      {"triu", [](V& in, const Json& a, const Device&) { return V{triu(in[0], a.value("diagonal", int64_t(0)))}; }},
+      {"one_hot", [](V& in, const Json& a, const Device&) { return V{one_hot(in[0], a.value("num_classes", int64_t(-1)))}; }},
+      // indexing
+      {"gather", [](V& in, const Json& a, const Device&) { return V{gather(in[0], a["dim"].get<int>(), in[1])}; }},
+      {"scatter", [](V& in, const Json& a, const Device&) { return V{scatter(in[0], a["dim"].get<int>(), in[1], in[2])}; }},
+      {"scatter_add", [](V& in, const Json& a, const Device&) { return V{scatter_add(in[0], a["dim"].get<int>(), in[1], in[2])}; }},
+      {"select", [](V& in, const Json& a, const Device&) { return V{select(in[0], a["dim"].get<int>(), i64(a["index"]))}; }},
+      {"select_assign", [](V& in, const Json& a, const Device&) { return V{select_assign(in[0], a["dim"].get<int>(), in[1], in[2])}; }},
+      {"select_add", [](V& in, const Json& a, const Device&) { return V{select_add(in[0], a["dim"].get<int>(), in[1], in[2])}; }},
+      {"index_select", [](V& in, const Json& a, const Device&) { return V{index_select(in[0], a["dim"].get<int>(), in[1])}; }},
+      {"take", [](V& in, const Json&, const Device&) { return V{take(in[0], in[1])}; }},
+      {"masked_select", [](V& in, const Json&, const Device&) { return V{masked_select(in[0], in[1])}; }},
+      {"cast", [](V& in, const Json& a, const Device&) { return V{cast(in[0], dtype(a))}; }},
+      // nn
+      {"conv1d", [](V& in, const Json& a, const Device&) { return V{conv1d(in[0], in[1], opt(in, 2), conv_opts(a))}; }},
+      {"conv2d", [](V& in, const Json& a, const Device&) { return V{conv2d(in[0], in[1], opt(in, 2), conv_opts(a))}; }},
+      {"conv3d", [](V& in, const Json& a, const Device&) { return V{conv3d(in[0], in[1], opt(in, 2), conv_opts(a))}; }},
+      {"conv_transpose1d", [](V& in, const Json& a, const Device&) { return V{conv_transpose1d(in[0], in[1], opt(in, 2), conv_opts(a))}; }},
+      {"conv_transpose2d", [](V& in, const Json& a, const Device&) { return V{conv_transpose2d(in[0], in[1], opt(in, 2), conv_opts(a))}; }},
+      {"conv_transpose3d", [](V& in, const Json& a, const Device&) { return V{conv_transpose3d(in[0], in[1], opt(in, 2), conv_opts(a))}; }},
+      {"avg_pool1d", [](V& in, const Json& a, const Device&) { return V{avg_pool1d(in[0], pool_opts(a))}; }},
+      {"avg_pool2d", [](V& in, const Json& a, const Device&) { return V{avg_pool2d(in[0], pool_opts(a))}; }},
+      {"max_pool1d", [](V& in, const Json& a, const Device&) { return pair(max_pool1d_with_indices(in[0], pool_opts(a))); }},
+      {"max_pool2d", [](V& in, const Json& a, const Device&) { return pair(max_pool2d_with_indices(in[0], pool_opts(a))); }},
+      {"adaptive_avg_pool1d", [](V& in, const Json& a, const Device&) { return V{adaptive_avg_pool1d(in[0], sizes(a["output_size"])[0])}; }},
+      {"adaptive_avg_pool2d", [](V& in, const Json& a, const Device&) { return V{adaptive_avg_pool2d(in[0], sizes(a["output_size"]))}; }},
+      {"interpolate", [](V& in, const Json& a, const Device&) {
+         auto m = a["mode"].get<std::string>();
+         InterpMode mode = m == "nearest" ? InterpMode::nearest : (m == "bicubic" ? InterpMode::cubic : InterpMode::linear);
+         return V{interpolate(in[0], sizes(a["size"]), mode, flag(a, "align_corners", false))}; }},
+      {"embedding", [](V& in, const Json&, const Device&) { return V{embedding(in[0], in[1])}; }},
+      {"layer_norm", [](V& in, const Json& a, const Device&) {
+         return V{layer_norm(in[0], sizes(a["normalized_shape"]), opt(in, 1), opt(in, 2), num(a["eps"]))}; }},
+      {"batch_norm", [](V& in, const Json& a, const Device&) {
+         return V{batch_norm(in[0], in[1], in[2], opt(in, 3), opt(in, 4), num(a["eps"]))}; }},
+      {"scaled_dot_product_attention", [](V& in, const Json& a, const Device&) {
+         std::optional<double> scale;
+         if (a.contains("scale") && !a["scale"].is_null()) scale = num(a["scale"]);
+         return V{scaled_dot_product_attention(in[0], in[1], in[2], opt(in, 3), flag(a, "is_causal", false), scale)}; }},
+  };
+  return table;
+}
+
+}  // namespace ember::conformance
