@@ -4,7 +4,11 @@
 //   env GEMM_SIZES="64 128 512"       square sizes (default 64 128 256 512 1024 2048)
 //   env GEMM_KC / GEMM_NC             override the f32 blocking of the best ISA
 //   env GEMM_ISA=0|1|2                force scalar / avx2 / avx512
+//   env GEMM_SHAPES="M,N,K,ta,tb ..."  extra f32 shapes (ta / tb = 1: transposed operand)
+//   env GEMM_NO_EXTRA=1               skip the built-in extra shapes
+//   env POOL_LATENCY=1                only measure thread-pool dispatch cost
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
@@ -62,6 +66,31 @@ void run(int64_t M, int64_t N, int64_t K, bool ta, bool tb, const char* label) {
               flop / best * 1e-9, best * 1e6, flop / best_cpu * 1e-9);
 }
 
+// Thread-pool dispatch cost: an element-wise add over n floats, parallel vs inline.
+void pool_latency() {
+  ThreadPool& p = ThreadPool::global();
+  std::vector<float> a(1 << 16, 1.f), b(1 << 16, 2.f), c(1 << 16);
+  for (int n : {1024, 8192, 65536}) {
+    const int iters = 20000;
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i)
+      p.parallel_for(0, n, 256, [&](int64_t s, int64_t e) {
+        for (int64_t j = s; j < e; ++j) c[size_t(j)] = a[size_t(j)] + b[size_t(j)];
+      });
+    const double us_par =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
+    t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) {
+      for (int64_t j = 0; j < n; ++j) c[size_t(j)] = a[size_t(j)] + b[size_t(j)];
+      asm volatile("" ::: "memory");
+    }
+    const double us_ser =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
+    std::printf("  pool threads=%d n=%6d: parallel_for %.3f us, inline %.3f us\n", p.size(), n,
+                us_par, us_ser);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,10 +110,30 @@ int main(int argc, char** argv) {
   if (const char* s = std::getenv("GEMM_NC")) bl.nc = std::atoll(s);
   detail::gemm_set_blocking_f32(g_isa, bl);
   const bool extra = std::getenv("GEMM_NO_EXTRA") == nullptr;
+  // Extra shapes: GEMM_SHAPES="M,N,K,ta,tb M,N,K,ta,tb ..." (ta / tb: 0 or 1).
+  std::vector<std::array<int64_t, 5>> shapes;
+  if (const char* s = std::getenv("GEMM_SHAPES")) {
+    std::istringstream in(s);
+    for (std::string tok; in >> tok;) {
+      std::array<int64_t, 5> v{0, 0, 0, 0, 0};
+      std::istringstream t(tok);
+      char comma;
+      t >> v[0] >> comma >> v[1] >> comma >> v[2] >> comma >> v[3] >> comma >> v[4];
+      shapes.push_back(v);
+    }
+  }
+  if (std::getenv("POOL_LATENCY")) {
+    for (int t : threads) {
+      ThreadPool::global().set_num_threads(t);
+      pool_latency();
+    }
+    return 0;
+  }
   for (int t : threads) {
     ThreadPool::global().set_num_threads(t);
     std::printf("threads=%d isa=%d\n", t, g_isa);
     for (int64_t n : sizes) run<float>(n, n, n, false, false, "f32");
+    for (const auto& v : shapes) run<float>(v[0], v[1], v[2], v[3] != 0, v[4] != 0, "f32");
     if (!extra) continue;
     run<float>(1024, 1024, 1024, true, false, "f32");
     run<float>(1024, 1024, 1024, false, true, "f32");

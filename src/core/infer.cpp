@@ -272,6 +272,8 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
       const auto& a = std::get<ConvAttrs>(attrs);
       const auto &x = *in[0], &w = *in[1];
       int nd = static_cast<int>(a.stride.size());
+      const std::string named = std::string(op_name(kind)) + std::to_string(nd) + "d";  // "conv2d", ...
+      const std::string_view op = named;
       EMBER_CHECK(nd >= 1 && nd <= 3 && a.padding.size() == size_t(nd) && a.dilation.size() == size_t(nd) &&
                       a.output_padding.size() == size_t(nd),
                   op, ": stride/padding/dilation/output_padding must each have one entry per spatial dim");

@@ -46,10 +46,15 @@ EMBER_UNARY_DEF(reciprocal) EMBER_UNARY_DEF(sin) EMBER_UNARY_DEF(cos) EMBER_UNAR
 EMBER_UNARY_DEF(asin) EMBER_UNARY_DEF(acos) EMBER_UNARY_DEF(atan) EMBER_UNARY_DEF(sinh) EMBER_UNARY_DEF(cosh)
 EMBER_UNARY_DEF(tanh) EMBER_UNARY_DEF(asinh) EMBER_UNARY_DEF(acosh) EMBER_UNARY_DEF(atanh) EMBER_UNARY_DEF(erf)
 EMBER_UNARY_DEF(sigmoid) EMBER_UNARY_DEF(is_nan) EMBER_UNARY_DEF(is_inf) EMBER_UNARY_DEF(is_finite)
-EMBER_UNARY_DEF(relu) EMBER_UNARY_DEF(gelu) EMBER_UNARY_DEF(gelu_tanh) EMBER_UNARY_DEF(silu)
+EMBER_UNARY_DEF(gelu) EMBER_UNARY_DEF(gelu_tanh) EMBER_UNARY_DEF(silu)
 EMBER_UNARY_DEF(hard_sigmoid) EMBER_UNARY_DEF(log_sigmoid) EMBER_UNARY_DEF(bool_not) EMBER_UNARY_DEF(bitwise_not)
 EMBER_UNARY_DEF(contiguous)
 #undef EMBER_UNARY_DEF
+
+DynTensor relu(DynTensor x) {
+  if (!is_float(x.dtype()) && !is_bool(x.dtype())) return clamp_min(std::move(x), 0);  // integers stay integers
+  return unary(OpKind::relu, std::move(x));
+}
 
 // Rounding ops are the identity on integers (as in PyTorch).
 #define EMBER_ROUNDING_DEF(name)                       \

@@ -37,7 +37,10 @@ DynTensor index_select(DynTensor x, int dim, DynTensor index) {
 DynTensor take(DynTensor x, DynTensor index) {
   Shape s = index.shape();
   DynTensor flat = flatten(std::move(x));
-  return reshape(index_select(std::move(flat), 0, flatten(std::move(index))), s.dims());
+  int64_t n = flat.numel();
+  DynTensor idx = flatten(std::move(index));
+  idx = where(lower(idx, 0), add(idx, n), idx);  // -1 is the last element, like torch.take
+  return reshape(index_select(std::move(flat), 0, std::move(idx)), s.dims());
 }
 DynTensor nonzero(DynTensor x) { return run1(OpKind::nonzero, {std::move(x)}); }
 DynTensor argwhere(DynTensor x) { return nonzero(std::move(x)); }

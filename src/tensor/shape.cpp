@@ -81,11 +81,28 @@ DynTensor transpose(DynTensor x, int d0, int d1) {
 DynTensor swap_dims(DynTensor x, int d0, int d1) { return transpose(std::move(x), d0, d1); }
 
 DynTensor movedim(DynTensor x, int source, int destination) {
-  int s = normalize_dim(source, x.rank(), "movedim"), d = normalize_dim(destination, x.rank(), "movedim");
-  Dims rest;
-  for (int i = 0; i < x.rank(); ++i) if (i != s) rest.push_back(i);
-  rest.insert(rest.begin() + d, s);
-  return permute(std::move(x), std::move(rest));
+  return movedim(std::move(x), Dims{source}, Dims{destination});
+}
+
+DynTensor movedim(DynTensor x, Dims source, Dims destination) {
+  EMBER_CHECK(source.size() == destination.size(), "movedim: ", source.size(), " source dims but ",
+              destination.size(), " destination dims");
+  int r = x.rank();
+  Dims perm(r, -1);
+  std::vector<bool> used(r, false);
+  for (size_t i = 0; i < source.size(); ++i) {
+    int s = normalize_dim(source[i], r, "movedim"), d = normalize_dim(destination[i], r, "movedim");
+    EMBER_CHECK(perm[d] < 0 && !used[s], "movedim: repeated dim in source or destination");
+    perm[d] = s;
+    used[s] = true;
+  }
+  int next = 0;  // the other dims keep their order in the free positions
+  for (int d = 0; d < r; ++d) {
+    if (perm[d] >= 0) continue;
+    while (used[next]) ++next;
+    perm[d] = next++;
+  }
+  return permute(std::move(x), std::move(perm));
 }
 
 DynTensor flip(DynTensor x, Dims dims) { return run1(OpKind::flip, {std::move(x)}, DimsAttrs{std::move(dims)}); }

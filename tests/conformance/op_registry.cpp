@@ -185,7 +185,7 @@ const std::map<std::string, OpFn>& op_registry() {
       {"permute", [](V& in, const Json& a, const Device&) { return V{permute(in[0], dims(a, "dims"))}; }},
       {"transpose", [](V& in, const Json& a, const Device&) { return V{transpose(in[0], a["dim0"].get<int>(), a["dim1"].get<int>())}; }},
       {"swap_dims", [](V& in, const Json& a, const Device&) { return V{swap_dims(in[0], a["dim0"].get<int>(), a["dim1"].get<int>())}; }},
-      {"movedim", [](V& in, const Json& a, const Device&) { return V{movedim(in[0], a["source"].get<int>(), a["destination"].get<int>())}; }},
+      {"movedim", [](V& in, const Json& a, const Device&) { return V{movedim(in[0], dims(a, "source"), dims(a, "destination"))}; }},
       {"flip", [](V& in, const Json& a, const Device&) { return V{flip(in[0], dims(a, "dims"))}; }},
       {"roll", [](V& in, const Json& a, const Device&) { return V{roll(in[0], sizes(a["shifts"]), dims(a, "dims"))}; }},
       {"expand", [](V& in, const Json& a, const Device&) { return V{expand(in[0], sizes(a["size"]))}; }},

@@ -111,6 +111,7 @@ DynTensor permute(DynTensor x, Dims dims);
 DynTensor transpose(DynTensor x, int dim0, int dim1);
 DynTensor swap_dims(DynTensor x, int dim0, int dim1);
 DynTensor movedim(DynTensor x, int source, int destination);
+DynTensor movedim(DynTensor x, Dims source, Dims destination);
 DynTensor flip(DynTensor x, Dims dims);
 DynTensor roll(DynTensor x, Sizes shifts, Dims dims = {});
 DynTensor expand(DynTensor x, Sizes shape);  // -1 keeps a dim
@@ -138,7 +139,7 @@ DynTensor select(DynTensor x, int dim, int64_t index);  // removes dim
 DynTensor select_assign(DynTensor x, int dim, DynTensor index, DynTensor src);  // index_copy
 DynTensor select_add(DynTensor x, int dim, DynTensor index, DynTensor src);     // index_add
 DynTensor index_select(DynTensor x, int dim, DynTensor index);
-DynTensor take(DynTensor x, DynTensor index);
+DynTensor take(DynTensor x, DynTensor index);  // flat indices; negative ones count from the end
 DynTensor nonzero(DynTensor x);   // [n, rank] i64
 DynTensor argwhere(DynTensor x);  // same as nonzero
 DynTensor masked_select(DynTensor x, DynTensor mask);
@@ -159,7 +160,7 @@ DynTensor conv_transpose1d(DynTensor x, DynTensor weight, std::optional<DynTenso
 DynTensor conv_transpose2d(DynTensor x, DynTensor weight, std::optional<DynTensor> bias = {}, ConvOptions o = {});
 DynTensor conv_transpose3d(DynTensor x, DynTensor weight, std::optional<DynTensor> bias = {}, ConvOptions o = {});
 struct PoolOptions {  // empty stride = kernel size
-  Sizes kernel_size, stride, padding{0}, dilation{1};
+  Sizes kernel_size{}, stride{}, padding{0}, dilation{1};
   bool ceil_mode = false, count_include_pad = true;
 };
 DynTensor avg_pool1d(DynTensor x, PoolOptions o);

@@ -19,10 +19,23 @@
 #include <vector>
 
 #include "cpu_backend.hpp"
+#include "cpu_features.hpp"
 #include "gemm.hpp"
 #include "thread_pool.hpp"
+#include "vec/vec_math.hpp"
 
 namespace ember::cpu {
+
+namespace detail {
+// conv_avx512.cpp (call only when features().avx512).
+struct DwTap {
+  const float* row;  // the input row
+  int64_t off;       // output column o reads row[o * stride + off]
+  int64_t lo, hi;    // the output columns [lo, hi) for which that element is inside the row
+  float w;           // the tap's weight
+};
+void depthwise_row_f32_avx512(float* y, int64_t n, int64_t stride, const DwTap* taps, int ntaps, float bias);
+}  // namespace detail
 
 namespace {
 
@@ -44,7 +57,7 @@ struct ConvGeom {
   }
 };
 
-ConvGeom make_geom(const Op& op, bool transpose) {
+ConvGeom make_geom(const Op& op) {
   const auto& a = op.attr<ConvAttrs>();
   const Shape& xs = op.in(0).shape;
   const Shape& ws = op.in(1).shape;
@@ -66,7 +79,6 @@ ConvGeom make_geom(const Op& op, bool transpose) {
     g.p[j] = a.padding[i];
     g.d[j] = a.dilation[i];
   }
-  (void)transpose;
   return g;
 }
 
@@ -124,7 +136,7 @@ void im2col(const ConvGeom& g, const T* x, int64_t c0, int64_t c1, int64_t p0, i
               const int64_t a = std::clamp(ow_lo, ow, e), b = std::clamp(ow_hi, a, e);
               for (int64_t o = ow; o < a; ++o) dst[o] = T(0);
               if (g.s[2] == 1) {
-                for (int64_t o = a; o < b; ++o) dst[o] = src[o];
+                if (b > a) std::memcpy(dst + a, src + a, size_t(b - a) * sizeof(T));
               } else {
                 const int64_t sw = g.s[2];
                 for (int64_t o = a; o < b; ++o) dst[o] = src[o * sw];
@@ -214,12 +226,107 @@ void fill_bias(T* y, int64_t ld, int64_t rows, int64_t p0, int64_t p1, const T* 
 }
 
 // ---------------------------------------------------------------------------------------
+// Direct conv for one input channel per group (depthwise, possibly with a channel
+// multiplier): a GEMM with K = KK would be dominated by packing. Each output plane is the
+// bias plus a sum of shifted, scaled input rows (vectorised along the output row).
+template <class T>
+void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y) {
+  const int64_t P = g.out_px(), IP = g.in_px(), KK = g.kk();
+  const int64_t ID = g.in[0], IH = g.in[1], IW = g.in[2];
+  const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
+  const int64_t sw = g.s[2];
+  const int64_t planes = g.N * g.O;
+  // AVX-512 rows (f32, width stride 1 or 2): the taps of a row accumulate in registers.
+  constexpr int kMaxTaps = 64;
+  bool simd = false;
+  if constexpr (std::is_same_v<T, float>)
+    simd = features().avx512 && (sw == 1 || sw == 2) && g.k[0] * g.k[1] * g.k[2] <= kMaxTaps;
+  auto simd_plane = [&](const T* xc, const T* wo, T b, T* yo) {
+    if constexpr (std::is_same_v<T, float>) {
+      detail::DwTap taps[kMaxTaps];
+      for (int64_t od = 0; od < OD; ++od) {
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          int nt = 0;
+          for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+            const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+            if (id < 0 || id >= ID) continue;
+            for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+              const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+              if (ih < 0 || ih >= IH) continue;
+              const float* xrow = xc + (id * IH + ih) * IW;
+              for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                const int64_t woff = kw * g.d[2] - g.p[2];
+                const int64_t a = std::min(OW, first_valid(woff, sw));
+                const int64_t e = std::max(a, end_valid(woff, sw, IW, OW));
+                if (e > a) taps[nt++] = {xrow, woff, a, e, wo[(kd * g.k[1] + kh) * g.k[2] + kw]};
+              }
+            }
+          }
+          detail::depthwise_row_f32_avx512(yo + (od * OH + oh) * OW, OW, sw, taps, nt, b);
+        }
+      }
+    } else {
+      (void)xc, (void)wo, (void)b, (void)yo;
+    }
+  };
+  auto body = [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t n = q / g.O, o = q % g.O;
+      const T* __restrict xc = x + (n * g.C + o / g.Og) * IP;
+      const T* wo = w + o * KK;
+      T* __restrict yo = y + q * P;
+      if (simd) {
+        simd_plane(xc, wo, bias ? bias[o] : T(0), yo);
+        continue;
+      }
+      std::fill(yo, yo + P, bias ? bias[o] : T(0));
+      for (int64_t od = 0; od < OD; ++od) {
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          T* __restrict yrow = yo + (od * OH + oh) * OW;
+          for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+            const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+            if (id < 0 || id >= ID) continue;
+            for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+              const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+              if (ih < 0 || ih >= IH) continue;
+              const T* __restrict xrow = xc + (id * IH + ih) * IW;
+              const T* wk = wo + (kd * g.k[1] + kh) * g.k[2];
+              for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                const int64_t woff = kw * g.d[2] - g.p[2];
+                const int64_t a = std::min(OW, first_valid(woff, sw));
+                const int64_t b = std::max(a, end_valid(woff, sw, IW, OW));
+                const T wv = wk[kw];
+                const T* __restrict src = xrow + woff;
+                if (sw == 1) {
+                  for (int64_t i = a; i < b; ++i) yrow[i] += wv * src[i];
+                } else {
+                  for (int64_t i = a; i < b; ++i) yrow[i] += wv * src[i * sw];
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  };
+  const int64_t per_plane = std::max<int64_t>(1, P * KK);
+  if (ThreadPool::in_parallel_region() || planes * per_plane < (int64_t(1) << 16))
+    body(0, planes);
+  else
+    parallel_for(0, planes, std::max<int64_t>(1, (int64_t(1) << 15) / per_plane), body);
+}
+
+// ---------------------------------------------------------------------------------------
 template <class T>
 void conv_forward(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y) {
   const int64_t P = g.out_px(), IP = g.in_px(), KK = g.kk();
   const int64_t Kdim = g.Cg * KK;
   const int64_t ng = g.N * g.G;
   if (ng == 0 || P == 0) return;
+  if (g.Cg == 1 && !g.pointwise()) {
+    conv_depthwise<T>(g, x, w, bias, y);
+    return;
+  }
   const bool direct = g.pointwise();
   const int nth = num_threads_for(ng * g.Og * P * std::max<int64_t>(Kdim, 1));
 
@@ -328,17 +435,25 @@ void conv_transpose_forward(const ConvGeom& g, const T* x, const T* w, const T* 
 }
 
 // ---------------------------------------------------------------------------------------
-// f16 / bf16 <-> f32 for contiguous arrays.
+// f16 / bf16 <-> f32 for contiguous arrays (vectorised, chunked over the threads).
 template <class H>
 void half_to_f32(const H* src, float* dst, int64_t n) {
-  parallel_for(0, n, 32768, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) dst[i] = static_cast<float>(src[i]);
+  const auto* s = reinterpret_cast<const uint16_t*>(src);
+  parallel_for(0, n, 65536, [&](int64_t i0, int64_t i1) {
+    if constexpr (std::is_same_v<H, f16>)
+      vec::f16_to_f32(s + i0, dst + i0, i1 - i0);
+    else
+      vec::bf16_to_f32(s + i0, dst + i0, i1 - i0);
   });
 }
 template <class H>
 void f32_to_half(const float* src, H* dst, int64_t n) {
-  parallel_for(0, n, 32768, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) dst[i] = H(src[i]);
+  auto* d = reinterpret_cast<uint16_t*>(dst);
+  parallel_for(0, n, 65536, [&](int64_t i0, int64_t i1) {
+    if constexpr (std::is_same_v<H, f16>)
+      vec::f32_to_f16(src + i0, d + i0, i1 - i0);
+    else
+      vec::f32_to_bf16(src + i0, d + i0, i1 - i0);
   });
 }
 
@@ -347,7 +462,7 @@ std::vector<PrimitivePtr> conv_kernel_impl(CpuBackend&, Op& op) {
   const TensorMeta& om = op.outputs[0];
   auto out = alloc(om);
   if (om.shape.numel() == 0) return {out};
-  const ConvGeom g = make_geom(op, Transpose);
+  const ConvGeom g = make_geom(op);
   auto xc = contiguous(op.inputs[0]);
   auto wc = contiguous(op.inputs[1]);
   CpuTensorPtr bc;
@@ -362,8 +477,8 @@ std::vector<PrimitivePtr> conv_kernel_impl(CpuBackend&, Op& op) {
   visit_float_dtype(om.dtype, op.name(), [&]<class T>() {
     if constexpr (is_half_v<T>) {
       const int64_t nx = xc->numel(), nw = wc->numel(), nb = bc ? bc->numel() : 0, ny = om.shape.numel();
-      std::vector<float> buf(size_t(nx + nw + nb + ny));
-      float *x = buf.data(), *w = x + nx, *b = w + nw, *y = b + nb;
+      auto buf = alloc({Shape{nx + nw + nb + ny}, DType::f32});  // uninitialised scratch
+      float *x = buf->template data<float>(), *w = x + nx, *b = w + nw, *y = b + nb;
       half_to_f32(xc->data<T>(), x, nx);
       half_to_f32(wc->data<T>(), w, nw);
       if (bc) half_to_f32(bc->data<T>(), b, nb);

@@ -12,8 +12,13 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cpu_backend.hpp"
 #include "cpu_tensor.hpp"
 #include "thread_pool.hpp"
+
+namespace ember::cpu {
+void register_cast_kernels(KernelTable& t);  // cast.cpp
+}  // namespace ember::cpu
 
 namespace ember::cpu::ew {
 

@@ -1,10 +1,11 @@
 // GEMM driver: dispatch, blocking, packing buffers, threading, and the portable kernel.
 //
-// Blocked algorithm (Goto / BLIS): for every NC-wide column block of B and KC-deep slice of
-// K, the KC x NC block of B is packed into NR-wide micro-panels (kept in L2); then for every
-// MR-row strip of A the MR x KC micro-panel of A is packed (kept in L1) and multiplied with
-// each micro-panel of B by the register-blocked micro-kernel, which adds straight into C.
-// Threads split C into a 2-D grid of independent tiles, each with its own packing buffers.
+// Blocked algorithm (Goto / BLIS style), see packed_serial(): for every KC-deep slice of K,
+// an MC-row block of A is packed into MR-row micro-panels, then every NC-wide block of B is
+// packed into NR-column micro-panels (or read in place when small), and the register-blocked
+// micro-kernel multiplies one A micro-panel with each B micro-panel, accumulating straight
+// into C. Threads split C into a grid of independent tiles (each packs its own panels) that
+// are claimed dynamically. GEMV shapes (M == 1 or N == 1) use dedicated streaming kernels.
 #include "gemm.hpp"
 
 #include <algorithm>
@@ -23,7 +24,13 @@ namespace detail {
 namespace {
 
 // Minimum multiply-adds per thread before another thread is used.
-constexpr int64_t kMinWorkPerThread = int64_t(1) << 17;
+constexpr int64_t kMinWorkPerThread = int64_t(1) << 18;
+// Rows of A packed at once (the packed block is reused for every NC block of B).
+constexpr int64_t kMaxMC = 1536;
+// Largest KC x N slice of a unit-column-stride B that is used without packing (in general,
+// and when A has at most 2 * MR rows).
+constexpr int64_t kDirectBBytes = 384 * 1024;
+constexpr int64_t kDirectBSmallMBytes = 4 * 1024 * 1024;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
@@ -211,6 +218,10 @@ const GemmKernelSet<T>* kernels_for(int isa) {
 }
 
 // Single-threaded blocked product of one C tile.
+//   for each KC slice of K:
+//     for each MC block of rows: pack its A micro-panels (MR x KC each)
+//       for each NC block of columns: pack the KC x NC block of B (L2 resident)
+//         for each A micro-panel (L1 resident): for each B micro-panel: micro-kernel.
 template <class T>
 void packed_serial(const GemmKernelSet<T>& ks, Blocking<T> bl, int64_t M, int64_t N, int64_t K,
                    T alpha, const T* A, int64_t rsa, int64_t csa, const T* B, int64_t rsb,
@@ -220,42 +231,62 @@ void packed_serial(const GemmKernelSet<T>& ks, Blocking<T> bl, int64_t M, int64_
   const int64_t kc_max = round_up(ceil_div(K, nkb), 4);
   const int64_t nnb = ceil_div(N, bl.nc);
   const int64_t nc_max = round_up(ceil_div(N, nnb), NR);
-  // With few rows of A each element of B is used by few micro-kernel calls: read B in place.
-  const bool direct_b = csb == 1 && M <= 2 * MR;
+  const int64_t nmb = ceil_div(M, kMaxMC);
+  const int64_t mc_max = round_up(ceil_div(M, nmb), MR);
+  // Read B in place (no packing) when it has unit column stride and its KC x N slice is
+  // small enough to stay in L2, or (few rows of A, so packing would not be amortised) in
+  // L3 / the TLB's reach.
+  const int64_t b_slice = kc_max * N * int64_t(sizeof(T));
+  const bool direct_b =
+      csb == 1 && (b_slice <= kDirectBBytes || (M <= 2 * MR && b_slice <= kDirectBSmallMBytes));
   T* bp = direct_b ? nullptr : t_pack_b.get<T>(kc_max * nc_max);
-  T* ap = t_pack_a.get<T>(kc_max * MR + MR * NR);
-  T* tile = ap + kc_max * MR;  // for C with non-unit column stride
+  T* ap = t_pack_a.get<T>(kc_max * mc_max + MR * NR);
+  T* tile = ap + kc_max * mc_max;  // for C with non-unit column stride
   const bool c_unit = csc == 1;
 
-  for (int64_t jc = 0; jc < N; jc += nc_max) {
-    const int64_t nc = std::min(nc_max, N - jc);
-    for (int64_t pc = 0; pc < K; pc += kc_max) {
-      const int64_t kc = std::min(kc_max, K - pc);
-      const T beta_eff = pc == 0 ? beta : T(1);
-      const T* bsrc = B + pc * rsb + jc * csb;
-      if (!direct_b) ks.pack_b(bsrc, rsb, csb, kc, nc, bp);
-      for (int64_t ir = 0; ir < M; ir += MR) {
-        const int m = static_cast<int>(std::min<int64_t>(MR, M - ir));
-        ks.pack_a(A + ir * rsa + pc * csa, rsa, csa, m, kc, ap);
-        T* crow = C + ir * rsc + jc * csc;
-        for (int64_t jr = 0; jr < nc; jr += NR) {
+  for (int64_t pc = 0; pc < K; pc += kc_max) {
+    const int64_t kc = std::min(kc_max, K - pc);
+    const T beta_eff = pc == 0 ? beta : T(1);
+    for (int64_t ic = 0; ic < M; ic += mc_max) {
+      const int64_t mc = std::min(mc_max, M - ic);
+      for (int64_t ir = 0; ir < mc; ir += MR) {
+        const int m = static_cast<int>(std::min<int64_t>(MR, mc - ir));
+        ks.pack_a(A + (ic + ir) * rsa + pc * csa, rsa, csa, m, kc, ap + ir * kc);
+      }
+      for (int64_t jc = 0; jc < N; jc += nc_max) {
+        const int64_t nc = std::min(nc_max, N - jc);
+        const T* bsrc = B + pc * rsb + jc * csb;
+        if (!direct_b) ks.pack_b(bsrc, rsb, csb, kc, nc, bp);
+        auto tile_op = [&](int64_t ir, int64_t jr) {
+          const int m = static_cast<int>(std::min<int64_t>(MR, mc - ir));
           const int n = static_cast<int>(std::min<int64_t>(NR, nc - jr));
+          const T* am = ap + ir * kc;
           const T* bm = direct_b ? bsrc + jr : bp + (jr / NR) * kc * NR;
           const int64_t ldb = direct_b ? rsb : NR;
+          T* cp = C + (ic + ir) * rsc + (jc + jr) * csc;
           if (c_unit) {
-            ks.kernel(kc, ap, bm, ldb, crow + jr, rsc, alpha, beta_eff, m, n);
-          } else {
-            ks.kernel(kc, ap, bm, ldb, tile, NR, alpha, T(0), m, n);
-            for (int i = 0; i < m; ++i) {
-              T* c = crow + i * rsc + jr * csc;
-              const T* t = tile + i * NR;
-              if (beta_eff == T(0)) {
-                for (int j = 0; j < n; ++j) c[j * csc] = t[j];
-              } else {
-                for (int j = 0; j < n; ++j) c[j * csc] = t[j] + beta_eff * c[j * csc];
-              }
+            ks.kernel(kc, am, bm, ldb, cp, rsc, alpha, beta_eff, m, n);
+            return;
+          }
+          ks.kernel(kc, am, bm, ldb, tile, NR, alpha, T(0), m, n);
+          for (int i = 0; i < m; ++i) {
+            T* c = cp + i * rsc;
+            const T* t = tile + i * NR;
+            if (beta_eff == T(0)) {
+              for (int j = 0; j < n; ++j) c[j * csc] = t[j];
+            } else {
+              for (int j = 0; j < n; ++j) c[j * csc] = t[j] + beta_eff * c[j * csc];
             }
           }
+        };
+        if (direct_b) {
+          // Each unpacked B micro-panel is reused from L2 by all A micro-panels.
+          for (int64_t jr = 0; jr < nc; jr += NR)
+            for (int64_t ir = 0; ir < mc; ir += MR) tile_op(ir, jr);
+        } else {
+          // Each A micro-panel stays in L1 while the packed B block streams past it.
+          for (int64_t ir = 0; ir < mc; ir += MR)
+            for (int64_t jr = 0; jr < nc; jr += NR) tile_op(ir, jr);
         }
       }
     }
@@ -297,8 +328,8 @@ void packed_threaded(const GemmKernelSet<T>& ks, Blocking<T> bl, int64_t M, int6
     return;
   }
   // Split C into a tm x tn grid of independent tasks (each packs its own panels). Estimated
-  // cost of a task in cycles: multiply-adds / vector width plus packing of its A rows (once
-  // per NC block) and of its B columns. Pick the grid with the smallest estimated makespan
+  // cost of a task in cycles: multiply-adds / vector width plus packing (or streaming) of its
+  // A rows and B columns. Pick the grid with the smallest estimated makespan
   // and, among grids within 3% of it, the one with the most tasks (finer dynamic balance).
   const int MR = ks.mr, NR = ks.nr;
   const int64_t mu = ceil_div(M, MR), nu = ceil_div(N, NR);
@@ -311,13 +342,13 @@ void packed_threaded(const GemmKernelSet<T>& ks, Blocking<T> bl, int64_t M, int6
   std::vector<Cand> cands;
   const int64_t max_split = 8 * int64_t(nt);
   for (int64_t tm = 1; tm <= std::min(mu, max_split); ++tm) {
-    for (int64_t tn = 1; tn <= std::min(nu, max_split); ++tn) {
+    for (int64_t tn = 1; tn <= std::min(nu, max_split / tm); ++tn) {
       const int64_t tasks = tm * tn;
-      if (tasks < nt || tasks > max_split) continue;
+      if (tasks < nt) continue;
       const double mt = double(ceil_div(mu, tm) * MR), ntl = double(ceil_div(nu, tn) * NR);
-      const double cost = mt * ntl * double(K) / lanes +
-                          apack * mt * double(K) * double(ceil_div(int64_t(ntl), bl.nc)) +
-                          (mt > 2 * MR ? bpack * double(K) * ntl : 0.0);
+      // B costs about the same whether it is packed or streamed in place.
+      const double cost =
+          mt * ntl * double(K) / lanes + apack * mt * double(K) + bpack * double(K) * ntl;
       cands.push_back({tm, tn, double(ceil_div(tasks, nt)) * cost});
     }
   }
@@ -360,13 +391,18 @@ void gemv_driver(const GemmKernelSet<T>& ks, int64_t n, int64_t k, T alpha, cons
     beta_k = T(0);
   }
   const int nt = threads_for<T>(n * k, max_threads);
-  // Column blocks (multiples of the vector width) claimed dynamically.
-  const int64_t blk = std::max<int64_t>(64, round_up(ceil_div(n, 4 * int64_t(nt)), 64));
-  const int64_t ntasks = ceil_div(n, blk);
-  run_tasks(ntasks, nt, [&](int64_t t) {
-    const int64_t j0 = t * blk, j1 = std::min(n, j0 + blk);
-    ks.gemv(j1 - j0, k, alpha, x, P + j0 * cs, rs, cs, beta_k, yy + j0);
-  });
+  if (nt <= 1) {
+    ks.gemv(n, k, alpha, x, P, rs, cs, beta_k, yy);
+  } else {
+    // Column blocks claimed dynamically; rows of P (axpy form) are streamed in long runs.
+    const int64_t min_blk = cs == 1 ? 256 : 64;
+    const int64_t blk = std::max<int64_t>(min_blk, round_up(ceil_div(n, 2 * int64_t(nt)), 64));
+    const int64_t ntasks = ceil_div(n, blk);
+    run_tasks(ntasks, nt, [&](int64_t t) {
+      const int64_t j0 = t * blk, j1 = std::min(n, j0 + blk);
+      ks.gemv(j1 - j0, k, alpha, x, P + j0 * cs, rs, cs, beta_k, yy + j0);
+    });
+  }
   if (incy != 1) {
     for (int64_t j = 0; j < n; ++j)
       y[j * incy] = beta == T(0) ? yy[j] : yy[j] + beta * y[j * incy];

@@ -8,6 +8,7 @@
 // Register blocking: C micro-tile of MR = 6 rows x NR = 2 vectors (16 floats / 8 doubles):
 // 12 accumulators + 2 B vectors + 1 broadcast A value = 15 of the 16 ymm registers.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <cstdint>
@@ -221,36 +222,39 @@ void pack_b(const T* b, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, T* dst
   }
 }
 
-template <class T, int NVEC>
-void gemv_rows_block(int64_t nj, int64_t k, T alpha, const T* x, const T* p, int64_t rs, T beta,
-                     T* y) {
+// Axpy form (P rows contiguous): y += x[k] * P[k, :], rows consumed 4 at a time (each row
+// streamed sequentially) with partial sums in a small L1-resident buffer.
+template <class T, int KB>
+void gemv_rows_kblock(int64_t nj, const T* x, const T* p, int64_t rs, bool first, T* buf) {
   using v = V<T>;
   using R = typename v::R;
   constexpr int W = v::W;
-  typename v::M mk[NVEC];
-  for (int j = 0; j < NVEC; ++j) mk[j] = v::mask(nj - j * W);
-  R acc[NVEC];
-  for (int j = 0; j < NVEC; ++j) acc[j] = v::zero();
-  if (nj == NVEC * W) {
-    for (int64_t kk = 0; kk < k; ++kk) {
-      const R xv = v::set1(x[kk]);
-      const T* row = p + kk * rs;
-#pragma GCC unroll 8
-      for (int j = 0; j < NVEC; ++j) acc[j] = v::fma(xv, v::load(row + j * W), acc[j]);
+  R xv[KB];
+#pragma GCC unroll 4
+  for (int t = 0; t < KB; ++t) xv[t] = v::set1(x[t]);
+  int64_t jj = 0;
+  for (; jj + 2 * W <= nj; jj += 2 * W) {
+    R a0 = first ? v::zero() : v::load(buf + jj), a1 = first ? v::zero() : v::load(buf + jj + W);
+    R b0 = v::zero(), b1 = v::zero();
+#pragma GCC unroll 4
+    for (int t = 0; t < KB; t += 2) {
+      const T* r0 = p + t * rs + jj;
+      a0 = v::fma(xv[t], v::load(r0), a0);
+      a1 = v::fma(xv[t], v::load(r0 + W), a1);
+      if (t + 1 < KB) {
+        b0 = v::fma(xv[t + 1], v::load(r0 + rs), b0);
+        b1 = v::fma(xv[t + 1], v::load(r0 + rs + W), b1);
+      }
     }
-  } else {
-    for (int64_t kk = 0; kk < k; ++kk) {
-      const R xv = v::set1(x[kk]);
-      const T* row = p + kk * rs;
-#pragma GCC unroll 8
-      for (int j = 0; j < NVEC; ++j) acc[j] = v::fma(xv, v::loadz(mk[j], row + j * W), acc[j]);
-    }
+    v::store(buf + jj, a0 + b0);
+    v::store(buf + jj + W, a1 + b1);
   }
-  const R va = v::set1(alpha);
-  for (int j = 0; j < NVEC; ++j) {
-    R r = v::mul(va, acc[j]);
-    if (beta != T(0)) r = v::fma(v::set1(beta), v::loadz(mk[j], y + j * W), r);
-    v::mstore(y + j * W, mk[j], r);
+  for (; jj < nj; jj += W) {
+    const auto m = v::mask(nj - jj);
+    R a0 = first ? v::zero() : v::loadz(m, buf + jj);
+#pragma GCC unroll 4
+    for (int t = 0; t < KB; ++t) a0 = v::fma(xv[t], v::loadz(m, p + t * rs + jj), a0);
+    v::mstore(buf + jj, m, a0);
   }
 }
 
@@ -261,12 +265,22 @@ void gemv(int64_t n, int64_t k, T alpha, const T* x, const T* p, int64_t rs, int
   using R = typename v::R;
   constexpr int W = v::W;
   if (cs == 1) {
-    constexpr int64_t kBlock = 8 * W;
-    int64_t j0 = 0;
-    for (; j0 + kBlock <= n; j0 += kBlock)
-      gemv_rows_block<T, 8>(kBlock, k, alpha, x, p + j0, rs, beta, y + j0);
-    for (; j0 < n; j0 += W)
-      gemv_rows_block<T, 1>(imin(W, n - j0), k, alpha, x, p + j0, rs, beta, y + j0);
+    constexpr int64_t kCols = 4096 / int64_t(sizeof(T));  // 4 KiB of partial sums
+    alignas(32) T buf[kCols];
+    for (int64_t j0 = 0; j0 < n; j0 += kCols) {
+      const int64_t nj = imin(kCols, n - j0);
+      int64_t k0 = 0;
+      for (; k0 + 4 <= k; k0 += 4)
+        gemv_rows_kblock<T, 4>(nj, x + k0, p + k0 * rs + j0, rs, k0 == 0, buf);
+      for (; k0 < k; ++k0) gemv_rows_kblock<T, 1>(nj, x + k0, p + k0 * rs + j0, rs, k0 == 0, buf);
+      const R va = v::set1(alpha), vb = v::set1(beta);
+      for (int64_t jj = 0; jj < nj; jj += W) {
+        const auto m = v::mask(nj - jj);
+        R r = v::mul(va, v::loadz(m, buf + jj));
+        if (beta != T(0)) r = v::fma(vb, v::loadz(m, y + j0 + jj), r);
+        v::mstore(y + j0 + jj, m, r);
+      }
+    }
     return;
   }
   const int64_t kfull = k - k % W;
@@ -319,8 +333,8 @@ constexpr GemmKernelSet<T> make_set(int64_t kc, int64_t nc) {
 }
 
 // Constant-initialised: no code from this file runs before features() was checked.
-constexpr GemmKernelSet<float> g_set_f32 = make_set<float>(256, 512);
-constexpr GemmKernelSet<double> g_set_f64 = make_set<double>(256, 256);
+constexpr GemmKernelSet<float> g_set_f32 = make_set<float>(512, 1024);
+constexpr GemmKernelSet<double> g_set_f64 = make_set<double>(512, 512);
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 // GCC 12 reports its own _mm512_undefined_*() helpers (self-initialised) as
 // maybe-uninitialized once the shuffle intrinsics are inlined; that is a false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <cstdint>
@@ -316,7 +317,8 @@ void pack_b(const T* b, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, T* dst
 // ---------------------------------------------------------------------------------------
 // GEMV: y[j] = alpha * sum_k x[k] * P[k*rs + j*cs] + beta * y[j].
 
-// Axpy form (P rows contiguous): y += x[k] * P[k, :]. Rows are consumed in blocks of KB so
+// Axpy form (P rows contiguous): y += x[k] * P[k, :]. Rows are consumed in blocks of KB (4:
+// more concurrent row streams thrash L1 sets when the row stride is a multiple of 4 KiB) so
 // that every row is streamed sequentially; partial sums live in a small L1-resident buffer.
 template <class T, int KB>
 void gemv_rows_kblock(int64_t nj, const T* x, const T* p, int64_t rs, bool first, T* buf) {
@@ -359,13 +361,13 @@ void gemv(int64_t n, int64_t k, T alpha, const T* x, const T* p, int64_t rs, int
   using R = typename v::R;
   constexpr int W = v::W;
   if (cs == 1) {
-    constexpr int64_t kCols = 2048 / int64_t(sizeof(T)) * 2;  // 4 KiB of partial sums
+    constexpr int64_t kCols = 4096 / int64_t(sizeof(T));  // 4 KiB of partial sums
     alignas(64) T buf[kCols];
     for (int64_t j0 = 0; j0 < n; j0 += kCols) {
       const int64_t nj = imin(kCols, n - j0);
       int64_t k0 = 0;
-      for (; k0 + 16 <= k; k0 += 16)
-        gemv_rows_kblock<T, 16>(nj, x + k0, p + k0 * rs + j0, rs, k0 == 0, buf);
+      for (; k0 + 4 <= k; k0 += 4)
+        gemv_rows_kblock<T, 4>(nj, x + k0, p + k0 * rs + j0, rs, k0 == 0, buf);
       for (; k0 < k; ++k0) gemv_rows_kblock<T, 1>(nj, x + k0, p + k0 * rs + j0, rs, k0 == 0, buf);
       const R va = v::set1(alpha), vb = v::set1(beta);
       for (int64_t jj = 0; jj < nj; jj += W) {
@@ -432,8 +434,8 @@ constexpr GemmKernelSet<T> make_set(int64_t kc, int64_t nc) {
 }
 
 // Constant-initialised: no code from this file runs before features() was checked.
-constexpr GemmKernelSet<float> g_set_f32 = make_set<float>(256, 768);
-constexpr GemmKernelSet<double> g_set_f64 = make_set<double>(256, 384);
+constexpr GemmKernelSet<float> g_set_f32 = make_set<float>(512, 1024);
+constexpr GemmKernelSet<double> g_set_f64 = make_set<double>(512, 512);
 
 }  // namespace
 

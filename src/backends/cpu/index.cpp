@@ -138,6 +138,18 @@ void scatter_loop(CpuTensor& out, const CpuTensor& ix, const CpuTensor& src, int
   split_at_dim<3>(s, dim, {out.strides.data(), ix.strides.data(), src.strides.data()}, post,
                   [&](std::array<int64_t, 3> base, int64_t p0, int64_t p1) {
                     const int64_t s0 = post.inner(0), s1 = post.inner(1), s2 = post.inner(2);
+                    if (post.rank == 0) {  // dim is the innermost dim of the loop
+                      T* od = o + base[0];
+                      const I* id = ip + base[1];
+                      const T* sd = sp + base[2];
+                      for (int64_t k = 0; k < n; ++k) {
+                        int64_t i = id[k * isd];
+                        check_index(name, i, dim, nd);
+                        if constexpr (Add) add_into(od[i * osd], sd[k * ssd]);
+                        else od[i * osd] = sd[k * ssd];
+                      }
+                      return;
+                    }
                     for (int64_t k = 0; k < n; ++k) {
                       walk(post, p0, p1, {base[0], base[1] + k * isd, base[2] + k * ssd},
                            [&](const int64_t* off, int64_t len) {
@@ -250,6 +262,15 @@ void index_update_loop(CpuTensor& out, const CpuTensor& ix, const CpuTensor& src
   split_at_dim<2>(s, dim, st, post, [&](std::array<int64_t, 2> base, int64_t p0, int64_t p1) {
     const int64_t s0 = post.inner(0), s1 = post.inner(1);
     const int64_t n = r ? s[dim] : 1;
+    if (post.rank == 0) {  // dim is the innermost dim of the loop
+      T* od = o + base[0];
+      const T* sd = sp + base[1];
+      for (int64_t k = 0; k < n; ++k) {
+        if constexpr (Add) add_into(od[int64_t(ip[k * ist]) * osd], sd[k * ssd]);
+        else od[int64_t(ip[k * ist]) * osd] = sd[k * ssd];
+      }
+      return;
+    }
     for (int64_t k = 0; k < n; ++k) {
       const int64_t i = ip[k * ist];
       walk(post, p0, p1, {base[0] + i * osd, base[1] + k * ssd}, [&](const int64_t* off, int64_t len) {
@@ -331,26 +352,39 @@ std::vector<PrimitivePtr> nonzero_kernel(CpuBackend&, Op& op) {
     out = std::make_shared<CpuTensor>(TensorMeta{Shape{total, int64_t(r)}, DType::i64});
     if (total == 0 || r == 0) return;
     int64_t* o = out->data<int64_t>();
+    const int64_t last = s[r - 1], ls = x.strides[r - 1];
     par(nc, 1, [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c) {
-        int64_t b = chunk_begin(N, nc, c), e = chunk_begin(N, nc, c + 1);
+        const int64_t b = chunk_begin(N, nc, c), e = chunk_begin(N, nc, c + 1);
+        // rows are written unconditionally (to a sink past the chunk's end) and kept by
+        // advancing the write pointer: no unpredictable branch
         int64_t* w = o + counts[size_t(c)] * r;
+        int64_t* const wend = o + counts[size_t(c) + 1] * r;
+        int64_t sink[kMaxRank];
         int64_t idx[kMaxRank];
-        int64_t q = b, off = 0;
+        int64_t q = b, row = 0;
         for (int d = r - 1; d >= 0; --d) {
           idx[d] = q % s[d];
           q /= s[d];
-          off += idx[d] * x.strides[d];
+          if (d < r - 1) row += idx[d] * x.strides[d];
         }
-        for (int64_t pos = b; pos < e; ++pos) {
-          if (nonzero_value(xp[off])) {
-            for (int d = 0; d < r; ++d) w[d] = idx[d];
-            w += r;
+        int64_t pos = b;
+        while (pos < e) {
+          const int64_t j0 = idx[r - 1], j1 = std::min(last, j0 + (e - pos));
+          const T* p = xp + row;
+          for (int64_t j = j0; j < j1; ++j) {
+            const bool nz = nonzero_value(p[j * ls]);
+            int64_t* t = w < wend ? w : sink;
+            for (int d = 0; d < r - 1; ++d) t[d] = idx[d];
+            t[r - 1] = j;
+            w += nz ? r : 0;
           }
-          for (int d = r - 1; d >= 0; --d) {
-            off += x.strides[d];
+          pos += j1 - j0;
+          idx[r - 1] = 0;
+          for (int d = r - 2; d >= 0; --d) {
+            row += x.strides[d];
             if (++idx[d] < s[d]) break;
-            off -= s[d] * x.strides[d];
+            row -= s[d] * x.strides[d];
             idx[d] = 0;
           }
         }
@@ -392,11 +426,16 @@ std::vector<PrimitivePtr> masked_select_kernel(CpuBackend&, Op& op) {
     par(nc, 1, [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c) {
         U* w = o + counts[size_t(c)];
+        U* const wend = o + counts[size_t(c) + 1];
+        U sink;
         walk(L, chunk_begin(N, nc, c), chunk_begin(N, nc, c + 1), {0, 0}, [&](const int64_t* off, int64_t len) {
           const U* xd = xp + off[0];
           const bool* p = mp + off[1];
-          for (int64_t j = 0; j < len; ++j)
-            if (p[j * ms]) *w++ = xd[j * xs];
+          for (int64_t j = 0; j < len; ++j) {  // branch-free: write always, keep if selected
+            U* t = w < wend ? w : &sink;
+            *t = xd[j * xs];
+            w += p[j * ms] ? 1 : 0;
+          }
         });
       }
     });

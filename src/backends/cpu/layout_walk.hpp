@@ -148,6 +148,34 @@ inline void copy_run(U* dst, int64_t ds, const U* src, int64_t ss, int64_t n) {
   }
 }
 
+inline constexpr int64_t kTile = 64;
+
+// d[i * dsb + j] = s[i + j * ssl] for i in [i0, i1), j in [0, nl): kTile x kTile tiles walked
+// in 8 x 8 blocks (8 source and 8 destination lines in flight; power-of-two strides would
+// otherwise thrash the cache sets).
+template <class U>
+void transpose_tile(U* d, int64_t dsb, const U* s, int64_t ssl, int64_t i0, int64_t i1, int64_t nl) {
+  constexpr int B = 8;
+  for (int64_t j0 = 0; j0 < nl; j0 += kTile) {
+    const int64_t j1 = std::min(nl, j0 + kTile);
+    for (int64_t ib = i0; ib < i1; ib += B) {
+      for (int64_t jb = j0; jb < j1; jb += B) {
+        if (ib + B <= i1 && jb + B <= j1) {
+          U t[B][B];
+          for (int a = 0; a < B; ++a)
+            for (int c = 0; c < B; ++c) t[a][c] = s[ib + c + (jb + a) * ssl];
+          for (int c = 0; c < B; ++c)
+            for (int a = 0; a < B; ++a) d[(ib + c) * dsb + jb + a] = t[a][c];
+        } else {
+          const int64_t ie = std::min(i1, ib + B), je = std::min(j1, jb + B);
+          for (int64_t i = ib; i < ie; ++i)
+            for (int64_t j = jb; j < je; ++j) d[i * dsb + j] = s[i + j * ssl];
+        }
+      }
+    }
+  }
+}
+
 // dst[i] = src[i] over `sizes` (rank dims), strides in elements, element size es. Parallel
 // for large copies; transposed 2-d patterns are copied in tiles.
 inline void copy_view(void* dst, const int64_t* dst_st, const void* src, const int64_t* src_st,
@@ -162,14 +190,13 @@ inline void copy_view(void* dst, const int64_t* dst_st, const void* src, const i
     const int r = L.rank;
     // Tiled path: dst inner stride 1, src inner stride not 1, some other dim has src stride 1.
     if (r >= 2 && n >= 4096 && L.st[0][r - 1] == 1 && L.st[1][r - 1] != 1) {
-      int b = -1;
+      int b = -1;  // the dim read contiguously
       for (int q = r - 2; q >= 0; --q)
         if (L.st[1][q] == 1 && L.size[q] >= 8) {
           b = q;
           break;
         }
       if (b >= 0 && L.size[r - 1] >= 8) {
-        constexpr int64_t T = 32;
         Layout<2> O;  // the remaining dims
         O.rank = 0;
         for (int q = 0; q < r - 1; ++q) {
@@ -181,18 +208,12 @@ inline void copy_view(void* dst, const int64_t* dst_st, const void* src, const i
         }
         const int64_t nb = L.size[b], nl = L.size[r - 1];
         const int64_t dsb = L.st[0][b], ssl = L.st[1][r - 1];
-        const int64_t tiles = (nb + T - 1) / T;
-        par(O.numel() * tiles, std::max<int64_t>(1, kGrain / (T * nl)), [&](int64_t u0, int64_t u1) {
+        const int64_t tiles = (nb + kTile - 1) / kTile;
+        par(O.numel() * tiles, std::max<int64_t>(1, kGrain / (kTile * nl)), [&](int64_t u0, int64_t u1) {
           for (int64_t u = u0; u < u1; ++u) {
             auto off = offsets_at(O, u / tiles);
-            int64_t i0 = (u % tiles) * T, i1 = std::min(nb, i0 + T);
-            U* dd = d + off[0];
-            const U* ss = s + off[1];
-            for (int64_t j0 = 0; j0 < nl; j0 += T) {
-              int64_t j1 = std::min(nl, j0 + T);
-              for (int64_t i = i0; i < i1; ++i)
-                for (int64_t j = j0; j < j1; ++j) dd[i * dsb + j] = ss[i + j * ssl];
-            }
+            int64_t i0 = (u % tiles) * kTile;
+            transpose_tile(d + off[0], dsb, s + off[1], ssl, i0, std::min(nb, i0 + kTile), nl);
           }
         });
         return;

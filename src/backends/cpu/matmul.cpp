@@ -8,12 +8,12 @@
 // f32 / f64 use the packed SIMD GEMM, integers the portable kernel (wrap-around), f16 / bf16
 // are converted to f32, multiplied in f32 and rounded once. Tiny products use a direct loop.
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "cpu_backend.hpp"
 #include "gemm.hpp"
 #include "thread_pool.hpp"
+#include "vec/vec_math.hpp"
 
 namespace ember::cpu {
 
@@ -73,7 +73,6 @@ MatmulPlan make_plan(const Shape& as, const std::vector<int64_t>& sa, const Shap
 
   // Batch dims, right-aligned, collapsed.
   const int nb = ro - 2;
-  std::vector<BatchDim> dims;
   int64_t sc = p.M * p.N;
   std::vector<BatchDim> rev;  // innermost first
   for (int d = nb - 1; d >= 0; --d) {
@@ -108,33 +107,46 @@ MatmulPlan make_plan(const Shape& as, const std::vector<int64_t>& sa, const Shap
   return p;
 }
 
-// Direct triple loop for tiny products, accumulating in the compute type.
+// Direct loops for tiny products (at most kNaiveMacs multiply-adds, so N <= kNaiveMacs),
+// accumulating a row of C in the compute type (unsigned for integers: wrap-around without UB).
+constexpr int64_t kNaiveMacs = 4096;
+constexpr int64_t kNaivePerProduct = 512;
+
 template <class T>
-void matmul_naive(const MatmulPlan& p, const T* A, const T* B, T* C) {
-  using A_t = compute_t<T>;
-  const int64_t no = p.outer_count();
-  for (int64_t o = 0; o < no; ++o) {
+struct NaiveAcc {
+  using type = compute_t<T>;
+};
+template <class T>
+  requires std::is_integral_v<T>
+struct NaiveAcc<T> {
+  using type = std::conditional_t<(sizeof(T) <= 4), uint32_t, uint64_t>;
+};
+
+// Products [e0, e1) of the flattened batch (outer entries x inner entries).
+template <class T>
+void matmul_naive(const MatmulPlan& p, const T* A, const T* B, T* C, int64_t e0, int64_t e1) {
+  using Acc = typename NaiveAcc<T>::type;
+  Acc acc[kNaiveMacs];
+  for (int64_t e = e0; e < e1; ++e) {
     int64_t oa, ob, oc;
-    p.outer_offsets(o, oa, ob, oc);
-    for (int64_t bi = 0; bi < p.inner.size; ++bi) {
-      const T* a = A + oa + bi * p.inner.sa;
-      const T* b = B + ob + bi * p.inner.sb;
-      T* c = C + oc + bi * p.inner.sc;
-      for (int64_t i = 0; i < p.M; ++i) {
-        for (int64_t j = 0; j < p.N; ++j) {
-          A_t acc = A_t(0);
-          for (int64_t k = 0; k < p.K; ++k) {
-            if constexpr (std::is_integral_v<T>) {
-              // Wrap-around like the GEMM (unsigned arithmetic avoids signed overflow UB).
-              using U = std::make_unsigned_t<std::conditional_t<(sizeof(T) < 4), int32_t, T>>;
-              acc = static_cast<T>(U(acc) + U(a[i * p.rsa + k * p.csa]) * U(b[k * p.rsb + j * p.csb]));
-            } else {
-              acc += static_cast<A_t>(a[i * p.rsa + k * p.csa]) * static_cast<A_t>(b[k * p.rsb + j * p.csb]);
-            }
-          }
-          c[i * p.rsc + j * p.csc] = convert_scalar<T>(acc);
+    p.outer_offsets(e / p.inner.size, oa, ob, oc);
+    const int64_t bi = e % p.inner.size;
+    const T* a = A + oa + bi * p.inner.sa;
+    const T* b = B + ob + bi * p.inner.sb;
+    T* c = C + oc + bi * p.inner.sc;
+    for (int64_t i = 0; i < p.M; ++i) {
+      for (int64_t j = 0; j < p.N; ++j) acc[j] = Acc(0);
+      for (int64_t k = 0; k < p.K; ++k) {
+        const Acc av = static_cast<Acc>(a[i * p.rsa + k * p.csa]);
+        const T* __restrict bk = b + k * p.rsb;
+        if (p.csb == 1) {
+          for (int64_t j = 0; j < p.N; ++j) acc[j] += av * static_cast<Acc>(bk[j]);
+        } else {
+          for (int64_t j = 0; j < p.N; ++j) acc[j] += av * static_cast<Acc>(bk[j * p.csb]);
         }
       }
+      T* ci = c + i * p.rsc;  // csc == 1
+      for (int64_t j = 0; j < p.N; ++j) ci[j] = convert_scalar<T>(acc[j]);
     }
   }
 }
@@ -178,20 +190,35 @@ void run_plan(const MatmulPlan& p, const T* A, const T* B, T* C) {
     body(0, no);
 }
 
+// f16 / bf16 -> f32 conversion of a contiguous run.
+template <class H>
+void half_run_to_f32(const H* src, float* dst, int64_t n) {
+  if constexpr (std::is_same_v<H, f16>)
+    vec::f16_to_f32(reinterpret_cast<const uint16_t*>(src), dst, n);
+  else
+    vec::bf16_to_f32(reinterpret_cast<const uint16_t*>(src), dst, n);
+}
+
 // f16 / bf16 -> f32 contiguous copy of a (strided) tensor.
 template <class H>
 CpuTensorPtr to_f32(const CpuTensor& t) {
   auto out = alloc({t.shape(), DType::f32});
+  float* d = out->data<float>();
+  if (t.is_contiguous()) {
+    const H* s = t.data<H>();
+    parallel_for(0, t.numel(), 65536, [&](int64_t i0, int64_t i1) { half_run_to_f32(s + i0, d + i0, i1 - i0); });
+    return out;
+  }
   strided_loop(t.shape(),
                {{static_cast<char*>(out->raw()), 4, out->strides}, {static_cast<char*>(t.raw()), 2, t.strides}},
                [](char** ptr, const int64_t* st, int64_t n) {
-                 float* d = reinterpret_cast<float*>(ptr[0]);
-                 const char* s = ptr[1];
-                 for (int64_t i = 0; i < n; ++i) {
-                   uint16_t bits;
-                   std::memcpy(&bits, s + i * st[1], 2);
-                   d[i] = H::to_float(bits);
+                 float* dst = reinterpret_cast<float*>(ptr[0]);
+                 const char* src = ptr[1];
+                 if (st[1] == 2) {
+                   half_run_to_f32(reinterpret_cast<const H*>(src), dst, n);
+                   return;
                  }
+                 for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(*reinterpret_cast<const H*>(src + i * st[1]));
                });
   return out;
 }
@@ -215,8 +242,19 @@ std::vector<PrimitivePtr> matmul_kernel(CpuBackend&, Op& op) {
         std::fill(c, c + total, convert_scalar<T>(0));
         return;
       }
-      if (macs <= 4096) {
-        matmul_naive<T>(plan, a.data<T>(), b.data<T>(), out->data<T>());
+      // Tiny products (alone, or many of them): direct loops, spread over the batch.
+      const int64_t per = plan.M * plan.N * plan.K;
+      if (macs <= kNaiveMacs || (per <= kNaivePerProduct && plan.N <= kNaiveMacs)) {
+        const int64_t entries = plan.outer_count() * plan.inner.size;
+        const T* ap = a.data<T>();
+        const T* bp = b.data<T>();
+        T* cp = out->data<T>();
+        if (macs <= (int64_t(1) << 16)) {
+          matmul_naive<T>(plan, ap, bp, cp, 0, entries);
+        } else {
+          parallel_for(0, entries, std::max<int64_t>(1, (int64_t(1) << 15) / per),
+                       [&](int64_t e0, int64_t e1) { matmul_naive<T>(plan, ap, bp, cp, e0, e1); });
+        }
         return;
       }
       if constexpr (is_half_v<T>) {
@@ -224,12 +262,15 @@ std::vector<PrimitivePtr> matmul_kernel(CpuBackend&, Op& op) {
         auto af = to_f32<T>(a);
         auto bf = to_f32<T>(b);
         const MatmulPlan pf = make_plan(af->shape(), af->strides, bf->shape(), bf->strides, om.shape);
-        std::vector<float> cf(static_cast<size_t>(total));
-        run_plan<float>(pf, af->template data<float>(), bf->template data<float>(), cf.data());
-        T* c = out->data<T>();
-        const float* s = cf.data();
-        parallel_for(0, total, 32768, [&](int64_t i0, int64_t i1) {
-          for (int64_t i = i0; i < i1; ++i) c[i] = T(s[i]);
+        auto cf = alloc({om.shape, DType::f32});
+        run_plan<float>(pf, af->template data<float>(), bf->template data<float>(), cf->template data<float>());
+        auto* c = reinterpret_cast<uint16_t*>(out->data<T>());
+        const float* s = cf->template data<float>();
+        parallel_for(0, total, 65536, [&](int64_t i0, int64_t i1) {
+          if constexpr (std::is_same_v<T, f16>)
+            vec::f32_to_f16(s + i0, c + i0, i1 - i0);
+          else
+            vec::f32_to_bf16(s + i0, c + i0, i1 - i0);
         });
       } else {
         run_plan<T>(plan, a.data<T>(), b.data<T>(), out->data<T>());

@@ -1,5 +1,6 @@
 // Normalisation kernels: layer_norm, batch_norm (inference) and prelu.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -217,6 +218,20 @@ std::vector<PrimitivePtr> batch_norm_kernel(CpuBackend&, Op& op) {
   return {y};
 }
 
+// prelu(v) = v > 0 ? v : w * v, written as v * (v > 0 ? 1 : w) with the select done on the
+// bit patterns: a floating select next to a multiplication is not if-converted (and so not
+// vectorised) under the default -ftrapping-math. bits(v) > 0 as a signed integer means
+// v > 0 or v is a positive NaN (kept as v: NaN either way).
+template <class A>
+using bits_t = std::conditional_t<sizeof(A) == 4, int32_t, int64_t>;
+
+template <class A>
+[[gnu::always_inline]] inline A prelu_val(A v, bits_t<A> wbits) {
+  using I = bits_t<A>;
+  I m = -I(std::bit_cast<I>(v) > 0);
+  return v * std::bit_cast<A>(I((m & std::bit_cast<I>(A(1))) | (~m & wbits)));
+}
+
 template <class T>
 void prelu_impl(const CpuTensor& x, CpuTensor& y, const CpuTensor& w) {
   using A = compute_t<T>;
@@ -232,13 +247,10 @@ void prelu_impl(const CpuTensor& x, CpuTensor& y, const CpuTensor& w) {
     T* yp = y.data<T>();
     auto body = [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p) {
-        A wv = A(wp[wn > 1 ? p % C : 0]);
+        auto wb = std::bit_cast<bits_t<A>>(A(wp[wn > 1 ? p % C : 0]));
         const T* xr = xp + p * inner;
         T* yr = yp + p * inner;
-        for (int64_t i = 0; i < inner; ++i) {
-          A v = A(xr[i]);
-          yr[i] = convert_scalar<T>(v > A(0) ? v : wv * v);
-        }
+        for (int64_t i = 0; i < inner; ++i) yr[i] = convert_scalar<T>(prelu_val(A(xr[i]), wb));
       }
     };
     int64_t planes = N * C;
@@ -253,8 +265,8 @@ void prelu_impl(const CpuTensor& x, CpuTensor& y, const CpuTensor& w) {
                [](char** p, const int64_t* st, int64_t n) {
                  for (int64_t i = 0; i < n; ++i) {
                    A v = A(*reinterpret_cast<const T*>(p[1] + i * st[1]));
-                   A wv = A(*reinterpret_cast<const T*>(p[2] + i * st[2]));
-                   *reinterpret_cast<T*>(p[0] + i * st[0]) = convert_scalar<T>(v > A(0) ? v : wv * v);
+                   auto wb = std::bit_cast<bits_t<A>>(A(*reinterpret_cast<const T*>(p[2] + i * st[2])));
+                   *reinterpret_cast<T*>(p[0] + i * st[0]) = convert_scalar<T>(prelu_val(v, wb));
                  }
                });
 }

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "cpu_backend.hpp"
+#include "cpu_features.hpp"
 #include "ember/core/error.hpp"
 #include "thread_pool.hpp"
 
@@ -131,89 +132,240 @@ PoolPlan pool_plan(const Op& op) {
   return pl;
 }
 
-template <class T>
-void avg_pool_impl(const PoolPlan& pl, bool include_pad, const T* x, T* y) {
-  using A = compute_t<T>;
-  const auto& g = pl.g;
-  int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
-  int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
-  int64_t d0 = pl.dims[0].d, d1 = pl.dims[1].d, d2 = pl.dims[2].d;
-  int64_t in1 = g.in[1], in2 = g.in[2], out2 = g.out[2];
-  for_each_row(g.planes, g.out[0], g.out[1], out2 * pl.taps, [&](int64_t p, int64_t o0, int64_t o1) {
-    const T* xp = x + p * in_plane;
-    T* yp = y + p * out_plane + (o0 * g.out[1] + o1) * out2;
-    const Window& w0 = pl.w[0][o0];
-    const Window& w1 = pl.w[1][o1];
-    for (int64_t o2 = 0; o2 < out2; ++o2) {
-      const Window& w2 = pl.w[2][o2];
-      A sum = 0;
-      for (int64_t t0 = 0; t0 < w0.n; ++t0) {
-        for (int64_t t1 = 0; t1 < w1.n; ++t1) {
-          const T* row = xp + ((w0.lo + t0 * d0) * in1 + (w1.lo + t1 * d1)) * in2 + w2.lo;
-          if (d2 == 1) {
-            for (int64_t t2 = 0; t2 < w2.n; ++t2) sum += A(row[t2]);
-          } else {
-            for (int64_t t2 = 0; t2 < w2.n; ++t2) sum += A(row[t2 * d2]);
-          }
-        }
-      }
-      int64_t div = include_pad ? w0.cnt * w1.cnt * w2.cnt : w0.n * w1.n * w2.n;
-      yp[o2] = convert_scalar<T>(sum / A(div));
-    }
-  });
+// Outputs [a, b) of a dim whose taps all lie inside the input (no clipping, no padding).
+void interior_range(const PoolDim& d, int64_t& a, int64_t& b) {
+  a = (d.p + d.s - 1) / d.s;
+  int64_t last = d.in - 1 - (d.k - 1) * d.d + d.p;  // largest valid window start + p
+  b = last >= 0 ? std::min(d.out, last / d.s + 1) : 0;
+  a = std::min(a, b);
 }
 
-template <class T>
-void max_pool_impl(const PoolPlan& pl, const T* x, T* y, int64_t* idx) {
-  using A = std::conditional_t<is_floating_v<T>, compute_t<T>, T>;
-  const auto& g = pl.g;
+struct PoolCtx {
+  const PoolPlan* pl;
+  const void* x;
+  void* y;
+  int64_t* idx;
+  bool include_pad;
+  int64_t ia, ib;  // interior outputs of the last dim
+};
+
+constexpr int64_t kRowChunk = 256;  // interior outputs processed at once (stack accumulators)
+
+// acc[j] += x[j * s], j < n
+template <class T, class A>
+[[gnu::always_inline]] inline void sum_taps(const T* x, int64_t s, int64_t n, A* acc) {
+  if (s == 1) {
+    for (int64_t j = 0; j < n; ++j) acc[j] += A(x[j]);
+  } else if (s == 2) {
+    for (int64_t j = 0; j < n; ++j) acc[j] += A(x[2 * j]);
+  } else {
+    for (int64_t j = 0; j < n; ++j) acc[j] += A(x[j * s]);
+  }
+}
+
+// Running max / argmax over taps at flat positions pos0 + j * s of the plane x.
+template <class T, class A, class I>
+[[gnu::always_inline]] inline void max_taps(const T* x, I pos0, I s, int64_t n, A* best, I* bi) {
+  auto step = [&](int64_t j, I pos) {
+    A v = A(x[pos]);
+    bool take;
+    if constexpr (std::is_floating_point_v<A>) take = v > best[j] || v != v;
+    else take = v > best[j];
+    best[j] = take ? v : best[j];
+    bi[j] = take ? pos : bi[j];
+  };
+  if (s == 1) {
+    for (int64_t j = 0; j < n; ++j) step(j, I(pos0 + I(j)));
+  } else if (s == 2) {
+    for (int64_t j = 0; j < n; ++j) step(j, I(pos0 + 2 * I(j)));
+  } else {
+    for (int64_t j = 0; j < n; ++j) step(j, I(pos0 + I(j) * s));
+  }
+}
+
+// Decodes row r of a [planes, out0, out1] row space.
+struct RowIndex {
+  int64_t p, o0, o1;
+};
+inline RowIndex row_index(const Geom3& g, int64_t r) {
+  return {r / (g.out[0] * g.out[1]), (r / g.out[1]) % g.out[0], r % g.out[1]};
+}
+
+template <int Isa, class T>
+[[gnu::always_inline]] inline void avg_rows_body(const PoolCtx& c, int64_t r0, int64_t r1) {
+  using A = compute_t<T>;
+  const PoolPlan& pl = *c.pl;
+  const Geom3& g = pl.g;
+  const T* x = static_cast<const T*>(c.x);
+  T* y = static_cast<T*>(c.y);
   int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
-  int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
-  int64_t d0 = pl.dims[0].d, d1 = pl.dims[1].d, d2 = pl.dims[2].d;
+  int64_t d0 = pl.dims[0].d, d1 = pl.dims[1].d, d2 = pl.dims[2].d, s2 = pl.dims[2].s, p2 = pl.dims[2].p,
+          k2 = pl.dims[2].k;
+  int64_t in1 = g.in[1], in2 = g.in[2], out2 = g.out[2];
+  A acc[kRowChunk];
+  for (int64_t r = r0; r < r1; ++r) {
+    RowIndex ri = row_index(g, r);
+    const T* xp = x + ri.p * in_plane;
+    T* yp = y + r * out2;
+    const Window& w0 = pl.w[0][ri.o0];
+    const Window& w1 = pl.w[1][ri.o1];
+    auto one = [&](int64_t o2) {
+      const Window& w2 = pl.w[2][o2];
+      A sum = 0;
+      for (int64_t t0 = 0; t0 < w0.n; ++t0)
+        for (int64_t t1 = 0; t1 < w1.n; ++t1) {
+          const T* row = xp + ((w0.lo + t0 * d0) * in1 + (w1.lo + t1 * d1)) * in2 + w2.lo;
+          for (int64_t t2 = 0; t2 < w2.n; ++t2) sum += A(row[t2 * d2]);
+        }
+      int64_t div = c.include_pad ? w0.cnt * w1.cnt * w2.cnt : w0.n * w1.n * w2.n;
+      yp[o2] = convert_scalar<T>(sum / A(div));
+    };
+    for (int64_t o2 = 0; o2 < c.ia; ++o2) one(o2);
+    A div = A(c.include_pad ? w0.cnt * w1.cnt * k2 : w0.n * w1.n * k2);
+    for (int64_t a = c.ia; a < c.ib; a += kRowChunk) {
+      int64_t n = std::min(kRowChunk, c.ib - a);
+      for (int64_t j = 0; j < n; ++j) acc[j] = A(0);
+      for (int64_t t0 = 0; t0 < w0.n; ++t0)
+        for (int64_t t1 = 0; t1 < w1.n; ++t1) {
+          int64_t rb = ((w0.lo + t0 * d0) * in1 + (w1.lo + t1 * d1)) * in2 + a * s2 - p2;
+          for (int64_t t2 = 0; t2 < k2; ++t2) sum_taps(xp + rb + t2 * d2, s2, n, acc);
+        }
+      for (int64_t j = 0; j < n; ++j) yp[a + j] = convert_scalar<T>(acc[j] / div);
+    }
+    for (int64_t o2 = c.ib; o2 < out2; ++o2) one(o2);
+  }
+}
+
+template <int Isa, class T>
+[[gnu::always_inline]] inline void max_rows_body(const PoolCtx& c, int64_t r0, int64_t r1) {
+  using A = std::conditional_t<is_floating_v<T>, compute_t<T>, T>;
+  const PoolPlan& pl = *c.pl;
+  const Geom3& g = pl.g;
+  const T* x = static_cast<const T*>(c.x);
+  T* y = static_cast<T*>(c.y);
+  int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+  int64_t d0 = pl.dims[0].d, d1 = pl.dims[1].d, d2 = pl.dims[2].d, s2 = pl.dims[2].s, p2 = pl.dims[2].p,
+          k2 = pl.dims[2].k;
   int64_t in1 = g.in[1], in2 = g.in[2], out2 = g.out[2];
   A lowest;
   if constexpr (is_floating_v<T>) lowest = -std::numeric_limits<A>::infinity();
   else lowest = std::numeric_limits<A>::lowest();
-  for_each_row(g.planes, g.out[0], g.out[1], out2 * pl.taps, [&](int64_t p, int64_t o0, int64_t o1) {
-    const T* xp = x + p * in_plane;
-    int64_t ob = p * out_plane + (o0 * g.out[1] + o1) * out2;
-    T* yp = y + ob;
-    int64_t* ip = idx + ob;
-    const Window& w0 = pl.w[0][o0];
-    const Window& w1 = pl.w[1][o1];
-    for (int64_t o2 = 0; o2 < out2; ++o2) {
+  // Interior argmax positions in 32 bits when the plane allows (same width as f32: the
+  // compare-and-select loop vectorises without widening).
+  using I = std::conditional_t<sizeof(A) <= 4, int32_t, int64_t>;
+  bool narrow = in_plane <= int64_t(std::numeric_limits<int32_t>::max());
+  A best[kRowChunk];
+  I bi[kRowChunk];
+  int64_t bi64[kRowChunk];
+  for (int64_t r = r0; r < r1; ++r) {
+    RowIndex ri = row_index(g, r);
+    const T* xp = x + ri.p * in_plane;
+    T* yp = y + r * out2;
+    int64_t* ip = c.idx + r * out2;
+    const Window& w0 = pl.w[0][ri.o0];
+    const Window& w1 = pl.w[1][ri.o1];
+    int64_t first = (w0.lo * in1 + w1.lo) * in2;  // PyTorch's initial index (plus the column)
+    auto one = [&](int64_t o2) {
       const Window& w2 = pl.w[2][o2];
-      A best = lowest;
-      int64_t bi = (w0.lo * in1 + w1.lo) * in2 + w2.lo;
-      for (int64_t t0 = 0; t0 < w0.n; ++t0) {
+      A b = lowest;
+      int64_t i = first + w2.lo;
+      for (int64_t t0 = 0; t0 < w0.n; ++t0)
         for (int64_t t1 = 0; t1 < w1.n; ++t1) {
           int64_t rb = ((w0.lo + t0 * d0) * in1 + (w1.lo + t1 * d1)) * in2 + w2.lo;
-          const T* row = xp + rb;
-          for (int64_t t2 = 0; t2 < w2.n; ++t2) {
-            A v = A(row[t2 * d2]);
-            bool take;
-            if constexpr (is_floating_v<T>) take = v > best || std::isnan(v);
-            else take = v > best;
-            if (take) {
-              best = v;
-              bi = rb + t2 * d2;
-            }
-          }
+          for (int64_t t2 = 0; t2 < w2.n; ++t2) max_taps<T, A, int64_t>(xp, rb + t2 * d2, 1, 1, &b, &i);
         }
+      yp[o2] = convert_scalar<T>(b);
+      ip[o2] = i;
+    };
+    for (int64_t o2 = 0; o2 < c.ia; ++o2) one(o2);
+    for (int64_t a = c.ia; a < c.ib; a += kRowChunk) {
+      int64_t n = std::min(kRowChunk, c.ib - a);
+      for (int64_t j = 0; j < n; ++j) best[j] = lowest;
+      if (narrow) {
+        for (int64_t j = 0; j < n; ++j) bi[j] = I(first + (a + j) * s2 - p2);
+        for (int64_t t0 = 0; t0 < w0.n; ++t0)
+          for (int64_t t1 = 0; t1 < w1.n; ++t1) {
+            int64_t rb = ((w0.lo + t0 * d0) * in1 + (w1.lo + t1 * d1)) * in2 + a * s2 - p2;
+            for (int64_t t2 = 0; t2 < k2; ++t2) max_taps<T, A, I>(xp, I(rb + t2 * d2), I(s2), n, best, bi);
+          }
+        for (int64_t j = 0; j < n; ++j) ip[a + j] = bi[j];
+      } else {
+        for (int64_t j = 0; j < n; ++j) bi64[j] = first + (a + j) * s2 - p2;
+        for (int64_t t0 = 0; t0 < w0.n; ++t0)
+          for (int64_t t1 = 0; t1 < w1.n; ++t1) {
+            int64_t rb = ((w0.lo + t0 * d0) * in1 + (w1.lo + t1 * d1)) * in2 + a * s2 - p2;
+            for (int64_t t2 = 0; t2 < k2; ++t2) max_taps<T, A, int64_t>(xp, rb + t2 * d2, s2, n, best, bi64);
+          }
+        for (int64_t j = 0; j < n; ++j) ip[a + j] = bi64[j];
       }
-      yp[o2] = convert_scalar<T>(best);
-      ip[o2] = bi;
+      for (int64_t j = 0; j < n; ++j) yp[a + j] = convert_scalar<T>(best[j]);
     }
-  });
+    for (int64_t o2 = c.ib; o2 < out2; ++o2) one(o2);
+  }
+}
+
+using RowsFn = void (*)(const PoolCtx&, int64_t, int64_t);
+
+#if defined(__x86_64__) || defined(__i386__)
+#define EMBER_POOL_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")))
+#define EMBER_POOL_AVX2 __attribute__((target("avx2,fma")))
+template <class T>
+EMBER_POOL_AVX512 void avg_rows_avx512(const PoolCtx& c, int64_t a, int64_t b) { avg_rows_body<2, T>(c, a, b); }
+template <class T>
+EMBER_POOL_AVX2 void avg_rows_avx2(const PoolCtx& c, int64_t a, int64_t b) { avg_rows_body<1, T>(c, a, b); }
+template <class T>
+EMBER_POOL_AVX512 void max_rows_avx512(const PoolCtx& c, int64_t a, int64_t b) { max_rows_body<2, T>(c, a, b); }
+template <class T>
+EMBER_POOL_AVX2 void max_rows_avx2(const PoolCtx& c, int64_t a, int64_t b) { max_rows_body<1, T>(c, a, b); }
+#undef EMBER_POOL_AVX512
+#undef EMBER_POOL_AVX2
+#endif
+template <class T>
+void avg_rows_base(const PoolCtx& c, int64_t a, int64_t b) { avg_rows_body<0, T>(c, a, b); }
+template <class T>
+void max_rows_base(const PoolCtx& c, int64_t a, int64_t b) { max_rows_body<0, T>(c, a, b); }
+
+// SIMD builds for f32 / f64 (the types whose inner loops vectorise cleanly).
+template <class T>
+RowsFn pick_rows(RowsFn base, [[maybe_unused]] RowsFn avx2, [[maybe_unused]] RowsFn avx512) {
+#if defined(__x86_64__) || defined(__i386__)
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (features().avx512) return avx512;
+    if (features().avx2) return avx2;
+  }
+#endif
+  return base;
+}
+
+void run_rows(const PoolCtx& c, RowsFn fn) {
+  const Geom3& g = c.pl->g;
+  int64_t rows = g.planes * g.out[0] * g.out[1];
+  if (rows == 0 || g.out[2] == 0) return;
+  int64_t work_per_row = std::max<int64_t>(1, g.out[2] * c.pl->taps);
+  if (rows * work_per_row <= 2 * kGrainWork) {
+    fn(c, 0, rows);
+    return;
+  }
+  parallel_for(0, rows, std::max<int64_t>(1, kGrainWork / work_per_row), [&](int64_t a, int64_t b) { fn(c, a, b); });
+}
+
+PoolCtx pool_ctx(const PoolPlan& pl, const CpuTensor& x, CpuTensor& y, int64_t* idx, bool include_pad) {
+  PoolCtx c{&pl, x.raw(), y.raw(), idx, include_pad, 0, 0};
+  interior_range(pl.dims[2], c.ia, c.ib);
+  return c;
 }
 
 std::vector<PrimitivePtr> avg_pool_kernel(CpuBackend&, Op& op) {
   PoolPlan pl = pool_plan(op);
   auto x = contiguous(op.inputs[0]);
   auto y = alloc(op.outputs[0]);
-  bool include_pad = op.attr<PoolAttrs>().count_include_pad;
+  PoolCtx c = pool_ctx(pl, *x, *y, nullptr, op.attr<PoolAttrs>().count_include_pad);
   visit_float_dtype(x->dtype(), op.name(), [&]<class T>() {
-    avg_pool_impl<T>(pl, include_pad, x->data<T>(), y->data<T>());
+#if defined(__x86_64__) || defined(__i386__)
+    run_rows(c, pick_rows<T>(avg_rows_base<T>, avg_rows_avx2<T>, avg_rows_avx512<T>));
+#else
+    run_rows(c, avg_rows_base<T>);
+#endif
   });
   return {y};
 }
@@ -223,11 +375,16 @@ std::vector<PrimitivePtr> max_pool_kernel(CpuBackend&, Op& op) {
   auto x = contiguous(op.inputs[0]);
   auto y = alloc(op.outputs[0]);
   auto i = alloc(op.outputs[1]);
+  PoolCtx c = pool_ctx(pl, *x, *y, i->data<int64_t>(), false);
   visit_dtype(x->dtype(), [&]<class T>() {
     if constexpr (std::is_same_v<T, bool>) {
       EMBER_FAIL(op.name(), ": not supported for bool input ", x->shape());
     } else {
-      max_pool_impl<T>(pl, x->data<T>(), y->data<T>(), i->data<int64_t>());
+#if defined(__x86_64__) || defined(__i386__)
+      run_rows(c, pick_rows<T>(max_rows_base<T>, max_rows_avx2<T>, max_rows_avx512<T>));
+#else
+      run_rows(c, max_rows_base<T>);
+#endif
     }
   });
   return {y, i};

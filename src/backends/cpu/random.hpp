@@ -35,6 +35,14 @@ inline std::array<uint32_t, 4> philox4x32_10(uint64_t key, uint64_t c_lo, uint64
   return {x0, x1, x2, x3};
 }
 
+// Philox blocks counter0 + b for b < nb (counter high half 0), written as 4 consecutive
+// words per block: words[4b + j] = philox4x32_10(key, counter0 + b)[j]. Vectorised with
+// AVX-512 when available (random_avx512.cpp); same values on every path.
+void philox_blocks(uint64_t key, uint64_t counter0, int64_t nb, uint32_t* words);
+namespace detail {
+void philox_blocks_avx512(uint64_t key, uint64_t counter0, int64_t nb, uint32_t* words);
+}
+
 // Registers random_uniform, random_normal, random_bernoulli and random_randint (random.cpp).
 void register_random_kernels(KernelTable& t);
 

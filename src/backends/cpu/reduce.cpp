@@ -1,7 +1,784 @@
-#include "cpu_backend.hpp"
+// Reductions: sum mean prod max min any all var std norm logsumexp argmax argmin max_dim min_dim.
+//
+// Every reduction runs through one driver (reduce_driver) parameterised by a small "reducer"
+// object that knows the accumulator, how to fold a run of input values into it, how to fold a
+// whole contiguous row into an array of accumulators, how to merge two partial accumulators
+// and how to store the result. The driver works on any strided input:
+//   * the input dims are split into kept dims (the output, contiguous, row-major) and reduced
+//     dims; size-1 dims are dropped and neighbouring dims merged where the strides allow;
+//   * row mode: each output folds runs along the innermost reduced dim (contiguous in the
+//     common case, so the SIMD kernels apply); parallel over outputs, or — when there are few
+//     outputs and a long reduction — the reduction itself is split into per-thread partials;
+//   * column mode: when the innermost kept dim is contiguous in the input and no reduced dim
+//     is, whole input rows are folded into a block of accumulators (vectorised across the
+//     outputs) instead of walking columns with a stride.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "reduce_kernels.hpp"
+#include "thread_pool.hpp"
 
 namespace ember::cpu {
 
-void register_reduce_kernels(KernelTable&) {}
+namespace {
+
+constexpr int kMaxDims = 64;
+constexpr int64_t kBlock = 1024;  // conversion block (elements) for the SIMD paths
+
+template <class T>
+inline compute_t<T> ld(T v) {
+  if constexpr (is_half_v<T>) return static_cast<float>(v);
+  else return v;
+}
+template <class C>
+inline bool isnan_(C v) {
+  if constexpr (std::is_floating_point_v<C>) return v != v;
+  else return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Geometry
+// ---------------------------------------------------------------------------------------------
+struct Geom {
+  std::vector<int64_t> ksize, kstride;  // kept dims, outermost first (input strides)
+  std::vector<int64_t> rsize, rstride;  // reduced dims, outermost first
+  int64_t out_n = 1, red_n = 1;
+};
+
+// `reorder`: the reduction order may be changed (every op but argmax/argmin/max_dim/min_dim,
+// whose indices follow the row-major order of the reduced dims).
+Geom make_geom(const CpuTensor& x, const std::vector<int>& dims, bool reorder) {
+  const Shape& s = x.shape();
+  int r = s.rank();
+  EMBER_CHECK(r <= kMaxDims, "reduce: rank ", r, " is above the supported ", kMaxDims);
+  std::vector<bool> red(size_t(r), dims.empty());
+  for (int d : dims) red[size_t(d)] = true;
+  Geom g;
+  std::vector<std::pair<int64_t, int64_t>> rd;  // (size, stride)
+  for (int d = 0; d < r; ++d) {
+    int64_t n = s[d];
+    if (red[size_t(d)]) g.red_n *= n;
+    else g.out_n *= n;
+    if (n == 1) continue;
+    if (red[size_t(d)]) {
+      rd.push_back({n, x.strides[size_t(d)]});
+    } else if (!g.ksize.empty() && g.kstride.back() == x.strides[size_t(d)] * n) {
+      g.ksize.back() *= n;
+      g.kstride.back() = x.strides[size_t(d)];
+    } else {
+      g.ksize.push_back(n);
+      g.kstride.push_back(x.strides[size_t(d)]);
+    }
+  }
+  if (reorder)
+    std::stable_sort(rd.begin(), rd.end(),
+                     [](const auto& a, const auto& b) { return std::abs(a.second) > std::abs(b.second); });
+  for (auto [n, st] : rd) {
+    if (!g.rsize.empty() && g.rstride.back() == st * n) {
+      g.rsize.back() *= n;
+      g.rstride.back() = st;
+    } else {
+      g.rsize.push_back(n);
+      g.rstride.push_back(st);
+    }
+  }
+  return g;
+}
+
+// Multi-index helpers over (size, stride) lists: offset of flat index i, and step to i + 1.
+inline int64_t decompose(int64_t i, const std::vector<int64_t>& size, const std::vector<int64_t>& stride,
+                         int64_t* idx, size_t ndims) {
+  int64_t off = 0;
+  for (size_t d = ndims; d-- > 0;) {
+    idx[d] = i % size[d];
+    i /= size[d];
+    off += idx[d] * stride[d];
+  }
+  return off;
+}
+inline int64_t advance(int64_t* idx, const std::vector<int64_t>& size, const std::vector<int64_t>& stride,
+                       size_t ndims, int64_t off) {
+  for (size_t d = ndims; d-- > 0;) {
+    off += stride[d];
+    if (++idx[d] < size[d]) return off;
+    off -= stride[d] * size[d];
+    idx[d] = 0;
+  }
+  return off;
+}
+
+// Folds the flat reduced range [b, e) of one output into `acc`, one run of the innermost
+// reduced dim at a time: r.run(acc, ptr, len, stride, flat index of the run's first element).
+template <class R>
+void row_range(const R& r, typename R::Acc& acc, const typename R::In* p0, const Geom& g, int64_t b, int64_t e) {
+  size_t nr = g.rsize.size();
+  if (nr == 0) {
+    if (b < e) r.run(acc, p0, 1, 1, 0);
+    return;
+  }
+  const int64_t L = g.rsize[nr - 1], s = g.rstride[nr - 1];
+  int64_t idx[kMaxDims];
+  int64_t i0 = b % L;
+  int64_t off = decompose(b / L, g.rsize, g.rstride, idx, nr - 1);
+  int64_t pos = b;
+  while (pos < e) {
+    int64_t len = std::min(L - i0, e - pos);
+    r.run(acc, p0 + off + i0 * s, len, s, pos);
+    pos += len;
+    i0 = 0;
+    if (pos < e) off = advance(idx, g.rsize, g.rstride, nr - 1, off);
+  }
+}
+
+template <class R>
+void reduce_driver(const Geom& g, const typename R::In* base, const R& r) {
+  using Acc = typename R::Acc;
+  using In = typename R::In;
+  if (g.out_n == 0) return;
+  if (g.red_n == 0) {
+    for (int64_t o = 0; o < g.out_n; ++o) r.store(o, r.init(o));
+    return;
+  }
+  const int nt = ThreadPool::global().size();
+  const int64_t total = g.out_n * g.red_n;
+  const size_t nk = g.ksize.size(), nr = g.rsize.size();
+  const bool serial = total <= kReduceGrain || nt == 1;
+  const bool col = nk > 0 && nr > 0 && g.kstride[nk - 1] == 1 && g.ksize[nk - 1] >= 4 && g.rstride[nr - 1] != 1;
+
+  if (!col) {
+    auto outputs = [&](int64_t ob, int64_t oe) {
+      int64_t kidx[kMaxDims];
+      int64_t koff = decompose(ob, g.ksize, g.kstride, kidx, nk);
+      for (int64_t o = ob; o < oe; ++o) {
+        Acc a = r.init(o);
+        row_range(r, a, base + koff, g, 0, g.red_n);
+        r.store(o, a);
+        if (o + 1 < oe) koff = advance(kidx, g.ksize, g.kstride, nk, koff);
+      }
+    };
+    if (serial) {
+      outputs(0, g.out_n);
+    } else if (g.out_n >= 4 * nt || g.red_n < 4 * kReduceGrain) {
+      parallel_for(0, g.out_n, std::max<int64_t>(1, kReduceGrain / g.red_n), outputs);
+    } else {
+      // few long reductions: split each one into per-thread partials, merged in order
+      const int64_t ns = nt;
+      std::unique_ptr<Acc[]> part(new Acc[size_t(g.out_n * ns)]);
+      parallel_for(0, g.out_n * ns, 1, [&](int64_t ub, int64_t ue) {
+        int64_t kidx[kMaxDims];
+        for (int64_t u = ub; u < ue; ++u) {
+          int64_t o = u / ns, sp = u % ns;
+          int64_t koff = decompose(o, g.ksize, g.kstride, kidx, nk);
+          Acc a = r.init(o);
+          row_range(r, a, base + koff, g, g.red_n * sp / ns, g.red_n * (sp + 1) / ns);
+          part[size_t(u)] = a;
+        }
+      });
+      for (int64_t o = 0; o < g.out_n; ++o) {
+        Acc a = part[size_t(o * ns)];
+        for (int64_t sp = 1; sp < ns; ++sp) r.combine(a, part[size_t(o * ns + sp)]);
+        r.store(o, a);
+      }
+    }
+    return;
+  }
+
+  // column mode
+  constexpr int64_t W = std::max<int64_t>(64, int64_t(8192 / sizeof(Acc)));
+  const int64_t K = g.ksize[nk - 1], O2 = g.out_n / K;
+  const int64_t nch = (K + W - 1) / W, units = O2 * nch;
+  // folds reduced positions [rb, re) of the unit (o2, j0, w) into acc[0..w)
+  auto fold = [&](int64_t o2, int64_t j0, int64_t w, int64_t rb, int64_t re, Acc* acc) {
+    int64_t kidx[kMaxDims], ridx[kMaxDims];
+    const In* p = base + decompose(o2, g.ksize, g.kstride, kidx, nk - 1) + j0;
+    int64_t roff = decompose(rb, g.rsize, g.rstride, ridx, nr);
+    for (int64_t pos = rb; pos < re; ++pos) {
+      r.row(acc, p + roff, w, pos);
+      if (pos + 1 < re) roff = advance(ridx, g.rsize, g.rstride, nr, roff);
+    }
+  };
+  auto do_units = [&](int64_t ub, int64_t ue) {
+    std::unique_ptr<Acc[]> acc(new Acc[size_t(std::min(W, K))]);
+    for (int64_t u = ub; u < ue; ++u) {
+      int64_t o2 = u / nch, j0 = (u % nch) * W, w = std::min(W, K - j0), ob = o2 * K + j0;
+      for (int64_t j = 0; j < w; ++j) acc[size_t(j)] = r.init(ob + j);
+      fold(o2, j0, w, 0, g.red_n, acc.get());
+      for (int64_t j = 0; j < w; ++j) r.store(ob + j, acc[size_t(j)]);
+    }
+  };
+  if (serial) {
+    do_units(0, units);
+  } else if (units >= 2 * nt || g.red_n < 4 * nt) {
+    parallel_for(0, units, std::max<int64_t>(1, kReduceGrain / (std::min(W, K) * g.red_n)), do_units);
+  } else {
+    const int64_t ns = nt;
+    std::unique_ptr<Acc[]> part(new Acc[size_t(g.out_n * ns)]);
+    parallel_for(0, ns, 1, [&](int64_t sb, int64_t se) {
+      for (int64_t sp = sb; sp < se; ++sp) {
+        int64_t rb = g.red_n * sp / ns, re = g.red_n * (sp + 1) / ns;
+        for (int64_t u = 0; u < units; ++u) {
+          int64_t o2 = u / nch, j0 = (u % nch) * W, w = std::min(W, K - j0), ob = o2 * K + j0;
+          Acc* acc = part.get() + sp * g.out_n + ob;
+          for (int64_t j = 0; j < w; ++j) acc[j] = r.init(ob + j);
+          fold(o2, j0, w, rb, re, acc);
+        }
+      }
+    });
+    for (int64_t o = 0; o < g.out_n; ++o) {
+      Acc a = part[size_t(o)];
+      for (int64_t sp = 1; sp < ns; ++sp) r.combine(a, part[size_t(sp * g.out_n + o)]);
+      r.store(o, a);
+    }
+  }
+}
+
+// Calls f(block, len) over blocks of at most kBlock f32 values of the run p[0], p[s], ...
+// (no copy for contiguous f32; converted/gathered otherwise).
+template <class T, class F>
+inline void f32_blocks(const T* p, int64_t n, int64_t s, F&& f) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (s == 1) return f(p, n);
+  }
+  float buf[kBlock];
+  for (int64_t i = 0; i < n; i += kBlock) {
+    int64_t m = std::min(kBlock, n - i);
+    const T* q = p + i * s;
+    if (s == 1) {
+      to_f32(q, buf, m);
+    } else {
+      for (int64_t k = 0; k < m; ++k) buf[k] = static_cast<float>(q[k * s]);
+    }
+    f(static_cast<const float*>(buf), m);
+  }
+}
+
+// True for the float types that go through the f32 SIMD kernels.
+template <class T>
+constexpr bool kF32Like = std::is_same_v<T, float> || is_half_v<T>;
+
+// Sum of f(v) over a strided run, in double, with four accumulators.
+template <class T, class F>
+inline double scalar_fold(const T* p, int64_t n, int64_t s, F f) {
+  double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    a0 += f(double(ld(p[i * s])));
+    a1 += f(double(ld(p[(i + 1) * s])));
+    a2 += f(double(ld(p[(i + 2) * s])));
+    a3 += f(double(ld(p[(i + 3) * s])));
+  }
+  for (; i < n; ++i) a0 += f(double(ld(p[i * s])));
+  return (a0 + a1) + (a2 + a3);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reducers
+// ---------------------------------------------------------------------------------------------
+
+// sum / mean of floating inputs (accumulated in double). Out may be double (internal passes).
+template <class T, class Out>
+struct FSum {
+  using In = T;
+  using Acc = double;
+  Out* out;
+  double div;  // 1 for sum, n for mean
+  Acc init(int64_t) const { return 0.0; }
+  void run(Acc& a, const T* p, int64_t n, int64_t s, int64_t) const {
+    if constexpr (kF32Like<T>) {
+      if (use_avx512()) return f32_blocks(p, n, s, [&](const float* q, int64_t m) { a += rsimd::sum_f32(q, m); });
+    } else {
+      if (s == 1 && use_avx512()) {
+        a += rsimd::sum_f64(p, n);
+        return;
+      }
+    }
+    a += scalar_fold(p, n, s, [](double v) { return v; });
+  }
+  void row(Acc* a, const T* p, int64_t w, int64_t) const {
+    if (use_avx512()) {
+      if constexpr (std::is_same_v<T, float>) return rsimd::add_row_f32(a, p, w);
+      if constexpr (std::is_same_v<T, double>) return rsimd::add_row_f64(a, p, w);
+      if constexpr (is_half_v<T>) {
+        f32_blocks(p, w, 1, [&](const float* q, int64_t m) {
+          rsimd::add_row_f32(a, q, m);
+          a += m;
+        });
+        return;
+      }
+    }
+    for (int64_t j = 0; j < w; ++j) a[j] += double(ld(p[j]));
+  }
+  void combine(Acc& a, const Acc& b) const { a += b; }
+  void store(int64_t o, const Acc& a) const { out[o] = convert_scalar<Out>(div == 1.0 ? a : a / div); }
+};
+
+// sum of integer / bool inputs -> i64 (wrapping).
+template <class T>
+struct ISum {
+  using In = T;
+  using Acc = uint64_t;
+  int64_t* out;
+  Acc init(int64_t) const { return 0; }
+  void run(Acc& a, const T* p, int64_t n, int64_t s, int64_t) const {
+    uint64_t acc = 0;
+    if (s == 1) {
+      for (int64_t i = 0; i < n; ++i) acc += uint64_t(int64_t(p[i]));
+    } else {
+      for (int64_t i = 0; i < n; ++i) acc += uint64_t(int64_t(p[i * s]));
+    }
+    a += acc;
+  }
+  void row(Acc* a, const T* p, int64_t w, int64_t) const {
+    for (int64_t j = 0; j < w; ++j) a[j] += uint64_t(int64_t(p[j]));
+  }
+  void combine(Acc& a, const Acc& b) const { a += b; }
+  void store(int64_t o, const Acc& a) const { out[o] = int64_t(a); }
+};
+
+// prod: floats in double, integers / bool -> i64 (wrapping).
+template <class T>
+struct Prod {
+  using In = T;
+  static constexpr bool kFloat = is_floating_v<T>;
+  using Acc = std::conditional_t<kFloat, double, uint64_t>;
+  using Out = std::conditional_t<kFloat, T, int64_t>;
+  Out* out;
+  static Acc val(T v) {
+    if constexpr (kFloat) return double(ld(v));
+    else return uint64_t(int64_t(v));
+  }
+  Acc init(int64_t) const { return Acc(1); }
+  void run(Acc& a, const T* p, int64_t n, int64_t s, int64_t) const {
+    Acc a0 = 1, a1 = 1;
+    int64_t i = 0;
+    for (; i + 2 <= n; i += 2) {
+      a0 *= val(p[i * s]);
+      a1 *= val(p[(i + 1) * s]);
+    }
+    if (i < n) a0 *= val(p[i * s]);
+    a *= a0 * a1;
+  }
+  void row(Acc* a, const T* p, int64_t w, int64_t) const {
+    for (int64_t j = 0; j < w; ++j) a[j] *= val(p[j]);
+  }
+  void combine(Acc& a, const Acc& b) const { a *= b; }
+  void store(int64_t o, const Acc& a) const {
+    if constexpr (kFloat) out[o] = convert_scalar<T>(a);
+    else out[o] = int64_t(a);
+  }
+};
+
+// max / min (values); NaN propagates. Out may be double (logsumexp's first pass).
+template <class T, bool IsMax, class Out>
+struct Extreme {
+  using In = T;
+  using C = compute_t<T>;
+  using Acc = C;
+  Out* out;
+  static void step(C& a, C v) {
+    if constexpr (std::is_floating_point_v<C>) {
+      if (v != v || (IsMax ? v > a : v < a)) a = v;
+    } else {
+      if (IsMax ? v > a : v < a) a = v;
+    }
+  }
+  Acc init(int64_t) const {
+    if constexpr (std::is_floating_point_v<C>)
+      return IsMax ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
+    else return IsMax ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
+  }
+  void run(Acc& a, const T* p, int64_t n, int64_t s, int64_t) const {
+    if constexpr (kF32Like<T>) {
+      if (use_avx512()) {
+        f32_blocks(p, n, s, [&](const float* q, int64_t m) {
+          step(a, IsMax ? rsimd::max_f32(q, m) : rsimd::min_f32(q, m));
+        });
+        return;
+      }
+    }
+    if constexpr (std::is_floating_point_v<C>) {
+      // branch-free body (vectorisable): track the extreme and whether a NaN was seen
+      C m = a;
+      bool nan = false;
+      for (int64_t i = 0; i < n; ++i) {
+        C v = ld(p[i * s]);
+        m = (IsMax ? v > m : v < m) ? v : m;
+        nan |= v != v;
+      }
+      if (nan) m = std::numeric_limits<C>::quiet_NaN();
+      step(a, m);
+    } else {
+      C m = a;
+      for (int64_t i = 0; i < n; ++i) {
+        C v = p[i * s];
+        m = (IsMax ? v > m : v < m) ? v : m;
+      }
+      a = m;
+    }
+  }
+  void row(Acc* a, const T* p, int64_t w, int64_t) const {
+    for (int64_t j = 0; j < w; ++j) step(a[j], ld(p[j]));
+  }
+  void combine(Acc& a, const Acc& b) const { step(a, b); }
+  void store(int64_t o, const Acc& a) const { out[o] = convert_scalar<Out>(a); }
+};
+
+// any / all -> bool
+template <class T, bool IsAll>
+struct AnyAll {
+  using In = T;
+  using Acc = bool;
+  bool* out;
+  static bool nz(T v) { return ld(v) != compute_t<T>(0); }
+  Acc init(int64_t) const { return IsAll; }
+  void run(Acc& a, const T* p, int64_t n, int64_t s, int64_t) const {
+    if (a != IsAll) return;  // already decided
+    for (int64_t i = 0; i < n; ++i)
+      if (nz(p[i * s]) != IsAll) {
+        a = !IsAll;
+        return;
+      }
+  }
+  void row(Acc* a, const T* p, int64_t w, int64_t) const {
+    for (int64_t j = 0; j < w; ++j) {
+      if constexpr (IsAll) a[j] = a[j] && nz(p[j]);
+      else a[j] = a[j] || nz(p[j]);
+    }
+  }
+  void combine(Acc& a, const Acc& b) const { a = IsAll ? (a && b) : (a || b); }
+  void store(int64_t o, const Acc& a) const { out[o] = a; }
+};
+
+// var / std, second pass: sum of squared deviations from the per-output mean (first pass).
+template <class T, bool IsStd>
+struct VarPass {
+  using In = T;
+  struct Acc {
+    double mean, m2;
+  };
+  T* out;
+  const double* mean;
+  double div;
+  Acc init(int64_t o) const { return {mean[o], 0.0}; }
+  void run(Acc& a, const T* p, int64_t n, int64_t s, int64_t) const {
+    if (use_avx512()) {
+      if constexpr (kF32Like<T>) {
+        f32_blocks(p, n, s, [&](const float* q, int64_t m) { a.m2 += rsimd::sumsq_dev_f32(q, m, a.mean); });
+        return;
+      } else {
+        if (s == 1) {
+          a.m2 += rsimd::sumsq_dev_f64(p, n, a.mean);
+          return;
+        }
+      }
+    }
+    const double mu = a.mean;
+    a.m2 += scalar_fold(p, n, s, [mu](double v) { return (v - mu) * (v - mu); });
+  }
+  void row(Acc* a, const T* p, int64_t w, int64_t) const {
+    for (int64_t j = 0; j < w; ++j) {
+      double d = double(ld(p[j])) - a[j].mean;
+      a[j].m2 += d * d;
+    }
+  }
+  void combine(Acc& a, const Acc& b) const { a.m2 += b.m2; }
+  void store(int64_t o, const Acc& a) const {
+    double v = a.m2 / div;
+    out[o] = convert_scalar<T>(IsStd ? std::sqrt(v) : v);
+  }
+};
+
+// p-norms. Kind: 0 count nonzero, 1 sum |x|, 2 sqrt(sum x^2), 3 max |x|, 4 min |x|, 5 general p.
+template <class T, int Kind>
+struct Norm {
+  using In = T;
+  using Acc = double;
+  T* out;
+  double p;
+  void step(double& a, double v) const {
+    double av = std::abs(v);
+    if constexpr (Kind == 0) a += v != 0 ? 1.0 : 0.0;
+    if constexpr (Kind == 1) a += av;
+    if constexpr (Kind == 2) a += v * v;
+    if constexpr (Kind == 3) {
+      if (av != av || av > a) a = av;
+    }
+    if constexpr (Kind == 4) {
+      if (av != av || av < a) a = av;
+    }
+    if constexpr (Kind == 5) a += std::pow(av, p);
+  }
+  Acc init(int64_t) const { return Kind == 4 ? std::numeric_limits<double>::infinity() : 0.0; }
+  void run(Acc& a, const T* q, int64_t n, int64_t s, int64_t) const {
+    if constexpr (Kind == 2) {
+      if (use_avx512()) {
+        if constexpr (kF32Like<T>) {
+          f32_blocks(q, n, s, [&](const float* b, int64_t m) { a += rsimd::sumsq_dev_f32(b, m, 0.0); });
+          return;
+        } else {
+          if (s == 1) {
+            a += rsimd::sumsq_dev_f64(q, n, 0.0);
+            return;
+          }
+        }
+      }
+      a += scalar_fold(q, n, s, [](double v) { return v * v; });
+    } else if constexpr (Kind == 1) {
+      a += scalar_fold(q, n, s, [](double v) { return std::abs(v); });
+    } else {
+      for (int64_t i = 0; i < n; ++i) step(a, double(ld(q[i * s])));
+    }
+  }
+  void row(Acc* a, const T* q, int64_t w, int64_t) const {
+    for (int64_t j = 0; j < w; ++j) step(a[j], double(ld(q[j])));
+  }
+  void combine(Acc& a, const Acc& b) const {
+    if constexpr (Kind == 3 || Kind == 4) step(a, b);
+    else a += b;
+  }
+  void store(int64_t o, const Acc& a) const {
+    double v = a;
+    if constexpr (Kind == 2) v = std::sqrt(a);
+    if constexpr (Kind == 5) v = std::pow(a, 1.0 / p);
+    out[o] = convert_scalar<T>(v);
+  }
+};
+
+// logsumexp, second pass: sum exp(x - shift) with the per-output shift of the first pass.
+template <class T>
+struct LsePass {
+  using In = T;
+  struct Acc {
+    double shift, sum;
+  };
+  T* out;
+  const double* shift;
+  Acc init(int64_t o) const { return {shift[o], 0.0}; }
+  void run(Acc& a, const T* p, int64_t n, int64_t s, int64_t) const {
+    if constexpr (kF32Like<T>) {
+      if (use_avx512()) {
+        float sh = float(a.shift);
+        f32_blocks(p, n, s, [&](const float* q, int64_t m) { a.sum += rsimd::sum_exp_f32(q, m, sh); });
+        return;
+      }
+    }
+    const double sh = a.shift;
+    a.sum += scalar_fold(p, n, s, [sh](double v) { return std::exp(v - sh); });
+  }
+  void row(Acc* a, const T* p, int64_t w, int64_t) const {
+    for (int64_t j = 0; j < w; ++j) a[j].sum += std::exp(double(ld(p[j])) - a[j].shift);
+  }
+  void combine(Acc& a, const Acc& b) const { a.sum += b.sum; }
+  void store(int64_t o, const Acc& a) const { out[o] = convert_scalar<T>(std::log(a.sum) + a.shift); }
+};
+
+// argmax / argmin / max_dim / min_dim: first occurrence wins; the first NaN beats everything.
+template <class T, bool IsMax>
+struct ArgExtreme {
+  using In = T;
+  using C = compute_t<T>;
+  struct Acc {
+    C v;
+    int64_t i;
+  };
+  int64_t* idx_out;
+  T* val_out;  // null for argmax / argmin
+  static bool better(C v, C cur) {
+    if constexpr (std::is_floating_point_v<C>) {
+      if (cur != cur) return false;
+      if (v != v) return true;
+    }
+    return IsMax ? v > cur : v < cur;
+  }
+  static void step(Acc& a, C v, int64_t i) {
+    if (a.i < 0 || better(v, a.v)) {
+      a.v = v;
+      a.i = i;
+    }
+  }
+  Acc init(int64_t) const { return {C{}, -1}; }
+  void run(Acc& a, const T* p, int64_t n, int64_t s, int64_t pos) const {
+    if constexpr (std::is_same_v<T, float>) {
+      if (s == 1 && n >= 16 && use_avx512()) {
+        // the extreme of the run with SIMD, then its first position
+        float m = IsMax ? rsimd::max_f32(p, n) : rsimd::min_f32(p, n);
+        int64_t k = 0;
+        if (m != m) {
+          while (!(p[k] != p[k])) ++k;
+        } else {
+          while (p[k] != m) ++k;
+        }
+        step(a, m, pos + k);
+        return;
+      }
+    }
+    for (int64_t k = 0; k < n; ++k) step(a, ld(p[k * s]), pos + k);
+  }
+  void row(Acc* a, const T* p, int64_t w, int64_t pos) const {
+    for (int64_t j = 0; j < w; ++j) step(a[j], ld(p[j]), pos);
+  }
+  void combine(Acc& a, const Acc& b) const {
+    if (b.i >= 0 && (a.i < 0 || better(b.v, a.v))) a = b;
+  }
+  void store(int64_t o, const Acc& a) const {
+    idx_out[o] = a.i < 0 ? 0 : a.i;
+    if (val_out) val_out[o] = convert_scalar<T>(a.v);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Kernels
+// ---------------------------------------------------------------------------------------------
+const CpuTensor& input(const Op& op) { return as_cpu(op.inputs[0]); }
+const ReduceAttrs& rattrs(const Op& op) { return op.attr<ReduceAttrs>(); }
+
+template <class F>
+void visit_float(DType dt, const Op& op, F&& f) {
+  visit_float_dtype(dt, op.name(), std::forward<F>(f));
+}
+
+std::vector<PrimitivePtr> sum_kernel(CpuBackend&, Op& op) {
+  const auto& x = input(op);
+  auto out = alloc(op.outputs[0]);
+  Geom g = make_geom(x, rattrs(op).dims, true);
+  visit_dtype(x.dtype(), [&]<class T>() {
+    if constexpr (is_floating_v<T>) reduce_driver(g, x.data<T>(), FSum<T, T>{out->data<T>(), 1.0});
+    else reduce_driver(g, x.data<T>(), ISum<T>{out->data<int64_t>()});
+  });
+  return {out};
+}
+
+std::vector<PrimitivePtr> mean_kernel(CpuBackend&, Op& op) {
+  const auto& x = input(op);
+  auto out = alloc(op.outputs[0]);
+  Geom g = make_geom(x, rattrs(op).dims, true);
+  visit_float(x.dtype(), op, [&]<class T>() {
+    // div = n (0 for an empty reduction: 0/0 = NaN like torch); never 1 unless n == 1
+    reduce_driver(g, x.data<T>(), FSum<T, T>{out->data<T>(), double(g.red_n)});
+  });
+  return {out};
+}
+
+std::vector<PrimitivePtr> prod_kernel(CpuBackend&, Op& op) {
+  const auto& x = input(op);
+  auto out = alloc(op.outputs[0]);
+  Geom g = make_geom(x, rattrs(op).dims, true);
+  visit_dtype(x.dtype(), [&]<class T>() {
+    using R = Prod<T>;
+    reduce_driver(g, x.data<T>(), R{out->data<typename R::Out>()});
+  });
+  return {out};
+}
+
+template <bool IsMax>
+std::vector<PrimitivePtr> extreme_kernel(CpuBackend&, Op& op) {
+  const auto& x = input(op);
+  auto out = alloc(op.outputs[0]);
+  Geom g = make_geom(x, rattrs(op).dims, true);
+  visit_dtype(x.dtype(), [&]<class T>() { reduce_driver(g, x.data<T>(), Extreme<T, IsMax, T>{out->data<T>()}); });
+  return {out};
+}
+
+template <bool IsAll>
+std::vector<PrimitivePtr> anyall_kernel(CpuBackend&, Op& op) {
+  const auto& x = input(op);
+  auto out = alloc(op.outputs[0]);
+  Geom g = make_geom(x, rattrs(op).dims, true);
+  visit_dtype(x.dtype(), [&]<class T>() { reduce_driver(g, x.data<T>(), AnyAll<T, IsAll>{out->data<bool>()}); });
+  return {out};
+}
+
+template <bool IsStd>
+std::vector<PrimitivePtr> var_kernel(CpuBackend&, Op& op) {
+  const auto& x = input(op);
+  auto out = alloc(op.outputs[0]);
+  Geom g = make_geom(x, rattrs(op).dims, true);
+  visit_float(x.dtype(), op, [&]<class T>() {
+    std::vector<double> mean(static_cast<size_t>(g.out_n));
+    reduce_driver(g, x.data<T>(), FSum<T, double>{mean.data(), double(g.red_n)});
+    double div = std::max<double>(double(g.red_n) - double(rattrs(op).correction), 0.0);
+    reduce_driver(g, x.data<T>(), VarPass<T, IsStd>{out->data<T>(), mean.data(), div});
+  });
+  return {out};
+}
+
+std::vector<PrimitivePtr> norm_kernel(CpuBackend&, Op& op) {
+  const auto& x = input(op);
+  auto out = alloc(op.outputs[0]);
+  Geom g = make_geom(x, rattrs(op).dims, true);
+  const double p = rattrs(op).p;
+  visit_float(x.dtype(), op, [&]<class T>() {
+    const T* in = x.data<T>();
+    T* o = out->data<T>();
+    if (p == 0) reduce_driver(g, in, Norm<T, 0>{o, p});
+    else if (p == 1) reduce_driver(g, in, Norm<T, 1>{o, p});
+    else if (p == 2) reduce_driver(g, in, Norm<T, 2>{o, p});
+    else if (std::isinf(p) && p > 0) reduce_driver(g, in, Norm<T, 3>{o, p});
+    else if (std::isinf(p)) reduce_driver(g, in, Norm<T, 4>{o, p});
+    else reduce_driver(g, in, Norm<T, 5>{o, p});
+  });
+  return {out};
+}
+
+std::vector<PrimitivePtr> logsumexp_kernel(CpuBackend&, Op& op) {
+  const auto& x = input(op);
+  auto out = alloc(op.outputs[0]);
+  Geom g = make_geom(x, rattrs(op).dims, true);
+  visit_float(x.dtype(), op, [&]<class T>() {
+    std::vector<double> shift(static_cast<size_t>(g.out_n));
+    reduce_driver(g, x.data<T>(), Extreme<T, true, double>{shift.data()});
+    for (double& s : shift)
+      if (std::isinf(s)) s = 0;  // all -inf -> log(0) = -inf; any +inf -> inf
+    reduce_driver(g, x.data<T>(), LsePass<T>{out->data<T>(), shift.data()});
+  });
+  return {out};
+}
+
+template <bool IsMax, bool WithValues>
+std::vector<PrimitivePtr> arg_kernel(CpuBackend&, Op& op) {
+  const auto& x = input(op);
+  std::vector<PrimitivePtr> outs;
+  CpuTensorPtr vals, idx;
+  if constexpr (WithValues) {
+    vals = alloc(op.outputs[0]);
+    idx = alloc(op.outputs[1]);
+    outs = {vals, idx};
+  } else {
+    idx = alloc(op.outputs[0]);
+    outs = {idx};
+  }
+  Geom g = make_geom(x, rattrs(op).dims, false);
+  visit_dtype(x.dtype(), [&]<class T>() {
+    reduce_driver(g, x.data<T>(),
+                  ArgExtreme<T, IsMax>{idx->data<int64_t>(), WithValues ? vals->data<T>() : nullptr});
+  });
+  return outs;
+}
+
+}  // namespace
+
+void register_reduce_kernels(KernelTable& t) {
+  t[size_t(OpKind::sum)] = sum_kernel;
+  t[size_t(OpKind::mean)] = mean_kernel;
+  t[size_t(OpKind::prod)] = prod_kernel;
+  t[size_t(OpKind::max)] = extreme_kernel<true>;
+  t[size_t(OpKind::min)] = extreme_kernel<false>;
+  t[size_t(OpKind::any)] = anyall_kernel<false>;
+  t[size_t(OpKind::all)] = anyall_kernel<true>;
+  t[size_t(OpKind::var)] = var_kernel<false>;
+  t[size_t(OpKind::std)] = var_kernel<true>;
+  t[size_t(OpKind::norm)] = norm_kernel;
+  t[size_t(OpKind::logsumexp)] = logsumexp_kernel;
+  t[size_t(OpKind::argmax)] = arg_kernel<true, false>;
+  t[size_t(OpKind::argmin)] = arg_kernel<false, false>;
+  t[size_t(OpKind::max_dim)] = arg_kernel<true, true>;
+  t[size_t(OpKind::min_dim)] = arg_kernel<false, true>;
+  register_softmax_kernels(t);
+  register_scan_kernels(t);
+  register_sort_kernels(t);
+}
 
 }  // namespace ember::cpu

@@ -11,6 +11,10 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 namespace ember::cpu {
 
 namespace {
@@ -41,25 +45,48 @@ int env_int(const char* name, int fallback) {
   return fallback;
 }
 
-// The job state word: generation (32 bits) | number of chunks (16 bits) | next chunk (16 bits).
+// The job state word: generation (48 bits, never wraps in practice) | number of chunks (16 bits).
 constexpr uint64_t kMaxChunks = 0xFFFF;
-inline uint32_t st_gen(uint64_t s) { return static_cast<uint32_t>(s >> 32); }
-inline uint32_t st_nchunks(uint64_t s) { return static_cast<uint32_t>((s >> 16) & 0xFFFF); }
-inline uint32_t st_next(uint64_t s) { return static_cast<uint32_t>(s & 0xFFFF); }
+inline uint64_t st_gen(uint64_t s) { return s >> 16; }
+inline uint32_t st_nchunks(uint64_t s) { return static_cast<uint32_t>(s & 0xFFFF); }
+
+int default_threads() {
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+#endif
+  const int hw = static_cast<int>(std::thread::hardware_concurrency());
+  return hw > 0 ? hw : 1;
+}
 
 }  // namespace
 
 struct ThreadPool::Impl {
-  // ---- job descriptor: written by the dispatching thread before publishing `state`;
-  // read by a worker only after it successfully claimed a chunk of that generation.
+  // ---- The job: `state` and the descriptor share one cache line, so a worker picks up a
+  // new job with a single line transfer. The descriptor is written by the dispatching thread
+  // before publishing `state` and read by a thread only after it claimed a chunk of that
+  // generation (the job cannot finish, and the descriptor cannot change, before that chunk).
+  alignas(64) std::atomic<uint64_t> state{0};
   const std::function<void(int64_t, int64_t)>* fn = nullptr;
   int64_t begin = 0, base = 0, rem = 0;
 
-  alignas(64) std::atomic<uint64_t> state{0};
-  alignas(64) std::atomic<uint32_t> done{0};
   alignas(64) std::atomic<int> sleepers{0};
   std::atomic<bool> stop{false};
   std::atomic<bool> has_error{false};
+
+  // claimed[i].gen: the generation chunk i was last claimed for; .finished: the generation
+  // it was last completed for. Thread i (the caller is 0) first claims chunk i, so repeated
+  // jobs over the same data keep their cache affinity; then it steals any chunk still
+  // unclaimed (e.g. whose owner is asleep). One line per chunk, written by its runner only.
+  struct alignas(64) Claim {
+    std::atomic<uint64_t> gen{0};
+    std::atomic<uint64_t> finished{0};
+  };
+  std::unique_ptr<Claim[]> claimed;
 
   std::mutex err_mu;
   std::exception_ptr err;
@@ -72,9 +99,18 @@ struct ThreadPool::Impl {
   std::atomic<int> nthreads{1};
   int spin_us = 1000;
 
-  uint32_t gen = 0;  // last published generation (dispatcher only)
+  uint64_t gen = 0;  // last published generation (dispatcher only)
 
-  void run_chunk(uint32_t idx) {
+  bool claim(uint32_t i, uint64_t g) {
+    std::atomic<uint64_t>& c = claimed[i].gen;
+    uint64_t v = c.load(std::memory_order_relaxed);
+    while (v < g)
+      if (c.compare_exchange_weak(v, g, std::memory_order_acq_rel, std::memory_order_relaxed))
+        return true;
+    return false;
+  }
+
+  void run_chunk(uint32_t idx, uint64_t g) {
     const int64_t b = begin + static_cast<int64_t>(idx) * base + std::min<int64_t>(idx, rem);
     const int64_t e = b + base + (static_cast<int64_t>(idx) < rem ? 1 : 0);
     try {
@@ -84,32 +120,33 @@ struct ThreadPool::Impl {
       if (!err) err = std::current_exception();
       has_error.store(true, std::memory_order_relaxed);
     }
-    done.fetch_add(1, std::memory_order_acq_rel);
+    claimed[idx].finished.store(g, std::memory_order_release);
   }
 
-  // Claims and runs chunks of generation g until none is left.
-  void work_on(uint32_t g) {
-    uint64_t s = state.load(std::memory_order_acquire);
-    for (;;) {
-      if (st_gen(s) != g || st_next(s) >= st_nchunks(s)) return;
-      if (state.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
-                                      std::memory_order_acquire)) {
-        run_chunk(st_next(s));
-        s = state.load(std::memory_order_acquire);
-      }
+  // Runs chunk `self` (if it exists and is unclaimed) and then any unclaimed chunk of the
+  // job with state word s.
+  void work_on(uint64_t s, uint32_t self) {
+    const uint64_t g = st_gen(s);
+    const uint32_t n = st_nchunks(s);
+    if (self < n && claim(self, g)) run_chunk(self, g);
+    for (uint32_t i = 0; i < n; ++i) {
+      if (i == self) continue;
+      if (st_gen(state.load(std::memory_order_acquire)) != g) return;
+      if (claim(i, g)) run_chunk(i, g);
     }
   }
 
-  void worker_main() {
+  void worker_main(uint32_t self) {
     t_in_parallel = true;
-    uint32_t seen = st_gen(state.load(std::memory_order_acquire));
+    uint64_t seen = st_gen(state.load(std::memory_order_acquire));
     for (;;) {
       // Spin for a while, then sleep.
+      uint64_t s = 0;
       bool got = false;
       auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
       for (uint32_t it = 0;; ++it) {
-        if (st_gen(state.load(std::memory_order_acquire)) != seen ||
-            stop.load(std::memory_order_relaxed)) {
+        s = state.load(std::memory_order_acquire);
+        if (st_gen(s) != seen || stop.load(std::memory_order_relaxed)) {
           got = true;
           break;
         }
@@ -126,10 +163,11 @@ struct ThreadPool::Impl {
           });
         }
         sleepers.fetch_sub(1, std::memory_order_relaxed);
+        s = state.load(std::memory_order_acquire);
       }
       if (stop.load(std::memory_order_acquire)) return;
-      seen = st_gen(state.load(std::memory_order_acquire));
-      work_on(seen);
+      seen = st_gen(s);
+      work_on(s, self);
     }
   }
 
@@ -137,7 +175,13 @@ struct ThreadPool::Impl {
     n = std::max(1, std::min(n, 4096));
     stop.store(false);
     workers.reserve(static_cast<size_t>(n - 1));
-    for (int i = 0; i < n - 1; ++i) workers.emplace_back([this] { worker_main(); });
+    claimed.reset(new Claim[static_cast<size_t>(n)]);
+    for (int i = 0; i < n; ++i) {
+      claimed[i].gen.store(gen, std::memory_order_relaxed);
+      claimed[i].finished.store(gen, std::memory_order_relaxed);
+    }
+    for (int i = 0; i < n - 1; ++i)
+      workers.emplace_back([this, i] { worker_main(static_cast<uint32_t>(i + 1)); });
     nthreads.store(n, std::memory_order_release);
   }
 
@@ -164,11 +208,11 @@ ThreadPool::~ThreadPool() {
 }
 
 ThreadPool& ThreadPool::global() {
-  static ThreadPool pool([] {
-    int hw = static_cast<int>(std::thread::hardware_concurrency());
-    return env_int("EMBER_NUM_THREADS", hw > 0 ? hw : 1);
+  // Intentionally leaked: stays usable from other static destructors during exit.
+  static ThreadPool* pool = new ThreadPool([] {
+    return env_int("EMBER_NUM_THREADS", default_threads());
   }());
-  return pool;
+  return *pool;
 }
 
 int ThreadPool::size() const { return impl_->nthreads.load(std::memory_order_acquire); }
@@ -214,24 +258,25 @@ void ThreadPool::parallel_for(int64_t begin, int64_t end, int64_t grain,
   d.rem = range % nchunks;
   d.err = nullptr;
   d.has_error.store(false, std::memory_order_relaxed);
-  d.done.store(0, std::memory_order_relaxed);
-  const uint32_t g = ++d.gen;
-  d.state.store((static_cast<uint64_t>(g) << 32) | (static_cast<uint64_t>(nchunks) << 16),
-                std::memory_order_seq_cst);
+  const uint64_t s = (++d.gen << 16) | static_cast<uint64_t>(nchunks);
+  d.state.store(s, std::memory_order_seq_cst);
   if (d.sleepers.load(std::memory_order_seq_cst) > 0) {
     { std::lock_guard<std::mutex> sl(d.sleep_mu); }
     d.sleep_cv.notify_all();
   }
   {
     ParallelGuard pg;
-    d.work_on(g);
+    d.work_on(s, 0);
   }
-  const uint32_t target = static_cast<uint32_t>(nchunks);
-  for (uint32_t it = 0; d.done.load(std::memory_order_acquire) < target; ++it) {
-    if (it < 20000)
-      cpu_relax();
-    else
-      std::this_thread::yield();
+  const uint64_t g = st_gen(s);
+  uint32_t it = 0;
+  for (int64_t i = 0; i < nchunks; ++i) {  // chunk 0 too: a worker may have taken it
+    while (d.claimed[i].finished.load(std::memory_order_acquire) < g) {
+      if (++it < 20000)
+        cpu_relax();
+      else
+        std::this_thread::yield();
+    }
   }
   if (d.has_error.load(std::memory_order_relaxed)) {
     std::exception_ptr e;

@@ -231,11 +231,15 @@ TEST(Gemm, LargeAndThreaded) {
     for (int isa : isas()) {
       for (Layout la : kAB)
         for (Layout lb : kAB) {
-          ASSERT_TRUE(check_one<float>(isa, 300, 200, 530, la, lb, Layout::kRow, 1.0f, 0.0f, rng));
+          ASSERT_TRUE(check_one<float>(isa, 150, 200, 300, la, lb, Layout::kRow, 1.0f, 0.0f, rng));
           ASSERT_TRUE(check_one<float>(isa, 1, 1024, 784, la, lb, Layout::kRow, 1.0f, 0.0f, rng));
           ASSERT_TRUE(check_one<float>(isa, 1024, 1, 784, la, lb, Layout::kRow, 1.0f, 1.0f, rng));
           ASSERT_TRUE(check_one<float>(isa, 20, 1500, 70, la, lb, Layout::kCol, 1.0f, 0.0f, rng));
         }
+      // Several K slices (beta applied once), several N blocks, several M blocks.
+      ASSERT_TRUE(check_one<float>(isa, 45, 50, 1100, Layout::kRow, Layout::kRow, Layout::kRow, 1.0f, 2.0f, rng));
+      ASSERT_TRUE(check_one<float>(isa, 40, 2100, 100, Layout::kRow, Layout::kRow, Layout::kRow, 1.0f, 0.0f, rng));
+      ASSERT_TRUE(check_one<float>(isa, 1600, 20, 10, Layout::kRow, Layout::kCol, Layout::kRow, 1.0f, 0.0f, rng));
     }
   }
   pool.set_num_threads(saved);

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Benchmarks ember against its peer library and reports how they compare.
+#
+#   ./bench.sh cpu [ember_bench_cpu options]   CPU backend vs LibTorch
+#   ./bench.sh cuda                            (the CUDA backend is not built yet)
+#
+# Installs what is missing, configures with the "bench" preset, builds the benchmark and runs
+# it on every core. Writes build/reports/bench-<backend>.json and prints a markdown table.
+# Options after the backend go to the benchmark program, e.g.
+#   ./bench.sh cpu --filter matmul,softmax     # only benchmarks whose name contains these
+#   ./bench.sh cpu --quick                     # fewer, shorter samples
+# EMBER_BENCH_THREADS=N runs both libraries on N threads instead of all cores.
+# Method and report fields: docs/benchmarks.md.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+backend=${1:-}
+[ $# -gt 0 ] && shift
+case "$backend" in
+  cpu) ;;
+  cuda)
+    echo "bench.sh cuda: the CUDA backend is not built yet; nothing to benchmark."
+    exit 0
+    ;;
+  *)
+    echo "usage: $0 cpu|cuda [benchmark options]" >&2
+    exit 2
+    ;;
+esac
+
+scripts/install-deps.sh bench
+export CCACHE_DIR="${CCACHE_DIR:-$PWD/.cache/ccache}"
+cmake --preset bench >/dev/null
+cmake --build --preset bench -j "$(nproc)" --target ember_bench_cpu
+
+threads=${EMBER_BENCH_THREADS:-$(nproc)}
+# Thread pools that read their size from the environment at start-up (OpenBLAS, OpenMP).
+export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads EMBER_NUM_THREADS=$threads
+mkdir -p build/reports
+exec build/bench/ember_bench_cpu --threads "$threads" --out build/reports/bench-cpu.json "$@"

@@ -1,0 +1,444 @@
+// ember's CPU backend against LibTorch (the peer), both linked into this binary and run with
+// the same number of threads. Writes a JSON report and prints a markdown table.
+//
+//   ember_bench_cpu [--out FILE] [--threads N] [--filter a,b] [--budget SECONDS] [--quick]
+//
+// Run it through ./bench.sh cpu (which builds it, sets the BLAS/OpenMP thread variables and
+// writes build/reports/bench-cpu.json). Methodology and fields: docs/benchmarks.md.
+#include <immintrin.h>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <ember/backends/cpu.hpp>
+#include <ember/ember.hpp>
+
+#include "harness.hpp"
+
+namespace {
+
+using ember::DynTensor;
+const std::string kPeer = "libtorch";
+
+volatile double g_sink = 0;  // scalars read back by the overhead benchmark end up here
+
+// ------------------------------------------------------------------ conversions and checks
+
+at::Tensor to_torch(const DynTensor& t) {
+  std::vector<float> v = t.to_vector<float>();
+  const auto& dims = t.shape().dims();
+  return at::from_blob(v.data(), at::IntArrayRef(dims.data(), dims.size()), at::kFloat).clone();
+}
+
+bench::Check check_close(const DynTensor& got, const at::Tensor& ref, bench::Tolerance tol) {
+  const std::vector<int64_t> ref_dims(ref.sizes().begin(), ref.sizes().end());
+  if (got.shape().dims() != ref_dims) {
+    bench::Check c;
+    c.detail = "shape " + got.shape().str() + " vs peer " + ember::Shape(ref_dims).str();
+    return c;
+  }
+  const std::vector<float> g = got.to_vector<float>();
+  const at::Tensor r = ref.to(at::kFloat).contiguous();
+  return bench::compare_values(g.data(), r.data_ptr<float>(), static_cast<int64_t>(g.size()), tol);
+}
+
+// ------------------------------------------------------------------ machine peak
+
+constexpr int kAcc512 = 16;  // independent accumulators: enough to hide FMA latency
+constexpr int kAcc256 = 12;  // 12 + 2 constants fit the 16 ymm registers
+
+__attribute__((target("avx512f"))) float fma_loop_avx512(int64_t iters) {
+  __m512 acc[kAcc512];
+  for (int j = 0; j < kAcc512; ++j) acc[j] = _mm512_set1_ps(1e-3f * float(j));
+  const __m512 m = _mm512_set1_ps(0.9999f), c = _mm512_set1_ps(1e-4f);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < kAcc512; ++j) acc[j] = _mm512_fmadd_ps(acc[j], m, c);
+  }
+  __m512 s = acc[0];
+  for (int j = 1; j < kAcc512; ++j) s = _mm512_add_ps(s, acc[j]);
+  float out[16];  // (not _mm512_reduce_add_ps: g++ 12 warns inside it)
+  _mm512_storeu_ps(out, s);
+  float t = 0;
+  for (float v : out) t += v;
+  return t;
+}
+
+__attribute__((target("avx2,fma"))) float fma_loop_avx2(int64_t iters) {
+  __m256 acc[kAcc256];
+  for (int j = 0; j < kAcc256; ++j) acc[j] = _mm256_set1_ps(1e-3f * float(j));
+  const __m256 m = _mm256_set1_ps(0.9999f), c = _mm256_set1_ps(1e-4f);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int j = 0; j < kAcc256; ++j) acc[j] = _mm256_fmadd_ps(acc[j], m, c);
+  }
+  __m256 s = acc[0];
+  for (int j = 1; j < kAcc256; ++j) s = _mm256_add_ps(s, acc[j]);
+  float out[8];
+  _mm256_storeu_ps(out, s);
+  float t = 0;
+  for (float v : out) t += v;
+  return t;
+}
+
+struct Peak {
+  double gflops = 0, ms = 0;
+  std::string isa;
+  double gflops_avx512 = NAN, gflops_avx2 = NAN;
+};
+
+// GFLOP/s of `loop` on `threads` threads (median of 5 runs of ~60 ms) and that run's time.
+std::pair<double, double> measure_fma(float (*loop)(int64_t), double flop_per_iter, int threads) {
+  int64_t iters = 1 << 16;
+  for (;;) {  // calibrate on one thread to ~60 ms
+    const double t0 = bench::now_ms();
+    g_sink = g_sink + loop(iters);
+    const double t = bench::now_ms() - t0;
+    if (t > 20) {
+      iters = static_cast<int64_t>(double(iters) * 60.0 / t) + 1;
+      break;
+    }
+    iters *= 4;
+  }
+  std::vector<double> times;
+  for (int r = 0; r < 5; ++r) {
+    std::vector<float> res(static_cast<size_t>(threads));
+    const double t0 = bench::now_ms();
+    std::vector<std::thread> pool;
+    for (int i = 0; i < threads; ++i) pool.emplace_back([&, i] { res[size_t(i)] = loop(iters); });
+    for (auto& th : pool) th.join();
+    times.push_back(bench::now_ms() - t0);
+    for (float v : res) g_sink = g_sink + v;
+  }
+  const double ms = bench::median(times);
+  return {flop_per_iter * double(iters) * threads / (ms * 1e6), ms};
+}
+
+Peak measure_peak(int threads) {
+  Peak p;
+  if (__builtin_cpu_supports("avx512f")) {
+    auto [g, ms] = measure_fma(fma_loop_avx512, 2.0 * 16 * kAcc512, threads);
+    p = {g, ms, "avx512", g, NAN};
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    auto [g, ms] = measure_fma(fma_loop_avx2, 2.0 * 8 * kAcc256, threads);
+    p.gflops_avx2 = g;
+    if (g > p.gflops) {
+      p.gflops = g;
+      p.ms = ms;
+      p.isa = "avx2";
+    }
+  }
+  return p;
+}
+
+// ------------------------------------------------------------------ benchmarks
+
+struct Ctx {
+  bench::Runner& run;
+  int threads;
+  double peak_gflops;  // 0 when unknown
+
+  // run.compare with the ember device's sync() closing every timed sample.
+  bench::Entry& compare(const std::string& name, const bench::Runner::Fn& ember_fn, const bench::Runner::Fn& peer_fn,
+                        const bench::Runner::CheckFn& check) {
+    return run.compare(name, kPeer, ember_fn, peer_fn, check, [] { ember::Device::cpu().sync(); });
+  }
+};
+
+// Runs `body` (which sets up and calls run.compare) when `name` is selected; a setup failure
+// (e.g. an ember op that does not exist yet while creating inputs) becomes an error entry.
+void guarded(Ctx& cx, const std::string& name, const std::function<void()>& body) {
+  if (!cx.run.selected(name)) return;
+  try {
+    body();
+  } catch (const std::exception& e) {
+    cx.run.fail(name, kPeer, e.what());
+  }
+}
+
+void set_gflops(Ctx& cx, bench::Entry& e, double flop) {
+  if (e.ember_ms) e.set("gflops_ember", flop / (*e.ember_ms * 1e6));
+  if (e.peer_ms) e.set("gflops_peer", flop / (*e.peer_ms * 1e6));
+  if (cx.peak_gflops > 0) {
+    if (e.ember_ms) e.set("pct_of_peak", 100.0 * flop / (*e.ember_ms * 1e6) / cx.peak_gflops);
+    if (e.peer_ms) e.set("pct_of_peak_peer", 100.0 * flop / (*e.peer_ms * 1e6) / cx.peak_gflops);
+  }
+}
+
+void set_gbps(bench::Entry& e, double bytes) {
+  if (e.ember_ms) e.set("gbps_ember", bytes / (*e.ember_ms * 1e6));
+  if (e.peer_ms) e.set("gbps_peer", bytes / (*e.peer_ms * 1e6));
+}
+
+void bench_matmul(Ctx& cx, int64_t n) {
+  const std::string name = "matmul_f32_" + std::to_string(n);
+  guarded(cx, name, [&] {
+    DynTensor a = DynTensor::normal({n, n}), b = DynTensor::normal({n, n});
+    at::Tensor ta = to_torch(a), tb = to_torch(b);
+    auto& e = cx.compare(
+        name, [&] { bench::keep(ember::matmul(a, b)); }, [&] { bench::keep(at::matmul(ta, tb)); },
+        [&] { return check_close(ember::matmul(a, b), at::matmul(ta, tb), {.rtol = 1e-4, .atol_of_max = 1e-5}); });
+    set_gflops(cx, e, 2.0 * double(n) * double(n) * double(n));
+  });
+}
+
+void bench_conv2d(Ctx& cx) {
+  const std::string name = "conv2d_f32_16x64x56x56_k3";
+  guarded(cx, name, [&] {
+    const int64_t N = 16, C = 64, H = 56, W = 56, K = 64;
+    DynTensor x = DynTensor::normal({N, C, H, W});
+    DynTensor w = DynTensor::normal({K, C, 3, 3}, 0, 1.0 / 24);  // ~ Kaiming scale: outputs O(1)
+    DynTensor b = DynTensor::normal({K});
+    at::Tensor tx = to_torch(x), tw = to_torch(w), tb = to_torch(b);
+    const ember::ConvOptions opt{.padding = {1}};
+    auto& e = cx.compare(
+        name, [&] { bench::keep(ember::conv2d(x, w, b, opt)); },
+        [&] { bench::keep(at::conv2d(tx, tw, tb, 1, 1)); },
+        [&] {
+          return check_close(ember::conv2d(x, w, b, opt), at::conv2d(tx, tw, tb, 1, 1),
+                             {.rtol = 1e-4, .atol_of_max = 1e-5});
+        });
+    set_gflops(cx, e, 2.0 * double(N * K * H * W) * double(C * 9));
+  });
+}
+
+// Elementwise / memory-bound benchmarks on one or two 16M-element inputs.
+void bench_unary(Ctx& cx, const std::string& name, const std::vector<int64_t>& shape,
+                 DynTensor (*ember_op)(DynTensor), at::Tensor (*peer_op)(const at::Tensor&), double bytes_per_elem,
+                 bench::Tolerance tol) {
+  guarded(cx, name, [&] {
+    DynTensor x = DynTensor::normal(ember::Shape(shape));
+    at::Tensor tx = to_torch(x);
+    auto& e = cx.compare(
+        name, [&] { bench::keep(ember_op(x)); }, [&] { bench::keep(peer_op(tx)); },
+        [&] { return check_close(ember_op(x), peer_op(tx), tol); });
+    set_gbps(e, bytes_per_elem * double(x.numel()));
+  });
+}
+
+void bench_add(Ctx& cx) {
+  const std::string name = "add_f32_16M";
+  guarded(cx, name, [&] {
+    const int64_t n = int64_t(1) << 24;
+    DynTensor a = DynTensor::normal({n}), b = DynTensor::normal({n});
+    at::Tensor ta = to_torch(a), tb = to_torch(b);
+    auto& e = cx.compare(
+        name, [&] { bench::keep(ember::add(a, b)); }, [&] { bench::keep(at::add(ta, tb)); },
+        [&] { return check_close(ember::add(a, b), at::add(ta, tb), {.rtol = 1e-6}); });
+    set_gbps(e, 12.0 * double(n));
+  });
+}
+
+void bench_sum(Ctx& cx) {
+  const std::string name = "sum_f32_4096x4096";
+  guarded(cx, name, [&] {
+    DynTensor x = DynTensor::normal({4096, 4096});
+    at::Tensor tx = to_torch(x);
+    // Summation order differs between libraries: allow a rounding error relative to sum |x|.
+    const double abs_sum = at::abs(tx).sum(at::kDouble).item<double>();
+    auto& e = cx.compare(
+        name, [&] { bench::keep(ember::sum(x)); }, [&] { bench::keep(at::sum(tx)); },
+        [&] { return check_close(ember::sum(x), at::sum(tx), {.rtol = 1e-5, .atol = 1e-6 * abs_sum}); });
+    set_gbps(e, 4.0 * double(x.numel()));
+  });
+}
+
+void bench_softmax(Ctx& cx) {
+  const std::string name = "softmax_f32_4096x4096";
+  guarded(cx, name, [&] {
+    DynTensor x = DynTensor::normal({4096, 4096});
+    at::Tensor tx = to_torch(x);
+    auto& e = cx.compare(
+        name, [&] { bench::keep(ember::softmax(x, -1)); }, [&] { bench::keep(at::softmax(tx, -1)); },
+        [&] { return check_close(ember::softmax(x, -1), at::softmax(tx, -1), {.rtol = 1e-4, .atol = 1e-8}); });
+    set_gbps(e, 8.0 * double(x.numel()));
+  });
+}
+
+void bench_layer_norm(Ctx& cx) {
+  const std::string name = "layernorm_f32_4096x1024";
+  guarded(cx, name, [&] {
+    DynTensor x = DynTensor::normal({4096, 1024}, 1.0, 2.0);
+    DynTensor w = DynTensor::normal({1024}), b = DynTensor::normal({1024});
+    at::Tensor tx = to_torch(x), tw = to_torch(w), tb = to_torch(b);
+    auto& e = cx.compare(
+        name, [&] { bench::keep(ember::layer_norm(x, {1024}, w, b)); },
+        [&] { bench::keep(at::layer_norm(tx, {1024}, tw, tb)); },
+        [&] {
+          return check_close(ember::layer_norm(x, {1024}, w, b), at::layer_norm(tx, {1024}, tw, tb),
+                             {.rtol = 1e-4, .atol = 1e-5});
+        });
+    set_gbps(e, 8.0 * double(x.numel()));
+  });
+}
+
+void bench_max_pool(Ctx& cx) {
+  const std::string name = "maxpool2d_f32_16x64x112x112";
+  guarded(cx, name, [&] {
+    DynTensor x = DynTensor::normal({16, 64, 112, 112});
+    at::Tensor tx = to_torch(x);
+    const ember::PoolOptions opt{.kernel_size = {3}, .stride = {2}, .padding = {1}};  // ResNet stem pool
+    auto& e = cx.compare(
+        name, [&] { bench::keep(ember::max_pool2d(x, opt)); },
+        [&] { bench::keep(at::max_pool2d(tx, {3, 3}, {2, 2}, {1, 1})); },
+        [&] { return check_close(ember::max_pool2d(x, opt), at::max_pool2d(tx, {3, 3}, {2, 2}, {1, 1}), {}); });
+    set_gbps(e, 4.0 * double(x.numel()) * (1.0 + 0.25));  // read x, write a quarter of it
+  });
+}
+
+void bench_overhead(Ctx& cx) {
+  const std::string name = "overhead_add_1";
+  guarded(cx, name, [&] {
+    DynTensor a = DynTensor::from_vector<float>({1.5f}, {1}), b = DynTensor::from_vector<float>({2.25f}, {1});
+    at::Tensor ta = to_torch(a), tb = to_torch(b);
+    auto& e = cx.compare(
+        name, [&] { g_sink = g_sink + ember::add(a, b).item(); },
+        [&] { g_sink = g_sink + (ta + tb).item<float>(); },
+        [&] {
+          const float got = float(ember::add(a, b).item()), ref = (ta + tb).item<float>();
+          return bench::compare_values(&got, &ref, 1, {});
+        });
+    if (e.ember_ms) e.set("us", *e.ember_ms * 1000.0);
+    if (e.peer_ms) e.set("us_peer", *e.peer_ms * 1000.0);
+  });
+}
+
+at::Tensor peer_exp(const at::Tensor& x) { return at::exp(x); }
+at::Tensor peer_gelu(const at::Tensor& x) { return at::gelu(x); }
+DynTensor ember_exp(DynTensor x) { return ember::exp(std::move(x)); }
+DynTensor ember_gelu(DynTensor x) { return ember::gelu(std::move(x)); }
+
+std::string notes(const bench::Entry& e) {
+  auto num = [&](const char* k) { return e.number(k); };
+  auto pair = [&](const char* ke, const char* kp, const char* unit) {
+    std::string s = bench::format_num(num(ke).value_or(NAN)) + " vs " + bench::format_num(num(kp).value_or(NAN));
+    return s + " " + unit;
+  };
+  std::string s;
+  if (auto g = num("gflops"))
+    return bench::format_num(*g) + " GFLOP/s (" + std::get<std::string>(*e.get("isa")) + " FMA, " +
+           std::to_string(static_cast<int>(num("threads").value_or(0))) + " threads)";
+  if (num("gflops_ember") || num("gflops_peer")) {
+    s = pair("gflops_ember", "gflops_peer", "GFLOP/s");
+    if (num("pct_of_peak") || num("pct_of_peak_peer"))
+      s += " (" + bench::format_num(num("pct_of_peak").value_or(NAN), 2) + "% vs " +
+           bench::format_num(num("pct_of_peak_peer").value_or(NAN), 2) + "% of peak)";
+  } else if (num("gbps_ember") || num("gbps_peer")) {
+    s = pair("gbps_ember", "gbps_peer", "GB/s");
+  } else if (num("us") || num("us_peer")) {
+    s = pair("us", "us_peer", "us per op");
+  }
+  if (e.check == "mismatch" || e.check == "error")
+    if (const auto* d = e.get("check_detail")) s += (s.empty() ? "" : "; ") + std::get<std::string>(*d);
+  return s;
+}
+
+int usage(const char* argv0) {
+  std::cerr << "usage: " << argv0
+            << " [--out FILE] [--threads N] [--filter NAME[,NAME...]] [--budget SECONDS] [--quick]\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string out;
+  int threads = static_cast<int>(std::thread::hardware_concurrency());
+  bench::Options opt;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    try {
+      if (a == "--out") out = value();
+      else if (a == "--threads") threads = std::stoi(value());
+      else if (a == "--filter") opt.filter = value();
+      else if (a == "--budget") opt.budget_s = std::stod(value());
+      else if (a == "--quick") opt.budget_s = 0.5, opt.min_samples = 3, opt.max_samples = 5;
+      else return usage(argv[0]);
+    } catch (const std::exception& e) {
+      std::cerr << e.what() << "\n";
+      return usage(argv[0]);
+    }
+  }
+  threads = std::max(1, threads);
+
+  ember::cpu::set_num_threads(threads);
+  at::set_num_threads(threads);
+  c10::InferenceMode inference;  // the peer's fastest eager mode: no autograd bookkeeping
+  ember::Device::cpu().seed(1234);
+
+  const double t_start = bench::now_ms();
+  std::cerr << "ember CPU benchmarks: " << bench::cpu_model_name() << ", " << threads << " threads (ember "
+            << ember::cpu::num_threads() << ", libtorch " << at::get_num_threads() << "), libtorch "
+            << TORCH_VERSION_MAJOR << "." << TORCH_VERSION_MINOR << "\n";
+
+  bench::Runner run(opt);
+  Ctx cx{run, threads, 0};
+
+  if (run.selected("fma_peak_gflops") || run.selected("matmul") || run.selected("conv2d")) {
+    std::cerr << "  fma_peak_gflops ..." << std::flush;
+    Peak p = measure_peak(threads);
+    cx.peak_gflops = p.gflops;
+    std::cerr << " " << bench::format_num(p.gflops) << " GFLOP/s (" << p.isa << ")\n";
+    if (run.selected("fma_peak_gflops") && p.gflops > 0) {
+      bench::Entry e;
+      e.name = "fma_peak_gflops";
+      e.peer = kPeer;
+      e.ember_ms = e.peer_ms = p.ms;
+      e.set("gflops", p.gflops);
+      e.set("isa", p.isa);
+      e.set("threads", double(threads));
+      e.set("gflops_avx512", p.gflops_avx512);
+      e.set("gflops_avx2", p.gflops_avx2);
+      e.set("note", "machine f32 FMA peak (register-only FMA loop on every thread); not a library comparison");
+      run.add(std::move(e));
+    }
+  }
+
+  bench_matmul(cx, 256);
+  bench_matmul(cx, 1024);
+  bench_matmul(cx, 2048);
+  bench_conv2d(cx);
+  bench_add(cx);
+  bench_unary(cx, "exp_f32_16M", {int64_t(1) << 24}, ember_exp, peer_exp, 8.0, {.rtol = 1e-5, .atol = 1e-30});
+  bench_unary(cx, "gelu_f32_16M", {int64_t(1) << 24}, ember_gelu, peer_gelu, 8.0, {.rtol = 1e-4, .atol = 1e-6});
+  bench_sum(cx);
+  bench_softmax(cx);
+  bench_layer_norm(cx);
+  bench_max_pool(cx);
+  bench_overhead(cx);
+
+  if (!out.empty()) {
+    try {
+      run.write_json(out);
+    } catch (const std::exception& e) {
+      std::cerr << e.what() << "\n";
+      return 1;
+    }
+  }
+  std::cout << "\nember vs libtorch " << TORCH_VERSION_MAJOR << "." << TORCH_VERSION_MINOR << " on CPU ("
+            << bench::cpu_model_name() << ", " << threads << " threads). ratio = libtorch time / ember time"
+            << " (above 1: ember is faster); times are medians.\n\n";
+  run.print_table(std::cout, notes);
+  std::cout << "\n";
+  std::cerr << "total " << bench::format_num((bench::now_ms() - t_start) / 1000.0) << " s"
+            << (out.empty() ? "" : ", report: " + out) << "\n";
+  return 0;
+}

@@ -1,0 +1,26 @@
+// Vectorised fast paths of the cpu elementwise kernels: contiguous f32/f64 data through
+// vec/vec_math.hpp (which picks AVX-512 / AVX2 / scalar code at run time), split across the
+// thread pool for large tensors.
+#pragma once
+
+#include <cstdint>
+
+#include "cpu_tensor.hpp"
+
+namespace ember::cpu::simd {
+
+// y[i] = op(x[i]) for i < n on contiguous f32 or f64 data (y may equal x). False when the
+// op / dtype / attributes have no vector kernel (the caller runs its scalar loop).
+bool unary(const Op& op, DType dt, const void* x, void* y, int64_t n);
+// Same for a strided input x (out contiguous, same shape): vector kernels on each innermost
+// run, gathering strided runs through a small buffer.
+bool unary_strided(const Op& op, const CpuTensor& x, CpuTensor& out);
+// y = x ** e for the exponents with an exact vector equivalent (2, 0.5, -0.5, -1), f32/f64.
+bool pow_scalar(double e, DType dt, const void* x, void* y, int64_t n);
+// out = op(a, b) for f32/f64 with any strides/broadcasting (out contiguous). False when the
+// dtype or op has no vector kernel.
+bool binary(const Op& op, const CpuTensor& a, const CpuTensor& b, CpuTensor& out);
+// Contiguous conversion of n elements for f32 <-> f16 / bf16; false for other pairs.
+bool cast(DType from, DType to, const void* x, void* y, int64_t n);
+
+}  // namespace ember::cpu::simd

@@ -1,0 +1,67 @@
+// Internal header of the cpu reduction family: reductions (reduce.cpp), softmax (softmax.cpp),
+// scans (scan.cpp), sort/topk (sort.cpp), and the AVX-512 kernels they share
+// (reduce_avx512.cpp; call them only when cpu::features().avx512).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "cpu_backend.hpp"
+#include "cpu_features.hpp"
+#include "reduce_simd.hpp"
+
+namespace ember::cpu {
+
+void register_softmax_kernels(KernelTable& t);  // softmax.cpp
+void register_scan_kernels(KernelTable& t);     // scan.cpp
+void register_sort_kernels(KernelTable& t);     // sort.cpp
+
+// Work below this many elements runs on the calling thread.
+inline constexpr int64_t kReduceGrain = 32768;
+
+inline bool use_avx512() { return features().avx512; }
+
+// A tensor seen as [outer, size, inner] around one dim (rank 0 counts as [1, 1, 1]).
+struct DimGeom {
+  int64_t outer = 1, size = 1, inner = 1;
+};
+inline DimGeom dim_geom(const Shape& s, int dim) {
+  DimGeom g;
+  if (s.rank() == 0) return g;
+  for (int d = 0; d < dim; ++d) g.outer *= s[d];
+  g.size = s[dim];
+  for (int d = dim + 1; d < s.rank(); ++d) g.inner *= s[d];
+  return g;
+}
+
+
+// Contiguous conversions between a 16-bit float type (or float itself) and float.
+template <class T>
+inline void to_f32(const T* x, float* y, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    std::copy(x, x + n, y);
+  } else if constexpr (std::is_same_v<T, f16>) {
+    if (use_avx512()) return rsimd::f16_to_f32(reinterpret_cast<const uint16_t*>(x), y, n);
+    for (int64_t i = 0; i < n; ++i) y[i] = float(x[i]);
+  } else {
+    static_assert(std::is_same_v<T, bf16>);
+    if (use_avx512()) return rsimd::bf16_to_f32(reinterpret_cast<const uint16_t*>(x), y, n);
+    for (int64_t i = 0; i < n; ++i) y[i] = float(x[i]);
+  }
+}
+template <class T>
+inline void from_f32(const float* x, T* y, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    std::copy(x, x + n, y);
+  } else if constexpr (std::is_same_v<T, f16>) {
+    if (use_avx512()) return rsimd::f32_to_f16(x, reinterpret_cast<uint16_t*>(y), n);
+    for (int64_t i = 0; i < n; ++i) y[i] = T(x[i]);
+  } else {
+    static_assert(std::is_same_v<T, bf16>);
+    if (use_avx512()) return rsimd::f32_to_bf16(x, reinterpret_cast<uint16_t*>(y), n);
+    for (int64_t i = 0; i < n; ++i) y[i] = T(x[i]);
+  }
+}
+
+}  // namespace ember::cpu

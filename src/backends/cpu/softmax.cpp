@@ -1,0 +1,170 @@
+// softmax / log_softmax along any dim, numerically stable (shifted by the max; a NaN anywhere
+// in a slice makes the whole slice NaN, like torch). f16/bf16 compute in f32.
+//   * last dim (inner == 1): one row at a time (AVX-512 row kernels for f32), parallel over rows;
+//   * other dims: blocks of W contiguous inner positions are processed together, each pass
+//     walking the softmax dim row by row (vectorised across the block), parallel over blocks.
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "reduce_kernels.hpp"
+#include "thread_pool.hpp"
+
+namespace ember::cpu {
+
+namespace {
+
+template <class C>
+void row_generic(const C* x, C* y, int64_t n, bool log) {
+  C m = -std::numeric_limits<C>::infinity();
+  bool nan = false;
+  for (int64_t i = 0; i < n; ++i) {
+    C v = x[i];
+    m = v > m ? v : m;
+    nan |= v != v;
+  }
+  if (nan) m = std::numeric_limits<C>::quiet_NaN();
+  double s = 0;
+  if (!log) {
+    for (int64_t i = 0; i < n; ++i) {
+      C e = std::exp(x[i] - m);
+      y[i] = e;
+      s += double(e);
+    }
+    C inv = C(1.0 / s);
+    for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+  } else {
+    for (int64_t i = 0; i < n; ++i) s += double(std::exp(x[i] - m));
+    C ls = C(std::log(s));
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - ls;
+  }
+}
+
+template <class C>
+void softmax_last(const C* x, C* y, int64_t rows, int64_t n, bool log) {
+  auto body = [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      if constexpr (std::is_same_v<C, float>) {
+        if (use_avx512()) {
+          if (log) rsimd::log_softmax_row_f32(x + r * n, y + r * n, n);
+          else rsimd::softmax_row_f32(x + r * n, y + r * n, n);
+          continue;
+        }
+      }
+      row_generic(x + r * n, y + r * n, n, log);
+    }
+  };
+  if (rows * n <= kReduceGrain) body(0, rows);
+  else parallel_for(0, rows, std::max<int64_t>(1, kReduceGrain / n), body);
+}
+
+template <class C>
+inline void exp_inplace(C* v, int64_t n) {
+  if constexpr (std::is_same_v<C, float>) {
+    if (use_avx512()) return rsimd::exp_f32(v, v, n);
+  }
+  for (int64_t j = 0; j < n; ++j) v[j] = std::exp(v[j]);
+}
+
+template <class C>
+void softmax_inner(const C* x, C* y, const DimGeom& g, bool log) {
+  constexpr int64_t W = 256;
+  const int64_t D = g.size, I = g.inner;
+  const int64_t nch = (I + W - 1) / W, units = g.outer * nch;
+  auto body = [&](int64_t ub, int64_t ue) {
+    C m[W], t[W];
+    double s[W];
+    for (int64_t u = ub; u < ue; ++u) {
+      const int64_t o = u / nch, j0 = (u % nch) * W, w = std::min(W, I - j0);
+      const C* xb = x + o * D * I + j0;
+      C* yb = y + o * D * I + j0;
+      for (int64_t j = 0; j < w; ++j) m[j] = -std::numeric_limits<C>::infinity();
+      for (int64_t d = 0; d < D; ++d) {
+        const C* xr = xb + d * I;
+        for (int64_t j = 0; j < w; ++j) {
+          C v = xr[j];
+          m[j] = (v != v || v > m[j]) ? v : m[j];  // a NaN sticks
+        }
+      }
+      for (int64_t j = 0; j < w; ++j) s[j] = 0;
+      for (int64_t d = 0; d < D; ++d) {
+        const C* xr = xb + d * I;
+        C* dst = log ? t : yb + d * I;
+        for (int64_t j = 0; j < w; ++j) dst[j] = xr[j] - m[j];
+        exp_inplace(dst, w);
+        for (int64_t j = 0; j < w; ++j) s[j] += double(dst[j]);
+      }
+      if (!log) {
+        for (int64_t j = 0; j < w; ++j) t[j] = C(1.0 / s[j]);
+        for (int64_t d = 0; d < D; ++d) {
+          C* yr = yb + d * I;
+          for (int64_t j = 0; j < w; ++j) yr[j] *= t[j];
+        }
+      } else {
+        for (int64_t j = 0; j < w; ++j) t[j] = C(std::log(s[j]));
+        for (int64_t d = 0; d < D; ++d) {
+          const C* xr = xb + d * I;
+          C* yr = yb + d * I;
+          for (int64_t j = 0; j < w; ++j) yr[j] = (xr[j] - m[j]) - t[j];
+        }
+      }
+    }
+  };
+  const int64_t per_unit = D * std::min(W, I);
+  if (units * per_unit <= kReduceGrain) body(0, units);
+  else parallel_for(0, units, std::max<int64_t>(1, kReduceGrain / per_unit), body);
+}
+
+// x and y may be the same buffer.
+template <class C>
+void softmax_any(const C* x, C* y, const DimGeom& g, bool log) {
+  if (g.inner == 1) softmax_last(x, y, g.outer, g.size, log);
+  else softmax_inner(x, y, g, log);
+}
+
+// Runs f(b, e) over [0, n) in parallel chunks (for elementwise conversions).
+template <class F>
+void chunked(int64_t n, F&& f) {
+  if (n <= 4 * kReduceGrain) f(0, n);
+  else parallel_for(0, n, 4 * kReduceGrain, f);
+}
+
+std::vector<PrimitivePtr> softmax_common(Op& op, bool log) {
+  const TensorMeta meta = op.outputs[0];
+  const DimGeom g = dim_geom(meta.shape, op.attr<DimAttrs>().dim);
+  const int64_t n = meta.shape.numel();
+  if (n == 0) return {alloc(meta)};
+  CpuTensorPtr out, xc;
+  if (as_cpu(op.inputs[0]).is_contiguous()) {
+    out = output_reusing(op, 0, meta);  // before taking another reference to the input
+    xc = as_cpu_ptr(op.inputs[0]);
+  } else {
+    xc = contiguous(op.inputs[0]);
+    out = alloc(meta);
+  }
+  visit_float_dtype(meta.dtype, op.name(), [&]<class T>() {
+    if constexpr (is_half_v<T>) {
+      std::unique_ptr<float[]> tmp(new float[size_t(n)]);
+      const T* src = xc->data<T>();
+      chunked(n, [&](int64_t b, int64_t e) { to_f32(src + b, tmp.get() + b, e - b); });
+      softmax_any(tmp.get(), tmp.get(), g, log);
+      T* dst = out->data<T>();
+      chunked(n, [&](int64_t b, int64_t e) { from_f32(tmp.get() + b, dst + b, e - b); });
+    } else {
+      softmax_any(xc->data<T>(), out->data<T>(), g, log);
+    }
+  });
+  return {out};
+}
+
+std::vector<PrimitivePtr> softmax_kernel(CpuBackend&, Op& op) { return softmax_common(op, false); }
+std::vector<PrimitivePtr> log_softmax_kernel(CpuBackend&, Op& op) { return softmax_common(op, true); }
+
+}  // namespace
+
+void register_softmax_kernels(KernelTable& t) {
+  t[size_t(OpKind::softmax)] = softmax_kernel;
+  t[size_t(OpKind::log_softmax)] = log_softmax_kernel;
+}
+
+}  // namespace ember::cpu
