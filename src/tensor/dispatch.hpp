@@ -12,6 +12,27 @@ std::vector<DynTensor> run_op(OpKind kind, std::vector<DynTensor> inputs, OpAttr
 inline DynTensor run1(OpKind kind, std::vector<DynTensor> inputs, OpAttrs attrs = NoAttrs{}) {
   return std::move(run_op(kind, std::move(inputs), std::move(attrs))[0]);
 }
+
+// An operand in a braced list: `run1(k, {std::move(a), b})`. An initializer_list's elements
+// are const and would keep a second handle alive until the call returns (defeating in-place
+// reuse), so the handle is held in a mutable member and moved out.
+struct Operand {
+  mutable DynTensor t;
+  Operand(DynTensor&& x) : t(std::move(x)) {}  // NOLINT: implicit by design
+  Operand(const DynTensor& x) : t(x) {}        // NOLINT
+};
+inline std::vector<DynTensor> take_operands(std::initializer_list<Operand> in) {
+  std::vector<DynTensor> v;
+  v.reserve(in.size());
+  for (const Operand& o : in) v.push_back(std::move(o.t));
+  return v;
+}
+inline std::vector<DynTensor> run_op(OpKind kind, std::initializer_list<Operand> in, OpAttrs attrs = NoAttrs{}) {
+  return run_op(kind, take_operands(in), std::move(attrs));
+}
+inline DynTensor run1(OpKind kind, std::initializer_list<Operand> in, OpAttrs attrs = NoAttrs{}) {
+  return std::move(run_op(kind, take_operands(in), std::move(attrs))[0]);
+}
 // A creation op on `device`.
 DynTensor create(OpKind kind, CreateAttrs attrs, const Device& device);
 // A 0-d tensor holding `s` in `dtype` on `device`.

@@ -32,7 +32,7 @@ class TensorData {
     if constexpr (std::is_same_v<T, bool>) {
       for (size_t i = 0; i < values.size(); ++i) d.bytes_[i] = std::byte(values[i] ? 1 : 0);
     } else {
-      std::memcpy(d.bytes_.data(), values.data(), values.size() * sizeof(T));
+      if (!values.empty()) std::memcpy(d.bytes_.data(), values.data(), values.size() * sizeof(T));
     }
     return d;
   }

@@ -135,6 +135,7 @@ void attention_run(const AttnProblem<C>& P) {
       C* ob = P.out + (b * P.L + i0) * P.Ev;
       // scores = scale * q k^T: B operand element (e, j) = k[j, e]
       gemm(nb, Se, P.E, P.scale, qb, P.q.rs, P.q.cs, kb, P.k.cs, P.k.rs, sc, Se);
+      if (P.E == 0) std::fill(sc, sc + nb * Se, C(0) * P.scale);  // empty dot products (NaN if scale is inf)
       for (int64_t r = 0; r < nb; ++r) {
         int64_t i = i0 + r;
         C* row = sc + r * Se;

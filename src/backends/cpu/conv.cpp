@@ -8,12 +8,16 @@
 //
 // P (output pixels) is processed in chunks small enough for the column matrix to stay in the
 // L2 cache; the GEMM writes straight into the output image (row stride P), whose rows were
-// pre-filled with the bias (beta = 1: a fused bias epilogue). A 1x1, stride-1, unpadded conv
-// needs no im2col at all: X is used in place as the [Cg, P] matrix. Work items (image, group,
-// pixel chunk) are spread over the threads, each with its own thread-local workspace; when
+// pre-filled with the bias (beta = 1: a fused bias epilogue). Paths:
+//   * f32 with the AVX-512 GEMM: the weights are packed once per call and the micro-kernel
+//     is driven directly over K blocks of the column matrix (conv_forward_packed);
+//   * 1x1, stride-1, unpadded: no im2col, X is used in place as the [Cg, P] matrix;
+//   * one input channel per group (depthwise): a direct kernel (AVX-512 rows for f32);
+//   * otherwise im2col + gemm_f32 / gemm_f64 per (image, group, pixel chunk).
+// Work items are spread over the threads, each with its own thread-local workspace; when
 // there are too few items the GEMM parallelises internally instead. 1-d and 2-d convs are
-// handled as 3-d ones with leading unit spatial dims. f64 runs through gemm_f64; f16 / bf16
-// are converted to f32 once, computed in f32 and rounded once.
+// handled as 3-d ones with leading unit spatial dims. f16 / bf16 are converted to f32 once,
+// computed in f32 and rounded once. Inputs are made contiguous first.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -35,6 +39,14 @@ struct DwTap {
   float w;           // the tap's weight
 };
 void depthwise_row_f32_avx512(float* y, int64_t n, int64_t stride, const DwTap* taps, int ntaps, float bias);
+struct Im2colRow {
+  const float* plane;  // the input plane of the row's channel
+  int64_t ID, IH, IW, OH, OW;
+  int64_t sd, sh, sw;        // strides (sw is 2)
+  int64_t offd, offh, offw;  // kd * dd - pd, kh * dh - ph, kw * dw - pw
+  int64_t ow_lo, ow_hi;      // output columns whose input column lies inside the input row
+};
+void im2col_row_f32_avx512(const Im2colRow& r, int64_t p0, int64_t p1, float* dst);
 }  // namespace detail
 
 namespace {
@@ -103,53 +115,73 @@ T* workspace(size_t n) {
 }
 
 // ---------------------------------------------------------------------------------------
-// im2col: rows (c, kd, kh, kw) for channels [c0, c1) of one image/group (x: Cg planes),
-// columns = output pixels [p0, p1); row r is at col + r * ld.
+// im2col: rows r in [r0, r1), r = ((c * KD + kd) * KH + kh) * KW + kw, of one image/group
+// (x: its Cg planes), columns = output pixels [p0, p1); row r is at col + (r - r0) * ld.
 template <class T>
-void im2col(const ConvGeom& g, const T* x, int64_t c0, int64_t c1, int64_t p0, int64_t p1, T* col, int64_t ld) {
+void im2col(const ConvGeom& g, const T* x, int64_t r0, int64_t r1, int64_t p0, int64_t p1, T* col, int64_t ld) {
   const int64_t ID = g.in[0], IH = g.in[1], IW = g.in[2];
   const int64_t OH = g.out[1], OW = g.out[2];
   const int64_t in_px = g.in_px();
-  for (int64_t c = c0; c < c1; ++c) {
+  if (r1 <= r0) return;
+  int64_t kw = r0 % g.k[2], t = r0 / g.k[2];
+  int64_t kh = t % g.k[1];
+  t /= g.k[1];
+  int64_t kd = t % g.k[0], c = t / g.k[0];
+  bool simd = false;
+  // Stride-2 rows gather through AVX-512 permutes; unit-stride rows are memcpy'd below.
+  if constexpr (std::is_same_v<T, float>) simd = g.s[2] == 2 && features().avx512;
+  for (int64_t r = r0; r < r1; ++r) {
     const T* xc = x + c * in_px;
-    for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-      for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-        for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-          const int64_t r = ((c * g.k[0] + kd) * g.k[1] + kh) * g.k[2] + kw;
-          T* row = col + r * ld - p0;
-          const int64_t woff = kw * g.d[2] - g.p[2];
-          const int64_t ow_lo = std::min(OW, first_valid(woff, g.s[2]));
-          const int64_t ow_hi = std::max(ow_lo, end_valid(woff, g.s[2], IW, OW));
-          int64_t p = p0;
-          int64_t ow = p0 % OW, t = p0 / OW;
-          int64_t oh = t % OH, od = t / OH;
-          while (p < p1) {
-            const int64_t n = std::min(OW - ow, p1 - p);
-            T* dst = row + p - ow;  // dst[o] for o in [ow, ow + n)
-            const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
-            const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
-            const int64_t e = ow + n;
-            if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
-              std::fill(dst + ow, dst + e, T(0));
-            } else {
-              const T* src = xc + (id * IH + ih) * IW + woff;  // src[o * s] for output column o
-              const int64_t a = std::clamp(ow_lo, ow, e), b = std::clamp(ow_hi, a, e);
-              for (int64_t o = ow; o < a; ++o) dst[o] = T(0);
-              if (g.s[2] == 1) {
-                if (b > a) std::memcpy(dst + a, src + a, size_t(b - a) * sizeof(T));
-              } else {
-                const int64_t sw = g.s[2];
-                for (int64_t o = a; o < b; ++o) dst[o] = src[o * sw];
-              }
-              for (int64_t o = b; o < e; ++o) dst[o] = T(0);
-            }
-            p += n;
-            ow = 0;
-            if (++oh == OH) {
-              oh = 0;
-              ++od;
-            }
-          }
+    T* row = col + (r - r0) * ld - p0;
+    const int64_t woff = kw * g.d[2] - g.p[2];
+    const int64_t ow_lo = std::min(OW, first_valid(woff, g.s[2]));
+    const int64_t ow_hi = std::max(ow_lo, end_valid(woff, g.s[2], IW, OW));
+    bool done = false;
+    if constexpr (std::is_same_v<T, float>) {
+      if (simd) {
+        const detail::Im2colRow ir{xc, ID, IH, IW, OH, OW, g.s[0], g.s[1], g.s[2],
+                                   kd * g.d[0] - g.p[0], kh * g.d[1] - g.p[1], woff, ow_lo, ow_hi};
+        detail::im2col_row_f32_avx512(ir, p0, p1, row + p0);
+        done = true;
+      }
+    }
+    int64_t ow = p0 % OW, t2 = p0 / OW;
+    int64_t oh = t2 % OH, od = t2 / OH;
+    for (int64_t p = p0; !done && p < p1;) {
+      const int64_t n = std::min(OW - ow, p1 - p);
+      T* dst = row + p - ow;  // dst[o] for o in [ow, ow + n)
+      const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+      const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+      const int64_t e = ow + n;
+      if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
+        std::fill(dst + ow, dst + e, T(0));
+      } else {
+        const T* src = xc + (id * IH + ih) * IW + woff;  // src[o * s] for output column o
+        const int64_t a = std::clamp(ow_lo, ow, e), b = std::clamp(ow_hi, a, e);
+        for (int64_t o = ow; o < a; ++o) dst[o] = T(0);
+        if (g.s[2] == 1) {
+          if (b > a) std::memcpy(dst + a, src + a, size_t(b - a) * sizeof(T));
+        } else {
+          const int64_t sw = g.s[2];
+          for (int64_t o = a; o < b; ++o) dst[o] = src[o * sw];
+        }
+        for (int64_t o = b; o < e; ++o) dst[o] = T(0);
+      }
+      p += n;
+      ow = 0;
+      if (++oh == OH) {
+        oh = 0;
+        ++od;
+      }
+    }
+    // next row: (c, kd, kh, kw) += 1
+    if (++kw == g.k[2]) {
+      kw = 0;
+      if (++kh == g.k[1]) {
+        kh = 0;
+        if (++kd == g.k[0]) {
+          kd = 0;
+          ++c;
         }
       }
     }
@@ -317,6 +349,101 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
 }
 
 // ---------------------------------------------------------------------------------------
+// f32 conv through the AVX-512 GEMM micro-kernel directly: the weights are packed into
+// MR-row micro-panels once per call (shared by every thread and image), and each K block of
+// the column matrix (row-major, L2 resident) is read in place by the micro-kernel, which
+// accumulates straight into the output image (beta = 1 after the first block, or from the
+// start over the bias). Work units (image, group, pixel chunk[, strip range]) are spread
+// over the threads, each with its own column buffer.
+const detail::GemmKernelSet<float>* packed_conv_kernels() {
+  if (detail::gemm_best_isa() < detail::kIsaAvx512) return nullptr;
+  const detail::GemmKernelSet<float>* ks = detail::gemm_kernels_avx512_f32();
+  return ks && ks->kernel && ks->pack_a && ks->mr > 0 && ks->nr > 0 ? ks : nullptr;
+}
+
+void conv_forward_packed(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
+                         const detail::GemmKernelSet<float>& ks, int nth) {
+  const int64_t MR = ks.mr, NR = ks.nr;
+  const int64_t P = g.out_px(), IP = g.in_px(), KK = g.kk();
+  const int64_t Kdim = g.Cg * KK;
+  const int64_t ng = g.N * g.G;
+  // K blocks of at most ~256 rows, equal sized.
+  const int64_t nkb = std::max<int64_t>(1, (Kdim + 255) / 256);
+  const int64_t kcb = (Kdim + nkb - 1) / nkb;
+  const int64_t strips = (g.Og + MR - 1) / MR;
+
+  // Packed weights: group gi, K block at row k0 (kc rows), strip st at
+  // apack + gi * a_group + strips * k0 * MR + st * kc * MR.
+  const int64_t a_group = strips * Kdim * MR;
+  std::vector<float> apack(size_t(g.G * a_group));
+  auto pack_weights = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t gi = t / strips, st = t % strips;
+      const int64_t m = std::min<int64_t>(MR, g.Og - st * MR);
+      const float* wg = w + (gi * g.Og + st * MR) * Kdim;
+      for (int64_t k0 = 0; k0 < Kdim; k0 += kcb) {
+        const int64_t kc = std::min(kcb, Kdim - k0);
+        ks.pack_a(wg + k0, Kdim, 1, m, kc, apack.data() + gi * a_group + strips * k0 * MR + st * kc * MR);
+      }
+    }
+  };
+  if (nth > 1 && g.G * strips > 1 && g.G * a_group > 65536)
+    parallel_for(0, g.G * strips, 1, pack_weights);
+  else
+    pack_weights(0, g.G * strips);
+
+  // Pixel chunks of whole micro-panels (~ 384 pixels); more of them, or strip ranges, when
+  // there are too few units for the threads.
+  int64_t nchunks = std::max<int64_t>(1, (P + 383) / 384);
+  if (nth > 1 && !(ng % nth == 0 || ng >= 4 * nth)) {
+    int64_t c = nchunks;
+    while ((ng * c) % nth != 0 && c < nchunks + nth) ++c;
+    if ((ng * c) % nth == 0 && P / c >= 2 * NR) nchunks = c;
+  }
+  const int64_t len = (((P + nchunks - 1) / nchunks) + NR - 1) / NR * NR;
+  nchunks = (P + len - 1) / len;
+  const int64_t items = ng * nchunks;
+  int64_t sgroups = 1;
+  if (nth > 1 && items < 2 * nth) sgroups = std::min<int64_t>(strips, (2 * nth + items - 1) / items);
+  const int64_t units = items * sgroups;
+
+  auto run_units = [&](int64_t u0, int64_t u1) {
+    float* col = workspace<float>(size_t(kcb * len));
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t sgi = u % sgroups, it = u / sgroups;
+      const int64_t s0 = strips * sgi / sgroups, s1 = strips * (sgi + 1) / sgroups;
+      if (s1 <= s0) continue;
+      const int64_t chunk = it % nchunks, ngi = it / nchunks;
+      const int64_t n = ngi / g.G, gi = ngi % g.G;
+      const int64_t p0 = chunk * len, p1 = std::min(P, p0 + len), cl = p1 - p0;
+      const float* xg = x + (n * g.C + gi * g.Cg) * IP;
+      float* yg = y + (n * g.O + gi * g.Og) * P;
+      const int64_t o0 = s0 * MR, o1 = std::min(g.Og, s1 * MR);
+      if (bias) fill_bias(yg + o0 * P, P, o1 - o0, p0, p1, bias + gi * g.Og + o0);
+      const float* ag = apack.data() + gi * a_group;
+      for (int64_t k0 = 0; k0 < Kdim; k0 += kcb) {
+        const int64_t kc = std::min(kcb, Kdim - k0);
+        im2col(g, xg, k0, k0 + kc, p0, p1, col, cl);
+        const float beta = (k0 == 0 && !bias) ? 0.0f : 1.0f;
+        for (int64_t st = s0; st < s1; ++st) {
+          const int m = int(std::min<int64_t>(MR, g.Og - st * MR));
+          const float* ap = ag + strips * k0 * MR + st * kc * MR;
+          float* crow = yg + st * MR * P + p0;
+          for (int64_t j = 0; j < cl; j += NR) {
+            const int nn = int(std::min<int64_t>(NR, cl - j));
+            ks.kernel(kc, ap, col + j, cl, crow + j, P, 1.0f, beta, m, nn);
+          }
+        }
+      }
+    }
+  };
+  if (nth > 1 && units > 1)
+    parallel_for(0, units, 1, run_units);
+  else
+    run_units(0, units);
+}
+
+// ---------------------------------------------------------------------------------------
 template <class T>
 void conv_forward(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y) {
   const int64_t P = g.out_px(), IP = g.in_px(), KK = g.kk();
@@ -329,6 +456,15 @@ void conv_forward(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y
   }
   const bool direct = g.pointwise();
   const int nth = num_threads_for(ng * g.Og * P * std::max<int64_t>(Kdim, 1));
+  if constexpr (std::is_same_v<T, float>) {
+    // Worth it when the GEMM has some depth; tiny channel counts stay on the plain path.
+    if (!direct && Kdim >= 16 && g.Og >= 4) {
+      if (const auto* ks = packed_conv_kernels()) {
+        conv_forward_packed(g, x, w, bias, y, *ks, nth);
+        return;
+      }
+    }
+  }
 
   // Pixel chunks per (image, group).
   int64_t max_len = direct ? P : std::max<int64_t>(64, kColBudgetBytes / int64_t(sizeof(T)) / std::max<int64_t>(Kdim, 1));
@@ -363,9 +499,11 @@ void conv_forward(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y
     const int64_t cl = p1 - p0;
     T* col = workspace<T>(size_t(Kdim * cl));
     if (inner_parallel && g.Cg > 1) {
-      parallel_for(0, g.Cg, 1, [&](int64_t c0, int64_t c1) { im2col(g, xg, c0, c1, p0, p1, col, cl); });
+      parallel_for(0, g.Cg, 1, [&](int64_t c0, int64_t c1) {
+        im2col(g, xg, c0 * KK, c1 * KK, p0, p1, col + c0 * KK * cl, cl);
+      });
     } else {
-      im2col(g, xg, 0, g.Cg, p0, p1, col, cl);
+      im2col(g, xg, 0, Kdim, p0, p1, col, cl);
     }
     gemm_t<T>(g.Og, cl, Kdim, wg, Kdim, 1, col, cl, beta, yg + p0, P);
   };

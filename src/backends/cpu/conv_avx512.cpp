@@ -15,6 +15,15 @@ struct DwTap {
   float w;           // the tap's weight
 };
 
+// One im2col row (declared again in conv.cpp).
+struct Im2colRow {
+  const float* plane;  // the input plane of the row's channel
+  int64_t ID, IH, IW, OH, OW;
+  int64_t sd, sh, sw;        // strides (sw is 2)
+  int64_t offd, offh, offw;  // kd * dd - pd, kh * dh - ph, kw * dw - pw
+  int64_t ow_lo, ow_hi;      // output columns whose input column lies inside the input row
+};
+
 namespace {
 
 // Lanes [s, e) of a 16-lane mask (s and e are clamped to [0, 16]).
@@ -59,6 +68,43 @@ void depthwise_row_f32_avx512(float* y, int64_t n, int64_t stride, const DwTap* 
       acc = _mm512_fmadd_ps(_mm512_set1_ps(tp.w), v, acc);
     }
     _mm512_mask_storeu_ps(y + o, lanes(0, m), acc);
+  }
+}
+
+// dst[p - p0] = im2col value of output pixel p, p in [p0, p1), for a width stride of 2: the
+// input element (even elements of a 32-element window, through one permute), or 0 in the
+// padding. (Unit-stride rows are plain memcpy's in conv.cpp.)
+void im2col_row_f32_avx512(const Im2colRow& r, int64_t p0, int64_t p1, float* dst) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  int64_t p = p0;
+  int64_t ow = p0 % r.OW, t = p0 / r.OW;
+  int64_t oh = t % r.OH, od = t / r.OH;
+  while (p < p1) {
+    const int64_t n = r.OW - ow < p1 - p ? r.OW - ow : p1 - p;
+    const int64_t e = ow + n;
+    float* d = dst + (p - p0) - ow;  // d[o] for output column o
+    const int64_t id = od * r.sd + r.offd, ih = oh * r.sh + r.offh;
+    int64_t a = 0, b = 0;  // valid output columns
+    const float* src = r.plane;
+    if (id >= 0 && id < r.ID && ih >= 0 && ih < r.IH) {
+      a = r.ow_lo > ow ? r.ow_lo : ow;
+      b = r.ow_hi < e ? r.ow_hi : e;
+      if (b < a) b = a;
+      src = r.plane + (id * r.IH + ih) * r.IW;
+    }
+    for (int64_t o = ow; o < e; o += 16) {
+      const int64_t sa = a - o, sb = b - o;  // valid lanes; lane i reads window element 2i
+      const float* q = at(src, 2 * o + r.offw);
+      const __m512 lo = _mm512_maskz_loadu_ps(lanes(2 * sa, 2 * sb - 1), q);
+      const __m512 hi = _mm512_maskz_loadu_ps(lanes(2 * sa - 16, 2 * sb - 17), at(q, 16));
+      _mm512_mask_storeu_ps(d + o, lanes(0, e - o), _mm512_permutex2var_ps(lo, even, hi));
+    }
+    p += n;
+    ow = 0;
+    if (++oh == r.OH) {
+      oh = 0;
+      ++od;
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 // add/sub/mul/neg/abs wrap, integer fmod/remainder by zero raise, integer pow by a negative
 // scalar exponent raises, shifts use the count modulo the promoted width (x86 behaviour).
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -34,6 +35,18 @@ using wide_u = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_
 template <class T> inline T wrap_add(T a, T b) { return T(wide_u<T>(a) + wide_u<T>(b)); }
 template <class T> inline T wrap_sub(T a, T b) { return T(wide_u<T>(a) - wide_u<T>(b)); }
 template <class T> inline T wrap_mul(T a, T b) { return T(wide_u<T>(a) * wide_u<T>(b)); }
+
+// k ? x : y on the bit patterns, without a branch (the condition is often
+// random; and unlike ?: the compiler cannot turn it back into a branch around an arithmetic
+// operation, which it must keep conditional under IEEE trapping rules)
+template <class T>
+inline T select(bool k, T x, T y) {
+  using U = std::conditional_t<sizeof(T) == 8, uint64_t,
+                               std::conditional_t<sizeof(T) == 4, uint32_t,
+                                                  std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>>;
+  U m = U(U(0) - U(k));
+  return std::bit_cast<T>(U((std::bit_cast<U>(x) & m) | (std::bit_cast<U>(y) & U(~m))));
+}
 
 template <class F>
 F make_functor(const Op& op) {
@@ -74,7 +87,9 @@ struct Square {
 };
 struct Clamp {  // min(max(x, lo), hi); NaN input or bound gives NaN; lo > hi gives hi
   double lo, hi;
-  explicit Clamp(const Op& op) : lo(op.attr<ScalarAttrs>().a), hi(op.attr<ScalarAttrs>().b) {}
+  bool nan_bound;
+  explicit Clamp(const Op& op)
+      : lo(op.attr<ScalarAttrs>().a), hi(op.attr<ScalarAttrs>().b), nan_bound(lo != lo || hi != hi) {}
   template <class T> static constexpr bool ok = kNotBool<T>;
   template <class C> C operator()(C x) const {
     if constexpr (std::is_integral_v<C>) {
@@ -83,9 +98,9 @@ struct Clamp {  // min(max(x, lo), hi); NaN input or bound gives NaN; lo > hi gi
       return v > h ? h : v;
     } else {
       C l = C(lo), h = C(hi);
-      if (x != x) return x;
-      C v = (x < l || l != l) ? l : x;
-      return (v > h || h != h) ? h : v;
+      C v = select(x < l, l, x);  // a NaN x compares false and stays
+      v = select(v > h, h, v);
+      return select(nan_bound, std::numeric_limits<C>::quiet_NaN(), v);
     }
   }
   // an integer bound: +-inf and out-of-range values saturate to the type's range
@@ -127,7 +142,10 @@ EMBER_FLOAT_UNARY(Atanh, std::atanh(x))
 EMBER_FLOAT_UNARY(Erf, std::erf(x))
 EMBER_FLOAT_UNARY(Sigmoid, C(1) / (C(1) + std::exp(-x)))
 EMBER_FLOAT_UNARY(LogSigmoid, std::min(x, C(0)) - std::log1p(std::exp(-std::abs(x))))
-EMBER_FLOAT_UNARY(HardSigmoid, std::min(std::max(x + C(3), C(0)), C(6)) / C(6))
+EMBER_FLOAT_UNARY(HardSigmoid, [](C v) {  // min(max(x + 3, 0), 6) / 6, NaN stays NaN
+  v = select(v < C(0), C(0), v);
+  return select(v > C(6), C(6), v) / C(6);
+}(x + C(3)))
 EMBER_FLOAT_UNARY(Gelu, C(0.5) * x * (C(1) + std::erf(x * C(std::numbers::sqrt2 / 2))))
 EMBER_FLOAT_UNARY(GeluTanh, C(0.5) * x *
                                 (C(1) + std::tanh(C(std::numbers::sqrt2 * std::numbers::inv_sqrtpi) *
@@ -147,7 +165,7 @@ struct LeakyRelu {
   double slope;
   explicit LeakyRelu(const Op& op) : slope(op.attr<ScalarAttrs>().a) {}
   template <class T> static constexpr bool ok = kFloat<T>;
-  template <class C> C operator()(C x) const { return x > C(0) ? x : x * C(slope); }
+  template <class C> C operator()(C x) const { return select(x > C(0), x, x * C(slope)); }
 };
 struct Softplus {  // x * beta > threshold ? x : log1p(exp(x * beta)) / beta
   double beta, threshold;
@@ -196,8 +214,9 @@ struct BitwiseNot {
 
 template <class F, bool kBoolOut, int64_t kGrain>
 std::vector<PrimitivePtr> unary_kernel(CpuBackend&, Op& op) {
-  const CpuTensor& x = as_cpu(op.inputs[0]);
   CpuTensorPtr out = output_reusing(op, 0, op.outputs[0]);
+  CpuTensorPtr hold;
+  const CpuTensor& x = ew::input(op, 0, hold);
   F f = make_functor<F>(op);
   visit_dtype(x.dtype(), [&]<class T>() {
     if constexpr (!F::template ok<T>) {
@@ -205,6 +224,19 @@ std::vector<PrimitivePtr> unary_kernel(CpuBackend&, Op& op) {
     } else {
       using C = compute_t<T>;
       using TO = std::conditional_t<kBoolOut, bool, T>;
+      if constexpr (is_half_v<T>) {  // in float blocks, vector kernels where there are some
+        if constexpr (kBoolOut) {
+          ew::half_unary<T, bool>(x, *out, kGrain, [f](const float* a, bool* y, int64_t m) {
+            for (int64_t j = 0; j < m; ++j) y[j] = f(a[j]);
+          });
+        } else {
+          ew::half_unary<T, T>(x, *out, kGrain, [f, &op](const float* a, float* y, int64_t m) {
+            if (simd::unary_block_f32(op, a, y, m)) return;
+            for (int64_t j = 0; j < m; ++j) y[j] = f(a[j]);
+          });
+        }
+        return;
+      }
       if constexpr (std::is_floating_point_v<T> && !kBoolOut) {
         if (ew::dense_as(x, out->shape()) ? simd::unary(op, x.dtype(), x.raw(), out->raw(), out->numel())
                                           : simd::unary_strided(op, x, *out))
@@ -273,7 +305,8 @@ struct Remainder {  // sign of the divisor: m = fmod(a, b); m != 0 && (m < 0) !=
       }
     } else {
       C m = std::fmod(a, b);
-      return (m != C(0) && ((m < C(0)) != (b < C(0)))) ? m + b : m;
+      C mb = m + b;
+      return (m != C(0) && ((m < C(0)) != (b < C(0)))) ? mb : m;
     }
   }
 };
@@ -304,21 +337,23 @@ struct Pow {
 struct Minimum {  // NaN propagates
   template <class T> static constexpr bool ok = kAny<T>;
   template <class C> C operator()(C a, C b) const {
+    C r = b < a ? b : a;
     if constexpr (std::is_floating_point_v<C>) {
-      if (a != a) return a;
-      if (b != b) return b;
+      r = b != b ? b : r;
+      r = a != a ? a : r;
     }
-    return b < a ? b : a;
+    return r;
   }
 };
 struct Maximum {
   template <class T> static constexpr bool ok = kAny<T>;
   template <class C> C operator()(C a, C b) const {
+    C r = a < b ? b : a;
     if constexpr (std::is_floating_point_v<C>) {
-      if (a != a) return a;
-      if (b != b) return b;
+      r = b != b ? b : r;
+      r = a != a ? a : r;
     }
-    return a < b ? b : a;
+    return r;
   }
 };
 struct Atan2 {
@@ -341,8 +376,8 @@ EMBER_COMPARE(Greater, a > b)
 EMBER_COMPARE(GreaterEqual, a >= b)
 EMBER_COMPARE(Lower, a < b)
 EMBER_COMPARE(LowerEqual, a <= b)
-EMBER_COMPARE(BoolAnd, (a != C(0)) && (b != C(0)))
-EMBER_COMPARE(BoolOr, (a != C(0)) || (b != C(0)))
+EMBER_COMPARE(BoolAnd, bool(int(a != C(0)) & int(b != C(0))))
+EMBER_COMPARE(BoolOr, bool(int(a != C(0)) | int(b != C(0))))
 EMBER_COMPARE(BoolXor, (a != C(0)) != (b != C(0)))
 #undef EMBER_COMPARE
 
@@ -388,9 +423,10 @@ CpuTensorPtr binary_output(Op& op, size_t first, size_t last) {
 
 template <class F, bool kBoolOut, int64_t kGrain>
 std::vector<PrimitivePtr> binary_kernel(CpuBackend&, Op& op) {
-  const CpuTensor& a = as_cpu(op.inputs[0]);
-  const CpuTensor& b = as_cpu(op.inputs[1]);
   CpuTensorPtr out = binary_output(op, 0, 2);
+  CpuTensorPtr hold_a, hold_b;
+  const CpuTensor& a = ew::input(op, 0, hold_a);
+  const CpuTensor& b = ew::input(op, 1, hold_b);
   F f{};
   visit_dtype(a.dtype(), [&]<class T>() {
     if constexpr (!F::template ok<T>) {
@@ -398,6 +434,19 @@ std::vector<PrimitivePtr> binary_kernel(CpuBackend&, Op& op) {
     } else {
       using C = compute_t<T>;
       using TO = std::conditional_t<kBoolOut, bool, T>;
+      if constexpr (is_half_v<T>) {
+        if constexpr (kBoolOut) {
+          ew::half_binary<T, bool>(a, b, *out, kGrain, [f](const float* x, const float* y, bool* z, int64_t m) {
+            for (int64_t j = 0; j < m; ++j) z[j] = f(x[j], y[j]);
+          });
+        } else {
+          ew::half_binary<T, T>(a, b, *out, kGrain, [f, &op](const float* x, const float* y, float* z, int64_t m) {
+            if (simd::binary_block_f32(op, x, y, z, m)) return;
+            for (int64_t j = 0; j < m; ++j) z[j] = f(x[j], y[j]);
+          });
+        }
+        return;
+      }
       if constexpr (std::is_floating_point_v<T> && !kBoolOut) {
         if (out->numel() > 1 && simd::binary(op, a, b, *out)) return;
       }
@@ -429,8 +478,13 @@ std::vector<PrimitivePtr> pow_kernel(CpuBackend& be, Op& op) {
     return {out};
   auto run = [&]<class G>(G g) {
     visit_float_dtype(a.dtype(), "pow", [&]<class T>() {
-      using C = compute_t<T>;
-      ew::unary_map<T, T>(a, *out, kGrainCheap, [g](T v) { return convert_scalar<T>(g(convert_scalar<C>(v))); });
+      if constexpr (is_half_v<T>) {
+        ew::half_unary<T, T>(a, *out, kGrainCheap, [g](const float* x, float* y, int64_t m) {
+          for (int64_t j = 0; j < m; ++j) y[j] = g(x[j]);
+        });
+      } else {
+        ew::unary_map<T, T>(a, *out, kGrainCheap, [g](T v) { return g(v); });
+      }
     });
   };
   if (e == 2) run([](auto x) { return x * x; });
@@ -446,28 +500,34 @@ std::vector<PrimitivePtr> pow_kernel(CpuBackend& be, Op& op) {
 // ============================================================================ ternary
 
 std::vector<PrimitivePtr> where_kernel(CpuBackend&, Op& op) {
-  const CpuTensor& c = as_cpu(op.inputs[0]);
-  const CpuTensor& a = as_cpu(op.inputs[1]);
-  const CpuTensor& b = as_cpu(op.inputs[2]);
   CpuTensorPtr out = binary_output(op, 1, 3);
+  CpuTensorPtr hc, ha, hb;
+  const CpuTensor& c = ew::input(op, 0, hc);
+  const CpuTensor& a = ew::input(op, 1, ha);
+  const CpuTensor& b = ew::input(op, 2, hb);
   visit_dtype(a.dtype(), [&]<class T>() {
-    ew::ternary_map<bool, T, T>(c, a, b, *out, kGrainCheap, [](bool k, T x, T y) { return k ? x : y; });
+    ew::ternary_map<bool, T, T>(c, a, b, *out, kGrainCheap, [](bool k, T x, T y) { return select(k, x, y); });
   });
   return {out};
 }
 
 // torch's two-branch formula: |w| < 0.5 ? start + w * (end - start) : end - (end - start) * (1 - w)
 std::vector<PrimitivePtr> lerp_kernel(CpuBackend&, Op& op) {
-  const CpuTensor& s = as_cpu(op.inputs[0]);
-  const CpuTensor& e = as_cpu(op.inputs[1]);
-  const CpuTensor& w = as_cpu(op.inputs[2]);
   CpuTensorPtr out = binary_output(op, 0, 3);
+  CpuTensorPtr hs, he, hw;
+  const CpuTensor& s = ew::input(op, 0, hs);
+  const CpuTensor& e = ew::input(op, 1, he);
+  const CpuTensor& w = ew::input(op, 2, hw);
   visit_float_dtype(s.dtype(), "lerp", [&]<class T>() {
     using C = compute_t<T>;
     ew::ternary_map<T, T, T>(s, e, w, *out, kGrainCheap, [](T st, T en, T wt) {
       C a = convert_scalar<C>(st), b = convert_scalar<C>(en), t = convert_scalar<C>(wt);
+      // base + w * d with (base, w) = (start, t) or (end, t - 1): the same values as
+      // end - d * (1 - t), selected without a branch
       C d = b - a;
-      return convert_scalar<T>(std::abs(t) < C(0.5) ? a + t * d : b - d * (C(1) - t));
+      bool low = std::abs(t) < C(0.5);
+      C base = select(low, a, b), w = select(low, t, t - C(1));
+      return convert_scalar<T>(base + w * d);
     });
   });
   return {out};

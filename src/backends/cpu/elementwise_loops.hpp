@@ -9,12 +9,15 @@
 // strided_loop with the innermost run specialised for unit and zero strides.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
 #include "cpu_backend.hpp"
 #include "cpu_tensor.hpp"
+#include "layout_walk.hpp"
 #include "thread_pool.hpp"
+#include "vec/vec_math.hpp"
 
 namespace ember::cpu {
 void register_cast_kernels(KernelTable& t);  // cast.cpp
@@ -36,6 +39,33 @@ inline void chunked(int64_t n, int64_t grain, F&& fn) {
 
 // True when `t` has exactly the shape `s` and is laid out contiguously.
 inline bool dense_as(const CpuTensor& t, const Shape& s) { return t.shape() == s && t.is_contiguous(); }
+
+// A contiguous copy of `p` when reading it in the output's order would touch a new cache
+// line per element (a permuted layout, e.g. a transpose: contiguous() copies those in
+// cache-friendly tiles); nullptr when `p` is fine as it is.
+inline CpuTensorPtr unscatter(const PrimitivePtr& p, const Shape& out_shape) {
+  const CpuTensor& t = as_cpu(p);
+  if (t.numel() < 1024 || t.is_contiguous()) return nullptr;
+  const Shape& s = t.shape();
+  int r = s.rank();
+  int inner = r - 1;
+  while (inner >= 0 && s[inner] == 1) --inner;
+  if (inner < 0 || out_shape.rank() == 0 || out_shape[-1] != s[inner] || inner != r - 1) return nullptr;
+  int64_t stride_bytes = std::abs(t.strides[inner]) * int64_t(dtype_size(t.dtype()));
+  if (stride_bytes <= 64) return nullptr;
+  for (int d = 0; d < r; ++d)
+    if (s[d] > 1 && (t.strides[d] == 1 || t.strides[d] == -1)) {
+      auto c = alloc(t.meta());
+      walk_detail::copy_tensor(*c, t);  // tiled transposing copy
+      return c;
+    }
+  return nullptr;
+}
+// The tensor to read input i from: op.inputs[i] itself or its unscattered copy (kept in `hold`).
+inline const CpuTensor& input(Op& op, size_t i, CpuTensorPtr& hold) {
+  hold = unscatter(op.inputs[i], op.outputs[0].shape);
+  return hold ? *hold : as_cpu(op.inputs[i]);
+}
 
 template <class T>
 inline LoopOperand operand(const CpuTensor& t, const Shape& out_shape) {
@@ -171,6 +201,106 @@ void ternary_map(const CpuTensor& a, const CpuTensor& b, const CpuTensor& c, Cpu
                       *reinterpret_cast<const TB*>(pc + i * st[3]));
         }
       },
+      grain);
+}
+
+// ---------------------------------------------------------------- f16 / bf16 in float blocks
+//
+// 16-bit floats are converted to float in blocks of kBlock elements (vectorised conversions),
+// computed in float by `kern` and rounded back once. kern(const float* x, Y* y, m) (unary) or
+// kern(const float* a, const float* b, Y* y, m) (binary) writes float results (Y = float,
+// converted to T afterwards) or, for bool outputs, the outputs themselves.
+
+inline constexpr int64_t kBlock = 256;
+
+template <class T>
+inline void load_floats(const T* x, float* y, int64_t n) {
+  if constexpr (std::is_same_v<T, f16>) vec::f16_to_f32(reinterpret_cast<const uint16_t*>(x), y, n);
+  else vec::bf16_to_f32(reinterpret_cast<const uint16_t*>(x), y, n);
+}
+template <class T>
+inline void store_floats(const float* x, T* y, int64_t n) {
+  if constexpr (std::is_same_v<T, f16>) vec::f32_to_f16(x, reinterpret_cast<uint16_t*>(y), n);
+  else vec::f32_to_bf16(x, reinterpret_cast<uint16_t*>(y), n);
+}
+// m elements spaced `stride` bytes apart (sizeof(T): contiguous, 0: one repeated value).
+template <class T>
+inline void load_run(const char* p, int64_t stride, float* buf, int64_t m) {
+  if (stride == int64_t(sizeof(T))) {
+    load_floats(reinterpret_cast<const T*>(p), buf, m);
+  } else if (stride == 0) {
+    float v = static_cast<float>(*reinterpret_cast<const T*>(p));
+    for (int64_t i = 0; i < m; ++i) buf[i] = v;
+  } else {
+    T tmp[kBlock];
+    for (int64_t i = 0; i < m; ++i) tmp[i] = *reinterpret_cast<const T*>(p + i * stride);
+    load_floats(tmp, buf, m);
+  }
+}
+
+template <class T, class TO, class K>
+void half_unary(const CpuTensor& x, CpuTensor& out, int64_t grain, K kern) {
+  int64_t n = out.numel();
+  if (n == 0) return;
+  auto run = [&kern](TO* y, const char* px, int64_t sx, int64_t m) {
+    alignas(64) float bx[kBlock];
+    for (int64_t i = 0; i < m; i += kBlock) {
+      int64_t k = std::min(kBlock, m - i);
+      load_run<T>(px + i * sx, sx, bx, k);
+      if constexpr (std::is_same_v<TO, T>) {
+        alignas(64) float by[kBlock];
+        kern(static_cast<const float*>(bx), by, k);
+        store_floats<T>(by, y + i, k);
+      } else {
+        kern(static_cast<const float*>(bx), y + i, k);
+      }
+    }
+  };
+  TO* o = out.data<TO>();
+  if (dense_as(x, out.shape())) {
+    const char* px = static_cast<const char*>(x.raw());
+    chunked(n, grain, [&run, o, px](int64_t b, int64_t e) { run(o + b, px + b * int64_t(sizeof(T)), sizeof(T), e - b); });
+    return;
+  }
+  strided_loop(
+      out.shape(), {{reinterpret_cast<char*>(o), int64_t(sizeof(TO)), out.strides}, operand<T>(x, out.shape())},
+      [&run](char** p, const int64_t* s, int64_t m) { run(reinterpret_cast<TO*>(p[0]), p[1], s[1], m); }, grain);
+}
+
+template <class T, class TO, class K>
+void half_binary(const CpuTensor& a, const CpuTensor& b, CpuTensor& out, int64_t grain, K kern) {
+  int64_t n = out.numel();
+  if (n == 0) return;
+  auto run = [&kern](TO* y, const char* pa, int64_t sa, const char* pb, int64_t sb, int64_t m) {
+    alignas(64) float ba[kBlock], bb[kBlock];
+    for (int64_t i = 0; i < m; i += kBlock) {
+      int64_t k = std::min(kBlock, m - i);
+      load_run<T>(pa + i * sa, sa, ba, k);
+      load_run<T>(pb + i * sb, sb, bb, k);
+      if constexpr (std::is_same_v<TO, T>) {
+        alignas(64) float by[kBlock];
+        kern(static_cast<const float*>(ba), static_cast<const float*>(bb), by, k);
+        store_floats<T>(by, y + i, k);
+      } else {
+        kern(static_cast<const float*>(ba), static_cast<const float*>(bb), y + i, k);
+      }
+    }
+  };
+  TO* o = out.data<TO>();
+  const Shape& s = out.shape();
+  bool ad = dense_as(a, s), bd = dense_as(b, s);
+  if ((ad || a.numel() == 1) && (bd || b.numel() == 1)) {
+    const char* pa = static_cast<const char*>(a.raw());
+    const char* pb = static_cast<const char*>(b.raw());
+    int64_t sa = ad ? int64_t(sizeof(T)) : 0, sb = bd ? int64_t(sizeof(T)) : 0;
+    chunked(n, grain, [&run, o, pa, pb, sa, sb](int64_t i0, int64_t i1) {
+      run(o + i0, pa + i0 * sa, sa, pb + i0 * sb, sb, i1 - i0);
+    });
+    return;
+  }
+  strided_loop(
+      s, {{reinterpret_cast<char*>(o), int64_t(sizeof(TO)), out.strides}, operand<T>(a, s), operand<T>(b, s)},
+      [&run](char** p, const int64_t* st, int64_t m) { run(reinterpret_cast<TO*>(p[0]), p[1], st[1], p[2], st[2], m); },
       grain);
 }
 

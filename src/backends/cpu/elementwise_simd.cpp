@@ -208,6 +208,20 @@ bool unary_strided(const Op& op, const CpuTensor& x, CpuTensor& out) {
   return true;
 }
 
+bool unary_block_f32(const Op& op, const float* x, float* y, int64_t n) {
+  auto u = unary_of(op);
+  if (!u) return false;
+  vec::unary_f32(*u, x, y, n);
+  return true;
+}
+
+bool binary_block_f32(const Op& op, const float* a, const float* b, float* y, int64_t n) {
+  auto fn = binary_of(op.kind);
+  if (!fn) return false;
+  vec::binary_f32(*fn, a, b, y, n);
+  return true;
+}
+
 bool pow_scalar(double e, DType dt, const void* x, void* y, int64_t n) {
   if (dt != DType::f32 && dt != DType::f64) return false;
   vec::Unary fn;

@@ -20,6 +20,10 @@ bool pow_scalar(double e, DType dt, const void* x, void* y, int64_t n);
 // out = op(a, b) for f32/f64 with any strides/broadcasting (out contiguous). False when the
 // dtype or op has no vector kernel.
 bool binary(const Op& op, const CpuTensor& a, const CpuTensor& b, CpuTensor& out);
+// Single-threaded vector kernels on float blocks (the f16/bf16 paths compute in float);
+// false when the op has no vector kernel.
+bool unary_block_f32(const Op& op, const float* x, float* y, int64_t n);
+bool binary_block_f32(const Op& op, const float* a, const float* b, float* y, int64_t n);
 // Contiguous conversion of n elements for f32 <-> f16 / bf16; false for other pairs.
 bool cast(DType from, DType to, const void* x, void* y, int64_t n);
 

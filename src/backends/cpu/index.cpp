@@ -29,6 +29,27 @@ inline void check_index(std::string_view op, int64_t i, int dim, int64_t size) {
     index_error(op, i, dim, size);
 }
 
+// Checks n indices p[0], p[st], ...: a branch-free scan (0 <= i < size iff the top bit of
+// ~i & (i - size) is set), the per-index check only to report the bad one.
+template <class I>
+inline void check_run(std::string_view op, const I* p, int64_t st, int64_t n, int dim, int64_t size) {
+  uint64_t acc = ~uint64_t(0);
+  const uint64_t usize = static_cast<uint64_t>(size);
+  if (st == 1) {
+    for (int64_t j = 0; j < n; ++j) {
+      const uint64_t i = static_cast<uint64_t>(int64_t(p[j]));
+      acc &= ~i & (i - usize);
+    }
+  } else {
+    for (int64_t j = 0; j < n; ++j) {
+      const uint64_t i = static_cast<uint64_t>(int64_t(p[j * st]));
+      acc &= ~i & (i - usize);
+    }
+  }
+  if (!(acc >> 63)) [[unlikely]]
+    for (int64_t j = 0; j < n; ++j) check_index(op, int64_t(p[j * st]), dim, size);
+}
+
 template <class T>
 inline void add_into(T& a, T b) {
   if constexpr (std::is_same_v<T, bool>) {
@@ -111,10 +132,25 @@ std::vector<PrimitivePtr> gather_kernel(CpuBackend&, Op& op) {
           U* od = o + off[0];
           const I* id = ip + off[1];
           const U* xd = xp + off[2];
-          for (int64_t j = 0; j < len; ++j) {
-            int64_t i = id[j * s1];
-            check_index("gather", i, dim, nd);
-            od[j * s0] = xd[j * s2 + i * xsd];
+          // (the checks are well predicted: cheaper inline than as a separate pass)
+          if (s0 == 1 && s1 == 1 && s2 == 0) {  // gather along the innermost dim
+            for (int64_t j = 0; j < len; ++j) {
+              const int64_t i = id[j];
+              check_index("gather", i, dim, nd);
+              od[j] = xd[i * xsd];
+            }
+          } else if (s0 == 1 && s1 == 1 && s2 == 1) {
+            for (int64_t j = 0; j < len; ++j) {
+              const int64_t i = id[j];
+              check_index("gather", i, dim, nd);
+              od[j] = xd[j + i * xsd];
+            }
+          } else {
+            for (int64_t j = 0; j < len; ++j) {
+              const int64_t i = id[j * s1];
+              check_index("gather", i, dim, nd);
+              od[j * s0] = xd[j * s2 + i * xsd];
+            }
           }
         });
       });
@@ -142,8 +178,17 @@ void scatter_loop(CpuTensor& out, const CpuTensor& ix, const CpuTensor& src, int
                       T* od = o + base[0];
                       const I* id = ip + base[1];
                       const T* sd = sp + base[2];
+                      if (isd == 1 && osd == 1 && ssd == 1) {
+                        for (int64_t k = 0; k < n; ++k) {
+                          const int64_t i = id[k];
+                          check_index(name, i, dim, nd);
+                          if constexpr (Add) add_into(od[i], sd[k]);
+                          else od[i] = sd[k];
+                        }
+                        return;
+                      }
                       for (int64_t k = 0; k < n; ++k) {
-                        int64_t i = id[k * isd];
+                        const int64_t i = id[k * isd];
                         check_index(name, i, dim, nd);
                         if constexpr (Add) add_into(od[i * osd], sd[k * ssd]);
                         else od[i * osd] = sd[k * ssd];
@@ -157,7 +202,7 @@ void scatter_loop(CpuTensor& out, const CpuTensor& ix, const CpuTensor& src, int
                              const I* id = ip + off[1];
                              const T* sd = sp + off[2];
                              for (int64_t j = 0; j < len; ++j) {
-                               int64_t i = id[j * s1];
+                               const int64_t i = id[j * s1];
                                check_index(name, i, dim, nd);
                                if constexpr (Add) add_into(od[j * s0 + i * osd], sd[j * s2]);
                                else od[j * s0 + i * osd] = sd[j * s2];
@@ -192,7 +237,7 @@ template <class I>
 void check_indices_1d(std::string_view name, const CpuTensor& ix, int dim, int64_t size) {
   const I* ip = static_cast<const I*>(ix.raw());
   const int64_t n = ix.numel(), st = ix.shape().rank() ? ix.strides[0] : 0;
-  for (int64_t k = 0; k < n; ++k) check_index(name, int64_t(ip[k * st]), dim, size);
+  check_run(name, ip, st, n, dim, size);
 }
 
 std::vector<PrimitivePtr> index_select_kernel(CpuBackend&, Op& op) {
@@ -277,7 +322,11 @@ void index_update_loop(CpuTensor& out, const CpuTensor& ix, const CpuTensor& src
         T* od = o + off[0];
         const T* sd = sp + off[1];
         if constexpr (Add) {
-          for (int64_t j = 0; j < len; ++j) add_into(od[j * s0], sd[j * s1]);
+          if (s0 == 1 && s1 == 1) {
+            for (int64_t j = 0; j < len; ++j) add_into(od[j], sd[j]);
+          } else {
+            for (int64_t j = 0; j < len; ++j) add_into(od[j * s0], sd[j * s1]);
+          }
         } else {
           copy_run(od, s0, sd, s1, len);
         }
@@ -316,10 +365,11 @@ inline bool nonzero_value(T v) {
 }
 
 // Chunks of [0, n) for the two passes: one when small, else a few per thread.
+constexpr int64_t kMaxChunks = 64;
 inline int64_t num_chunks(int64_t n) {
   if (n <= kGrain) return 1;
   int64_t threads = ThreadPool::global().size();
-  return std::clamp<int64_t>(n / kGrain, 1, threads * 4);
+  return std::clamp<int64_t>(n / kGrain, 1, std::min<int64_t>(threads * 4, kMaxChunks));
 }
 inline int64_t chunk_begin(int64_t n, int64_t nc, int64_t c) { return n / nc * c + std::min(c, n % nc); }
 
@@ -332,7 +382,7 @@ std::vector<PrimitivePtr> nonzero_kernel(CpuBackend&, Op& op) {
   Layout<1> L;
   make_layout<1>(L, s.dims().data(), 0, r, {x.strides.data()});
   const int64_t nc = num_chunks(N);
-  std::vector<int64_t> counts(size_t(nc) + 1, 0);
+  std::array<int64_t, kMaxChunks + 1> counts{};
   CpuTensorPtr out;
   visit_dtype(x.dtype(), [&]<class T>() {
     const T* xp = static_cast<const T*>(x.raw());
@@ -404,7 +454,7 @@ std::vector<PrimitivePtr> masked_select_kernel(CpuBackend&, Op& op) {
   Layout<2> L;
   make_layout<2>(L, bs.dims().data(), 0, r, {xst.data(), mst.data()});
   const int64_t N = bs.numel(), nc = num_chunks(N);
-  std::vector<int64_t> counts(size_t(nc) + 1, 0);
+  std::array<int64_t, kMaxChunks + 1> counts{};
   const bool* mp = static_cast<const bool*>(m.raw());
   const int64_t xs = L.inner(0), ms = L.inner(1);
   par(nc, 1, [&](int64_t c0, int64_t c1) {

@@ -120,7 +120,13 @@ std::vector<PrimitivePtr> cat_kernel(CpuBackend&, Op& op) {
       const char* src;
       size_t bytes;
     };
-    std::vector<Block> blocks(ni);
+    Block few[16];
+    std::vector<Block> many;
+    Block* blocks = few;
+    if (ni > 16) {
+      many.resize(ni);
+      blocks = many.data();
+    }
     for (size_t i = 0; i < ni; ++i) {
       auto& t = as_cpu(op.inputs[i]);
       blocks[i] = {bytes(t), size_t(t.numel() / outer) * es};
@@ -129,7 +135,8 @@ std::vector<PrimitivePtr> cat_kernel(CpuBackend&, Op& op) {
     par(outer, std::max<int64_t>(1, kGrain / row), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
         char* dst = o + r * row * int64_t(es);
-        for (const auto& bl : blocks) {
+        for (size_t i = 0; i < ni; ++i) {
+          const Block& bl = blocks[i];
           if (bl.bytes) std::memcpy(dst, bl.src + r * int64_t(bl.bytes), bl.bytes);
           dst += bl.bytes;
         }
@@ -198,17 +205,27 @@ std::vector<PrimitivePtr> pad_kernel(CpuBackend&, Op& op) {
         idx[d] = q % os[d];
         q /= os[d];
       }
+      // source offset of the current plane (dims before the last two), recomputed when it changes
+      int64_t plane_off = 0;
+      bool plane_in = true, plane_dirty = true;
       for (int64_t row = b; row < e; ++row) {
         U* dst = o + row * W;
-        int64_t soff = 0;
-        bool inside = true;
-        for (int d = 0; d < r - 1; ++d) {
-          int64_t m = pad_map(mode, a.pads[2 * d], is[d], idx[d]);
-          if (m < 0) {
-            inside = false;
-            break;
+        if (plane_dirty) {
+          plane_off = 0;
+          plane_in = true;
+          for (int d = 0; d < r - 2 && plane_in; ++d) {
+            int64_t m = pad_map(mode, a.pads[2 * d], is[d], idx[d]);
+            if (m < 0) plane_in = false;
+            else plane_off += m * x.strides[d];
           }
-          soff += m * x.strides[d];
+          plane_dirty = false;
+        }
+        int64_t soff = plane_off;
+        bool inside = plane_in;
+        if (r >= 2 && inside) {
+          int64_t m = pad_map(mode, a.pads[2 * (r - 2)], is[r - 2], idx[r - 2]);
+          if (m < 0) inside = false;
+          else soff += m * x.strides[r - 2];
         }
         if (!inside) {
           std::fill(dst, dst + W, val);
@@ -227,6 +244,7 @@ std::vector<PrimitivePtr> pad_kernel(CpuBackend&, Op& op) {
         for (int d = r - 2; d >= 0; --d) {
           if (++idx[d] < os[d]) break;
           idx[d] = 0;
+          plane_dirty = true;
         }
       }
     });

@@ -14,6 +14,7 @@
 #include "cpu_features.hpp"
 #include "ember/core/error.hpp"
 #include "thread_pool.hpp"
+#include "vec/vec_math.hpp"
 
 namespace ember::cpu {
 
@@ -104,6 +105,19 @@ struct PoolPlan {
   int64_t taps = 1;  // kernel volume
 };
 
+// Finishes a plan whose geometry and per-dim parameters are set: taps and window tables.
+void plan_windows(PoolPlan& pl) {
+  pl.taps = 1;
+  for (int i = 0; i < 3; ++i) pl.taps *= pl.dims[i].k;
+  pl.win.resize(size_t(pl.dims[0].out + pl.dims[1].out + pl.dims[2].out));
+  Window* p = pl.win.data();
+  for (int i = 0; i < 3; ++i) {
+    pool_windows(pl.dims[i], p);
+    pl.w[i] = p;
+    p += pl.dims[i].out;
+  }
+}
+
 PoolPlan pool_plan(const Op& op) {
   const auto& a = op.attr<PoolAttrs>();
   int nd = int(a.kernel.size());
@@ -120,15 +134,8 @@ PoolPlan pool_plan(const Op& op) {
       d.p = a.padding[j];
       d.d = a.dilation[j];
     }
-    pl.taps *= d.k;
   }
-  pl.win.resize(size_t(pl.dims[0].out + pl.dims[1].out + pl.dims[2].out));
-  Window* p = pl.win.data();
-  for (int i = 0; i < 3; ++i) {
-    pool_windows(pl.dims[i], p);
-    pl.w[i] = p;
-    p += pl.dims[i].out;
-  }
+  plan_windows(pl);
   return pl;
 }
 
@@ -224,12 +231,29 @@ template <int Isa, class T>
     A div = A(c.include_pad ? w0.cnt * w1.cnt * k2 : w0.n * w1.n * k2);
     for (int64_t a = c.ia; a < c.ib; a += kRowChunk) {
       int64_t n = std::min(kRowChunk, c.ib - a);
-      for (int64_t j = 0; j < n; ++j) acc[j] = A(0);
-      for (int64_t t0 = 0; t0 < w0.n; ++t0)
-        for (int64_t t1 = 0; t1 < w1.n; ++t1) {
-          int64_t rb = ((w0.lo + t0 * d0) * in1 + (w1.lo + t1 * d1)) * in2 + a * s2 - p2;
-          for (int64_t t2 = 0; t2 < k2; ++t2) sum_taps(xp + rb + t2 * d2, s2, n, acc);
+      if (d2 == 1 && k2 >= 8) {
+        // Wide contiguous windows: per output, 8 partial sums along the window row.
+        for (int64_t j = 0; j < n; ++j) {
+          A lane[8] = {};
+          A tail = 0;
+          for (int64_t t0 = 0; t0 < w0.n; ++t0)
+            for (int64_t t1 = 0; t1 < w1.n; ++t1) {
+              const T* row = xp + ((w0.lo + t0 * d0) * in1 + (w1.lo + t1 * d1)) * in2 + (a + j) * s2 - p2;
+              int64_t t = 0;
+              for (; t + 8 <= k2; t += 8)
+                for (int l = 0; l < 8; ++l) lane[l] += A(row[t + l]);
+              for (; t < k2; ++t) tail += A(row[t]);
+            }
+          acc[j] = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7])) + tail;
         }
+      } else {
+        for (int64_t j = 0; j < n; ++j) acc[j] = A(0);
+        for (int64_t t0 = 0; t0 < w0.n; ++t0)
+          for (int64_t t1 = 0; t1 < w1.n; ++t1) {
+            int64_t rb = ((w0.lo + t0 * d0) * in1 + (w1.lo + t1 * d1)) * in2 + a * s2 - p2;
+            for (int64_t t2 = 0; t2 < k2; ++t2) sum_taps(xp + rb + t2 * d2, s2, n, acc);
+          }
+      }
       for (int64_t j = 0; j < n; ++j) yp[a + j] = convert_scalar<T>(acc[j] / div);
     }
     for (int64_t o2 = c.ib; o2 < out2; ++o2) one(o2);
@@ -355,18 +379,21 @@ PoolCtx pool_ctx(const PoolPlan& pl, const CpuTensor& x, CpuTensor& y, int64_t* 
   return c;
 }
 
+template <class T>
+RowsFn avg_rows_fn() {
+#if defined(__x86_64__) || defined(__i386__)
+  return pick_rows<T>(avg_rows_base<T>, avg_rows_avx2<T>, avg_rows_avx512<T>);
+#else
+  return avg_rows_base<T>;
+#endif
+}
+
 std::vector<PrimitivePtr> avg_pool_kernel(CpuBackend&, Op& op) {
   PoolPlan pl = pool_plan(op);
   auto x = contiguous(op.inputs[0]);
   auto y = alloc(op.outputs[0]);
   PoolCtx c = pool_ctx(pl, *x, *y, nullptr, op.attr<PoolAttrs>().count_include_pad);
-  visit_float_dtype(x->dtype(), op.name(), [&]<class T>() {
-#if defined(__x86_64__) || defined(__i386__)
-    run_rows(c, pick_rows<T>(avg_rows_base<T>, avg_rows_avx2<T>, avg_rows_avx512<T>));
-#else
-    run_rows(c, avg_rows_base<T>);
-#endif
-  });
+  visit_float_dtype(x->dtype(), op.name(), [&]<class T>() { run_rows(c, avg_rows_fn<T>()); });
   return {y};
 }
 
@@ -422,6 +449,32 @@ void adaptive_avg_impl(const Geom3& g, const int64_t* lo, const int64_t* hi, con
   });
 }
 
+template <class T>
+void global_avg_impl(int64_t planes, int64_t n, const T* x, T* y) {
+  auto body = [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const T* xp = x + p * n;
+      if (std::is_same_v<T, float> && n > 256) {
+        y[p] = convert_scalar<T>(double(vec::sum_f32(reinterpret_cast<const float*>(xp), n)) / double(n));
+      } else if (std::is_same_v<T, double> && n > 256) {
+        y[p] = convert_scalar<T>(vec::sum_f64(reinterpret_cast<const double*>(xp), n) / double(n));
+      } else {
+        using A = compute_t<T>;
+        A acc[8] = {};
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8)
+          for (int l = 0; l < 8; ++l) acc[l] += A(xp[i + l]);
+        A s = 0;
+        for (; i < n; ++i) s += A(xp[i]);
+        for (int l = 0; l < 8; ++l) s += acc[l];
+        y[p] = convert_scalar<T>(s / A(n));
+      }
+    }
+  };
+  if (planes * n <= 2 * kGrainWork || planes == 1) body(0, planes);
+  else parallel_for(0, planes, std::max<int64_t>(1, kGrainWork / n), body);
+}
+
 std::vector<PrimitivePtr> adaptive_avg_pool_kernel(CpuBackend&, Op& op) {
   const Shape& os = op.attr<ShapeAttrs>().shape;
   int nd = os.rank();
@@ -430,6 +483,22 @@ std::vector<PrimitivePtr> adaptive_avg_pool_kernel(CpuBackend&, Op& op) {
   auto y = alloc(op.outputs[0]);
   if (y->numel() == 0) return {y};
   EMBER_CHECK(x->numel() > 0, op.name(), ": input ", x->shape(), " has an empty spatial dim");
+  if (g.out[0] == 1 && g.out[1] == 1 && g.out[2] == 1) {  // global average: one sum per plane
+    visit_float_dtype(x->dtype(), op.name(), [&]<class T>() {
+      global_avg_impl<T>(g.planes, g.in[0] * g.in[1] * g.in[2], x->data<T>(), y->data<T>());
+    });
+    return {y};
+  }
+  if (g.in[0] % g.out[0] == 0 && g.in[1] % g.out[1] == 0 && g.in[2] % g.out[2] == 0) {
+    // Uniform windows: an average pool with kernel = stride = in / out.
+    PoolPlan pl;
+    pl.g = g;
+    for (int i = 0; i < 3; ++i) pl.dims[i] = {g.in[i], g.out[i], g.in[i] / g.out[i], g.in[i] / g.out[i], 0, 1};
+    plan_windows(pl);
+    PoolCtx c = pool_ctx(pl, *x, *y, nullptr, true);
+    visit_float_dtype(x->dtype(), op.name(), [&]<class T>() { run_rows(c, avg_rows_fn<T>()); });
+    return {y};
+  }
   std::vector<int64_t> lo(size_t(g.out[0] + g.out[1] + g.out[2])), hi(lo.size());
   size_t k = 0;
   for (int i = 0; i < 3; ++i)

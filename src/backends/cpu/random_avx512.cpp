@@ -2,6 +2,10 @@
 // cpu::features().avx512. Produces exactly the words of the scalar philox4x32_10.
 // Deliberately includes no project header: inline functions from shared headers must not be
 // instantiated here with AVX-512 code generation (the linker could pick this copy).
+// GCC 12 reports its own _mm512_undefined_* placeholders inside the intrinsic headers as
+// maybe-uninitialized; the warning is spurious here.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <cstdint>
@@ -24,12 +28,12 @@ inline void mulhilo(__m512i x, __m512i m, __m512i& hi, __m512i& lo) {
 // 16 blocks (counter0 .. counter0 + 15), interleaved as 4 words per block into out[64].
 inline void philox16(uint64_t key, uint64_t counter0, uint32_t* out) {
   const __m512i m0 = _mm512_set1_epi32(int32_t(0xD2511F53u)), m1 = _mm512_set1_epi32(int32_t(0xCD9E8D57u));
-  const __m512i base = _mm512_set1_epi64(int64_t(counter0));
-  __m512i c_lo = _mm512_add_epi64(base, _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0));
-  __m512i c_hi = _mm512_add_epi64(base, _mm512_set_epi64(15, 14, 13, 12, 11, 10, 9, 8));
-  __m512i x0 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(c_lo)), _mm512_cvtepi64_epi32(c_hi), 1);
-  __m512i x1 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_srli_epi64(c_lo, 32))),
-                                  _mm512_cvtepi64_epi32(_mm512_srli_epi64(c_hi, 32)), 1);
+  // 64-bit counters counter0 + l as 32-bit halves: low = base_lo + l, high += carry
+  const __m512i base_lo = _mm512_set1_epi32(int32_t(uint32_t(counter0)));
+  __m512i x0 = _mm512_add_epi32(base_lo, _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
+  __mmask16 carry = _mm512_cmplt_epu32_mask(x0, base_lo);
+  __m512i x1 = _mm512_set1_epi32(int32_t(uint32_t(counter0 >> 32)));
+  x1 = _mm512_mask_add_epi32(x1, carry, x1, _mm512_set1_epi32(1));
   __m512i x2 = _mm512_setzero_si512(), x3 = _mm512_setzero_si512();
   uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32);
   for (int r = 0; r < 10; ++r) {

@@ -710,6 +710,8 @@ std::vector<PrimitivePtr> norm_kernel(CpuBackend&, Op& op) {
   auto out = alloc(op.outputs[0]);
   Geom g = make_geom(x, rattrs(op).dims, true);
   const double p = rattrs(op).p;
+  EMBER_CHECK(g.red_n > 0 || (p >= 0 && !std::isinf(p)), "norm: cannot compute the ", p,
+              "-norm over an empty reduction (input shape ", x.shape(), "): it has no identity");
   visit_float(x.dtype(), op, [&]<class T>() {
     const T* in = x.data<T>();
     T* o = out->data<T>();

@@ -3,6 +3,7 @@
 //   * last dim (inner == 1): one row at a time (AVX-512 row kernels for f32), parallel over rows;
 //   * other dims: blocks of W contiguous inner positions are processed together, each pass
 //     walking the softmax dim row by row (vectorised across the block), parallel over blocks.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -68,12 +69,17 @@ inline void exp_inplace(C* v, int64_t n) {
 
 template <class C>
 void softmax_inner(const C* x, C* y, const DimGeom& g, bool log) {
-  constexpr int64_t W = 256;
+  constexpr int64_t kMaxW = 256;
   const int64_t D = g.size, I = g.inner;
+  // block width: the D x W block should stay in L2 across the three passes (at least one
+  // 64-byte line per row)
+  const int64_t line = 64 / int64_t(sizeof(C));
+  const int64_t W = std::clamp<int64_t>((256 * 1024 / int64_t(sizeof(C)) / std::max<int64_t>(D, 1)) / line * line,
+                                        line, kMaxW);
   const int64_t nch = (I + W - 1) / W, units = g.outer * nch;
   auto body = [&](int64_t ub, int64_t ue) {
-    C m[W], t[W];
-    double s[W];
+    C m[kMaxW], t[kMaxW];
+    double s[kMaxW];
     for (int64_t u = ub; u < ue; ++u) {
       const int64_t o = u / nch, j0 = (u % nch) * W, w = std::min(W, I - j0);
       const C* xb = x + o * D * I + j0;

@@ -38,6 +38,63 @@ struct KeyOf {
   }
 };
 
+// Stable LSD radix sort of packed (key << 32 | index) values by their upper 32 bits, in three
+// 11/11/10-bit passes (a pass whose digit is the same for every value is skipped). The values
+// start in index order, so equal keys stay in index order.
+void radix_sort_hi32(uint64_t* a, uint64_t* tmp, int64_t n) {
+  constexpr int kBits[3] = {11, 11, 10};
+  int shift = 32;
+  uint64_t* src = a;
+  uint64_t* dst = tmp;
+  for (int pass = 0; pass < 3; ++pass) {
+    const int bits = kBits[pass];
+    const uint64_t mask = (uint64_t(1) << bits) - 1;
+    int64_t count[2048] = {};
+    for (int64_t i = 0; i < n; ++i) ++count[(src[i] >> shift) & mask];
+    bool trivial = false;
+    for (int64_t b = 0; b <= int64_t(mask); ++b) {
+      if (count[b] == n) trivial = true;
+      if (count[b] != 0) break;
+    }
+    if (!trivial) {
+      int64_t sum = 0;
+      for (int64_t b = 0; b <= int64_t(mask); ++b) {
+        int64_t c = count[b];
+        count[b] = sum;
+        sum += c;
+      }
+      for (int64_t i = 0; i < n; ++i) dst[count[(src[i] >> shift) & mask]++] = src[i];
+      std::swap(src, dst);
+    }
+    shift += bits;
+  }
+  if (src != a) std::copy(src, src + n, a);
+}
+
+// The k smallest values of buf[0..n) into buf[0..k), sorted (values are unique: they include
+// the index). Small k: one pass keeping a sorted list of the best k; else nth_element + sort.
+template <class E>
+void select_k(E* buf, int64_t n, int64_t k) {
+  if (k <= 32) {
+    E best[32];
+    int64_t cnt = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      E v = buf[j];
+      if (cnt == k && !(v < best[k - 1])) continue;
+      int64_t p = cnt < k ? cnt++ : k - 1;
+      while (p > 0 && v < best[p - 1]) {
+        best[p] = best[p - 1];
+        --p;
+      }
+      best[p] = v;
+    }
+    std::copy(best, best + k, buf);
+    return;
+  }
+  std::nth_element(buf, buf + k, buf + n);
+  std::sort(buf, buf + k);
+}
+
 // Sorts (or selects the first k of) one row of every [outer, size, inner] position.
 // `flip`: complement the keys (descending / largest first).
 template <class T>
@@ -45,31 +102,34 @@ void sort_rows(const T* x, T* yv, int64_t* yi, const DimGeom& g, int64_t k, bool
   using K = typename KeyOf<T>::K;
   const int64_t D = g.size, I = g.inner, rows = g.outer * I;
   const bool partial = k < D;
+  auto emit = [&](int64_t o, int64_t i, const T* xr, auto index_of, const auto* buf) {
+    T* vr = yv + o * k * I + i;
+    int64_t* ir = yi + o * k * I + i;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t src = index_of(buf[j]);
+      vr[j * I] = xr[src * I];
+      ir[j * I] = src;
+    }
+  };
   auto body = [&](int64_t rb, int64_t re) {
     if constexpr (!KeyOf<T>::kWide) {
       if (D <= int64_t(UINT32_MAX)) {
-        std::vector<uint64_t> buf(static_cast<size_t>(D));
+        std::vector<uint64_t> buf(static_cast<size_t>(D)), tmp;
         for (int64_t r = rb; r < re; ++r) {
           const int64_t o = r / I, i = r % I;
           const T* xr = x + o * D * I + i;
-          for (int64_t j = 0; j < D; ++j) {
-            K key = KeyOf<T>::key(xr[j * I]);
-            if (flip) key = ~key;
-            buf[size_t(j)] = (uint64_t(key) << 32) | uint64_t(j);
-          }
+          const K fl = flip ? ~K(0) : K(0);
+          for (int64_t j = 0; j < D; ++j)
+            buf[size_t(j)] = (uint64_t(KeyOf<T>::key(xr[j * I]) ^ fl) << 32) | uint64_t(j);
           if (partial) {
-            std::nth_element(buf.begin(), buf.begin() + k, buf.end());
-            std::sort(buf.begin(), buf.begin() + k);
+            select_k(buf.data(), D, k);
+          } else if (D >= 256) {
+            tmp.resize(size_t(D));
+            radix_sort_hi32(buf.data(), tmp.data(), D);
           } else {
             std::sort(buf.begin(), buf.end());
           }
-          T* vr = yv + o * k * I + i;
-          int64_t* ir = yi + o * k * I + i;
-          for (int64_t j = 0; j < k; ++j) {
-            int64_t src = int64_t(buf[size_t(j)] & 0xffffffffu);
-            vr[j * I] = xr[src * I];
-            ir[j * I] = src;
-          }
+          emit(o, i, xr, [](uint64_t v) { return int64_t(v & 0xffffffffu); }, buf.data());
         }
         return;
       }
@@ -82,19 +142,9 @@ void sort_rows(const T* x, T* yv, int64_t* yi, const DimGeom& g, int64_t k, bool
         K key = KeyOf<T>::key(xr[j * I]);
         buf[size_t(j)] = {flip ? K(~key) : key, j};
       }
-      if (partial) {
-        std::nth_element(buf.begin(), buf.begin() + k, buf.end());
-        std::sort(buf.begin(), buf.begin() + k);
-      } else {
-        std::sort(buf.begin(), buf.end());
-      }
-      T* vr = yv + o * k * I + i;
-      int64_t* ir = yi + o * k * I + i;
-      for (int64_t j = 0; j < k; ++j) {
-        int64_t src = buf[size_t(j)].second;
-        vr[j * I] = xr[src * I];
-        ir[j * I] = src;
-      }
+      if (partial) select_k(buf.data(), D, k);
+      else std::sort(buf.begin(), buf.end());
+      emit(o, i, xr, [](const std::pair<K, int64_t>& v) { return v.second; }, buf.data());
     }
   };
   // sorting costs ~ D log D per row: count ~16 units of work per element
@@ -108,8 +158,8 @@ std::vector<PrimitivePtr> sort_common(Op& op, bool topk) {
   auto idx = alloc(op.outputs[1]);
   const Shape& in_shape = op.in(0).shape;
   const DimGeom g = dim_geom(in_shape, a.dim);
-  // k: number of outputs per row (a 0-d input has one)
-  int64_t k = topk ? (in_shape.rank() == 0 ? std::min<int64_t>(a.k, 1) : a.k) : g.size;
+  // k: number of outputs per row (a 0-d input always has its one element, like torch)
+  int64_t k = topk && in_shape.rank() > 0 ? a.k : g.size;
   if (in_shape.numel() == 0 || k == 0 || op.outputs[0].shape.numel() == 0) return {vals, idx};
   auto xc = contiguous(op.inputs[0]);
   visit_dtype(xc->dtype(), [&]<class T>() {

@@ -36,11 +36,11 @@ struct ParallelGuard {
   ~ParallelGuard() { t_in_parallel = saved; }
 };
 
-int env_int(const char* name, int fallback) {
+int env_int(const char* name, int fallback, int min_value) {
   if (const char* s = std::getenv(name)) {
     char* end = nullptr;
     long v = std::strtol(s, &end, 10);
-    if (end != s && v > 0 && v < (1 << 20)) return static_cast<int>(v);
+    if (end != s && v >= min_value && v < (1 << 24)) return static_cast<int>(v);
   }
   return fallback;
 }
@@ -198,7 +198,7 @@ struct ThreadPool::Impl {
 };
 
 ThreadPool::ThreadPool(int num_threads) : impl_(std::make_unique<Impl>()) {
-  impl_->spin_us = env_int("EMBER_POOL_SPIN_US", 1000);
+  impl_->spin_us = env_int("EMBER_POOL_SPIN_US", 1000, 0);
   impl_->start(num_threads);
 }
 
@@ -210,7 +210,7 @@ ThreadPool::~ThreadPool() {
 ThreadPool& ThreadPool::global() {
   // Intentionally leaked: stays usable from other static destructors during exit.
   static ThreadPool* pool = new ThreadPool([] {
-    return env_int("EMBER_NUM_THREADS", default_threads());
+    return env_int("EMBER_NUM_THREADS", default_threads(), 1);
   }());
   return *pool;
 }

@@ -21,7 +21,9 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  // Process-wide pool, sized to std::thread::hardware_concurrency() or env EMBER_NUM_THREADS.
+  // Process-wide pool, sized to the CPUs this process may run on (sched_getaffinity, else
+  // std::thread::hardware_concurrency()) or env EMBER_NUM_THREADS. Workers spin for
+  // EMBER_POOL_SPIN_US microseconds (default 1000) after a job before they block.
   static ThreadPool& global();
 
   // Number of threads including the caller (>= 1).

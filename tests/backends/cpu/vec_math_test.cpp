@@ -167,6 +167,9 @@ uint32_t f_bits(float f) {
   return u;
 }
 
+// equal bits, or both NaN (NaN payloads are unspecified)
+bool same_value(float a, float b) { return (std::isnan(a) && std::isnan(b)) || f_bits(a) == f_bits(b); }
+
 std::vector<float> special_values() {
   std::vector<float> v = {0.0f, -0.0f, kInf, -kInf, kNaN, -kNaN, 1e-45f, -1e-45f, 1e-40f, -1e-40f,
                           1.17549435e-38f, -1.17549435e-38f, 3.4028235e38f, -3.4028235e38f,
@@ -327,7 +330,7 @@ TEST(VecMath, TailsOffsetsAndInPlace) {
   }
 }
 
-// Big arrays take the non-temporal-store path; results must not change.
+// Big arrays take the non-temporal-store path (memory-bound ops); results must not change.
 TEST(VecMath, LargeArraysStreamingPath) {
   const int64_t n = detail::kStreamMinElems + 37;
   std::vector<float> x(n + 1), y(n + 1), ref(n + 1);
@@ -336,11 +339,17 @@ TEST(VecMath, LargeArraysStreamingPath) {
   for (Isa isa : isas()) {
     const Kernels& k = detail::kernels(isa);
     for (int64_t off : {0, 1}) {
-      k.unary_f32(Unary::exp, x.data(), y.data() + off, n);
-      for (int64_t s = 0; s < n; s += 1000) k.unary_f32(Unary::exp, x.data() + s, ref.data() + s, std::min<int64_t>(1000, n - s));
-      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[off + i], ref[i]) << isa_name(isa) << " i=" << i;
+      for (Unary fn : {Unary::sqrt, Unary::relu, Unary::exp}) {
+        k.unary_f32(fn, x.data(), y.data() + off, n);
+        for (int64_t s = 0; s < n; s += 1000)
+          k.unary_f32(fn, x.data() + s, ref.data() + s, std::min<int64_t>(1000, n - s));
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_TRUE(same_value(y[off + i], ref[i])) << isa_name(isa) << " " << unary_name(fn) << " i=" << i;
+      }
       k.binary_f32(Binary::add, x.data(), x.data() + 1, y.data() + off, n);
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[off + i], x[i] + x[i + 1]) << isa_name(isa);
+      k.binary_scalar_f32(Binary::mul, x.data(), 3.0f, y.data() + off, n);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[off + i], x[i] * 3.0f) << isa_name(isa);
       k.unary_f64(Unary::sqrt, xd.data(), yd.data() + off, n);
       for (int64_t i = 0; i < n; i += 7) {
         const double w = std::sqrt(xd[i]);
@@ -364,9 +373,6 @@ int64_t binary_bound(Binary fn, Isa isa) {
     default: return 0;
   }
 }
-
-// equal bits, or both NaN (NaN payloads are unspecified)
-bool same_value(float a, float b) { return (std::isnan(a) && std::isnan(b)) || f_bits(a) == f_bits(b); }
 
 class BinaryF32 : public ::testing::TestWithParam<int> {};
 

@@ -75,7 +75,11 @@ struct Simd {
     e = _mm256_sub_ps(_mm256_cvtepi32_ps(ei), _mm256_and_ps(small, set(23.0f)));
     return m;
   }
-  static F lut8(I idx, const float* tab) { return _mm256_permutevar8x32_ps(_mm256_loadu_ps(tab), idx); }
+  static F lut16(I idx, const float* tab) {  // index bit 3 picks the upper half
+    const F lo = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tab), idx);
+    const F hi = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tab + 8), idx);
+    return _mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
+  }
   static float hmax(F a) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
@@ -94,6 +98,7 @@ struct Simd {
   static I as_i(F a) { return _mm256_castps_si256(a); }
   static F as_f(I a) { return _mm256_castsi256_ps(a); }
   static I cvt_i(F a) { return _mm256_cvtps_epi32(a); }
+  static I cvtt_i(F a) { return _mm256_cvttps_epi32(a); }
   static I iadd(I a, I b) { return _mm256_add_epi32(a, b); }
   static I isub(I a, I b) { return _mm256_sub_epi32(a, b); }
   static I iand(I a, I b) { return _mm256_and_si256(a, b); }

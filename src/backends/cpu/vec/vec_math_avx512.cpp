@@ -63,9 +63,7 @@ struct Simd {
     e = _mm512_mask_add_ps(e, big, e, set(1.0f));
     return m;
   }
-  static F lut8(I idx, const float* tab) {
-    return _mm512_permutexvar_ps(idx, _mm512_broadcast_f32x8(_mm256_loadu_ps(tab)));
-  }
+  static F lut16(I idx, const float* tab) { return _mm512_permutexvar_ps(idx, _mm512_loadu_ps(tab)); }
   static float hmax(F a) { return _mm512_reduce_max_ps(a); }
   static float hmin(F a) { return _mm512_reduce_min_ps(a); }
 
@@ -74,6 +72,7 @@ struct Simd {
   static I as_i(F a) { return _mm512_castps_si512(a); }
   static F as_f(I a) { return _mm512_castsi512_ps(a); }
   static I cvt_i(F a) { return _mm512_cvtps_epi32(a); }
+  static I cvtt_i(F a) { return _mm512_cvttps_epi32(a); }
   static I iadd(I a, I b) { return _mm512_add_epi32(a, b); }
   static I isub(I a, I b) { return _mm512_sub_epi32(a, b); }
   static I iand(I a, I b) { return _mm512_and_si512(a, b); }
