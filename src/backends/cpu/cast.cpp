@@ -67,22 +67,36 @@ void to_half(const CpuTensor& x, CpuTensor& out) {
       ew::kGrainCheap);
 }
 
+void cast_compute(const CpuTensor& x, CpuTensor* out);
+
 std::vector<PrimitivePtr> cast_kernel(CpuBackend&, Op& op) {
-  DType to = op.outputs[0].dtype;
+  if (auto st = ew::permuted_dense(as_cpu(op.inputs[0]))) {  // keep the input's layout
+    CpuTensor xf = ew::flat_view(as_cpu(op.inputs[0]));
+    CpuTensorPtr out = ew::permuted_output(op, 0, op.outputs[0], *st);
+    CpuTensor of = ew::flat_view(*out);
+    cast_compute(xf, &of);
+    return {out};
+  }
   CpuTensorPtr out = output_reusing(op, 0, op.outputs[0]);
   CpuTensorPtr hold;
   const CpuTensor& x = ew::input(op, 0, hold);
+  cast_compute(x, out.get());
+  return {out};
+}
+
+void cast_compute(const CpuTensor& x, CpuTensor* out) {
+  DType to = out->dtype();
   int64_t n = out->numel();
-  if (n == 0) return {out};
+  if (n == 0) return;
   bool dense = ew::dense_as(x, out->shape());
   if (x.dtype() == to) {
-    if (out->storage == x.storage) return {out};  // reused in place: nothing to convert
+    if (out->storage == x.storage && out->offset == x.offset) return;  // reused in place
     if (dense) {
       std::memcpy(out->raw(), x.raw(), size_t(n) * dtype_size(to));
-      return {out};
+      return;
     }
   }
-  if (dense && simd::cast(x.dtype(), to, x.raw(), out->raw(), n)) return {out};
+  if (dense && simd::cast(x.dtype(), to, x.raw(), out->raw(), n)) return;
   visit_dtype(x.dtype(), [&]<class From>() {
     visit_dtype(to, [&]<class To>() {
       if constexpr (is_half_v<To> && !std::is_same_v<From, To>) {
@@ -96,7 +110,6 @@ std::vector<PrimitivePtr> cast_kernel(CpuBackend&, Op& op) {
       }
     });
   });
-  return {out};
 }
 
 }  // namespace

@@ -213,11 +213,7 @@ struct BitwiseNot {
 // ============================================================================ unary driver
 
 template <class F, bool kBoolOut, int64_t kGrain>
-std::vector<PrimitivePtr> unary_kernel(CpuBackend&, Op& op) {
-  CpuTensorPtr out = output_reusing(op, 0, op.outputs[0]);
-  CpuTensorPtr hold;
-  const CpuTensor& x = ew::input(op, 0, hold);
-  F f = make_functor<F>(op);
+void unary_compute(const Op& op, const F& f, const CpuTensor& x, CpuTensor* out) {
   visit_dtype(x.dtype(), [&]<class T>() {
     if constexpr (!F::template ok<T>) {
       EMBER_FAIL(op.name(), ": not supported for ", dtype_name(x.dtype()), " tensors");
@@ -225,6 +221,13 @@ std::vector<PrimitivePtr> unary_kernel(CpuBackend&, Op& op) {
       using C = compute_t<T>;
       using TO = std::conditional_t<kBoolOut, bool, T>;
       if constexpr (is_half_v<T>) {  // in float blocks, vector kernels where there are some
+        if (op.kind == OpKind::abs || op.kind == OpKind::neg) {  // exact on the sign bit
+          if (op.kind == OpKind::abs)
+            ew::unary_map<T, T>(x, *out, kGrainCheap, [](T v) { return T::from_bits(uint16_t(v.bits & 0x7fffu)); });
+          else
+            ew::unary_map<T, T>(x, *out, kGrainCheap, [](T v) { return T::from_bits(uint16_t(v.bits ^ 0x8000u)); });
+          return;
+        }
         if constexpr (kBoolOut) {
           ew::half_unary<T, bool>(x, *out, kGrain, [f](const float* a, bool* y, int64_t m) {
             for (int64_t j = 0; j < m; ++j) y[j] = f(a[j]);
@@ -246,6 +249,22 @@ std::vector<PrimitivePtr> unary_kernel(CpuBackend&, Op& op) {
                            [f](T v) -> TO { return convert_scalar<TO>(f(convert_scalar<C>(v))); });
     }
   });
+}
+
+template <class F, bool kBoolOut, int64_t kGrain>
+std::vector<PrimitivePtr> unary_kernel(CpuBackend&, Op& op) {
+  F f = make_functor<F>(op);
+  if (auto st = ew::permuted_dense(as_cpu(op.inputs[0]))) {  // keep the input's layout
+    CpuTensor xf = ew::flat_view(as_cpu(op.inputs[0]));
+    CpuTensorPtr out = ew::permuted_output(op, 0, op.outputs[0], *st);
+    CpuTensor of = ew::flat_view(*out);
+    unary_compute<F, kBoolOut, kGrain>(op, f, xf, &of);
+    return {out};
+  }
+  CpuTensorPtr out = output_reusing(op, 0, op.outputs[0]);
+  CpuTensorPtr hold;
+  const CpuTensor& x = ew::input(op, 0, hold);
+  unary_compute<F, kBoolOut, kGrain>(op, f, x, out.get());
   return {out};
 }
 
@@ -412,7 +431,8 @@ struct ShiftRight {
 
 // ============================================================================ binary driver
 
-// The output buffer: input 0's or input 1's when the op owns one of the right shape.
+// The output buffer: the buffer of one of inputs [first, last) when the op owns one of the
+// right shape, a new one otherwise.
 CpuTensorPtr binary_output(Op& op, size_t first, size_t last) {
   const TensorMeta& m = op.outputs[0];
   for (size_t i = first; i < last; ++i)
@@ -421,12 +441,33 @@ CpuTensorPtr binary_output(Op& op, size_t first, size_t last) {
   return alloc(m);
 }
 
+// The layout of a layout-preserving op: every input in [first, last) is a single element or
+// has the output's shape in one common permuted dense layout (and at least one does).
+std::optional<std::vector<int64_t>> common_permuted(const Op& op, size_t first, size_t last) {
+  std::optional<std::vector<int64_t>> st;
+  const Shape& s = op.outputs[0].shape;
+  for (size_t i = first; i < last; ++i) {
+    const CpuTensor& t = as_cpu(op.inputs[i]);
+    if (t.numel() == 1) continue;
+    if (t.shape() != s) return std::nullopt;
+    if (!st) {
+      st = ew::permuted_dense(t);
+      if (!st) return std::nullopt;
+    } else if (!ew::same_layout(t, *st)) {
+      return std::nullopt;
+    }
+  }
+  return st;
+}
+CpuTensorPtr permuted_binary_output(Op& op, size_t first, size_t last, const std::vector<int64_t>& strides) {
+  for (size_t i = first; i + 1 < last; ++i)
+    if (op.inputs[i].use_count() == 1 && op.inputs[i]->shape() == op.outputs[0].shape)
+      return ew::permuted_output(op, i, op.outputs[0], strides);
+  return ew::permuted_output(op, last - 1, op.outputs[0], strides);
+}
+
 template <class F, bool kBoolOut, int64_t kGrain>
-std::vector<PrimitivePtr> binary_kernel(CpuBackend&, Op& op) {
-  CpuTensorPtr out = binary_output(op, 0, 2);
-  CpuTensorPtr hold_a, hold_b;
-  const CpuTensor& a = ew::input(op, 0, hold_a);
-  const CpuTensor& b = ew::input(op, 1, hold_b);
+void binary_compute(const Op& op, const CpuTensor& a, const CpuTensor& b, CpuTensor* out) {
   F f{};
   visit_dtype(a.dtype(), [&]<class T>() {
     if constexpr (!F::template ok<T>) {
@@ -455,6 +496,22 @@ std::vector<PrimitivePtr> binary_kernel(CpuBackend&, Op& op) {
       });
     }
   });
+}
+
+template <class F, bool kBoolOut, int64_t kGrain>
+std::vector<PrimitivePtr> binary_kernel(CpuBackend&, Op& op) {
+  if (auto st = common_permuted(op, 0, 2)) {  // keep the inputs' common layout
+    CpuTensor af = ew::flat_view(as_cpu(op.inputs[0])), bf = ew::flat_view(as_cpu(op.inputs[1]));
+    CpuTensorPtr out = permuted_binary_output(op, 0, 2, *st);
+    CpuTensor of = ew::flat_view(*out);
+    binary_compute<F, kBoolOut, kGrain>(op, af, bf, &of);
+    return {out};
+  }
+  CpuTensorPtr out = binary_output(op, 0, 2);
+  CpuTensorPtr hold_a, hold_b;
+  const CpuTensor& a = ew::input(op, 0, hold_a);
+  const CpuTensor& b = ew::input(op, 1, hold_b);
+  binary_compute<F, kBoolOut, kGrain>(op, a, b, out.get());
   return {out};
 }
 
@@ -462,7 +519,7 @@ std::vector<PrimitivePtr> binary_kernel(CpuBackend&, Op& op) {
 std::vector<PrimitivePtr> pow_kernel(CpuBackend& be, Op& op) {
   const CpuTensor& a = as_cpu(op.inputs[0]);
   const CpuTensor& b = as_cpu(op.inputs[1]);
-  if (b.numel() != 1 || b.shape().rank() > a.shape().rank() || b.shape().numel() == 0)
+  if (b.numel() != 1 || b.shape().rank() > a.shape().rank())
     return binary_kernel<Pow, false, kGrainHeavy>(be, op);
   // b is a single element broadcast over a: the python-scalar case
   double e = 0;
@@ -471,19 +528,17 @@ std::vector<PrimitivePtr> pow_kernel(CpuBackend& be, Op& op) {
     EMBER_CHECK(e >= 0, "pow: Integers to negative integer powers are not allowed (exponent ", e, ")");
     return binary_kernel<Pow, false, kGrainHeavy>(be, op);
   }
-  if (e != 2 && e != 1 && e != 0.5 && e != 3 && e != -1 && e != -0.5 && e != -2)
+  // f32/f64 go through vec's tensor ** scalar, which has the same fast paths
+  bool half = a.dtype() == DType::f16 || a.dtype() == DType::bf16;
+  if (!half || (e != 2 && e != 1 && e != 0.5 && e != 3 && e != -1 && e != -0.5 && e != -2))
     return binary_kernel<Pow, false, kGrainHeavy>(be, op);
   CpuTensorPtr out = binary_output(op, 0, 1);
-  if (ew::dense_as(a, out->shape()) && simd::pow_scalar(e, a.dtype(), a.raw(), out->raw(), out->numel()))
-    return {out};
   auto run = [&]<class G>(G g) {
     visit_float_dtype(a.dtype(), "pow", [&]<class T>() {
       if constexpr (is_half_v<T>) {
         ew::half_unary<T, T>(a, *out, kGrainCheap, [g](const float* x, float* y, int64_t m) {
           for (int64_t j = 0; j < m; ++j) y[j] = g(x[j]);
         });
-      } else {
-        ew::unary_map<T, T>(a, *out, kGrainCheap, [g](T v) { return g(v); });
       }
     });
   };
@@ -499,28 +554,34 @@ std::vector<PrimitivePtr> pow_kernel(CpuBackend& be, Op& op) {
 
 // ============================================================================ ternary
 
+void where_compute(const CpuTensor& c, const CpuTensor& a, const CpuTensor& b, CpuTensor& out) {
+  visit_dtype(a.dtype(), [&]<class T>() {
+    ew::ternary_map<bool, T, T>(c, a, b, out, kGrainCheap, [](bool k, T x, T y) { return select(k, x, y); });
+  });
+}
+
 std::vector<PrimitivePtr> where_kernel(CpuBackend&, Op& op) {
+  if (auto st = common_permuted(op, 0, 3)) {
+    CpuTensorPtr out = permuted_binary_output(op, 1, 3, *st);
+    CpuTensor of = ew::flat_view(*out);
+    where_compute(ew::flat_view(as_cpu(op.inputs[0])), ew::flat_view(as_cpu(op.inputs[1])),
+                  ew::flat_view(as_cpu(op.inputs[2])), of);
+    return {out};
+  }
   CpuTensorPtr out = binary_output(op, 1, 3);
   CpuTensorPtr hc, ha, hb;
   const CpuTensor& c = ew::input(op, 0, hc);
   const CpuTensor& a = ew::input(op, 1, ha);
   const CpuTensor& b = ew::input(op, 2, hb);
-  visit_dtype(a.dtype(), [&]<class T>() {
-    ew::ternary_map<bool, T, T>(c, a, b, *out, kGrainCheap, [](bool k, T x, T y) { return select(k, x, y); });
-  });
+  where_compute(c, a, b, *out);
   return {out};
 }
 
 // torch's two-branch formula: |w| < 0.5 ? start + w * (end - start) : end - (end - start) * (1 - w)
-std::vector<PrimitivePtr> lerp_kernel(CpuBackend&, Op& op) {
-  CpuTensorPtr out = binary_output(op, 0, 3);
-  CpuTensorPtr hs, he, hw;
-  const CpuTensor& s = ew::input(op, 0, hs);
-  const CpuTensor& e = ew::input(op, 1, he);
-  const CpuTensor& w = ew::input(op, 2, hw);
+void lerp_compute(const CpuTensor& s, const CpuTensor& e, const CpuTensor& w, CpuTensor& out) {
   visit_float_dtype(s.dtype(), "lerp", [&]<class T>() {
     using C = compute_t<T>;
-    ew::ternary_map<T, T, T>(s, e, w, *out, kGrainCheap, [](T st, T en, T wt) {
+    ew::ternary_map<T, T, T>(s, e, w, out, kGrainCheap, [](T st, T en, T wt) {
       C a = convert_scalar<C>(st), b = convert_scalar<C>(en), t = convert_scalar<C>(wt);
       // base + w * d with (base, w) = (start, t) or (end, t - 1): the same values as
       // end - d * (1 - t), selected without a branch
@@ -530,6 +591,22 @@ std::vector<PrimitivePtr> lerp_kernel(CpuBackend&, Op& op) {
       return convert_scalar<T>(base + w * d);
     });
   });
+}
+
+std::vector<PrimitivePtr> lerp_kernel(CpuBackend&, Op& op) {
+  if (auto st = common_permuted(op, 0, 3)) {
+    CpuTensorPtr out = permuted_binary_output(op, 0, 3, *st);
+    CpuTensor of = ew::flat_view(*out);
+    lerp_compute(ew::flat_view(as_cpu(op.inputs[0])), ew::flat_view(as_cpu(op.inputs[1])),
+                 ew::flat_view(as_cpu(op.inputs[2])), of);
+    return {out};
+  }
+  CpuTensorPtr out = binary_output(op, 0, 3);
+  CpuTensorPtr hs, he, hw;
+  const CpuTensor& s = ew::input(op, 0, hs);
+  const CpuTensor& e = ew::input(op, 1, he);
+  const CpuTensor& w = ew::input(op, 2, hw);
+  lerp_compute(s, e, w, *out);
   return {out};
 }
 

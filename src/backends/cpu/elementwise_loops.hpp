@@ -5,13 +5,18 @@
 //
 // The functor maps storage values (already in the element types of the tensors). Contiguous
 // operands run through a flat loop the compiler can vectorise, split across the pool only when
-// the tensor is larger than `grain`; anything else (strided, broadcast) goes through
-// strided_loop with the innermost run specialised for unit and zero strides.
+// the tensor is larger than `grain` (small tensors: no std::function, no dispatch); anything
+// else (strided, broadcast) goes through strided_loop with the innermost run specialised for
+// unit and zero strides. Also here: layout preservation for permuted inputs, the copy of
+// cache-hostile (transposed) inputs, and the f16/bf16 drivers that compute in float blocks.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <optional>
 #include <type_traits>
+#include <vector>
 
 #include "cpu_backend.hpp"
 #include "cpu_tensor.hpp"
@@ -40,9 +45,63 @@ inline void chunked(int64_t n, int64_t grain, F&& fn) {
 // True when `t` has exactly the shape `s` and is laid out contiguously.
 inline bool dense_as(const CpuTensor& t, const Shape& s) { return t.shape() == s && t.is_contiguous(); }
 
+// ---------------------------------------------------------------- layout-preserving outputs
+//
+// Like PyTorch, an elementwise op whose (non-scalar) inputs all share one dense but permuted
+// layout (e.g. a transposed contiguous tensor) produces its output in that same layout, so the
+// work is a flat loop over memory. The kernels run on 1-d views of the buffers.
+
+// The strides of `t` when its elements exactly fill one block of memory in some dim order
+// other than row-major; nullopt otherwise (contiguous, overlapping, gaps, negative strides).
+inline std::optional<std::vector<int64_t>> permuted_dense(const CpuTensor& t) {
+  if (t.is_contiguous()) return std::nullopt;
+  const Shape& s = t.shape();
+  struct Dim {
+    int64_t stride, size;
+  };
+  Dim dims[64];  // the dims of size > 1
+  int k = 0;
+  for (int d = 0; d < s.rank(); ++d) {
+    if (s[d] == 1) continue;
+    if (t.strides[d] <= 0 || k == 64) return std::nullopt;
+    dims[k++] = {t.strides[d], s[d]};
+  }
+  std::sort(dims, dims + k, [](const Dim& a, const Dim& b) { return a.stride < b.stride; });
+  int64_t expect = 1;
+  for (int i = 0; i < k; ++i) {
+    if (dims[i].stride != expect) return std::nullopt;
+    expect *= dims[i].size;
+  }
+  return t.strides;
+}
+// Same layout for the dims that matter (size > 1).
+inline bool same_layout(const CpuTensor& a, const std::vector<int64_t>& strides) {
+  const Shape& s = a.shape();
+  for (int d = 0; d < s.rank(); ++d)
+    if (s[d] > 1 && a.strides[d] != strides[d]) return false;
+  return true;
+}
+// A 1-d view of the memory block of a dense tensor.
+inline CpuTensor flat_view(const CpuTensor& t) {
+  return CpuTensor(TensorMeta{Shape{t.numel()}, t.dtype()}, t.storage, {1}, t.offset);
+}
+// An output with `meta` laid out with `strides` (a dense permutation): input i's buffer when the
+// op owns it and the sizes match, a new buffer otherwise.
+inline CpuTensorPtr permuted_output(Op& op, size_t i, const TensorMeta& meta, const std::vector<int64_t>& strides) {
+  size_t bytes = size_t(meta.shape.numel()) * dtype_size(meta.dtype);
+  if (i < op.inputs.size() && op.inputs[i] && op.inputs[i].use_count() == 1) {
+    const CpuTensor& t = as_cpu(op.inputs[i]);
+    if (t.storage.use_count() == 1 && t.offset == 0 && t.shape() == meta.shape &&
+        dtype_size(t.dtype()) == dtype_size(meta.dtype) && t.storage->bytes == bytes && same_layout(t, strides))
+      return std::make_shared<CpuTensor>(meta, t.storage, strides, 0);
+  }
+  return std::make_shared<CpuTensor>(meta, std::make_shared<Storage>(bytes), strides, 0);
+}
+
 // A contiguous copy of `p` when reading it in the output's order would touch a new cache
-// line per element (a permuted layout, e.g. a transpose: contiguous() copies those in
-// cache-friendly tiles); nullptr when `p` is fine as it is.
+// line per element (a permuted layout mixed with other layouts, e.g. a transpose plus a
+// contiguous tensor: the layout walker copies it in cache-friendly tiles); nullptr when `p`
+// is fine as it is.
 inline CpuTensorPtr unscatter(const PrimitivePtr& p, const Shape& out_shape) {
   const CpuTensor& t = as_cpu(p);
   if (t.numel() < 1024 || t.is_contiguous()) return nullptr;
@@ -190,11 +249,23 @@ void ternary_map(const CpuTensor& a, const CpuTensor& b, const CpuTensor& c, Cpu
         const char* pb = p[2];
         const char* pc = p[3];
         constexpr int64_t ea = sizeof(TA), eb = sizeof(TB);
-        if (st[1] == ea && st[2] == eb && st[3] == eb) {
+        if (st[1] == ea && (st[2] == eb || st[2] == 0) && (st[3] == eb || st[3] == 0)) {
+          // a unit-stride; b and c unit-stride or one repeated value (where with a scalar)
           const TA* x = reinterpret_cast<const TA*>(pa);
           const TB* y = reinterpret_cast<const TB*>(pb);
           const TB* z = reinterpret_cast<const TB*>(pc);
-          for (int64_t i = 0; i < m; ++i) po[i] = f(x[i], y[i], z[i]);
+          if (st[2] == eb && st[3] == eb) {
+            for (int64_t i = 0; i < m; ++i) po[i] = f(x[i], y[i], z[i]);
+          } else if (st[2] == 0 && st[3] == eb) {
+            TB y0 = *y;
+            for (int64_t i = 0; i < m; ++i) po[i] = f(x[i], y0, z[i]);
+          } else if (st[3] == 0 && st[2] == eb) {
+            TB z0 = *z;
+            for (int64_t i = 0; i < m; ++i) po[i] = f(x[i], y[i], z0);
+          } else {
+            TB y0 = *y, z0 = *z;
+            for (int64_t i = 0; i < m; ++i) po[i] = f(x[i], y0, z0);
+          }
         } else {
           for (int64_t i = 0; i < m; ++i)
             po[i] = f(*reinterpret_cast<const TA*>(pa + i * st[1]), *reinterpret_cast<const TB*>(pb + i * st[2]),

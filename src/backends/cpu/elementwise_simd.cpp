@@ -68,8 +68,8 @@ std::optional<vec::Binary> binary_of(OpKind k) {
     case OpKind::div: return B::div;
     case OpKind::maximum: return B::maximum;
     case OpKind::minimum: return B::minimum;
-    // pow and atan2 stay scalar: vec's pow loses the sign of negative bases with odd
-    // integer exponents and its atan2 returns the wrong quadrant for x < 0.
+    case OpKind::pow: return B::pow;
+    case OpKind::atan2: return B::atan2;
     case OpKind::hypot: return B::hypot;
     case OpKind::fmod: return B::fmod;
     case OpKind::remainder: return B::remainder;
@@ -219,18 +219,6 @@ bool binary_block_f32(const Op& op, const float* a, const float* b, float* y, in
   auto fn = binary_of(op.kind);
   if (!fn) return false;
   vec::binary_f32(*fn, a, b, y, n);
-  return true;
-}
-
-bool pow_scalar(double e, DType dt, const void* x, void* y, int64_t n) {
-  if (dt != DType::f32 && dt != DType::f64) return false;
-  vec::Unary fn;
-  if (e == 2) fn = vec::Unary::square;
-  else if (e == 0.5) fn = vec::Unary::sqrt;
-  else if (e == -0.5) fn = vec::Unary::rsqrt;
-  else if (e == -1) fn = vec::Unary::reciprocal;
-  else return false;
-  run_unary(fn, ew::kGrainCheap, dt, x, y, n);
   return true;
 }
 

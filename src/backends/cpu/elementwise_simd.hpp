@@ -15,8 +15,6 @@ bool unary(const Op& op, DType dt, const void* x, void* y, int64_t n);
 // Same for a strided input x (out contiguous, same shape): vector kernels on each innermost
 // run, gathering strided runs through a small buffer.
 bool unary_strided(const Op& op, const CpuTensor& x, CpuTensor& out);
-// y = x ** e for the exponents with an exact vector equivalent (2, 0.5, -0.5, -1), f32/f64.
-bool pow_scalar(double e, DType dt, const void* x, void* y, int64_t n);
 // out = op(a, b) for f32/f64 with any strides/broadcasting (out contiguous). False when the
 // dtype or op has no vector kernel.
 bool binary(const Op& op, const CpuTensor& a, const CpuTensor& b, CpuTensor& out);

@@ -602,34 +602,133 @@ TapTable<A> interp_taps(int64_t in, int64_t out, InterpMode mode, bool align_cor
   return t;
 }
 
-// out[o1, o2] = sum_t1 w1[t1] * (sum_t2 w2[t2] * x[i1[t1], i2[t2]]) per plane (nd <= 2).
-template <class T, int K2>
-void resample_impl(const Geom3& g, const TapTable<compute_t<T>>& t1, const TapTable<compute_t<T>>& t2,
-                   const T* x, T* y) {
+// Separable resampling of [planes, in1, in2] -> [planes, out1, out2] (nd <= 2):
+//   out[o1, o2] = sum_a w1[a] * h(i1[a])[o2],   h(r)[o2] = sum_b w2[b] * x[r, i2[b]]
+// in PyTorch's evaluation order. The horizontal pass h of an input row is computed once and
+// cached (consecutive output rows mostly share their source rows), the vertical pass runs
+// over contiguous rows.
+template <class A>
+struct ResampleCtx {
+  const Geom3* g;
+  const TapTable<A>* t1;
+  const TapTable<A>* t2;
+  const void* x;
+  void* y;
+};
+
+template <int Isa, class T, int K2>
+[[gnu::always_inline]] inline void resample_rows_body(const ResampleCtx<compute_t<T>>& c, int64_t r0, int64_t r1) {
   using A = compute_t<T>;
-  int64_t in_plane = g.in[1] * g.in[2];
-  int64_t out_plane = g.out[1] * g.out[2];
-  int64_t in2 = g.in[2], out2 = g.out[2];
-  int K1 = t1.K;
-  for_each_row(g.planes, 1, g.out[1], out2 * K1 * K2, [&](int64_t p, int64_t, int64_t o1) {
-    const T* xp = x + p * in_plane;
-    T* yp = y + p * out_plane + o1 * out2;
-    const int64_t* r1 = &t1.idx[size_t(o1 * K1)];
-    const A* w1 = &t1.w[size_t(o1 * K1)];
-    for (int64_t o2 = 0; o2 < out2; ++o2) {
-      const int64_t* c2 = &t2.idx[size_t(o2 * K2)];
-      const A* w2 = &t2.w[size_t(o2 * K2)];
-      A acc = 0;
-      for (int a = 0; a < K1; ++a) {
-        const T* row = xp + r1[a] * in2;
-        A inner = A(row[c2[0]]) * w2[0];
-        for (int b = 1; b < K2; ++b) inner += A(row[c2[b]]) * w2[b];
-        if (K1 == 1) acc = inner * w1[0];
-        else acc += inner * w1[a];
+  const Geom3& g = *c.g;
+  const int64_t in1 = g.in[1], in2 = g.in[2], out1 = g.out[1], out2 = g.out[2];
+  const int K1 = c.t1->K;
+  const T* x = static_cast<const T*>(c.x);
+  T* y = static_cast<T*>(c.y);
+  const int64_t* c2 = c.t2->idx.data();
+  const A* w2 = c.t2->w.data();
+  constexpr int kSlots = 6;  // > K1: the taps of the current row are never evicted
+  std::vector<A> buf(size_t(kSlots * out2));
+  int64_t key[kSlots], stamp[kSlots];
+  for (int s = 0; s < kSlots; ++s) key[s] = stamp[s] = -1;
+  int64_t clock = 0;
+  if (K1 == 1 && in1 == 1 && out1 == 1) {  // 1 spatial dim: the horizontal pass is the output
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* xr = x + r * in2;
+      T* yr = y + r * out2;
+      for (int64_t o2 = 0; o2 < out2; ++o2) {
+        const int64_t* ci = c2 + o2 * K2;
+        const A* wi = w2 + o2 * K2;
+        A v = A(xr[ci[0]]) * wi[0];
+        for (int b = 1; b < K2; ++b) v += A(xr[ci[b]]) * wi[b];
+        yr[o2] = convert_scalar<T>(v);
       }
-      yp[o2] = convert_scalar<T>(acc);
     }
-  });
+    return;
+  }
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t p = r / out1, o1 = r % out1;
+    const int64_t* rows = &c.t1->idx[size_t(o1 * K1)];
+    const A* wv = &c.t1->w[size_t(o1 * K1)];
+    const A* src[4] = {nullptr, nullptr, nullptr, nullptr};
+    for (int a = 0; a < K1; ++a) {
+      const int64_t k = p * in1 + rows[a];
+      int slot = -1, oldest = 0;
+      for (int s = 0; s < kSlots; ++s) {
+        if (key[s] == k) slot = s;
+        if (stamp[s] < stamp[oldest]) oldest = s;
+      }
+      if (slot < 0) {
+        slot = oldest;
+        key[slot] = k;
+        const T* xr = x + k * in2;
+        A* h = buf.data() + slot * out2;
+        for (int64_t o2 = 0; o2 < out2; ++o2) {
+          const int64_t* ci = c2 + o2 * K2;
+          const A* wi = w2 + o2 * K2;
+          A v = A(xr[ci[0]]) * wi[0];
+          for (int b = 1; b < K2; ++b) v += A(xr[ci[b]]) * wi[b];
+          h[o2] = v;
+        }
+      }
+      stamp[slot] = ++clock;
+      src[a] = buf.data() + slot * out2;
+    }
+    T* yr = y + r * out2;
+    const A* s0 = src[0];
+    const A v0 = wv[0];
+    if (K1 == 1) {
+      for (int64_t o2 = 0; o2 < out2; ++o2) yr[o2] = convert_scalar<T>(s0[o2] * v0);
+    } else if (K1 == 2) {
+      const A* s1 = src[1];
+      const A v1 = wv[1];
+      for (int64_t o2 = 0; o2 < out2; ++o2) yr[o2] = convert_scalar<T>(s0[o2] * v0 + s1[o2] * v1);
+    } else {
+      const A *s1 = src[1], *s2 = src[2], *s3 = src[3];
+      const A v1 = wv[1], v2 = wv[2], v3 = wv[3];
+      for (int64_t o2 = 0; o2 < out2; ++o2)
+        yr[o2] = convert_scalar<T>(s0[o2] * v0 + s1[o2] * v1 + s2[o2] * v2 + s3[o2] * v3);
+    }
+  }
+}
+
+template <class T, int K2>
+using ResampleFn = void (*)(const ResampleCtx<compute_t<T>>&, int64_t, int64_t);
+
+#if defined(__x86_64__) || defined(__i386__)
+template <class T, int K2>
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"))) void resample_rows_avx512(
+    const ResampleCtx<compute_t<T>>& c, int64_t a, int64_t b) {
+  resample_rows_body<2, T, K2>(c, a, b);
+}
+template <class T, int K2>
+__attribute__((target("avx2,fma"))) void resample_rows_avx2(const ResampleCtx<compute_t<T>>& c, int64_t a,
+                                                             int64_t b) {
+  resample_rows_body<1, T, K2>(c, a, b);
+}
+#endif
+template <class T, int K2>
+void resample_rows_base(const ResampleCtx<compute_t<T>>& c, int64_t a, int64_t b) {
+  resample_rows_body<0, T, K2>(c, a, b);
+}
+
+template <class T, int K2>
+void resample_impl(const Geom3& g, const TapTable<compute_t<T>>& t1, const TapTable<compute_t<T>>& t2, const T* x,
+                   T* y) {
+  ResampleCtx<compute_t<T>> c{&g, &t1, &t2, x, y};
+  ResampleFn<T, K2> fn = resample_rows_base<T, K2>;
+#if defined(__x86_64__) || defined(__i386__)
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (features().avx512) fn = resample_rows_avx512<T, K2>;
+    else if (features().avx2) fn = resample_rows_avx2<T, K2>;
+  }
+#endif
+  const int64_t rows = g.planes * g.out[1];
+  const int64_t work_per_row = g.out[2] * (t1.K + K2);
+  if (rows * work_per_row <= 2 * kGrainWork) {
+    fn(c, 0, rows);
+    return;
+  }
+  parallel_for(0, rows, std::max<int64_t>(8, kGrainWork / work_per_row), [&](int64_t a, int64_t b) { fn(c, a, b); });
 }
 
 std::vector<PrimitivePtr> interpolate_kernel(CpuBackend&, Op& op) {

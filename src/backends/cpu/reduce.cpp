@@ -42,94 +42,119 @@ inline bool isnan_(C v) {
 // ---------------------------------------------------------------------------------------------
 // Geometry
 // ---------------------------------------------------------------------------------------------
+// A fixed-capacity list of (size, stride) dims: no heap allocation for small ops.
+struct DimList {
+  int64_t size[kMaxDims], stride[kMaxDims];
+  size_t n = 0;
+  void push(int64_t sz, int64_t st) {
+    if (n > 0 && stride[n - 1] == st * sz) {  // merges with the previous dim
+      size[n - 1] *= sz;
+      stride[n - 1] = st;
+    } else {
+      size[n] = sz;
+      stride[n] = st;
+      ++n;
+    }
+  }
+};
+
 struct Geom {
-  std::vector<int64_t> ksize, kstride;  // kept dims, outermost first (input strides)
-  std::vector<int64_t> rsize, rstride;  // reduced dims, outermost first
+  DimList k;  // kept dims, outermost first (input strides; the output is contiguous over them)
+  DimList r;  // reduced dims, outermost first
   int64_t out_n = 1, red_n = 1;
 };
 
 // `reorder`: the reduction order may be changed (every op but argmax/argmin/max_dim/min_dim,
 // whose indices follow the row-major order of the reduced dims).
-Geom make_geom(const CpuTensor& x, const std::vector<int>& dims, bool reorder) {
+void make_geom(Geom& g, const CpuTensor& x, const std::vector<int>& dims, bool reorder) {
   const Shape& s = x.shape();
-  int r = s.rank();
-  EMBER_CHECK(r <= kMaxDims, "reduce: rank ", r, " is above the supported ", kMaxDims);
-  std::vector<bool> red(size_t(r), dims.empty());
-  for (int d : dims) red[size_t(d)] = true;
-  Geom g;
-  std::vector<std::pair<int64_t, int64_t>> rd;  // (size, stride)
-  for (int d = 0; d < r; ++d) {
-    int64_t n = s[d];
-    if (red[size_t(d)]) g.red_n *= n;
+  const int rank = s.rank();
+  EMBER_CHECK(rank <= kMaxDims, "reduce: rank ", rank, " is above the supported ", kMaxDims);
+  bool red[kMaxDims];
+  for (int d = 0; d < rank; ++d) red[d] = dims.empty();
+  for (int d : dims) red[d] = true;
+  int64_t rsz[kMaxDims], rst[kMaxDims];
+  int nr = 0;
+  for (int d = 0; d < rank; ++d) {
+    const int64_t n = s[d], st = x.strides[size_t(d)];
+    if (red[d]) g.red_n *= n;
     else g.out_n *= n;
     if (n == 1) continue;
-    if (red[size_t(d)]) {
-      rd.push_back({n, x.strides[size_t(d)]});
-    } else if (!g.ksize.empty() && g.kstride.back() == x.strides[size_t(d)] * n) {
-      g.ksize.back() *= n;
-      g.kstride.back() = x.strides[size_t(d)];
-    } else {
-      g.ksize.push_back(n);
-      g.kstride.push_back(x.strides[size_t(d)]);
+    if (!red[d]) {
+      g.k.push(n, st);
+      continue;
     }
+    // reduced dims, sorted by decreasing |stride| when the order is free (insertion sort, stable)
+    int pos = nr;
+    if (reorder)
+      while (pos > 0 && std::abs(rst[pos - 1]) < std::abs(st)) {
+        rsz[pos] = rsz[pos - 1];
+        rst[pos] = rst[pos - 1];
+        --pos;
+      }
+    rsz[pos] = n;
+    rst[pos] = st;
+    ++nr;
   }
-  if (reorder)
-    std::stable_sort(rd.begin(), rd.end(),
-                     [](const auto& a, const auto& b) { return std::abs(a.second) > std::abs(b.second); });
-  for (auto [n, st] : rd) {
-    if (!g.rsize.empty() && g.rstride.back() == st * n) {
-      g.rsize.back() *= n;
-      g.rstride.back() = st;
-    } else {
-      g.rsize.push_back(n);
-      g.rstride.push_back(st);
-    }
-  }
-  return g;
+  for (int i = 0; i < nr; ++i) g.r.push(rsz[i], rst[i]);
 }
 
-// Multi-index helpers over (size, stride) lists: offset of flat index i, and step to i + 1.
-inline int64_t decompose(int64_t i, const std::vector<int64_t>& size, const std::vector<int64_t>& stride,
-                         int64_t* idx, size_t ndims) {
+// Multi-index helpers over the first `nd` dims of a list: offset of flat index i, and the step
+// to i + 1.
+inline int64_t decompose(int64_t i, const DimList& l, int64_t* idx, size_t nd) {
   int64_t off = 0;
-  for (size_t d = ndims; d-- > 0;) {
-    idx[d] = i % size[d];
-    i /= size[d];
-    off += idx[d] * stride[d];
+  for (size_t d = nd; d-- > 0;) {
+    idx[d] = i % l.size[d];
+    i /= l.size[d];
+    off += idx[d] * l.stride[d];
   }
   return off;
 }
-inline int64_t advance(int64_t* idx, const std::vector<int64_t>& size, const std::vector<int64_t>& stride,
-                       size_t ndims, int64_t off) {
-  for (size_t d = ndims; d-- > 0;) {
-    off += stride[d];
-    if (++idx[d] < size[d]) return off;
-    off -= stride[d] * size[d];
+inline int64_t advance(int64_t* idx, const DimList& l, size_t nd, int64_t off) {
+  for (size_t d = nd; d-- > 0;) {
+    off += l.stride[d];
+    if (++idx[d] < l.size[d]) return off;
+    off -= l.stride[d] * l.size[d];
     idx[d] = 0;
   }
   return off;
 }
 
+// Scratch array: on the stack when small, on the heap otherwise.
+template <class T>
+class Scratch {
+ public:
+  explicit Scratch(int64_t n) : p_(n <= kLocal ? local_ : (heap_.reset(new T[size_t(n)]), heap_.get())) {}
+  T* get() { return p_; }
+  T& operator[](int64_t i) { return p_[i]; }
+
+ private:
+  static constexpr int64_t kLocal = std::max<int64_t>(1, 2048 / int64_t(sizeof(T)));
+  T local_[kLocal];
+  std::unique_ptr<T[]> heap_;
+  T* p_;
+};
+
 // Folds the flat reduced range [b, e) of one output into `acc`, one run of the innermost
 // reduced dim at a time: r.run(acc, ptr, len, stride, flat index of the run's first element).
 template <class R>
 void row_range(const R& r, typename R::Acc& acc, const typename R::In* p0, const Geom& g, int64_t b, int64_t e) {
-  size_t nr = g.rsize.size();
+  size_t nr = g.r.n;
   if (nr == 0) {
     if (b < e) r.run(acc, p0, 1, 1, 0);
     return;
   }
-  const int64_t L = g.rsize[nr - 1], s = g.rstride[nr - 1];
+  const int64_t L = g.r.size[nr - 1], s = g.r.stride[nr - 1];
   int64_t idx[kMaxDims];
   int64_t i0 = b % L;
-  int64_t off = decompose(b / L, g.rsize, g.rstride, idx, nr - 1);
+  int64_t off = decompose(b / L, g.r, idx, nr - 1);
   int64_t pos = b;
   while (pos < e) {
     int64_t len = std::min(L - i0, e - pos);
     r.run(acc, p0 + off + i0 * s, len, s, pos);
     pos += len;
     i0 = 0;
-    if (pos < e) off = advance(idx, g.rsize, g.rstride, nr - 1, off);
+    if (pos < e) off = advance(idx, g.r, nr - 1, off);
   }
 }
 
@@ -144,19 +169,19 @@ void reduce_driver(const Geom& g, const typename R::In* base, const R& r) {
   }
   const int nt = ThreadPool::global().size();
   const int64_t total = g.out_n * g.red_n;
-  const size_t nk = g.ksize.size(), nr = g.rsize.size();
+  const size_t nk = g.k.n, nr = g.r.n;
   const bool serial = total <= kReduceGrain || nt == 1;
-  const bool col = nk > 0 && nr > 0 && g.kstride[nk - 1] == 1 && g.ksize[nk - 1] >= 4 && g.rstride[nr - 1] != 1;
+  const bool col = nk > 0 && nr > 0 && g.k.stride[nk - 1] == 1 && g.k.size[nk - 1] >= 4 && g.r.stride[nr - 1] != 1;
 
   if (!col) {
     auto outputs = [&](int64_t ob, int64_t oe) {
       int64_t kidx[kMaxDims];
-      int64_t koff = decompose(ob, g.ksize, g.kstride, kidx, nk);
+      int64_t koff = decompose(ob, g.k, kidx, nk);
       for (int64_t o = ob; o < oe; ++o) {
         Acc a = r.init(o);
         row_range(r, a, base + koff, g, 0, g.red_n);
         r.store(o, a);
-        if (o + 1 < oe) koff = advance(kidx, g.ksize, g.kstride, nk, koff);
+        if (o + 1 < oe) koff = advance(kidx, g.k, nk, koff);
       }
     };
     if (serial) {
@@ -166,12 +191,12 @@ void reduce_driver(const Geom& g, const typename R::In* base, const R& r) {
     } else {
       // few long reductions: split each one into per-thread partials, merged in order
       const int64_t ns = nt;
-      std::unique_ptr<Acc[]> part(new Acc[size_t(g.out_n * ns)]);
+      Scratch<Acc> part(g.out_n * ns);
       parallel_for(0, g.out_n * ns, 1, [&](int64_t ub, int64_t ue) {
         int64_t kidx[kMaxDims];
         for (int64_t u = ub; u < ue; ++u) {
           int64_t o = u / ns, sp = u % ns;
-          int64_t koff = decompose(o, g.ksize, g.kstride, kidx, nk);
+          int64_t koff = decompose(o, g.k, kidx, nk);
           Acc a = r.init(o);
           row_range(r, a, base + koff, g, g.red_n * sp / ns, g.red_n * (sp + 1) / ns);
           part[size_t(u)] = a;
@@ -187,21 +212,22 @@ void reduce_driver(const Geom& g, const typename R::In* base, const R& r) {
   }
 
   // column mode
-  constexpr int64_t W = std::max<int64_t>(64, int64_t(8192 / sizeof(Acc)));
-  const int64_t K = g.ksize[nk - 1], O2 = g.out_n / K;
+  // accumulator block: up to 64 KB, so that whole input rows are streamed when possible
+  constexpr int64_t W = std::max<int64_t>(64, int64_t(65536 / sizeof(Acc)));
+  const int64_t K = g.k.size[nk - 1], O2 = g.out_n / K;
   const int64_t nch = (K + W - 1) / W, units = O2 * nch;
   // folds reduced positions [rb, re) of the unit (o2, j0, w) into acc[0..w)
   auto fold = [&](int64_t o2, int64_t j0, int64_t w, int64_t rb, int64_t re, Acc* acc) {
     int64_t kidx[kMaxDims], ridx[kMaxDims];
-    const In* p = base + decompose(o2, g.ksize, g.kstride, kidx, nk - 1) + j0;
-    int64_t roff = decompose(rb, g.rsize, g.rstride, ridx, nr);
+    const In* p = base + decompose(o2, g.k, kidx, nk - 1) + j0;
+    int64_t roff = decompose(rb, g.r, ridx, nr);
     for (int64_t pos = rb; pos < re; ++pos) {
       r.row(acc, p + roff, w, pos);
-      if (pos + 1 < re) roff = advance(ridx, g.rsize, g.rstride, nr, roff);
+      if (pos + 1 < re) roff = advance(ridx, g.r, nr, roff);
     }
   };
   auto do_units = [&](int64_t ub, int64_t ue) {
-    std::unique_ptr<Acc[]> acc(new Acc[size_t(std::min(W, K))]);
+    Scratch<Acc> acc(std::min(W, K));
     for (int64_t u = ub; u < ue; ++u) {
       int64_t o2 = u / nch, j0 = (u % nch) * W, w = std::min(W, K - j0), ob = o2 * K + j0;
       for (int64_t j = 0; j < w; ++j) acc[size_t(j)] = r.init(ob + j);
@@ -215,7 +241,7 @@ void reduce_driver(const Geom& g, const typename R::In* base, const R& r) {
     parallel_for(0, units, std::max<int64_t>(1, kReduceGrain / (std::min(W, K) * g.red_n)), do_units);
   } else {
     const int64_t ns = nt;
-    std::unique_ptr<Acc[]> part(new Acc[size_t(g.out_n * ns)]);
+    Scratch<Acc> part(g.out_n * ns);
     parallel_for(0, ns, 1, [&](int64_t sb, int64_t se) {
       for (int64_t sp = sb; sp < se; ++sp) {
         int64_t rb = g.red_n * sp / ns, re = g.red_n * (sp + 1) / ns;
@@ -643,7 +669,8 @@ void visit_float(DType dt, const Op& op, F&& f) {
 std::vector<PrimitivePtr> sum_kernel(CpuBackend&, Op& op) {
   const auto& x = input(op);
   auto out = alloc(op.outputs[0]);
-  Geom g = make_geom(x, rattrs(op).dims, true);
+  Geom g;
+  make_geom(g, x, rattrs(op).dims, true);
   visit_dtype(x.dtype(), [&]<class T>() {
     if constexpr (is_floating_v<T>) reduce_driver(g, x.data<T>(), FSum<T, T>{out->data<T>(), 1.0});
     else reduce_driver(g, x.data<T>(), ISum<T>{out->data<int64_t>()});
@@ -654,7 +681,8 @@ std::vector<PrimitivePtr> sum_kernel(CpuBackend&, Op& op) {
 std::vector<PrimitivePtr> mean_kernel(CpuBackend&, Op& op) {
   const auto& x = input(op);
   auto out = alloc(op.outputs[0]);
-  Geom g = make_geom(x, rattrs(op).dims, true);
+  Geom g;
+  make_geom(g, x, rattrs(op).dims, true);
   visit_float(x.dtype(), op, [&]<class T>() {
     // div = n (0 for an empty reduction: 0/0 = NaN like torch); never 1 unless n == 1
     reduce_driver(g, x.data<T>(), FSum<T, T>{out->data<T>(), double(g.red_n)});
@@ -665,7 +693,8 @@ std::vector<PrimitivePtr> mean_kernel(CpuBackend&, Op& op) {
 std::vector<PrimitivePtr> prod_kernel(CpuBackend&, Op& op) {
   const auto& x = input(op);
   auto out = alloc(op.outputs[0]);
-  Geom g = make_geom(x, rattrs(op).dims, true);
+  Geom g;
+  make_geom(g, x, rattrs(op).dims, true);
   visit_dtype(x.dtype(), [&]<class T>() {
     using R = Prod<T>;
     reduce_driver(g, x.data<T>(), R{out->data<typename R::Out>()});
@@ -677,7 +706,8 @@ template <bool IsMax>
 std::vector<PrimitivePtr> extreme_kernel(CpuBackend&, Op& op) {
   const auto& x = input(op);
   auto out = alloc(op.outputs[0]);
-  Geom g = make_geom(x, rattrs(op).dims, true);
+  Geom g;
+  make_geom(g, x, rattrs(op).dims, true);
   visit_dtype(x.dtype(), [&]<class T>() { reduce_driver(g, x.data<T>(), Extreme<T, IsMax, T>{out->data<T>()}); });
   return {out};
 }
@@ -686,7 +716,8 @@ template <bool IsAll>
 std::vector<PrimitivePtr> anyall_kernel(CpuBackend&, Op& op) {
   const auto& x = input(op);
   auto out = alloc(op.outputs[0]);
-  Geom g = make_geom(x, rattrs(op).dims, true);
+  Geom g;
+  make_geom(g, x, rattrs(op).dims, true);
   visit_dtype(x.dtype(), [&]<class T>() { reduce_driver(g, x.data<T>(), AnyAll<T, IsAll>{out->data<bool>()}); });
   return {out};
 }
@@ -695,12 +726,13 @@ template <bool IsStd>
 std::vector<PrimitivePtr> var_kernel(CpuBackend&, Op& op) {
   const auto& x = input(op);
   auto out = alloc(op.outputs[0]);
-  Geom g = make_geom(x, rattrs(op).dims, true);
+  Geom g;
+  make_geom(g, x, rattrs(op).dims, true);
   visit_float(x.dtype(), op, [&]<class T>() {
-    std::vector<double> mean(static_cast<size_t>(g.out_n));
-    reduce_driver(g, x.data<T>(), FSum<T, double>{mean.data(), double(g.red_n)});
+    Scratch<double> mean(g.out_n);
+    reduce_driver(g, x.data<T>(), FSum<T, double>{mean.get(), double(g.red_n)});
     double div = std::max<double>(double(g.red_n) - double(rattrs(op).correction), 0.0);
-    reduce_driver(g, x.data<T>(), VarPass<T, IsStd>{out->data<T>(), mean.data(), div});
+    reduce_driver(g, x.data<T>(), VarPass<T, IsStd>{out->data<T>(), mean.get(), div});
   });
   return {out};
 }
@@ -708,7 +740,8 @@ std::vector<PrimitivePtr> var_kernel(CpuBackend&, Op& op) {
 std::vector<PrimitivePtr> norm_kernel(CpuBackend&, Op& op) {
   const auto& x = input(op);
   auto out = alloc(op.outputs[0]);
-  Geom g = make_geom(x, rattrs(op).dims, true);
+  Geom g;
+  make_geom(g, x, rattrs(op).dims, true);
   const double p = rattrs(op).p;
   EMBER_CHECK(g.red_n > 0 || (p >= 0 && !std::isinf(p)), "norm: cannot compute the ", p,
               "-norm over an empty reduction (input shape ", x.shape(), "): it has no identity");
@@ -728,13 +761,14 @@ std::vector<PrimitivePtr> norm_kernel(CpuBackend&, Op& op) {
 std::vector<PrimitivePtr> logsumexp_kernel(CpuBackend&, Op& op) {
   const auto& x = input(op);
   auto out = alloc(op.outputs[0]);
-  Geom g = make_geom(x, rattrs(op).dims, true);
+  Geom g;
+  make_geom(g, x, rattrs(op).dims, true);
   visit_float(x.dtype(), op, [&]<class T>() {
-    std::vector<double> shift(static_cast<size_t>(g.out_n));
-    reduce_driver(g, x.data<T>(), Extreme<T, true, double>{shift.data()});
-    for (double& s : shift)
-      if (std::isinf(s)) s = 0;  // all -inf -> log(0) = -inf; any +inf -> inf
-    reduce_driver(g, x.data<T>(), LsePass<T>{out->data<T>(), shift.data()});
+    Scratch<double> shift(g.out_n);
+    reduce_driver(g, x.data<T>(), Extreme<T, true, double>{shift.get()});
+    for (int64_t o = 0; o < g.out_n; ++o)
+      if (std::isinf(shift[o])) shift[o] = 0;  // all -inf -> log(0) = -inf; any +inf -> inf
+    reduce_driver(g, x.data<T>(), LsePass<T>{out->data<T>(), shift.get()});
   });
   return {out};
 }
@@ -752,7 +786,8 @@ std::vector<PrimitivePtr> arg_kernel(CpuBackend&, Op& op) {
     idx = alloc(op.outputs[0]);
     outs = {idx};
   }
-  Geom g = make_geom(x, rattrs(op).dims, false);
+  Geom g;
+  make_geom(g, x, rattrs(op).dims, false);
   visit_dtype(x.dtype(), [&]<class T>() {
     reduce_driver(g, x.data<T>(),
                   ArgExtreme<T, IsMax>{idx->data<int64_t>(), WithValues ? vals->data<T>() : nullptr});

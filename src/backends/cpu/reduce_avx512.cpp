@@ -262,6 +262,102 @@ void log_softmax_row_f32(const float* x, float* y, int64_t n) {
   }
 }
 
+void softmax_cols_f32(const float* x, float* y, int64_t D, int64_t I, int64_t w, bool log) {
+  const __mmask16 k0 = tail_mask16(w < 16 ? w : 16), k1 = tail_mask16(w > 16 ? w - 16 : 0);
+  __m512 m0 = _mm512_set1_ps(-__builtin_inff()), m1 = m0;
+  __mmask16 n0 = 0, n1 = 0;
+  for (int64_t d = 0; d < D; ++d) {
+    const float* p = x + d * I;
+    __m512 v0 = _mm512_maskz_loadu_ps(k0, p), v1 = _mm512_maskz_loadu_ps(k1, p + 16);
+    m0 = _mm512_max_ps(m0, v0);
+    m1 = _mm512_max_ps(m1, v1);
+    n0 |= _mm512_cmp_ps_mask(v0, v0, _CMP_UNORD_Q);
+    n1 |= _mm512_cmp_ps_mask(v1, v1, _CMP_UNORD_Q);
+  }
+  const __m512 qnan = _mm512_set1_ps(__builtin_nanf(""));
+  m0 = _mm512_mask_mov_ps(m0, n0, qnan);
+  m1 = _mm512_mask_mov_ps(m1, n1, qnan);
+  __m512d s0 = _mm512_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+  for (int64_t d = 0; d < D; ++d) {
+    const float* p = x + d * I;
+    __m512 e0 = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k0, p), m0));
+    __m512 e1 = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k1, p + 16), m1));
+    if (!log) {
+      _mm512_mask_storeu_ps(y + d * I, k0, e0);
+      _mm512_mask_storeu_ps(y + d * I + 16, k1, e1);
+    }
+    acc16(s0, s1, e0);
+    acc16(s2, s3, e1);
+  }
+  auto join = [](__m512d a, __m512d b) {
+    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(a)), _mm512_cvtpd_ps(b), 1);
+  };
+  if (!log) {
+    const __m512d one = _mm512_set1_pd(1.0);
+    const __m512 i0 = join(_mm512_div_pd(one, s0), _mm512_div_pd(one, s1));
+    const __m512 i1 = join(_mm512_div_pd(one, s2), _mm512_div_pd(one, s3));
+    for (int64_t d = 0; d < D; ++d) {
+      float* q = y + d * I;
+      _mm512_mask_storeu_ps(q, k0, _mm512_mul_ps(_mm512_maskz_loadu_ps(k0, q), i0));
+      _mm512_mask_storeu_ps(q + 16, k1, _mm512_mul_ps(_mm512_maskz_loadu_ps(k1, q + 16), i1));
+    }
+    return;
+  }
+  double sums[32];
+  float logs[32];
+  _mm512_storeu_pd(sums, s0);
+  _mm512_storeu_pd(sums + 8, s1);
+  _mm512_storeu_pd(sums + 16, s2);
+  _mm512_storeu_pd(sums + 24, s3);
+  for (int j = 0; j < 32; ++j) logs[j] = float(__builtin_log(sums[j]));
+  const __m512 l0 = _mm512_loadu_ps(logs), l1 = _mm512_loadu_ps(logs + 16);
+  for (int64_t d = 0; d < D; ++d) {
+    const float* p = x + d * I;
+    float* q = y + d * I;
+    _mm512_mask_storeu_ps(q, k0, _mm512_sub_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k0, p), m0), l0));
+    _mm512_mask_storeu_ps(q + 16, k1, _mm512_sub_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k1, p + 16), m1), l1));
+  }
+}
+
+void pack_keys_f32(const float* x, int64_t n, uint32_t flip, uint64_t* out) {
+  const __m512i sign = _mm512_set1_epi32(int(0x80000000u)), fl = _mm512_set1_epi32(int(flip));
+  const __m512i qnan = _mm512_set1_epi32(0x7fc00000);
+  __m512i idx = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i eight = _mm512_set1_epi64(8);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? __mmask16(0xffff) : tail_mask16(n - i);
+    __m512 v = _mm512_maskz_loadu_ps(k, x + i);
+    __m512i b = _mm512_castps_si512(v);
+    b = _mm512_mask_mov_epi32(b, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), qnan);
+    b = _mm512_maskz_mov_epi32(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NEQ_UQ), b);
+    __m512i key = _mm512_xor_si512(b, _mm512_or_si512(_mm512_srai_epi32(b, 31), sign));
+    key = _mm512_xor_si512(key, fl);
+    __m512i lo = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(key));
+    __m512i hi = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(key, 1));
+    __m512i p0 = _mm512_or_si512(_mm512_slli_epi64(lo, 32), idx);
+    idx = _mm512_add_epi64(idx, eight);
+    __m512i p1 = _mm512_or_si512(_mm512_slli_epi64(hi, 32), idx);
+    idx = _mm512_add_epi64(idx, eight);
+    const __mmask8 k0 = __mmask8(k & 0xff), k1 = __mmask8(k >> 8);
+    _mm512_mask_storeu_epi64(out + i, k0, p0);
+    _mm512_mask_storeu_epi64(out + i + 8, k1, p1);
+  }
+}
+
+int64_t count_ge_u64(const uint64_t* x, int64_t n, uint64_t thr) {
+  const __m512i t = _mm512_set1_epi64(int64_t(thr));
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __mmask8 m0 = _mm512_cmplt_epu64_mask(_mm512_loadu_si512(x + i), t);
+    __mmask8 m1 = _mm512_cmplt_epu64_mask(_mm512_loadu_si512(x + i + 8), t);
+    __mmask8 m2 = _mm512_cmplt_epu64_mask(_mm512_loadu_si512(x + i + 16), t);
+    __mmask8 m3 = _mm512_cmplt_epu64_mask(_mm512_loadu_si512(x + i + 24), t);
+    if (m0 | m1 | m2 | m3) break;
+  }
+  while (i < n && x[i] >= thr) ++i;
+  return i;
+}
+
 void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)

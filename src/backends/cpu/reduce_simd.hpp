@@ -21,6 +21,12 @@ double sum_exp_f32(const float* x, int64_t n, float shift);  // sum exp(x - shif
 void exp_f32(const float* x, float* y, int64_t n);            // y = exp(x) (in place allowed)
 void softmax_row_f32(const float* x, float* y, int64_t n);    // in place allowed
 void log_softmax_row_f32(const float* x, float* y, int64_t n);
+// softmax / log_softmax over D rows (stride I) of w <= 32 contiguous columns; in place allowed
+void softmax_cols_f32(const float* x, float* y, int64_t D, int64_t I, int64_t w, bool log);
+// sort keys: out[i] = (order-preserving key of x[i], xor flip) << 32 | i
+void pack_keys_f32(const float* x, int64_t n, uint32_t flip, uint64_t* out);
+// number of leading elements of x that are >= thr
+int64_t count_ge_u64(const uint64_t* x, int64_t n, uint64_t thr);
 void f16_to_f32(const uint16_t* x, float* y, int64_t n);
 void bf16_to_f32(const uint16_t* x, float* y, int64_t n);
 void f32_to_f16(const float* x, uint16_t* y, int64_t n);  // round to nearest even

@@ -77,6 +77,22 @@ void softmax_inner(const C* x, C* y, const DimGeom& g, bool log) {
   const int64_t W = std::clamp<int64_t>((256 * 1024 / int64_t(sizeof(C)) / std::max<int64_t>(D, 1)) / line * line,
                                         line, kMaxW);
   const int64_t nch = (I + W - 1) / W, units = g.outer * nch;
+  if constexpr (std::is_same_v<C, float>) {
+    if (use_avx512()) {
+      // blocks of 32 columns, max and sums held in registers
+      const int64_t nb = (I + 31) / 32, bunits = g.outer * nb;
+      auto blocks = [&](int64_t ub, int64_t ue) {
+        for (int64_t u = ub; u < ue; ++u) {
+          const int64_t o = u / nb, j0 = (u % nb) * 32;
+          rsimd::softmax_cols_f32(x + o * D * I + j0, y + o * D * I + j0, D, I, std::min<int64_t>(32, I - j0), log);
+        }
+      };
+      const int64_t per = D * std::min<int64_t>(32, I);
+      if (bunits * per <= kReduceGrain) blocks(0, bunits);
+      else parallel_for(0, bunits, std::max<int64_t>(1, kReduceGrain / per), blocks);
+      return;
+    }
+  }
   auto body = [&](int64_t ub, int64_t ue) {
     C m[kMaxW], t[kMaxW];
     double s[kMaxW];

@@ -21,13 +21,19 @@ struct KeyOf {
   static constexpr bool kWide = std::is_same_v<T, double> || std::is_same_v<T, int64_t>;
   using K = std::conditional_t<kWide, uint64_t, uint32_t>;
   static K key(T v) {
+    // floats (branch-free, vectorisable): NaN -> the canonical positive NaN, -0.0 -> 0.0, then
+    // negative values are complemented and positive ones get the sign bit set
     if constexpr (std::is_same_v<T, double>) {
-      uint64_t b = v != v ? 0x7ff8000000000000ull : v == 0 ? 0ull : std::bit_cast<uint64_t>(v);
-      return (b >> 63) ? ~b : b | (1ull << 63);
+      uint64_t b = std::bit_cast<uint64_t>(v);
+      b = v != v ? 0x7ff8000000000000ull : b;
+      b = v == 0 ? 0ull : b;
+      return b ^ (uint64_t(int64_t(b) >> 63) | (1ull << 63));
     } else if constexpr (is_floating_v<T>) {
       float f = static_cast<float>(v);
-      uint32_t b = f != f ? 0x7fc00000u : f == 0 ? 0u : std::bit_cast<uint32_t>(f);
-      return (b >> 31) ? ~b : b | 0x80000000u;
+      uint32_t b = std::bit_cast<uint32_t>(f);
+      b = f != f ? 0x7fc00000u : b;
+      b = f == 0 ? 0u : b;
+      return b ^ (uint32_t(int32_t(b) >> 31) | 0x80000000u);
     } else if constexpr (std::is_same_v<T, int64_t>) {
       return uint64_t(v) ^ (1ull << 63);
     } else if constexpr (std::is_signed_v<T>) {
@@ -79,6 +85,12 @@ void select_k(E* buf, int64_t n, int64_t k) {
     E best[32];
     int64_t cnt = 0;
     for (int64_t j = 0; j < n; ++j) {
+      if constexpr (std::is_same_v<E, uint64_t>) {
+        if (cnt == k && use_avx512()) {  // skip the run that cannot enter the top k
+          j += rsimd::count_ge_u64(buf + j, n - j, best[k - 1]);
+          if (j >= n) break;
+        }
+      }
       E v = buf[j];
       if (cnt == k && !(v < best[k - 1])) continue;
       int64_t p = cnt < k ? cnt++ : k - 1;
@@ -93,6 +105,19 @@ void select_k(E* buf, int64_t n, int64_t k) {
   }
   std::nth_element(buf, buf + k, buf + n);
   std::sort(buf, buf + k);
+}
+
+// out[j] = (key(x[j * I]) ^ flip) << 32 | j
+template <class T>
+void pack_keys(const T* x, int64_t n, int64_t I, uint32_t flip, uint64_t* out) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (I == 1 && use_avx512()) return rsimd::pack_keys_f32(x, n, flip, out);
+  }
+  if (I == 1) {
+    for (int64_t j = 0; j < n; ++j) out[j] = (uint64_t(KeyOf<T>::key(x[j]) ^ flip) << 32) | uint64_t(j);
+  } else {
+    for (int64_t j = 0; j < n; ++j) out[j] = (uint64_t(KeyOf<T>::key(x[j * I]) ^ flip) << 32) | uint64_t(j);
+  }
 }
 
 // Sorts (or selects the first k of) one row of every [outer, size, inner] position.
@@ -119,8 +144,7 @@ void sort_rows(const T* x, T* yv, int64_t* yi, const DimGeom& g, int64_t k, bool
           const int64_t o = r / I, i = r % I;
           const T* xr = x + o * D * I + i;
           const K fl = flip ? ~K(0) : K(0);
-          for (int64_t j = 0; j < D; ++j)
-            buf[size_t(j)] = (uint64_t(KeyOf<T>::key(xr[j * I]) ^ fl) << 32) | uint64_t(j);
+          pack_keys(xr, D, I, fl, buf.data());
           if (partial) {
             select_k(buf.data(), D, k);
           } else if (D >= 256) {

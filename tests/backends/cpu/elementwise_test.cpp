@@ -179,6 +179,17 @@ TEST(CpuElementwise, StridedAndBroadcastMatchContiguous) {
   expect_same(greater(xt, col), greater(xc, cole));
   expect_same(where(greater(xt, 0.0), row, col), where(greater(xc, 0.0), rowe, cole));
   expect_same(lerp(xt, row, col), lerp(xc, rowe, cole), 1e-6);
+  // permuted inputs keep their layout (flat loops); mixed layouts and chains stay correct
+  expect_same(add(xt, xc), mul(xc, 2.0));
+  expect_same(exp(exp(xt)), exp(exp(xc)));
+  expect_same(add(exp(xt), xt), add(exp(xc), xc));
+  expect_same(where(greater(xt, 0.0), xt, mul(xt, 3.0)), where(greater(xc, 0.0), xc, mul(xc, 3.0)));
+  auto x3 = ramp(Shape{7, 11, 13});
+  auto p3 = permute(x3, {2, 0, 1}), p3c = contiguous(p3);
+  expect_same(neg(p3), neg(p3c));
+  expect_same(sub(p3, 0.25), sub(p3c, 0.25));
+  expect_same(cast(p3, DType::bf16), cast(p3c, DType::bf16));
+  expect_same(lerp(p3, mul(p3, 2.0), 0.75), lerp(p3c, mul(p3c, 2.0), 0.75), 1e-6);
   // f64 and f16 through the same paths
   auto d = cast(xt, DType::f64);
   expect_same(sigmoid(d), sigmoid(contiguous(d)));

@@ -225,13 +225,13 @@ INSTANTIATE_TEST_SUITE_P(AllFunctions, UnaryF32, ::testing::Range(0, kNumUnary),
                            return std::string(unary_name(static_cast<Unary>(i.param)));
                          });
 
-// Exhaustive over the main ranges for the functions with a 2-ulp contract (every 61st float).
+// Dense sweep of the main ranges for the functions with a 2-ulp contract (every 241st float).
 TEST(VecMath, HotFunctionsDenseSweep) {
   const Unary fns[] = {Unary::exp, Unary::log, Unary::tanh, Unary::sigmoid, Unary::erf,
                        Unary::gelu_erf, Unary::gelu_tanh, Unary::silu, Unary::softplus,
                        Unary::sin, Unary::cos};
   std::vector<float> xs;
-  for (uint32_t u = 0; u < 0x7f800000u; u += 61) {
+  for (uint32_t u = 0; u < 0x7f800000u; u += 241) {
     const float f = bits_f(u);
     if (f > 120.0f) break;
     xs.push_back(f);
@@ -385,7 +385,7 @@ TEST_P(BinaryF32, MatchesDoubleReference) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> ud(-10.0f, 10.0f);
   std::uniform_int_distribution<uint32_t> bits;
-  for (int i = 0; i < 200000; ++i) {
+  for (int i = 0; i < 100000; ++i) {
     a.push_back(ud(rng));
     b.push_back(ud(rng));
     float x = bits_f(bits(rng)), z = bits_f(bits(rng));

@@ -7,8 +7,11 @@
 // Every function is single-threaded and works on one contiguous run; callers thread
 // over chunks. Semantics follow PyTorch 1.13 CPU (NaN/Inf propagation, sign(nan) = 0,
 // round = half-to-even, fmod = C fmod, remainder = Python floor-mod, ...).
-// Accuracy (f32): <= 2 ulp for exp/log/sigmoid/tanh/erf/gelu/silu/softplus/sin/cos,
-// <= 4 ulp elsewhere; f64 transcendental results come from the std:: functions.
+// Accuracy (f32, vs the correctly rounded result; tested): <= 2 ulp for exp, log,
+// sigmoid, tanh, erf, gelu (both), silu, softplus, sin, cos (exp/log/sin/cos/tanh <= 1),
+// <= 4 ulp elsewhere; tails stay accurate where torch's formulas cancel (gelu(-10),
+// sigmoid(-95), silu(-100) give the true tiny values, not 0). f64 transcendental results
+// come from the std:: functions. softmax forms x - max in float, as torch does.
 //
 // Dispatch picks AVX-512, AVX2 or scalar code at run time from cpu::features()
 // (EMBER_CPU_ISA=scalar|avx2|avx512 caps it); detail::set_isa() forces a level (tests).
@@ -131,36 +134,39 @@ double scalar_binary_f64(Binary fn, double a, double b);
 
 namespace ember::cpu::vec::EMBER_VEC_MATH_KERNEL_NS {
 
+// Kernels are inlined into their loops so constants are hoisted out of them.
+#define EMBER_VEC_INLINE static inline __attribute__((always_inline))
+
 using F = Simd::F;
 using I = Simd::I;
 using M = Simd::M;
 using D = Simd::D;
 constexpr int W = Simd::W;
 
-static inline F cf(float v) { return Simd::set(v); }
-static inline F cbits(uint32_t b) { return Simd::as_f(Simd::iset(static_cast<int32_t>(b))); }
-static inline F kInf() { return cf(std::numeric_limits<float>::infinity()); }
-static inline F kNaN() { return cf(std::numeric_limits<float>::quiet_NaN()); }
-static inline F sign_bits(F x) { return Simd::band(x, cbits(0x80000000u)); }
-static inline F xor_sign(F v, F s) { return Simd::bxor(v, s); }  // s: sign bits only
+EMBER_VEC_INLINE F cf(float v) { return Simd::set(v); }
+EMBER_VEC_INLINE F cbits(uint32_t b) { return Simd::as_f(Simd::iset(static_cast<int32_t>(b))); }
+EMBER_VEC_INLINE F kInf() { return cf(std::numeric_limits<float>::infinity()); }
+EMBER_VEC_INLINE F kNaN() { return cf(std::numeric_limits<float>::quiet_NaN()); }
+EMBER_VEC_INLINE F sign_bits(F x) { return Simd::band(x, cbits(0x80000000u)); }
+EMBER_VEC_INLINE F xor_sign(F v, F s) { return Simd::bxor(v, s); }  // s: sign bits only
 
 // Horner evaluation with float coefficients c[0] + c[1] t + ...
 template <int N>
-static inline F horner(F t, const float (&c)[N]) {
+EMBER_VEC_INLINE F horner(F t, const float (&c)[N]) {
   F r = cf(c[N - 1]);
   for (int i = N - 2; i >= 0; --i) r = Simd::fma(r, t, cf(c[i]));
   return r;
 }
 // Same with per-lane coefficients taken from 16-entry tables tab[k][idx].
 template <int N>
-static inline F horner_lut16(F t, I idx, const float (&tab)[N][16]) {
+EMBER_VEC_INLINE F horner_lut16(F t, I idx, const float (&tab)[N][16]) {
   F r = Simd::lut16(idx, tab[N - 1]);
   for (int i = N - 2; i >= 0; --i) r = Simd::fma(r, t, Simd::lut16(idx, tab[i]));
   return r;
 }
 // c * P(t) with one rounding for the leading term: fma(c0, c, (t * P1(t)) * c)
 template <int N>
-static inline F scaled_horner_lut16(F t, I idx, const float (&tab)[N][16], F c) {
+EMBER_VEC_INLINE F scaled_horner_lut16(F t, I idx, const float (&tab)[N][16], F c) {
   F r = Simd::lut16(idx, tab[N - 1]);
   for (int i = N - 2; i >= 1; --i) r = Simd::fma(r, t, Simd::lut16(idx, tab[i]));
   return Simd::fma(Simd::lut16(idx, tab[0]), c, (r * t) * c);
@@ -168,7 +174,7 @@ static inline F scaled_horner_lut16(F t, I idx, const float (&tab)[N][16], F c) 
 
 // Run a scalar function over the lanes selected by `which`, replacing those lanes.
 template <class Fn>
-static inline F scalar_lanes(F x, F res, M which, Fn fn) {
+EMBER_VEC_INLINE F scalar_lanes(F x, F res, M which, Fn fn) {
   alignas(64) float in[W];
   alignas(64) float out[W];
   Simd::storeu(in, x);
@@ -179,7 +185,7 @@ static inline F scalar_lanes(F x, F res, M which, Fn fn) {
   return Simd::loadu(out);
 }
 template <class Fn>
-static inline F scalar_lanes2(F a, F b, F res, M which, Fn fn) {
+EMBER_VEC_INLINE F scalar_lanes2(F a, F b, F res, M which, Fn fn) {
   alignas(64) float ia[W];
   alignas(64) float ib[W];
   alignas(64) float out[W];
@@ -544,17 +550,17 @@ constexpr float kPiHi = 3.14159274101257324219f;
 constexpr float kPiLo = -8.742277657347586e-08f;
 
 // ------------------------------- exp family -----------------------------------
-static inline F exp_poly(F r) {  // e^r, |r| <= ~0.35
+EMBER_VEC_INLINE F exp_poly(F r) {  // e^r, |r| <= ~0.35
   return Simd::fma(r * r, horner(r, coef::kExp), r) + cf(1.0f);
 }
 // x = n*ln2 + r; returns n (integral float) and r.
-static inline F exp_reduce(F x, F& r) {
+EMBER_VEC_INLINE F exp_reduce(F x, F& r) {
   F n = Simd::round_even(x * cf(kLog2e));
   r = Simd::fnma(n, cf(kLn2Hi), x);
   r = Simd::fnma(n, cf(kLn2Lo), r);
   return n;
 }
-static inline F k_exp(F x) {
+EMBER_VEC_INLINE F k_exp(F x) {
   x = Simd::max(cf(-104.0f), x);  // max/min return the 2nd operand for NaN: keeps NaN
   x = Simd::min(cf(89.0f), x);
   F r;
@@ -562,15 +568,15 @@ static inline F k_exp(F x) {
   return Simd::scalef(exp_poly(r), n);
 }
 // exp(x) for x <= 0 (softmax): no overflow clamp needed.
-static inline F k_exp_nonpos(F x) {
+EMBER_VEC_INLINE F k_exp_nonpos(F x) {
   x = Simd::max(cf(-104.0f), x);
   F r;
   F n = exp_reduce(x, r);
   return Simd::scalef(exp_poly(r), n);
 }
 // e^r - 1 for |r| <= ~0.35
-static inline F expm1_poly(F r) { return Simd::fma(r * r, horner(r, coef::kExp), r); }
-static inline F k_exp2(F x) {
+EMBER_VEC_INLINE F expm1_poly(F r) { return Simd::fma(r * r, horner(r, coef::kExp), r); }
+EMBER_VEC_INLINE F k_exp2(F x) {
   x = Simd::max(cf(-152.0f), x);
   x = Simd::min(cf(129.0f), x);
   F n = Simd::round_even(x);
@@ -578,7 +584,7 @@ static inline F k_exp2(F x) {
   F p = Simd::fma(r, horner(r, coef::kExp2), cf(1.0f));
   return Simd::scalef(p, n);
 }
-static inline F k_expm1(F x) {
+EMBER_VEC_INLINE F k_expm1(F x) {
   F xc = Simd::max(cf(-30.0f), x);
   xc = Simd::min(cf(88.0f), xc);
   F r;
@@ -595,13 +601,13 @@ static inline F k_expm1(F x) {
 
 // ------------------------------- log family -----------------------------------
 // log1p(f) for f in [sqrt(1/2)-1, sqrt(2)-1]
-static inline F log1p_poly(F f) {
+EMBER_VEC_INLINE F log1p_poly(F f) {
   F f2 = f * f;
   F t = Simd::fma(f2 * f, horner(f, coef::kLog), f2 * cf(-0.5f));
   return f + t;
 }
 // Fix-ups for x outside (0, inf): 0 -> -inf, inf -> inf, x < 0 or NaN -> NaN.
-static inline F log_special(F x, F res) {
+EMBER_VEC_INLINE F log_special(F x, F res) {
   M ok = Simd::mand(Simd::gt(x, cf(0.0f)), Simd::lt(x, kInf()));
   if (!Simd::all(ok)) {
     res = Simd::sel(Simd::eq(x, cf(0.0f)), cf(-std::numeric_limits<float>::infinity()), res);
@@ -611,21 +617,21 @@ static inline F log_special(F x, F res) {
   }
   return res;
 }
-static inline F k_log(F x) {
+EMBER_VEC_INLINE F k_log(F x) {
   F e;
   F m = Simd::frexp(x, e);
   F r = log1p_poly(m - cf(1.0f));
   F res = Simd::fma(e, cf(kLn2Hi), Simd::fma(e, cf(kLn2Lo), r));
   return log_special(x, res);
 }
-static inline F k_log2(F x) {
+EMBER_VEC_INLINE F k_log2(F x) {
   F e;
   F m = Simd::frexp(x, e);
   F r = log1p_poly(m - cf(1.0f));
   F l = Simd::fma(r, cf(kLog2e), r * cf(1.925963033500011e-08f));  // r * log2(e), hi + lo
   return log_special(x, e + l);
 }
-static inline F k_log10(F x) {
+EMBER_VEC_INLINE F k_log10(F x) {
   F e;
   F m = Simd::frexp(x, e);
   F r = log1p_poly(m - cf(1.0f));
@@ -636,7 +642,7 @@ static inline F k_log10(F x) {
 }
 // log1p(x) for x > -1 (finite). Near 0 the polynomial takes x directly; elsewhere
 // 1 + x is reduced and the rounding of 1 + x is added back as a correction term.
-static inline F log1p_core(F x) {
+EMBER_VEC_INLINE F log1p_core(F x) {
   const M direct = Simd::mand(Simd::gt(x, cf(-0.2928932f)), Simd::lt(x, cf(0.41421356f)));
   F u = x + cf(1.0f);
   F e;
@@ -647,7 +653,7 @@ static inline F log1p_core(F x) {
   F r = log1p_poly(f) + corr;
   return Simd::fma(e, cf(kLn2Hi), Simd::fma(e, cf(kLn2Lo), r));
 }
-static inline F k_log1p(F x) {
+EMBER_VEC_INLINE F k_log1p(F x) {
   F res = log1p_core(x);
   F u = x + cf(1.0f);
   M ok = Simd::mand(Simd::gt(u, cf(0.0f)), Simd::lt(x, kInf()));
@@ -660,7 +666,7 @@ static inline F k_log1p(F x) {
   return Simd::sel(Simd::eq(x, cf(0.0f)), x, res);  // keep -0
 }
 // log1p(e) for e in [0, 1] (softplus / log_sigmoid)
-static inline F log1p_01(F e) {
+EMBER_VEC_INLINE F log1p_01(F e) {
   F u = e + cf(1.0f);
   M big = Simd::gt(e, cf(0.41421356f));
   F f = Simd::sel(big, Simd::fma(u, cf(0.5f), cf(-1.0f)), e);  // u/2 - 1 is exact
@@ -671,19 +677,19 @@ static inline F log1p_01(F e) {
 
 // ------------------------------- trig -----------------------------------------
 constexpr float kTrigMax = 1048576.0f;  // beyond this: scalar double fallback
-static inline F trig_reduce(F ax, F& r) {
+EMBER_VEC_INLINE F trig_reduce(F ax, F& r) {
   F n = Simd::round_even(ax * cf(0.636619772367581343f));
   r = Simd::fnma(n, cf(1.57079637050628662109f), ax);
   r = Simd::fnma(n, cf(-4.37113882867379e-08f), r);
   r = Simd::fnma(n, cf(-1.7151245100059164e-15f), r);
   return n;
 }
-static inline F sin_poly(F r, F r2) { return Simd::fma(r2 * r, horner(r2, coef::kSin), r); }
-static inline F cos_poly(F r2) {
+EMBER_VEC_INLINE F sin_poly(F r, F r2) { return Simd::fma(r2 * r, horner(r2, coef::kSin), r); }
+EMBER_VEC_INLINE F cos_poly(F r2) {
   return Simd::fma(r2 * r2, horner(r2, coef::kCos), r2 * cf(-0.5f)) + cf(1.0f);
 }
 template <bool kCos>
-static inline F k_sincos(F x) {
+EMBER_VEC_INLINE F k_sincos(F x) {
   F ax = Simd::abs(x);
   F r;
   F n = trig_reduce(ax, r);
@@ -706,7 +712,7 @@ static inline F k_sincos(F x) {
     });
   return res;
 }
-static inline F k_tan(F x) {
+EMBER_VEC_INLINE F k_tan(F x) {
   F ax = Simd::abs(x);
   F r;
   F n = trig_reduce(ax, r);
@@ -726,13 +732,13 @@ static inline F k_tan(F x) {
   return res;
 }
 // asin on |x| <= 1 pieces: returns p = asin(s) where s = small ? a : sqrt((1-a)/2)
-static inline F asin_core(F a, M& small) {
+EMBER_VEC_INLINE F asin_core(F a, M& small) {
   small = Simd::le(a, cf(0.5f));
   F z = Simd::sel(small, a * a, (cf(1.0f) - a) * cf(0.5f));
   F s = Simd::sel(small, a, Simd::sqrt(z));
   return Simd::fma(s * z, horner(z, coef::kAsin), s);
 }
-static inline F k_asin(F x) {
+EMBER_VEC_INLINE F k_asin(F x) {
   F a = Simd::abs(x);
   M small;
   F p = asin_core(a, small);
@@ -741,7 +747,7 @@ static inline F k_asin(F x) {
   res = Simd::sel(Simd::gt(a, cf(1.0f)), kNaN(), res);
   return xor_sign(res, sign_bits(x));
 }
-static inline F k_acos(F x) {
+EMBER_VEC_INLINE F k_acos(F x) {
   F a = Simd::abs(x);
   M small;
   F p = asin_core(a, small);
@@ -752,12 +758,12 @@ static inline F k_acos(F x) {
   F res = Simd::sel(small, r_small, Simd::sel(Simd::lt(x, cf(0.0f)), r_neg, r_pos));
   return Simd::sel(Simd::gt(a, cf(1.0f)), kNaN(), res);
 }
-static inline F atan_poly(F z) {  // z in [0, 1]; exact float(pi/4) at z = 1
+EMBER_VEC_INLINE F atan_poly(F z) {  // z in [0, 1]; exact float(pi/4) at z = 1
   F t = z * z;
   F p = Simd::fma(z * t, horner(t, coef::kAtan), z);
   return Simd::sel(Simd::eq(z, cf(1.0f)), cf(0.785398185253143310547f), p);
 }
-static inline F k_atan(F x) {
+EMBER_VEC_INLINE F k_atan(F x) {
   F a = Simd::abs(x);
   M inv = Simd::gt(a, cf(1.0f));
   F z = Simd::sel(inv, cf(1.0f) / a, a);
@@ -765,7 +771,7 @@ static inline F k_atan(F x) {
   p = Simd::sel(inv, cf(kPio2Hi) - (p - cf(kPio2Lo)), p);
   return xor_sign(p, sign_bits(x));
 }
-static inline F k_atan2(F y, F x) {
+EMBER_VEC_INLINE F k_atan2(F y, F x) {
   F ay = Simd::abs(y), ax = Simd::abs(x);
   F mx = Simd::max(ax, ay), mn = Simd::min(ax, ay);
   F t = mn / mx;
@@ -785,13 +791,13 @@ static inline F k_atan2(F y, F x) {
 
 // ------------------------------- hyperbolic -----------------------------------
 // 0.5 * e^a for a >= 0 (overflow-safe up to a ~ 89.4)
-static inline F half_exp(F a) {
+EMBER_VEC_INLINE F half_exp(F a) {
   a = Simd::min(cf(90.0f), a);
   F r;
   F n = exp_reduce(a, r);
   return Simd::scalef(exp_poly(r), n - cf(1.0f));
 }
-static inline F k_sinh(F x) {
+EMBER_VEC_INLINE F k_sinh(F x) {
   F a = Simd::abs(x);
   F t = a * a;
   F small = Simd::fma(a * t, horner(t, coef::kSinh), a);
@@ -800,17 +806,17 @@ static inline F k_sinh(F x) {
   F res = Simd::sel(Simd::lt(a, cf(1.0f)), small, large);
   return xor_sign(res, sign_bits(x));
 }
-static inline F k_cosh(F x) {
+EMBER_VEC_INLINE F k_cosh(F x) {
   F h = half_exp(Simd::abs(x));
   return h + cf(0.25f) / h;
 }
-static inline F k_tanh(F x) {
+EMBER_VEC_INLINE F k_tanh(F x) {
   F t = Simd::min(cf(9.5f), Simd::abs(x));  // tanh rounds to 1 beyond 9.01; NaN stays NaN
   I idx = Simd::isub(Simd::isrl<21>(Simd::as_i(t + cf(1.0f))), Simd::iset(0x3f800000 >> 21));
   F d = t - Simd::lut16(idx, coef::kTanh16Mid);
   return xor_sign(horner_lut16(d, idx, coef::kTanh16), sign_bits(x));
 }
-static inline F k_asinh(F x) {
+EMBER_VEC_INLINE F k_asinh(F x) {
   F a = Simd::abs(x);
   // log1p(a + a^2 / (1 + sqrt(1 + a^2))) for moderate a, log(a) + ln2 for large a
   F a2 = a * a;
@@ -821,7 +827,7 @@ static inline F k_asinh(F x) {
   res = Simd::sel(Simd::isnan(x), x, res);
   return xor_sign(res, sign_bits(x));
 }
-static inline F k_acosh(F x) {
+EMBER_VEC_INLINE F k_acosh(F x) {
   F t = x - cf(1.0f);  // exact for x in [1, 2^24)
   F res_small = log1p_core(t + Simd::sqrt(Simd::fma(t, t, t + t)));
   F res_big = k_log(x) + cf(0.693147180559945f);
@@ -829,7 +835,7 @@ static inline F k_acosh(F x) {
   res = Simd::sel(Simd::lt(x, cf(1.0f)), kNaN(), res);
   return Simd::sel(Simd::isnan(x), x, res);
 }
-static inline F k_atanh(F x) {
+EMBER_VEC_INLINE F k_atanh(F x) {
   F a = Simd::abs(x);
   F res = log1p_core((a + a) / (cf(1.0f) - a)) * cf(0.5f);
   res = Simd::sel(Simd::eq(a, cf(1.0f)), kInf(), res);
@@ -840,7 +846,7 @@ static inline F k_atanh(F x) {
 }
 
 // ------------------------------- erf / gelu ----------------------------------
-static inline F k_erf(F x) {
+EMBER_VEC_INLINE F k_erf(F x) {
   F t = Simd::min(cf(3.999f), Simd::abs(x));  // erf rounds to 1 beyond 3.92; NaN stays NaN
   I idx = Simd::cvtt_i(t * cf(4.0f));
   F d = t - Simd::lut16(idx, coef::kErf16Mid);
@@ -867,7 +873,7 @@ __attribute__((noinline)) static F gelu_erf_wide(F x) {
   M ninf = Simd::eq(x, cf(-std::numeric_limits<float>::infinity()));
   return Simd::sel(ninf, kNaN(), res);  // torch: -inf * 0 = NaN
 }
-static inline F k_gelu_erf(F x) {
+EMBER_VEC_INLINE F k_gelu_erf(F x) {
   F t = Simd::abs(x);
   I idx = Simd::cvtt_i(t * cf(4.0f));
   F d = t - Simd::lut16(idx, coef::kGeluQMid);
@@ -882,7 +888,7 @@ static inline F k_gelu_erf(F x) {
 //   z >= 0: c * sigmoid(z) = c * e^t / (1 + e^t) = c * (1 + pm1) / d2
 //   z <  0: c * sigmoid(z) = c / (1 + e^t)       = (c / d2) * 2^-n
 // so every result is one or two roundings plus the error of pm1, which mostly cancels.
-static inline F sig_parts(F t, F tlo, F& pm1, F& n) {
+EMBER_VEC_INLINE F sig_parts(F t, F tlo, F& pm1, F& n) {
   t = Simd::min(cf(150.0f), t);  // NaN stays NaN
   F r;
   n = exp_reduce(t, r);
@@ -900,7 +906,7 @@ __attribute__((noinline)) static F sigmoid_wide(F x) {
   return Simd::sel(pos, q, Simd::scalef(q, Simd::neg(n)));
 }
 // c * sigmoid(z) for z with the sign of c's branch given by pos (z >= 0)
-static inline F times_sigmoid(F c, M pos, F d2, F pm1, F n) {
+EMBER_VEC_INLINE F times_sigmoid(F c, M pos, F d2, F pm1, F n) {
   F q = Simd::sel(pos, Simd::fma(c, pm1, c), c) / d2;
   return Simd::sel(pos, q, Simd::scalef(q, Simd::neg(n)));
 }
@@ -915,7 +921,7 @@ __attribute__((noinline)) static F silu_wide(F x) {
 }
 // |x| < 8 (nearly all inputs): q = sigmoid(-|x|) from the direct table; sigmoid = q or
 // 1 - q, silu = x*q or x - x*q. Vectors with any |x| >= 8 take the exp-based forms above.
-static inline F k_sigmoid(F x) {
+EMBER_VEC_INLINE F k_sigmoid(F x) {
   F t = Simd::abs(x);
   I idx = Simd::cvtt_i(t * cf(2.0f));
   F d = t - Simd::lut16(idx, coef::kSig16Mid);
@@ -924,7 +930,7 @@ static inline F k_sigmoid(F x) {
   M wide = Simd::ge(t, cf(8.0f));
   return Simd::any(wide) ? Simd::sel(wide, sigmoid_wide(x), res) : res;
 }
-static inline F k_silu(F x) {
+EMBER_VEC_INLINE F k_silu(F x) {
   F t = Simd::abs(x);
   I idx = Simd::cvtt_i(t * cf(2.0f));
   F d = t - Simd::lut16(idx, coef::kSig16Mid);
@@ -933,11 +939,11 @@ static inline F k_silu(F x) {
   M wide = Simd::ge(t, cf(8.0f));
   return Simd::any(wide) ? Simd::sel(wide, silu_wide(x), res) : res;
 }
-static inline F k_softplus(F x) {
+EMBER_VEC_INLINE F k_softplus(F x) {
   F e = k_exp(Simd::neg(Simd::abs(x)));
   return Simd::max(cf(0.0f), x) + log1p_01(e);
 }
-static inline F k_log_sigmoid(F x) {
+EMBER_VEC_INLINE F k_log_sigmoid(F x) {
   F e = k_exp(Simd::neg(Simd::abs(x)));
   return Simd::min(cf(0.0f), x) - log1p_01(e);
 }
@@ -965,7 +971,7 @@ __attribute__((noinline)) static F gelu_tanh_wide(F x) {
 
 // |x| < 4: gelu_tanh = x * G(|x|) or x - x * G(|x|) from the direct table; vectors with
 // any |x| >= 4 merge in the exp-based form above for those lanes.
-static inline F k_gelu_tanh(F x) {
+EMBER_VEC_INLINE F k_gelu_tanh(F x) {
   F t = Simd::abs(x);
   I idx = Simd::cvtt_i(t * cf(4.0f));
   F d = t - Simd::lut16(idx, coef::kGeluTanhQMid);
@@ -976,28 +982,28 @@ static inline F k_gelu_tanh(F x) {
 }
 
 // ------------------------------- misc unary -----------------------------------
-static inline F k_sign(F x) {  // sign(+-0) = +0, sign(NaN) = 0 like torch
+EMBER_VEC_INLINE F k_sign(F x) {  // sign(+-0) = +0, sign(NaN) = 0 like torch
   return Simd::sel(Simd::gt(x, cf(0.0f)), cf(1.0f),
                    Simd::sel(Simd::lt(x, cf(0.0f)), cf(-1.0f), cf(0.0f)));
 }
 
 // ------------------------------- binary ---------------------------------------
-static inline F k_maximum(F a, F b) {  // like torch: NaN propagates, ties return b
+EMBER_VEC_INLINE F k_maximum(F a, F b) {  // like torch: NaN propagates, ties return b
   return Simd::sel(Simd::unord(a, b), a + b, Simd::max(a, b));
 }
-static inline F k_minimum(F a, F b) {
+EMBER_VEC_INLINE F k_minimum(F a, F b) {
   return Simd::sel(Simd::unord(a, b), a + b, Simd::min(a, b));
 }
 // C fmod, exact: the quotient is formed in double while |a/b| < 2^24 (then a - q*b is
 // exact in one fma); larger quotients go to scalar fmodf.
-static inline D fmod_d(D a, D b) {
+EMBER_VEC_INLINE D fmod_d(D a, D b) {
   D q = Simd::dtrunc(a / b);
   D r = Simd::dfma(-q, b, a);
   // q may be rounded one past the true quotient: then r has the wrong sign
   D fix = Simd::dsel(Simd::dlt(r * a, Simd::dset(0.0)), Simd::dcopysign(b, a), Simd::dset(0.0));
   return r + fix;
 }
-static inline F k_fmod(F a, F b) {
+EMBER_VEC_INLINE F k_fmod(F a, F b) {
   F res = Simd::d_pack(fmod_d(Simd::d_lo(a), Simd::d_lo(b)), fmod_d(Simd::d_hi(a), Simd::d_hi(b)));
   res = Simd::bor(Simd::abs(res), sign_bits(a));  // zero results keep the sign of a
   F aa = Simd::abs(a), ab = Simd::abs(b);
@@ -1008,13 +1014,13 @@ static inline F k_fmod(F a, F b) {
     res = scalar_lanes2(a, b, res, big, [](float u, float v) { return std::fmod(u, v); });
   return res;
 }
-static inline F k_remainder(F a, F b) {  // torch: m = fmod(a, b); m += b if signs differ
+EMBER_VEC_INLINE F k_remainder(F a, F b) {  // torch: m = fmod(a, b); m += b if signs differ
   F m = k_fmod(a, b);
   M fix = Simd::mand(Simd::neq(m, cf(0.0f)),
                      Simd::mxor(Simd::lt(b, cf(0.0f)), Simd::lt(m, cf(0.0f))));
   return Simd::sel(fix, m + b, m);
 }
-static inline F k_hypot(F a, F b) {
+EMBER_VEC_INLINE F k_hypot(F a, F b) {
   D al = Simd::d_lo(a), bl = Simd::d_lo(b), ah = Simd::d_hi(a), bh = Simd::d_hi(b);
   F res = Simd::d_pack(Simd::dsqrt(Simd::dfma(al, al, bl * bl)),
                        Simd::dsqrt(Simd::dfma(ah, ah, bh * bh)));
@@ -1036,13 +1042,13 @@ constexpr double kPowExp2[] = {0.9999999999997626,   0.6931471805465139,
                                1.3175858908961123e-06};
 }  // namespace coef
 template <int N>
-static inline D dhorner(D t, const double (&c)[N]) {
+EMBER_VEC_INLINE D dhorner(D t, const double (&c)[N]) {
   D r = Simd::dset(c[N - 1]);
   for (int i = N - 2; i >= 0; --i) r = Simd::dfma(r, t, Simd::dset(c[i]));
   return r;
 }
 // b * log2(a) for a > 0 finite (float inputs widened to double)
-static inline D pow_core_d(D a, D b) {
+EMBER_VEC_INLINE D pow_core_d(D a, D b) {
   D e;
   D m = Simd::dfrexp(a, e);  // m in [sqrt(1/2), sqrt(2)), exact for float inputs
   D f = m - Simd::dset(1.0);
@@ -1057,7 +1063,7 @@ static inline D pow_core_d(D a, D b) {
   D p = dhorner(r, coef::kPowExp2);
   return Simd::dscale(p, n);
 }
-static inline F k_pow(F a, F b) {
+EMBER_VEC_INLINE F k_pow(F a, F b) {
   F aa = Simd::abs(a);
   F res = Simd::d_pack(pow_core_d(Simd::d_lo(aa), Simd::d_lo(b)),
                        pow_core_d(Simd::d_hi(aa), Simd::d_hi(b)));
@@ -1090,17 +1096,17 @@ static inline F k_pow(F a, F b) {
 }
 
 // ------------------------------- loop drivers ---------------------------------
-static inline bool use_stream(const void* y, int64_t n, int elem) {
+EMBER_VEC_INLINE bool use_stream(const void* y, int64_t n, int elem) {
   return n >= detail::kStreamMinElems &&
          (reinterpret_cast<uintptr_t>(y) & static_cast<uintptr_t>(elem - 1)) == 0;
 }
-static inline int64_t align_head(const void* y, int elem) {
+EMBER_VEC_INLINE int64_t align_head(const void* y, int elem) {
   const uintptr_t mis = reinterpret_cast<uintptr_t>(y) & (Simd::kAlign - 1);
   return mis ? static_cast<int64_t>((Simd::kAlign - mis) / elem) : 0;
 }
 // kStream: the op is memory-bound, so large outputs use non-temporal stores.
 template <bool kStream = false, class K>
-static inline void map1(const float* x, float* y, int64_t n, K k) {
+EMBER_VEC_INLINE void map1(const float* x, float* y, int64_t n, K k) {
   int64_t i = 0;
   if (kStream && use_stream(y, n, 4)) {
     const int64_t head = align_head(y, 4);
@@ -1119,7 +1125,7 @@ static inline void map1(const float* x, float* y, int64_t n, K k) {
   if (i < n) Simd::store_n(y + i, k(Simd::load_n(x + i, int(n - i))), int(n - i));
 }
 template <bool kStream = false, class K>
-static inline void map2(const float* a, const float* b, float* y, int64_t n, K k) {
+EMBER_VEC_INLINE void map2(const float* a, const float* b, float* y, int64_t n, K k) {
   int64_t i = 0;
   if (kStream && use_stream(y, n, 4)) {
     const int64_t head = align_head(y, 4);
@@ -1137,7 +1143,7 @@ static inline void map2(const float* a, const float* b, float* y, int64_t n, K k
 }
 constexpr int WD = W / 2;
 template <class K>  // f64 users are all memory-bound
-static inline void mapd1(const double* x, double* y, int64_t n, K k) {
+EMBER_VEC_INLINE void mapd1(const double* x, double* y, int64_t n, K k) {
   int64_t i = 0;
   if (use_stream(y, n, 8)) {
     const int64_t head = align_head(y, 8);
@@ -1150,7 +1156,7 @@ static inline void mapd1(const double* x, double* y, int64_t n, K k) {
   if (i < n) Simd::dstore_n(y + i, k(Simd::dload_n(x + i, int(n - i))), int(n - i));
 }
 template <class K>
-static inline void mapd2(const double* a, const double* b, double* y, int64_t n, K k) {
+EMBER_VEC_INLINE void mapd2(const double* a, const double* b, double* y, int64_t n, K k) {
   int64_t i = 0;
   if (use_stream(y, n, 8)) {
     const int64_t head = align_head(y, 8);
@@ -1224,7 +1230,7 @@ static void unary_f32_impl(Unary fn, const float* x, float* y, int64_t n) {
 
 // op(a, b) on vectors
 template <Binary kOp>
-static inline F binop(F a, F b) {
+EMBER_VEC_INLINE F binop(F a, F b) {
   if constexpr (kOp == Binary::add) return a + b;
   else if constexpr (kOp == Binary::sub) return a - b;
   else if constexpr (kOp == Binary::mul) return a * b;
@@ -1296,7 +1302,7 @@ static void scalar_binary_f32_impl(Binary fn, float a, const float* b, float* y,
 }
 
 // ------------------------------- f64 entry points -----------------------------
-static inline D dsign(D x) {
+EMBER_VEC_INLINE D dsign(D x) {
   return Simd::dsel(Simd::dgt(x, Simd::dset(0.0)), Simd::dset(1.0),
                     Simd::dsel(Simd::dlt(x, Simd::dset(0.0)), Simd::dset(-1.0), Simd::dset(0.0)));
 }
@@ -1324,14 +1330,14 @@ static void unary_f64_impl(Unary fn, const double* x, double* y, int64_t n) {
       return;
   }
 }
-static inline D dmaximum(D a, D b) {
+EMBER_VEC_INLINE D dmaximum(D a, D b) {
   return Simd::dsel(Simd::dunord(a, b), a + b, Simd::dmax(a, b));
 }
-static inline D dminimum(D a, D b) {
+EMBER_VEC_INLINE D dminimum(D a, D b) {
   return Simd::dsel(Simd::dunord(a, b), a + b, Simd::dmin(a, b));
 }
 template <class K>
-static inline bool binary_f64_vec(Binary fn, K run) {
+EMBER_VEC_INLINE bool binary_f64_vec(Binary fn, K run) {
   switch (fn) {
     case Binary::add: run([](D u, D v) { return u + v; }); return true;
     case Binary::sub: run([](D u, D v) { return u - v; }); return true;
@@ -1396,7 +1402,7 @@ static float sum_f32_impl(const float* x, int64_t n) {
   return static_cast<float>(Simd::dhsum(s));
 }
 // Neumaier compensated summation in each lane.
-static inline void neumaier(D& s, D& c, D x) {
+EMBER_VEC_INLINE void neumaier(D& s, D& c, D x) {
   D t = s + x;
   D big = Simd::dsel(Simd::dge(Simd::dabs(s), Simd::dabs(x)), s, x);
   D small = Simd::dsel(Simd::dge(Simd::dabs(s), Simd::dabs(x)), x, s);
@@ -1429,37 +1435,35 @@ static double sum_f64_impl(const double* x, int64_t n) {
   // Inf/NaN inputs poison the compensation; the plain sum has the IEEE answer then.
   return std::isfinite(plain) ? s + c : plain;
 }
+// NaN-sticky chains: acc = isnan(v) ? v : max(v, acc), and max(v, NaN) keeps the NaN
+// (x86 max returns its second operand). Few chains on purpose: on the development box
+// (Zen 4) a loop issuing loads faster than this streamed DRAM measurably slower.
 template <bool kMax>
 static float minmax_f32_impl(const float* x, int64_t n) {
   const float init = kMax ? -std::numeric_limits<float>::infinity()
                           : std::numeric_limits<float>::infinity();
-  auto op = [](F acc, F v) __attribute__((always_inline)) {
-    return kMax ? Simd::max(v, acc) : Simd::min(v, acc);  // a NaN v leaves acc as is
+  auto step = [](F acc, F v) __attribute__((always_inline)) {
+    return Simd::sel(Simd::isnan(v), v, kMax ? Simd::max(v, acc) : Simd::min(v, acc));
   };
-  F m0 = cf(init), m1 = m0, m2 = m0, m3 = m0;
-  M nan = Simd::mfalse();
+  F m0 = cf(init), m1 = m0;
   int64_t i = 0;
-  for (; i + 4 * W <= n; i += 4 * W) {
-    F v0 = Simd::loadu(x + i), v1 = Simd::loadu(x + i + W);
-    F v2 = Simd::loadu(x + i + 2 * W), v3 = Simd::loadu(x + i + 3 * W);
-    m0 = op(m0, v0);
-    m1 = op(m1, v1);
-    m2 = op(m2, v2);
-    m3 = op(m3, v3);
-    nan = Simd::mor(nan, Simd::mor(Simd::unord(v0, v1), Simd::unord(v2, v3)));
+  if (n >= (int64_t{1} << 18)) {  // beyond L2: one chain streams DRAM best (see above)
+    for (; i + 2 * W <= n; i += 2 * W) {
+      m0 = step(m0, Simd::loadu(x + i));
+      m0 = step(m0, Simd::loadu(x + i + W));
+    }
   }
-  for (; i + W <= n; i += W) {
-    F v = Simd::loadu(x + i);
-    m0 = op(m0, v);
-    nan = Simd::mor(nan, Simd::isnan(v));
+  for (; i + 2 * W <= n; i += 2 * W) {
+    m0 = step(m0, Simd::loadu(x + i));
+    m1 = step(m1, Simd::loadu(x + i + W));
   }
-  if (i < n) {
-    F v = Simd::load_n(x + i, int(n - i), cf(init));
-    m0 = op(m0, v);
-    nan = Simd::mor(nan, Simd::isnan(v));
+  if (i + W <= n) {
+    m0 = step(m0, Simd::loadu(x + i));
+    i += W;
   }
-  if (Simd::any(nan)) return std::numeric_limits<float>::quiet_NaN();
-  F m = op(op(m0, m1), op(m2, m3));
+  if (i < n) m1 = step(m1, Simd::load_n(x + i, int(n - i), cf(init)));
+  if (Simd::any(Simd::unord(m0, m1))) return std::numeric_limits<float>::quiet_NaN();
+  F m = step(m0, m1);
   return kMax ? Simd::hmax(m) : Simd::hmin(m);
 }
 
@@ -1544,7 +1548,7 @@ static void f16_to_f32_impl(const uint16_t* x, float* y, int64_t n) {
   for (; i + W <= n; i += W) Simd::storeu(y + i, Simd::load_f16(x + i));
   if (i < n) Simd::store_n(y + i, Simd::load_f16_n(x + i, int(n - i)), int(n - i));
 }
-static inline I to_bf16_bits(F v) {
+EMBER_VEC_INLINE I to_bf16_bits(F v) {
   I u = Simd::as_i(v);
   I lsb = Simd::iand(Simd::isrl<16>(u), Simd::iset(1));
   I r = Simd::isrl<16>(Simd::iadd(u, Simd::iadd(lsb, Simd::iset(0x7fff))));
@@ -1574,5 +1578,6 @@ static const detail::Kernels kKernels = {
 };
 
 #undef EMBER_VEC_BINARY_SWITCH
+#undef EMBER_VEC_INLINE
 }  // namespace ember::cpu::vec::EMBER_VEC_MATH_KERNEL_NS
 #endif  // EMBER_VEC_MATH_KERNEL_NS

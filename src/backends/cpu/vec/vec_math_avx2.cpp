@@ -54,13 +54,19 @@ struct Simd {
   static F floor(F a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
   static F ceil(F a) { return _mm256_round_ps(a, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC); }
   static F trunc(F a) { return _mm256_round_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
-  // p * 2^n for integral n, one rounding: scale in two exact steps of 2^(n/2)
+  // p * 2^n for integral n with one rounding. Common case (all n in [-126, 127]): one
+  // multiply by 2^n; otherwise scale in two exact steps of 2^(n/2).
   static F scalef(F p, F n) {
-    n = _mm256_max_ps(_mm256_min_ps(n, set(254.0f)), set(-254.0f));
     const I ni = _mm256_cvtps_epi32(n);
-    const I lo = _mm256_srai_epi32(ni, 1);
-    const I hi = _mm256_sub_epi32(ni, lo);
     const I bias = _mm256_set1_epi32(127);
+    const I u = _mm256_add_epi32(ni, _mm256_set1_epi32(126));  // in range iff 0 <= u <= 253
+    const I bad = _mm256_or_si256(u, _mm256_sub_epi32(_mm256_set1_epi32(253), u));
+    if (_mm256_movemask_ps(_mm256_castsi256_ps(bad)) == 0)
+      return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(ni, bias), 23)));
+    n = _mm256_max_ps(_mm256_min_ps(n, set(254.0f)), set(-254.0f));
+    const I nc = _mm256_cvtps_epi32(n);
+    const I lo = _mm256_srai_epi32(nc, 1);
+    const I hi = _mm256_sub_epi32(nc, lo);
     const F s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(lo, bias), 23));
     const F s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(hi, bias), 23));
     return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
@@ -124,7 +130,6 @@ struct Simd {
   static M mor(M a, M b) { return _mm256_or_ps(a, b); }
   static M mxor(M a, M b) { return _mm256_xor_ps(a, b); }
   static M mnot(M a) { return _mm256_xor_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(-1))); }
-  static M mfalse() { return _mm256_setzero_ps(); }
   static bool any(M a) { return _mm256_movemask_ps(a) != 0; }
   static bool all(M a) { return _mm256_movemask_ps(a) == 0xff; }
   static uint32_t mask_bits(M a) { return static_cast<uint32_t>(_mm256_movemask_ps(a)); }

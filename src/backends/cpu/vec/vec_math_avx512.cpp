@@ -96,7 +96,6 @@ struct Simd {
   static M mor(M a, M b) { return static_cast<M>(a | b); }
   static M mxor(M a, M b) { return static_cast<M>(a ^ b); }
   static M mnot(M a) { return static_cast<M>(~a); }
-  static M mfalse() { return 0; }
   static bool any(M a) { return a != 0; }
   static bool all(M a) { return a == 0xffff; }
   static uint32_t mask_bits(M a) { return a; }
