@@ -39,6 +39,7 @@ T int_from_double(double v) {
 
 template <class T>
 void fill_value(T* p, int64_t n, T value) {
+  if (n <= 0) return;
   bool zero_bits = true;
   const unsigned char* vb = reinterpret_cast<const unsigned char*>(&value);
   for (size_t i = 0; i < sizeof(T); ++i) zero_bits &= vb[i] == 0;

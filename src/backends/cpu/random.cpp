@@ -197,6 +197,14 @@ std::vector<PrimitivePtr> randint_kernel(CpuBackend& be, Op& op) {
   EMBER_CHECK(low < high, "random_randint: low ", low, " must be smaller than high ", high);
   uint64_t range = uint64_t(high) - uint64_t(low);
   visit_dtype(out->dtype(), [&]<class T>() {
+    if constexpr (std::is_integral_v<T>) {  // torch: the bounds must fit the dtype
+      using L = std::numeric_limits<T>;
+      EMBER_CHECK(low >= int64_t(L::lowest()), "random_randint: from ", low, " is out of bounds for ",
+                  dtype_name(out->dtype()));
+      constexpr bool kWide = std::is_same_v<T, int64_t>;
+      EMBER_CHECK(kWide || high - 1 <= int64_t(L::max()), "random_randint: to - 1 = ",
+                  high - 1, " is out of bounds for ", dtype_name(out->dtype()));
+    }
     T* p = out->data<T>();
     if (range <= (uint64_t(1) << 32)) {
       // multiply-shift maps a 32-bit word onto [0, range)

@@ -542,7 +542,7 @@ struct Norm {
     if constexpr (Kind == 2) {
       if (use_avx512()) {
         if constexpr (kF32Like<T>) {
-          f32_blocks(q, n, s, [&](const float* b, int64_t m) { a += rsimd::sumsq_dev_f32(b, m, 0.0); });
+          f32_blocks(q, n, s, [&](const float* b, int64_t m) { a += rsimd::sumsq_f32(b, m); });
           return;
         } else {
           if (s == 1) {

@@ -35,7 +35,6 @@ inline DimGeom dim_geom(const Shape& s, int dim) {
   return g;
 }
 
-
 // Contiguous conversions between a 16-bit float type (or float itself) and float.
 template <class T>
 inline void to_f32(const T* x, float* y, int64_t n) {

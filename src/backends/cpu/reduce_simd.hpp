@@ -9,7 +9,8 @@ namespace ember::cpu {
 
 // AVX-512 kernels over contiguous arrays (reduce_avx512.cpp).
 namespace rsimd {
-double sum_f32(const float* x, int64_t n);                     // accumulated in double
+double sum_f32(const float* x, int64_t n);    // blocks of 2048 in float, blocks summed in double
+double sumsq_f32(const float* x, int64_t n);  // sum x^2, same scheme
 double sum_f64(const double* x, int64_t n);
 double sumsq_dev_f32(const float* x, int64_t n, double mean);  // sum (x - mean)^2, in double
 double sumsq_dev_f64(const double* x, int64_t n, double mean);

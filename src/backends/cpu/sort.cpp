@@ -122,6 +122,8 @@ void pack_keys(const T* x, int64_t n, int64_t I, uint32_t flip, uint64_t* out) {
 
 // Sorts (or selects the first k of) one row of every [outer, size, inner] position.
 // `flip`: complement the keys (descending / largest first).
+constexpr int64_t kLocalRow = 128;
+
 template <class T>
 void sort_rows(const T* x, T* yv, int64_t* yi, const DimGeom& g, int64_t k, bool flip) {
   using K = typename KeyOf<T>::K;
@@ -139,36 +141,49 @@ void sort_rows(const T* x, T* yv, int64_t* yi, const DimGeom& g, int64_t k, bool
   auto body = [&](int64_t rb, int64_t re) {
     if constexpr (!KeyOf<T>::kWide) {
       if (D <= int64_t(UINT32_MAX)) {
-        std::vector<uint64_t> buf(static_cast<size_t>(D)), tmp;
+        uint64_t local[kLocalRow];  // short rows: no heap allocation
+        std::vector<uint64_t> heap, tmp;
+        uint64_t* buf = local;
+        if (D > kLocalRow) {
+          heap.resize(size_t(D));
+          buf = heap.data();
+        }
         for (int64_t r = rb; r < re; ++r) {
           const int64_t o = r / I, i = r % I;
           const T* xr = x + o * D * I + i;
           const K fl = flip ? ~K(0) : K(0);
-          pack_keys(xr, D, I, fl, buf.data());
+          pack_keys(xr, D, I, fl, buf);
           if (partial) {
-            select_k(buf.data(), D, k);
+            select_k(buf, D, k);
           } else if (D >= 256) {
             tmp.resize(size_t(D));
-            radix_sort_hi32(buf.data(), tmp.data(), D);
+            radix_sort_hi32(buf, tmp.data(), D);
           } else {
-            std::sort(buf.begin(), buf.end());
+            std::sort(buf, buf + D);
           }
-          emit(o, i, xr, [](uint64_t v) { return int64_t(v & 0xffffffffu); }, buf.data());
+          emit(o, i, xr, [](uint64_t v) { return int64_t(v & 0xffffffffu); }, buf);
         }
         return;
       }
     }
-    std::vector<std::pair<K, int64_t>> buf(static_cast<size_t>(D));
+    using E = std::pair<K, int64_t>;
+    E local[kLocalRow / 2];
+    std::vector<E> heap;
+    E* buf = local;
+    if (D > kLocalRow / 2) {
+      heap.resize(size_t(D));
+      buf = heap.data();
+    }
     for (int64_t r = rb; r < re; ++r) {
       const int64_t o = r / I, i = r % I;
       const T* xr = x + o * D * I + i;
       for (int64_t j = 0; j < D; ++j) {
         K key = KeyOf<T>::key(xr[j * I]);
-        buf[size_t(j)] = {flip ? K(~key) : key, j};
+        buf[j] = {flip ? K(~key) : key, j};
       }
-      if (partial) select_k(buf.data(), D, k);
-      else std::sort(buf.begin(), buf.end());
-      emit(o, i, xr, [](const std::pair<K, int64_t>& v) { return v.second; }, buf.data());
+      if (partial) select_k(buf, D, k);
+      else std::sort(buf, buf + D);
+      emit(o, i, xr, [](const E& v) { return v.second; }, buf);
     }
   };
   // sorting costs ~ D log D per row: count ~16 units of work per element
