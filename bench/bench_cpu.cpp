@@ -317,6 +317,160 @@ void bench_overhead(Ctx& cx) {
   });
 }
 
+// ------------------------------------------------------------------ autodiff
+
+// The peer's tensors for autograd benchmarks must be made outside InferenceMode.
+struct PeerAutograd {
+  c10::InferenceMode off{false};
+  at::AutoGradMode grad{true};
+};
+
+void bench_autodiff_overhead(Ctx& cx) {
+  const std::string name = "autodiff_overhead_add_1";
+  guarded(cx, name, [&] {
+    PeerAutograd mode;
+    ember::Device dev = ember::Device::cpu().autodiff();
+    DynTensor a = DynTensor::from_vector<float>({1.5f}, {1}, dev).require_grad();
+    DynTensor b = DynTensor::from_vector<float>({2.25f}, {1}, dev);
+    at::Tensor ta = to_torch(a).set_requires_grad(true), tb = to_torch(b);
+    // One tracked op: record a graph node (and drop it); no backward, no read-back.
+    auto& e = cx.compare(
+        name, [&] { bench::keep(ember::add(a, b)); }, [&] { bench::keep(ta + tb); },
+        [&] {
+          auto g = ember::add(a, b);
+          bench::Check c;
+          c.ok = g.is_require_grad() && (ta + tb).requires_grad();
+          if (!c.ok) c.detail = "result not tracked";
+          return c;
+        });
+    if (e.ember_ms) e.set("us", *e.ember_ms * 1000.0);
+    if (e.peer_ms) e.set("us_peer", *e.peer_ms * 1000.0);
+  });
+}
+
+// 784-1024-1024-10 MLP, batch 128: forward, cross-entropy, backward and an SGD update.
+void bench_mlp_train_step(Ctx& cx) {
+  const std::string name = "mlp_train_step_f32";
+  guarded(cx, name, [&] {
+    PeerAutograd mode;
+    ember::Device dev = ember::Device::cpu().autodiff();
+    const std::vector<int64_t> sizes{784, 1024, 1024, 10};
+    const double lr = 1e-3;
+    std::vector<DynTensor> w, b;
+    std::vector<at::Tensor> tw, tb;
+    for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+      DynTensor wi = DynTensor::normal({sizes[i], sizes[i + 1]}, 0, 1.0 / std::sqrt(double(sizes[i])));
+      DynTensor bi = DynTensor::zeros({sizes[i + 1]});
+      tw.push_back(to_torch(wi).set_requires_grad(true));
+      tb.push_back(to_torch(bi).set_requires_grad(true));
+      w.push_back(wi.to(dev).require_grad());
+      b.push_back(bi.to(dev).require_grad());
+    }
+    DynTensor x = DynTensor::normal({128, 784}).to(dev);
+    DynTensor y = DynTensor::randint({128}, 0, 10).to(dev);
+    at::Tensor tx = to_torch(x);
+    at::Tensor ty = at::from_blob(y.to_vector<int64_t>().data(), {128}, at::kLong).clone();
+
+    auto ember_loss = [&] {
+      DynTensor h = x;
+      for (size_t i = 0; i < w.size(); ++i) {
+        h = ember::matmul(std::move(h), w[i]) + b[i];
+        if (i + 1 < w.size()) h = ember::relu(std::move(h));
+      }
+      DynTensor lp = ember::log_softmax(std::move(h), 1);
+      return -ember::mean(ember::gather(std::move(lp), 1, ember::unsqueeze(y, 1)));
+    };
+    auto ember_step = [&] {
+      ember::Gradients g = ember_loss().backward();
+      ember::NoGradGuard off;
+      for (size_t i = 0; i < w.size(); ++i) {
+        w[i] = (w[i].detach() - *w[i].grad(g) * lr).require_grad();
+        b[i] = (b[i].detach() - *b[i].grad(g) * lr).require_grad();
+      }
+    };
+    auto peer_loss = [&] {
+      at::Tensor h = tx;
+      for (size_t i = 0; i < tw.size(); ++i) {
+        h = at::matmul(h, tw[i]) + tb[i];
+        if (i + 1 < tw.size()) h = at::relu(h);
+      }
+      return at::nll_loss(at::log_softmax(h, 1), ty);
+    };
+    auto peer_step = [&] {
+      for (auto& t : tw) t.mutable_grad() = at::Tensor();
+      for (auto& t : tb) t.mutable_grad() = at::Tensor();
+      peer_loss().backward();
+      at::NoGradGuard off;
+      for (size_t i = 0; i < tw.size(); ++i) {
+        tw[i].sub_(tw[i].grad(), lr);
+        tb[i].sub_(tb[i].grad(), lr);
+      }
+    };
+    auto& e = cx.compare(name, ember_step, peer_step, [&] {
+      // Same weights on both sides at this point: losses and first-layer gradients agree.
+      DynTensor l = ember_loss();
+      ember::Gradients g = l.backward();
+      for (auto& t : tw) t.mutable_grad() = at::Tensor();
+      at::Tensor tl = peer_loss();
+      tl.backward();
+      bench::Check c = check_close(l.detach(), tl.detach(), {.rtol = 1e-4});
+      if (c.ok) c = check_close(*w[0].grad(g), tw[0].grad(), {.rtol = 1e-3, .atol_of_max = 1e-4});
+      return c;
+    });
+    e.set("samples_per_s", e.ember_ms ? 128.0 / (*e.ember_ms * 1e-3) : NAN);
+  });
+}
+
+// Peak memory of one training step of a 24-layer MLP (GELU, 256x128), without and with
+// balanced checkpointing. "peer" here is ember itself with checkpointing none.
+void bench_mlp24_peak_mem(Ctx& cx) {
+  const std::string name = "mlp24_peak_mem";
+  if (!cx.run.selected(name)) return;
+  try {
+    auto step = [](ember::Checkpointing c, int64_t* peak) {
+      ember::Device dev = ember::Device::cpu().autodiff(c);
+      dev.seed(11);
+      std::vector<DynTensor> w, b;
+      for (int i = 0; i < 24; ++i) {
+        w.push_back((DynTensor::normal({512, 512}, 0, 1, ember::DType::f32, dev) * (1.0 / std::sqrt(512.0))).require_grad());
+        b.push_back(DynTensor::zeros({512}, ember::DType::f32, dev).require_grad());
+      }
+      DynTensor x = DynTensor::normal({256, 512}, 0, 1, ember::DType::f32, dev);
+      dev.memory_cleanup();
+      dev.backend().reset_peak_memory();
+      const int64_t base = dev.memory_stats().in_use;
+      const double t0 = bench::now_ms();
+      {
+        DynTensor h = x;
+        for (int i = 0; i < 24; ++i) h = ember::gelu(ember::matmul(std::move(h), w[i]) + b[i]);
+        ember::Gradients g = ember::mean(ember::square(std::move(h))).backward();
+        bench::keep(g);
+      }
+      const double ms = bench::now_ms() - t0;
+      *peak = dev.memory_stats().peak - base;
+      return ms;
+    };
+    int64_t peak_none = 0, peak_bal = 0;
+    std::vector<double> t_none, t_bal;
+    for (int r = 0; r < 5; ++r) {
+      t_none.push_back(step(ember::Checkpointing::none, &peak_none));
+      t_bal.push_back(step(ember::Checkpointing::balanced, &peak_bal));
+    }
+    bench::Entry e;
+    e.name = name;
+    e.peer = "ember (checkpointing none)";
+    e.ember_ms = bench::median(t_bal);
+    e.peer_ms = bench::median(t_none);
+    e.set("peak_bytes_none", double(peak_none));
+    e.set("peak_bytes_balanced", double(peak_bal));
+    e.set("peak_ratio", double(peak_bal) / double(peak_none));
+    e.set("note", "ember_ms: balanced step time; peer_ms: checkpointing-none step time; peaks exclude parameters and input");
+    cx.run.add(std::move(e));
+  } catch (const std::exception& ex) {
+    cx.run.fail(name, "ember (checkpointing none)", ex.what());
+  }
+}
+
 at::Tensor peer_exp(const at::Tensor& x) { return at::exp(x); }
 at::Tensor peer_gelu(const at::Tensor& x) { return at::gelu(x); }
 DynTensor ember_exp(DynTensor x) { return ember::exp(std::move(x)); }
@@ -339,6 +493,11 @@ std::string notes(const bench::Entry& e) {
            bench::format_num(num("pct_of_peak_peer").value_or(NAN), 2) + "% of peak)";
   } else if (num("gbps_ember") || num("gbps_peer")) {
     s = pair("gbps_ember", "gbps_peer", "GB/s");
+  } else if (num("peak_bytes_none")) {
+    s = "peak " + bench::format_num(num("peak_bytes_balanced").value_or(NAN) / 1048576.0) + " MiB balanced vs " +
+        bench::format_num(num("peak_bytes_none").value_or(NAN) / 1048576.0) + " MiB none";
+  } else if (num("samples_per_s")) {
+    s = bench::format_num(num("samples_per_s").value_or(NAN)) + " samples/s";
   } else if (num("us") || num("us_peer")) {
     s = pair("us", "us_peer", "us per op");
   }
@@ -424,6 +583,9 @@ int main(int argc, char** argv) {
   bench_layer_norm(cx);
   bench_max_pool(cx);
   bench_overhead(cx);
+  bench_autodiff_overhead(cx);
+  bench_mlp_train_step(cx);
+  bench_mlp24_peak_mem(cx);
 
   if (!out.empty()) {
     try {

@@ -10,6 +10,7 @@
 #include "ember/core/error.hpp"
 #include "ember/core/shape.hpp"
 #include "ember/core/tensor_data.hpp"
+#include "ember/tensor/autodiff.hpp"
 #include "ember/tensor/dyn_tensor.hpp"
 #include "ember/tensor/ops.hpp"
 #include "ember/tensor/tensor.hpp"

@@ -80,15 +80,18 @@ EMBER_BINARY_DEF(shift_left) EMBER_BINARY_DEF(shift_right)
 
 DynTensor sub(Scalar a, DynTensor b) {
   DType dt = scalar_result_type(b, a);
-  return binary(OpKind::sub, scalar_tensor(a, dt, b.device()), std::move(b));
+  DynTensor s = scalar_tensor(a, dt, b.device());  // before b is moved (argument order is unspecified)
+  return binary(OpKind::sub, std::move(s), std::move(b));
 }
 DynTensor div(Scalar a, DynTensor b) {
   DType dt = scalar_result_type(b, a);
-  return binary(OpKind::div, scalar_tensor(a, dt, b.device()), std::move(b));
+  DynTensor s = scalar_tensor(a, dt, b.device());  // before b is moved (argument order is unspecified)
+  return binary(OpKind::div, std::move(s), std::move(b));
 }
 DynTensor pow(Scalar a, DynTensor b) {
   DType dt = scalar_result_type(b, a);
-  return binary(OpKind::pow, scalar_tensor(a, dt, b.device()), std::move(b));
+  DynTensor s = scalar_tensor(a, dt, b.device());  // before b is moved (argument order is unspecified)
+  return binary(OpKind::pow, std::move(s), std::move(b));
 }
 
 DynTensor lerp(DynTensor start, DynTensor end, DynTensor weight) {

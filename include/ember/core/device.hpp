@@ -14,6 +14,12 @@
 
 namespace ember {
 
+// Gradient checkpointing of the autodiff decorator: `none` keeps every tensor a backward
+// rule needs; `balanced` keeps the outputs of compute-bound ops (matmul, conv, attention,
+// sort) and recomputes memory-bound ones (elementwise, views, reductions, norms) during
+// backward. Gradients are identical; peak memory is lower.
+enum class Checkpointing : uint8_t { none, balanced };
+
 class Device {
  public:
   // The process-wide CPU backend (defined by the tensor layer, which links the backends).
@@ -21,6 +27,13 @@ class Device {
   // Set the default device used when none is given (initially Device::cpu()).
   static Device default_device();
   static void set_default_device(Device d);
+
+  // This device with the autodiff decorator (defined by the tensor layer). Calling it twice
+  // with the same strategy gives the same device; on an autodiff device it changes nothing.
+  Device autodiff(Checkpointing strategy = Checkpointing::none) const;
+  bool is_autodiff() const;
+  // The device under the autodiff decorator (itself when it has none).
+  Device inner() const;
 
   explicit Device(std::shared_ptr<Backend> backend) : backend_(std::move(backend)) {}
 

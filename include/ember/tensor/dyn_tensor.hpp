@@ -31,6 +31,12 @@ struct Scalar {
   Scalar(bool v) : value(v ? 1 : 0), is_integral(true) {}           // NOLINT
 };
 
+class Gradients;
+struct BackwardOptions {
+  bool create_graph = false;  // record the backward, so gradients can be differentiated again
+  bool retain_graph = false;  // keep the graph, so backward can run again (implied by create_graph)
+};
+
 class DynTensor {
  public:
   DynTensor() = default;
@@ -84,6 +90,21 @@ class DynTensor {
 
   DynTensor to(const Device& d) const;
   DynTensor cast(DType dt) const;
+
+  // ---- autodiff (tensors of a Device::autodiff() device) ----
+  // A new handle to the same value whose gradient backward() computes (floating dtypes).
+  // On a tensor that is already the result of tracked ops, it asks backward to keep that
+  // intermediate gradient too.
+  DynTensor require_grad() const;
+  bool is_require_grad() const;  // tracked: a leaf that requires grad, or computed from one
+  DynTensor detach() const;      // the same value, outside any graph
+  // Gradients of this (one-element) tensor with respect to every tracked leaf it depends on.
+  Gradients backward(BackwardOptions opts = {}) const;
+  // For a tensor of any shape: `upstream` (same shape) is the gradient flowing into it.
+  Gradients backward(const DynTensor& upstream, BackwardOptions opts = {}) const;
+  // This tensor's gradient in `grads`; empty when the tensor is a leaf that the backward did
+  // not reach. Throws for a tensor that does not require grad or belongs to another graph.
+  std::optional<DynTensor> grad(const Gradients& grads) const;
 
  private:
   PrimitivePtr prim_;

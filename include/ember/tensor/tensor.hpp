@@ -8,6 +8,7 @@
 
 #include <array>
 
+#include "ember/tensor/autodiff.hpp"
 #include "ember/tensor/ops.hpp"
 
 namespace ember {
@@ -75,6 +76,18 @@ class Tensor {
   template <class K2>
   Tensor<D, K2> cast(DType dt) const { return Tensor<D, K2>(ember::cast(t_, dt)); }
   Tensor cast(DType dt) const { return Tensor(ember::cast(t_, dt)); }
+
+  // autodiff (see ember/tensor/autodiff.hpp)
+  Tensor require_grad() const { return Tensor(t_.require_grad()); }
+  bool is_require_grad() const { return t_.is_require_grad(); }
+  Tensor detach() const { return Tensor(t_.detach()); }
+  Gradients backward(BackwardOptions o = {}) const { return t_.backward(o); }
+  Gradients backward(const Tensor& upstream, BackwardOptions o = {}) const { return t_.backward(upstream.t_, o); }
+  std::optional<Tensor> grad(const Gradients& g) const {
+    auto r = t_.grad(g);
+    if (!r) return std::nullopt;
+    return Tensor(std::move(*r));
+  }
 
   // elementwise (kind-preserving)
 #define EMBER_TENSOR_UNARY(name) \

@@ -1,0 +1,73 @@
+// The autodiff decorator (DESIGN section 5): wraps any Backend, records the ops whose inputs
+// are tracked into a graph, and runs backward rules (one per IR op) on demand.
+//
+//   Device dev = Device::cpu().autodiff();          // tensor-level API: ember/tensor/dyn_tensor.hpp
+//   auto w = DynTensor::ones({3}, DType::f32, dev).require_grad();
+//   Gradients g = sum(w * w).backward();
+//
+// This header is the primitive-level interface the tensor layer uses. Tensors are immutable:
+// require_grad() and detach() return new handles, and backward() never mutates parameters;
+// it returns a GradientMap keyed by the graph identity of each tracked tensor.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "ember/core/backend.hpp"
+#include "ember/core/device.hpp"
+
+namespace ember::autodiff {
+
+// Wraps `inner` (which must not itself be an autodiff backend).
+std::shared_ptr<Backend> wrap(std::shared_ptr<Backend> inner, Checkpointing strategy);
+bool is_autodiff(const Backend& b);
+// The wrapped backend of an autodiff backend.
+std::shared_ptr<Backend> inner_of(const Backend& b);
+
+// A leaf that gradients are computed for. `p` must be a floating primitive of backend `b`.
+PrimitivePtr require_grad(Backend& b, const PrimitivePtr& p);
+// True when `p` is tracked (a leaf that requires grad, or the result of an op on one).
+bool is_tracked(const PrimitivePtr& p);
+// The same value, no longer tracked.
+PrimitivePtr detach(const PrimitivePtr& p);
+
+struct BackwardOptions {
+  bool create_graph = false;  // record the backward ops, so gradients can be differentiated again
+  bool retain_graph = false;  // keep the saved tensors, so backward can run again (implied by create_graph)
+};
+
+// The gradients of one backward pass, keyed by graph identity (node id, output index).
+class GradientMap {
+ public:
+  std::optional<PrimitivePtr> get(const PrimitivePtr& x) const;  // throws Error for foreign tensors
+  bool remove(const PrimitivePtr& x);                             // true when a gradient was removed
+  size_t size() const { return grads_.size(); }
+
+ private:
+  friend class Engine;
+  std::map<std::pair<uint64_t, int>, PrimitivePtr> grads_;
+  std::set<uint64_t> visited_;  // every node this backward reached
+};
+
+// Backward from `root` (a tracked primitive of autodiff backend `b`). `upstream` may be null
+// when root has one element.
+GradientMap backward(Backend& b, const PrimitivePtr& root, const PrimitivePtr& upstream, BackwardOptions opts);
+
+// Gradient recording is on by default, per thread; NoGradGuard turns it off in a scope.
+bool grad_enabled();
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+}  // namespace ember::autodiff

@@ -1,0 +1,40 @@
+// Gradients and no_grad scopes: the tensor-level face of the autodiff decorator.
+//
+//   Device dev = Device::cpu().autodiff();              // or .autodiff(Checkpointing::balanced)
+//   auto w = DynTensor::normal({4, 3}, 0, 1, DType::f32, dev).require_grad();
+//   Gradients grads = mean(square(matmul(x, w))).backward();
+//   DynTensor dw = *w.grad(grads);                       // on w's device, not tracked
+//   { NoGradGuard off; auto w2 = w - 0.1 * dw; }         // nothing recorded in this scope
+#pragma once
+
+#include <optional>
+
+#include "ember/decorators/autodiff.hpp"
+#include "ember/tensor/dyn_tensor.hpp"
+
+namespace ember {
+
+class Gradients {
+ public:
+  Gradients() = default;
+  Gradients(autodiff::GradientMap map, Device device) : map_(std::move(map)), device_(std::move(device)) {}
+  std::optional<DynTensor> get(const DynTensor& x) const;  // same as x.grad(*this)
+  bool remove(const DynTensor& x);                         // drops x's gradient; true if it had one
+  size_t size() const { return map_.size(); }
+
+ private:
+  autodiff::GradientMap map_;
+  Device device_ = Device::default_device();
+};
+
+using autodiff::NoGradGuard;
+using autodiff::grad_enabled;
+
+// Runs f with gradient recording off on this thread.
+template <class F>
+decltype(auto) no_grad(F&& f) {
+  NoGradGuard guard;
+  return f();
+}
+
+}  // namespace ember
