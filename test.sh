@@ -36,6 +36,9 @@ done
 if [ -x build/tests/conformance/ember_conformance ]; then
   run_suite conformance build/tests/conformance/ember_conformance --reports build/reports
 fi
+if [ -x build/tests/autodiff/ember_autodiff_conformance ]; then
+  run_suite autodiff-conformance build/tests/autodiff/ember_autodiff_conformance --reports build/reports
+fi
 skipped+=("cuda (no CUDA backend in this build)")
 
 # Core suite under AddressSanitizer + UndefinedBehaviorSanitizer.

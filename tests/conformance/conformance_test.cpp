@@ -6,7 +6,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <set>
 
 #include "op_registry.hpp"
@@ -19,32 +18,8 @@ struct BackendStack {
   Device device;
 };
 
-std::vector<BackendStack> backend_stacks() { return {{"cpu", Device::cpu()}}; }
-
-TensorData parse_tensor(const Json& j) {
-  DType dt = dtype_from_name(j["dtype"].get<std::string>());
-  Shape shape(j["shape"].get<std::vector<int64_t>>());
-  if (j["data"].is_null()) return TensorData(shape, dt);
-  std::vector<double> v;
-  v.reserve(j["data"].size());
-  for (const auto& x : j["data"]) {
-    if (x.is_string()) {
-      auto s = x.get<std::string>();
-      v.push_back(s == "nan" ? std::numeric_limits<double>::quiet_NaN()
-                             : (s == "inf" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity()));
-    } else if (x.is_boolean()) {
-      v.push_back(x.get<bool>() ? 1 : 0);
-    } else {
-      v.push_back(x.get<double>());
-    }
-  }
-  // integers beyond 2^53 do not occur in the cases; doubles convert exactly to every dtype
-  if (dt == DType::i64) {
-    std::vector<int64_t> iv;
-    for (const auto& x : j["data"]) iv.push_back(x.get<int64_t>());
-    return TensorData::from_vector(iv, shape);
-  }
-  return TensorData::from_doubles(v, shape, dt);
+std::vector<BackendStack> backend_stacks() {
+  return {{"cpu", Device::cpu()}, {"autodiff-cpu", Device::cpu().autodiff()}};
 }
 
 // Same values, non-contiguous strides: materialise the transposed tensor and transpose back.
@@ -130,14 +105,11 @@ void register_cases(const std::filesystem::path& dir) {
       std::string family = doc["family"].get<std::string>();
       for (const auto& c : doc["cases"]) {
         for (bool strided : {false, true}) {
-          std::string name = c["name"].get<std::string>() + (strided ? "/strided" : "");
-          for (char& ch : name)
-            if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '/') ch = '_';
+          std::string name = test_name(c["name"].get<std::string>() + (strided ? "/strided" : ""));
           Device dev = stack.device;
-          testing::RegisterTest(("conformance_" + stack.name + "_" + family).c_str(), name.c_str(), nullptr, nullptr,
-                                __FILE__, __LINE__, [c, dev, strided]() -> testing::Test* {
-                                  return new CaseTest(c, dev, strided);
-                                });
+          testing::RegisterTest(("conformance_" + test_name(stack.name) + "_" + family).c_str(), name.c_str(), nullptr,
+                                nullptr, __FILE__, __LINE__,
+                                [c, dev, strided]() -> testing::Test* { return new CaseTest(c, dev, strided); });
         }
       }
     }

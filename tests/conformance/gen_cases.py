@@ -15,6 +15,7 @@ rounded) inputs and floating outputs are rounded back to f16/bf16.
 import json
 import math
 import os
+import zlib
 
 import torch
 import torch.nn.functional as F
@@ -47,6 +48,135 @@ LOWP_DISAGREE = []  # (case name, max abs diff) where native lowp != f32-then-ro
 SKIPPED = []
 CHECK = bool(os.environ.get("EMBER_GEN_CHECK"))
 CHECK_FAIL = []
+
+# ----------------------------------------------------------------------------
+# gradient references (see README "Gradient references")
+# ----------------------------------------------------------------------------
+# Conformance ops that get a "grad" entry. Not listed (not differentiable): creation ops,
+# comparisons, logic and bitwise ops, is_nan/is_inf/is_finite, argmax/argmin/argsort, any/all,
+# nonzero/argwhere, one_hot and integer-only results.
+GRAD_OPS = set("""
+    neg abs sign exp exp2 log log2 log10 log1p expm1 sqrt rsqrt square reciprocal sin cos tan asin acos atan sinh
+    cosh tanh asinh acosh atanh erf sigmoid floor ceil round trunc
+    add sub mul div fmod remainder pow atan2 minimum maximum hypot add_scalar sub_scalar mul_scalar div_scalar
+    fmod_scalar remainder_scalar pow_scalar lerp lerp_scalar clamp clamp_min clamp_max where mask_fill mask_where
+    relu leaky_relu gelu gelu_tanh silu softplus hard_sigmoid log_sigmoid prelu softmax log_softmax
+    sum mean prod max min max_dim min_dim var std norm logsumexp
+    cumsum cumprod cummax cummin sort topk
+    matmul dot outer
+    reshape flatten unsqueeze squeeze permute transpose swap_dims movedim flip roll expand repeat tile narrow slice
+    slice_assign chunk split cat stack pad tril triu contiguous
+    gather scatter scatter_add select select_assign select_add index_select take masked_select
+    cast
+    conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d avg_pool1d avg_pool2d max_pool1d max_pool2d
+    adaptive_avg_pool1d adaptive_avg_pool2d interpolate embedding layer_norm batch_norm scaled_dot_product_attention
+""".split())
+# gradient tolerances (rtol, atol unit) by the lowest-precision floating dtype of the case;
+# atol = unit * max(1, largest |expected gradient element|)
+GTOL = {"f64": (1e-7, 1e-9), "f32": (1e-4, 1e-5), "f16": (1e-2, 1e-2), "bf16": (5e-2, 5e-2)}
+GRAD_SKIPS = {}        # skip rule -> number of cases of GRAD_OPS ops it removed
+GRAD_CHECK_FAIL = []   # (case, worst ratio): reference vs the same gradient computed in f64 (EMBER_GEN_CHECK)
+GRAD_LOWP_NATIVE = []  # (case, worst ratio): torch's native f16/bf16 autograd vs the reference (EMBER_GEN_CHECK)
+
+
+def _grad_skip(rule):
+    GRAD_SKIPS[rule] = GRAD_SKIPS.get(rule, 0) + 1
+    return None
+
+
+def _finite(t):
+    return not t.is_floating_point() or t.numel() == 0 or bool(torch.isfinite(t).all())
+
+
+def _autograd(fn, inputs, ups, fin, compute_dtype):
+    """d/d(floating inputs) of sum_j sum(out_j * up_j), inputs converted by compute_dtype
+    (a map dtype -> dtype) first; gradients come back in the input dtypes (None = unused)."""
+    args, leaves = [], []
+    for i, t in enumerate(inputs):
+        if i in fin:
+            leaf = t.detach().to(compute_dtype(t.dtype)).requires_grad_(True)
+            leaves.append(leaf)
+            args.append(leaf)
+        else:
+            args.append(t)
+    outs = _as_list(fn(*args))
+    loss = None
+    for o, u in zip(outs, ups):
+        if u is None:
+            continue
+        term = (o.double() * u.double()).sum()  # d term / d o = u, exactly, in o's dtype
+        loss = term if loss is None else loss + term
+    gs = torch.autograd.grad(loss, leaves, allow_unused=True)
+    return [None if g is None else g.detach().to(inputs[i].dtype) for i, g in zip(fin, gs)]
+
+
+def _grad_ratio(got, want, r, a):
+    """max |got - want| / (a + r |want|) over the elements (inf on shape/None mismatch)."""
+    worst = 0.0
+    for x, y in zip(got, want):
+        if x is None or y is None:
+            if (x is None) != (y is None):
+                z = x if x is not None else y
+                if z.numel() and float(z.abs().max()) != 0.0:
+                    return INF
+            continue
+        if x.shape != y.shape:
+            return INF
+        if x.numel() == 0:
+            continue
+        xd, yd = x.double(), y.double()
+        worst = max(worst, float(((xd - yd).abs() / (a + r * yd.abs())).max()))
+    return worst
+
+
+def grad_ref(name, op, inputs, outs, fn):
+    """The case's "grad" entry, or None (the skip rule is counted in GRAD_SKIPS)."""
+    if op not in GRAD_OPS:
+        return None
+    fin = [i for i, t in enumerate(inputs) if t.is_floating_point()]
+    fout = [j for j, o in enumerate(outs) if o.is_floating_point()]
+    if not fin or not fout:
+        return _grad_skip("no floating input or no floating output")
+    if not all(_finite(t) for t in list(inputs) + list(outs)):
+        return _grad_skip("non-finite floating input or output")
+    g = torch.Generator().manual_seed(zlib.crc32(name.encode()))
+    ups = [None] * len(outs)
+    for j in fout:
+        ups[j] = (torch.rand(list(outs[j].shape), generator=g, dtype=torch.float64) * 2 - 1).to(outs[j].dtype)
+    dts = {NAME[inputs[i].dtype] for i in fin} | {NAME[outs[j].dtype] for j in fout}
+    lowp = bool(dts & {"f16", "bf16"})
+    # f16/bf16: evaluated in f32 on the (exact) upcast inputs, gradients rounded back
+    upcast = (lambda d: torch.float32 if d in LOWP else d) if lowp else (lambda d: d)
+    try:
+        gs = _autograd(fn, inputs, ups, fin, upcast)
+    except RuntimeError as e:
+        if "does not require grad" not in str(e):
+            raise
+        return _grad_skip("outputs do not depend on the floating inputs")
+    if not all(x is None or _finite(x) for x in gs):
+        return _grad_skip("non-finite reference gradient")
+    worst = max(dts, key=lambda d: GTOL[d][0])
+    r, a = GTOL[worst]
+    mag = max([float(x.abs().max()) for x in gs if x is not None and x.numel()] + [0.0])
+    a = a * max(1.0, mag)
+    if CHECK:
+        g64 = _autograd(fn, inputs, ups, fin, lambda d: torch.float64 if d in LOWP + (torch.float32,) else d)
+        ratio = _grad_ratio(gs, g64, r, a)
+        if ratio > 0.25:
+            GRAD_CHECK_FAIL.append((name, ratio))
+        if lowp:
+            try:
+                gn = _autograd(fn, inputs, ups, fin, lambda d: d)
+                ratio = _grad_ratio(gn, gs, r, a)
+                if ratio > 1:
+                    GRAD_LOWP_NATIVE.append((name, ratio))
+            except RuntimeError:
+                pass
+    per_input = [None] * len(inputs)
+    for i, x in zip(fin, gs):
+        per_input[i] = None if x is None else ser(x)
+    return {"upstream": [None if u is None else ser(u) for u in ups], "inputs": per_input, "rtol": r, "atol": a}
+
 
 # op -> (family, torch call, attrs keys / notes); README table is generated from this
 OPDOC = {}
@@ -228,7 +358,9 @@ class Family:
 
     # ---- case recording ----
     def case(self, name, op, inputs, fn, attrs=None, rtol=None, atol=None,
-             f32acc=False, exact=None, lowp_logic=True, skip_error=False, outputs_novalue=False):
+             f32acc=False, exact=None, lowp_logic=True, skip_error=False, outputs_novalue=False, grad_fn=None):
+        """grad_fn: the same function written with differentiable torch ops, for the gradient
+        reference where torch's own op cannot be differentiated w.r.t. every input."""
         assert op in OPDOC, op
         inputs = list(inputs)
         try:
@@ -270,6 +402,10 @@ class Family:
         if outputs_novalue:
             for o in c["outputs"]:
                 o["data"] = None
+        else:
+            gr = grad_ref(name, op, inputs, outs, grad_fn or fn)
+            if gr is not None:
+                c["grad"] = gr
         self.cases.append(c)
         if op not in self.ops:
             self.ops.append(op)
@@ -1598,6 +1734,13 @@ def sdpa_ref(q, k, v, mask=None, is_causal=False, scale=None):
     return torch.matmul(p, v).to(od)
 
 
+def batch_norm_formula(x, m, v, w, b, eps):
+    """inference batch_norm as differentiable ops: torch 1.13 cannot differentiate
+    F.batch_norm w.r.t. running_mean / running_var."""
+    s = [1, x.shape[1]] + [1] * (x.dim() - 2)
+    return (x - m.reshape(s)) / torch.sqrt(v.reshape(s) + eps) * w.reshape(s) + b.reshape(s)
+
+
 def gen_nn(f):
     D = [("conv1d", "F.conv1d(x, weight, bias, stride, padding, dilation, groups)  (inputs: x, weight[, bias])", "stride, padding, dilation, groups"),
          ("conv2d", "F.conv2d(x, weight, bias, stride, padding, dilation, groups)", "stride, padding, dilation, groups"),
@@ -1788,7 +1931,8 @@ def gen_nn(f):
             ins = [f.uniform(s, -3, 3, dt), f.uniform([C], -1, 1, dt), f.uniform([C], 0.2, 2.0, dt), f.uniform([C], 0.5, 1.5, dt),
                    f.uniform([C], -0.5, 0.5, dt)]
             f.case("batch_norm/%s/%s_eps%s" % (dt, sh(s), eps), "batch_norm", ins,
-                   lambda x, m, v, w, b, eps=eps: F.batch_norm(x, m, v, w, b, False, 0.1, eps), {"eps": eps})
+                   lambda x, m, v, w, b, eps=eps: F.batch_norm(x, m, v, w, b, False, 0.1, eps), {"eps": eps},
+                   grad_fn=lambda x, m, v, w, b, eps=eps: batch_norm_formula(x, m, v, w, b, eps))
     # scaled dot product attention
     sd = [([1, 1, 4, 8], [1, 1, 4, 8], [1, 1, 4, 8], None, False, None), ([2, 3, 5, 4], [2, 3, 7, 4], [2, 3, 7, 6], None, False, None),
           ([2, 2, 5, 4], [2, 2, 5, 4], [2, 2, 5, 4], None, True, None), ([1, 2, 4, 8], [1, 2, 6, 8], [1, 2, 6, 8], None, True, None),
@@ -1911,6 +2055,69 @@ matmul/dot/outer, conv, layer_norm) the op is evaluated in f32 on the same round
 the floating result is rounded to f16/bf16 (round-to-nearest-even). The generator checks that
 where both exist, native and f32-then-round agree within the case tolerance.
 
+## Gradient references
+
+Cases of differentiable ops (the `GRAD_OPS` set in `gen_cases.py`: every op except creation,
+comparisons, logic and bitwise ops, `is_nan`/`is_inf`/`is_finite`, `argmax`/`argmin`/`argsort`,
+`any`/`all`, `nonzero`/`argwhere`, `one_hot` and integer-only results) carry a `grad` entry
+(checked by `tests/autodiff/autodiff_conformance_test.cpp` on every autodiff stack, which also
+compares the same gradients with central finite differences in f64):
+
+```json
+"grad": {"upstream": [{"dtype": "f32", "shape": [3,4], "data": [...]}, null],
+         "inputs":   [{"dtype": "f32", "shape": [3,4], "data": [...]}, null],
+         "rtol": 0.0001, "atol": 1e-05}
+```
+
+* `upstream` has one entry per output: a tensor of the output's dtype and shape for floating
+  outputs, `null` for integer/bool outputs (indices). Values are uniform in [-1, 1] (rounded to
+  the output dtype), drawn from a generator seeded with `zlib.crc32(case name)`, so the forward
+  inputs are unchanged by adding gradients.
+* `inputs` has one entry per input: the gradient of `L = sum_j sum(outputs[j] * upstream[j])`
+  with respect to that input (`torch.autograd.grad`, same dtype and shape as the input), or
+  `null` for integer/bool inputs (indices, masks) and for floating inputs that the outputs do not
+  depend on (`allow_unused`; an implementation may return no gradient or zeros there).
+* The gradient is evaluated with torch autograd on exactly the case's input values (f64 and f32:
+  in that dtype). When any floating input or output is f16/bf16, every f16/bf16 input is upcast
+  to f32 (exactly), the gradient is computed in f32, and each gradient is rounded back to its
+  input's dtype (torch 1.13 has no CPU f16 backward for most ops, and native bf16 backward rounds
+  intermediate values, so f32-then-round is the better reference).
+* Conventions at non-differentiable points are PyTorch 1.13's: `relu'(0) = abs'(0) = 0`,
+  `floor`/`ceil`/`round`/`trunc`/`sign` have zero gradient (a zero tensor, not `null`), `clamp`
+  passes the gradient where `min <= x <= max`, `maximum`/`minimum` split ties half and half,
+  `max`/`min` reductions share the gradient evenly among tied maxima, `max_dim`/`min_dim`/`sort`/
+  `topk`/`cummax`/`cummin`/`max_pool*d` route it by the returned indices (stable order for ties).
+* `batch_norm`: torch 1.13 cannot differentiate `F.batch_norm` with respect to the running
+  statistics, so its gradients come from the same formula written with differentiable ops,
+  `(x - running_mean) / sqrt(running_var + eps) * weight + bias` (gradients for all five inputs).
+* Comparison: as for outputs, `|actual - expected| <= atol + rtol * |expected|` per element, with
+  dtype and shape equal to the input's. Tolerances are looser than the forward ones, by the
+  lowest-precision floating dtype among the case's inputs and outputs:
+
+  | dtype | rtol | atol unit |
+  |---|---|---|
+  | f64 | 1e-7 | 1e-9 |
+  | f32 | 1e-4 | 1e-5 |
+  | f16 | 1e-2 | 1e-2 |
+  | bf16 | 5e-2 | 5e-2 |
+
+  and `atol = unit * max(1, M)` where M is the largest |element| of the case's expected
+  gradients: backward formulas accumulate (broadcast reductions, matmul/conv transposes, scatter
+  of pooled windows) and cancel (softmax, normalizations, variance), so absolute errors scale with
+  the gradient's magnitude rather than with each element. `EMBER_GEN_CHECK=1` also recomputes every
+  gradient in f64 and checks that the f32/f16/bf16 reference is within a quarter of its tolerance
+  of the rounded f64 value, and that torch's native f16/bf16 autograd (where it exists) is within
+  the tolerance; both hold for all cases.
+* Skip rules (no `grad` entry; the generator prints how many cases each rule removed):
+  1. the op is not in `GRAD_OPS`;
+  2. the case has no floating input or no floating output (e.g. `cast` to/from integer types);
+  3. a floating input or output is non-finite (NaN/inf `special` cases, overflowing casts, float
+     attention masks containing `-inf`): there the gradient is NaN/inf or not meaningful;
+  4. the reference gradient itself is non-finite;
+  5. torch reports that the outputs do not depend on any floating input.
+  No case is skipped because of the point being non-differentiable: at kinks and ties the
+  PyTorch conventions above define the expected value.
+
 ## Semantics worth knowing (defined by torch 1.13 unless stated)
 
 %(notes)s
@@ -2000,8 +2207,11 @@ def write_readme(families):
         for op in fam.ops:
             fam_name, call, keys = OPDOC[op]
             rows.append("| `%s` | %s | `%s` | %s |" % (op, fam.name, call.replace("|", "\\|"), keys))
-    counts = "\n".join("* %s: %d" % (fm.name, len(fm.cases)) for fm in families)
-    counts += "\n* total: %d" % sum(len(fm.cases) for fm in families)
+    ng = lambda fm: sum(1 for c in fm.cases if "grad" in c)
+    counts = "\n".join("* %s: %d (%d with gradients)" % (fm.name, len(fm.cases), ng(fm)) for fm in families)
+    counts += "\n* total: %d (%d with gradients, %d ops)" % (
+        sum(len(fm.cases) for fm in families), sum(ng(fm) for fm in families),
+        len({c["op"] for fm in families for c in fm.cases if "grad" in c}))
     text = README_HEAD % {"torch": torch.__version__, "notes": NOTES, "table": "\n".join(rows), "counts": counts}
     with open(os.path.join(HERE, "README.md"), "w") as fh:
         fh.write(text)
@@ -2035,6 +2245,17 @@ def main():
         print("f64 cross-check: %d cases outside tolerance" % len(CHECK_FAIL))
         for n, w in CHECK_FAIL:
             print("   %s (excess %.3g)" % (n, w))
+    gcases = [c for fm in fams for c in fm.cases if "grad" in c]
+    print("gradient references: %d cases, %d ops" % (len(gcases), len({c["op"] for c in gcases})))
+    for rule, n in sorted(GRAD_SKIPS.items()):
+        print("   skipped (%s): %d" % (rule, n))
+    if CHECK:
+        print("gradient f64 cross-check: %d cases use more than 1/4 of their tolerance" % len(GRAD_CHECK_FAIL))
+        for n, w in GRAD_CHECK_FAIL:
+            print("   %s (%.3g of tolerance)" % (n, w))
+        print("native f16/bf16 autograd outside the gradient tolerance: %d cases" % len(GRAD_LOWP_NATIVE))
+        for n, w in GRAD_LOWP_NATIVE:
+            print("   %s (%.3g x tolerance)" % (n, w))
     if LOWP_DISAGREE:
         print("WARNING: native f16/bf16 differs from f32-then-round beyond tolerance in %d cases:" % len(LOWP_DISAGREE))
         for n, w in LOWP_DISAGREE:

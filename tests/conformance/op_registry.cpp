@@ -80,6 +80,29 @@ V pair(TensorPair p) { return {std::move(p.first), std::move(p.second)}; }
 
 }  // namespace
 
+TensorData parse_tensor(const Json& j) {
+  DType dt = dtype_from_name(j["dtype"].get<std::string>());
+  Shape shape(j["shape"].get<std::vector<int64_t>>());
+  if (j["data"].is_null()) return TensorData(shape, dt);
+  // integers beyond 2^53 do not occur in the cases except as i64, which is read exactly
+  if (dt == DType::i64) {
+    std::vector<int64_t> iv;
+    iv.reserve(j["data"].size());
+    for (const auto& x : j["data"]) iv.push_back(x.get<int64_t>());
+    return TensorData::from_vector(iv, shape);
+  }
+  std::vector<double> v;
+  v.reserve(j["data"].size());
+  for (const auto& x : j["data"]) v.push_back(num(x));
+  return TensorData::from_doubles(v, shape, dt);  // doubles convert exactly to every dtype
+}
+
+std::string test_name(std::string name) {
+  for (char& ch : name)
+    if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '/') ch = '_';
+  return name;
+}
+
 const std::map<std::string, OpFn>& op_registry() {
   static const std::map<std::string, OpFn> table = {
       // creation

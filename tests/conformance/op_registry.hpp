@@ -1,4 +1,6 @@
-// Maps each conformance op name (tests/conformance/README.md) to a call of ember's public API.
+// Maps each conformance op name (tests/conformance/README.md) to a call of ember's public API,
+// and reads the case file tensors. Shared by the forward (conformance_test.cpp) and the
+// gradient (tests/autodiff/autodiff_conformance_test.cpp) runners.
 #pragma once
 
 #include <functional>
@@ -15,5 +17,12 @@ using Json = nlohmann::json;
 using OpFn = std::function<std::vector<DynTensor>(std::vector<DynTensor>& in, const Json& attrs, const Device& dev)>;
 
 const std::map<std::string, OpFn>& op_registry();
+
+// A tensor of a case file: {"dtype", "shape", "data"} ("nan"/"inf"/"-inf" strings, null data
+// gives zeros).
+TensorData parse_tensor(const Json& j);
+
+// A case name made safe for a gtest test name ([A-Za-z0-9_/], anything else becomes '_').
+std::string test_name(std::string name);
 
 }  // namespace ember::conformance

@@ -2,8 +2,8 @@
 //
 // Conventions follow PyTorch 1.13 autograd: max / min with dims (torch.amax / amin) share the
 // gradient evenly among tied extremes; max_dim, min_dim, cummax, cummin, sort and topk route it
-// by their indices output; prod and cumprod stay exact when the input holds zeros; norm's
-// gradient is zero where the norm is zero. Every rule is made of IR ops that have rules of their
+// by their indices output; prod and cumprod stay exact when the input holds zeros; norm follows
+// torch.linalg.vector_norm (no NaN where the norm is zero). Every rule is made of IR ops that have rules of their
 // own, so the rules can be differentiated again (create_graph). Index outputs (argmax, argmin,
 // the second output of max_dim, cummax, sort, ...) take no gradient; argmax / argmin have no rule.
 #include <cmath>
@@ -111,8 +111,8 @@ Val norm_grad(const Val& x, const Val& ug, const Val& n, double p, const std::ve
   return x * pow(ax, p - 2) * scale;
 }
 
-// max / min over dims: g shared evenly among the elements equal to the result (NaN results:
-// among the NaNs), dx = mask * g / count(mask).
+// max / min over dims: g shared evenly among the elements equal to the result, dx = mask * g /
+// count(mask). A NaN result shares it among the NaNs (as torch.max(x) does; torch.amax gives NaN).
 Val extreme_grad(const Val& x, const Val& g, const Val& out, const ReduceAttrs& a) {
   Val uo = unreduce(out, x.shape(), a.dims, a.keepdim);
   Val mask = logical_or(cmp(OpKind::equal, x, uo), logical_and(un(OpKind::is_nan, x), un(OpKind::is_nan, uo)));
@@ -128,29 +128,31 @@ Val route_by_index(BackwardCtx& c, const Val& g, const Val& index, int dim) {
   return scatter_add(zeros, dim, index, g);
 }
 
-// cumprod along dim, exact with zeros. With z the first zero of a line and y' = cumprod(x with
-// x_z set to 1):
-//   i < z:      dx_i = sum_{k >= i} g_k y_k / x_i         (x_i != 0)
+// cumprod along dim, exact with zeros. With z, z2 the first two zeros of a line, and y' (y'')
+// the cumprod of x with x_z (and x_z2) set to 1:
+//   i < z:      dx_i = sum_{k >= i} g_k y_k / x_i          (x_i != 0)
 //   i = z:      dx_z = sum_{k >= z} g_k y'_k
-//   z < i < z2: dx_i = x_z sum_{k >= i} g_k y'_k / x_i    (z2: the second zero; the value is 0, but
-//                                                           written with the factor x_z so that its
-//                                                           derivative in x_z is right)
-//   i >= z2:    dx_i = 0                                   (every product holding x_i holds 2 zeros)
-// The values are exact; second derivatives are exact for lines with at most one zero (with two,
-// the second derivative at the first zero misses the terms of dx_z2).
+//   z < i < z2: dx_i = x_z sum_{k >= i} g_k y'_k / x_i
+//   i = z2:     dx_i = x_z sum_{k >= z2} g_k y''_k
+//   otherwise:  dx_i = 0                                    (every term holds two zeros)
+// The last two lines are 0 in value; they keep the factor x_z so that the second derivatives
+// are exact too (a term holding two zeros has no first derivative).
 Val cumprod_grad(const Val& x, const Val& y, const Val& g, int dim) {
   Val zero = cmp(OpKind::equal, x, 0.0);
   Val zeros_so_far = cumsum(zero, dim);  // i64
   Val before = cmp(OpKind::equal, zeros_so_far, 0.0);
   Val one_so_far = cmp(OpKind::equal, zeros_so_far, 1.0);
   Val first = logical_and(zero, one_so_far);
-  Val after = logical_and(logical_not(zero), one_so_far);
+  Val between = logical_and(logical_not(zero), one_so_far);
+  Val second = logical_and(zero, cmp(OpKind::equal, zeros_so_far, 2.0));
   Val safe_x = where(zero, 1.0, x);
   Val x_first = sum(where(first, x, 0.0), {dim}, true);
+  Val x_no_first = where(first, 1.0, x);
   Val tail = reverse_cumsum(g * y, dim);
-  Val tail_skipping_first = reverse_cumsum(g * cumprod(where(first, 1.0, x), dim), dim);
+  Val tail1 = reverse_cumsum(g * cumprod(x_no_first, dim), dim);
+  Val tail2 = reverse_cumsum(g * cumprod(where(second, 1.0, x_no_first), dim), dim);
   return where(before, tail / safe_x,
-               where(first, tail_skipping_first, where(after, x_first * tail_skipping_first / safe_x, 0.0)));
+               where(first, tail1, where(between, x_first * tail1 / safe_x, where(second, x_first * tail2, 0.0))));
 }
 
 }  // namespace
