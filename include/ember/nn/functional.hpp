@@ -1,0 +1,79 @@
+// Functional activations, normalisations and layer maths for the nn layer (torch.nn.functional
+// names and semantics). Each is a composition of the public tensor ops (ops.hpp), so it runs on
+// any device and autodiff differentiates it without a rule of its own.
+//
+//   using namespace ember;
+//   DynTensor h = nn::linear(x, w, b);                 // w is [out, in], as in PyTorch
+//   h = nn::swiglu(h, -1);                              // silu(first half) * second half
+//   h = nn::dropout(h, 0.1, /*training=*/true);         // mask from the device's generator
+//   h = nn::rms_norm(h, {h.size(-1)}, gain);
+#pragma once
+
+#include <optional>
+
+#include "ember/tensor/ops.hpp"
+
+namespace ember::nn {
+
+// ---- activations ----
+DynTensor relu6(DynTensor x);
+DynTensor elu(DynTensor x, double alpha = 1.0);
+DynTensor selu(DynTensor x);
+DynTensor celu(DynTensor x, double alpha = 1.0);
+DynTensor mish(DynTensor x);
+DynTensor softsign(DynTensor x);
+DynTensor hard_swish(DynTensor x);
+DynTensor hard_sigmoid(DynTensor x);  // relu6(x + 3) / 6 (the tensor op of the same name)
+DynTensor hard_tanh(DynTensor x, double min_val = -1.0, double max_val = 1.0);
+DynTensor tanh_shrink(DynTensor x);
+DynTensor soft_shrink(DynTensor x, double lambda = 0.5);
+DynTensor hard_shrink(DynTensor x, double lambda = 0.5);
+enum class GeluApproximation { none, tanh };
+DynTensor gelu(DynTensor x, GeluApproximation approximate);
+// Gated units: x is split into halves a, b along `dim` (whose size must be even).
+DynTensor glu(DynTensor x, int dim = -1);     // a * sigmoid(b)
+DynTensor swiglu(DynTensor x, int dim = -1);  // silu(a) * b
+
+// Inverted dropout: zeroes each element with probability p and scales the rest by 1 / (1 - p).
+// The mask comes from x's device generator (Device::seed); outside training it returns x.
+DynTensor dropout(DynTensor x, double p = 0.5, bool training = true);
+
+// ---- normalisation ----
+// x is [N, C, *]; weight and bias are [C].
+DynTensor group_norm(DynTensor x, int64_t groups, std::optional<DynTensor> weight = {},
+                     std::optional<DynTensor> bias = {}, double eps = 1e-5);
+// Statistics of each (sample, channel) over the spatial dims (no running statistics).
+DynTensor instance_norm(DynTensor x, std::optional<DynTensor> weight = {}, std::optional<DynTensor> bias = {},
+                        double eps = 1e-5);
+// x * rsqrt(mean(x^2 over the trailing normalized_shape dims) + eps) * weight, as
+// torch.nn.RMSNorm; eps defaults to the machine epsilon of x's dtype, as there.
+DynTensor rms_norm(DynTensor x, Sizes normalized_shape, std::optional<DynTensor> weight = {},
+                   std::optional<double> eps = std::nullopt);
+// Batch normalisation in training mode. x is [N, C, *]; statistics per channel over every
+// other dim. y uses the biased batch variance (as PyTorch); var is the unbiased one, for
+// updating running statistics. mean and var are not tracked by autodiff.
+struct BatchNormTrainResult {
+  DynTensor y, mean, var;
+};
+BatchNormTrainResult batch_norm_train(DynTensor x, std::optional<DynTensor> weight = {},
+                                      std::optional<DynTensor> bias = {}, double eps = 1e-5);
+// x / max(||x||_p along dim, eps).
+DynTensor normalize(DynTensor x, double p = 2.0, int dim = 1, double eps = 1e-12);
+
+// ---- layout ----
+// [*, C * r * r, H, W] -> [*, C, H * r, W * r], and back.
+DynTensor pixel_shuffle(DynTensor x, int64_t upscale_factor);
+DynTensor pixel_unshuffle(DynTensor x, int64_t downscale_factor);
+// interpolate to a given spatial size, or to floor(size * scale_factor) for every spatial dim
+// (coordinates then map by the in/out size ratio, as recompute_scale_factor=True).
+DynTensor upsample(DynTensor x, Sizes size, InterpMode mode = InterpMode::nearest, bool align_corners = false);
+DynTensor upsample(DynTensor x, double scale_factor, InterpMode mode = InterpMode::nearest,
+                   bool align_corners = false);
+
+// ---- layers ----
+// x [*, in], weight [out, in], bias [out]: x @ weight^T + bias.
+DynTensor linear(DynTensor x, DynTensor weight, std::optional<DynTensor> bias = {});
+// x1 [*, in1], x2 [*, in2], weight [out, in1, in2], bias [out]: y_k = x1^T W_k x2 + b_k.
+DynTensor bilinear(DynTensor x1, DynTensor x2, DynTensor weight, std::optional<DynTensor> bias = {});
+
+}  // namespace ember::nn

@@ -1,0 +1,240 @@
+// Modules are plain structs; one macro makes their fields visitable.
+//
+//   struct Mlp {
+//     nn::Linear fc1, fc2;
+//     nn::Dropout drop;
+//     EMBER_MODULE(fc1, fc2, drop)                      // parameters, buffers, submodules, modes
+//     DynTensor forward(DynTensor x) const { return fc2.forward(drop.forward(relu(fc1.forward(x)))); }
+//   };
+//   Mlp m{nn::LinearConfig{784, 128}.init(dev), nn::LinearConfig{128, 10}.init(dev), {}};
+//   nn::num_params(m);  nn::state_dict(m);  m = nn::to_device(m, other);  nn::set_training(m, false);
+//
+// Visitable field types: Param (trainable tensor), Buffer (state saved with the module, e.g. running
+// statistics), Mode (train/eval flag), any module (a type with EMBER_MODULE), std::optional and
+// std::vector of those. Paths join field names with '.', vector elements by index, so they match
+// PyTorch's state_dict keys when fields are named like PyTorch's (a trailing '_' is dropped).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ember/tensor/autodiff.hpp"
+#include "ember/tensor/ops.hpp"
+
+namespace ember::nn {
+
+using NamedTensors = std::vector<std::pair<std::string, DynTensor>>;
+
+// A trainable tensor. Its id survives optimizer updates (set()), so optimizer state follows it.
+// On an autodiff device a trainable (not frozen) parameter requires grad.
+class Param {
+ public:
+  Param() = default;
+  explicit Param(DynTensor value, bool frozen = false);
+  const DynTensor& value() const { return value_; }
+  operator const DynTensor&() const { return value_; }  // NOLINT: use a parameter like a tensor
+  uint64_t id() const { return id_; }
+  bool frozen() const { return frozen_; }
+  bool defined() const { return value_.defined(); }
+  const Shape& shape() const { return value_.shape(); }
+  // The same parameter (same id) holding `v`.
+  void set(DynTensor v);
+  void set_frozen(bool f);
+  std::optional<DynTensor> grad(const Gradients& g) const;
+
+ private:
+  DynTensor value_;
+  uint64_t id_ = 0;
+  bool frozen_ = false;
+};
+
+// Non-trainable module state saved with the module (running statistics, counters).
+struct Buffer {
+  DynTensor value;
+  operator const DynTensor&() const { return value; }  // NOLINT
+};
+
+// Train/eval flag of modules whose forward depends on it (Dropout, BatchNorm).
+struct Mode {
+  bool training = true;
+};
+
+class Visitor {
+ public:
+  virtual ~Visitor() = default;
+  virtual void param(const std::string& /*path*/, Param& /*p*/) {}
+  virtual void buffer(const std::string& /*path*/, Buffer& /*b*/) {}
+  virtual void mode(Mode& /*m*/) {}
+};
+
+namespace detail {
+std::vector<std::string> split_names(std::string_view list);
+inline std::string join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+template <class T>
+concept Visitable = requires(T& t, Visitor& v, const std::string& s) { t.visit(v, s); };
+template <class T> struct is_vector : std::false_type {};
+template <class T, class A> struct is_vector<std::vector<T, A>> : std::true_type {};
+template <class T> struct is_optional : std::false_type {};
+template <class T> struct is_optional<std::optional<T>> : std::true_type {};
+}  // namespace detail
+
+template <class T>
+void visit_field(Visitor& v, const std::string& path, T& field) {
+  if constexpr (std::is_same_v<T, Param>) {
+    if (field.defined()) v.param(path, field);
+  } else if constexpr (std::is_same_v<T, Buffer>) {
+    if (field.value.defined()) v.buffer(path, field);
+  } else if constexpr (std::is_same_v<T, Mode>) {
+    v.mode(field);
+  } else if constexpr (detail::is_optional<T>::value) {
+    if (field) visit_field(v, path, *field);
+  } else if constexpr (detail::is_vector<T>::value) {
+    for (size_t i = 0; i < field.size(); ++i) visit_field(v, detail::join(path, std::to_string(i)), field[i]);
+  } else {
+    static_assert(detail::Visitable<T>, "EMBER_MODULE field must be a Param, Buffer, Mode, module, optional or vector");
+    field.visit(v, path);
+  }
+}
+
+namespace detail {
+template <class Tuple, size_t... I>
+void visit_tuple(Visitor& v, const std::string& prefix, const std::vector<std::string>& names, Tuple&& t,
+                 std::index_sequence<I...>) {
+  (visit_field(v, join(prefix, names[I]), std::get<I>(t)), ...);
+}
+}  // namespace detail
+
+#define EMBER_MODULE(...)                                                                                  \
+  void visit(::ember::nn::Visitor& ember_v_, const std::string& ember_prefix_ = {}) {                     \
+    static const std::vector<std::string> ember_names_ = ::ember::nn::detail::split_names(#__VA_ARGS__); \
+    auto ember_fields_ = std::tie(__VA_ARGS__);                                                            \
+    ::ember::nn::detail::visit_tuple(ember_v_, ember_prefix_, ember_names_, ember_fields_,                 \
+                                     std::make_index_sequence<std::tuple_size_v<decltype(ember_fields_)>>{}); \
+  }
+
+// ---- generic module operations (any visitable type) ----
+template <class M>
+void for_each_param(M& m, const std::function<void(const std::string&, Param&)>& f) {
+  struct V : Visitor {
+    const std::function<void(const std::string&, Param&)>& f;
+    explicit V(const std::function<void(const std::string&, Param&)>& fn) : f(fn) {}
+    void param(const std::string& p, Param& x) override { f(p, x); }
+  } v(f);
+  m.visit(v);
+}
+template <class M>
+void for_each_buffer(M& m, const std::function<void(const std::string&, Buffer&)>& f) {
+  struct V : Visitor {
+    const std::function<void(const std::string&, Buffer&)>& f;
+    explicit V(const std::function<void(const std::string&, Buffer&)>& fn) : f(fn) {}
+    void buffer(const std::string& p, Buffer& x) override { f(p, x); }
+  } v(f);
+  m.visit(v);
+}
+
+// (path, parameter) in declaration order.
+template <class M>
+NamedTensors named_parameters(const M& m) {
+  NamedTensors out;
+  for_each_param(const_cast<M&>(m), [&](const std::string& p, Param& x) { out.emplace_back(p, x.value()); });
+  return out;
+}
+// Parameters and buffers: what a checkpoint holds (PyTorch's state_dict).
+template <class M>
+NamedTensors state_dict(const M& m) {
+  struct V : Visitor {
+    NamedTensors out;
+    void param(const std::string& p, Param& x) override { out.emplace_back(p, x.value()); }
+    void buffer(const std::string& p, Buffer& x) override { out.emplace_back(p, x.value); }
+  } v;
+  const_cast<M&>(m).visit(v);
+  return std::move(v.out);
+}
+template <class M>
+int64_t num_params(const M& m, bool trainable_only = false) {
+  int64_t n = 0;
+  for_each_param(const_cast<M&>(m), [&](const std::string&, Param& p) {
+    if (!trainable_only || !p.frozen()) n += p.value().numel();
+  });
+  return n;
+}
+// A copy of the module on `device` (parameters keep their ids).
+template <class M>
+M to_device(M m, const Device& device) {
+  for_each_param(m, [&](const std::string&, Param& p) { p.set(p.value().detach().to(device)); });
+  for_each_buffer(m, [&](const std::string&, Buffer& b) { b.value = b.value.detach().to(device); });
+  return m;
+}
+// Frozen parameters get no gradient and are skipped by optimizers.
+template <class M>
+M freeze(M m, bool frozen = true) {
+  for_each_param(m, [&](const std::string&, Param& p) { p.set_frozen(frozen); });
+  return m;
+}
+template <class M>
+void set_training(M& m, bool training) {
+  struct V : Visitor {
+    bool t;
+    explicit V(bool x) : t(x) {}
+    void mode(Mode& md) override { md.training = t; }
+  } v(training);
+  m.visit(v);
+}
+// A table: name, shape, parameter count (frozen ones marked), plus the total.
+std::string summary_table(const std::vector<std::tuple<std::string, Shape, int64_t, bool>>& rows);
+template <class M>
+std::string summary(const M& m) {
+  std::vector<std::tuple<std::string, Shape, int64_t, bool>> rows;
+  for_each_param(const_cast<M&>(m), [&](const std::string& p, Param& x) {
+    rows.emplace_back(p, x.shape(), x.value().numel(), x.frozen());
+  });
+  return summary_table(rows);
+}
+
+// ---- loading named tensors into a module ----
+struct KeyRemap {  // std::regex pattern -> replacement (ECMAScript, $1 groups), applied in order
+  std::string pattern, replacement;
+};
+struct LoadOptions {
+  std::vector<KeyRemap> remap;
+  bool strict = true;      // throw when anything is missing, unexpected or mismatched
+  bool cast_dtype = true;  // convert to the parameter's dtype
+  // Adapts a source tensor to ember's layout for a key (e.g. a transposed weight); may be empty.
+  std::function<DynTensor(const std::string& key, DynTensor t, const Shape& target)> adapt;
+};
+struct LoadReport {
+  std::vector<std::string> missing;      // in the module, not in the source
+  std::vector<std::string> unexpected;   // in the source, not in the module
+  std::vector<std::string> mismatched;   // "key: source [..] vs module [..]"
+  bool ok() const { return missing.empty() && unexpected.empty() && mismatched.empty(); }
+  std::string str() const;
+};
+namespace detail {
+LoadReport load_into(const std::vector<std::tuple<std::string, Param*, Buffer*>>& slots, NamedTensors source,
+                     const LoadOptions& o);
+}
+// Loads `source` into the module's parameters and buffers (by path); returns what did not match.
+// With strict (default) any problem throws an Error listing every key.
+template <class M>
+LoadReport load_state_dict(M& m, NamedTensors source, const LoadOptions& o = {}) {
+  struct V : Visitor {
+    std::vector<std::tuple<std::string, Param*, Buffer*>> slots;
+    void param(const std::string& p, Param& x) override { slots.emplace_back(p, &x, nullptr); }
+    void buffer(const std::string& p, Buffer& x) override { slots.emplace_back(p, nullptr, &x); }
+  } v;
+  m.visit(v);
+  return detail::load_into(v.slots, std::move(source), o);
+}
+
+}  // namespace ember::nn
