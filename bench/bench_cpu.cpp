@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
+#include <torch/torch.h>
 #include <torch/version.h>
 
 #include <algorithm>
@@ -25,6 +26,12 @@
 
 #include <ember/backends/cpu.hpp>
 #include <ember/ember.hpp>
+#include <ember/nn/file.hpp>
+#include <ember/nn/rnn.hpp>
+#include <ember/nn/transformer.hpp>
+#include <ember/store/safetensors.hpp>
+
+#include <filesystem>
 
 #include "harness.hpp"
 
@@ -471,6 +478,131 @@ void bench_mlp24_peak_mem(Ctx& cx) {
   }
 }
 
+// Copies an ember module's parameters into a torch::nn module with the same state_dict keys.
+void copy_params(const ember::nn::NamedTensors& from, torch::nn::Module& to) {
+  torch::NoGradGuard off;
+  auto params = to.named_parameters();
+  for (const auto& [k, t] : from) {
+    auto* p = params.find(k);
+    if (!p) throw std::runtime_error("peer module has no parameter " + k);
+    p->copy_(to_torch(t.detach()).view(p->sizes()));
+  }
+}
+
+// Forward + backward of one module on both sides; `upstream` is the output gradient.
+void bench_layer_train(Ctx& cx, const std::string& name, const std::function<DynTensor()>& ember_fwd,
+                       const std::function<at::Tensor()>& peer_fwd, const DynTensor& upstream,
+                       const std::function<DynTensor(const ember::Gradients&)>& ember_grad0,
+                       const std::function<at::Tensor()>& peer_grad0, torch::nn::Module& peer) {
+  at::Tensor tup = to_torch(upstream);
+  auto& e = cx.compare(
+      name, [&] { bench::keep(ember::sum(ember_fwd() * upstream).backward()); },
+      [&] {
+        peer.zero_grad();
+        peer_fwd().backward(tup);
+      },
+      [&] {
+        DynTensor y = ember_fwd();
+        ember::Gradients g = ember::sum(y * upstream).backward();
+        peer.zero_grad();
+        at::Tensor ty = peer_fwd();
+        ty.backward(tup);
+        bench::Check c = check_close(y.detach(), ty.detach(), {.rtol = 1e-3, .atol_of_max = 1e-4});
+        if (c.ok) c = check_close(ember_grad0(g), peer_grad0(), {.rtol = 1e-3, .atol_of_max = 1e-3});
+        return c;
+      });
+  (void)e;
+}
+
+// TransformerEncoderLayer d=256, 4 heads, feed-forward 1024, seq 128, batch 16 (batch first,
+// dropout 0): forward + backward to every parameter.
+void bench_transformer_layer(Ctx& cx) {
+  const std::string name = "transformer_encoder_layer_f32";
+  guarded(cx, name, [&] {
+    PeerAutograd mode;
+    ember::Device dev = ember::Device::cpu().autodiff();
+    auto layer = ember::nn::TransformerEncoderLayerConfig{
+        .d_model = 256, .nhead = 4, .dim_feedforward = 1024, .dropout = 0.0, .batch_first = true}
+                     .init(dev);
+    torch::nn::TransformerEncoderLayer peer(
+        torch::nn::TransformerEncoderLayerOptions(256, 4).dim_feedforward(1024).dropout(0.0));
+    copy_params(ember::nn::named_parameters(layer), *peer);
+    DynTensor x = DynTensor::normal({16, 128, 256}).to(dev);
+    DynTensor up = DynTensor::normal({16, 128, 256}).to(dev);
+    at::Tensor tx = to_torch(x).transpose(0, 1).contiguous();  // libtorch's layer is sequence first
+    bench_layer_train(
+        cx, name, [&] { return layer.forward(x); }, [&] { return peer->forward(tx).transpose(0, 1); }, up,
+        [&](const ember::Gradients& g) { return *layer.linear1.weight.grad(g); },
+        [&] { return peer->named_parameters()["linear1.weight"].grad(); }, *peer);
+  });
+}
+
+// LSTM input 128, hidden 256, seq 64, batch 32 (batch first): forward + backward.
+void bench_lstm(Ctx& cx) {
+  const std::string name = "lstm_f32";
+  guarded(cx, name, [&] {
+    PeerAutograd mode;
+    ember::Device dev = ember::Device::cpu().autodiff();
+    auto lstm = ember::nn::LstmConfig{.input_size = 128, .hidden_size = 256, .batch_first = true}.init(dev);
+    torch::nn::LSTM peer(torch::nn::LSTMOptions(128, 256).batch_first(true));
+    copy_params(ember::nn::named_parameters(lstm), *peer);
+    DynTensor x = DynTensor::normal({32, 64, 128}).to(dev);
+    DynTensor up = DynTensor::normal({32, 64, 256}).to(dev);
+    at::Tensor tx = to_torch(x);
+    bench_layer_train(
+        cx, name, [&] { return lstm.forward(x).output; }, [&] { return std::get<0>(peer->forward(tx)); }, up,
+        [&](const ember::Gradients& g) { return *lstm.cells[0].weight_ih.grad(g); },
+        [&] { return peer->named_parameters()["weight_ih_l0"].grad(); }, *peer);
+  });
+}
+
+// Loading 100 MB of f32 weights (25 tensors of 1000x1000): ember from safetensors, LibTorch
+// from its own serialisation of the same tensors (torch::save / torch::load).
+void bench_load_safetensors(Ctx& cx) {
+  const std::string name = "load_safetensors_100MB";
+  guarded(cx, name, [&] {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("ember-bench-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    struct Cleanup {
+      fs::path d;
+      ~Cleanup() { std::error_code ec; fs::remove_all(d, ec); }
+    } cleanup{dir};
+    ember::nn::NamedTensors tensors;
+    std::vector<at::Tensor> peer_tensors;
+    for (int i = 0; i < 25; ++i) {
+      DynTensor t = DynTensor::normal({1000, 1000});
+      tensors.emplace_back("layer" + std::to_string(i) + ".weight", t);
+      peer_tensors.push_back(to_torch(t));
+    }
+    const std::string st = (dir / "w.safetensors").string(), pt = (dir / "w.pt").string();
+    ember::nn::write_tensors(st, tensors);
+    torch::save(peer_tensors, pt);
+    double sink = 0;
+    auto& e = cx.compare(
+        name,
+        [&] {
+          auto m = ember::nn::read_tensors(st);
+          bench::keep(m);
+        },
+        [&] {
+          std::vector<at::Tensor> v;
+          torch::load(v, pt);
+          bench::keep(v);
+        },
+        [&] {
+          auto m = ember::nn::read_tensors(st);
+          std::vector<at::Tensor> v;
+          torch::load(v, pt);
+          bench::Check c = check_close(m[24].second, v[24], {});
+          sink += double(m.size());
+          return c;
+        });
+    set_gbps(e, 100e6);
+    (void)sink;
+  });
+}
+
 at::Tensor peer_exp(const at::Tensor& x) { return at::exp(x); }
 at::Tensor peer_gelu(const at::Tensor& x) { return at::gelu(x); }
 DynTensor ember_exp(DynTensor x) { return ember::exp(std::move(x)); }
@@ -586,6 +718,9 @@ int main(int argc, char** argv) {
   bench_autodiff_overhead(cx);
   bench_mlp_train_step(cx);
   bench_mlp24_peak_mem(cx);
+  bench_transformer_layer(cx);
+  bench_lstm(cx);
+  bench_load_safetensors(cx);
 
   if (!out.empty()) {
     try {

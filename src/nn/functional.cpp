@@ -24,10 +24,14 @@ DynTensor affine(DynTensor y, const std::optional<DynTensor>& weight, const std:
 
 double machine_epsilon(DType dt) {
   switch (dt) {
-    case DType::f64: return std::numeric_limits<double>::epsilon();
-    case DType::f16: return 0.0009765625;  // 2^-10
-    case DType::bf16: return 0.0078125;    // 2^-7
-    default: return std::numeric_limits<float>::epsilon();
+    case DType::f64:
+      return std::numeric_limits<double>::epsilon();
+    case DType::f16:
+      return 0.0009765625;  // 2^-10
+    case DType::bf16:
+      return 0.0078125;  // 2^-7
+    default:
+      return std::numeric_limits<float>::epsilon();
   }
 }
 
@@ -65,7 +69,6 @@ DynTensor celu(DynTensor x, double alpha) {
 DynTensor mish(DynTensor x) { return x * tanh(softplus(x)); }
 DynTensor softsign(DynTensor x) { return x / (abs(x) + 1.0); }
 DynTensor hard_swish(DynTensor x) { return x * ember::hard_sigmoid(x); }
-DynTensor hard_sigmoid(DynTensor x) { return ember::hard_sigmoid(std::move(x)); }
 DynTensor hard_tanh(DynTensor x, double min_val, double max_val) {
   EMBER_CHECK(min_val <= max_val, "hard_tanh: min_val ", min_val, " > max_val ", max_val);
   return clamp(std::move(x), min_val, max_val);
@@ -75,9 +78,7 @@ DynTensor soft_shrink(DynTensor x, double lambda) {
   EMBER_CHECK(lambda >= 0, "soft_shrink: lambda must be >= 0, got ", lambda);
   return x - clamp(x, -lambda, lambda);
 }
-DynTensor hard_shrink(DynTensor x, double lambda) {
-  return mask_fill(x, lower_equal(abs(x), lambda), 0.0);
-}
+DynTensor hard_shrink(DynTensor x, double lambda) { return mask_fill(x, lower_equal(abs(x), lambda), 0.0); }
 
 DynTensor gelu(DynTensor x, GeluApproximation approximate) {
   return approximate == GeluApproximation::tanh ? gelu_tanh(std::move(x)) : ember::gelu(std::move(x));
@@ -107,8 +108,7 @@ DynTensor group_norm(DynTensor x, int64_t groups, std::optional<DynTensor> weigh
                      double eps) {
   EMBER_CHECK(x.rank() >= 2, "group_norm: input must be [N, C, *], got ", x.shape());
   const int64_t n = x.size(0), c = x.size(1);
-  EMBER_CHECK(groups > 0 && c % groups == 0, "group_norm: ", c, " channels are not divisible into ", groups,
-              " groups");
+  EMBER_CHECK(groups > 0 && c % groups == 0, "group_norm: ", c, " channels are not divisible into ", groups, " groups");
   Shape shape = x.shape();
   DynTensor g = reshape(std::move(x), {n, groups, -1});
   DynTensor mu = mean(g, {2}, true);
@@ -128,8 +128,8 @@ DynTensor rms_norm(DynTensor x, Sizes normalized_shape, std::optional<DynTensor>
   EMBER_CHECK(k >= 1 && k <= x.rank(), "rms_norm: normalized_shape of ", k, " dims for input ", x.shape());
   Dims dims;
   for (int i = 0; i < k; ++i) {
-    EMBER_CHECK(x.size(x.rank() - k + i) == normalized_shape[static_cast<size_t>(i)], "rms_norm: input ",
-                x.shape(), " does not end in normalized_shape");
+    EMBER_CHECK(x.size(x.rank() - k + i) == normalized_shape[static_cast<size_t>(i)], "rms_norm: input ", x.shape(),
+                " does not end in normalized_shape");
     dims.push_back(x.rank() - k + i);
   }
   const double e = eps ? *eps : machine_epsilon(x.dtype());
@@ -145,8 +145,7 @@ DynTensor rms_norm(DynTensor x, Sizes normalized_shape, std::optional<DynTensor>
 BatchNormTrainResult batch_norm_train(DynTensor x, std::optional<DynTensor> weight, std::optional<DynTensor> bias,
                                       double eps) {
   EMBER_CHECK(x.rank() >= 2, "batch_norm_train: input must be [N, C, *], got ", x.shape());
-  EMBER_CHECK(x.numel() / x.size(1) > 1, "batch_norm_train: expected more than 1 value per channel, input ",
-              x.shape());
+  EMBER_CHECK(x.numel() / x.size(1) > 1, "batch_norm_train: expected more than 1 value per channel, input ", x.shape());
   Dims dims{0};
   for (int d = 2; d < x.rank(); ++d) dims.push_back(d);
   DynTensor mu = mean(x, dims, true);
@@ -156,9 +155,7 @@ BatchNormTrainResult batch_norm_train(DynTensor x, std::optional<DynTensor> weig
   return {std::move(y), flatten(mu.detach()), std::move(unbiased)};
 }
 
-DynTensor normalize(DynTensor x, double p, int dim, double eps) {
-  return x / clamp_min(norm(x, p, {dim}, true), eps);
-}
+DynTensor normalize(DynTensor x, double p, int dim, double eps) { return x / clamp_min(norm(x, p, {dim}, true), eps); }
 
 // ---- layout ----
 DynTensor pixel_shuffle(DynTensor x, int64_t r) {
@@ -179,8 +176,8 @@ DynTensor pixel_shuffle(DynTensor x, int64_t r) {
 
 DynTensor pixel_unshuffle(DynTensor x, int64_t r) {
   EMBER_CHECK(x.rank() >= 3, "pixel_unshuffle: input must be [*, C, H, W], got ", x.shape());
-  EMBER_CHECK(r > 0 && x.size(-2) % r == 0 && x.size(-1) % r == 0, "pixel_unshuffle: spatial size of ",
-              x.shape(), " is not divisible by downscale_factor ", r);
+  EMBER_CHECK(r > 0 && x.size(-2) % r == 0 && x.size(-1) % r == 0, "pixel_unshuffle: spatial size of ", x.shape(),
+              " is not divisible by downscale_factor ", r);
   const int b = x.rank() - 3;
   const int64_t c = x.size(-3), h = x.size(-2) / r, w = x.size(-1) / r;
   Sizes lead(x.shape().begin(), x.shape().begin() + b);
@@ -216,8 +213,7 @@ DynTensor linear(DynTensor x, DynTensor weight, std::optional<DynTensor> bias) {
 }
 
 DynTensor bilinear(DynTensor x1, DynTensor x2, DynTensor weight, std::optional<DynTensor> bias) {
-  EMBER_CHECK(weight.rank() == 3 && x1.rank() >= 1 && x1.size(-1) == weight.size(1) &&
-                  x2.size(-1) == weight.size(2),
+  EMBER_CHECK(weight.rank() == 3 && x1.rank() >= 1 && x1.size(-1) == weight.size(1) && x2.size(-1) == weight.size(2),
               "bilinear: inputs ", x1.shape(), " and ", x2.shape(), " do not match weight [out, in1, in2] ",
               weight.shape());
   EMBER_CHECK(Sizes(x1.shape().begin(), x1.shape().end() - 1) == Sizes(x2.shape().begin(), x2.shape().end() - 1),

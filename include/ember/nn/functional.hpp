@@ -16,6 +16,17 @@
 namespace ember::nn {
 
 // ---- activations ----
+// The tensor ops of these names, so that nn:: offers every activation (the same functions: an
+// unqualified call inside ember::nn is not ambiguous).
+using ember::gelu;          // exact (erf) form; gelu(x, GeluApproximation::tanh) below
+using ember::hard_sigmoid;  // relu6(x + 3) / 6
+using ember::leaky_relu;
+using ember::log_sigmoid;
+using ember::prelu;
+using ember::relu;
+using ember::sigmoid;
+using ember::silu;
+using ember::softplus;
 DynTensor relu6(DynTensor x);
 DynTensor elu(DynTensor x, double alpha = 1.0);
 DynTensor selu(DynTensor x);
@@ -23,7 +34,6 @@ DynTensor celu(DynTensor x, double alpha = 1.0);
 DynTensor mish(DynTensor x);
 DynTensor softsign(DynTensor x);
 DynTensor hard_swish(DynTensor x);
-DynTensor hard_sigmoid(DynTensor x);  // relu6(x + 3) / 6 (the tensor op of the same name)
 DynTensor hard_tanh(DynTensor x, double min_val = -1.0, double max_val = 1.0);
 DynTensor tanh_shrink(DynTensor x);
 DynTensor soft_shrink(DynTensor x, double lambda = 0.5);
@@ -67,8 +77,7 @@ DynTensor pixel_unshuffle(DynTensor x, int64_t downscale_factor);
 // interpolate to a given spatial size, or to floor(size * scale_factor) for every spatial dim
 // (coordinates then map by the in/out size ratio, as recompute_scale_factor=True).
 DynTensor upsample(DynTensor x, Sizes size, InterpMode mode = InterpMode::nearest, bool align_corners = false);
-DynTensor upsample(DynTensor x, double scale_factor, InterpMode mode = InterpMode::nearest,
-                   bool align_corners = false);
+DynTensor upsample(DynTensor x, double scale_factor, InterpMode mode = InterpMode::nearest, bool align_corners = false);
 
 // ---- layers ----
 // x [*, in], weight [out, in], bias [out]: x @ weight^T + bias.

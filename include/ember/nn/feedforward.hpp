@@ -1,0 +1,50 @@
+// PositionWiseFeedForward: the transformer's two-layer MLP applied to every position,
+// linear -> activation -> dropout -> linear (Burn's PositionWiseFeedForward).
+//
+//   auto ff = nn::PositionWiseFeedForwardConfig{.d_model = 512, .d_ff = 2048}.init(dev);
+//   DynTensor y = ff.forward(x);     // [*, 512] -> [*, 512]
+//
+// state_dict keys follow Burn: linear_inner.weight [d_ff, d_model], linear_inner.bias [d_ff],
+// linear_outer.weight [d_model, d_ff], linear_outer.bias [d_model]. (PyTorch's
+// TransformerEncoderLayer names the same two layers linear1 / linear2: the transformer layers in
+// transformer.hpp hold them directly under those names; to load such weights into this module,
+// remap "linear1" -> "linear_inner" and "linear2" -> "linear_outer" with LoadOptions::remap.)
+// The activation defaults to GELU (erf form), as in Burn; dropout is active in training mode only.
+#pragma once
+
+#include <cstdint>
+
+#include "ember/nn/init.hpp"
+#include "ember/nn/linear.hpp"
+#include "ember/nn/module.hpp"
+
+namespace ember::nn {
+
+// The activations the feed-forward blocks offer (gelu is the exact erf form, gelu_tanh the
+// tanh approximation).
+enum class FeedForwardActivation : uint8_t { relu, gelu, gelu_tanh, silu };
+DynTensor apply_activation(DynTensor x, FeedForwardActivation activation);
+
+struct PositionWiseFeedForward;
+
+struct PositionWiseFeedForwardConfig {
+  int64_t d_model = 0;
+  int64_t d_ff = 0;
+  double dropout = 0.1;
+  FeedForwardActivation activation = FeedForwardActivation::gelu;
+  bool bias = true;
+  Initializer initializer = Initializer::torch_default();  // for both weights
+  PositionWiseFeedForward init(const Device& device = Device::default_device()) const;
+};
+
+struct PositionWiseFeedForward {
+  Linear linear_inner;  // d_model -> d_ff
+  Linear linear_outer;  // d_ff -> d_model
+  Mode mode;
+  double dropout = 0.1;
+  FeedForwardActivation activation = FeedForwardActivation::gelu;
+  EMBER_MODULE(linear_inner, linear_outer, mode)
+  DynTensor forward(const DynTensor& x) const;  // [*, d_model] -> [*, d_model]
+};
+
+}  // namespace ember::nn

@@ -1,0 +1,123 @@
+// Loss functions with torch.nn.functional semantics and defaults. Each is built from the public
+// tensor ops (ops.hpp), so autodiff differentiates it like any other expression.
+//
+//   using namespace ember;
+//   DynTensor loss = nn::cross_entropy(logits, labels);                       // mean over the batch
+//   loss = nn::cross_entropy(logits, labels, {.ignore_index = 0, .label_smoothing = 0.1});
+//   loss = nn::mse_loss(prediction, target, nn::Reduction::sum);
+//   Gradients g = loss.backward();
+//
+// Class-index targets are i64 tensors; float targets of cross_entropy are class probabilities.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "ember/tensor/ops.hpp"
+
+namespace ember::nn {
+
+enum class Reduction { none, mean, sum };
+
+// ---- classification ----
+struct CrossEntropyOptions {
+  std::optional<DynTensor> weight;  // [C], a rescaling weight per class
+  int64_t ignore_index = -100;      // class-index targets equal to it contribute nothing
+  double label_smoothing = 0;       // in [0, 1]
+  Reduction reduction = Reduction::mean;
+};
+// logits [N, C] / [N, C, d...] / [C]; target: class indices (i64, [N] / [N, d...] / []) or class
+// probabilities (floating, the shape of logits). With class indices, mean divides by the summed
+// weight of the non-ignored targets; with probabilities, by the number of samples.
+DynTensor cross_entropy(DynTensor logits, DynTensor target, const CrossEntropyOptions& o = {});
+
+struct NllLossOptions {
+  std::optional<DynTensor> weight;
+  int64_t ignore_index = -100;
+  Reduction reduction = Reduction::mean;
+};
+// log_probs [N, C] / [N, C, d...] / [C], target i64 [N] / [N, d...] / [].
+DynTensor nll_loss(DynTensor log_probs, DynTensor target, const NllLossOptions& o = {});
+
+// probs in [0, 1]; the logs are clamped at -100 (as PyTorch), so the loss stays finite.
+DynTensor binary_cross_entropy(DynTensor probs, DynTensor target, std::optional<DynTensor> weight = {},
+                               Reduction reduction = Reduction::mean);
+// The numerically stable form of binary_cross_entropy(sigmoid(logits), target); pos_weight
+// broadcasts along the last (class) dim.
+struct BceWithLogitsOptions {
+  std::optional<DynTensor> weight;
+  std::optional<DynTensor> pos_weight;
+  Reduction reduction = Reduction::mean;
+};
+DynTensor binary_cross_entropy_with_logits(DynTensor logits, DynTensor target, const BceWithLogitsOptions& o = {});
+
+// input [N, C], target i64 [N]: sum_{j != y} max(0, margin - x_y + x_j)^p * weight_y / C.
+DynTensor multi_margin_loss(DynTensor input, DynTensor target, int p = 1, double margin = 1.0,
+                            std::optional<DynTensor> weight = {}, Reduction reduction = Reduction::mean);
+// input, target [N, C] (target in {0, 1}): mean over classes of the per-class logistic loss.
+DynTensor multilabel_soft_margin_loss(DynTensor input, DynTensor target, std::optional<DynTensor> weight = {},
+                                      Reduction reduction = Reduction::mean);
+// log(1 + exp(-y x)), y in {1, -1}.
+DynTensor soft_margin_loss(DynTensor input, DynTensor target, Reduction reduction = Reduction::mean);
+
+// ---- regression ----
+DynTensor mse_loss(DynTensor input, DynTensor target, Reduction reduction = Reduction::mean);
+DynTensor l1_loss(DynTensor input, DynTensor target, Reduction reduction = Reduction::mean);
+DynTensor huber_loss(DynTensor input, DynTensor target, Reduction reduction = Reduction::mean, double delta = 1.0);
+DynTensor smooth_l1_loss(DynTensor input, DynTensor target, Reduction reduction = Reduction::mean, double beta = 1.0);
+struct PoissonNllOptions {
+  bool log_input = true;  // input is log(rate): exp(input) - target * input
+  bool full = false;      // add the Stirling approximation of log(target!) (for target > 1)
+  double eps = 1e-8;      // rate - target * log(rate + eps) when !log_input
+  Reduction reduction = Reduction::mean;
+};
+DynTensor poisson_nll_loss(DynTensor input, DynTensor target, const PoissonNllOptions& o = {});
+// 0.5 * (log(var) + (input - target)^2 / var) (+ 0.5 log(2 pi) when full); var is clamped at eps
+// for the value only (its gradient passes through, as PyTorch). var has input's shape, or input's
+// shape without its last dim, or with a last dim of 1 (one variance shared along that dim).
+DynTensor gaussian_nll_loss(DynTensor input, DynTensor target, DynTensor var, bool full = false, double eps = 1e-6,
+                            Reduction reduction = Reduction::mean);
+
+// ---- distributions ----
+// input holds log-probabilities; target probabilities (or log-probabilities when log_target).
+// batchmean divides the sum by input's first dim: the mathematically correct KL mean.
+enum class KlReduction { none, mean, sum, batchmean };
+DynTensor kl_div(DynTensor input, DynTensor target, KlReduction reduction = KlReduction::mean, bool log_target = false);
+
+// ---- embeddings and ranking (y in {1, -1}) ----
+// x1, x2 [N, D] (or [D]); y [N]: 1 - cos for y = 1, max(0, cos - margin) for y = -1.
+DynTensor cosine_embedding_loss(DynTensor x1, DynTensor x2, DynTensor y, double margin = 0,
+                                Reduction reduction = Reduction::mean);
+// max(0, -y (x1 - x2) + margin).
+DynTensor margin_ranking_loss(DynTensor x1, DynTensor x2, DynTensor y, double margin = 0,
+                              Reduction reduction = Reduction::mean);
+// x for y = 1, max(0, margin - x) for y = -1.
+DynTensor hinge_embedding_loss(DynTensor input, DynTensor y, double margin = 1.0,
+                               Reduction reduction = Reduction::mean);
+struct TripletMarginOptions {
+  double margin = 1.0;
+  double p = 2.0;  // norm of the pairwise distance ||a - b + eps||_p
+  double eps = 1e-6;
+  bool swap = false;  // use min(d(a, n), d(p, n)) as the negative distance
+  Reduction reduction = Reduction::mean;
+};
+DynTensor triplet_margin_loss(DynTensor anchor, DynTensor positive, DynTensor negative,
+                              const TripletMarginOptions& o = {});
+
+// ---- sequences ----
+struct CtcLossOptions {
+  int64_t blank = 0;
+  Reduction reduction = Reduction::mean;  // mean: each loss divided by its target length, then averaged
+  bool zero_infinity = false;             // infeasible alignments give 0 (and no gradient), not inf
+};
+// Connectionist temporal classification. log_probs [T, N, C] (or [T, C]) holds log-softmax
+// outputs; targets are padded [N, S] or the N target sequences concatenated (1-d); lengths are
+// i64 [N]. The forward (alpha) recursion runs in log space over T, vectorised over the batch and
+// the extended label positions, so the loss is differentiable by autodiff. Like PyTorch's, it
+// treats log_probs as normalised: pass log_softmax output.
+DynTensor ctc_loss(DynTensor log_probs, DynTensor targets, DynTensor input_lengths, DynTensor target_lengths,
+                   const CtcLossOptions& o = {});
+DynTensor ctc_loss(DynTensor log_probs, DynTensor targets, const std::vector<int64_t>& input_lengths,
+                   const std::vector<int64_t>& target_lengths, const CtcLossOptions& o = {});
+
+}  // namespace ember::nn

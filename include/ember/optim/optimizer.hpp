@@ -1,0 +1,313 @@
+// Optimizers: they take a module and its gradients and return the updated module (parameters
+// keep their ids, so the per-parameter state follows them). The algorithms reproduce PyTorch
+// 1.13's update formulas, names and defaults; Lion and LAMB follow their papers.
+//
+//   optim::AdamW opt({.weight_decay = 0.01, .clipping = optim::GradientClipping::by_norm(1.0)});
+//   for (...) {
+//     Gradients grads = loss(model).backward();
+//     model = opt.step(model, grads, /*lr=*/sched.lr());
+//   }
+//   nn::NamedTensors s = opt.state_dict(model);   // "fc1.weight.exp_avg", "fc1.weight.step", ...
+//   opt.load_state_dict(model, s);                 // by parameter path
+//
+// Parameter groups: the first ParamGroup whose pattern (std::regex, ECMAScript, searched in the
+// parameter path as with std::regex_search: anchor with ^...$ for a whole-path match) matches a
+// parameter gives it lr * lr_scale and, when set, its own weight decay; the other parameters use
+// lr and the config's weight_decay. Frozen parameters and parameters without a gradient are left
+// untouched (as PyTorch skips parameters whose .grad is None). Clipping, when configured, applies
+// to the gradients of all the stepped parameters together before the update. Updates are tensor
+// ops computed in each parameter's dtype on its device.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ember/nn/module.hpp"
+#include "ember/optim/gradients.hpp"
+
+namespace ember::optim {
+
+struct ParamGroup {
+  std::string pattern;  // std::regex searched in the parameter path, e.g. "^encoder\\." or "bias$"
+  double lr_scale = 1;
+  std::optional<double> weight_decay{};  // replaces the config's weight_decay for this group
+};
+
+struct GradientClipping {
+  enum class Kind : uint8_t { value, norm };
+  Kind kind = Kind::norm;
+  double threshold = 1;  // value: clip_value; norm: max_norm
+  double norm_type = 2;  // norm only; may be infinity
+
+  static GradientClipping by_value(double clip_value) { return {Kind::value, clip_value, 2}; }
+  static GradientClipping by_norm(double max_norm, double norm_type = 2) { return {Kind::norm, max_norm, norm_type}; }
+  void apply(GradientsParams& grads) const;
+};
+
+// One parameter's optimizer state: the number of updates it received and named tensors
+// (PyTorch's names: "exp_avg", "momentum_buffer", ...).
+struct ParamState {
+  int64_t step = 0;
+  std::map<std::string, DynTensor> tensors;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+
+  // One update of every trainable parameter that has a gradient; returns the updated module.
+  template <class M>
+  M step(M module, const Gradients& grads, double lr) {
+    GradientsParams g = GradientsParams::from(module, grads);
+    return step(std::move(module), std::move(g), lr);
+  }
+  template <class M>
+  M step(M module, GradientsParams grads, double lr) {
+    step_params(slots(module), std::move(grads), lr);
+    return module;
+  }
+
+  // The state of the module's parameters as "<param path>.<state name>" -> tensor; the step
+  // counter is an i64 0-d tensor "<param path>.step". Parameters not yet updated have no keys.
+  template <class M>
+  nn::NamedTensors state_dict(const M& module) const {
+    return save_state(slots(const_cast<M&>(module)));
+  }
+  // Replaces the state of the module's parameters with `state` (keys as state_dict writes them;
+  // tensors are cast to the parameter's dtype and moved to its device). A parameter without any
+  // key starts fresh. Throws an Error listing every unexpected key, missing state entry and
+  // shape mismatch, and then changes nothing.
+  template <class M>
+  void load_state_dict(const M& module, const nn::NamedTensors& state) {
+    load_state(slots(const_cast<M&>(module)), state);
+  }
+  // Forgets all state.
+  void reset() { state_.clear(); }
+
+  // The PyTorch-style name, e.g. "Adam".
+  virtual std::string name() const = 0;
+
+ protected:
+  struct Hyper {  // resolved for one parameter: lr * lr_scale and the group's weight decay
+    double lr;
+    double weight_decay;
+  };
+  Optimizer(std::vector<ParamGroup> groups, std::optional<GradientClipping> clipping, double weight_decay);
+
+  // The state of a parameter before its first update.
+  virtual ParamState init_state(const DynTensor& param) const = 0;
+  // The tensor names a state holds after an update (to check load_state_dict input).
+  virtual std::vector<std::string> state_names() const = 0;
+  // One parameter's new value. `state.step` has already been incremented; `grad` has the
+  // parameter's dtype, shape and device. Runs with gradient recording off.
+  virtual DynTensor update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const = 0;
+
+ private:
+  using Slots = std::vector<std::pair<std::string, nn::Param*>>;
+  template <class M>
+  static Slots slots(M& module) {
+    Slots out;
+    nn::for_each_param(module, [&](const std::string& path, nn::Param& p) { out.emplace_back(path, &p); });
+    return out;
+  }
+  void step_params(const Slots& params, GradientsParams grads, double lr);
+  nn::NamedTensors save_state(const Slots& params) const;
+  void load_state(const Slots& params, const nn::NamedTensors& state);
+  Hyper resolve(const std::string& path, double lr) const;
+
+  struct CompiledGroups;  // the groups' regexes (kept out of this header)
+  std::shared_ptr<const CompiledGroups> groups_;
+  std::optional<GradientClipping> clipping_;
+  double weight_decay_;
+  std::map<uint64_t, ParamState> state_;  // by parameter id
+};
+
+// ---- torch.optim.SGD ----
+class Sgd;
+struct SgdConfig {
+  double momentum = 0;
+  double dampening = 0;
+  double weight_decay = 0;  // L2 penalty added to the gradient
+  bool nesterov = false;
+  bool maximize = false;
+  std::vector<ParamGroup> groups{};
+  std::optional<GradientClipping> clipping{};
+  Sgd init() const;
+};
+class Sgd final : public Optimizer {
+ public:
+  explicit Sgd(SgdConfig config = {});
+  const SgdConfig& config() const { return c_; }
+  std::string name() const override { return "SGD"; }
+
+ protected:
+  ParamState init_state(const DynTensor& param) const override;
+  std::vector<std::string> state_names() const override;
+  DynTensor update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const override;
+
+ private:
+  SgdConfig c_;
+};
+
+// ---- torch.optim.Adam (L2 weight decay) and torch.optim.AdamW (decoupled weight decay) ----
+class Adam;
+struct AdamConfig {
+  std::pair<double, double> betas{0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 0;
+  bool amsgrad = false;
+  bool maximize = false;
+  std::vector<ParamGroup> groups{};
+  std::optional<GradientClipping> clipping{};
+  Adam init() const;
+};
+class AdamW;
+struct AdamWConfig {
+  std::pair<double, double> betas{0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 1e-2;  // decoupled: param *= 1 - lr * weight_decay
+  bool amsgrad = false;
+  bool maximize = false;
+  std::vector<ParamGroup> groups{};
+  std::optional<GradientClipping> clipping{};
+  AdamW init() const;
+};
+class Adam final : public Optimizer {
+ public:
+  explicit Adam(AdamConfig config = {});
+  const AdamConfig& config() const { return c_; }
+  std::string name() const override { return "Adam"; }
+
+ protected:
+  ParamState init_state(const DynTensor& param) const override;
+  std::vector<std::string> state_names() const override;
+  DynTensor update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const override;
+
+ private:
+  AdamConfig c_;
+};
+class AdamW final : public Optimizer {
+ public:
+  explicit AdamW(AdamWConfig config = {});
+  const AdamWConfig& config() const { return c_; }
+  std::string name() const override { return "AdamW"; }
+
+ protected:
+  ParamState init_state(const DynTensor& param) const override;
+  std::vector<std::string> state_names() const override;
+  DynTensor update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const override;
+
+ private:
+  AdamWConfig c_;
+};
+
+// ---- torch.optim.RMSprop ----
+class RmsProp;
+struct RmsPropConfig {
+  double alpha = 0.99;
+  double eps = 1e-8;
+  double weight_decay = 0;
+  double momentum = 0;
+  bool centered = false;
+  bool maximize = false;
+  std::vector<ParamGroup> groups{};
+  std::optional<GradientClipping> clipping{};
+  RmsProp init() const;
+};
+class RmsProp final : public Optimizer {
+ public:
+  explicit RmsProp(RmsPropConfig config = {});
+  const RmsPropConfig& config() const { return c_; }
+  std::string name() const override { return "RMSprop"; }
+
+ protected:
+  ParamState init_state(const DynTensor& param) const override;
+  std::vector<std::string> state_names() const override;
+  DynTensor update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const override;
+
+ private:
+  RmsPropConfig c_;
+};
+
+// ---- torch.optim.Adagrad ----
+class AdaGrad;
+struct AdaGradConfig {
+  double lr_decay = 0;
+  double weight_decay = 0;
+  double initial_accumulator_value = 0;
+  double eps = 1e-10;
+  bool maximize = false;
+  std::vector<ParamGroup> groups{};
+  std::optional<GradientClipping> clipping{};
+  AdaGrad init() const;
+};
+class AdaGrad final : public Optimizer {
+ public:
+  explicit AdaGrad(AdaGradConfig config = {});
+  const AdaGradConfig& config() const { return c_; }
+  std::string name() const override { return "Adagrad"; }
+
+ protected:
+  ParamState init_state(const DynTensor& param) const override;
+  std::vector<std::string> state_names() const override;
+  DynTensor update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const override;
+
+ private:
+  AdaGradConfig c_;
+};
+
+// ---- Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms", Algorithm 2) ----
+class Lion;
+struct LionConfig {
+  std::pair<double, double> betas{0.9, 0.99};
+  double weight_decay = 0;  // decoupled: param *= 1 - lr * weight_decay
+  std::vector<ParamGroup> groups{};
+  std::optional<GradientClipping> clipping{};
+  Lion init() const;
+};
+class Lion final : public Optimizer {
+ public:
+  explicit Lion(LionConfig config = {});
+  const LionConfig& config() const { return c_; }
+  std::string name() const override { return "Lion"; }
+
+ protected:
+  ParamState init_state(const DynTensor& param) const override;
+  std::vector<std::string> state_names() const override;
+  DynTensor update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const override;
+
+ private:
+  LionConfig c_;
+};
+
+// ---- LAMB (You et al. 2020, "Large Batch Optimization for Deep Learning", Algorithm 2) ----
+class Lamb;
+struct LambConfig {
+  std::pair<double, double> betas{0.9, 0.999};
+  double eps = 1e-6;
+  double weight_decay = 0;  // added to the Adam ratio before the trust ratio is taken
+  std::vector<ParamGroup> groups{};
+  std::optional<GradientClipping> clipping{};
+  Lamb init() const;
+};
+class Lamb final : public Optimizer {
+ public:
+  explicit Lamb(LambConfig config = {});
+  const LambConfig& config() const { return c_; }
+  std::string name() const override { return "LAMB"; }
+
+ protected:
+  ParamState init_state(const DynTensor& param) const override;
+  std::vector<std::string> state_names() const override;
+  DynTensor update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const override;
+
+ private:
+  LambConfig c_;
+};
+
+}  // namespace ember::optim

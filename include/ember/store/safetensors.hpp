@@ -1,0 +1,70 @@
+// safetensors: ember's native model file (https://github.com/huggingface/safetensors format):
+// an 8-byte little-endian header length N, N bytes of JSON
+//   {"__metadata__": {"k": "v"}, "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, ...}
+// then the tensors' bytes (little-endian, row-major, offsets relative to the end of the header).
+//
+//   store::save_safetensors("model.safetensors", {{"weight", w}, {"bias", b}}, {{"epoch", "3"}});
+//   store::TensorMap m = store::load_safetensors("model.safetensors");
+//   store::SafetensorsHeader h = store::read_safetensors_header("model.safetensors");  // no data read
+//
+// Saving is atomic: the file is written next to its destination under a temporary name,
+// fsynced, then renamed over it, so a crash or an error leaves the previous file intact.
+// The writer sorts tensors by name and pads the header with spaces to a multiple of 8 bytes.
+// Loading maps the file read-only and validates everything (header length, JSON, dtypes,
+// shapes against byte ranges, ranges that must tile the data buffer exactly, duplicate names);
+// each problem is an ember::Error naming the file and the tensor. BOOL bytes other than 0
+// read as true.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ember/store/tensor_map.hpp"
+
+namespace ember::store {
+
+// One tensor's entry of a safetensors header. Offsets count from the start of the data
+// buffer (file offset header.data_offset).
+struct SafetensorsTensorInfo {
+  std::string name;
+  DType dtype = DType::f32;
+  Shape shape;
+  uint64_t data_begin = 0;
+  uint64_t data_end = 0;
+};
+
+struct SafetensorsHeader {
+  std::vector<SafetensorsTensorInfo> tensors;  // sorted by name
+  std::map<std::string, std::string> metadata;
+  uint64_t data_offset = 0;  // 8 + header length: where the data buffer starts in the file
+};
+
+// Headers longer than this are refused before anything is allocated.
+inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100ull << 20;
+
+void save_safetensors(const std::string& path, const TensorMap& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+TensorMap load_safetensors(const std::string& path, const Device& device = Device::default_device());
+// Reads and validates the header only (names, dtypes, shapes, offsets, metadata).
+SafetensorsHeader read_safetensors_header(const std::string& path);
+
+// The same format in memory (embedded resources, network buffers, tests). `source` names the
+// buffer in error messages.
+std::vector<std::byte> save_safetensors_to_memory(const TensorMap& tensors,
+                                                  const std::map<std::string, std::string>& metadata = {});
+TensorMap load_safetensors_from_memory(std::span<const std::byte> bytes, std::string_view source = "<memory>",
+                                       const Device& device = Device::default_device());
+SafetensorsHeader read_safetensors_header_from_memory(std::span<const std::byte> bytes,
+                                                      std::string_view source = "<memory>");
+
+// safetensors dtype names ("F32", "BF16", "BOOL", ...) and back; the latter throws on names
+// ember has no dtype for.
+std::string_view safetensors_dtype_name(DType dtype);
+DType dtype_from_safetensors_name(std::string_view name);
+
+}  // namespace ember::store

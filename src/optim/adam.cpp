@@ -1,0 +1,80 @@
+// torch.optim.Adam and torch.optim.AdamW (PyTorch 1.13, _single_tensor_adam / _single_tensor_adamw).
+#include <cmath>
+
+#include "ember/core/error.hpp"
+#include "ember/optim/optimizer.hpp"
+
+namespace ember::optim {
+
+namespace {
+void check_adam(const char* name, std::pair<double, double> betas, double eps) {
+  EMBER_CHECK(eps >= 0, name, ": eps must be >= 0, got ", eps);
+  EMBER_CHECK(betas.first >= 0 && betas.first < 1, name, ": betas.first must be in [0, 1), got ", betas.first);
+  EMBER_CHECK(betas.second >= 0 && betas.second < 1, name, ": betas.second must be in [0, 1), got ", betas.second);
+}
+
+ParamState adam_state(const DynTensor& param, bool amsgrad) {
+  ParamState s;
+  DynTensor zeros = DynTensor::zeros(param.shape(), param.dtype(), param.device());
+  s.tensors["exp_avg"] = zeros;
+  s.tensors["exp_avg_sq"] = zeros;
+  if (amsgrad) s.tensors["max_exp_avg_sq"] = zeros;
+  return s;
+}
+
+std::vector<std::string> adam_names(bool amsgrad) {
+  if (amsgrad) return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+  return {"exp_avg", "exp_avg_sq"};
+}
+
+// The moment updates and the step shared by both; `grad` already carries any L2 term, and
+// `param` any decoupled decay.
+DynTensor adam_step(const DynTensor& param, const DynTensor& grad, ParamState& state, double lr,
+                    std::pair<double, double> betas, double eps, bool amsgrad) {
+  auto [beta1, beta2] = betas;
+  DynTensor exp_avg = state.tensors.at("exp_avg") * beta1 + grad * (1 - beta1);
+  DynTensor exp_avg_sq = state.tensors.at("exp_avg_sq") * beta2 + (grad * (1 - beta2)) * grad;
+  state.tensors["exp_avg"] = exp_avg;
+  state.tensors["exp_avg_sq"] = exp_avg_sq;
+  const double step = static_cast<double>(state.step);
+  const double bias_correction1 = 1 - std::pow(beta1, step);
+  const double bias_correction2 = 1 - std::pow(beta2, step);
+  const double step_size = lr / bias_correction1;
+  const double bias_correction2_sqrt = std::sqrt(bias_correction2);
+  DynTensor second = exp_avg_sq;
+  if (amsgrad) {
+    second = maximum(state.tensors.at("max_exp_avg_sq"), exp_avg_sq);
+    state.tensors["max_exp_avg_sq"] = second;
+  }
+  DynTensor denom = sqrt(second) / bias_correction2_sqrt + eps;
+  return param + (exp_avg * -step_size) / denom;
+}
+}  // namespace
+
+Adam AdamConfig::init() const { return Adam(*this); }
+AdamW AdamWConfig::init() const { return AdamW(*this); }
+
+Adam::Adam(AdamConfig config) : Optimizer(config.groups, config.clipping, config.weight_decay), c_(std::move(config)) {
+  check_adam("Adam", c_.betas, c_.eps);
+}
+ParamState Adam::init_state(const DynTensor& param) const { return adam_state(param, c_.amsgrad); }
+std::vector<std::string> Adam::state_names() const { return adam_names(c_.amsgrad); }
+DynTensor Adam::update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const {
+  if (c_.maximize) grad = -grad;
+  if (h.weight_decay != 0) grad = grad + param * h.weight_decay;
+  return adam_step(param, grad, state, h.lr, c_.betas, c_.eps, c_.amsgrad);
+}
+
+AdamW::AdamW(AdamWConfig config)
+    : Optimizer(config.groups, config.clipping, config.weight_decay), c_(std::move(config)) {
+  check_adam("AdamW", c_.betas, c_.eps);
+}
+ParamState AdamW::init_state(const DynTensor& param) const { return adam_state(param, c_.amsgrad); }
+std::vector<std::string> AdamW::state_names() const { return adam_names(c_.amsgrad); }
+DynTensor AdamW::update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const {
+  if (c_.maximize) grad = -grad;
+  DynTensor decayed = param * (1 - h.lr * h.weight_decay);
+  return adam_step(decayed, grad, state, h.lr, c_.betas, c_.eps, c_.amsgrad);
+}
+
+}  // namespace ember::optim
