@@ -62,8 +62,10 @@ Conv<N> ConvConfig<N>::init(const Device& device) const {
   check_channels(name, in_channels, out_channels, groups);
   Sizes shape{out_channels, in_channels / groups};
   for (int64_t k : kernel_sizes(name, kernel_size, N)) shape.push_back(k);
-  for (const Sizes* s : {&stride, &padding, &dilation}) internal::expand_sizes(*s, N, name, "stride/padding/dilation");
-  EMBER_CHECK(!padding_same || internal::expand_sizes(stride, N, name, "stride") == Sizes(N, 1), name,
+  const Sizes strides = internal::expand_sizes(stride, N, name, "stride");
+  internal::expand_sizes(padding, N, name, "padding");
+  internal::expand_sizes(dilation, N, name, "dilation");
+  EMBER_CHECK(!padding_same || strides == Sizes(N, 1), name,
               ": padding_same (padding=\"same\") is not supported for strided convolutions");
   Conv<N> m;
   m.config = *this;
@@ -116,8 +118,10 @@ ConvTranspose<N> ConvTransposeConfig<N>::init(const Device& device) const {
   check_channels(name, in_channels, out_channels, groups);
   Sizes shape{in_channels, out_channels / groups};
   for (int64_t k : kernel_sizes(name, kernel_size, N)) shape.push_back(k);
-  for (const Sizes* s : {&stride, &padding, &dilation, &output_padding})
-    internal::expand_sizes(*s, N, name, "stride/padding/dilation/output_padding");
+  internal::expand_sizes(stride, N, name, "stride");
+  internal::expand_sizes(padding, N, name, "padding");
+  internal::expand_sizes(dilation, N, name, "dilation");
+  internal::expand_sizes(output_padding, N, name, "output_padding");
   ConvTranspose<N> m;
   m.config = *this;
   m.weight = Param(initializer.init(Shape(shape), device));
