@@ -12,7 +12,7 @@ namespace {
 
 struct SavePlan {
   std::string header;                           // padded JSON
-  std::vector<const TensorMap::Entry*> order;  // tensors in file order (by name)
+  std::vector<const TensorMap::Entry*> order;  // tensors in the order of their data
 };
 
 SavePlan plan_save(const TensorMap& tensors, const std::map<std::string, std::string>& metadata,
@@ -23,7 +23,12 @@ SavePlan plan_save(const TensorMap& tensors, const std::map<std::string, std::st
     EMBER_CHECK(entry.second.defined(), where, ": tensor '", entry.first, "' is undefined");
     plan.order.push_back(&entry);
   }
-  std::sort(plan.order.begin(), plan.order.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  // Data: wider elements first, then by name (as the reference implementation lays it out), so
+  // that every tensor is aligned to its element size in the file (the header is padded to 8).
+  std::sort(plan.order.begin(), plan.order.end(), [](const auto* a, const auto* b) {
+    const size_t sa = dtype_size(a->second.dtype()), sb = dtype_size(b->second.dtype());
+    return sa != sb ? sa > sb : a->first < b->first;
+  });
   std::vector<SafetensorsTensorInfo> infos;
   uint64_t offset = 0;
   for (const auto* entry : plan.order) {
@@ -33,6 +38,8 @@ SavePlan plan_save(const TensorMap& tensors, const std::map<std::string, std::st
     info.data_end = offset;
     infos.push_back(std::move(info));
   }
+  // Header: by name.
+  std::sort(infos.begin(), infos.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   plan.header = detail::encode_safetensors_header(infos, metadata);
   return plan;
 }

@@ -207,11 +207,11 @@ struct KeyRemap {  // std::regex pattern -> replacement (ECMAScript, $1 groups),
   std::string pattern, replacement;
 };
 struct LoadOptions {
-  std::vector<KeyRemap> remap;
+  std::vector<KeyRemap> remap{};
   bool strict = true;      // throw when anything is missing, unexpected or mismatched
   bool cast_dtype = true;  // convert to the parameter's dtype
   // Adapts a source tensor to ember's layout for a key (e.g. a transposed weight); may be empty.
-  std::function<DynTensor(const std::string& key, DynTensor t, const Shape& target)> adapt;
+  std::function<DynTensor(const std::string& key, DynTensor t, const Shape& target)> adapt{};
 };
 struct LoadReport {
   std::vector<std::string> missing;      // in the module, not in the source

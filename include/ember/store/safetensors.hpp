@@ -9,7 +9,9 @@
 //
 // Saving is atomic: the file is written next to its destination under a temporary name,
 // fsynced, then renamed over it, so a crash or an error leaves the previous file intact.
-// The writer sorts tensors by name and pads the header with spaces to a multiple of 8 bytes.
+// The writer lists tensors by name in the header, pads it with spaces to a multiple of 8 bytes,
+// and lays the data out widest dtype first (then by name), so each tensor is aligned to its
+// element size in the file.
 // Loading maps the file read-only and validates everything (header length, JSON, dtypes,
 // shapes against byte ranges, ranges that must tile the data buffer exactly, duplicate names);
 // each problem is an ember::Error naming the file and the tensor. BOOL bytes other than 0
