@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages ember needs, when missing. Usage:
-#   scripts/install-deps.sh build     # compiler, cmake, ninja, ccache, googletest, json
+#   scripts/install-deps.sh build     # compiler, cmake, ninja, ccache, googletest, json, image/db/zip
+#                                     # libraries, ncurses + tmux (dashboard tests), clang (fuzzers),
+#                                     # the Fashion-MNIST dataset (demo)
 #   scripts/install-deps.sh bench     # + LibTorch (peer) with OpenBLAS
 #   scripts/install-deps.sh reference # + python3-torch (regenerates conformance references)
 set -euo pipefail
-want=(g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev)
+want=(g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev zlib1g-dev libpng-dev libjpeg-dev libsqlite3-dev
+      libncurses-dev tmux clang dataset-fashion-mnist)
 case "${1:-build}" in
   bench) want+=(libtorch-dev libopenblas0-pthread) ;;
   reference) want+=(python3-torch python3-numpy) ;;
