@@ -39,7 +39,23 @@ fi
 if [ -x build/tests/autodiff/ember_autodiff_conformance ]; then
   run_suite autodiff-conformance build/tests/autodiff/ember_autodiff_conformance --reports build/reports
 fi
+if [ -x build/tests/nn/conformance/ember_nn_conformance ]; then
+  run_suite nn-conformance build/tests/nn/conformance/ember_nn_conformance --reports build/reports
+fi
 skipped+=("cuda (no CUDA backend in this build)")
+
+# The model-file parsers under libFuzzer (clang, ASan + UBSan) for a bounded time.
+echo "== fuzz (safetensors, pytorch: 60 s)"
+if tests/store/run_fuzz.sh 60 >build/test-logs/fuzz.log 2>&1; then
+  if grep -q "fuzzing skipped" build/test-logs/fuzz.log; then
+    skipped+=("fuzz (clang++ missing)")
+  else
+    echo "   2 passed, 0 failed (build/test-logs/fuzz.log)"; passed=$((passed + 2))
+  fi
+else
+  tail -20 build/test-logs/fuzz.log
+  echo "   0 passed, 1 failed (build/test-logs/fuzz.log)"; failed=$((failed + 1))
+fi
 
 # Core suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 if cmake --preset asan >/dev/null && cmake --build --preset asan -j "$jobs" --target ember_core_tests; then

@@ -12,36 +12,32 @@
 namespace ember::store::detail::pickle {
 namespace {
 
-// Opcodes (Python's Lib/pickletools.py names).
+// Opcodes (the names of Python's Lib/pickletools.py), listed once.
+// clang-format off
+#define EMBER_PICKLE_OPCODES(X)                                                                          \
+  X(MARK, '(') X(STOP, '.') X(POP, '0') X(POP_MARK, '1') X(DUP, '2') X(BINFLOAT, 'G') X(BININT, 'J')     \
+  X(BININT1, 'K') X(BININT2, 'M') X(NONE, 'N') X(BINPERSID, 'Q') X(REDUCE, 'R') X(BINSTRING, 'T')        \
+  X(SHORT_BINSTRING, 'U') X(BINUNICODE, 'X') X(BINBYTES, 'B') X(SHORT_BINBYTES, 'C') X(APPEND, 'a')      \
+  X(BUILD, 'b') X(GLOBAL, 'c') X(DICT, 'd') X(APPENDS, 'e') X(BINGET, 'h') X(LONG_BINGET, 'j')           \
+  X(LIST, 'l') X(BINPUT, 'q') X(LONG_BINPUT, 'r') X(SETITEM, 's') X(TUPLE, 't') X(SETITEMS, 'u')         \
+  X(EMPTY_DICT, '}') X(EMPTY_LIST, ']') X(EMPTY_TUPLE, ')') X(PROTO, 0x80) X(NEWOBJ, 0x81)               \
+  X(TUPLE1, 0x85) X(TUPLE2, 0x86) X(TUPLE3, 0x87) X(NEWTRUE, 0x88) X(NEWFALSE, 0x89) X(LONG1, 0x8a)      \
+  X(LONG4, 0x8b) X(SHORT_BINUNICODE, 0x8c) X(BINUNICODE8, 0x8d) X(BINBYTES8, 0x8e) X(STACK_GLOBAL, 0x93) \
+  X(MEMOIZE, 0x94) X(FRAME, 0x95)
+
 enum Opcode : uint8_t {
-  MARK = '(', STOP = '.', POP = '0', POP_MARK = '1', DUP = '2', BINFLOAT = 'G', BININT = 'J', BININT1 = 'K',
-  BININT2 = 'M', NONE = 'N', BINPERSID = 'Q', REDUCE = 'R', BINSTRING = 'T', SHORT_BINSTRING = 'U',
-  BINUNICODE = 'X', BINBYTES = 'B', SHORT_BINBYTES = 'C', APPEND = 'a', BUILD = 'b', GLOBAL = 'c', DICT = 'd',
-  APPENDS = 'e', BINGET = 'h', LONG_BINGET = 'j', LIST = 'l', BINPUT = 'q', LONG_BINPUT = 'r', SETITEM = 's',
-  TUPLE = 't', SETITEMS = 'u', EMPTY_DICT = '}', EMPTY_LIST = ']', EMPTY_TUPLE = ')',
-  PROTO = 0x80, NEWOBJ = 0x81, TUPLE1 = 0x85, TUPLE2 = 0x86, TUPLE3 = 0x87, NEWTRUE = 0x88, NEWFALSE = 0x89,
-  LONG1 = 0x8a, LONG4 = 0x8b, SHORT_BINUNICODE = 0x8c, BINUNICODE8 = 0x8d, BINBYTES8 = 0x8e, STACK_GLOBAL = 0x93,
-  MEMOIZE = 0x94, FRAME = 0x95,
+#define EMBER_OPCODE_ENUM(name, code) name = code,
+  EMBER_PICKLE_OPCODES(EMBER_OPCODE_ENUM)
+#undef EMBER_OPCODE_ENUM
 };
 
 std::string opcode_name(uint8_t op) {
   switch (op) {
-#define EMBER_PICKLE_OP(name) \
-  case name: return #name;
-    EMBER_PICKLE_OP(MARK) EMBER_PICKLE_OP(STOP) EMBER_PICKLE_OP(POP) EMBER_PICKLE_OP(POP_MARK) EMBER_PICKLE_OP(DUP)
-    EMBER_PICKLE_OP(BINFLOAT) EMBER_PICKLE_OP(BININT) EMBER_PICKLE_OP(BININT1) EMBER_PICKLE_OP(BININT2)
-    EMBER_PICKLE_OP(NONE) EMBER_PICKLE_OP(BINPERSID) EMBER_PICKLE_OP(REDUCE) EMBER_PICKLE_OP(BINSTRING)
-    EMBER_PICKLE_OP(SHORT_BINSTRING) EMBER_PICKLE_OP(BINUNICODE) EMBER_PICKLE_OP(BINBYTES)
-    EMBER_PICKLE_OP(SHORT_BINBYTES) EMBER_PICKLE_OP(APPEND) EMBER_PICKLE_OP(BUILD) EMBER_PICKLE_OP(GLOBAL)
-    EMBER_PICKLE_OP(DICT) EMBER_PICKLE_OP(APPENDS) EMBER_PICKLE_OP(BINGET) EMBER_PICKLE_OP(LONG_BINGET)
-    EMBER_PICKLE_OP(LIST) EMBER_PICKLE_OP(BINPUT) EMBER_PICKLE_OP(LONG_BINPUT) EMBER_PICKLE_OP(SETITEM)
-    EMBER_PICKLE_OP(TUPLE) EMBER_PICKLE_OP(SETITEMS) EMBER_PICKLE_OP(EMPTY_DICT) EMBER_PICKLE_OP(EMPTY_LIST)
-    EMBER_PICKLE_OP(EMPTY_TUPLE) EMBER_PICKLE_OP(PROTO) EMBER_PICKLE_OP(NEWOBJ) EMBER_PICKLE_OP(TUPLE1)
-    EMBER_PICKLE_OP(TUPLE2) EMBER_PICKLE_OP(TUPLE3) EMBER_PICKLE_OP(NEWTRUE) EMBER_PICKLE_OP(NEWFALSE)
-    EMBER_PICKLE_OP(LONG1) EMBER_PICKLE_OP(LONG4) EMBER_PICKLE_OP(SHORT_BINUNICODE) EMBER_PICKLE_OP(BINUNICODE8)
-    EMBER_PICKLE_OP(BINBYTES8) EMBER_PICKLE_OP(STACK_GLOBAL) EMBER_PICKLE_OP(MEMOIZE) EMBER_PICKLE_OP(FRAME)
-#undef EMBER_PICKLE_OP
+#define EMBER_OPCODE_CASE(name, code) case name: return #name;
+    EMBER_PICKLE_OPCODES(EMBER_OPCODE_CASE)
+#undef EMBER_OPCODE_CASE
   }
+  // clang-format on
   std::ostringstream os;
   os << "opcode 0x" << std::hex << int(op);
   if (op >= 0x20 && op < 0x7f) os << " ('" << char(op) << "')";
@@ -49,26 +45,35 @@ std::string opcode_name(uint8_t op) {
 }
 
 // The globals a state dict needs; anything else is refused.
-enum class Global { ordered_dict, rebuild_tensor_v2, rebuild_tensor, rebuild_parameter, rebuild_parameter_with_state,
-                    storage_type };
+enum class Global {
+  ordered_dict,
+  rebuild_tensor_v2,
+  rebuild_tensor,
+  rebuild_parameter,
+  rebuild_parameter_with_state,
+  storage_type
+};
 
 struct StorageClass {
   std::string_view name;
   DType dtype;
 };
 constexpr StorageClass kStorageClasses[] = {
-    {"FloatStorage", DType::f32}, {"DoubleStorage", DType::f64}, {"HalfStorage", DType::f16},
-    {"BFloat16Storage", DType::bf16}, {"LongStorage", DType::i64}, {"IntStorage", DType::i32},
-    {"ShortStorage", DType::i16}, {"CharStorage", DType::i8}, {"ByteStorage", DType::u8},
+    {"FloatStorage", DType::f32},     {"DoubleStorage", DType::f64}, {"HalfStorage", DType::f16},
+    {"BFloat16Storage", DType::bf16}, {"LongStorage", DType::i64},   {"IntStorage", DType::i32},
+    {"ShortStorage", DType::i16},     {"CharStorage", DType::i8},    {"ByteStorage", DType::u8},
     {"BoolStorage", DType::boolean},
 };
 
 std::optional<DType> storage_dtype(std::string_view qualified) {
   // torch.FloatStorage; checkpoints of CUDA tensors from torch < 1.13 say torch.cuda.FloatStorage.
   std::string_view name;
-  if (qualified.starts_with("torch.cuda.")) name = qualified.substr(11);
-  else if (qualified.starts_with("torch.")) name = qualified.substr(6);
-  else return std::nullopt;
+  if (qualified.starts_with("torch.cuda."))
+    name = qualified.substr(11);
+  else if (qualified.starts_with("torch."))
+    name = qualified.substr(6);
+  else
+    return std::nullopt;
   for (const auto& c : kStorageClasses)
     if (c.name == name) return c.dtype;
   return std::nullopt;
@@ -213,8 +218,7 @@ class Machine {
   int64_t expect_int(uint32_t id, const char* what) { return expect(id, Kind::integer, what).integer; }
   const std::vector<uint32_t>& expect_sequence(uint32_t id, const char* what) {
     Node& n = node(id);
-    if (n.kind != Kind::tuple && n.kind != Kind::list)
-      fail(what, " must be of type tuple, got ", kind_name(n.kind));
+    if (n.kind != Kind::tuple && n.kind != Kind::list) fail(what, " must be of type tuple, got ", kind_name(n.kind));
     return n.items;
   }
 
@@ -300,8 +304,9 @@ class Machine {
       overflow |= __builtin_mul_overflow(view.sizes[d] - 1, view.strides[d], &reach);
       overflow |= __builtin_add_overflow(last, reach, &last);
     }
-    if (overflow) fail("tensor of size ", shape_text(view.sizes), " and stride ", shape_text(view.strides),
-                       " overflows 64-bit indexing");
+    if (overflow)
+      fail("tensor of size ", shape_text(view.sizes), " and stride ", shape_text(view.strides),
+           " overflows 64-bit indexing");
     if (!empty && last >= storage.numel)
       fail("tensor view (offset ", view.offset, ", size ", shape_text(view.sizes), ", stride ",
            shape_text(view.strides), ") reaches element ", last, " of storage '", storage.key, "' which has ",
@@ -318,8 +323,8 @@ class Machine {
 
   uint32_t persistent_load(uint32_t pid) {
     const auto& t = expect_sequence(pid, "a persistent id");
-    if (t.size() != 5) fail("a persistent id must be ('storage', type, key, location, numel), got ", t.size(),
-                            " items");
+    if (t.size() != 5)
+      fail("a persistent id must be ('storage', type, key, location, numel), got ", t.size(), " items");
     if (node(t[0]).kind != Kind::string || node(t[0]).text != "storage")
       fail("unsupported persistent id (only 'storage' is known)");
     const std::string& type = expect(t[1], Kind::global, "the storage type").text;
@@ -328,9 +333,12 @@ class Machine {
     Storage s;
     s.dtype = *dtype;
     const Node& key = node(t[2]);
-    if (key.kind == Kind::string) s.key = key.text;
-    else if (key.kind == Kind::integer) s.key = std::to_string(key.integer);
-    else fail("the storage key must be a string, got a ", kind_name(key.kind));
+    if (key.kind == Kind::string)
+      s.key = key.text;
+    else if (key.kind == Kind::integer)
+      s.key = std::to_string(key.integer);
+    else
+      fail("the storage key must be a string, got a ", kind_name(key.kind));
     if (s.key.empty() || s.key.find('/') != std::string::npos || s.key == "." || s.key == "..")
       fail("invalid storage key '", s.key, "'");
     expect(t[3], Kind::string, "the storage location");
@@ -375,13 +383,27 @@ class Machine {
       case DUP:
         push(top());
         break;
-      case NONE: push(none_); break;
-      case NEWTRUE: push(true_); break;
-      case NEWFALSE: push(false_); break;
-      case BININT: push(make(Kind::integer, read_le<int32_t>())); break;
-      case BININT1: push(make(Kind::integer, u8())); break;
-      case BININT2: push(make(Kind::integer, read_le<uint16_t>())); break;
-      case LONG1: push(make(Kind::integer, read_long(u8()))); break;
+      case NONE:
+        push(none_);
+        break;
+      case NEWTRUE:
+        push(true_);
+        break;
+      case NEWFALSE:
+        push(false_);
+        break;
+      case BININT:
+        push(make(Kind::integer, read_le<int32_t>()));
+        break;
+      case BININT1:
+        push(make(Kind::integer, u8()));
+        break;
+      case BININT2:
+        push(make(Kind::integer, read_le<uint16_t>()));
+        break;
+      case LONG1:
+        push(make(Kind::integer, read_long(u8())));
+        break;
       case LONG4: {
         int32_t n = read_le<int32_t>();
         if (n < 0) fail("negative length ", n);
@@ -395,23 +417,45 @@ class Machine {
         push(id);
         break;
       }
-      case SHORT_BINUNICODE: push(make_text(Kind::string, read_text(u8()))); break;
-      case BINUNICODE: push(make_text(Kind::string, read_text(read_le<uint32_t>()))); break;
-      case BINUNICODE8: push(make_text(Kind::string, read_text(read_le<uint64_t>()))); break;
-      case SHORT_BINSTRING: push(make_text(Kind::string, read_text(u8()))); break;
+      case SHORT_BINUNICODE:
+        push(make_text(Kind::string, read_text(u8())));
+        break;
+      case BINUNICODE:
+        push(make_text(Kind::string, read_text(read_le<uint32_t>())));
+        break;
+      case BINUNICODE8:
+        push(make_text(Kind::string, read_text(read_le<uint64_t>())));
+        break;
+      case SHORT_BINSTRING:
+        push(make_text(Kind::string, read_text(u8())));
+        break;
       case BINSTRING: {
         int32_t n = read_le<int32_t>();
         if (n < 0) fail("negative length ", n);
         push(make_text(Kind::string, read_text(static_cast<uint64_t>(n))));
         break;
       }
-      case SHORT_BINBYTES: push(make_text(Kind::bytes, read_text(u8()))); break;
-      case BINBYTES: push(make_text(Kind::bytes, read_text(read_le<uint32_t>()))); break;
-      case BINBYTES8: push(make_text(Kind::bytes, read_text(read_le<uint64_t>()))); break;
-      case EMPTY_DICT: push(make(Kind::dict)); break;
-      case EMPTY_LIST: push(make(Kind::list)); break;
-      case EMPTY_TUPLE: push(make(Kind::tuple)); break;
-      case TUPLE: push(make_container(Kind::tuple, pop_mark())); break;
+      case SHORT_BINBYTES:
+        push(make_text(Kind::bytes, read_text(u8())));
+        break;
+      case BINBYTES:
+        push(make_text(Kind::bytes, read_text(read_le<uint32_t>())));
+        break;
+      case BINBYTES8:
+        push(make_text(Kind::bytes, read_text(read_le<uint64_t>())));
+        break;
+      case EMPTY_DICT:
+        push(make(Kind::dict));
+        break;
+      case EMPTY_LIST:
+        push(make(Kind::list));
+        break;
+      case EMPTY_TUPLE:
+        push(make(Kind::tuple));
+        break;
+      case TUPLE:
+        push(make_container(Kind::tuple, pop_mark()));
+        break;
       case TUPLE1:
       case TUPLE2:
       case TUPLE3: {
@@ -421,7 +465,9 @@ class Machine {
         push(make_container(Kind::tuple, std::move(items)));
         break;
       }
-      case LIST: push(make_container(Kind::list, pop_mark())); break;
+      case LIST:
+        push(make_container(Kind::list, pop_mark()));
+        break;
       case APPEND: {
         uint32_t value = pop();
         expect(top(), Kind::list, "APPEND's target").items.push_back(value);
@@ -454,11 +500,21 @@ class Machine {
         items.insert(items.end(), kv.begin(), kv.end());
         break;
       }
-      case BINPUT: memo_put(u8()); break;
-      case LONG_BINPUT: memo_put(read_le<uint32_t>()); break;
-      case MEMOIZE: memo_put(memo_.size()); break;
-      case BINGET: memo_get(u8()); break;
-      case LONG_BINGET: memo_get(read_le<uint32_t>()); break;
+      case BINPUT:
+        memo_put(u8());
+        break;
+      case LONG_BINPUT:
+        memo_put(read_le<uint32_t>());
+        break;
+      case MEMOIZE:
+        memo_put(memo_.size());
+        break;
+      case BINGET:
+        memo_get(u8());
+        break;
+      case LONG_BINGET:
+        memo_get(read_le<uint32_t>());
+        break;
       case GLOBAL: {
         std::string module = read_line();
         std::string name = read_line();
@@ -495,7 +551,9 @@ class Machine {
         if (target != Kind::dict && target != Kind::tensor) fail("cannot set the state of a ", kind_name(target));
         break;
       }
-      case BINPERSID: push(persistent_load(pop())); break;
+      case BINPERSID:
+        push(persistent_load(pop()));
+        break;
       default:
         fail("unsupported opcode (ember reads pickle protocols 2 to 4 as torch.save writes them)");
     }
@@ -518,18 +576,30 @@ class Machine {
 
 const char* kind_name(Kind k) {
   switch (k) {
-    case Kind::none: return "None";
-    case Kind::boolean: return "bool";
-    case Kind::integer: return "int";
-    case Kind::floating: return "float";
-    case Kind::string: return "str";
-    case Kind::bytes: return "bytes";
-    case Kind::tuple: return "tuple";
-    case Kind::list: return "list";
-    case Kind::dict: return "dict";
-    case Kind::global: return "global";
-    case Kind::storage: return "storage";
-    case Kind::tensor: return "tensor";
+    case Kind::none:
+      return "None";
+    case Kind::boolean:
+      return "bool";
+    case Kind::integer:
+      return "int";
+    case Kind::floating:
+      return "float";
+    case Kind::string:
+      return "str";
+    case Kind::bytes:
+      return "bytes";
+    case Kind::tuple:
+      return "tuple";
+    case Kind::list:
+      return "list";
+    case Kind::dict:
+      return "dict";
+    case Kind::global:
+      return "global";
+    case Kind::storage:
+      return "storage";
+    case Kind::tensor:
+      return "tensor";
   }
   return "?";
 }

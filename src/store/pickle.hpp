@@ -19,7 +19,20 @@
 
 namespace ember::store::detail::pickle {
 
-enum class Kind : uint8_t { none, boolean, integer, floating, string, bytes, tuple, list, dict, global, storage, tensor };
+enum class Kind : uint8_t {
+  none,
+  boolean,
+  integer,
+  floating,
+  string,
+  bytes,
+  tuple,
+  list,
+  dict,
+  global,
+  storage,
+  tensor
+};
 
 struct Storage {  // a persistent id ('storage', torch.FloatStorage, key, location, numel)
   DType dtype;
@@ -36,7 +49,7 @@ struct TensorView {  // torch._utils._rebuild_tensor_v2(storage, offset, size, s
 
 struct Node {
   Kind kind = Kind::none;
-  int64_t integer = 0;          // integer/boolean value; index into storages/tensors
+  int64_t integer = 0;  // integer/boolean value; index into storages/tensors
   double floating = 0;
   std::string text;             // string/bytes value; global "module.name"
   std::vector<uint32_t> items;  // tuple/list items; dict keys and values interleaved

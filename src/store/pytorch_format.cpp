@@ -56,8 +56,10 @@ class Decoder {
     if (const ZipEntry* order = zip_.find(prefix_ + "byteorder")) {
       auto text = zip_.read(*order, options_.verify_crc);
       std::string_view s(reinterpret_cast<const char*>(text.data()), text.size());
-      if (s == "big") big_endian_ = true;
-      else EMBER_CHECK(s == "little", source_, ": unknown byte order '", s, "' in ", order->name);
+      if (s == "big")
+        big_endian_ = true;
+      else
+        EMBER_CHECK(s == "little", source_, ": unknown byte order '", s, "' in ", order->name);
     }
     prog_ = pickle::run(zip_.read(*pkl, options_.verify_crc), std::string(source_) + " (" + pkl->name + ")",
                         options_.pickle_limits);
@@ -89,11 +91,16 @@ class Decoder {
   std::string key_text(uint32_t id) const {
     const Node& n = prog_.nodes[id];
     switch (n.kind) {
-      case Kind::string: return n.text;
-      case Kind::integer: return std::to_string(n.integer);
-      case Kind::boolean: return n.integer ? "True" : "False";
-      case Kind::none: return "None";
-      default: EMBER_FAIL(source_, ": unsupported dict key of type ", pickle::kind_name(n.kind));
+      case Kind::string:
+        return n.text;
+      case Kind::integer:
+        return std::to_string(n.integer);
+      case Kind::boolean:
+        return n.integer ? "True" : "False";
+      case Kind::none:
+        return "None";
+      default:
+        EMBER_FAIL(source_, ": unsupported dict key of type ", pickle::kind_name(n.kind));
     }
   }
 
@@ -109,11 +116,21 @@ class Decoder {
       case Kind::tensor:
         emit_tensor(name, prog_.tensors[static_cast<size_t>(n.integer)]);
         return;
-      case Kind::none: on_value_(name, CheckpointValue{std::monostate{}}); return;
-      case Kind::boolean: on_value_(name, CheckpointValue{n.integer != 0}); return;
-      case Kind::integer: on_value_(name, CheckpointValue{n.integer}); return;
-      case Kind::floating: on_value_(name, CheckpointValue{n.floating}); return;
-      case Kind::string: on_value_(name, CheckpointValue{n.text}); return;
+      case Kind::none:
+        on_value_(name, CheckpointValue{std::monostate{}});
+        return;
+      case Kind::boolean:
+        on_value_(name, CheckpointValue{n.integer != 0});
+        return;
+      case Kind::integer:
+        on_value_(name, CheckpointValue{n.integer});
+        return;
+      case Kind::floating:
+        on_value_(name, CheckpointValue{n.floating});
+        return;
+      case Kind::string:
+        on_value_(name, CheckpointValue{n.text});
+        return;
       case Kind::bytes:
       case Kind::global:
       case Kind::storage:
@@ -134,8 +151,10 @@ class Decoder {
       for (size_t i = 0; i + 1 < items.size(); i += 2) {
         std::string key = key_text(items[i]);
         auto [it, inserted] = position.emplace(key, effective.size());
-        if (inserted) effective.emplace_back(std::move(key), items[i + 1]);
-        else effective[it->second].second = items[i + 1];
+        if (inserted)
+          effective.emplace_back(std::move(key), items[i + 1]);
+        else
+          effective[it->second].second = items[i + 1];
       }
       for (const auto& [key, value] : effective) flatten(value, join(name, key), depth + 1);
     } else {
@@ -150,10 +169,10 @@ class Decoder {
     const ZipEntry* entry = zip_.find(entry_name);
     EMBER_CHECK(entry != nullptr, source_, ": storage '", s.key, "' has no entry ", entry_name);
     uint64_t nbytes = 0;
-    EMBER_CHECK(!__builtin_mul_overflow(uint64_t(s.numel), uint64_t(dtype_size(s.dtype)), &nbytes) &&
-                    nbytes == entry->size,
-                source_, ": storage '", s.key, "' declares ", s.numel, " elements of ", s.dtype, " but ",
-                entry_name, " holds ", entry->size, " bytes");
+    EMBER_CHECK(
+        !__builtin_mul_overflow(uint64_t(s.numel), uint64_t(dtype_size(s.dtype)), &nbytes) && nbytes == entry->size,
+        source_, ": storage '", s.key, "' declares ", s.numel, " elements of ", s.dtype, " but ", entry_name, " holds ",
+        entry->size, " bytes");
     const bool verify = options_.verify_crc && verified_.insert(entry_name).second;
     return zip_.read(*entry, verify);
   }
@@ -185,10 +204,18 @@ class Decoder {
         std::memcpy(bytes.data(), base.data() + view.offset * int64_t(elem), bytes.size());
       } else {
         switch (elem) {
-          case 1: gather<1>(base.data(), view, bytes.data()); break;
-          case 2: gather<2>(base.data(), view, bytes.data()); break;
-          case 4: gather<4>(base.data(), view, bytes.data()); break;
-          default: gather<8>(base.data(), view, bytes.data()); break;
+          case 1:
+            gather<1>(base.data(), view, bytes.data());
+            break;
+          case 2:
+            gather<2>(base.data(), view, bytes.data());
+            break;
+          case 4:
+            gather<4>(base.data(), view, bytes.data());
+            break;
+          default:
+            gather<8>(base.data(), view, bytes.data());
+            break;
         }
       }
     }

@@ -11,7 +11,7 @@ namespace ember::store {
 namespace {
 
 struct SavePlan {
-  std::string header;                           // padded JSON
+  std::string header;                          // padded JSON
   std::vector<const TensorMap::Entry*> order;  // tensors in the order of their data
 };
 

@@ -68,7 +68,8 @@ uint64_t safetensors_header_length(std::span<const std::byte> prefix, uint64_t t
 SafetensorsHeader parse_safetensors_header(std::string_view text, uint64_t total_size, std::string_view source) {
   using nlohmann::json;
   const std::string where = std::string(source) + ": safetensors: ";
-  EMBER_CHECK(!text.empty() && text.front() == '{', where, "the header does not start with '{' (not a safetensors file?)");
+  EMBER_CHECK(!text.empty() && text.front() == '{', where,
+              "the header does not start with '{' (not a safetensors file?)");
 
   // Duplicate keys (which nlohmann::json would silently merge) and excessive nesting are caught
   // while parsing: keys_at[d] holds the keys of the object whose members sit at depth d.
@@ -111,8 +112,7 @@ SafetensorsHeader parse_safetensors_header(std::string_view text, uint64_t total
     if (name == "__metadata__") {
       EMBER_CHECK(entry.is_object(), where, "__metadata__ must be an object of strings");
       for (const auto& [key, value] : entry.items()) {
-        EMBER_CHECK(value.is_string(), where, "__metadata__ value of '", key, "' must be a string, got ",
-                    value.dump());
+        EMBER_CHECK(value.is_string(), where, "__metadata__ value of '", key, "' must be a string, got ", value.dump());
         header.metadata.emplace(key, value.get<std::string>());
       }
       continue;
@@ -125,8 +125,8 @@ SafetensorsHeader parse_safetensors_header(std::string_view text, uint64_t total
                 "': missing or non-string \"dtype\"");
     EMBER_CHECK(shape_it != entry.end() && shape_it->is_array(), where, "tensor '", name,
                 "': missing or non-array \"shape\"");
-    EMBER_CHECK(offsets_it != entry.end() && offsets_it->is_array() && offsets_it->size() == 2, where, "tensor '",
-                name, "': \"data_offsets\" must be [begin, end]");
+    EMBER_CHECK(offsets_it != entry.end() && offsets_it->is_array() && offsets_it->size() == 2, where, "tensor '", name,
+                "': \"data_offsets\" must be [begin, end]");
 
     SafetensorsTensorInfo info;
     info.name = name;
@@ -147,14 +147,17 @@ SafetensorsHeader parse_safetensors_header(std::string_view text, uint64_t total
     for (const json& d : *shape_it) {
       uint64_t dim = read_u64(d, name, "every shape entry");
       dims.push_back(static_cast<int64_t>(dim));
-      if (dim == 0) has_zero_dim = true;
-      else overflow |= __builtin_mul_overflow(nonzero_product, dim, &nonzero_product);
+      if (dim == 0)
+        has_zero_dim = true;
+      else
+        overflow |= __builtin_mul_overflow(nonzero_product, dim, &nonzero_product);
     }
     overflow |= nonzero_product > uint64_t(std::numeric_limits<int64_t>::max());
     uint64_t nbytes = 0;
     if (!has_zero_dim) overflow |= __builtin_mul_overflow(nonzero_product, uint64_t(dtype_size(info.dtype)), &nbytes);
     info.shape = Shape(std::move(dims));
-    EMBER_CHECK(!overflow, where, "tensor '", name, "': shape ", info.shape, " has more elements than can be addressed");
+    EMBER_CHECK(!overflow, where, "tensor '", name, "': shape ", info.shape,
+                " has more elements than can be addressed");
     info.data_begin = read_u64((*offsets_it)[0], name, "data_offsets[0]");
     info.data_end = read_u64((*offsets_it)[1], name, "data_offsets[1]");
     EMBER_CHECK(info.data_begin <= info.data_end, where, "tensor '", name, "': data_offsets [", info.data_begin, ", ",

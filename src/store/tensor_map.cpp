@@ -41,8 +41,8 @@ const DynTensor& TensorMap::at(std::string_view name) const {
   std::string known;
   for (size_t i = 0; i < entries_.size() && i < 8; ++i) known += (i ? ", '" : "'") + entries_[i].first + "'";
   if (entries_.size() > 8) known += ", ...";
-  EMBER_FAIL("TensorMap::at: no tensor named '", name, "' (", entries_.size(), " tensors",
-             entries_.empty() ? "" : ": ", known, ")");
+  EMBER_FAIL("TensorMap::at: no tensor named '", name, "' (", entries_.size(), " tensors", entries_.empty() ? "" : ": ",
+             known, ")");
 }
 
 std::vector<std::string> TensorMap::names() const {
@@ -58,8 +58,8 @@ void TensorMap::rename_prefix(std::string_view from, std::string_view to) {
     if (name.starts_with(from)) name = std::string(to) + name.substr(from.size());
   std::unordered_map<std::string, size_t> index;
   for (size_t i = 0; i < renamed.size(); ++i)
-    EMBER_CHECK(index.emplace(renamed[i].first, i).second, "TensorMap::rename_prefix: renaming '", from, "' to '",
-                to, "' makes two tensors named '", renamed[i].first, "'");
+    EMBER_CHECK(index.emplace(renamed[i].first, i).second, "TensorMap::rename_prefix: renaming '", from, "' to '", to,
+                "' makes two tensors named '", renamed[i].first, "'");
   entries_ = std::move(renamed);
   index_ = std::move(index);
 }

@@ -93,8 +93,7 @@ ZipArchive::ZipArchive(std::span<const std::byte> bytes, std::string source)
     : bytes_(bytes), source_(std::move(source)) {
   Reader r(bytes_, source_);
   const std::string& src = source_;
-  EMBER_CHECK(r.size() >= kEndOfCentralDirSize, src, ": zip: file too short (", r.size(),
-              " bytes) for a zip archive");
+  EMBER_CHECK(r.size() >= kEndOfCentralDirSize, src, ": zip: file too short (", r.size(), " bytes) for a zip archive");
 
   // The end of central directory record sits in the last 22 + 65535 (comment) bytes.
   uint64_t eocd = UINT64_MAX;

@@ -36,7 +36,7 @@ class TensorMap {
   // Removes `name`; returns whether it was present.
   bool erase(std::string_view name);
 
-  const DynTensor& at(std::string_view name) const;  // throws an Error naming the key
+  const DynTensor& at(std::string_view name) const;    // throws an Error naming the key
   const DynTensor* find(std::string_view name) const;  // nullptr when absent
   bool contains(std::string_view name) const { return find(name) != nullptr; }
 
