@@ -1,0 +1,15 @@
+// The data layer in one include: datasets (in memory, CSV, IDX/MNIST, image folders, SQLite),
+// views (map, shuffle, split, sample, concatenate, windows, augment), image transforms and the
+// multi-threaded DataLoader.
+#pragma once
+
+#include "ember/data/csv.hpp"
+#include "ember/data/dataloader.hpp"
+#include "ember/data/dataset.hpp"
+#include "ember/data/idx.hpp"
+#include "ember/data/image.hpp"
+#include "ember/data/image_folder.hpp"
+#include "ember/data/image_transforms.hpp"
+#include "ember/data/rng.hpp"
+#include "ember/data/sqlite.hpp"
+#include "ember/data/views.hpp"
