@@ -1,0 +1,130 @@
+// Fashion-MNIST: train a small CNN with the Learner (live dashboard on a terminal), evaluate it on
+// the 10,000 test images, save it as safetensors, reload it and classify a few images.
+//
+//   ./build/examples/fashion_mnist [--device cpu|cuda] [--epochs N] [--batch-size N] [--out DIR]
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include <ember/data.hpp>
+#include <ember/ember.hpp>
+#include <ember/nn.hpp>
+#include <ember/train/learner.hpp>
+#include <ember/train/metrics.hpp>
+
+#include "model.hpp"
+
+using namespace ember;
+using fashion::Cnn;
+using Batch = data::ImageBatch;
+
+struct Args {
+  std::string device = "cpu", out = "build/fashion_mnist";
+  int64_t epochs = 4, batch_size = 64;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string k = argv[i];
+    auto value = [&] {
+      EMBER_CHECK(i + 1 < argc, "fashion_mnist: ", k, " needs a value");
+      return std::string(argv[++i]);
+    };
+    if (k == "--device") a.device = value();
+    else if (k == "--epochs") a.epochs = std::stoll(value());
+    else if (k == "--batch-size") a.batch_size = std::stoll(value());
+    else if (k == "--out") a.out = value();
+    else EMBER_FAIL("fashion_mnist: unknown argument ", k, " (use --device, --epochs, --batch-size, --out)");
+  }
+  return a;
+}
+
+Device pick_device(const std::string& name) {
+  if (name == "cpu") return Device::cpu();
+  EMBER_FAIL("fashion_mnist: device '", name, "' is not available in this build (the CUDA backend is issue 6); use --device cpu");
+}
+
+// Accuracy of `model` (inference device, eval mode) over a loader.
+double accuracy(const Cnn& model, data::DataLoader<Batch>& loader) {
+  int64_t correct = 0, total = 0;
+  for (const Batch& b : loader) {
+    DynTensor pred = argmax(model.forward(b.images), 1);
+    correct += static_cast<int64_t>(sum(equal(pred, b.labels)).item());
+    total += b.labels.numel();
+  }
+  return double(correct) / double(total);
+}
+
+int main(int argc, char** argv) try {
+  Args args = parse(argc, argv);
+  Device device = pick_device(args.device);
+  Device train_device = device.autodiff();
+
+  // Data: 55,000 training images, 5,000 for validation, the 10,000 test images.
+  auto all_train = data::FashionMnist::train();
+  auto parts = data::split(all_train, {55.0 / 60.0, 5.0 / 60.0});
+  auto loader = [&](auto ds, int64_t batch, bool shuffle, const Device& d) {
+    auto b = data::DataLoaderBuilder(data::batch_mnist);
+    b.batch_size(size_t(batch)).num_workers(2).device(d);
+    if (shuffle) b.shuffle(42);
+    return b.build(ds);
+  };
+  auto train_loader = loader(parts[0], args.batch_size, true, train_device);
+  auto valid_loader = loader(parts[1], 500, false, train_device);
+
+  // The train and validation steps: logits, cross-entropy, gradients.
+  auto train_step = [](Cnn& m, const Batch& b) {
+    DynTensor logits = m.forward(b.images);
+    DynTensor loss = nn::cross_entropy(logits, b.labels);
+    return train::TrainStepResult{{loss, logits, b.labels}, loss.backward()};
+  };
+  auto valid_step = [](const Cnn& m, const Batch& b) {
+    DynTensor logits = m.forward(b.images);
+    return train::ClassificationOutput{nn::cross_entropy(logits, b.labels), logits, b.labels};
+  };
+
+  train_device.seed(42);
+  auto learner = train::LearnerBuilder<Cnn, Batch>(fashion::make_cnn(train_device), train_step, valid_step)
+                     .optimizer(optim::AdamConfig{}.init())
+                     .scheduler(std::make_unique<optim::CosineAnnealingLR>(  // 1e-3 decaying to 0
+                         1e-3, optim::CosineAnnealingLRConfig{.t_max = args.epochs * int64_t(train_loader->num_batches())}))
+                     .epochs(args.epochs)
+                     .metrics({train::accuracy_metric()})
+                     .run_dir(args.out + "/run")
+                     .checkpoints({.keep_last = 2, .best_metric = "valid/accuracy"})
+                     .seed(42)
+                     .build();
+  Cnn trained = learner.fit(train_loader, valid_loader);
+  std::cout << learner.summary().str() << "\n";
+
+  // Evaluate on the test set, without autodiff, in eval mode.
+  Cnn model = nn::to_device(trained, device);
+  nn::set_training(model, false);
+  auto test_loader = loader(data::FashionMnist::test(), 500, false, device);
+
+  // Save, reload into a fresh model, and use the reloaded one from here on.
+  const std::string path = args.out + "/fashion_cnn.safetensors";
+  nn::save(model, path, {{"model", "fashion_mnist_cnn"}});
+  Cnn reloaded = fashion::make_cnn(device);
+  nn::load(reloaded, path);
+  nn::set_training(reloaded, false);
+  std::cout << "saved " << path << " (" << nn::num_params(reloaded) << " parameters)\n";
+
+  auto test = data::FashionMnist::test();
+  std::vector<data::MnistItem> few;
+  for (size_t i = 0; i < 8; ++i) few.push_back(*test->get(i));
+  Batch b = data::batch_mnist(few, device);
+  std::vector<int64_t> pred = argmax(reloaded.forward(b.images), 1).to_vector<int64_t>();
+  std::cout << "a few test images, classified by the reloaded model:\n";
+  for (size_t i = 0; i < few.size(); ++i)
+    std::printf("  #%zu  %-12s (true: %s)\n", i, data::FashionMnist::kClassNames[pred[i]],
+                data::FashionMnist::kClassNames[few[i].label]);
+
+  const double acc = accuracy(reloaded, *test_loader);
+  std::printf("test accuracy: %.4f\n", acc);
+  return 0;
+} catch (const ember::Error& e) {
+  std::cerr << "error: " << e.what() << "\n";
+  return 1;
+}
