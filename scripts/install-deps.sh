@@ -7,7 +7,7 @@
 #   scripts/install-deps.sh reference # + python3-torch (regenerates conformance references)
 set -euo pipefail
 want=(g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev zlib1g-dev libpng-dev libjpeg-dev libsqlite3-dev
-      libncurses-dev tmux clang dataset-fashion-mnist)
+      libncurses-dev pkg-config tmux clang dataset-fashion-mnist)
 case "${1:-build}" in
   bench) want+=(libtorch-dev libopenblas0-pthread) ;;
   reference) want+=(python3-torch python3-numpy) ;;

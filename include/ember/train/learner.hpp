@@ -1,0 +1,443 @@
+// The Learner: train and validation loops around a model's own step functions, with metrics, an
+// optimizer and lr scheduler, gradient accumulation, checkpoints, resume, early stopping, logs,
+// plots and a live renderer.
+//
+//   auto learner = train::LearnerBuilder<Model, Batch>(model, train_step, valid_step)
+//                      .optimizer(optim::AdamW({.weight_decay = 1e-4}))
+//                      .scheduler(std::make_unique<optim::CosineAnnealingLR>(1e-3, {.t_max = 5 * 938}))
+//                      .epochs(5)
+//                      .metrics({train::accuracy_metric(), train::f1_metric()})
+//                      .run_dir("runs/fashion")            // logs, plots, summary, checkpoints/
+//                      .checkpoints({.keep_last = 2, .best_metric = "valid/accuracy"})
+//                      .early_stopping({.metric = "valid/loss", .patience = 3})
+//                      .seed(42)
+//                      .build();
+//   Model trained = learner.fit(train_loader, valid_loader);   // loaders: DataLoader, shared_ptr, any range
+//   std::cout << learner.summary().str();
+//   train::EvalResult test = learner.evaluate(test_loader);   // test.value("accuracy")
+//
+// The steps (see output.hpp): train_step(M&, const B&) -> TrainStepResult (loss, logits, targets and
+// the backward's Gradients); valid_step(const M&, const B&) -> ClassificationOutput, run with
+// gradient recording off and the model in eval mode (nn::set_training(model, false)).
+//
+// Loop semantics:
+// - An optimizer step happens every `grad_accumulation` batches (and at the end of an epoch); the
+//   accumulated gradients are averaged. A "step" in logs and checkpoints is an optimizer step; an
+//   "iteration" is a train batch.
+// - The scheduler steps after every optimizer step (SchedulerInterval::step, the default) or after
+//   every epoch; a ReduceLROnPlateau scheduler steps once per epoch on `plateau_metric`.
+// - With a seed, the model's device is reseeded from (seed, iteration) before every train batch,
+//   so dropout masks and other device randomness are the same in a resumed run.
+// - Ctrl-C (SIGINT), the dashboard's 'q' and Renderer::stop_requested end the run after the
+//   current optimizer step (or validation batch): a complete checkpoint is written and fit()
+//   returns the model with a summary. A second Ctrl-C ends the process.
+// - Checkpoints (checkpoint.hpp) hold the model, the optimizer, the scheduler, the position
+//   (epoch, batch, iteration, step), early stopping, the rng seed, the metric history and the
+//   running metric accumulators of an interrupted epoch. resume_from() continues from the next
+//   batch with the same history. For the same batches in a resumed epoch, the loader must
+//   reshuffle as a function of the epoch: the Learner calls loader.set_epoch(e) before each epoch
+//   when the loader has it, and skips the batches the checkpoint had already consumed.
+// - In run_dir: steps.jsonl (one line per iteration), epochs.jsonl (one line per epoch),
+//   plots/<metric>.svg (rewritten after every epoch), summary.json and summary.txt.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ember/core/error.hpp"
+#include "ember/nn/file.hpp"
+#include "ember/nn/module.hpp"
+#include "ember/optim/gradients.hpp"
+#include "ember/optim/optimizer.hpp"
+#include "ember/optim/scheduler.hpp"
+#include "ember/train/checkpoint.hpp"
+#include "ember/train/early_stopping.hpp"
+#include "ember/train/history.hpp"
+#include "ember/train/metrics.hpp"
+#include "ember/train/output.hpp"
+#include "ember/train/renderer.hpp"
+#include "ember/train/summary.hpp"
+
+namespace ember::train {
+
+enum class SchedulerInterval { step, epoch };
+
+// What the on_step callback sees after every train batch.
+struct StepInfo {
+  int64_t epoch = 0;        // 0-based
+  int64_t batch = 0;        // batches done in this epoch (1-based)
+  int64_t iteration = 0;    // train batches done in the run
+  int64_t global_step = 0;  // optimizer steps done in the run
+  double loss = 0;
+  bool optimizer_stepped = false;
+};
+
+// What Learner::evaluate measured.
+struct EvalResult {
+  NamedValues values;         // loss and the learner's metrics, over every sample
+  ConfusionMatrix confusion;  // empty without class outputs
+  int64_t samples = 0;
+  double seconds = 0;
+  double value(const std::string& name) const;  // NaN when absent
+  std::string str() const;                      // "loss 0.3012  accuracy 0.9104 ..."
+};
+
+// Everything but the model, the steps, the optimizer and the scheduler.
+struct LearnerConfig {
+  int64_t num_epochs = 1;
+  int64_t grad_accumulation = 1;
+  std::optional<uint64_t> seed{};
+  std::string run_dir{};                           // empty: no logs, plots or summary files
+  std::optional<CheckpointConfig> checkpoints{};   // none: no checkpoints
+  std::optional<EarlyStoppingConfig> early_stopping{};
+  SchedulerInterval scheduler_interval = SchedulerInterval::step;
+  std::string plateau_metric = "valid/loss";
+  std::vector<MetricPtr> metrics{};  // measured besides the loss; default: accuracy
+  std::shared_ptr<Renderer> renderer{};
+  RendererKind renderer_kind = RendererKind::automatic;
+  bool handle_sigint = true;
+  std::string resume_from{};  // a checkpoint folder, or a folder of checkpoints (its latest)
+  bool resume_required = true;  // false: start afresh when resume_from holds no checkpoint yet
+  bool system_metrics = true;
+  std::function<void(const StepInfo&)> on_step{};
+};
+
+namespace detail {
+
+// The loop bookkeeping that does not depend on the model type (learner.cpp).
+class FitSession {
+ public:
+  // `write_model(dir)` saves the model and optimizer files of a checkpoint into dir;
+  // `device` is the model's (reseeded per iteration when a seed is set).
+  FitSession(const LearnerConfig& config, optim::LrScheduler& scheduler, Device device,
+             std::function<void(const std::string&)> write_model);
+  ~FitSession();
+  FitSession(const FitSession&) = delete;
+  FitSession& operator=(const FitSession&) = delete;
+
+  // The checkpoint to resume from (config.resume_from resolved), and loading its learner state.
+  std::optional<std::string> resume_checkpoint() const;
+  void load_state(const std::string& checkpoint_dir);
+
+  void begin(int64_t train_batches, int64_t valid_batches, bool has_valid);
+  bool running() const;              // epochs remain and no stop
+  int64_t epoch() const;
+  bool train_done() const;           // the current epoch's training finished (valid pending)
+  int64_t skip_batches() const;      // batches of the current epoch a resumed run already did
+  int64_t grad_accumulation() const;
+
+  void begin_split(Split split, int64_t num_batches);
+  void before_step();  // the batch is here: data wait ends, device reseeded
+  double lr() const;
+  void optimizer_stepped();
+  // Records a batch; returns true when the run must stop now (checkpoint written by stop()).
+  bool after_batch(Split split, const BatchOutputs& outputs, bool optimizer_stepped);
+  void end_split(Split split, std::optional<double> loader_wait_s);
+  // Epoch bookkeeping (early stopping, scheduler, checkpoint, plots); false: stop training.
+  bool end_epoch();
+  // An interrupted run: writes a checkpoint of the current position.
+  void stop();
+  FitSummary finish(const std::string& failure = {});
+  const MetricHistory& history() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Metrics over a whole loader, outside of fit() (Learner::evaluate).
+class Evaluator {
+ public:
+  explicit Evaluator(const std::vector<MetricPtr>& metrics);
+  ~Evaluator();
+  void add(const BatchOutputs& batch);
+  EvalResult result() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+template <class L>
+decltype(auto) deref_loader(L& l) {
+  if constexpr (std::is_pointer_v<L>) return (*l);
+  else if constexpr (requires { l.get(); *l; }) return (*l);  // shared_ptr, unique_ptr
+  else return (l);
+}
+template <class L>
+int64_t loader_batches(L& l) {
+  if constexpr (requires { l.num_batches(); }) return int64_t(l.num_batches());
+  else if constexpr (requires { std::size(l); }) return int64_t(std::size(l));
+  else return -1;
+}
+template <class L>
+std::optional<double> loader_wait_seconds(L& l) {
+  if constexpr (requires { l.wait_seconds(); }) return double(l.wait_seconds());
+  else return std::nullopt;
+}
+template <class L>
+void loader_set_epoch(L& l, int64_t epoch) {
+  if constexpr (requires { l.set_epoch(size_t(epoch)); }) l.set_epoch(size_t(epoch));
+}
+
+}  // namespace detail
+
+template <class M, class B>
+using TrainStepFn = std::function<TrainStepResult(M&, const B&)>;
+template <class M, class B>
+using ValidStepFn = std::function<ClassificationOutput(const M&, const B&)>;
+
+template <class M, class B>
+class Learner {
+ public:
+  Learner(M model, TrainStepFn<M, B> train_step, ValidStepFn<M, B> valid_step,
+          std::unique_ptr<optim::Optimizer> optimizer, std::unique_ptr<optim::LrScheduler> scheduler,
+          LearnerConfig config)
+      : model_(std::move(model)),
+        train_step_(std::move(train_step)),
+        valid_step_(std::move(valid_step)),
+        opt_(std::move(optimizer)),
+        sched_(std::move(scheduler)),
+        config_(std::move(config)) {}
+
+  // Trains for the configured epochs (or until stopped) and returns the trained model.
+  template <class TrainLoader, class ValidLoader>
+  M fit(TrainLoader&& train_loader, ValidLoader&& valid_loader) {
+    return run(detail::deref_loader(train_loader), &detail::deref_loader(valid_loader));
+  }
+  template <class TrainLoader>
+  M fit(TrainLoader&& train_loader) {
+    return run(detail::deref_loader(train_loader), static_cast<std::vector<B>*>(nullptr));
+  }
+
+  // Runs valid_step over every batch of `loader` (model in eval mode, no gradients) and returns
+  // the loss and metrics over all its samples, with the confusion matrix. Nothing is logged.
+  template <class Loader>
+  EvalResult evaluate(Loader&& loader) {
+    auto& l = detail::deref_loader(loader);
+    detail::Evaluator ev(config_.metrics);
+    nn::set_training(model_, false);
+    {
+      NoGradGuard no_grad;
+      for (auto it = l.begin(); it != l.end(); ++it) ev.add(to_host(valid_step_(std::as_const(model_), *it)));
+    }
+    nn::set_training(model_, true);
+    return ev.result();
+  }
+
+  const M& model() const { return model_; }
+  const FitSummary& summary() const { return summary_; }
+  const MetricHistory& history() const { return history_; }
+  optim::Optimizer& optimizer() { return *opt_; }
+  optim::LrScheduler& scheduler() { return *sched_; }
+  const LearnerConfig& config() const { return config_; }
+
+ private:
+  static Device model_device(const M& m) {
+    auto sd = nn::state_dict(m);
+    return sd.empty() ? Device::default_device() : sd.front().second.device();
+  }
+
+  template <class TL, class VL>
+  M run(TL& train, VL* valid) {
+    detail::FitSession s(config_, *sched_, model_device(model_), [this](const std::string& dir) {
+      nn::save(model_, dir + "/model.safetensors");
+      nn::write_tensors(dir + "/optimizer.safetensors", opt_->state_dict(model_));
+    });
+    try {
+      if (auto ck = s.resume_checkpoint()) {
+        nn::load(model_, *ck + "/model.safetensors");
+        opt_->load_state_dict(model_, nn::read_tensors(*ck + "/optimizer.safetensors", model_device(model_).inner()));
+        s.load_state(*ck);
+      }
+      s.begin(detail::loader_batches(train), valid ? detail::loader_batches(*valid) : 0, valid != nullptr);
+      while (s.running()) {
+        if (!s.train_done() && !train_epoch(s, train)) break;
+        if (valid && !valid_epoch(s, *valid)) break;
+        if (!s.end_epoch()) break;
+      }
+      summary_ = s.finish();
+    } catch (const std::exception& e) {
+      try {
+        summary_ = s.finish(e.what());  // restores the terminal, logs what was done
+        history_ = s.history();
+      } catch (...) {
+      }
+      throw;
+    }
+    history_ = s.history();
+    return model_;
+  }
+
+  template <class TL>
+  bool train_epoch(detail::FitSession& s, TL& loader) {
+    detail::loader_set_epoch(loader, s.epoch());
+    int64_t n = detail::loader_batches(loader);
+    int64_t skip = s.skip_batches();
+    int64_t k = s.grad_accumulation();
+    nn::set_training(model_, true);
+    s.begin_split(Split::train, n);
+    optim::GradientsParams acc;
+    int64_t pending = 0, index = 0;
+    for (auto it = loader.begin(); it != loader.end(); ++it, ++index) {
+      if (index < skip) continue;
+      const auto& batch = *it;
+      s.before_step();
+      TrainStepResult r = train_step_(model_, batch);
+      optim::GradientsParams g = optim::GradientsParams::from(model_, r.grads);
+      r.grads = Gradients();
+      if (pending == 0) acc = std::move(g);
+      else acc.accumulate(g);
+      ++pending;
+      bool stepped = pending == k || (n > 0 && index + 1 == n);
+      if (stepped) apply(s, acc, pending);
+      if (s.after_batch(Split::train, to_host(r.out), stepped)) {
+        s.stop();
+        return false;
+      }
+    }
+    if (pending > 0) apply(s, acc, pending);  // a loader that did not announce its length
+    s.end_split(Split::train, detail::loader_wait_seconds(loader));
+    return true;
+  }
+
+  void apply(detail::FitSession& s, optim::GradientsParams& acc, int64_t& pending) {
+    if (pending > 1) acc.scale(1.0 / double(pending));
+    model_ = opt_->step(std::move(model_), std::move(acc), s.lr());
+    acc = optim::GradientsParams();
+    pending = 0;
+    s.optimizer_stepped();
+  }
+
+  template <class VL>
+  bool valid_epoch(detail::FitSession& s, VL& loader) {
+    detail::loader_set_epoch(loader, s.epoch());
+    nn::set_training(model_, false);
+    s.begin_split(Split::valid, detail::loader_batches(loader));
+    bool stopped = false;
+    {
+      NoGradGuard no_grad;
+      for (auto it = loader.begin(); it != loader.end(); ++it) {
+        const auto& batch = *it;
+        s.before_step();
+        ClassificationOutput out = valid_step_(std::as_const(model_), batch);
+        if (s.after_batch(Split::valid, to_host(out), false)) {
+          stopped = true;
+          break;
+        }
+      }
+    }
+    nn::set_training(model_, true);
+    if (stopped) {
+      s.stop();
+      return false;
+    }
+    s.end_split(Split::valid, detail::loader_wait_seconds(loader));
+    return true;
+  }
+
+  M model_;
+  TrainStepFn<M, B> train_step_;
+  ValidStepFn<M, B> valid_step_;
+  std::unique_ptr<optim::Optimizer> opt_;
+  std::unique_ptr<optim::LrScheduler> sched_;
+  LearnerConfig config_;
+  FitSummary summary_;
+  MetricHistory history_;
+};
+
+template <class M, class B>
+class LearnerBuilder {
+ public:
+  LearnerBuilder(M model, TrainStepFn<M, B> train_step, ValidStepFn<M, B> valid_step = {})
+      : model_(std::move(model)), train_step_(std::move(train_step)), valid_step_(std::move(valid_step)) {}
+
+  // The optimizer, by value (any optim::Optimizer subclass) or owned pointer. Default: SGD.
+  template <class O>
+    requires std::derived_from<O, optim::Optimizer>
+  LearnerBuilder& optimizer(O opt) {
+    opt_ = std::make_unique<O>(std::move(opt));
+    return *this;
+  }
+  LearnerBuilder& optimizer(std::unique_ptr<optim::Optimizer> opt) {
+    opt_ = std::move(opt);
+    return *this;
+  }
+  // A constant learning rate (ignored when a scheduler is set).
+  LearnerBuilder& lr(double lr) {
+    lr_ = lr;
+    return *this;
+  }
+  LearnerBuilder& scheduler(std::unique_ptr<optim::LrScheduler> s, SchedulerInterval every = SchedulerInterval::step) {
+    sched_ = std::move(s);
+    config_.scheduler_interval = every;
+    return *this;
+  }
+  LearnerBuilder& plateau_metric(std::string ref) { return set(config_.plateau_metric, std::move(ref)); }
+  LearnerBuilder& epochs(int64_t n) { return set(config_.num_epochs, n); }
+  LearnerBuilder& grad_accumulation(int64_t k) { return set(config_.grad_accumulation, k); }
+  LearnerBuilder& seed(uint64_t s) { return set(config_.seed, std::optional<uint64_t>(s)); }
+  LearnerBuilder& metrics(std::vector<MetricPtr> m) { return set(config_.metrics, std::move(m)); }
+  LearnerBuilder& metric(MetricPtr m) {
+    config_.metrics.push_back(std::move(m));
+    return *this;
+  }
+  LearnerBuilder& run_dir(std::string dir) { return set(config_.run_dir, std::move(dir)); }
+  LearnerBuilder& checkpoints(CheckpointConfig c = {}) { return set(config_.checkpoints, std::optional(std::move(c))); }
+  LearnerBuilder& early_stopping(EarlyStoppingConfig c) {
+    return set(config_.early_stopping, std::optional(std::move(c)));
+  }
+  LearnerBuilder& renderer(std::shared_ptr<Renderer> r) { return set(config_.renderer, std::move(r)); }
+  LearnerBuilder& renderer(RendererKind kind) { return set(config_.renderer_kind, kind); }
+  LearnerBuilder& handle_sigint(bool on) { return set(config_.handle_sigint, on); }
+  // Continue a run from a checkpoint folder or a folder of checkpoints (its latest). With
+  // required = false a folder without checkpoints starts a fresh run (one command line for the
+  // first run and every resumption).
+  LearnerBuilder& resume_from(std::string checkpoint, bool required = true) {
+    config_.resume_required = required;
+    return set(config_.resume_from, std::move(checkpoint));
+  }
+  LearnerBuilder& system_metrics(bool on) { return set(config_.system_metrics, on); }
+  LearnerBuilder& on_step(std::function<void(const StepInfo&)> f) { return set(config_.on_step, std::move(f)); }
+  LearnerConfig& config() { return config_; }
+
+  Learner<M, B> build() {
+    EMBER_CHECK(train_step_, "LearnerBuilder: no train step");
+    EMBER_CHECK(sched_ || lr_, "LearnerBuilder: set a learning rate (lr) or a scheduler");
+    EMBER_CHECK(config_.num_epochs >= 1, "LearnerBuilder: epochs must be >= 1, got ", config_.num_epochs);
+    EMBER_CHECK(config_.grad_accumulation >= 1, "LearnerBuilder: grad_accumulation must be >= 1, got ",
+                config_.grad_accumulation);
+    if (!opt_) opt_ = std::make_unique<optim::Sgd>();
+    if (!sched_) sched_ = std::make_unique<optim::FixedLR>(*lr_);
+    if (!valid_step_)
+      valid_step_ = [](const M&, const B&) -> ClassificationOutput {
+        EMBER_FAIL("Learner: fit() got a validation loader but the builder no valid_step");
+      };
+    return Learner<M, B>(std::move(model_), std::move(train_step_), std::move(valid_step_), std::move(opt_),
+                         std::move(sched_), std::move(config_));
+  }
+
+ private:
+  template <class T, class V>
+  LearnerBuilder& set(T& field, V&& value) {
+    field = std::forward<V>(value);
+    return *this;
+  }
+  M model_;
+  TrainStepFn<M, B> train_step_;
+  ValidStepFn<M, B> valid_step_;
+  std::unique_ptr<optim::Optimizer> opt_;
+  std::unique_ptr<optim::LrScheduler> sched_;
+  std::optional<double> lr_;
+  LearnerConfig config_;
+};
+
+}  // namespace ember::train

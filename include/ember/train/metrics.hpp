@@ -1,0 +1,134 @@
+// Classification metrics: plain functions over host arrays, and the Metric accumulators the Learner
+// feeds batch by batch (one copy per split; reset at each epoch).
+//
+//   std::vector<float> logits = ...;            // [n, c] row-major
+//   std::vector<int64_t> targets = ...;         // [n]
+//   double acc = train::accuracy(logits, targets, c);
+//   train::ConfusionMatrix cm(c);  cm.add(logits, targets);
+//   double f1 = cm.f1(train::Average::macro);
+//   double auc = train::auroc(logits, targets, c);   // binary, or one-vs-rest macro
+//
+//   learner_builder.metrics({train::accuracy_metric(), train::top_k_accuracy_metric(5),
+//                            train::f1_metric(train::Average::macro), train::auroc_metric()});
+//
+// Conventions (those of scikit-learn unless said otherwise):
+// - Targets below 0 (e.g. an ignore_index of -100) are skipped by every metric.
+// - Predictions are the argmax of the logits (the first index on ties); with one column (binary
+//   logits) the prediction is 1 when the logit is > 0, and the confusion matrix has 2 classes.
+// - top-k: a sample counts when fewer than k classes score strictly higher than its target.
+// - Macro averages run over the classes that occur in the targets or the predictions; a class's
+//   precision (recall) is 0 when it was never predicted (never a target); F1 is 0 when P + R = 0.
+//   Macro F1 is the mean of the per-class F1 scores. Micro P, R and F1 all equal the accuracy.
+// - AUROC is the area under the ROC curve with ties counted half (Mann-Whitney). Scores are the
+//   logits' softmax (the sigmoid for one column); with 2+ columns it is the mean over classes of
+//   the one-vs-rest AUROC, over the classes that have both positive and negative samples; with 2
+//   columns this equals the binary AUROC of class 1. NaN when no class qualifies.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ember/train/output.hpp"
+
+namespace ember::train {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+enum class Average { micro, macro };
+
+// ---- functions ----
+// logits: [n, num_classes] row-major; num_classes == 1 means binary logits.
+std::vector<int64_t> predictions(std::span<const float> logits, int64_t num_classes);
+double accuracy(std::span<const float> logits, std::span<const int64_t> targets, int64_t num_classes);
+double top_k_accuracy(std::span<const float> logits, std::span<const int64_t> targets, int64_t num_classes, int64_t k);
+// Binary AUROC of scores against labels (nonzero = positive); NaN without both kinds of labels.
+double binary_auroc(std::span<const double> scores, std::span<const uint8_t> labels);
+double auroc(std::span<const float> logits, std::span<const int64_t> targets, int64_t num_classes);
+// Row-wise softmax (sigmoid for one column), in double.
+std::vector<double> probabilities(std::span<const float> logits, int64_t num_classes);
+
+// counts[target][prediction].
+class ConfusionMatrix {
+ public:
+  explicit ConfusionMatrix(int64_t num_classes = 0);
+  int64_t num_classes() const { return n_; }
+  void add(int64_t target, int64_t prediction);
+  void add(std::span<const float> logits, std::span<const int64_t> targets, int64_t num_classes);
+  int64_t count(int64_t target, int64_t prediction) const { return counts_[size_t(target * n_ + prediction)]; }
+  int64_t total() const;
+  void clear();
+  const std::vector<int64_t>& counts() const { return counts_; }  // row-major [target][prediction]
+  void set_counts(int64_t num_classes, std::vector<int64_t> counts);
+
+  double accuracy() const;
+  double precision(Average avg) const;
+  double recall(Average avg) const;
+  double f1(Average avg) const;
+  double precision_of(int64_t cls) const;
+  double recall_of(int64_t cls) const;
+  double f1_of(int64_t cls) const;
+  // A text table with row/column labels (targets down, predictions across).
+  std::string str(const std::vector<std::string>& class_names = {}) const;
+
+ private:
+  bool present(int64_t cls) const;
+  void grow(int64_t num_classes);
+  int64_t n_ = 0;
+  std::vector<int64_t> counts_;
+};
+
+// ---- accumulators ----
+
+// One batch of step outputs, read back to the host.
+struct BatchOutputs {
+  double loss = kNaN;
+  int64_t batch_size = 0;   // samples (rows of logits, or 1 without outputs)
+  int64_t num_classes = 0;  // columns of logits (0 without outputs)
+  std::vector<float> logits;
+  std::vector<int64_t> targets;
+};
+// Reads a step output back to the host (loss.item(), logits as f32, targets as i64).
+BatchOutputs to_host(const ClassificationOutput& out);
+
+// A metric's mutable state as flat named arrays (saved in checkpoints).
+using MetricState = std::map<std::string, std::vector<double>>;
+
+class Metric {
+ public:
+  virtual ~Metric() = default;
+  // The name used in logs, plots and metric references ("valid/<name>").
+  virtual std::string name() const = 0;
+  virtual bool higher_is_better() const = 0;
+  virtual void reset() = 0;
+  // Adds one batch; returns the batch's own value when it is cheap to have one per step.
+  virtual std::optional<double> update(const BatchOutputs& batch) = 0;
+  // The value over every batch since reset (NaN when there is none).
+  virtual double value() const = 0;
+  virtual MetricState state() const = 0;
+  virtual void load_state(const MetricState& state) = 0;
+  // A fresh metric of the same kind and settings (the Learner keeps one per split).
+  virtual std::unique_ptr<Metric> clone() const = 0;
+};
+using MetricPtr = std::shared_ptr<const Metric>;
+
+// Mean loss over samples (weighted by batch size).
+MetricPtr loss_metric();
+MetricPtr accuracy_metric();
+MetricPtr top_k_accuracy_metric(int64_t k);       // name "top<k>_accuracy"
+MetricPtr precision_metric(Average avg = Average::macro);  // "precision_macro", "precision_micro"
+MetricPtr recall_metric(Average avg = Average::macro);
+MetricPtr f1_metric(Average avg = Average::macro);
+MetricPtr auroc_metric();                          // epoch value only (no per-step value)
+
+// Whether a metric of this name improves downward (loss, error, time, wait, memory) when there is
+// no Metric object to ask.
+bool lower_is_better_by_name(const std::string& name);
+
+}  // namespace ember::train

@@ -1,0 +1,35 @@
+// FitSummary: what Learner::fit did, printed at the end of training and saved as summary.json.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ember/train/history.hpp"
+#include "ember/train/metrics.hpp"
+
+namespace ember::train {
+
+struct FitSummary {
+  int64_t num_epochs = 0;
+  int64_t epochs_completed = 0;   // epochs whose training and validation both finished
+  int64_t global_step = 0;        // optimizer steps
+  int64_t iterations = 0;         // train batches
+  bool interrupted = false;       // Ctrl-C, the quit key, or Renderer::stop_requested
+  bool early_stopped = false;
+  std::string stop_reason;        // "completed", "interrupted by SIGINT", "early stopping: ..."
+  double elapsed_s = 0;           // of this fit() call
+  NamedValues last_train, last_valid;  // the last epoch that has them
+  std::string monitor;            // "valid/accuracy": early stopping's or best checkpoint's metric
+  std::optional<double> best_value{};
+  int64_t best_epoch = -1;        // 0-based
+  std::string last_checkpoint, best_checkpoint;
+  std::string run_dir;
+  std::optional<ConfusionMatrix> valid_confusion{};  // of the last validation
+
+  // A few aligned lines: outcome, time, last metrics, best, checkpoints, confusion matrix.
+  std::string str() const;
+  std::string to_json() const;
+};
+
+}  // namespace ember::train
