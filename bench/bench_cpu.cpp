@@ -27,8 +27,11 @@
 #include <ember/backends/cpu.hpp>
 #include <ember/ember.hpp>
 #include <ember/nn/file.hpp>
+#include <ember/nn/layers.hpp>
+#include <ember/nn/loss.hpp>
 #include <ember/nn/rnn.hpp>
 #include <ember/nn/transformer.hpp>
+#include <ember/optim/optimizer.hpp>
 #include <ember/store/safetensors.hpp>
 
 #include <filesystem>
@@ -514,6 +517,102 @@ void bench_layer_train(Ctx& cx, const std::string& name, const std::function<Dyn
   (void)e;
 }
 
+// The Fashion-MNIST demo's CNN (examples/fashion_mnist): conv(1->32, 3x3, pad 1) relu maxpool2 |
+// conv(32->64, 3x3, pad 1) relu maxpool2 | flatten | linear(3136->128) relu | dropout(0.25) |
+// linear(128->10), cross-entropy, Adam lr 1e-3, batch 64 of 28x28 images. One training step
+// (forward, backward, optimizer update) per call on both sides, dropout active (each side draws
+// its own masks). The check copies ember's weights into the peer and compares the loss and the
+// first conv's weight gradient with dropout off, so that both compute the same function.
+struct FashionCnn {
+  ember::nn::Conv2d conv1, conv2;
+  ember::nn::MaxPool2d pool{.kernel_size = {2}};
+  ember::nn::Linear fc1, fc2;
+  ember::nn::Dropout drop{0.25};
+  EMBER_MODULE(conv1, conv2, fc1, fc2, drop)
+
+  DynTensor forward(const DynTensor& x) const {
+    DynTensor h = pool.forward(ember::relu(conv1.forward(x)));
+    h = pool.forward(ember::relu(conv2.forward(std::move(h))));
+    h = ember::relu(fc1.forward(ember::flatten(std::move(h), 1)));
+    return fc2.forward(drop.forward(std::move(h)));
+  }
+};
+
+struct PeerFashionCnn : torch::nn::Module {
+  torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  torch::nn::Dropout drop{nullptr};
+  PeerFashionCnn() {
+    conv1 = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3).padding(1)));
+    conv2 = register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1)));
+    fc1 = register_module("fc1", torch::nn::Linear(3136, 128));
+    fc2 = register_module("fc2", torch::nn::Linear(128, 10));
+    drop = register_module("drop", torch::nn::Dropout(0.25));
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    at::Tensor h = at::max_pool2d(at::relu(conv1->forward(x)), {2, 2});
+    h = at::max_pool2d(at::relu(conv2->forward(h)), {2, 2});
+    h = at::relu(fc1->forward(h.flatten(1)));
+    return fc2->forward(drop->forward(h));
+  }
+};
+
+void bench_fashion_cnn_train(Ctx& cx) {
+  const std::string name = "fashion_cnn_train_samples_per_s";
+  guarded(cx, name, [&] {
+    PeerAutograd mode;
+    const int64_t batch = 64;
+    const double lr = 1e-3;
+    ember::Device dev = ember::Device::cpu().autodiff();
+    using ember::nn::Conv2dConfig, ember::nn::LinearConfig;
+    FashionCnn model{Conv2dConfig{.in_channels = 1, .out_channels = 32, .kernel_size = {3}, .padding = {1}}.init(dev),
+                     Conv2dConfig{.in_channels = 32, .out_channels = 64, .kernel_size = {3}, .padding = {1}}.init(dev),
+                     {.kernel_size = {2}},
+                     LinearConfig{.in_features = 3136, .out_features = 128}.init(dev),
+                     LinearConfig{.in_features = 128, .out_features = 10}.init(dev)};
+    auto peer = std::make_shared<PeerFashionCnn>();
+    copy_params(ember::nn::named_parameters(model), *peer);
+    ember::optim::Adam opt = ember::optim::AdamConfig{}.init();
+    torch::optim::Adam peer_opt(peer->parameters(), torch::optim::AdamOptions(lr));
+
+    DynTensor x = DynTensor::uniform({batch, 1, 28, 28}).to(dev);  // pixel intensities in [0, 1)
+    DynTensor y = DynTensor::randint({batch}, 0, 10).to(dev);
+    at::Tensor tx = to_torch(x);
+    at::Tensor ty = at::from_blob(y.to_vector<int64_t>().data(), {batch}, at::kLong).clone();
+
+    auto ember_loss = [&] { return ember::nn::cross_entropy(model.forward(x), y); };
+    auto peer_loss = [&] { return torch::nn::functional::cross_entropy(peer->forward(tx), ty); };
+    auto ember_step = [&] {
+      ember::Gradients g = ember_loss().backward();
+      model = opt.step(std::move(model), g, lr);
+    };
+    auto peer_step = [&] {
+      peer_opt.zero_grad();
+      peer_loss().backward();
+      peer_opt.step();
+    };
+    auto& e = cx.compare(name, ember_step, peer_step, [&] {
+      // Same weights, dropout off: the losses and conv1's weight gradients agree.
+      ember::nn::set_training(model, false);
+      peer->eval();
+      copy_params(ember::nn::named_parameters(model), *peer);
+      DynTensor l = ember_loss();
+      ember::Gradients g = l.backward();
+      peer_opt.zero_grad();
+      at::Tensor tl = peer_loss();
+      tl.backward();
+      ember::nn::set_training(model, true);
+      peer->train();
+      bench::Check c = check_close(l.detach(), tl.detach(), {.rtol = 1e-4});
+      if (c.ok)
+        c = check_close(*model.conv1.weight.grad(g), peer->conv1->weight.grad(), {.rtol = 1e-3, .atol_of_max = 1e-4});
+      return c;
+    });
+    if (e.ember_ms) e.set("samples_per_s", double(batch) / (*e.ember_ms * 1e-3));
+    if (e.peer_ms) e.set("samples_per_s_peer", double(batch) / (*e.peer_ms * 1e-3));
+  });
+}
+
 // TransformerEncoderLayer d=256, 4 heads, feed-forward 1024, seq 128, batch 16 (batch first,
 // dropout 0): forward + backward to every parameter.
 void bench_transformer_layer(Ctx& cx) {
@@ -632,6 +731,8 @@ std::string notes(const bench::Entry& e) {
   } else if (num("peak_bytes_none")) {
     s = "peak " + bench::format_num(num("peak_bytes_balanced").value_or(NAN) / 1048576.0) + " MiB balanced vs " +
         bench::format_num(num("peak_bytes_none").value_or(NAN) / 1048576.0) + " MiB none";
+  } else if (num("samples_per_s_peer")) {
+    s = pair("samples_per_s", "samples_per_s_peer", "samples/s");
   } else if (num("samples_per_s")) {
     s = bench::format_num(num("samples_per_s").value_or(NAN)) + " samples/s";
   } else if (num("us") || num("us_peer")) {
@@ -721,6 +822,7 @@ int main(int argc, char** argv) {
   bench_overhead(cx);
   bench_autodiff_overhead(cx);
   bench_mlp_train_step(cx);
+  bench_fashion_cnn_train(cx);
   bench_mlp24_peak_mem(cx);
   bench_transformer_layer(cx);
   bench_lstm(cx);

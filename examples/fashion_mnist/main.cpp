@@ -96,7 +96,6 @@ int main(int argc, char** argv) try {
                      .seed(42)
                      .build();
   Cnn trained = learner.fit(train_loader, valid_loader);
-  std::cout << learner.summary().str() << "\n";
 
   // Evaluate on the test set, without autodiff, in eval mode.
   Cnn model = nn::to_device(trained, device);

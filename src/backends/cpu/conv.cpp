@@ -13,6 +13,8 @@
 //     is driven directly over K blocks of the column matrix (conv_forward_packed);
 //   * 1x1, stride-1, unpadded: no im2col, X is used in place as the [Cg, P] matrix;
 //   * one input channel per group (depthwise): a direct kernel (AVX-512 rows for f32);
+//   * a few output pixels from a large kernel (autodiff's weight-gradient convs): one GEMM
+//     per input channel over every image's windows (conv_forward_small_output);
 //   * otherwise im2col + gemm_f32 / gemm_f64 per (image, group, pixel chunk).
 // Work items are spread over the threads, each with its own thread-local workspace; when
 // there are too few items the GEMM parallelises internally instead. 1-d and 2-d convs are
@@ -42,11 +44,12 @@ void depthwise_row_f32_avx512(float* y, int64_t n, int64_t stride, const DwTap* 
 struct Im2colRow {
   const float* plane;  // the input plane of the row's channel
   int64_t ID, IH, IW, OH, OW;
-  int64_t sd, sh, sw;        // strides (sw is 2)
+  int64_t sd, sh, sw;        // strides (sw is 1 or 2)
   int64_t offd, offh, offw;  // kd * dd - pd, kh * dh - ph, kw * dw - pw
   int64_t ow_lo, ow_hi;      // output columns whose input column lies inside the input row
 };
 void im2col_row_f32_avx512(const Im2colRow& r, int64_t p0, int64_t p1, float* dst);
+void add_row_f32_avx512(float* dst, const float* src, int64_t n);
 }  // namespace detail
 
 namespace {
@@ -58,6 +61,7 @@ struct ConvGeom {
   // Spatial dims as (D, H, W); 1-d and 2-d convs get leading 1s.
   int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
   int64_t s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
+  int64_t plane_stride = 0;  // im2col: distance between consecutive channels' planes (0: in_px())
   int64_t in_px() const { return in[0] * in[1] * in[2]; }
   int64_t out_px() const { return out[0] * out[1] * out[2]; }
   int64_t kk() const { return k[0] * k[1] * k[2]; }
@@ -121,17 +125,18 @@ template <class T>
 void im2col(const ConvGeom& g, const T* x, int64_t r0, int64_t r1, int64_t p0, int64_t p1, T* col, int64_t ld) {
   const int64_t ID = g.in[0], IH = g.in[1], IW = g.in[2];
   const int64_t OH = g.out[1], OW = g.out[2];
-  const int64_t in_px = g.in_px();
+  const int64_t plane = g.plane_stride ? g.plane_stride : g.in_px();
   if (r1 <= r0) return;
   int64_t kw = r0 % g.k[2], t = r0 / g.k[2];
   int64_t kh = t % g.k[1];
   t /= g.k[1];
   int64_t kd = t % g.k[0], c = t / g.k[0];
   bool simd = false;
-  // Stride-2 rows gather through AVX-512 permutes; unit-stride rows are memcpy'd below.
-  if constexpr (std::is_same_v<T, float>) simd = g.s[2] == 2 && features().avx512;
+  // AVX-512 rows for width strides 1 and 2 (masked copies, permutes); otherwise memcpy's and
+  // fills below.
+  if constexpr (std::is_same_v<T, float>) simd = (g.s[2] == 1 || g.s[2] == 2) && features().avx512;
   for (int64_t r = r0; r < r1; ++r) {
-    const T* xc = x + c * in_px;
+    const T* xc = x + c * plane;
     T* row = col + (r - r0) * ld - p0;
     const int64_t woff = kw * g.d[2] - g.p[2];
     const int64_t ow_lo = std::min(OW, first_valid(woff, g.s[2]));
@@ -188,6 +193,18 @@ void im2col(const ConvGeom& g, const T* x, int64_t r0, int64_t r1, int64_t p0, i
   }
 }
 
+// dst[i] += src[i] for i < n (AVX-512 for f32 when `simd`).
+template <class T>
+inline void add_row(T* dst, const T* src, int64_t n, bool simd) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (simd) {
+      if (n > 0) detail::add_row_f32_avx512(dst, src, n);
+      return;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+
 // col2im (scatter-add) for conv_transpose: rows (o, kd, kh, kw) for output channels [o0, o1)
 // of one image/group (y: Og planes of the output), columns = input pixels [p0, p1).
 template <class T>
@@ -195,6 +212,7 @@ void col2im(const ConvGeom& g, const T* col, int64_t ld, int64_t o0, int64_t o1,
   const int64_t IH = g.in[1], IW = g.in[2];
   const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
   const int64_t out_px = g.out_px();
+  const bool simd = std::is_same_v<T, float> && features().avx512;
   for (int64_t o = o0; o < o1; ++o) {
     T* yo = y + o * out_px;
     for (int64_t kd = 0; kd < g.k[0]; ++kd) {
@@ -217,7 +235,7 @@ void col2im(const ConvGeom& g, const T* col, int64_t ld, int64_t o0, int64_t o1,
               T* dst = yo + (od * OH + oh) * OW + woff;  // dst[i * s] for input column i
               const int64_t a = std::clamp(iw_lo, iw, iw + n), b = std::clamp(iw_hi, a, iw + n);
               if (g.s[2] == 1) {
-                for (int64_t i = a; i < b; ++i) dst[i] += src[i];
+                add_row(dst + a, src + a, b - a, simd);
               } else {
                 const int64_t sw = g.s[2];
                 for (int64_t i = a; i < b; ++i) dst[i * sw] += src[i];
@@ -234,6 +252,61 @@ void col2im(const ConvGeom& g, const T* col, int64_t ld, int64_t o0, int64_t o1,
       }
     }
   }
+}
+
+// col2im of a whole image (the column chunk covers every input pixel) for a width stride of 1,
+// f32 on AVX-512: each output row gathers the shifted column rows of every (kd, kh, kw) that
+// lands on it and adds them in one pass (the depthwise row kernel with unit weights, the row
+// itself as one more tap), instead of one read-modify-write of the output row per tap.
+// Returns false (nothing done) when it does not apply.
+bool col2im_gather_f32(const ConvGeom& g, const float* col, int64_t ld, int64_t o0, int64_t o1, float* y) {
+  constexpr int kMaxTaps = 64;
+  if (!features().avx512 || g.s[2] != 1 || g.kk() >= kMaxTaps) return false;
+  const int64_t ID = g.in[0], IH = g.in[1], IW = g.in[2];
+  const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
+  const int64_t out_px = g.out_px();
+  struct TapColumns {
+    int64_t off, lo, hi;  // output column ow reads input column ow + off, for ow in [lo, hi)
+  };
+  TapColumns cols[kMaxTaps];
+  for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+    const int64_t off = g.p[2] - kw * g.d[2];
+    const int64_t lo = std::clamp<int64_t>(-off, 0, OW);
+    cols[kw] = {off, lo, std::clamp<int64_t>(IW - off, lo, OW)};
+  }
+  // Input index along a strided dim that output index `o` reads through kernel tap k, or -1.
+  auto source = [](int64_t o, int64_t k, int64_t s, int64_t p, int64_t d, int64_t in) -> int64_t {
+    const int64_t num = o + p - k * d;
+    if (num < 0 || num % s != 0) return -1;
+    return num / s < in ? num / s : -1;
+  };
+  detail::DwTap taps[kMaxTaps + 1];
+  for (int64_t o = o0; o < o1; ++o) {
+    float* yo = y + o * out_px;
+    for (int64_t od = 0; od < OD; ++od) {
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        float* yrow = yo + (od * OH + oh) * OW;
+        int nt = 0;
+        taps[nt++] = {yrow, 0, 0, OW, 1.0f};
+        for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+          const int64_t id = source(od, kd, g.s[0], g.p[0], g.d[0], ID);
+          if (id < 0) continue;
+          for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+            const int64_t ih = source(oh, kh, g.s[1], g.p[1], g.d[1], IH);
+            if (ih < 0) continue;
+            for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+              const TapColumns& c = cols[kw];
+              if (c.hi <= c.lo) continue;
+              const int64_t r = ((o * g.k[0] + kd) * g.k[1] + kh) * g.k[2] + kw;
+              taps[nt++] = {col + r * ld + (id * IH + ih) * IW, c.off, c.lo, c.hi, 1.0f};
+            }
+          }
+        }
+        detail::depthwise_row_f32_avx512(yrow, OW, 1, taps, nt, 0.0f);
+      }
+    }
+  }
+  return true;
 }
 
 template <class T>
@@ -273,6 +346,16 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
   bool simd = false;
   if constexpr (std::is_same_v<T, float>)
     simd = features().avx512 && (sw == 1 || sw == 2) && g.k[0] * g.k[1] * g.k[2] <= kMaxTaps;
+  // The output columns and the input offset of each kernel column are the same in every row.
+  struct TapColumns {
+    int64_t off, lo, hi;
+  };
+  std::vector<TapColumns> tap_columns(size_t(g.k[2]));
+  for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+    const int64_t woff = kw * g.d[2] - g.p[2];
+    const int64_t a = std::min(OW, first_valid(woff, sw));
+    tap_columns[size_t(kw)] = {woff, a, std::max(a, end_valid(woff, sw, IW, OW))};
+  }
   auto simd_plane = [&](const T* xc, const T* wo, T b, T* yo) {
     if constexpr (std::is_same_v<T, float>) {
       detail::DwTap taps[kMaxTaps];
@@ -287,10 +370,8 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
               if (ih < 0 || ih >= IH) continue;
               const float* xrow = xc + (id * IH + ih) * IW;
               for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-                const int64_t woff = kw * g.d[2] - g.p[2];
-                const int64_t a = std::min(OW, first_valid(woff, sw));
-                const int64_t e = std::max(a, end_valid(woff, sw, IW, OW));
-                if (e > a) taps[nt++] = {xrow, woff, a, e, wo[(kd * g.k[1] + kh) * g.k[2] + kw]};
+                const TapColumns& tc = tap_columns[size_t(kw)];
+                if (tc.hi > tc.lo) taps[nt++] = {xrow, tc.off, tc.lo, tc.hi, wo[(kd * g.k[1] + kh) * g.k[2] + kw]};
               }
             }
           }
@@ -324,9 +405,8 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
               const T* __restrict xrow = xc + (id * IH + ih) * IW;
               const T* wk = wo + (kd * g.k[1] + kh) * g.k[2];
               for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-                const int64_t woff = kw * g.d[2] - g.p[2];
-                const int64_t a = std::min(OW, first_valid(woff, sw));
-                const int64_t b = std::max(a, end_valid(woff, sw, IW, OW));
+                const int64_t woff = tap_columns[size_t(kw)].off;
+                const int64_t a = tap_columns[size_t(kw)].lo, b = tap_columns[size_t(kw)].hi;
                 const T wv = wk[kw];
                 const T* __restrict src = xrow + woff;
                 if (sw == 1) {
@@ -444,13 +524,95 @@ void conv_forward_packed(const ConvGeom& g, const float* x, const float* w, cons
 }
 
 // ---------------------------------------------------------------------------------------
+// Small outputs of large kernels. Autodiff computes a convolution's weight gradient as a conv
+// with batch and channels swapped, whose kernel is the forward's output image and whose
+// output is the forward's (small) kernel: the usual lowering would give GEMMs with only P
+// (e.g. 9) columns and an im2col of P-element rows. Here the roles are turned around once
+// more: for each input channel c, the windows of every image form the column matrix of the
+// "dual" conv (kernel = this conv's output, output = this conv's kernel),
+//   colT[(n, t), r] = x[n, c, t * stride + r * dilation - padding]   ((N P) x KK),
+// and acc[(n, t), o] += colT x W[o, c, :]^T is one GEMM of (N P) x O x KK per channel. The
+// channels are split over the threads, each summing into its own accumulator.
+template <class T>
+void gemm_strided(int64_t M, int64_t N, int64_t K, const T* A, int64_t rsa, int64_t csa, const T* B, int64_t rsb,
+                  int64_t csb, T beta, T* C, int64_t rsc) {
+  if constexpr (std::is_same_v<T, float>)
+    gemm_f32(M, N, K, 1.0f, A, rsa, csa, B, rsb, csb, beta, C, rsc, 1);
+  else
+    gemm_f64(M, N, K, 1.0, A, rsa, csa, B, rsb, csb, beta, C, rsc, 1);
+}
+
+bool small_output_conv(const ConvGeom& g) {
+  const int64_t P = g.out_px(), KK = g.kk();
+  return g.G == 1 && !g.pointwise() && P < 32 && KK >= 4 * P;
+}
+
+// x and w may have any strides along their first two dims (x[n, c] at x + n * xs0 + c * xs1,
+// w[o, c] at w + o * ws0 + c * ws1), e.g. the transposed views autodiff hands over; their
+// spatial dims are contiguous.
+template <class T>
+void conv_forward_small_output(const ConvGeom& g, const T* x, int64_t xs0, int64_t xs1, const T* w, int64_t ws0,
+                               int64_t ws1, const T* bias, T* y) {
+  const int64_t P = g.out_px(), KK = g.kk();
+  const int64_t rows = g.N * P;  // (n, t)
+  ConvGeom dual;
+  dual.Cg = g.N;
+  dual.plane_stride = xs0;
+  for (int i = 0; i < 3; ++i) {
+    dual.in[i] = g.in[i];
+    dual.k[i] = g.out[i];
+    dual.out[i] = g.k[i];
+    dual.s[i] = g.d[i];
+    dual.d[i] = g.s[i];
+    dual.p[i] = g.p[i];
+  }
+  // Rows of colT per block (the whole matrix when it fits the L2 budget).
+  const int64_t block = std::clamp<int64_t>(4 * kColBudgetBytes / int64_t(sizeof(T)) / std::max<int64_t>(KK, 1), 1, rows);
+  const int nth = num_threads_for(g.N * g.O * P * g.C * KK);
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(nth, g.C));
+  std::vector<T> acc(size_t(parts * rows * g.O));
+  auto run_part = [&](int64_t part) {
+    T* a = acc.data() + part * rows * g.O;
+    T* col = workspace<T>(size_t(block * KK));
+    const int64_t c0 = g.C * part / parts, c1 = g.C * (part + 1) / parts;
+    for (int64_t c = c0; c < c1; ++c) {
+      for (int64_t r0 = 0; r0 < rows; r0 += block) {
+        const int64_t r1 = std::min(rows, r0 + block);
+        im2col(dual, x + c * xs1, r0, r1, 0, KK, col, KK);
+        // acc[r, o] (+)= sum_k colT[r, k] W[o, c, k]
+        gemm_strided<T>(r1 - r0, g.O, KK, col, KK, 1, w + c * ws1, 1, ws0, c == c0 ? T(0) : T(1), a + r0 * g.O, g.O);
+      }
+    }
+    if (c1 <= c0) std::fill(a, a + rows * g.O, T(0));
+  };
+  if (parts > 1)
+    parallel_for(0, parts, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) run_part(p);
+    });
+  else
+    run_part(0);
+  // y[n, o, t] = bias[o] + sum over parts of acc[(n, t), o]
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t o = 0; o < g.O; ++o)
+      for (int64_t t = 0; t < P; ++t) {
+        T v = bias ? bias[o] : T(0);
+        for (int64_t part = 0; part < parts; ++part) v += acc[size_t((part * rows + n * P + t) * g.O + o)];
+        y[(n * g.O + o) * P + t] = v;
+      }
+}
+
+// ---------------------------------------------------------------------------------------
 template <class T>
 void conv_forward(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y) {
   const int64_t P = g.out_px(), IP = g.in_px(), KK = g.kk();
   const int64_t Kdim = g.Cg * KK;
   const int64_t ng = g.N * g.G;
   if (ng == 0 || P == 0) return;
-  if (g.Cg == 1 && !g.pointwise()) {
+  if (small_output_conv(g)) {
+    conv_forward_small_output<T>(g, x, g.C * IP, IP, w, g.C * KK, KK, bias, y);
+    return;
+  }
+  if (g.Cg == 1 && !g.pointwise() && !(g.G == 1 && g.Og >= 8)) {
     conv_depthwise<T>(g, x, w, bias, y);
     return;
   }
@@ -555,10 +717,16 @@ void conv_transpose_forward(const ConvGeom& g, const T* x, const T* w, const T* 
       T* col = workspace<T>(size_t(Mdim * cl));
       // col[(o,kk), p] = sum_c W[c, (o,kk)] X[c, p]
       gemm_t<T>(Mdim, cl, g.Cg, wg, 1, Mdim, xg + p0, IP, T(0), col, cl);
+      auto scatter = [&](int64_t o0, int64_t o1) {
+        if constexpr (std::is_same_v<T, float>) {
+          if (p0 == 0 && p1 == IP && col2im_gather_f32(g, col, cl, o0, o1, yg)) return;
+        }
+        col2im(g, col, cl, o0, o1, p0, p1, yg);
+      };
       if (inner_parallel && g.Og > 1) {
-        parallel_for(0, g.Og, 1, [&](int64_t o0, int64_t o1) { col2im(g, col, cl, o0, o1, p0, p1, yg); });
+        parallel_for(0, g.Og, 1, scatter);
       } else {
-        col2im(g, col, cl, 0, g.Og, p0, p1, yg);
+        scatter(0, g.Og);
       }
     }
   };
@@ -595,12 +763,40 @@ void f32_to_half(const float* src, H* dst, int64_t n) {
   });
 }
 
+// Whether t's dims after the first two are laid out contiguously (the first two may have any
+// strides).
+bool spatially_contiguous(const CpuTensor& t) {
+  const Shape& s = t.shape();
+  int64_t expect = 1;
+  for (int d = s.rank() - 1; d >= 2; --d) {
+    if (s[d] != 1 && t.strides[size_t(d)] != expect) return false;
+    expect *= s[d];
+  }
+  return true;
+}
+
 template <bool Transpose>
 std::vector<PrimitivePtr> conv_kernel_impl(CpuBackend&, Op& op) {
   const TensorMeta& om = op.outputs[0];
   auto out = alloc(om);
   if (om.shape.numel() == 0) return {out};
   const ConvGeom g = make_geom(op);
+  if (!Transpose && small_output_conv(g) && (om.dtype == DType::f32 || om.dtype == DType::f64)) {
+    // Read the inputs in place when only their first two dims are permuted (autodiff's
+    // weight-gradient convs get transposed views): no contiguous copies.
+    const CpuTensor& xv = as_cpu(op.inputs[0]);
+    const CpuTensor& wv = as_cpu(op.inputs[1]);
+    if (spatially_contiguous(xv) && spatially_contiguous(wv)) {
+      CpuTensorPtr bc;
+      if (op.inputs.size() > 2 && op.inputs[2]) bc = contiguous(op.inputs[2]);
+      visit_float_dtype(om.dtype, op.name(), [&]<class T>() {
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+          conv_forward_small_output<T>(g, xv.data<T>(), xv.strides[0], xv.strides[1], wv.data<T>(), wv.strides[0],
+                                       wv.strides[1], bc ? bc->data<T>() : nullptr, out->data<T>());
+      });
+      return {out};
+    }
+  }
   auto xc = contiguous(op.inputs[0]);
   auto wc = contiguous(op.inputs[1]);
   CpuTensorPtr bc;

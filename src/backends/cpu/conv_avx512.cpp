@@ -19,7 +19,7 @@ struct DwTap {
 struct Im2colRow {
   const float* plane;  // the input plane of the row's channel
   int64_t ID, IH, IW, OH, OW;
-  int64_t sd, sh, sw;        // strides (sw is 2)
+  int64_t sd, sh, sw;        // strides (sw is 1 or 2)
   int64_t offd, offh, offw;  // kd * dd - pd, kh * dh - ph, kw * dw - pw
   int64_t ow_lo, ow_hi;      // output columns whose input column lies inside the input row
 };
@@ -71,9 +71,10 @@ void depthwise_row_f32_avx512(float* y, int64_t n, int64_t stride, const DwTap* 
   }
 }
 
-// dst[p - p0] = im2col value of output pixel p, p in [p0, p1), for a width stride of 2: the
-// input element (even elements of a 32-element window, through one permute), or 0 in the
-// padding. (Unit-stride rows are plain memcpy's in conv.cpp.)
+// dst[p - p0] = im2col value of output pixel p, p in [p0, p1), for a width stride of 1 or 2:
+// the input element (for stride 2, the even elements of a 32-element window, through one
+// permute), or 0 in the padding. Masked loads and stores handle the row ends and the padding,
+// so short rows cost a few instructions instead of a memcpy call and fills.
 void im2col_row_f32_avx512(const Im2colRow& r, int64_t p0, int64_t p1, float* dst) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   int64_t p = p0;
@@ -92,6 +93,19 @@ void im2col_row_f32_avx512(const Im2colRow& r, int64_t p0, int64_t p1, float* ds
       if (b < a) b = a;
       src = r.plane + (id * r.IH + ih) * r.IW;
     }
+    if (r.sw == 1) {
+      for (int64_t o = ow; o < e; o += 16) {
+        const __m512 v = _mm512_maskz_loadu_ps(lanes(a - o, b - o), at(src, o + r.offw));
+        _mm512_mask_storeu_ps(d + o, lanes(0, e - o), v);
+      }
+      p += n;
+      ow = 0;
+      if (++oh == r.OH) {
+        oh = 0;
+        ++od;
+      }
+      continue;
+    }
     for (int64_t o = ow; o < e; o += 16) {
       const int64_t sa = a - o, sb = b - o;  // valid lanes; lane i reads window element 2i
       const float* q = at(src, 2 * o + r.offw);
@@ -105,6 +119,17 @@ void im2col_row_f32_avx512(const Im2colRow& r, int64_t p0, int64_t p1, float* ds
       oh = 0;
       ++od;
     }
+  }
+}
+
+// dst[i] += src[i] for i in [0, n).
+void add_row_f32_avx512(float* dst, const float* src, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(dst + i, _mm512_add_ps(_mm512_loadu_ps(dst + i), _mm512_loadu_ps(src + i)));
+  if (i < n) {
+    const __mmask16 m = lanes(0, n - i);
+    _mm512_mask_storeu_ps(dst + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, dst + i), _mm512_maskz_loadu_ps(m, src + i)));
   }
 }
 

@@ -18,6 +18,12 @@
 
 namespace ember::cpu {
 
+namespace detail {
+// pool_avx512.cpp (call only when features().avx512).
+void max_pool_2x2_f32_avx512(const float* x, float* y, int64_t* idx, int64_t IH, int64_t IW, int64_t OH, int64_t OW,
+                             int64_t r0, int64_t r1);
+}  // namespace detail
+
 namespace {
 
 constexpr int64_t kGrainWork = 16384;  // elements of work per parallel chunk (approx.)
@@ -397,11 +403,35 @@ std::vector<PrimitivePtr> avg_pool_kernel(CpuBackend&, Op& op) {
   return {y};
 }
 
+// The common downsampling pool: 2x2 windows, stride 2, no padding or dilation, every window
+// inside the input (1 along the leading spatial dim of a 3-d pool), f32 on AVX-512. Runs it
+// and returns true, or returns false for the generic kernel.
+bool max_pool_2x2(const PoolPlan& pl, const CpuTensor& x, CpuTensor& y, int64_t* idx) {
+  const PoolDim &d0 = pl.dims[0], &d1 = pl.dims[1], &d2 = pl.dims[2];
+  if (x.dtype() != DType::f32 || !features().avx512) return false;
+  if (d0.k != 1 || d0.s != 1 || d0.p != 0 || d0.out != d0.in) return false;
+  for (const PoolDim* d : {&d1, &d2})
+    if (d->k != 2 || d->s != 2 || d->p != 0 || d->d != 1 || 2 * d->out > d->in) return false;
+  if (d1.in * d2.in > int64_t(std::numeric_limits<int32_t>::max())) return false;
+  const int64_t rows = pl.g.planes * d0.in * d1.out;
+  if (rows == 0 || d2.out == 0) return true;
+  auto run = [&](int64_t r0, int64_t r1) {
+    detail::max_pool_2x2_f32_avx512(x.data<float>(), y.data<float>(), idx, d1.in, d2.in, d1.out, d2.out, r0, r1);
+  };
+  const int64_t work_per_row = 4 * d2.out;
+  if (rows * work_per_row <= 2 * kGrainWork)
+    run(0, rows);
+  else
+    parallel_for(0, rows, std::max<int64_t>(1, kGrainWork / work_per_row), run);
+  return true;
+}
+
 std::vector<PrimitivePtr> max_pool_kernel(CpuBackend&, Op& op) {
   PoolPlan pl = pool_plan(op);
   auto x = contiguous(op.inputs[0]);
   auto y = alloc(op.outputs[0]);
   auto i = alloc(op.outputs[1]);
+  if (max_pool_2x2(pl, *x, *y, i->data<int64_t>())) return {y, i};
   PoolCtx c = pool_ctx(pl, *x, *y, i->data<int64_t>(), false);
   visit_dtype(x->dtype(), [&]<class T>() {
     if constexpr (std::is_same_v<T, bool>) {

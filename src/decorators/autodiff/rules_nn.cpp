@@ -327,8 +327,15 @@ void register_nn_rules(RuleTable& t) {
       for (int d = 0; d < lead; ++d) planes *= xs[d];
       for (int d = lead; d < xs.rank(); ++d) in_n *= xs[d];
       int64_t out_n = planes ? g.numel() / planes : 0;
-      Val z = full(c.backend(), Shape{planes, in_n}, 0.0, g.dtype());
-      Val dx = scatter_add(z, 1, reshape(idx, Shape{planes, out_n}), reshape(g, Shape{planes, out_n}));
+      // The zeros are moved into the op, so that the kernel can scatter into their buffer
+      // instead of copying it.
+      std::vector<Val> in;
+      in.push_back(full(c.backend(), Shape{planes, in_n}, 0.0, g.dtype()));
+      in.push_back(reshape(idx, Shape{planes, out_n}));
+      in.push_back(reshape(g, Shape{planes, out_n}));
+      DimAttrs along;
+      along.dim = 1;
+      Val dx = run(OpKind::scatter_add, std::move(in), along);
       return {reshape(dx, xs)};
     };
   }

@@ -16,14 +16,25 @@ Layers that torch 1.13 lacks (RmsNorm, SwiGlu, PositionalEncoding, RotaryEncodin
 PositionWiseFeedForward) are small torch modules written here from their formulas, with the
 parameter names ember's layer uses.
 
-Output is deterministic: every case seeds torch with a hash of its name, torch runs
-single-threaded, and JSON is written in a fixed order.
+A case of layers.json:
+  name, layer (PyTorch's module name), config (constructor arguments, PyTorch names; ember's
+  names for the layers torch lacks), call (forward options: masks, need_weights, is_causal,
+  output_size, start), training, checkpoint (<case>.pt or null), load (false: do not load the
+  checkpoint, test the layer's own derived state), inputs, outputs, upstream (null for integer
+  outputs), input_grads (null for inputs without one), param_grads {state_dict key: tensor},
+  buffers_after (training cases with running statistics: every buffer after the forward),
+  rtol, atol [per output], grad_rtol, input_grad_atol [per input], param_grad_atol {key}.
+Tensors are {"dtype", "shape", "data"} with "inf"/"-inf"/"nan" as strings.
+
+Output is deterministic: one global seed for the inputs, every module seeded with a hash of its
+case name, torch single-threaded, JSON written in a fixed order.
 """
 import copy
 import io
 import json
 import math
 import os
+import warnings
 import zlib
 
 import torch
@@ -31,6 +42,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 torch.set_num_threads(1)
+warnings.filterwarnings("ignore", message="Using padding='same'")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUTDIR = os.path.join(HERE, "cases")
@@ -77,18 +89,28 @@ def seed_for(name):
     torch.manual_seed(zlib.crc32(name.encode()) & 0x7FFFFFFF)
 
 
-def rnd(*shape, scale=1.0, kinks=(), digits=4):
+def rnd(*shape, scale=1.0, kinks=(), digits=4, unique=True):
     """Normal values rounded to `digits` decimals (short in JSON, exact in float32), all distinct
     (no ties in max pooling) and at least 0.01 away from any of `kinks`."""
-    n = math.prod(shape)
     q = 10.0 ** digits
-    while True:
-        x = torch.round(torch.randn(*shape, dtype=torch.float64) * scale * q) / q
+
+    def draw(n):
+        x = torch.round(torch.randn(n, dtype=torch.float64) * scale * q) / q
         for k in kinks:
             near = (x - k).abs() < 0.01
             x = torch.where(near, x + 0.05 * torch.sign(x - k + 1e-9), x)
-        if n <= 1 or torch.unique(x).numel() == n:
-            return x.float()
+        return x
+
+    x = draw(math.prod(shape))
+    while unique and x.numel() > 1:  # redraw the later copies of repeated values
+        seen, dup = set(), torch.zeros(x.numel(), dtype=torch.bool)
+        for i, v in enumerate(x.tolist()):
+            dup[i] = v in seen
+            seen.add(v)
+        if not dup.any():
+            break
+        x[dup] = draw(int(dup.sum()))
+    return x.reshape(shape).float()
 
 
 def randomize(module, keep_positive=()):
@@ -156,7 +178,7 @@ def add(name, layer, config, build, inputs, forward=None, grad_inputs=None, trai
         xs.append(x)
     outs = forward(ref, *xs)
     outs = [o for o in outs if o is not None]
-    ups = [rnd(*o.shape, digits=3) if o.is_floating_point() else None for o in outs]
+    ups = [rnd(*o.shape, digits=3, unique=False) if o.is_floating_point() else None for o in outs]
     loss = sum((o * u.double()).sum() for o, u in zip(outs, ups) if u is not None)
     params = dict(ref.named_parameters())
     wrt = [x for x, g in zip(xs, grad_inputs) if g] + list(params.values())
@@ -514,6 +536,9 @@ def main():
     for f in os.listdir(OUTDIR):
         if f.endswith(".pt") or f == "layers.json":
             os.remove(os.path.join(OUTDIR, f))
+    # inputs are drawn when a case's arguments are built, before add() seeds the module: one
+    # seed here makes the whole sequence deterministic
+    torch.manual_seed(20240607)
     linear_cases()
     conv_cases()
     pool_cases()
@@ -579,7 +604,7 @@ def causal_mask(n, m=None):
     return torch.triu(torch.ones(n, m or n, dtype=torch.bool), 1)
 
 
-def padding_mask(n, s, seed_pos=0):
+def padding_mask(n, s):
     """[n, s] bool, the first key never masked (no row is fully masked)."""
     m = torch.rand(n, s) < 0.4
     m[:, 0] = False
@@ -587,7 +612,7 @@ def padding_mask(n, s, seed_pos=0):
 
 
 def float_mask(*shape):
-    m = rnd(*shape, digits=2)
+    m = rnd(*shape, digits=2, unique=False)
     m[..., 1::3] = float("-inf")
     m[..., 0] = 0.5
     return m
@@ -845,6 +870,146 @@ def positional_cases():
 
 
 EXTRA += [attention_cases, transformer_cases, positional_cases]
+
+
+# ---- edge cases: numerics, sizes that cross SIMD widths, padding and empty batches ----
+def const(rows):
+    return torch.tensor(rows, dtype=torch.float32)
+
+
+def edge_cases():
+    add("linear_wide", "Linear", {"in_features": 33, "out_features": 70}, mk(nn.Linear, in_features=33, out_features=70),
+        [rnd(9, 33)])
+    add("linear_empty_batch", "Linear", {"in_features": 5, "out_features": 3},
+        mk(nn.Linear, in_features=5, out_features=3), [torch.zeros(0, 5)])
+    add("conv2d_wide", "Conv2d", {"in_channels": 16, "out_channels": 20, "kernel_size": 3, "padding": 1},
+        mk(nn.Conv2d, in_channels=16, out_channels=20, kernel_size=3, padding=1), [rnd(1, 16, 7, 9)], scale=2.0)
+    add("conv1d_unbatched", "Conv1d", {"in_channels": 2, "out_channels": 3, "kernel_size": 2},
+        mk(nn.Conv1d, in_channels=2, out_channels=3, kernel_size=2), [rnd(2, 5)])
+    add("conv_transpose1d_dilation_groups", "ConvTranspose1d",
+        {"in_channels": 4, "out_channels": 6, "kernel_size": 3, "stride": 3, "padding": 2, "dilation": 2,
+         "groups": 2, "output_padding": 1},
+        mk(nn.ConvTranspose1d, in_channels=4, out_channels=6, kernel_size=3, stride=3, padding=2, dilation=2,
+           groups=2, output_padding=1), [rnd(2, 4, 4)])
+    idx = torch.tensor([[0, 3, 9, 3], [7, 9, 0, 5]])
+    add("embedding_negative_padding_idx", "Embedding", {"num_embeddings": 10, "embedding_dim": 3, "padding_idx": -1},
+        mk(nn.Embedding, num_embeddings=10, embedding_dim=3, padding_idx=-1), [idx])
+    add("embedding_max_norm", "Embedding", {"num_embeddings": 10, "embedding_dim": 4, "max_norm": 1.5},
+        mk(nn.Embedding, num_embeddings=10, embedding_dim=4, max_norm=1.5), [idx])
+    add("embedding_max_norm_p1", "Embedding",
+        {"num_embeddings": 10, "embedding_dim": 4, "max_norm": 2.0, "norm_type": 1.0},
+        mk(nn.Embedding, num_embeddings=10, embedding_dim=4, max_norm=2.0, norm_type=1.0), [idx])
+    neg = -(rnd(1, 2, 5, 5).abs()) - 1.0
+    add("max_pool2d_negative_padded", "MaxPool2d", {"kernel_size": 3, "stride": 2, "padding": 1},
+        mk(nn.MaxPool2d, kernel_size=3, stride=2, padding=1), [neg])
+    add("max_pool1d_indices", "MaxPool1d", {"kernel_size": 3, "stride": 2, "padding": 1, "return_indices": True},
+        mk(nn.MaxPool1d, kernel_size=3, stride=2, padding=1, return_indices=True), [rnd(2, 2, 7)])
+    add("avg_pool2d_ceil_pad_include", "AvgPool2d", {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True},
+        mk(nn.AvgPool2d, kernel_size=3, stride=2, padding=1, ceil_mode=True), [rnd(1, 2, 6, 6)])
+    add("avg_pool1d_ceil_pad_include", "AvgPool1d", {"kernel_size": 4, "stride": 3, "padding": 2, "ceil_mode": True},
+        mk(nn.AvgPool1d, kernel_size=4, stride=3, padding=2, ceil_mode=True), [rnd(1, 2, 8)])
+    add("adaptive_avg_pool2d_none", "AdaptiveAvgPool2d", {"output_size": [None, 3]},
+        mk(nn.AdaptiveAvgPool2d, output_size=(None, 3)), [rnd(1, 2, 3, 5)])
+    add("adaptive_avg_pool1d_upsampling", "AdaptiveAvgPool1d", {"output_size": 5},
+        mk(nn.AdaptiveAvgPool1d, output_size=5), [rnd(1, 2, 3)])
+    add("upsample_nearest_fractional", "Upsample",
+        {"scale_factor": 1.5, "mode": "nearest", "recompute_scale_factor": True},
+        mk(nn.Upsample, scale_factor=1.5, mode="nearest", recompute_scale_factor=True), [rnd(1, 1, 5, 3)])
+    add("upsample_bilinear_fractional", "Upsample",
+        {"scale_factor": [1.5, 0.75], "mode": "bilinear", "recompute_scale_factor": True},
+        mk(nn.Upsample, scale_factor=(1.5, 0.75), mode="bilinear", recompute_scale_factor=True), [rnd(1, 2, 5, 6)])
+    add("upsample_nearest_1d", "Upsample", {"size": 7, "mode": "nearest"}, mk(nn.Upsample, size=7, mode="nearest"),
+        [rnd(2, 1, 3)])
+    add("upsample_nearest_3d", "Upsample", {"scale_factor": 2.0, "mode": "nearest"},
+        mk(nn.Upsample, scale_factor=2.0, mode="nearest"), [rnd(1, 1, 2, 2, 3)])
+    # normalisation of values far from zero: a one-pass E[x^2] - E[x]^2 variance fails these
+    off = lambda *shape: rnd(*shape) + 300.0
+    add("layer_norm_large_offset", "LayerNorm", {"normalized_shape": [16]}, mk(nn.LayerNorm, normalized_shape=16),
+        [off(3, 16)], scale=3.0)
+    add("batch_norm1d_large_offset_train", "BatchNorm1d", {"num_features": 2}, mk(nn.BatchNorm1d, num_features=2),
+        [off(16, 2)], training=True, scale=3.0)
+    add("group_norm_large_offset", "GroupNorm", {"num_groups": 2, "num_channels": 4},
+        mk(nn.GroupNorm, num_groups=2, num_channels=4), [off(2, 4, 3, 3)], scale=3.0)
+    add("instance_norm2d_unbatched", "InstanceNorm2d", {"num_features": 2, "affine": True},
+        mk(nn.InstanceNorm2d, num_features=2, affine=True), [rnd(2, 3, 3)])
+    add("group_norm_one_group", "GroupNorm", {"num_groups": 1, "num_channels": 3},
+        mk(nn.GroupNorm, num_groups=1, num_channels=3), [rnd(2, 3, 4)])
+    add("group_norm_per_channel", "GroupNorm", {"num_groups": 3, "num_channels": 3},
+        mk(nn.GroupNorm, num_groups=3, num_channels=3), [rnd(2, 3, 2, 2)])
+    add("dropout_p1_train", "Dropout", {"p": 1.0}, mk(nn.Dropout, p=1.0), [rnd(3, 4)], training=True)
+    # saturated activations: naive formulas overflow to inf/NaN here
+    big = const([[-100.0, -30.0, -5.0, 0.5], [5.0, 30.0, 88.5, 100.0]])
+    for name, layer, cfg, cls in [
+        ("sigmoid_extreme", "Sigmoid", {}, nn.Sigmoid), ("logsigmoid_extreme", "LogSigmoid", {}, nn.LogSigmoid),
+        ("softplus_extreme", "Softplus", {}, nn.Softplus), ("silu_extreme", "SiLU", {}, nn.SiLU),
+        ("mish_extreme", "Mish", {}, nn.Mish), ("tanh_extreme", "Tanh", {}, nn.Tanh),
+        ("elu_extreme", "ELU", {}, nn.ELU), ("selu_extreme", "SELU", {}, nn.SELU),
+        ("gelu_extreme", "GELU", {}, nn.GELU), ("gelu_tanh_extreme", "GELU", {"approximate": "tanh"}, None),
+        ("softsign_extreme", "Softsign", {}, nn.Softsign), ("glu_extreme", "GLU", {}, nn.GLU),
+        ("swiglu_extreme", "SwiGlu", {}, None), ("hardswish_extreme", "Hardswish", {}, nn.Hardswish),
+    ]:
+        build = (lambda c=cls: c()) if cls else (
+            (lambda: nn.GELU(approximate="tanh")) if layer == "GELU" else (lambda: SwiGlu(-1)))
+        add(name, layer, cfg, build, [big.clone()])
+    logits = const([[1000.0, 0.0, -1000.0, 999.0], [-50.0, -60.0, -55.0, -80.0]])
+    add("softmax_extreme", "Softmax", {"dim": -1}, mk(nn.Softmax, dim=-1), [logits])
+    add("log_softmax_extreme", "LogSoftmax", {"dim": -1}, mk(nn.LogSoftmax, dim=-1), [logits])
+    add("softmax_3d_dim1", "Softmax", {"dim": 1}, mk(nn.Softmax, dim=1), [rnd(2, 3, 4)])
+    add("flatten_1d", "Flatten", {"start_dim": 0}, mk(nn.Flatten, start_dim=0), [rnd(5)])
+    # recurrent: inter-layer dropout is off in eval mode; an unbatched input with a state
+    for tag, layer, cls in [("lstm", "LSTM", nn.LSTM), ("gru", "GRU", nn.GRU)]:
+        add(f"{tag}_dropout_eval", layer, {"input_size": 2, "hidden_size": 3, "num_layers": 2, "dropout": 0.5},
+            lambda c=cls: c(2, 3, num_layers=2, dropout=0.5), [rnd(3, 2, 2)], forward=rnn_forward)
+    add("rnn_unbatched_state_bidirectional", "RNN", {"input_size": 2, "hidden_size": 3, "bidirectional": True},
+        lambda: nn.RNN(2, 3, bidirectional=True), [rnd(4, 2), rnd(2, 3, scale=0.5)], forward=rnn_forward)
+    add("lstm_unbatched_state", "LSTM", {"input_size": 2, "hidden_size": 3, "num_layers": 2},
+        lambda: nn.LSTM(2, 3, num_layers=2), [rnd(4, 2), rnd(2, 3, scale=0.5), rnd(2, 3, scale=0.5)],
+        forward=rnn_forward)
+    add("gru_long_sequence", "GRU", {"input_size": 3, "hidden_size": 5, "batch_first": True},
+        lambda: nn.GRU(3, 5, batch_first=True), [rnd(2, 24, 3)], forward=rnn_forward, scale=2.0)
+    # attention: both masks with weights, a 3-d bool mask, eval-mode dropout, a longer sequence
+    E = 8
+    call = {"masks": ["attn_mask", "key_padding_mask"], "need_weights": True}
+    add("mha_both_masks_weights", "MultiheadAttention", {"embed_dim": E, "num_heads": 2, "batch_first": True},
+        mk(nn.MultiheadAttention, embed_dim=E, num_heads=2, batch_first=True),
+        [rnd(2, 4, E), rnd(2, 4, E), rnd(2, 4, E), causal_mask(4), padding_mask(2, 4)],
+        forward=mha_forward(call), call=call, grad_inputs=[True] * 3 + [False] * 2)
+    m3 = torch.rand(2 * 2, 3, 5) < 0.3
+    m3[..., 0] = False
+    call = {"masks": ["attn_mask"]}
+    add("mha_3d_bool_mask_eval_dropout", "MultiheadAttention",
+        {"embed_dim": E, "num_heads": 2, "dropout": 0.3}, mk(nn.MultiheadAttention, embed_dim=E, num_heads=2, dropout=0.3),
+        [rnd(3, 2, E), rnd(5, 2, E), rnd(5, 2, E), m3], forward=mha_forward(call), call=call,
+        grad_inputs=[True] * 3 + [False])
+    add("mha_long_sequence", "MultiheadAttention", {"embed_dim": 16, "num_heads": 4, "batch_first": True},
+        mk(nn.MultiheadAttention, embed_dim=16, num_heads=4, batch_first=True),
+        [rnd(1, 40, 16), rnd(1, 40, 16), rnd(1, 40, 16)], forward=mha_forward({}), call={}, scale=2.0)
+    add("transformer_encoder_layer_unbatched", "TransformerEncoderLayer",
+        {"d_model": 8, "nhead": 2, "dim_feedforward": 16, "dropout": 0.0},
+        lambda: nn.TransformerEncoderLayer(8, 2, 16, 0.0), [rnd(3, 8)],
+        forward=masks_forward("TransformerEncoderLayer", {}), call={}, scale=3.0)
+    add("positional_encoding_unbatched", "PositionalEncoding", {"d_model": 4, "max_len": 8, "dropout": 0.0},
+        lambda: PositionalEncoding(4, 8), [rnd(6, 4)], randomize_params=False)
+    # Sequential in training mode: the BatchNorm inside updates its running statistics
+    add("sequential_train_batchnorm", "Sequential",
+        {"layers": [{"layer": "Linear", "config": {"in_features": 3, "out_features": 4}},
+                    {"layer": "BatchNorm1d", "config": {"num_features": 4}},
+                    {"layer": "Dropout", "config": {"p": 0.0}},
+                    {"layer": "SiLU", "config": {}},
+                    {"layer": "Linear", "config": {"in_features": 4, "out_features": 2, "bias": False}}]},
+        lambda: nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Dropout(0.0), nn.SiLU(),
+                              nn.Linear(4, 2, bias=False)), [rnd(6, 3)], training=True)
+    add("sequential_nested", "Sequential",
+        {"layers": [{"layer": "Sequential", "config": {"layers": [
+            {"layer": "Linear", "config": {"in_features": 2, "out_features": 3}},
+            {"layer": "Tanh", "config": {}}]}},
+            {"layer": "LayerNorm", "config": {"normalized_shape": [3]}},
+            {"layer": "Linear", "config": {"in_features": 3, "out_features": 2}}]},
+        lambda: nn.Sequential(nn.Sequential(nn.Linear(2, 3), nn.Tanh()), nn.LayerNorm(3), nn.Linear(3, 2)),
+        [rnd(4, 2)])
+
+
+EXTRA.append(edge_cases)
 
 
 if __name__ == "__main__":

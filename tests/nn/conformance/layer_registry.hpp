@@ -20,12 +20,14 @@ using Tensors = std::vector<DynTensor>;
 // A layer built for one case, type-erased: the module lives behind the functions.
 struct BuiltLayer {
   std::function<Tensors(const Tensors& inputs)> forward;
-  std::function<void(nn::NamedTensors)> load_strict;                    // nn::load_state_dict, strict
+  std::function<void(nn::NamedTensors)> load_strict;                       // nn::load_state_dict, strict
   std::function<std::vector<std::pair<std::string, nn::Param>>()> params;  // by state_dict path
+  std::function<nn::NamedTensors()> buffers;                               // by state_dict path
   std::function<void(bool)> set_training;
 };
 
-// Wraps a module value and its forward call (a callable (const M&, const Tensors&) -> Tensors).
+// Wraps a module value and its forward call (a callable (M&, const Tensors&) -> Tensors; the
+// module is non-const so that a training-mode BatchNorm updates its running statistics).
 template <class M, class Fwd>
 BuiltLayer wrap(M module, Fwd fwd) {
   auto m = std::make_shared<M>(std::move(module));
@@ -35,6 +37,11 @@ BuiltLayer wrap(M module, Fwd fwd) {
   b.params = [m] {
     std::vector<std::pair<std::string, nn::Param>> out;
     nn::for_each_param(*m, [&](const std::string& path, nn::Param& p) { out.emplace_back(path, p); });
+    return out;
+  };
+  b.buffers = [m] {
+    nn::NamedTensors out;
+    nn::for_each_buffer(*m, [&](const std::string& path, nn::Buffer& x) { out.emplace_back(path, x.value); });
     return out;
   };
   b.set_training = [m](bool t) { nn::set_training(*m, t); };
