@@ -20,7 +20,7 @@ using Batch = data::ImageBatch;
 
 struct Args {
   std::string device = "cpu", out = "build/fashion_mnist";
-  int64_t epochs = 4, batch_size = 64;
+  int64_t epochs = 5, batch_size = 64;
 };
 
 Args parse(int argc, char** argv) {
