@@ -36,5 +36,8 @@ cmake --build --preset bench -j "$(nproc)" --target ember_bench_cpu
 threads=${EMBER_BENCH_THREADS:-$(nproc)}
 # Thread pools that read their size from the environment at start-up (OpenBLAS, OpenMP).
 export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads EMBER_NUM_THREADS=$threads
+# Idle pools must not spin on the cores the other library is being timed on: OpenBLAS spins
+# ~0.1 s after each call and libgomp 300000 iterations by default, which slowed both sides.
+export OPENBLAS_THREAD_TIMEOUT=4 GOMP_SPINCOUNT=10000
 mkdir -p build/reports
 exec build/bench/ember_bench_cpu --threads "$threads" --out build/reports/bench-cpu.json "$@"

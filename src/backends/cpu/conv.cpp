@@ -12,14 +12,18 @@
 //   * f32 with the AVX-512 GEMM: the weights are packed once per call and the micro-kernel
 //     is driven directly over K blocks of the column matrix (conv_forward_packed);
 //   * 1x1, stride-1, unpadded: no im2col, X is used in place as the [Cg, P] matrix;
-//   * one input channel per group (depthwise): a direct kernel (AVX-512 rows for f32);
+//   * one input channel per group (depthwise): a direct kernel (AVX-512 rows for f32), except
+//     a single-channel input with 8+ outputs (a network's first layer), where im2col + GEMM
+//     with K = kernel volume is faster;
 //   * a few output pixels from a large kernel (autodiff's weight-gradient convs): one GEMM
 //     per input channel over every image's windows (conv_forward_small_output);
 //   * otherwise im2col + gemm_f32 / gemm_f64 per (image, group, pixel chunk).
-// Work items are spread over the threads, each with its own thread-local workspace; when
-// there are too few items the GEMM parallelises internally instead. 1-d and 2-d convs are
-// handled as 3-d ones with leading unit spatial dims. f16 / bf16 are converted to f32 once,
-// computed in f32 and rounded once. Inputs are made contiguous first.
+// conv_transpose's col2im gathers, for f32 with a unit width stride, every column row that
+// lands on an output row in one pass (col2im_gather_f32). Work items are spread over the
+// threads, each with its own thread-local workspace; when there are too few items the GEMM
+// parallelises internally instead. 1-d and 2-d convs are handled as 3-d ones with leading
+// unit spatial dims. f16 / bf16 are converted to f32 once, computed in f32 and rounded once.
+// Inputs are made contiguous first (the small-output path reads transposed views in place).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -132,9 +136,9 @@ void im2col(const ConvGeom& g, const T* x, int64_t r0, int64_t r1, int64_t p0, i
   t /= g.k[1];
   int64_t kd = t % g.k[0], c = t / g.k[0];
   bool simd = false;
-  // AVX-512 rows for width strides 1 and 2 (masked copies, permutes); otherwise memcpy's and
-  // fills below.
-  if constexpr (std::is_same_v<T, float>) simd = (g.s[2] == 1 || g.s[2] == 2) && features().avx512;
+  // AVX-512 rows for width stride 2 (permutes) and for short unit-stride rows (masked copies
+  // beat a memcpy call and fills there; long rows are faster as memcpy's, below).
+  if constexpr (std::is_same_v<T, float>) simd = (g.s[2] == 2 || (g.s[2] == 1 && g.out[2] < 32)) && features().avx512;
   for (int64_t r = r0; r < r1; ++r) {
     const T* xc = x + c * plane;
     T* row = col + (r - r0) * ld - p0;
@@ -254,14 +258,17 @@ void col2im(const ConvGeom& g, const T* col, int64_t ld, int64_t o0, int64_t o1,
   }
 }
 
-// col2im of a whole image (the column chunk covers every input pixel) for a width stride of 1,
-// f32 on AVX-512: each output row gathers the shifted column rows of every (kd, kh, kw) that
-// lands on it and adds them in one pass (the depthwise row kernel with unit weights, the row
-// itself as one more tap), instead of one read-modify-write of the output row per tap.
-// Returns false (nothing done) when it does not apply.
-bool col2im_gather_f32(const ConvGeom& g, const float* col, int64_t ld, int64_t o0, int64_t o1, float* y) {
-  constexpr int kMaxTaps = 64;
-  if (!features().avx512 || g.s[2] != 1 || g.kk() >= kMaxTaps) return false;
+// col2im of a whole image (one column chunk covers every input pixel) for a width stride of 1,
+// f32 on AVX-512: each output row is its bias plus the shifted column rows of every
+// (kd, kh, kw) that lands on it, summed in one pass (the depthwise row kernel with unit
+// weights), instead of a fill and one read-modify-write of the row per tap.
+constexpr int kGatherMaxTaps = 64;
+bool col2im_gather_applies(const ConvGeom& g) {
+  return features().avx512 && g.s[2] == 1 && g.kk() <= kGatherMaxTaps;
+}
+void col2im_gather_f32(const ConvGeom& g, const float* col, int64_t ld, int64_t o0, int64_t o1, const float* bias,
+                       float* y) {
+  constexpr int kMaxTaps = kGatherMaxTaps;
   const int64_t ID = g.in[0], IH = g.in[1], IW = g.in[2];
   const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
   const int64_t out_px = g.out_px();
@@ -280,14 +287,13 @@ bool col2im_gather_f32(const ConvGeom& g, const float* col, int64_t ld, int64_t 
     if (num < 0 || num % s != 0) return -1;
     return num / s < in ? num / s : -1;
   };
-  detail::DwTap taps[kMaxTaps + 1];
+  detail::DwTap taps[kMaxTaps];
   for (int64_t o = o0; o < o1; ++o) {
     float* yo = y + o * out_px;
     for (int64_t od = 0; od < OD; ++od) {
       for (int64_t oh = 0; oh < OH; ++oh) {
         float* yrow = yo + (od * OH + oh) * OW;
         int nt = 0;
-        taps[nt++] = {yrow, 0, 0, OW, 1.0f};
         for (int64_t kd = 0; kd < g.k[0]; ++kd) {
           const int64_t id = source(od, kd, g.s[0], g.p[0], g.d[0], ID);
           if (id < 0) continue;
@@ -302,11 +308,10 @@ bool col2im_gather_f32(const ConvGeom& g, const float* col, int64_t ld, int64_t 
             }
           }
         }
-        detail::depthwise_row_f32_avx512(yrow, OW, 1, taps, nt, 0.0f);
+        detail::depthwise_row_f32_avx512(yrow, OW, 1, taps, nt, bias ? bias[o] : 0.0f);
       }
     }
   }
-  return true;
 }
 
 template <class T>
@@ -567,7 +572,8 @@ void conv_forward_small_output(const ConvGeom& g, const T* x, int64_t xs0, int64
     dual.p[i] = g.p[i];
   }
   // Rows of colT per block (the whole matrix when it fits the L2 budget).
-  const int64_t block = std::clamp<int64_t>(4 * kColBudgetBytes / int64_t(sizeof(T)) / std::max<int64_t>(KK, 1), 1, rows);
+  const int64_t block =
+      std::clamp<int64_t>(4 * kColBudgetBytes / int64_t(sizeof(T)) / std::max<int64_t>(KK, 1), 1, rows);
   const int nth = num_threads_for(g.N * g.O * P * g.C * KK);
   const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(nth, g.C));
   std::vector<T> acc(size_t(parts * rows * g.O));
@@ -693,6 +699,8 @@ void conv_transpose_forward(const ConvGeom& g, const T* x, const T* w, const T* 
 
   const int64_t max_len =
       direct ? std::max<int64_t>(IP, 1) : std::max<int64_t>(64, kColBudgetBytes / int64_t(sizeof(T)) / std::max<int64_t>(Mdim, 1));
+  // One column chunk per image and a gathering col2im: the output needs no fill first.
+  const bool gather = std::is_same_v<T, float> && !direct && IP <= max_len && col2im_gather_applies(g);
 
   auto run_item = [&](int64_t ngi, bool inner_parallel) {
     const int64_t n = ngi / g.G, gi = ngi % g.G;
@@ -706,11 +714,13 @@ void conv_transpose_forward(const ConvGeom& g, const T* x, const T* w, const T* 
       gemm_t<T>(g.Og, P, g.Cg, wg, 1, g.Og, xg, IP, bg ? T(1) : T(0), yg, P);
       return;
     }
-    if (inner_parallel) {
-      parallel_for(0, g.Og, std::max<int64_t>(1, 32768 / std::max<int64_t>(P, 1)),
-                   [&](int64_t o0, int64_t o1) { fill_bias(yg + o0 * P, P, o1 - o0, 0, P, bg ? bg + o0 : nullptr); });
-    } else {
-      fill_bias(yg, P, g.Og, 0, P, bg);
+    if (!gather) {
+      if (inner_parallel) {
+        parallel_for(0, g.Og, std::max<int64_t>(1, 32768 / std::max<int64_t>(P, 1)),
+                     [&](int64_t o0, int64_t o1) { fill_bias(yg + o0 * P, P, o1 - o0, 0, P, bg ? bg + o0 : nullptr); });
+      } else {
+        fill_bias(yg, P, g.Og, 0, P, bg);
+      }
     }
     for (int64_t p0 = 0; p0 < IP; p0 += max_len) {
       const int64_t p1 = std::min(IP, p0 + max_len), cl = p1 - p0;
@@ -719,7 +729,10 @@ void conv_transpose_forward(const ConvGeom& g, const T* x, const T* w, const T* 
       gemm_t<T>(Mdim, cl, g.Cg, wg, 1, Mdim, xg + p0, IP, T(0), col, cl);
       auto scatter = [&](int64_t o0, int64_t o1) {
         if constexpr (std::is_same_v<T, float>) {
-          if (p0 == 0 && p1 == IP && col2im_gather_f32(g, col, cl, o0, o1, yg)) return;
+          if (gather) {
+            col2im_gather_f32(g, col, cl, o0, o1, bg, yg);
+            return;
+          }
         }
         col2im(g, col, cl, o0, o1, p0, p1, yg);
       };

@@ -77,6 +77,10 @@ void depthwise_row_f32_avx512(float* y, int64_t n, int64_t stride, const DwTap* 
 // so short rows cost a few instructions instead of a memcpy call and fills.
 void im2col_row_f32_avx512(const Im2colRow& r, int64_t p0, int64_t p1, float* dst) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  // Unit stride, whole rows of at most 32 columns: load and store masks of a row inside the
+  // image (columns [ow_lo, ow_hi) read the input).
+  const __mmask16 whole_ld0 = lanes(r.ow_lo, r.ow_hi), whole_ld1 = lanes(r.ow_lo - 16, r.ow_hi - 16);
+  const __mmask16 whole_st0 = lanes(0, r.OW), whole_st1 = lanes(0, r.OW - 16);
   int64_t p = p0;
   int64_t ow = p0 % r.OW, t = p0 / r.OW;
   int64_t oh = t % r.OH, od = t / r.OH;
@@ -87,16 +91,39 @@ void im2col_row_f32_avx512(const Im2colRow& r, int64_t p0, int64_t p1, float* ds
     const int64_t id = od * r.sd + r.offd, ih = oh * r.sh + r.offh;
     int64_t a = 0, b = 0;  // valid output columns
     const float* src = r.plane;
-    if (id >= 0 && id < r.ID && ih >= 0 && ih < r.IH) {
+    const bool inside = id >= 0 && id < r.ID && ih >= 0 && ih < r.IH;
+    if (inside) {
       a = r.ow_lo > ow ? r.ow_lo : ow;
       b = r.ow_hi < e ? r.ow_hi : e;
       if (b < a) b = a;
       src = r.plane + (id * r.IH + ih) * r.IW;
     }
+    if (r.sw == 1 && ow == 0 && n == r.OW && r.OW <= 32) {
+      // A whole output row of a short image row (the common case): the masks are the same
+      // for every row, valid or in the padding.
+      const float* q = at(src, r.offw);
+      _mm512_mask_storeu_ps(d, whole_st0, inside ? _mm512_maskz_loadu_ps(whole_ld0, q) : _mm512_setzero_ps());
+      if (r.OW > 16)
+        _mm512_mask_storeu_ps(d + 16, whole_st1,
+                              inside ? _mm512_maskz_loadu_ps(whole_ld1, at(q, 16)) : _mm512_setzero_ps());
+      p += n;
+      if (++oh == r.OH) {
+        oh = 0;
+        ++od;
+      }
+      continue;
+    }
     if (r.sw == 1) {
       for (int64_t o = ow; o < e; o += 16) {
-        const __m512 v = _mm512_maskz_loadu_ps(lanes(a - o, b - o), at(src, o + r.offw));
-        _mm512_mask_storeu_ps(d + o, lanes(0, e - o), v);
+        __m512 v;
+        if (o >= a && o + 16 <= b)  // inside the input row
+          v = _mm512_loadu_ps(at(src, o + r.offw));
+        else
+          v = _mm512_maskz_loadu_ps(lanes(a - o, b - o), at(src, o + r.offw));
+        if (o + 16 <= e)
+          _mm512_storeu_ps(d + o, v);
+        else
+          _mm512_mask_storeu_ps(d + o, lanes(0, e - o), v);
       }
       p += n;
       ow = 0;
@@ -129,7 +156,8 @@ void add_row_f32_avx512(float* dst, const float* src, int64_t n) {
     _mm512_storeu_ps(dst + i, _mm512_add_ps(_mm512_loadu_ps(dst + i), _mm512_loadu_ps(src + i)));
   if (i < n) {
     const __mmask16 m = lanes(0, n - i);
-    _mm512_mask_storeu_ps(dst + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, dst + i), _mm512_maskz_loadu_ps(m, src + i)));
+    _mm512_mask_storeu_ps(dst + i, m,
+                          _mm512_add_ps(_mm512_maskz_loadu_ps(m, dst + i), _mm512_maskz_loadu_ps(m, src + i)));
   }
 }
 

@@ -4,7 +4,9 @@
 // product of the leading (batch/channel) dims, and 1-d / 2-d problems are lifted to 3-d by
 // prepending spatial dims of size 1 (with kernel 1, stride 1, no padding), so one loop nest
 // serves every rank. Per spatial dim, the windows (or source taps) of every output index are
-// precomputed once into small tables; the work is split over (plane, output row) units.
+// precomputed once into small tables; the work is split over (plane, output row) units. The
+// usual downsampling max pool (2x2 windows, stride 2, f32) has its own AVX-512 kernel
+// (pool_avx512.cpp).
 #include <algorithm>
 #include <array>
 #include <cmath>

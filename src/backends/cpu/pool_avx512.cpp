@@ -30,6 +30,7 @@ inline const float* at(const float* row, int64_t i) {
 // pair gives 16 outputs per step: 32 elements per row, split into even and odd columns.
 void max_pool_2x2_f32_avx512(const float* x, float* y, int64_t* idx, int64_t IH, int64_t IW, int64_t OH, int64_t OW,
                              int64_t r0, int64_t r1) {
+  // even: lane j picks element 2j (also output j's column offset in the row); odd: 2j + 1.
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   const __m512i one = _mm512_set1_epi32(1), down = _mm512_set1_epi32(static_cast<int32_t>(IW));
@@ -47,8 +48,7 @@ void max_pool_2x2_f32_avx512(const float* x, float* y, int64_t* idx, int64_t IH,
       const __m512 a0 = _mm512_maskz_loadu_ps(lo, q0), b0 = _mm512_maskz_loadu_ps(hi, at(q0, 16));
       const __m512 a1 = _mm512_maskz_loadu_ps(lo, q1), b1 = _mm512_maskz_loadu_ps(hi, at(q1, 16));
       __m512 best = _mm512_permutex2var_ps(a0, even, b0);
-      __m512i bi = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int32_t>(2 * oh * IW + 2 * o)),
-                                    _mm512_slli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 1));
+      __m512i bi = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int32_t>(2 * oh * IW + 2 * o)), even);
       auto tap = [&](__m512 v, __m512i pos) {
         const __mmask16 take = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
         best = _mm512_mask_mov_ps(best, take, v);
@@ -61,8 +61,9 @@ void max_pool_2x2_f32_avx512(const float* x, float* y, int64_t* idx, int64_t IH,
       const __mmask16 out = first_lanes(m);
       _mm512_mask_storeu_ps(yr + o, out, best);
       _mm512_mask_storeu_epi64(ir + o, static_cast<__mmask8>(out), _mm512_cvtepi32_epi64(_mm512_castsi512_si256(bi)));
-      _mm512_mask_storeu_epi64(ir + o + 8, static_cast<__mmask8>(out >> 8),
-                               _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(bi, 1)));
+      if (m > 8)
+        _mm512_mask_storeu_epi64(ir + o + 8, static_cast<__mmask8>(out >> 8),
+                                 _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(bi, 1)));
     }
   }
 }
