@@ -66,8 +66,16 @@ void write_safetensors(const SavePlan& plan, std::string_view where, Sink&& sink
 
 TensorMap to_tensor_map(std::span<const std::byte> bytes, std::string_view source, const Device& device) {
   TensorMap out;
-  detail::decode_safetensors(bytes, source, [&](const SafetensorsTensorInfo& info, TensorData&& data) {
-    out.insert(info.name, DynTensor::from_data(data, device));
+  // One copy: from the mapped file straight into the backend's buffer (BOOL bytes are normalised
+  // through TensorData first).
+  detail::decode_safetensors_spans(bytes, source, [&](const SafetensorsTensorInfo& info, std::span<const std::byte> b) {
+    if (info.dtype == DType::boolean) {
+      std::vector<std::byte> v(b.begin(), b.end());
+      detail::normalize_bool_bytes(v);
+      out.insert(info.name, DynTensor::from_data(TensorData(info.shape, info.dtype, std::move(v)), device));
+      return;
+    }
+    out.insert(info.name, DynTensor(device.backend().write_bytes({info.shape, info.dtype}, b), device));
   });
   return out;
 }

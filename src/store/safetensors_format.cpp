@@ -194,17 +194,23 @@ SafetensorsHeader parse_safetensors_header(std::string_view text, uint64_t total
   return header;
 }
 
-void decode_safetensors(std::span<const std::byte> file, std::string_view source,
-                        const std::function<void(const SafetensorsTensorInfo&, TensorData&&)>& on_tensor) {
+void decode_safetensors_spans(std::span<const std::byte> file, std::string_view source,
+                              const std::function<void(const SafetensorsTensorInfo&, std::span<const std::byte>)>& on_tensor) {
   const uint64_t n = safetensors_header_length(file, file.size(), source);
   std::string_view text(reinterpret_cast<const char*>(file.data()) + 8, n);
   SafetensorsHeader header = parse_safetensors_header(text, file.size(), source);
   const std::byte* buffer = file.data() + header.data_offset;
-  for (const SafetensorsTensorInfo& info : header.tensors) {
-    std::vector<std::byte> bytes(buffer + info.data_begin, buffer + info.data_end);
+  for (const SafetensorsTensorInfo& info : header.tensors)
+    on_tensor(info, std::span<const std::byte>(buffer + info.data_begin, buffer + info.data_end));
+}
+
+void decode_safetensors(std::span<const std::byte> file, std::string_view source,
+                        const std::function<void(const SafetensorsTensorInfo&, TensorData&&)>& on_tensor) {
+  decode_safetensors_spans(file, source, [&](const SafetensorsTensorInfo& info, std::span<const std::byte> b) {
+    std::vector<std::byte> bytes(b.begin(), b.end());
     if (info.dtype == DType::boolean) normalize_bool_bytes(bytes);
     on_tensor(info, TensorData(info.shape, info.dtype, std::move(bytes)));
-  }
+  });
 }
 
 std::string encode_safetensors_header(const std::vector<SafetensorsTensorInfo>& tensors,

@@ -24,6 +24,10 @@ SafetensorsHeader parse_safetensors_header(std::string_view json, uint64_t total
 // Validates a whole file held in memory and hands every tensor, in name order, to `on_tensor`.
 void decode_safetensors(std::span<const std::byte> file, std::string_view source,
                         const std::function<void(const SafetensorsTensorInfo&, TensorData&&)>& on_tensor);
+// The same, handing each tensor's bytes in place (inside `file`) instead of a copy. BOOL bytes
+// are not normalised here: callers pass BOOL tensors through TensorData (normalize_bool_bytes).
+void decode_safetensors_spans(std::span<const std::byte> file, std::string_view source,
+                              const std::function<void(const SafetensorsTensorInfo&, std::span<const std::byte>)>& on_tensor);
 
 // The header JSON padded with spaces to a multiple of 8 bytes; `tensors` carry their offsets.
 std::string encode_safetensors_header(const std::vector<SafetensorsTensorInfo>& tensors,

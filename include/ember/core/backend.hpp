@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,11 @@ class Backend {
   virtual std::vector<PrimitivePtr> execute(Op op) = 0;
   virtual TensorData read(const PrimitivePtr& p) = 0;
   virtual PrimitivePtr write(const TensorData& data) = 0;
+  // The same from raw bytes (contiguous little-endian values of `meta`), for loaders that hold
+  // them already (a memory-mapped file): backends override it to copy once.
+  virtual PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) {
+    return write(TensorData(meta.shape, meta.dtype, std::vector<std::byte>(bytes.begin(), bytes.end())));
+  }
   virtual bool supports(const Op& op) const = 0;
   virtual void sync() {}
   virtual void seed(uint64_t seed) = 0;

@@ -33,6 +33,14 @@ TensorData CpuBackend::read(const PrimitivePtr& p) {
   return d;
 }
 
+PrimitivePtr CpuBackend::write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) {
+  auto t = alloc(meta);
+  EMBER_CHECK(bytes.size() == size_t(meta.shape.numel()) * dtype_size(meta.dtype), "cpu write: ", bytes.size(),
+              " bytes for a ", meta.dtype, " tensor of shape ", meta.shape);
+  if (!bytes.empty()) std::memcpy(t->raw(), bytes.data(), bytes.size());
+  return t;
+}
+
 PrimitivePtr CpuBackend::write(const TensorData& data) {
   auto t = alloc({data.shape(), data.dtype()});
   if (data.bytes().size()) std::memcpy(t->raw(), data.bytes().data(), data.bytes().size());

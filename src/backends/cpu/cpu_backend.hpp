@@ -35,6 +35,7 @@ class CpuBackend final : public Backend {
   std::vector<PrimitivePtr> execute(Op op) override;
   TensorData read(const PrimitivePtr& p) override;
   PrimitivePtr write(const TensorData& data) override;
+  PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) override;
   bool supports(const Op& op) const override { return kernels_[size_t(op.kind)] != nullptr; }
   void seed(uint64_t s) override;
   MemoryStats memory_stats() const override;

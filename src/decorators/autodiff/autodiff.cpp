@@ -144,6 +144,9 @@ class AutodiffBackend final : public Backend {
   PrimitivePtr write(const TensorData& data) override {
     return std::make_shared<AdPrimitive>(inner_->write(data), Edge{});
   }
+  PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) override {
+    return std::make_shared<AdPrimitive>(inner_->write_bytes(meta, bytes), Edge{});
+  }
   bool supports(const Op& op) const override {
     Op o{op.kind, {}, op.attrs, op.outputs};
     for (const auto& p : op.inputs) o.inputs.push_back(p ? ad(p).inner : nullptr);
