@@ -64,10 +64,12 @@ void write_safetensors(const SavePlan& plan, std::string_view where, Sink&& sink
   }
 }
 
-TensorMap to_tensor_map(std::span<const std::byte> bytes, std::string_view source, const Device& device) {
+// `owner` (the mapped file) set: tensors use the mapping in place where the backend can.
+TensorMap to_tensor_map(std::span<const std::byte> bytes, std::string_view source, const Device& device,
+                        const std::shared_ptr<const void>& owner = nullptr) {
   TensorMap out;
-  // One copy: from the mapped file straight into the backend's buffer (BOOL bytes are normalised
-  // through TensorData first).
+  // No copy where the backend can use the mapping in place, else one copy into its buffer (BOOL
+  // bytes are normalised through TensorData first).
   detail::decode_safetensors_spans(bytes, source, [&](const SafetensorsTensorInfo& info, std::span<const std::byte> b) {
     if (info.dtype == DType::boolean) {
       std::vector<std::byte> v(b.begin(), b.end());
@@ -75,7 +77,9 @@ TensorMap to_tensor_map(std::span<const std::byte> bytes, std::string_view sourc
       out.insert(info.name, DynTensor::from_data(TensorData(info.shape, info.dtype, std::move(v)), device));
       return;
     }
-    out.insert(info.name, DynTensor(device.backend().write_bytes({info.shape, info.dtype}, b), device));
+    TensorMeta meta{info.shape, info.dtype};
+    PrimitivePtr p = owner ? device.backend().wrap_bytes(meta, b, owner) : device.backend().write_bytes(meta, b);
+    out.insert(info.name, DynTensor(std::move(p), device));
   });
   return out;
 }
@@ -106,8 +110,8 @@ std::vector<std::byte> save_safetensors_to_memory(const TensorMap& tensors,
 }
 
 TensorMap load_safetensors(const std::string& path, const Device& device) {
-  detail::MappedFile file(path);
-  return to_tensor_map(file.bytes(), path, device);
+  auto file = std::make_shared<const detail::MappedFile>(path);
+  return to_tensor_map(file->bytes(), path, device, file);
 }
 
 TensorMap load_safetensors_from_memory(std::span<const std::byte> bytes, std::string_view source,

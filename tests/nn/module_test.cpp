@@ -168,6 +168,29 @@ TEST(Module, SafetensorsRoundTripAndShapeMismatchIntoAnotherModel) {
   fs::remove_all(dir);
 }
 
+TEST(Module, TensorsLoadedInPlaceFromAMappedFileAreNeverWrittenTo) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("ember-mmap-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "t.safetensors").string();
+  nn::write_tensors(path, {{"a", DynTensor::full({64, 64}, 2.0, DType::f32)}, {"b", DynTensor::full({8}, 3.0, DType::f64)}});
+  for (const Device& d : {Device::cpu(), Device::cpu().autodiff()}) {
+    nn::NamedTensors t = nn::read_tensors(path, d);
+    DynTensor a = t[0].second, b = t[1].second;
+    t.clear();
+    // We hold the only handles and move them in: a backend would normally reuse the buffer in
+    // place, but these buffers are the read-only mapping, so new ones are made.
+    DynTensor ea = exp(std::move(a));
+    DynTensor bb = add(std::move(b), 1.0);
+    EXPECT_FLOAT_EQ(ea.to_vector<float>()[0], std::exp(2.0f));
+    EXPECT_EQ(bb.to_vector<double>()[7], 4.0);
+    nn::NamedTensors again = nn::read_tensors(path);
+    EXPECT_EQ(again[0].second.to_vector<float>()[4095], 2.0f);
+    EXPECT_EQ(again[1].second.to_vector<double>()[0], 3.0);
+  }
+  fs::remove_all(dir);
+}
+
 TEST(Module, GradientsReachEveryParameterOfANestedModule) {
   Device ad = Device::cpu().autodiff();
   Model m = make_model(ad);

@@ -39,6 +39,13 @@ class Backend {
   virtual PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) {
     return write(TensorData(meta.shape, meta.dtype, std::vector<std::byte>(bytes.begin(), bytes.end())));
   }
+  // A primitive that uses `bytes` in place, read-only, without copying (a memory-mapped model
+  // file); `owner` keeps the bytes alive as long as the primitive. Backends that cannot use host
+  // memory directly (or bytes not aligned for the dtype) copy, which is the default.
+  virtual PrimitivePtr wrap_bytes(const TensorMeta& meta, std::span<const std::byte> bytes,
+                                  std::shared_ptr<const void> /*owner*/) {
+    return write_bytes(meta, bytes);
+  }
   virtual bool supports(const Op& op) const = 0;
   virtual void sync() {}
   virtual void seed(uint64_t seed) = 0;

@@ -41,6 +41,18 @@ PrimitivePtr CpuBackend::write_bytes(const TensorMeta& meta, std::span<const std
   return t;
 }
 
+PrimitivePtr CpuBackend::wrap_bytes(const TensorMeta& meta, std::span<const std::byte> bytes,
+                                    std::shared_ptr<const void> owner) {
+  const size_t elem = dtype_size(meta.dtype);
+  EMBER_CHECK(bytes.size() == size_t(meta.shape.numel()) * elem, "cpu wrap: ", bytes.size(), " bytes for a ",
+              meta.dtype, " tensor of shape ", meta.shape);
+  // bool bytes must be 0/1, and unaligned values cannot be read in place: those are copied
+  if (!owner || bytes.empty() || meta.dtype == DType::boolean || reinterpret_cast<uintptr_t>(bytes.data()) % elem != 0)
+    return write_bytes(meta, bytes);
+  auto storage = std::make_shared<Storage>(bytes.data(), bytes.size(), std::move(owner));
+  return std::make_shared<CpuTensor>(meta, std::move(storage), contiguous_strides(meta.shape), 0);
+}
+
 PrimitivePtr CpuBackend::write(const TensorData& data) {
   auto t = alloc({data.shape(), data.dtype()});
   if (data.bytes().size()) std::memcpy(t->raw(), data.bytes().data(), data.bytes().size());

@@ -36,6 +36,8 @@ class CpuBackend final : public Backend {
   TensorData read(const PrimitivePtr& p) override;
   PrimitivePtr write(const TensorData& data) override;
   PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) override;
+  PrimitivePtr wrap_bytes(const TensorMeta& meta, std::span<const std::byte> bytes,
+                          std::shared_ptr<const void> owner) override;
   bool supports(const Op& op) const override { return kernels_[size_t(op.kind)] != nullptr; }
   void seed(uint64_t s) override;
   MemoryStats memory_stats() const override;

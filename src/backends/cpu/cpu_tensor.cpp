@@ -46,7 +46,7 @@ CpuTensorPtr contiguous(const PrimitivePtr& p) {
 CpuTensorPtr output_reusing(Op& op, size_t i, const TensorMeta& meta) {
   if (i < op.inputs.size() && op.inputs[i] && op.inputs[i].use_count() == 1) {
     auto& t = as_cpu(op.inputs[i]);
-    if (t.storage.use_count() == 1 && t.is_contiguous() && t.offset == 0 && t.shape() == meta.shape &&
+    if (t.storage.use_count() == 1 && t.storage->writable() && t.is_contiguous() && t.offset == 0 && t.shape() == meta.shape &&
         dtype_size(t.dtype()) == dtype_size(meta.dtype) && t.storage->bytes == size_t(t.numel()) * dtype_size(t.dtype()))
       return std::make_shared<CpuTensor>(meta, t.storage, contiguous_strides(meta.shape), 0);
   }

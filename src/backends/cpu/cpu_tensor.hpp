@@ -18,11 +18,19 @@ struct Storage {
   void* data = nullptr;
   size_t bytes = 0;
   explicit Storage(size_t n) : data(n ? Allocator::global().allocate(n) : nullptr), bytes(n) {}
+  // Memory the backend does not own (a mapped file), read-only: kernels never write into it
+  // (in-place reuse checks writable()); `owner` keeps it alive.
+  Storage(const void* external, size_t n, std::shared_ptr<const void> owner)
+      : data(const_cast<void*>(external)), bytes(n), owner_(std::move(owner)) {}
   ~Storage() {
-    if (data) Allocator::global().deallocate(data, bytes);
+    if (data && !owner_) Allocator::global().deallocate(data, bytes);
   }
+  bool writable() const { return owner_ == nullptr; }
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
+
+ private:
+  std::shared_ptr<const void> owner_;
 };
 
 class CpuTensor : public Primitive {

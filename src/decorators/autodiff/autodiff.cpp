@@ -147,6 +147,10 @@ class AutodiffBackend final : public Backend {
   PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) override {
     return std::make_shared<AdPrimitive>(inner_->write_bytes(meta, bytes), Edge{});
   }
+  PrimitivePtr wrap_bytes(const TensorMeta& meta, std::span<const std::byte> bytes,
+                          std::shared_ptr<const void> owner) override {
+    return std::make_shared<AdPrimitive>(inner_->wrap_bytes(meta, bytes, std::move(owner)), Edge{});
+  }
   bool supports(const Op& op) const override {
     Op o{op.kind, {}, op.attrs, op.outputs};
     for (const auto& p : op.inputs) o.inputs.push_back(p ? ad(p).inner : nullptr);
