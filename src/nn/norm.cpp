@@ -58,17 +58,23 @@ void check_batch_norm_input(const DynTensor& x, int n, int64_t c, const std::str
 
 }  // namespace
 
+// Moves the parameters and buffers of `s` into a BatchNorm or InstanceNorm.
+template <class M>
+void adopt_state(M& m, NormState s) {
+  m.weight = std::move(s.weight);
+  m.bias = std::move(s.bias);
+  m.running_mean = std::move(s.running_mean);
+  m.running_var = std::move(s.running_var);
+  m.num_batches_tracked = std::move(s.num_batches_tracked);
+}
+
 // ---- BatchNorm ----
 
 template <int N>
 BatchNorm<N> BatchNormConfig<N>::init(const Device& device) const {
   NormState s = make_norm_state(norm_name("BatchNorm", N), num_features, affine, track_running_stats, device);
   BatchNorm<N> m;
-  m.weight = std::move(s.weight);
-  m.bias = std::move(s.bias);
-  m.running_mean = std::move(s.running_mean);
-  m.running_var = std::move(s.running_var);
-  m.num_batches_tracked = std::move(s.num_batches_tracked);
+  adopt_state(m, std::move(s));
   m.config = *this;
   return m;
 }
@@ -122,11 +128,7 @@ template <int N>
 InstanceNorm<N> InstanceNormConfig<N>::init(const Device& device) const {
   NormState s = make_norm_state(norm_name("InstanceNorm", N), num_features, affine, track_running_stats, device);
   InstanceNorm<N> m;
-  m.weight = std::move(s.weight);
-  m.bias = std::move(s.bias);
-  m.running_mean = std::move(s.running_mean);
-  m.running_var = std::move(s.running_var);
-  m.num_batches_tracked = std::move(s.num_batches_tracked);
+  adopt_state(m, std::move(s));
   m.config = *this;
   return m;
 }

@@ -1,5 +1,5 @@
 // AVX2 + FMA implementation of vec_math: wraps the intrinsics in `Simd` and
-// instantiates the ISA-generic kernels from vec_math.hpp. Compiled with -mavx2 -mfma;
+// instantiates the ISA-generic kernels of vec_math_kernels.inl. Compiled with -mavx2 -mfma;
 // only reached through detail::kernels_avx2() after a cpu::features() check.
 // (No F16C is assumed: half conversions use integer arithmetic.)
 #include <immintrin.h>
@@ -249,7 +249,7 @@ struct Simd {
 }  // namespace ember::cpu::vec::avx2_impl
 
 #define EMBER_VEC_MATH_KERNEL_NS avx2_impl
-#include "vec_math.hpp"
+#include "vec_math_kernels.inl"
 
 namespace ember::cpu::vec::detail {
 const Kernels& kernels_avx2() { return avx2_impl::kKernels; }

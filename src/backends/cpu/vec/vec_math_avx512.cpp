@@ -1,5 +1,5 @@
 // AVX-512 (F/BW/DQ/VL) implementation of vec_math: wraps the intrinsics in `Simd` and
-// instantiates the ISA-generic kernels from vec_math.hpp. Compiled with -mavx512*;
+// instantiates the ISA-generic kernels of vec_math_kernels.inl. Compiled with -mavx512*;
 // only reached through detail::kernels_avx512() after a cpu::features() check.
 
 // GCC 12's AVX-512 intrinsics seed results with _mm512_undefined_*(), which trips
@@ -167,7 +167,7 @@ struct Simd {
 }  // namespace ember::cpu::vec::avx512_impl
 
 #define EMBER_VEC_MATH_KERNEL_NS avx512_impl
-#include "vec_math.hpp"
+#include "vec_math_kernels.inl"
 
 namespace ember::cpu::vec::detail {
 const Kernels& kernels_avx512() { return avx512_impl::kKernels; }
