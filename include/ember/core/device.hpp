@@ -1,6 +1,6 @@
 // Device: a runtime value naming a backend (plus its decorators). Tensors carry their device.
 //
-//   Device dev = Device::cpu();
+//   Device dev = Device::cpu();          // or Device::cuda(0)
 //   dev.seed(42);
 //   auto x = DynTensor::zeros({2, 3}, DType::f32, dev);
 //
@@ -24,6 +24,9 @@ class Device {
  public:
   // The process-wide CPU backend (defined by the tensor layer, which links the backends).
   static Device cpu();
+  // The process-wide backend of GPU `index` (defined by the tensor layer). Throws an Error that
+  // lists the devices when there is no such GPU, or when the build has no CUDA backend.
+  static Device cuda(int index = 0);
   // Set the default device used when none is given (initially Device::cpu()).
   static Device default_device();
   static void set_default_device(Device d);

@@ -1,0 +1,31 @@
+// The CUDA backend: kernels generated as CUDA C++ and compiled at run time with NVRTC (cached in
+// memory and on disk), cuBLASLt for matrix products, cuDNN for convolutions, a stream-ordered
+// caching allocator, and asynchronous execution: the host waits only in read() and sync().
+// Users reach it through Device::cuda(i); this header is for tools that build backend stacks
+// by hand, and for programs that must ask first whether a GPU is there.
+//
+//   if (ember::cuda::available()) { Device gpu = Device::cuda(0); ... }
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ember/core/backend.hpp"
+
+namespace ember::cuda {
+
+// True when this build has the CUDA backend (EMBER_CUDA) and a driver with at least one GPU.
+bool available();
+// GPUs visible to the driver (0 without a driver, or in a build without the backend).
+int device_count();
+// "0: NVIDIA H200 (sm_90, 139 GiB)" lines, or the reason there is none.
+std::string describe_devices();
+// A new backend for GPU `index` (Device::cuda(i) keeps one per index). Throws an Error that
+// lists the devices when the index is not one of them.
+std::shared_ptr<Backend> make_backend(int index);
+
+// Kernel autotuning (conv algorithms): on by default; the winners persist in the cache
+// directory ($EMBER_CACHE_DIR, else $XDG_CACHE_HOME/ember, else ~/.cache/ember).
+void set_autotune(bool on);
+
+}  // namespace ember::cuda

@@ -1,0 +1,42 @@
+// The stream-ordered caching allocator of one GPU. Blocks are rounded to size classes (512-byte
+// steps up to 1 MiB, then four classes per power of two) and kept in per-class free lists when
+// released. Every kernel of a backend runs on its one stream, so a released block can serve the
+// next allocation at once: stream order guarantees that the old work on it finishes first.
+// A failed cudaMalloc releases the cache and tries again; then it throws an Error with the
+// requested and free bytes, and the device stays usable.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "ember/core/backend.hpp"
+
+namespace ember::cuda {
+
+class CachingAllocator {
+ public:
+  explicit CachingAllocator(int device) : device_(device) {}
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // `bytes` rounded up to its size class (what allocate() takes from the device or the cache).
+  static size_t size_class(size_t bytes);
+  void* allocate(size_t bytes);                 // never null for bytes > 0
+  void deallocate(void* p, size_t bytes);       // bytes as passed to allocate
+  MemoryStats stats() const;
+  void reset_peak();
+  void release_cached();                        // synchronises the device, frees the cache
+
+ private:
+  void release_cached_locked();
+  int device_;
+  mutable std::mutex mu_;
+  std::map<size_t, std::vector<void*>> free_;   // size class -> cached blocks
+  MemoryStats stats_;
+};
+
+}  // namespace ember::cuda

@@ -1,0 +1,164 @@
+// Copies between strided views with dtype conversion (contiguous, cast, and the building block
+// of the layout ops), and the view ops, which only make new strides over the same buffer.
+#include <optional>
+
+#include "cuda_backend.hpp"
+
+namespace ember::cuda {
+
+namespace {
+
+std::string copy_source(DType to, DType from) {
+  std::string s = "typedef " + std::string(device_type(to)) + " D;\ntypedef " + device_type(from) + " S;\n";
+  s += R"CUDA(
+extern "C" __global__ void linear(D* __restrict__ out, const S* __restrict__ in, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = cast_value<D>(in[i]);
+}
+extern "C" __global__ void strided32(D* out, const S* in, Shape sh, Strides so, Strides si, uint32_t n) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    out[offset_of32(i, sh, so)] = cast_value<D>(in[offset_of32(i, sh, si)]);
+}
+extern "C" __global__ void strided64(D* out, const S* in, Shape sh, Strides so, Strides si, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    out[offset_of(i, sh, so)] = cast_value<D>(in[offset_of(i, sh, si)]);
+}
+)CUDA";
+  return s;
+}
+
+// Strides for viewing `t` with `shape` without a copy, if possible (as on the CPU backend).
+std::optional<std::vector<int64_t>> view_strides(const CudaTensor& t, const Shape& shape) {
+  const Shape& old = t.shape();
+  if (old.numel() == 0) return contiguous_strides(shape);
+  struct Group {
+    int64_t size, inner_stride;
+  };
+  std::vector<Group> groups;
+  int64_t last_stride = 0;
+  for (int d = 0; d < old.rank(); ++d) {
+    if (old[d] == 1) continue;
+    if (!groups.empty() && last_stride == t.strides[d] * old[d]) {
+      groups.back().size *= old[d];
+      groups.back().inner_stride = t.strides[d];
+    } else {
+      groups.push_back({old[d], t.strides[d]});
+    }
+    last_stride = t.strides[d];
+  }
+  std::vector<int64_t> out(shape.rank(), 1);
+  int g = int(groups.size()) - 1;
+  int64_t acc = 1;
+  for (int ni = shape.rank() - 1; ni >= 0; --ni) {
+    int64_t n = shape[ni];
+    if (n == 1) {
+      out[ni] = g >= 0 ? groups[g].inner_stride * acc : 1;
+      continue;
+    }
+    if (g < 0) return std::nullopt;
+    out[ni] = groups[g].inner_stride * acc;
+    acc *= n;
+    if (acc == groups[g].size) {
+      --g;
+      acc = 1;
+    } else if (groups[g].size % acc != 0) {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+std::vector<PrimitivePtr> reshape_kernel(CudaBackend& be, Op& op) {
+  auto& x = as_cuda(op.inputs[0]);
+  const Shape& s = op.outputs[0].shape;
+  if (auto st = view_strides(x, s)) return {std::make_shared<CudaTensor>(op.outputs[0], x.buffer, std::move(*st), x.offset)};
+  auto c = contiguous(be, op.inputs[0]);
+  return {std::make_shared<CudaTensor>(op.outputs[0], c->buffer, contiguous_strides(s), c->offset)};
+}
+
+std::vector<PrimitivePtr> permute_kernel(CudaBackend&, Op& op) {
+  auto& x = as_cuda(op.inputs[0]);
+  const auto& p = op.attr<DimsAttrs>().dims;
+  std::vector<int64_t> st(p.size());
+  for (size_t i = 0; i < p.size(); ++i) st[i] = x.strides[p[i]];
+  return {std::make_shared<CudaTensor>(op.outputs[0], x.buffer, std::move(st), x.offset)};
+}
+
+std::vector<PrimitivePtr> expand_kernel(CudaBackend&, Op& op) {
+  auto& x = as_cuda(op.inputs[0]);
+  return {std::make_shared<CudaTensor>(op.outputs[0], x.buffer, broadcast_strides(x, op.outputs[0].shape), x.offset)};
+}
+
+std::vector<PrimitivePtr> slice_kernel(CudaBackend&, Op& op) {
+  auto& x = as_cuda(op.inputs[0]);
+  const auto& r = op.attr<SliceAttrs>().ranges;
+  std::vector<int64_t> st(r.size());
+  int64_t off = x.offset;
+  for (size_t d = 0; d < r.size(); ++d) {
+    st[d] = x.strides[d] * r[d].step;
+    if (r[d].length() > 0) off += r[d].start * x.strides[d];
+  }
+  return {std::make_shared<CudaTensor>(op.outputs[0], x.buffer, std::move(st), off)};
+}
+
+std::vector<PrimitivePtr> contiguous_kernel(CudaBackend& be, Op& op) {
+  auto& x = as_cuda(op.inputs[0]);
+  if (x.is_contiguous()) return {std::make_shared<CudaTensor>(op.outputs[0], x.buffer, contiguous_strides(x.shape()), x.offset)};
+  return {contiguous(be, op.inputs[0])};
+}
+
+std::vector<PrimitivePtr> cast_kernel(CudaBackend& be, Op& op) {
+  auto& x = as_cuda(op.inputs[0]);
+  const TensorMeta& meta = op.outputs[0];
+  if (x.dtype() == meta.dtype) return {contiguous(be, op.inputs[0])};
+  auto out = dtype_size(meta.dtype) == dtype_size(x.dtype()) ? output_reusing(be, op, 0, meta) : alloc(be, meta);
+  copy_view(be, view_of(*out), view_of(x));
+  return {out};
+}
+
+}  // namespace
+
+View view_of(const CudaTensor& t) { return View{t.raw(), t.dtype(), t.shape(), t.strides}; }
+
+void copy_view(CudaBackend& be, const View& dst, const View& src) {
+  const int64_t n = dst.shape.numel();
+  if (n == 0) return;
+  Collapsed c = collapse("copy", dst.shape, {dst.strides, src.strides});
+  const size_t esz = dtype_size(dst.dtype);
+  if (src.dtype == dst.dtype && c.contiguous[0] && c.contiguous[1]) {
+    EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.ptr, src.ptr, size_t(n) * esz, cudaMemcpyDeviceToDevice, be.stream()));
+    return;
+  }
+  std::string key = std::string("copy/") + std::string(dtype_name(dst.dtype)) + "/" + std::string(dtype_name(src.dtype));
+  auto source = [&] { return copy_source(dst.dtype, src.dtype); };
+  constexpr int kThreads = 256;
+  unsigned grid = grid_for(be, n, kThreads, 4);
+  if (c.contiguous[0] && c.contiguous[1]) {
+    be.launch(be.jit().get(key, "linear", source), grid, kThreads, 0, dst.ptr, src.ptr, n);
+  } else if (n < (int64_t(1) << 31)) {
+    be.launch(be.jit().get(key, "strided32", source), grid, kThreads, 0, dst.ptr, src.ptr, c.shape, c.strides[0],
+              c.strides[1], uint32_t(n));
+  } else {
+    be.launch(be.jit().get(key, "strided64", source), grid, kThreads, 0, dst.ptr, src.ptr, c.shape, c.strides[0],
+              c.strides[1], n);
+  }
+}
+
+CudaTensorPtr contiguous(CudaBackend& be, const PrimitivePtr& p) {
+  auto t = as_cuda_ptr(p);
+  if (t->is_contiguous()) return t;
+  auto out = alloc(be, t->meta());
+  copy_view(be, view_of(*out), view_of(*t));
+  return out;
+}
+
+void register_copy_kernels(KernelTable& t) {
+  t[size_t(OpKind::reshape)] = reshape_kernel;
+  t[size_t(OpKind::permute)] = permute_kernel;
+  t[size_t(OpKind::expand)] = expand_kernel;
+  t[size_t(OpKind::slice)] = slice_kernel;
+  t[size_t(OpKind::contiguous)] = contiguous_kernel;
+  t[size_t(OpKind::cast)] = cast_kernel;
+}
+
+}  // namespace ember::cuda

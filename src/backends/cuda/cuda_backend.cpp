@@ -1,0 +1,209 @@
+#include "cuda_backend.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ember/backends/cuda.hpp"
+
+namespace ember::cuda {
+
+namespace {
+bool g_autotune = true;
+}
+void set_autotune(bool on) { g_autotune = on; }
+bool autotune_enabled() { return g_autotune; }
+
+CudaBackend::CudaBackend(int index) : index_(index), allocator_(index) {
+  int n = visible_devices();
+  EMBER_CHECK(index >= 0 && index < n, "Device::cuda(", index, "): no such GPU; devices: ", describe_devices());
+  EMBER_CUDA_CHECK(cudaSetDevice(index));
+  EMBER_CUDA_CHECK(cudaGetDeviceProperties(&props_, index));
+  EMBER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  for (auto& s : staging_) {
+    EMBER_CUDA_CHECK(cudaHostAlloc(&s.host, kStagingBytes, cudaHostAllocDefault));
+    EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
+  }
+  jit_ = std::make_unique<Jit>(index, props_.major * 10 + props_.minor);
+  register_copy_kernels(kernels_);
+  register_elementwise_kernels(kernels_);
+  register_creation_kernels(kernels_);
+  register_layout_kernels(kernels_);
+  register_reduce_kernels(kernels_);
+  register_softmax_kernels(kernels_);
+  register_norm_kernels(kernels_);
+  register_scan_kernels(kernels_);
+  register_sort_kernels(kernels_);
+  register_index_kernels(kernels_);
+  register_pool_kernels(kernels_);
+  register_interpolate_kernels(kernels_);
+  register_matmul_kernels(kernels_);
+  register_conv_kernels(kernels_);
+  register_attention_kernels(kernels_);
+}
+
+CudaBackend::~CudaBackend() {
+  (void)cudaSetDevice(index_);
+  (void)cudaStreamSynchronize(stream_);
+  if (lt_) cublasLtDestroy(lt_);
+  if (cudnn_) cudnnDestroy(cudnn_);
+  if (workspace_) (void)cudaFree(workspace_);
+  for (auto& s : staging_) {
+    if (s.host) (void)cudaFreeHost(s.host);
+    if (s.done) (void)cudaEventDestroy(s.done);
+  }
+  jit_.reset();
+  allocator_.release_cached();
+  if (stream_) (void)cudaStreamDestroy(stream_);
+}
+
+std::vector<PrimitivePtr> CudaBackend::execute(Op op) {
+  Kernel k = kernels_[size_t(op.kind)];
+  EMBER_CHECK(k != nullptr, op.name(), ": not supported on ", name());
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  EMBER_CUDA_CHECK(cudaSetDevice(index_));
+  return k(*this, op);
+}
+
+void CudaBackend::launch_raw(CUfunction f, dim3 grid, dim3 block, unsigned smem, void** params) {
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;
+  EMBER_CU_CHECK(driver().cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, smem,
+                                         reinterpret_cast<CUstream>(stream_), params, nullptr));
+}
+
+unsigned grid_for(const CudaBackend& be, int64_t n, int threads, int per_thread) {
+  int64_t blocks = (n + int64_t(threads) * per_thread - 1) / (int64_t(threads) * per_thread);
+  int64_t cap = int64_t(be.sm_count()) * 32;
+  return unsigned(std::max<int64_t>(1, std::min(blocks, cap)));
+}
+
+TensorData CudaBackend::read(const PrimitivePtr& p) {
+  EMBER_CHECK(p != nullptr, "read: null tensor");
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  EMBER_CUDA_CHECK(cudaSetDevice(index_));
+  auto c = contiguous(*this, p);
+  TensorData d(c->shape(), c->dtype());
+  size_t total = d.bytes().size();
+  auto* dst = reinterpret_cast<char*>(d.bytes().data());
+  const char* src = static_cast<const char*>(c->raw());
+  // through the pinned buffers: copy chunk i+1 on the device while the host copies chunk i out
+  size_t done = 0;
+  int slot = 0;
+  size_t pending = 0, pending_at = 0;
+  while (done < total || pending) {
+    size_t n = std::min(kStagingBytes, total - done);
+    if (n) {
+      Staging& s = staging_[slot];
+      EMBER_CUDA_CHECK(cudaEventSynchronize(s.done));  // a previous upload may still read it
+      EMBER_CUDA_CHECK(cudaMemcpyAsync(s.host, src + done, n, cudaMemcpyDeviceToHost, stream_));
+      EMBER_CUDA_CHECK(cudaEventRecord(s.done, stream_));
+    }
+    if (pending) {
+      Staging& prev = staging_[slot ^ 1];
+      EMBER_CUDA_CHECK(cudaEventSynchronize(prev.done));
+      std::memcpy(dst + pending_at, prev.host, pending);
+    }
+    pending = n;
+    pending_at = done;
+    done += n;
+    slot ^= 1;
+  }
+  return d;
+}
+
+void CudaBackend::copy_to_device(void* dst, const void* src, size_t bytes) {
+  const char* s = static_cast<const char*>(src);
+  char* d = static_cast<char*>(dst);
+  for (size_t done = 0; done < bytes;) {
+    size_t n = std::min(kStagingBytes, bytes - done);
+    Staging& st = staging_[next_staging_];
+    next_staging_ ^= 1;
+    EMBER_CUDA_CHECK(cudaEventSynchronize(st.done));  // its previous copy has left the buffer
+    std::memcpy(st.host, s + done, n);
+    EMBER_CUDA_CHECK(cudaMemcpyAsync(d + done, st.host, n, cudaMemcpyHostToDevice, stream_));
+    EMBER_CUDA_CHECK(cudaEventRecord(st.done, stream_));
+    done += n;
+  }
+}
+
+PrimitivePtr CudaBackend::write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) {
+  EMBER_CHECK(bytes.size() == size_t(meta.shape.numel()) * dtype_size(meta.dtype), name(), " write: ",
+              bytes.size(), " bytes for a ", meta.dtype, " tensor of shape ", meta.shape);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  EMBER_CUDA_CHECK(cudaSetDevice(index_));
+  auto t = alloc(*this, meta);
+  if (!bytes.empty()) copy_to_device(t->raw(), bytes.data(), bytes.size());
+  return t;
+}
+
+PrimitivePtr CudaBackend::write(const TensorData& data) {
+  return write_bytes({data.shape(), data.dtype()}, std::span<const std::byte>(data.bytes().data(), data.bytes().size()));
+}
+
+void CudaBackend::sync() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::seed(uint64_t s) {
+  std::lock_guard<std::mutex> lock(rng_mu_);
+  seed_ = s;
+  counter_ = 0;
+}
+
+CudaBackend::RandomStream CudaBackend::next_random(uint64_t n) {
+  std::lock_guard<std::mutex> lock(rng_mu_);
+  RandomStream r{seed_, counter_};
+  counter_ += n;
+  return r;
+}
+
+void CudaBackend::memory_cleanup() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (workspace_) {
+    EMBER_CUDA_CHECK(cudaFree(workspace_));
+    workspace_ = nullptr;
+    workspace_bytes_ = 0;
+  }
+  allocator_.release_cached();
+}
+
+cublasLtHandle_t CudaBackend::cublaslt() {
+  if (!lt_) {
+    cublasStatus_t s = cublasLtCreate(&lt_);
+    EMBER_CHECK(s == CUBLAS_STATUS_SUCCESS, name(), ": cublasLtCreate failed (status ", int(s), ")");
+  }
+  return lt_;
+}
+
+cudnnHandle_t CudaBackend::cudnn() {
+  if (!cudnn_) {
+    cudnnStatus_t s = cudnnCreate(&cudnn_);
+    EMBER_CHECK(s == CUDNN_STATUS_SUCCESS, name(), ": cudnnCreate failed: ", cudnnGetErrorString(s));
+    cudnnSetStream(cudnn_, stream_);
+  }
+  return cudnn_;
+}
+
+void* CudaBackend::workspace(size_t bytes) {
+  if (bytes > workspace_bytes_) {
+    if (workspace_) {
+      EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));  // queued work may still use the old one
+      EMBER_CUDA_CHECK(cudaFree(workspace_));
+      workspace_ = nullptr;
+    }
+    size_t n = std::max(bytes, size_t(32) << 20);
+    cudaError_t e = cudaMalloc(&workspace_, n);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      allocator_.release_cached();
+      EMBER_CUDA_CHECK(cudaMalloc(&workspace_, n));
+    }
+    workspace_bytes_ = n;
+  }
+  return workspace_;
+}
+
+std::shared_ptr<Backend> make_backend(int index) { return std::make_shared<CudaBackend>(index); }
+
+}  // namespace ember::cuda

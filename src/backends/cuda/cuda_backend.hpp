@@ -1,0 +1,122 @@
+// The CUDA backend: executes IR ops through a table of kernels, one entry per OpKind, on one
+// stream per device. Kernel families register themselves (one file each, like the CPU
+// backend). Everything is asynchronous; read() and sync() are the only waits.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "allocator.hpp"
+#include "cuda_tensor.hpp"
+#include "ember/core/backend.hpp"
+#include "jit.hpp"
+#include "runtime.hpp"
+
+namespace ember::cuda {
+
+class CudaBackend;
+using Kernel = std::vector<PrimitivePtr> (*)(CudaBackend&, Op&);
+using KernelTable = std::array<Kernel, kNumOps>;
+
+void register_copy_kernels(KernelTable& t);         // copy.cpp: contiguous, cast, views
+void register_elementwise_kernels(KernelTable& t);  // elementwise.cpp
+void register_creation_kernels(KernelTable& t);     // creation.cpp: full, arange, ..., random_*
+void register_layout_kernels(KernelTable& t);       // layout.cpp: flip, roll, cat, pad, tril, triu, slice_assign
+void register_reduce_kernels(KernelTable& t);       // reduce.cpp
+void register_softmax_kernels(KernelTable& t);      // softmax.cpp: softmax, log_softmax
+void register_norm_kernels(KernelTable& t);         // norm.cpp: layer_norm, batch_norm
+void register_scan_kernels(KernelTable& t);         // scan.cpp: cumsum, cumprod, cummax, cummin
+void register_sort_kernels(KernelTable& t);         // sort.cpp: sort, topk
+void register_index_kernels(KernelTable& t);        // index.cpp: gather ... masked_select
+void register_pool_kernels(KernelTable& t);         // pool.cpp: avg_pool, max_pool, adaptive_avg_pool
+void register_interpolate_kernels(KernelTable& t);  // interpolate.cpp
+void register_matmul_kernels(KernelTable& t);       // matmul.cpp (cuBLASLt)
+void register_conv_kernels(KernelTable& t);         // conv.cpp (cuDNN): conv, conv_transpose
+void register_attention_kernels(KernelTable& t);    // attention.cpp
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int index);
+  ~CudaBackend() override;
+  std::string name() const override { return "cuda:" + std::to_string(index_); }
+  std::vector<PrimitivePtr> execute(Op op) override;
+  TensorData read(const PrimitivePtr& p) override;
+  PrimitivePtr write(const TensorData& data) override;
+  PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) override;
+  bool supports(const Op& op) const override { return kernels_[size_t(op.kind)] != nullptr; }
+  void sync() override;
+  void seed(uint64_t s) override;
+  MemoryStats memory_stats() const override { return allocator_.stats(); }
+  void reset_peak_memory() override { allocator_.reset_peak(); }
+  void memory_cleanup() override;
+
+  // ---- for kernels ----
+  int index() const { return index_; }
+  cudaStream_t stream() const { return stream_; }
+  const cudaDeviceProp& props() const { return props_; }
+  int sm_count() const { return props_.multiProcessorCount; }
+  Jit& jit() { return *jit_; }
+  CachingAllocator& allocator() { return allocator_; }
+  cublasLtHandle_t cublaslt();
+  cudnnHandle_t cudnn();
+  // A scratch buffer of at least `bytes` for library calls on the stream (grows, never shrinks
+  // until memory_cleanup). Valid until the next call.
+  void* workspace(size_t bytes);
+
+  // Launches `f` on the stream with the given arguments (each passed by value: pointers as
+  // void*/T*, scalars, ShapeArg/StridesArg structs). Checks the launch.
+  template <class... A>
+  void launch(CUfunction f, dim3 grid, dim3 block, unsigned smem, A... args) {
+    void* params[] = {static_cast<void*>(&args)..., nullptr};
+    launch_raw(f, grid, block, smem, params);
+  }
+  void launch_raw(CUfunction f, dim3 grid, dim3 block, unsigned smem, void** params);
+
+  // Philox random streams, as on the CPU backend: a key and a fresh range of `n` 128-bit
+  // counter blocks per call, so the same seed gives the same numbers on both backends.
+  struct RandomStream {
+    uint64_t key;
+    uint64_t counter;
+  };
+  RandomStream next_random(uint64_t n);
+
+ private:
+  void copy_to_device(void* dst, const void* src, size_t bytes);
+  int index_;
+  cudaDeviceProp props_{};
+  cudaStream_t stream_ = nullptr;
+  CachingAllocator allocator_;
+  std::unique_ptr<Jit> jit_;
+  KernelTable kernels_{};
+  std::recursive_mutex mu_;  // one op at a time per device
+  cublasLtHandle_t lt_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  // pinned staging buffers for host-device copies, each with the event of its last copy
+  struct Staging {
+    void* host = nullptr;
+    cudaEvent_t done = nullptr;
+  };
+  static constexpr size_t kStagingBytes = size_t(8) << 20;
+  std::array<Staging, 2> staging_{};
+  int next_staging_ = 0;
+  std::mutex rng_mu_;
+  uint64_t seed_ = 0x853c49e6748fea9bULL;
+  uint64_t counter_ = 0;
+};
+
+// Grid size for `n` independent items handled `per_thread` at a time by `threads`-wide blocks,
+// capped at a few waves (kernels loop grid-stride over the rest).
+unsigned grid_for(const CudaBackend& be, int64_t n, int threads, int per_thread = 1);
+
+// Whether kernels may time candidates once per shape (ember::cuda::set_autotune).
+bool autotune_enabled();
+
+}  // namespace ember::cuda

@@ -1,0 +1,80 @@
+#include "runtime.hpp"
+
+#include <sstream>
+
+#include "ember/backends/cuda.hpp"
+
+namespace ember::cuda {
+
+void fail(cudaError_t e, const char* what) {
+  throw Error(std::string("cuda: ") + what + " failed: " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+void fail_driver(CUresult r, const char* what) {
+  const char* msg = nullptr;
+  if (driver().cuGetErrorString) driver().cuGetErrorString(r, &msg);
+  throw Error(std::string("cuda: ") + what + " failed: error " + std::to_string(int(r)) + " (" +
+              (msg ? msg : "unknown") + ")");
+}
+
+namespace {
+template <class F>
+void resolve(const char* name, F& fn) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  cudaError_t e = cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q);
+  if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !p)
+    throw Error(std::string("cuda: the driver has no entry point ") + name);
+  fn = reinterpret_cast<F>(p);
+}
+}  // namespace
+
+const Driver& driver() {
+  static const Driver d = [] {
+    Driver r{};
+    resolve("cuGetErrorString", r.cuGetErrorString);
+    resolve("cuModuleLoadData", r.cuModuleLoadData);
+    resolve("cuModuleUnload", r.cuModuleUnload);
+    resolve("cuModuleGetFunction", r.cuModuleGetFunction);
+    resolve("cuLaunchKernel", r.cuLaunchKernel);
+    resolve("cuFuncSetAttribute", r.cuFuncSetAttribute);
+    return r;
+  }();
+  return d;
+}
+
+int visible_devices() {
+  static const int n = [] {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return count;
+  }();
+  return n;
+}
+
+// ---- the public queries of ember/backends/cuda.hpp ----
+bool available() { return visible_devices() > 0; }
+int device_count() { return visible_devices(); }
+
+std::string describe_devices() {
+  int n = visible_devices();
+  if (n == 0) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    (void)cudaGetLastError();
+    return std::string("none (") + (e == cudaSuccess ? "no GPU" : cudaGetErrorString(e)) + ")";
+  }
+  std::ostringstream os;
+  for (int i = 0; i < n; ++i) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+    os << (i ? "; " : "") << i << ": " << p.name << " (sm_" << p.major << p.minor << ", "
+       << (p.totalGlobalMem >> 30) << " GiB)";
+  }
+  return os.str();
+}
+
+}  // namespace ember::cuda

@@ -1,0 +1,154 @@
+// The CUDA runtime layer: JIT compilation (runs without a GPU), device selection, transfers,
+// the caching allocator, and the errors of bad input.
+#include <gtest/gtest.h>
+
+#include "cuda_backend.hpp"
+#include "ember/backends/cuda.hpp"
+#include "ember/tensor/ops.hpp"
+
+namespace ember {
+namespace {
+
+bool same_bytes(const DynTensor& a, const DynTensor& b) {
+  TensorData x = a.into_data(), y = b.into_data();
+  return x.bytes().size() == y.bytes().size() && std::equal(x.bytes().begin(), x.bytes().end(), y.bytes().begin());
+}
+
+#define REQUIRE_GPU() \
+  if (!cuda::available()) GTEST_SKIP() << "no CUDA device: " << cuda::describe_devices()
+
+TEST(CudaJit, CompilesGeneratedSourceWithThePrelude) {
+  std::string src = R"(
+extern "C" __global__ void k(half_t* out, const bf16_t* in, Shape sh, Strides s, int64_t n) {
+  int64_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = half_t(float(in[offset_of(i, sh, s)]) * 2.f) ;
+  (void)cast_value<int8_t>(1.5f);
+}
+)";
+  auto cubin = cuda::compile_cubin("test/ok", src, 90);
+  EXPECT_GT(cubin.size(), 100u);
+}
+
+TEST(CudaJit, CompileErrorNamesTheOpAndTheLine) {
+  std::string src = "extern \"C\" __global__ void k(float* out) {\n  out[0] = undefined_name;\n}\n";
+  try {
+    cuda::compile_cubin("exp/f32/contig", src, 90);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("exp/f32/contig"), std::string::npos) << m;
+    EXPECT_NE(m.find("undefined_name"), std::string::npos) << m;
+    EXPECT_NE(m.find("generated source line"), std::string::npos) << m;
+  }
+}
+
+TEST(CudaAllocator, SizeClassesRoundUpByAtMostAQuarter) {
+  EXPECT_EQ(cuda::CachingAllocator::size_class(1), 512u);
+  EXPECT_EQ(cuda::CachingAllocator::size_class(512), 512u);
+  EXPECT_EQ(cuda::CachingAllocator::size_class(513), 1024u);
+  for (size_t b : {size_t(3) << 20, size_t(5) << 20, (size_t(1) << 30) + 1, size_t(123456789)}) {
+    size_t c = cuda::CachingAllocator::size_class(b);
+    EXPECT_GE(c, b);
+    EXPECT_LE(double(c), double(b) * 1.25 + 1);
+  }
+}
+
+TEST(CudaDevice, UnknownIndexListsTheDevices) {
+  try {
+    Device::cuda(97);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("97"), std::string::npos) << m;
+    EXPECT_TRUE(m.find("devices") != std::string::npos || m.find("no CUDA backend") != std::string::npos) << m;
+  }
+}
+
+TEST(CudaDevice, RoundTripsEveryDType) {
+  REQUIRE_GPU();
+  Device gpu = Device::cuda(0);
+  for (DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::i16, DType::i8,
+                   DType::u8, DType::boolean}) {
+    auto x = reshape(DynTensor::arange(0, 40, 1, DType::f64, Device::cpu()), {5, 8}).cast(dt);
+    auto y = x.to(gpu);
+    EXPECT_EQ(y.device(), gpu);
+    auto back = y.to(Device::cpu());
+    EXPECT_TRUE(same_bytes(back, x)) << dt;
+  }
+}
+
+TEST(CudaDevice, LargeTransfersGoThroughTheStagingBuffersIntact) {
+  REQUIRE_GPU();
+  auto x = DynTensor::uniform({3, 1000, 1001}, -1, 1, DType::f32, Device::cpu());
+  auto y = x.to(Device::cuda(0)).to(Device::cpu());
+  EXPECT_TRUE(same_bytes(y, x));
+}
+
+TEST(CudaDevice, ViewsAndCastsMatchTheCpu) {
+  REQUIRE_GPU();
+  auto x = DynTensor::normal({4, 6, 5}, 0, 3, DType::f32, Device::cpu());
+  auto g = x.to(Device::cuda(0));
+  auto check = [](const DynTensor& a, const DynTensor& b) {
+    EXPECT_EQ(a.shape(), b.shape());
+    EXPECT_TRUE(same_bytes(a, b.to(Device::cpu())));
+  };
+  check(contiguous(permute(x, {2, 0, 1})), contiguous(permute(g, {2, 0, 1})));
+  check(reshape(slice(x, {{}, Slice{1, 5, 2}}), {-1}), reshape(slice(g, {{}, Slice{1, 5, 2}}), {-1}));
+  for (DType dt : {DType::f16, DType::bf16, DType::i32, DType::u8, DType::i8, DType::boolean, DType::f64})
+    check(permute(x, {1, 0, 2}).cast(dt), permute(g, {1, 0, 2}).cast(dt));
+}
+
+TEST(CudaDevice, OpsOnTwoDevicesFailClearly) {
+  REQUIRE_GPU();
+  auto a = DynTensor::ones({3}, DType::f32, Device::cpu());
+  auto b = DynTensor::ones({3}, DType::f32, Device::cuda(0));
+  try {
+    (void)(a + b);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("cuda:0"), std::string::npos) << m;
+    EXPECT_NE(m.find("cpu"), std::string::npos) << m;
+  }
+}
+
+TEST(CudaMemory, OutOfMemoryIsAnErrorAndTheDeviceStaysUsable) {
+  REQUIRE_GPU();
+  Device gpu = Device::cuda(0);
+  try {
+    auto huge = DynTensor::zeros({int64_t(1) << 40}, DType::f32, gpu);  // 4 TiB
+    gpu.sync();
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("out of device memory"), std::string::npos) << m;
+    EXPECT_NE(m.find("requested 4398046511104 bytes"), std::string::npos) << m;
+    EXPECT_NE(m.find("free"), std::string::npos) << m;
+  }
+  auto x = DynTensor::ones({1000}, DType::f32, gpu);
+  EXPECT_DOUBLE_EQ(sum(x).item(), 1000.0);
+}
+
+TEST(CudaMemory, StatsTrackTensorsAndCleanupReturnsTheCache) {
+  REQUIRE_GPU();
+  Device gpu = Device::cuda(0);
+  gpu.memory_cleanup();
+  MemoryStats before = gpu.memory_stats();
+  {
+    auto x = DynTensor::zeros({1 << 20}, DType::f32, gpu);
+    MemoryStats during = gpu.memory_stats();
+    EXPECT_GE(during.in_use - before.in_use, int64_t(4) << 20);
+    EXPECT_GE(during.peak, during.in_use);
+  }
+  MemoryStats after = gpu.memory_stats();
+  EXPECT_EQ(after.in_use, before.in_use);
+  EXPECT_GE(after.reserved, before.reserved + (int64_t(4) << 20));  // cached, not freed
+  auto again = DynTensor::zeros({1 << 20}, DType::f32, gpu);        // served from the cache
+  EXPECT_EQ(gpu.memory_stats().reserved, after.reserved);
+  again = DynTensor();
+  gpu.memory_cleanup();
+  EXPECT_EQ(gpu.memory_stats().reserved, gpu.memory_stats().in_use);
+}
+
+}  // namespace
+}  // namespace ember
