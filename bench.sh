@@ -2,7 +2,7 @@
 # Benchmarks ember against its peer library and reports how they compare.
 #
 #   ./bench.sh cpu [ember_bench_cpu options]   CPU backend vs LibTorch
-#   ./bench.sh cuda                            (the CUDA backend is not built yet)
+#   ./bench.sh cuda [--filter a,b]             CUDA backend vs PyTorch (python3 torch) on GPU 0
 #
 # Installs what is missing, configures with the "bench" preset, builds the benchmark and runs
 # it on every core. Writes build/reports/bench-<backend>.json and prints a markdown table.
@@ -19,7 +19,18 @@ backend=${1:-}
 case "$backend" in
   cpu) ;;
   cuda)
-    echo "bench.sh cuda: the CUDA backend is not built yet; nothing to benchmark."
+    # ember (bench/bench_cuda.cpp) and PyTorch (bench/cuda_peer.py) in one invocation on the
+    # same GPU; bench/cuda_report.py joins them into build/reports/bench-cuda.json.
+    [ "${EMBER_SKIP_DEPS:-0}" = 1 ] || scripts/install-deps.sh build
+    export CCACHE_DIR="${CCACHE_DIR:-$PWD/.cache/ccache}"
+    cmake --preset bench >/dev/null
+    cmake --build --preset bench -j "$(nproc)" --target ember_bench_cuda
+    mkdir -p build/reports
+    build/bench/ember_bench_cuda --out build/reports/bench-cuda-ember.json "$@"
+    python3 bench/cuda_peer.py --out build/reports/bench-cuda-peer.json "$@"
+    tv=$(python3 -c 'import torch; print("pytorch " + torch.__version__.split("+")[0])')
+    python3 bench/cuda_report.py build/reports/bench-cuda-ember.json build/reports/bench-cuda-peer.json \
+      build/reports/bench-cuda.json "$tv"
     exit 0
     ;;
   *)

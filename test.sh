@@ -42,7 +42,16 @@ fi
 if [ -x build/tests/nn/conformance/ember_nn_conformance ]; then
   run_suite nn-conformance build/tests/nn/conformance/ember_nn_conformance --reports build/reports
 fi
-skipped+=("cuda (no CUDA backend in this build)")
+# The CUDA suites: ember_cuda_tests ran above (its JIT compiler tests need no GPU); with a GPU the
+# conformance and autodiff suites ran on the cuda stacks as well.
+cuda_tests=build/tests/backends/cuda/ember_cuda_tests
+if [ ! -x "$cuda_tests" ]; then
+  skipped+=("cuda (no CUDA backend in this build: CUDA toolkit not found)")
+elif ! gpu=$("$cuda_tests" --has-gpu); then
+  skipped+=("cuda device tests and cuda conformance stacks (${gpu#cuda devices: })")
+else
+  echo "   $gpu"
+fi
 
 # The model-file parsers under libFuzzer (clang, ASan + UBSan) for a bounded time.
 echo "== fuzz (safetensors, pytorch: 60 s)"

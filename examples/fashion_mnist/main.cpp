@@ -42,7 +42,8 @@ Args parse(int argc, char** argv) {
 
 Device pick_device(const std::string& name) {
   if (name == "cpu") return Device::cpu();
-  EMBER_FAIL("fashion_mnist: device '", name, "' is not available in this build (the CUDA backend is issue 6); use --device cpu");
+  if (name == "cuda" || name.rfind("cuda:", 0) == 0) return Device::cuda(name.size() > 5 ? std::stoi(name.substr(5)) : 0);
+  EMBER_FAIL("fashion_mnist: unknown device '", name, "'; use --device cpu, cuda or cuda:N");
 }
 
 // Accuracy of `model` (inference device, eval mode) over a loader.

@@ -5,6 +5,7 @@
 //   auto x = Tensor<2>::random({64, 784}, Distribution::normal(0.f, 1.f));
 #pragma once
 
+#include "ember/backends/cuda.hpp"
 #include "ember/core/device.hpp"
 #include "ember/core/dtype.hpp"
 #include "ember/core/error.hpp"

@@ -54,6 +54,7 @@ std::shared_ptr<Backend> make_backend(int index) {
               "): this build has no CUDA backend (configure with -DEMBER_CUDA=ON where the CUDA toolkit is installed)");
 }
 void set_autotune(bool) {}
+void set_allow_tf32(bool) {}
 }  // namespace cuda
 #endif
 

@@ -26,9 +26,21 @@ struct AutodiffStack {
   Device device;
 };
 
+// The CPU stacks always; the CUDA ones where a GPU is present (EMBER_STACKS selects by name).
 std::vector<AutodiffStack> autodiff_stacks() {
-  return {{"autodiff-cpu", Device::cpu().autodiff()},
-          {"autodiff-balanced-cpu", Device::cpu().autodiff(Checkpointing::balanced)}};
+  static const std::vector<AutodiffStack> stacks = [] {
+    std::vector<AutodiffStack> all = {{"autodiff-cpu", Device::cpu().autodiff()},
+                                      {"autodiff-balanced-cpu", Device::cpu().autodiff(Checkpointing::balanced)}};
+    if (cuda::available()) {
+      all.push_back({"autodiff-cuda", Device::cuda(0).autodiff()});
+      all.push_back({"autodiff-balanced-cuda", Device::cuda(0).autodiff(Checkpointing::balanced)});
+    }
+    std::vector<AutodiffStack> chosen;
+    for (auto& s : all)
+      if (stack_selected(s.name)) chosen.push_back(s);
+    return chosen;
+  }();
+  return stacks;
 }
 
 // Where a finite difference says nothing about the rule, the case's FD check is not run (its
@@ -346,6 +358,7 @@ void register_cases(const std::filesystem::path& dir) {
     }
   }
   for (const auto& [family, c] : cases) {
+    if (!stack_selected("fd")) break;  // the finite-difference checks run on the CPU in f64
     if (const FdExemption* e = fd_exemption(c)) {
       ++g_stats.fd_exempt[c["op"].get<std::string>() + ": " + std::string(e->reason)];
       continue;

@@ -1,11 +1,12 @@
 // The backend-agnostic conformance suite: every case of tests/conformance/cases/*.json
 // (expected values produced by PyTorch, see gen_cases.py) runs on every backend stack, once
 // with contiguous inputs and once with the same values behind non-contiguous strided views.
-// Writes <reports>/conformance.json: {"ops", "cases", "failed", "backends"}.
+// Writes <reports>/conformance.json: {"ops", "cases", "failed", "backends", "per_backend"}.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "op_registry.hpp"
@@ -18,8 +19,21 @@ struct BackendStack {
   Device device;
 };
 
+// The CPU stacks always; the CUDA stacks where a GPU is present. EMBER_STACKS=cuda,autodiff-cuda
+// (a comma-separated list) runs only the named ones.
 std::vector<BackendStack> backend_stacks() {
-  return {{"cpu", Device::cpu()}, {"autodiff-cpu", Device::cpu().autodiff()}};
+  static const std::vector<BackendStack> stacks = [] {
+    std::vector<BackendStack> all = {{"cpu", Device::cpu()}, {"autodiff-cpu", Device::cpu().autodiff()}};
+    if (cuda::available()) {
+      all.push_back({"cuda", Device::cuda(0)});
+      all.push_back({"autodiff-cuda", Device::cuda(0).autodiff()});
+    }
+    std::vector<BackendStack> chosen;
+    for (auto& s : all)
+      if (stack_selected(s.name)) chosen.push_back(s);
+    return chosen;
+  }();
+  return stacks;
 }
 
 // Same values, non-contiguous strides: materialise the transposed tensor and transpose back.
@@ -31,17 +45,24 @@ DynTensor strided_view(const DynTensor& t) {
 struct Stats {
   std::set<std::string> ops;
   int64_t cases = 0, failed = 0;
+  std::map<std::string, std::pair<int64_t, int64_t>> per_backend;  // name -> (cases, failed)
 } g_stats;
 
 class CaseTest : public testing::Test {
  public:
-  CaseTest(Json c, Device d, bool strided) : case_(std::move(c)), device_(std::move(d)), strided_(strided) {}
+  CaseTest(Json c, std::string stack, Device d, bool strided)
+      : case_(std::move(c)), stack_(std::move(stack)), device_(std::move(d)), strided_(strided) {}
   void TestBody() override {
     const std::string op = case_["op"].get<std::string>();
     g_stats.ops.insert(op);
     ++g_stats.cases;
+    auto& mine = g_stats.per_backend[stack_];
+    ++mine.first;
     bool ok = run(op);
-    if (!ok) ++g_stats.failed;
+    if (!ok) {
+      ++g_stats.failed;
+      ++mine.second;
+    }
   }
 
  private:
@@ -89,6 +110,7 @@ class CaseTest : public testing::Test {
     return ok;
   }
   Json case_;
+  std::string stack_;
   Device device_;
   bool strided_;
 };
@@ -107,9 +129,10 @@ void register_cases(const std::filesystem::path& dir) {
         for (bool strided : {false, true}) {
           std::string name = test_name(c["name"].get<std::string>() + (strided ? "/strided" : ""));
           Device dev = stack.device;
+          std::string sname = stack.name;
           testing::RegisterTest(("conformance_" + test_name(stack.name) + "_" + family).c_str(), name.c_str(), nullptr,
                                 nullptr, __FILE__, __LINE__,
-                                [c, dev, strided]() -> testing::Test* { return new CaseTest(c, dev, strided); });
+                                [c, sname, dev, strided]() -> testing::Test* { return new CaseTest(c, sname, dev, strided); });
         }
       }
     }
@@ -125,6 +148,9 @@ void write_report(const std::filesystem::path& dir) {
   Json backends = Json::array();
   for (const auto& s : backend_stacks()) backends.push_back(s.name);
   j["backends"] = backends;
+  Json per = Json::object();
+  for (const auto& [name, cf] : g_stats.per_backend) per[name] = {{"cases", cf.first}, {"failed", cf.second}};
+  j["per_backend"] = per;
   auto tmp = dir / "conformance.json.tmp";
   std::ofstream(tmp) << j.dump(2) << "\n";
   std::filesystem::rename(tmp, dir / "conformance.json");

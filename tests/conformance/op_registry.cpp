@@ -1,6 +1,7 @@
 #include "op_registry.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 namespace ember::conformance {
@@ -270,6 +271,13 @@ const std::map<std::string, OpFn>& op_registry() {
          return V{scaled_dot_product_attention(in[0], in[1], in[2], opt(in, 3), flag(a, "is_causal", false), scale)}; }},
   };
   return table;
+}
+
+bool stack_selected(const std::string& name) {
+  const char* env = std::getenv("EMBER_STACKS");
+  if (!env || !*env) return true;
+  std::string list = std::string(",") + env + ",";
+  return list.find("," + name + ",") != std::string::npos;
 }
 
 }  // namespace ember::conformance

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/backends/cuda.hpp"
 #include "ember/ember.hpp"
 
 namespace ember::conformance {
@@ -24,5 +25,8 @@ TensorData parse_tensor(const Json& j);
 
 // A case name made safe for a gtest test name ([A-Za-z0-9_/], anything else becomes '_').
 std::string test_name(std::string name);
+// Whether the backend stack `name` runs: every stack unless $EMBER_STACKS (a comma-separated
+// list of names, e.g. "cuda,autodiff-cuda") names others.
+bool stack_selected(const std::string& name);
 
 }  // namespace ember::conformance

@@ -28,4 +28,8 @@ std::shared_ptr<Backend> make_backend(int index);
 // directory ($EMBER_CACHE_DIR, else $XDG_CACHE_HOME/ember, else ~/.cache/ember).
 void set_autotune(bool on);
 
+// TF32 tensor-core math for f32 matmul and convolution (off by default: f32 results are exact
+// f32, as PyTorch's default for matmul). Process-wide.
+void set_allow_tf32(bool on);
+
 }  // namespace ember::cuda

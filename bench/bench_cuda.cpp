@@ -1,0 +1,248 @@
+// The ember side of ./bench.sh cuda: times each benchmark on Device::cuda(0) and writes one
+// JSON object per benchmark ({"name", "ember_ms", extra fields}) to --out. The PyTorch side
+// (bench/cuda_peer.py) times the same work with the same method in the same invocation, and
+// bench/cuda_report.py joins the two into build/reports/bench-cuda.json (docs/benchmarks.md).
+//
+// Method: warm up (JIT compilation, cuBLASLt/cuDNN plans and autotuning stay out of the numbers),
+// calibrate a loop of `reps` calls to last >= 20 ms, then take samples of that loop, each ended
+// by a device synchronisation; the time is the median over samples of (sample time / reps).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ember/ember.hpp"
+#include "ember/nn.hpp"
+#include "ember/optim/optimizer.hpp"
+
+using namespace ember;
+
+namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Result {
+  std::string name;
+  double ms = 0;
+  std::vector<std::pair<std::string, std::string>> extra;  // key -> JSON text
+  void set(const std::string& k, double v) {
+    std::ostringstream os;
+    os << v;
+    extra.emplace_back(k, os.str());
+  }
+  void set_text(const std::string& k, const std::string& v) {
+    std::string q = "\"";
+    for (char c : v) {
+      if (c == '"' || c == '\\') q += '\\';
+      q += (c == '\n' || c == '\t') ? ' ' : c;
+    }
+    extra.emplace_back(k, q + "\"");
+  }
+};
+
+// Median time of one call of `f`, with the device synchronised at the end of each sample.
+double time_ms(const Device& dev, const std::function<void()>& f, int samples = 9) {
+  for (int i = 0; i < 3; ++i) f();
+  dev.sync();
+  int reps = 1;
+  for (;;) {
+    double t0 = now_ms();
+    for (int i = 0; i < reps; ++i) f();
+    dev.sync();
+    double t = now_ms() - t0;
+    if (t >= 20 || reps >= (1 << 20)) break;
+    reps *= t < 2 ? 8 : 2;
+  }
+  std::vector<double> v;
+  for (int s = 0; s < samples; ++s) {
+    double t0 = now_ms();
+    for (int i = 0; i < reps; ++i) f();
+    dev.sync();
+    v.push_back((now_ms() - t0) / reps);
+  }
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::vector<Result> g_results;
+std::string g_filter;
+
+bool wanted(const std::string& name) {
+  if (g_filter.empty()) return true;
+  std::stringstream ss(g_filter);
+  for (std::string part; std::getline(ss, part, ',');)
+    if (!part.empty() && name.find(part) != std::string::npos) return true;
+  return false;
+}
+
+void bench(const std::string& name, const std::function<void(Result&)>& body) {
+  if (!wanted(name)) return;
+  Result r;
+  r.name = name;
+  try {
+    body(r);
+    std::cerr << name << ": " << r.ms << " ms\n";
+  } catch (const std::exception& e) {
+    r.ms = std::nan("");
+    r.set_text("error", e.what());
+    std::cerr << name << ": error: " << e.what() << "\n";
+  }
+  g_results.push_back(std::move(r));
+  Device::cuda(0).memory_cleanup();
+}
+
+void matmul_bench(const std::string& name, DType dt, int64_t n, bool tf32) {
+  bench(name, [&](Result& r) {
+    Device gpu = Device::cuda(0);
+    cuda::set_allow_tf32(tf32);
+    auto a = DynTensor::normal({n, n}, 0, 1, DType::f32, gpu).cast(dt);
+    auto b = DynTensor::normal({n, n}, 0, 1, DType::f32, gpu).cast(dt);
+    r.ms = time_ms(gpu, [&] { (void)matmul(a, b); });
+    cuda::set_allow_tf32(false);
+    r.set("tflops", 2.0 * double(n) * n * n / (r.ms * 1e-3) / 1e12);
+  });
+}
+
+// 784-512-512-10 MLP, batch 256, cross-entropy, Adam: one training step.
+struct Mlp {
+  nn::Linear fc1, fc2, fc3;
+  EMBER_MODULE(fc1, fc2, fc3)
+  DynTensor forward(DynTensor x) const {
+    return fc3.forward(relu(fc2.forward(relu(fc1.forward(std::move(x))))));
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string out = "build/reports/bench-cuda-ember.json";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--out" && i + 1 < argc) out = argv[++i];
+    else if (a == "--filter" && i + 1 < argc) g_filter = argv[++i];
+  }
+  if (!cuda::available()) {
+    std::cerr << "bench_cuda: no GPU: " << cuda::describe_devices() << "\n";
+    return 2;
+  }
+  Device gpu = Device::cuda(0);
+  gpu.seed(0);
+
+  matmul_bench("matmul_bf16_8192", DType::bf16, 8192, false);
+  matmul_bench("matmul_f32_4096", DType::f32, 4096, false);
+  matmul_bench("matmul_tf32_4096", DType::f32, 4096, true);
+
+  bench("add_f32_256M", [&](Result& r) {
+    const int64_t n = int64_t(256) << 20;
+    auto a = DynTensor::normal({n}, 0, 1, DType::f32, gpu);
+    auto b = DynTensor::normal({n}, 0, 1, DType::f32, gpu);
+    r.ms = time_ms(gpu, [&] { (void)(a + b); });
+    r.set("gbps", 3.0 * double(n) * 4 / (r.ms * 1e-3) / 1e9);
+  });
+
+  bench("softmax_f32_8192x4096", [&](Result& r) {
+    auto x = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
+    r.ms = time_ms(gpu, [&] { (void)softmax(x, -1); });
+    r.set("us", r.ms * 1e3);
+    r.set("gbps", 2.0 * 8192 * 4096 * 4 / (r.ms * 1e-3) / 1e9);
+  });
+
+  bench("layernorm_f32_8192x4096", [&](Result& r) {
+    auto x = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
+    auto w = DynTensor::normal({4096}, 1, 0.1, DType::f32, gpu);
+    auto b = DynTensor::normal({4096}, 0, 0.1, DType::f32, gpu);
+    r.ms = time_ms(gpu, [&] { (void)layer_norm(x, {4096}, w, b); });
+    r.set("us", r.ms * 1e3);
+    r.set("gbps", 2.0 * 8192 * 4096 * 4 / (r.ms * 1e-3) / 1e9);
+  });
+
+  bench("gelu_f32_32x512x2048", [&](Result& r) {
+    auto x = DynTensor::normal({32, 512, 2048}, 0, 1, DType::f32, gpu);
+    r.ms = time_ms(gpu, [&] { (void)gelu(x); });
+    r.set("us", r.ms * 1e3);
+  });
+
+  bench("sum_f32_64M", [&](Result& r) {
+    auto x = DynTensor::normal({int64_t(64) << 20}, 0, 1, DType::f32, gpu);
+    r.ms = time_ms(gpu, [&] { (void)sum(x); });
+    r.set("gbps", double(int64_t(64) << 20) * 4 / (r.ms * 1e-3) / 1e9);
+  });
+
+  bench("overhead_add_1", [&](Result& r) {
+    auto a = DynTensor::ones({1}, DType::f32, gpu);
+    auto b = DynTensor::ones({1}, DType::f32, gpu);
+    r.ms = time_ms(gpu, [&] { (void)(a + b); });
+    r.set("us", r.ms * 1e3);
+  });
+
+  bench("conv2d_f32_16x64x56x56_k3", [&](Result& r) {
+    auto x = DynTensor::normal({16, 64, 56, 56}, 0, 1, DType::f32, gpu);
+    auto w = DynTensor::normal({64, 64, 3, 3}, 0, 0.05, DType::f32, gpu);
+    ConvOptions o;
+    o.padding = {1, 1};
+    r.ms = time_ms(gpu, [&] { (void)conv2d(x, w, std::nullopt, o); });
+  });
+
+  bench("mlp_train_step_f32", [&](Result& r) {
+    Device dev = gpu.autodiff();
+    dev.seed(1);
+    Mlp m{nn::LinearConfig{784, 512}.init(dev), nn::LinearConfig{512, 512}.init(dev), nn::LinearConfig{512, 10}.init(dev)};
+    auto opt = optim::AdamConfig{}.init();
+    auto x = DynTensor::normal({256, 784}, 0, 1, DType::f32, dev);
+    auto y = DynTensor::randint({256}, 0, 10, DType::i64, dev);
+    int64_t steps = 0;
+    auto step = [&] {
+      DynTensor loss = nn::cross_entropy(m.forward(x), y);
+      m = opt.step(std::move(m), loss.backward(), 1e-3);
+      ++steps;
+    };
+    r.ms = time_ms(gpu, step);
+    // No memory growth: the pool's reserved bytes after 100 and after 10,000 more steps.
+    for (int i = 0; i < 100; ++i) step();
+    gpu.sync();
+    double reserved_100 = double(gpu.memory_stats().reserved);
+    for (int i = 0; i < 10000; ++i) step();
+    gpu.sync();
+    double reserved_10k = double(gpu.memory_stats().reserved);
+    r.set("reserved_bytes_step_100", reserved_100);
+    r.set("reserved_bytes_step_10100", reserved_10k);
+    r.set("memory_growth_bytes", reserved_10k - reserved_100);
+    r.set("steps", double(steps));
+  });
+
+  bench("attention_bf16", [&](Result& r) {
+    Device dev = gpu.autodiff();
+    auto mk = [&] { return DynTensor::normal({8, 12, 1024, 64}, 0, 1, DType::f32, dev).cast(DType::bf16); };
+    auto q0 = mk(), k0 = mk(), v0 = mk(), up = mk();
+    r.ms = time_ms(gpu, [&] {
+      DynTensor q = q0.require_grad(), k = k0.require_grad(), v = v0.require_grad();
+      DynTensor o = scaled_dot_product_attention(q, k, v, std::nullopt, true);
+      Gradients g = o.backward(up);
+      (void)g;
+    });
+    r.set_text("shape", "[8,12,1024,64] causal, forward+backward");
+  });
+
+  std::ofstream f(out + ".tmp");
+  f << "[\n";
+  for (size_t i = 0; i < g_results.size(); ++i) {
+    const Result& r = g_results[i];
+    f << "  {\"name\": \"" << r.name << "\", \"ember_ms\": ";
+    if (std::isnan(r.ms)) f << "null";
+    else f << r.ms;
+    for (const auto& [k, v] : r.extra) f << ", \"" << k << "\": " << v;
+    f << "}" << (i + 1 < g_results.size() ? "," : "") << "\n";
+  }
+  f << "]\n";
+  f.close();
+  std::rename((out + ".tmp").c_str(), out.c_str());
+  std::cerr << "ember results: " << out << "\n";
+  return 0;
+}

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""The PyTorch side of ./bench.sh cuda: the same benchmarks as bench_cuda.cpp, timed with the
+same method (warm-up, a loop calibrated to >= 20 ms, median over samples, each ended by a device
+synchronisation), on the same GPU, in the same invocation. Writes a JSON list of
+{"name", "peer_ms", extra fields}. Also measures the device-to-device copy bandwidth (the
+ceiling for add_f32_256M)."""
+import json
+import math
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+out = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else "build/reports/bench-cuda-peer.json"
+filt = sys.argv[sys.argv.index("--filter") + 1].split(",") if "--filter" in sys.argv else []
+dev = torch.device("cuda:0")
+torch.manual_seed(0)
+results = []
+
+
+def time_ms(f, samples=9):
+    for _ in range(3):
+        f()
+    torch.cuda.synchronize()
+    reps = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            f()
+        torch.cuda.synchronize()
+        t = (time.perf_counter() - t0) * 1e3
+        if t >= 20 or reps >= (1 << 20):
+            break
+        reps *= 8 if t < 2 else 2
+    v = []
+    for _ in range(samples):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            f()
+        torch.cuda.synchronize()
+        v.append((time.perf_counter() - t0) * 1e3 / reps)
+    v.sort()
+    return v[len(v) // 2]
+
+
+def bench(name):
+    def deco(fn):
+        if filt and not any(p and p in name for p in filt):
+            return fn
+        r = {"name": name}
+        try:
+            fn(r)
+            print(f"{name}: {r['peer_ms']:.4f} ms", file=sys.stderr)
+        except Exception as e:  # noqa: BLE001 - report and go on
+            r["peer_ms"] = None
+            r["peer_error"] = str(e)
+            print(f"{name}: error: {e}", file=sys.stderr)
+        results.append(r)
+        torch.cuda.empty_cache()
+        return fn
+    return deco
+
+
+def matmul(name, dtype, n, tf32):
+    @bench(name)
+    def _(r):
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        a = torch.randn(n, n, device=dev).to(dtype)
+        b = torch.randn(n, n, device=dev).to(dtype)
+        r["peer_ms"] = time_ms(lambda: torch.matmul(a, b))
+        torch.backends.cuda.matmul.allow_tf32 = False
+        r["tflops_peer"] = 2.0 * n ** 3 / (r["peer_ms"] * 1e-3) / 1e12
+
+
+matmul("matmul_bf16_8192", torch.bfloat16, 8192, False)
+matmul("matmul_f32_4096", torch.float32, 4096, False)
+matmul("matmul_tf32_4096", torch.float32, 4096, True)
+
+
+@bench("add_f32_256M")
+def _(r):
+    n = 256 << 20
+    a = torch.randn(n, device=dev)
+    b = torch.randn(n, device=dev)
+    r["peer_ms"] = time_ms(lambda: a + b)
+    r["gbps_peer"] = 3.0 * n * 4 / (r["peer_ms"] * 1e-3) / 1e9
+    c = torch.empty_like(a)
+    copy_ms = time_ms(lambda: c.copy_(a))
+    r["copy_gbps"] = 2.0 * n * 4 / (copy_ms * 1e-3) / 1e9
+
+
+@bench("softmax_f32_8192x4096")
+def _(r):
+    x = torch.randn(8192, 4096, device=dev)
+    r["peer_ms"] = time_ms(lambda: torch.softmax(x, -1))
+
+
+@bench("layernorm_f32_8192x4096")
+def _(r):
+    x = torch.randn(8192, 4096, device=dev)
+    w = torch.randn(4096, device=dev) * 0.1 + 1
+    b = torch.randn(4096, device=dev) * 0.1
+    r["peer_ms"] = time_ms(lambda: F.layer_norm(x, (4096,), w, b))
+
+
+@bench("gelu_f32_32x512x2048")
+def _(r):
+    x = torch.randn(32, 512, 2048, device=dev)
+    r["peer_ms"] = time_ms(lambda: F.gelu(x))
+
+
+@bench("sum_f32_64M")
+def _(r):
+    x = torch.randn(64 << 20, device=dev)
+    r["peer_ms"] = time_ms(lambda: x.sum())
+
+
+@bench("overhead_add_1")
+def _(r):
+    a = torch.ones(1, device=dev)
+    b = torch.ones(1, device=dev)
+    r["peer_ms"] = time_ms(lambda: a + b)
+
+
+@bench("conv2d_f32_16x64x56x56_k3")
+def _(r):
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    x = torch.randn(16, 64, 56, 56, device=dev)
+    w = torch.randn(64, 64, 3, 3, device=dev) * 0.05
+    r["peer_ms"] = time_ms(lambda: F.conv2d(x, w, padding=1))
+
+
+@bench("mlp_train_step_f32")
+def _(r):
+    model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                                torch.nn.ReLU(), torch.nn.Linear(512, 10)).to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(256, 784, device=dev)
+    y = torch.randint(0, 10, (256,), device=dev)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+    r["peer_ms"] = time_ms(step)
+
+
+@bench("attention_bf16")
+def _(r):
+    mk = lambda: torch.randn(8, 12, 1024, 64, device=dev).to(torch.bfloat16)  # noqa: E731
+    q0, k0, v0, up = mk(), mk(), mk(), mk()
+
+    def step():
+        q, k, v = (t.detach().requires_grad_() for t in (q0, k0, v0))
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        torch.autograd.grad(o, (q, k, v), up)
+    r["peer_ms"] = time_ms(step)
+
+
+with open(out + ".tmp", "w") as f:
+    json.dump(results, f, indent=1)
+import os  # noqa: E402
+os.replace(out + ".tmp", out)
+print(f"peer results: {out} (torch {torch.__version__}, {torch.cuda.get_device_name(0)})", file=sys.stderr)

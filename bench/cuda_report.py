@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Joins the ember and PyTorch sides of ./bench.sh cuda into build/reports/bench-cuda.json (the
+format of bench-cpu.json: name, ember_ms, peer, peer_ms, ratio = peer_ms / ember_ms, extras)
+and prints a markdown table with the issue's targets."""
+import json
+import sys
+
+ember_path, peer_path, out_path = sys.argv[1:4]
+ember = {r["name"]: r for r in json.load(open(ember_path))}
+peer = {r["name"]: r for r in json.load(open(peer_path))}
+torch_version = sys.argv[4] if len(sys.argv) > 4 else "pytorch"
+
+# target: (kind, value). ratio: peer/ember >= value; us: ember time <= value us;
+# pct_copy: ember GB/s >= value * copy GB/s.
+targets = {
+    "matmul_bf16_8192": ("ratio", 0.98), "matmul_f32_4096": ("ratio", 0.98), "matmul_tf32_4096": ("ratio", 0.98),
+    "add_f32_256M": ("pct_copy", 0.90), "softmax_f32_8192x4096": ("us", 70), "layernorm_f32_8192x4096": ("us", 70),
+    "overhead_add_1": ("us", 4), "mlp_train_step_f32": ("ratio", 2.0), "attention_bf16": ("ratio", 1.0),
+}
+
+rows = []
+for name, e in ember.items():
+    p = peer.get(name, {})
+    row = {"name": name, "ember_ms": e.get("ember_ms"), "peer": torch_version, "peer_ms": p.get("peer_ms")}
+    row["ratio"] = (row["peer_ms"] / row["ember_ms"]) if row["ember_ms"] and row["peer_ms"] else None
+    for k, v in e.items():
+        if k not in row:
+            row[k] = v
+    for k, v in p.items():
+        if k not in row:
+            row[k] = v
+    if name == "add_f32_256M" and row.get("gbps") and row.get("copy_gbps"):
+        row["pct_of_copy_bandwidth"] = row["gbps"] / row["copy_gbps"]
+    t = targets.get(name)
+    if t:
+        kind, val = t
+        met = None
+        if kind == "ratio" and row["ratio"] is not None:
+            met = row["ratio"] >= val
+            row["target"] = f"ratio >= {val}"
+        elif kind == "us" and row["ember_ms"] is not None:
+            met = row["ember_ms"] * 1e3 <= val
+            row["target"] = f"<= {val} us"
+        elif kind == "pct_copy" and row.get("pct_of_copy_bandwidth") is not None:
+            met = row["pct_of_copy_bandwidth"] >= val
+            row["target"] = f">= {int(val * 100)}% of copy bandwidth"
+        row["target_met"] = met
+    if name == "mlp_train_step_f32" and "memory_growth_bytes" in row:
+        row["no_memory_growth"] = row["memory_growth_bytes"] == 0
+    rows.append(row)
+
+with open(out_path + ".tmp", "w") as f:
+    f.write("[\n" + ",\n".join("  " + json.dumps(r) for r in rows) + "\n]\n")
+import os  # noqa: E402
+os.replace(out_path + ".tmp", out_path)
+
+
+def fmt(v, unit=""):
+    if v is None:
+        return "-"
+    if v >= 100:
+        return f"{v:.0f}{unit}"
+    if v >= 1:
+        return f"{v:.3g}{unit}"
+    return f"{v:.3g}{unit}"
+
+
+print(f"| benchmark | ember | {torch_version} | ratio | target |")
+print("|---|---:|---:|---:|---|")
+for r in rows:
+    em = r["ember_ms"]
+    pm = r["peer_ms"]
+    tgt = r.get("target", "")
+    if tgt:
+        tgt += " " + ("✓" if r.get("target_met") else "✗")
+    extra = ""
+    if r["name"] == "add_f32_256M" and r.get("gbps"):
+        extra = f" ({r['gbps']:.0f} GB/s; copy {r.get('copy_gbps', 0):.0f} GB/s)"
+    print(f"| {r['name']} | {fmt(em * 1e3 if em else None, ' us')}{extra} | {fmt(pm * 1e3 if pm else None, ' us')} | "
+          f"{fmt(r['ratio'], 'x')} | {tgt} |")
+    if r.get("error"):
+        print(f"|  ember error: {r['error'][:150]} | | | | |")
+mlp = next((r for r in rows if r["name"] == "mlp_train_step_f32"), None)
+if mlp and "memory_growth_bytes" in mlp:
+    print(f"\nmlp reserved bytes after step 100: {mlp['reserved_bytes_step_100']:.0f}, after 10,100: "
+          f"{mlp['reserved_bytes_step_10100']:.0f} (growth {mlp['memory_growth_bytes']:.0f})")

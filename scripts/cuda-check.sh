@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds the CUDA backend and runs its suites on a GPU machine, without installing anything
+# (for machines that have the toolchain but no Debian package archive). Usage:
+#   scripts/cuda-check.sh [LOGDIR] [STAGES]
+# STAGES (default "build,unit,conformance,autodiff,bench"): any comma-separated subset.
+# Logs go to LOGDIR (default build/cuda-logs); the summary is printed last.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+logs=${1:-build/cuda-logs}
+stages=${2:-build,unit,conformance,autodiff,bench}
+mkdir -p "$logs"
+has() { [[ ",$stages," == *",$1,"* ]]; }
+export EMBER_SKIP_DEPS=1 EMBER_CACHE_DIR=${EMBER_CACHE_DIR:-$PWD/build/cache}
+summary=()
+t0=$(date +%s)
+if has build; then
+  cmake --preset bench -DEMBER_WERROR=OFF >"$logs/configure.log" 2>&1 || { tail -30 "$logs/configure.log"; exit 1; }
+  if ! cmake --build build -j "$(nproc)" --target ember_cuda_tests ember_conformance ember_autodiff_conformance \
+       ember_bench_cuda >"$logs/build.log" 2>&1; then
+    grep -E "error|Error" -A3 "$logs/build.log" | head -60
+    exit 1
+  fi
+  summary+=("build: ok ($(( $(date +%s) - t0 )) s)")
+fi
+run() {  # name, command...
+  local name=$1; shift
+  local t=$(date +%s)
+  "$@" >"$logs/$name.log" 2>&1
+  local rc=$?
+  local p f
+  p=$(grep -E '^\[  PASSED  \] [0-9]+ test' "$logs/$name.log" | tail -1 | awk '{print $4}')
+  f=$(grep -E '^\[  FAILED  \] [0-9]+ test' "$logs/$name.log" | tail -1 | awk '{print $4}')
+  summary+=("$name: rc=$rc passed=${p:-0} failed=${f:-0} ($(( $(date +%s) - t )) s)")
+}
+has unit && run cuda_tests build/tests/backends/cuda/ember_cuda_tests
+has conformance && EMBER_STACKS=${CONF_STACKS:-cuda,autodiff-cuda} run conformance \
+  build/tests/conformance/ember_conformance --reports build/reports
+has autodiff && EMBER_STACKS=${AD_STACKS:-autodiff-cuda,autodiff-balanced-cuda} run autodiff \
+  build/tests/autodiff/ember_autodiff_conformance --reports build/reports
+if has bench; then
+  t=$(date +%s)
+  build/bench/ember_bench_cuda --out build/reports/bench-cuda-ember.json ${BENCH_ARGS:-} >"$logs/bench-ember.log" 2>&1
+  python3 bench/cuda_peer.py --out build/reports/bench-cuda-peer.json ${BENCH_ARGS:-} >"$logs/bench-peer.log" 2>&1
+  tv=$(python3 -c 'import torch; print("pytorch " + torch.__version__.split("+")[0])')
+  python3 bench/cuda_report.py build/reports/bench-cuda-ember.json build/reports/bench-cuda-peer.json \
+    build/reports/bench-cuda.json "$tv" >"$logs/bench-table.md" 2>&1
+  summary+=("bench: $(( $(date +%s) - t )) s")
+fi
+cp build/reports/*.json "$logs/" 2>/dev/null
+for f in "$logs"/*.log; do  # the failures, briefly
+  grep -E "^\[  FAILED  \]" "$f" | head -400 >"${f%.log}.failed" 2>/dev/null
+done
+printf '%s\n' "${summary[@]}"
+[ -f "$logs/bench-table.md" ] && cat "$logs/bench-table.md"
+exit 0
