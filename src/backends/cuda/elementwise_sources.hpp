@@ -1,0 +1,67 @@
+// The generated CUDA sources of the elementwise (elementwise.cpp), creation (creation.cpp) and
+// layout (layout.cpp) kernel families, exposed so that tests can compile every variant with
+// compile_cubin() on machines without a GPU.
+//
+// Every source is compiled after the JIT prelude (jit.cpp). A key names its source uniquely and
+// starts with the op name ("add/f32", "full/b4", "pad/b2", "random_normal/f16").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ember/core/op.hpp"
+
+namespace ember::cuda {
+
+struct KernelSource {
+  std::string key;
+  std::string source;
+};
+
+// ---- elementwise.cpp ----
+
+// Scalar attributes every elementwise kernel takes by value (same layout as the kernels'
+// `Attr`): clamp (a, b = min, max; ia, ib = integer bounds), leaky_relu (a = slope), softplus
+// (a = beta, b = threshold), pow (ia = 1 when the exponent is one broadcast value).
+struct EwAttr {
+  double a = 0, b = 0;
+  int64_t ia = 0, ib = 0;
+};
+
+// The ops with a generated elementwise kernel: the Unary, FloatUnary, Predicate, BitwiseUnary,
+// Binary, FloatBinary, Compare, Bitwise, Where and Ternary families, and prelu.
+std::vector<OpKind> elementwise_ops();
+// The dtypes the kernel of `kind` accepts: of its inputs (where: of its values, the condition
+// is bool), by the family's rule and the CPU backend's restrictions (div and leaky_relu only on
+// floating types, shifts not on bool).
+std::vector<DType> elementwise_dtypes(OpKind kind);
+bool elementwise_supports(OpKind kind, DType dt);
+// "add/f32": the key of the kernel of `kind` on inputs of dtype `dt`.
+std::string elementwise_key(OpKind kind, DType dt);
+// Its source, with the entries flat, flat_vec, strided_vec32, strided32 and strided64 (prelu:
+// prelu32, prelu64). Throws Error when the dtype is not supported.
+std::string elementwise_source(OpKind kind, DType dt);
+// Every (key, source) pair the elementwise family can generate.
+std::vector<KernelSource> elementwise_kernel_sources();
+
+// ---- creation.cpp ----
+
+// Every (key, source) pair the creation family can generate (full, arange, linspace, eye,
+// random_*), and the generators themselves.
+std::vector<KernelSource> creation_kernel_sources();
+std::string fill_source(size_t elem_bytes);        // "full/b<N>": fill, fill16
+std::string arange_source(DType dt);               // "arange/<dt>": arange
+std::string linspace_source(DType dt);             // "linspace/<dt>": linspace
+std::string eye_source(size_t elem_bytes);         // "eye/b<N>": eye
+std::string random_source(OpKind kind, DType dt);  // "random_uniform/<dt>", ...: gen
+
+// ---- layout.cpp ----
+
+// Every (key, source) pair the layout family can generate (pad, tril, triu; flip, roll, cat
+// and slice_assign are copies through copy_view), and the generators.
+std::vector<KernelSource> layout_kernel_sources();
+std::string pad_source(size_t elem_bytes);              // "pad/b<N>": pad32, pad64
+std::string tri_source(bool lower, size_t elem_bytes);  // "tril/b<N>", "triu/b<N>": contig, strided
+
+}  // namespace ember::cuda
