@@ -1,7 +1,725 @@
+// Scaled dot-product attention (forward):
+//
+//   out = softmax(q k^T * scale + mask, over S) v        (causal: key j > query i masked)
+//
+// with the CPU backend's conventions: the causal mask is aligned at the top left (query i sees
+// keys 0..i whatever L and S), a bool mask keeps where true, a float mask is added, a row whose
+// every key is masked gives NaN, S = 0 gives zeros.
+//
+// Fused path (f32, f16, bf16 with E, Ev <= 256): a flash-attention kernel. A block owns 64
+// query rows of one batch entry; it streams the keys and values through shared memory in tiles,
+// keeps a running max and sum per row (online softmax, in the log2 domain) and accumulates the
+// output in fp32 registers, so the scores never reach global memory. f16 / bf16 multiply on
+// tensor cores (mma.sync m16n8k16, fp32 accumulation; the probabilities are rounded to the
+// input type for the second product, as flash attention does); f32 uses exact fp32 FMAs. The
+// head dims are padded with zeros to 32, 64, 128 or 256 inside the kernel. Operands are read
+// through their strides (batch dims collapsed), the mask through broadcast strides.
+//
+// Fallback (f64, or head dims above 256): the scores are materialised with cuBLASLt (in f32 for
+// the half types, f64 for f64), a row-softmax kernel applies scale, mask and causality, and a
+// second product multiplies by v.
+#include <cmath>
+#include <mutex>
+#include <set>
+
+#include "attention_sources.hpp"
 #include "cuda_backend.hpp"
+#include "matmul.hpp"
 
 namespace ember::cuda {
 
-void register_attention_kernels(KernelTable&) {}
+namespace {
+
+constexpr int kMaxFusedDim = 256;
+
+int pad_dim(int64_t e) {
+  for (int d : {32, 64, 128, 256})
+    if (e <= d) return d;
+  return -1;
+}
+
+// ---------------------------------------------------------------------------------------
+// Scalar fp32 kernel (f32; also valid for the half types).
+//
+// 256 threads as 16 x 16: thread (ty, tx) owns query rows ty + 16i (i < 4) of the block, the
+// score columns tx + 16j of each key tile and the output columns tx + 16t. The 16 threads of a
+// row are one half-warp, so row reductions are 4 xor-shuffles.
+
+const char* kScalarKernel = R"CUDA(
+#define BM 64
+#define NT 256
+#define RM 4
+#define CN (BN / 16)
+#define CV (DV / 16)
+#define QS (D + 1)
+#define KS (D + 1)
+#define PS (BN + 1)
+#define LOG2E 1.4426950408889634f
+
+extern "C" __global__ void __launch_bounds__(NT) flash_attn(
+    T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+    const void* __restrict__ mask, int64_t nbatch, int64_t L, int64_t S, int64_t E, int64_t Ev,
+    int64_t q_rs, int64_t q_cs, int64_t k_rs, int64_t k_cs, int64_t v_rs, int64_t v_cs, int64_t m_rs, int64_t m_cs,
+    Shape bsh, Strides qb, Strides kb, Strides vb, Strides mb, float scale_log2, int32_t mask_kind, int32_t causal,
+    int32_t vec) {
+  extern __shared__ float smem[];
+  float* Qs = smem;            // [BM][QS]
+  float* Ks = Qs + BM * QS;    // [BN][KS]
+  float* Vs = Ks + BN * KS;    // [BN][DV]
+  float* Ps = Vs + BN * DV;    // [BM][PS]
+  (void)vec;
+  const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
+  const float ninf = -ember_inf();
+  const int64_t ntiles = (L + BM - 1) / BM;
+  for (int64_t b = blockIdx.y; b < nbatch; b += gridDim.y) {
+    const T* qp = q + offset_of(b, bsh, qb);
+    const T* kp = k + offset_of(b, bsh, kb);
+    const T* vp = v + offset_of(b, bsh, vb);
+    const int64_t moff = mask_kind ? offset_of(b, bsh, mb) : 0;
+    for (int64_t ti = blockIdx.x; ti < ntiles; ti += gridDim.x) {
+      const int64_t m0 = (causal ? ntiles - 1 - ti : ti) * BM;  // causal: longest rows first
+      __syncthreads();  // the previous tile is done with the shared buffers
+      for (int idx = tid; idx < BM * D; idx += NT) {
+        int r = idx / D, e = idx - r * D;
+        int64_t row = m0 + r;
+        Qs[r * QS + e] = (row < L && e < E) ? float(qp[row * q_rs + e * q_cs]) : 0.f;
+      }
+      float acc[RM][CV], mrow[RM], lrow[RM];
+#pragma unroll
+      for (int i = 0; i < RM; ++i) {
+        mrow[i] = ninf;
+        lrow[i] = 0.f;
+#pragma unroll
+        for (int t = 0; t < CV; ++t) acc[i][t] = 0.f;
+      }
+      const int64_t kv_end = causal ? min(S, m0 + BM) : S;
+      for (int64_t n0 = 0; n0 < kv_end; n0 += BN) {
+        __syncthreads();  // Qs is written; the previous key tile is consumed
+        for (int idx = tid; idx < BN * D; idx += NT) {
+          int j = idx / D, e = idx - j * D;
+          int64_t col = n0 + j;
+          Ks[j * KS + e] = (col < S && e < E) ? float(kp[col * k_rs + e * k_cs]) : 0.f;
+        }
+        for (int idx = tid; idx < BN * DV; idx += NT) {
+          int j = idx / DV, c = idx - j * DV;
+          int64_t col = n0 + j;
+          Vs[j * DV + c] = (col < S && c < Ev) ? float(vp[col * v_rs + c * v_cs]) : 0.f;
+        }
+        __syncthreads();
+        float s[RM][CN];
+#pragma unroll
+        for (int i = 0; i < RM; ++i)
+#pragma unroll
+          for (int j = 0; j < CN; ++j) s[i][j] = 0.f;
+#pragma unroll 8
+        for (int e = 0; e < D; ++e) {
+          float qv[RM], kv[CN];
+#pragma unroll
+          for (int i = 0; i < RM; ++i) qv[i] = Qs[(ty + 16 * i) * QS + e];
+#pragma unroll
+          for (int j = 0; j < CN; ++j) kv[j] = Ks[(tx + 16 * j) * KS + e];
+#pragma unroll
+          for (int i = 0; i < RM; ++i)
+#pragma unroll
+            for (int j = 0; j < CN; ++j) s[i][j] = fmaf(qv[i], kv[j], s[i][j]);
+        }
+        // scale, masks, online softmax (log2 domain)
+#pragma unroll
+        for (int i = 0; i < RM; ++i) {
+          const int64_t row = m0 + ty + 16 * i;
+          float mx = ninf;
+#pragma unroll
+          for (int j = 0; j < CN; ++j) {
+            const int64_t col = n0 + tx + 16 * j;
+            float t = s[i][j] * scale_log2;
+            bool keep = row < L && col < S && !(causal && col > row);
+            if (keep && mask_kind == 1) {
+              keep = ((const bool*)mask)[moff + row * m_rs + col * m_cs];
+            } else if (keep && mask_kind == 2) {
+              t += float(((const T*)mask)[moff + row * m_rs + col * m_cs]) * LOG2E;
+            }
+            s[i][j] = keep ? t : ninf;
+            mx = fmaxf(mx, s[i][j]);
+          }
+#pragma unroll
+          for (int off = 8; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+          const float m_new = fmaxf(mrow[i], mx);
+          const float alpha = m_new == mrow[i] ? 1.f : exp2f(mrow[i] - m_new);
+          float sum = 0.f;
+#pragma unroll
+          for (int j = 0; j < CN; ++j) {
+            float p = s[i][j] == ninf ? 0.f : exp2f(s[i][j] - m_new);
+            Ps[(ty + 16 * i) * PS + tx + 16 * j] = p;
+            sum += p;
+          }
+#pragma unroll
+          for (int off = 8; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+          lrow[i] = lrow[i] * alpha + sum;
+          mrow[i] = m_new;
+#pragma unroll
+          for (int t = 0; t < CV; ++t) acc[i][t] *= alpha;
+        }
+        __syncthreads();
+#pragma unroll 4
+        for (int j = 0; j < BN; ++j) {
+          float pv[RM], vv[CV];
+#pragma unroll
+          for (int i = 0; i < RM; ++i) pv[i] = Ps[(ty + 16 * i) * PS + j];
+#pragma unroll
+          for (int t = 0; t < CV; ++t) vv[t] = Vs[j * DV + tx + 16 * t];
+#pragma unroll
+          for (int i = 0; i < RM; ++i)
+#pragma unroll
+            for (int t = 0; t < CV; ++t) acc[i][t] = fmaf(pv[i], vv[t], acc[i][t]);
+        }
+      }
+      // out = acc / l (a fully masked row has l = 0 and acc = 0: NaN)
+#pragma unroll
+      for (int i = 0; i < RM; ++i) {
+        const int64_t row = m0 + ty + 16 * i;
+        if (row >= L) continue;
+        const float inv = 1.f / lrow[i];
+        T* o = out + (b * L + row) * Ev;
+#pragma unroll
+        for (int t = 0; t < CV; ++t) {
+          const int c = tx + 16 * t;
+          if (c < Ev) o[c] = T(acc[i][t] * inv);
+        }
+      }
+    }
+  }
+}
+)CUDA";
+
+// ---------------------------------------------------------------------------------------
+// Tensor-core kernel (f16 / bf16): 4 warps, each owning 16 of the block's 64 query rows.
+// S = Q K^T and O += P V with mma.sync.m16n8k16 (fp32 accumulators). Q and K live in shared
+// memory as [row][dim] (row stride D + 8 halves: conflict-free fragment loads), V transposed
+// as [dim][key]. Fragment layouts (PTX ISA, m16n8k16): g = lane / 4, tg = lane % 4;
+//   A (16x16): a0 = (g, 2tg..+1), a1 = (g+8, 2tg..+1), a2 = (g, 2tg+8..+9), a3 = (g+8, 2tg+8..+9)
+//   B (16x8):  b0 = (k 2tg..+1, n g), b1 = (k 2tg+8..+9, n g)
+//   C (16x8):  c0,c1 = (g, 2tg..+1), c2,c3 = (g+8, 2tg..+1)
+// so the score accumulators of two adjacent 8-key tiles are, packed, the A fragment of P.
+
+const char* kTensorCoreKernel = R"CUDA(
+#define BM 64
+#define NT 128
+#define QST (D + 8)
+#define KST (D + 8)
+#define VST (BN + 8)
+#define LOG2E 1.4426950408889634f
+
+__device__ __forceinline__ void mma16816(float* c, const uint32_t* a, const uint32_t* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_TYPE "." MMA_TYPE ".f32 {%0, %1, %2, %3}, "
+               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+// Two floats rounded to the input type, `lo` in the low half.
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn." MMA_TYPE "x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+__device__ __forceinline__ uint32_t lds32(const uint16_t* p) { return *(const uint32_t*)p; }
+
+extern "C" __global__ void __launch_bounds__(NT) flash_attn(
+    T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+    const void* __restrict__ mask, int64_t nbatch, int64_t L, int64_t S, int64_t E, int64_t Ev,
+    int64_t q_rs, int64_t q_cs, int64_t k_rs, int64_t k_cs, int64_t v_rs, int64_t v_cs, int64_t m_rs, int64_t m_cs,
+    Shape bsh, Strides qb, Strides kb, Strides vb, Strides mb, float scale_log2, int32_t mask_kind, int32_t causal,
+    int32_t vec) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  uint16_t* Qs = (uint16_t*)smem_raw;  // [BM][QST]
+  uint16_t* Ks = Qs + BM * QST;        // [BN][KST]
+  uint16_t* Vt = Ks + BN * KST;        // [DV][VST]
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tg = lane & 3;
+  const float ninf = -ember_inf();
+  const int64_t ntiles = (L + BM - 1) / BM;
+  for (int64_t b = blockIdx.y; b < nbatch; b += gridDim.y) {
+    const T* qp = q + offset_of(b, bsh, qb);
+    const T* kp = k + offset_of(b, bsh, kb);
+    const T* vp = v + offset_of(b, bsh, vb);
+    const int64_t moff = mask_kind ? offset_of(b, bsh, mb) : 0;
+    for (int64_t ti = blockIdx.x; ti < ntiles; ti += gridDim.x) {
+      const int64_t m0 = (causal ? ntiles - 1 - ti : ti) * BM;
+      __syncthreads();
+      if (vec) {  // 16-byte loads: unit column strides, E % 8 == 0, aligned rows
+        for (int idx = tid; idx < BM * (D / 8); idx += NT) {
+          int r = idx / (D / 8), e = (idx - r * (D / 8)) * 8;
+          int64_t row = m0 + r;
+          uint4 val = make_uint4(0, 0, 0, 0);
+          if (row < L && e < E) val = *(const uint4*)(qp + row * q_rs + e);
+          *(uint4*)(Qs + r * QST + e) = val;
+        }
+      } else {
+        for (int idx = tid; idx < BM * D; idx += NT) {
+          int r = idx / D, e = idx - r * D;
+          int64_t row = m0 + r;
+          Qs[r * QST + e] = (row < L && e < E) ? qp[row * q_rs + e * q_cs].bits : (uint16_t)0;
+        }
+      }
+      float oacc[DV / 8][4];
+#pragma unroll
+      for (int t = 0; t < DV / 8; ++t) oacc[t][0] = oacc[t][1] = oacc[t][2] = oacc[t][3] = 0.f;
+      float mrow[2] = {ninf, ninf}, lrow[2] = {0.f, 0.f};  // rows g and g + 8 of the warp
+      const int64_t row0 = m0 + warp * 16 + g, row1 = row0 + 8;
+      const int64_t kv_end = causal ? min(S, m0 + BM) : S;
+      for (int64_t n0 = 0; n0 < kv_end; n0 += BN) {
+        __syncthreads();
+        if (vec) {
+          for (int idx = tid; idx < BN * (D / 8); idx += NT) {
+            int j = idx / (D / 8), e = (idx - j * (D / 8)) * 8;
+            int64_t col = n0 + j;
+            uint4 val = make_uint4(0, 0, 0, 0);
+            if (col < S && e < E) val = *(const uint4*)(kp + col * k_rs + e);
+            *(uint4*)(Ks + j * KST + e) = val;
+          }
+          for (int idx = tid; idx < BN * (DV / 8); idx += NT) {
+            int j = idx % BN, c = (idx / BN) * 8;  // consecutive threads: consecutive keys
+            int64_t col = n0 + j;
+            uint4 val = make_uint4(0, 0, 0, 0);
+            if (col < S && c < Ev) val = *(const uint4*)(vp + col * v_rs + c);
+            const uint16_t* h = (const uint16_t*)&val;
+#pragma unroll
+            for (int u = 0; u < 8; ++u) Vt[(c + u) * VST + j] = h[u];
+          }
+        } else {
+          for (int idx = tid; idx < BN * D; idx += NT) {
+            int j = idx / D, e = idx - j * D;
+            int64_t col = n0 + j;
+            Ks[j * KST + e] = (col < S && e < E) ? kp[col * k_rs + e * k_cs].bits : (uint16_t)0;
+          }
+          for (int idx = tid; idx < BN * DV; idx += NT) {
+            int j = idx / DV, c = idx - j * DV;
+            int64_t col = n0 + j;
+            Vt[c * VST + j] = (col < S && c < Ev) ? vp[col * v_rs + c * v_cs].bits : (uint16_t)0;
+          }
+        }
+        __syncthreads();
+        // S = Q K^T for the warp's 16 rows x BN keys
+        float sacc[BN / 8][4];
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt) sacc[nt][0] = sacc[nt][1] = sacc[nt][2] = sacc[nt][3] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+          const uint16_t* qa = Qs + (warp * 16 + g) * QST + kk * 16 + tg * 2;
+          uint32_t a[4] = {lds32(qa), lds32(qa + 8 * QST), lds32(qa + 8), lds32(qa + 8 * QST + 8)};
+#pragma unroll
+          for (int nt = 0; nt < BN / 8; ++nt) {
+            const uint16_t* kb2 = Ks + (nt * 8 + g) * KST + kk * 16 + tg * 2;
+            uint32_t bb[2] = {lds32(kb2), lds32(kb2 + 8)};
+            mma16816(sacc[nt], a, bb);
+          }
+        }
+        // scale, masks, online softmax; element e of tile nt: row (e < 2 ? row0 : row1),
+        // key n0 + nt * 8 + 2 tg + (e & 1)
+        float mx[2] = {ninf, ninf};
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int64_t row = e < 2 ? row0 : row1;
+            const int64_t col = n0 + nt * 8 + tg * 2 + (e & 1);
+            float t = sacc[nt][e] * scale_log2;
+            bool keep = row < L && col < S && !(causal && col > row);
+            if (keep && mask_kind == 1) {
+              keep = ((const bool*)mask)[moff + row * m_rs + col * m_cs];
+            } else if (keep && mask_kind == 2) {
+              t += float(((const T*)mask)[moff + row * m_rs + col * m_cs]) * LOG2E;
+            }
+            sacc[nt][e] = keep ? t : ninf;
+            mx[e >> 1] = fmaxf(mx[e >> 1], sacc[nt][e]);
+          }
+        }
+        float alpha[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+          mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+          const float m_new = fmaxf(mrow[h], mx[h]);
+          alpha[h] = m_new == mrow[h] ? 1.f : exp2f(mrow[h] - m_new);
+          mrow[h] = m_new;
+        }
+        float sum[2] = {0.f, 0.f};
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float s = sacc[nt][e];
+            const float p = s == ninf ? 0.f : exp2f(s - mrow[e >> 1]);
+            sacc[nt][e] = p;
+            sum[e >> 1] += p;
+          }
+        }
+        lrow[0] = lrow[0] * alpha[0] + sum[0];  // per-thread partial sums (reduced at the end)
+        lrow[1] = lrow[1] * alpha[1] + sum[1];
+#pragma unroll
+        for (int t = 0; t < DV / 8; ++t) {
+          oacc[t][0] *= alpha[0];
+          oacc[t][1] *= alpha[0];
+          oacc[t][2] *= alpha[1];
+          oacc[t][3] *= alpha[1];
+        }
+        // O += P V
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+          uint32_t a[4] = {pack2(sacc[2 * kk][0], sacc[2 * kk][1]), pack2(sacc[2 * kk][2], sacc[2 * kk][3]),
+                           pack2(sacc[2 * kk + 1][0], sacc[2 * kk + 1][1]),
+                           pack2(sacc[2 * kk + 1][2], sacc[2 * kk + 1][3])};
+#pragma unroll
+          for (int t = 0; t < DV / 8; ++t) {
+            const uint16_t* vb2 = Vt + (t * 8 + g) * VST + kk * 16 + tg * 2;
+            uint32_t bb[2] = {lds32(vb2), lds32(vb2 + 8)};
+            mma16816(oacc[t], a, bb);
+          }
+        }
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        lrow[h] += __shfl_xor_sync(0xffffffffu, lrow[h], 1);
+        lrow[h] += __shfl_xor_sync(0xffffffffu, lrow[h], 2);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t row = h ? row1 : row0;
+        if (row >= L) continue;
+        const float inv = 1.f / lrow[h];
+        T* o = out + (b * L + row) * Ev;
+#pragma unroll
+        for (int t = 0; t < DV / 8; ++t) {
+          const int c = t * 8 + tg * 2;
+          if (c < Ev) o[c] = T(oacc[t][2 * h] * inv);
+          if (c + 1 < Ev) o[c + 1] = T(oacc[t][2 * h + 1] * inv);
+        }
+      }
+    }
+  }
+}
+)CUDA";
+
+// ---------------------------------------------------------------------------------------
+// Fallback row softmax over materialised scores x [rows = B * L, S] (contiguous, C = f32 or
+// f64), in place: x = softmax(x * scale + mask) over the first n = (causal ? min(S, i + 1) : S)
+// columns, 0 after them, NaN everywhere for a fully masked row. One block per row.
+
+const char* kSoftmaxKernel = R"CUDA(
+__device__ __forceinline__ float exp_c(float x) { return expf(x); }
+__device__ __forceinline__ double exp_c(double x) { return exp(x); }
+__device__ __forceinline__ C block_reduce(C v, bool is_max, C* red) {
+  for (int off = 16; off > 0; off >>= 1) {
+    C o = __shfl_xor_sync(0xffffffffu, v, off);
+    v = is_max ? (o > v ? o : v) : v + o;
+  }
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+  __syncthreads();  // red is free
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  v = red[0];
+  for (int w = 1; w < nw; ++w) v = is_max ? (red[w] > v ? red[w] : v) : v + red[w];
+  return v;
+}
+
+extern "C" __global__ void attn_softmax(C* __restrict__ x, const void* __restrict__ mask, int64_t rows, int64_t L,
+                                        int64_t S, Shape bsh, Strides mb, int64_t m_rs, int64_t m_cs, C scale,
+                                        int32_t causal) {
+  __shared__ C red[32];
+  const C ninf = -C(ember_inf());
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t b = r / L, i = r - b * L;
+    C* row = x + r * S;
+    const int64_t n = causal ? min(S, i + 1) : S;
+    int64_t moff = 0;
+    if (HAS_MASK) moff = offset_of(b, bsh, mb) + i * m_rs;
+    C mx = ninf;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      C t = row[j] * scale;
+#if HAS_MASK == 1
+      if (!((const bool*)mask)[moff + j * m_cs]) t = ninf;
+#elif HAS_MASK == 2
+      t += C(((const M*)mask)[moff + j * m_cs]);
+#endif
+      row[j] = t;
+      mx = t > mx ? t : mx;
+    }
+    mx = block_reduce(mx, true, red);
+    if (mx == ninf) {  // every key masked
+      for (int64_t j = threadIdx.x; j < S; j += blockDim.x) row[j] = C(ember_nan());
+      continue;
+    }
+    C sum = 0;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      C e = exp_c(row[j] - mx);
+      row[j] = e;
+      sum += e;
+    }
+    sum = block_reduce(sum, false, red);
+    const C inv = C(1) / sum;
+    for (int64_t j = threadIdx.x; j < S; j += blockDim.x) row[j] = j < n ? row[j] * inv : C(0);
+  }
+}
+)CUDA";
+
+// ---------------------------------------------------------------------------------------
+
+bool use_tensor_cores(DType dt) { return dt == DType::f16 || dt == DType::bf16; }
+
+// Keys of the key tile: 64, or 32 when the value dim is large (registers / shared memory).
+int flash_block_keys(const FlashConfig& c) {
+  if (c.tensor_cores) return c.value_dim > 128 ? 32 : 64;
+  return (c.head_dim >= 128 || c.value_dim >= 128) ? 32 : 64;
+}
+
+// Batch strides of `t` over dims [0, nb) of `batch` (0 where t's dim is broadcast).
+std::vector<int64_t> lead_strides(const std::vector<int64_t>& strides, int nb) {
+  return std::vector<int64_t>(strides.begin(), strides.begin() + nb);
+}
+
+struct AttnInputs {
+  CudaTensorPtr q, k, v, mask;
+  int64_t L = 0, S = 0, E = 0, Ev = 0;
+  double scale = 1.0;
+  bool causal = false;
+  Shape batch;
+};
+
+void launch_flash(CudaBackend& be, Op& op, const AttnInputs& in, CudaTensor& out) {
+  const DType dt = in.q->dtype();
+  FlashConfig c;
+  c.dtype = dt;
+  c.head_dim = pad_dim(in.E);
+  c.value_dim = pad_dim(in.Ev);
+  c.tensor_cores = use_tensor_cores(dt);
+  const AttnMask mask_kind =
+      !in.mask ? AttnMask::none : in.mask->dtype() == DType::boolean ? AttnMask::boolean : AttnMask::additive;
+  const int r = in.q->shape().rank();
+  const int nb = r - 2;
+  std::vector<int64_t> ms(size_t(nb), 0);
+  int64_t m_rs = 0, m_cs = 0;
+  if (in.mask) {
+    Shape ss = in.q->shape();
+    ss[-1] = in.S;
+    auto st = broadcast_strides(*in.mask, ss);
+    ms = lead_strides(st, nb);
+    m_rs = st[size_t(r - 2)];
+    m_cs = st[size_t(r - 1)];
+  }
+  Collapsed cb = collapse(op.name(), in.batch,
+                          {lead_strides(in.q->strides, nb), lead_strides(in.k->strides, nb),
+                           lead_strides(in.v->strides, nb), ms});
+  const int64_t nbatch = in.batch.numel();
+  auto rs = [&](const CudaTensor& t) { return t.strides[size_t(r - 2)]; };
+  auto cs = [&](const CudaTensor& t) { return t.strides[size_t(r - 1)]; };
+
+  // 16-byte loads need unit column strides, dims and row / batch strides in whole 8-element
+  // groups, and 16-byte aligned bases.
+  int32_t vec = 0;
+  if (c.tensor_cores && in.E % 8 == 0 && in.Ev % 8 == 0) {
+    bool ok = true;
+    for (int o = 0; o < 3 && ok; ++o) {
+      const CudaTensor& t = o == 0 ? *in.q : o == 1 ? *in.k : *in.v;
+      ok = cs(t) == 1 && rs(t) % 8 == 0 && reinterpret_cast<uintptr_t>(t.raw()) % 16 == 0;
+      for (int d = 0; d < cb.shape.rank && ok; ++d) ok = cb.strides[size_t(o)].v[d] % 8 == 0;
+    }
+    vec = ok ? 1 : 0;
+  }
+
+  const std::string key = c.key();
+  CUfunction f = be.jit().get(key, "flash_attn", [&] { return flash_attention_source(c); });
+  const size_t smem = flash_smem_bytes(c);
+  {
+    static std::mutex mu;
+    static std::set<CUfunction> configured;
+    std::lock_guard<std::mutex> lock(mu);
+    if (smem > 48 * 1024 && !configured.count(f)) {
+      EMBER_CU_CHECK(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(smem)));
+      configured.insert(f);
+    }
+  }
+  const int64_t ntiles = (in.L + 63) / 64;
+  dim3 grid(unsigned(std::min<int64_t>(ntiles, 0x7fffffff)), unsigned(std::min<int64_t>(nbatch, 65535)));
+  const float scale_log2 = float(in.scale * 1.4426950408889634);
+  const void* mask_ptr = in.mask ? in.mask->raw() : nullptr;
+  be.launch(f, grid, dim3(unsigned(flash_threads(c))), unsigned(smem), out.raw(), in.q->raw(), in.k->raw(),
+            in.v->raw(), mask_ptr, nbatch, in.L, in.S, in.E, in.Ev, rs(*in.q), cs(*in.q), rs(*in.k), cs(*in.k),
+            rs(*in.v), cs(*in.v), m_rs, m_cs, cb.shape, cb.strides[0], cb.strides[1], cb.strides[2], cb.strides[3],
+            scale_log2, int32_t(mask_kind), int32_t(in.causal ? 1 : 0), vec);
+}
+
+// A contiguous copy of `t` in dtype `dt` (t itself when it already is one).
+CudaTensorPtr contiguous_as(CudaBackend& be, const CudaTensorPtr& t, DType dt) {
+  if (t->dtype() == dt) return contiguous(be, t);
+  auto out = alloc(be, {t->shape(), dt});
+  copy_view(be, view_of(*out), view_of(*t));
+  return out;
+}
+
+// Materialised scores: P = softmax(q k^T * scale + mask), then out = P v (in f32 for the half
+// types, f64 for f64).
+void attention_fallback(CudaBackend& be, Op& op, const AttnInputs& in, CudaTensorPtr& out) {
+  const DType dt = in.q->dtype();
+  const DType ct = dt == DType::f64 ? DType::f64 : DType::f32;
+  auto q = contiguous_as(be, in.q, ct), k = contiguous_as(be, in.k, ct), v = contiguous_as(be, in.v, ct);
+  const int64_t B = in.batch.numel(), L = in.L, S = in.S, E = in.E, Ev = in.Ev;
+  const size_t esz = dtype_size(ct);
+  Shape ss = in.batch;
+  ss.dims().push_back(L);
+  ss.dims().push_back(S);
+  auto scores = alloc(be, {ss, ct});
+  if (E == 0) {
+    EMBER_CUDA_CHECK(cudaMemsetAsync(scores->raw(), 0, size_t(B * L * S) * esz, be.stream()));
+  } else {
+    GemmArgs g;
+    g.dtype = ct;
+    g.M = L;
+    g.N = S;
+    g.K = E;
+    g.A = q->raw();
+    g.lda = E;
+    g.stride_a = L * E;
+    g.B = k->raw();
+    g.ldb = E;
+    g.tb = true;
+    g.stride_b = S * E;
+    g.C = scores->raw();
+    g.ldc = S;
+    g.stride_c = L * S;
+    g.batch = B;
+    gemm_lt(be, g, op.name());
+  }
+  // masked, scaled softmax over each row
+  AttnMask mk = !in.mask ? AttnMask::none : in.mask->dtype() == DType::boolean ? AttnMask::boolean : AttnMask::additive;
+  const DType mdt = in.mask ? in.mask->dtype() : DType::boolean;
+  const int r = in.q->shape().rank(), nb = r - 2;
+  std::vector<int64_t> ms(size_t(nb), 0);
+  int64_t m_rs = 0, m_cs = 0;
+  if (in.mask) {
+    Shape full = in.q->shape();
+    full[-1] = S;
+    auto st = broadcast_strides(*in.mask, full);
+    ms = lead_strides(st, nb);
+    m_rs = st[size_t(r - 2)];
+    m_cs = st[size_t(r - 1)];
+  }
+  Collapsed cb = collapse(op.name(), in.batch, {ms});
+  const std::string key = "attention/softmax/" + std::string(dtype_name(ct)) + "/" +
+                          (mk == AttnMask::none ? std::string("none") : std::string(dtype_name(mdt)));
+  CUfunction f = be.jit().get(key, "attn_softmax", [&] { return attention_softmax_source(ct, mk, mdt); });
+  const int64_t rows = B * L;
+  dim3 grid(unsigned(std::min<int64_t>(rows, int64_t(be.sm_count()) * 16)));
+  const void* mask_ptr = in.mask ? in.mask->raw() : nullptr;
+  const int32_t causal = in.causal ? 1 : 0;
+  if (ct == DType::f64)
+    be.launch(f, grid, dim3(256), 0, scores->raw(), mask_ptr, rows, L, S, cb.shape, cb.strides[0], m_rs, m_cs,
+              in.scale, causal);
+  else
+    be.launch(f, grid, dim3(256), 0, scores->raw(), mask_ptr, rows, L, S, cb.shape, cb.strides[0], m_rs, m_cs,
+              float(in.scale), causal);
+  // out = P v
+  CudaTensorPtr res = ct == dt ? out : alloc(be, {out->shape(), ct});
+  GemmArgs g;
+  g.dtype = ct;
+  g.M = L;
+  g.N = Ev;
+  g.K = S;
+  g.A = scores->raw();
+  g.lda = S;
+  g.stride_a = L * S;
+  g.B = v->raw();
+  g.ldb = Ev;
+  g.stride_b = S * Ev;
+  g.C = res->raw();
+  g.ldc = Ev;
+  g.stride_c = L * Ev;
+  g.batch = B;
+  gemm_lt(be, g, op.name());
+  if (res != out) copy_view(be, view_of(*out), view_of(*res));
+}
+
+std::vector<PrimitivePtr> attention_kernel(CudaBackend& be, Op& op) {
+  const auto& a = op.attr<AttentionAttrs>();
+  AttnInputs in;
+  in.q = as_cuda_ptr(op.inputs[0]);
+  in.k = as_cuda_ptr(op.inputs[1]);
+  in.v = as_cuda_ptr(op.inputs[2]);
+  if (op.inputs.size() > 3 && op.inputs[3]) in.mask = as_cuda_ptr(op.inputs[3]);
+  auto out = alloc(be, op.outputs[0]);
+  const Shape& qs = in.q->shape();
+  const int r = qs.rank();
+  in.batch = Shape(qs.begin(), qs.end() - 2);
+  in.L = qs[r - 2];
+  in.E = qs[r - 1];
+  in.S = in.k->shape()[r - 2];
+  in.Ev = in.v->shape()[r - 1];
+  in.causal = a.causal;
+  in.scale = std::isnan(a.scale) ? 1.0 / std::sqrt(double(in.E)) : a.scale;
+  if (out->numel() == 0) return {out};
+  if (in.S == 0) {  // softmax over nothing: an empty sum
+    EMBER_CUDA_CHECK(cudaMemsetAsync(out->raw(), 0, size_t(out->numel()) * dtype_size(out->dtype()), be.stream()));
+    return {out};
+  }
+  const DType dt = in.q->dtype();
+  if (dt != DType::f64 && in.E <= kMaxFusedDim && in.Ev <= kMaxFusedDim)
+    launch_flash(be, op, in, *out);
+  else
+    attention_fallback(be, op, in, out);
+  return {out};
+}
+
+}  // namespace
+
+std::string FlashConfig::key() const {
+  return "attention/flash/" + std::string(dtype_name(dtype)) + "/d" + std::to_string(head_dim) + "/dv" +
+         std::to_string(value_dim) + (tensor_cores ? "/mma" : "/fma");
+}
+
+int flash_block_rows(const FlashConfig&) { return 64; }
+int flash_threads(const FlashConfig& c) { return c.tensor_cores ? 128 : 256; }
+
+size_t flash_smem_bytes(const FlashConfig& c) {
+  const size_t D = size_t(c.head_dim), DV = size_t(c.value_dim), BM = 64, BN = size_t(flash_block_keys(c));
+  if (c.tensor_cores) return (BM * (D + 8) + BN * (D + 8) + DV * (BN + 8)) * 2;
+  return (BM * (D + 1) + BN * (D + 1) + BN * DV + BM * (BN + 1)) * 4;
+}
+
+std::string flash_attention_source(const FlashConfig& c) {
+  EMBER_CHECK(c.tensor_cores ? use_tensor_cores(c.dtype) : (c.dtype == DType::f32 || use_tensor_cores(c.dtype)),
+              "attention: no flash kernel for ", c.dtype);
+  std::string s = "typedef " + std::string(device_type(c.dtype)) + " T;\n";
+  s += "#define D " + std::to_string(c.head_dim) + "\n#define DV " + std::to_string(c.value_dim) + "\n#define BN " +
+       std::to_string(flash_block_keys(c)) + "\n";
+  if (c.tensor_cores) {
+    s += std::string("#define MMA_TYPE \"") + (c.dtype == DType::f16 ? "f16" : "bf16") + "\"\n";
+    s += kTensorCoreKernel;
+  } else {
+    s += kScalarKernel;
+  }
+  return s;
+}
+
+std::vector<FlashConfig> all_flash_configs() {
+  std::vector<FlashConfig> r;
+  for (DType dt : {DType::f32, DType::f16, DType::bf16})
+    for (int d : {32, 64, 128, 256})
+      for (int dv : {32, 64, 128, 256}) {
+        FlashConfig c;
+        c.dtype = dt;
+        c.head_dim = d;
+        c.value_dim = dv;
+        c.tensor_cores = use_tensor_cores(dt);
+        r.push_back(c);
+      }
+  return r;
+}
+
+std::string attention_softmax_source(DType dt, AttnMask mask, DType mask_dtype) {
+  std::string s = "typedef " + std::string(device_type(dt)) + " C;\n";
+  s += "#define HAS_MASK " + std::to_string(int(mask)) + "\n";
+  if (mask == AttnMask::additive) s += "typedef " + std::string(device_type(mask_dtype)) + " M;\n";
+  s += kSoftmaxKernel;
+  return s;
+}
+
+void register_attention_kernels(KernelTable& t) { t[size_t(OpKind::attention)] = attention_kernel; }
 
 }  // namespace ember::cuda

@@ -1,7 +1,486 @@
-#include "cuda_backend.hpp"
+// Matrix products: matmul ([..., n, k] x [..., k, m] -> [..., n, m], batch dims broadcast).
+//
+// Floating dtypes go through cuBLASLt. ember's matrices are row-major, cuBLASLt's are
+// column-major: a row-major M x N matrix with leading dimension ld is the column-major N x M
+// matrix with the same ld, so C = A B is computed as C^T = B^T A^T with the operands swapped
+// and no data moved. An operand whose last two dims are a transposed matrix (strides [1, ld])
+// is passed with the transpose op instead of being copied; anything else that is not a plain
+// strided matrix (negative, zero or overlapping strides) is made contiguous first.
+//
+// The batch dims of both operands and the (contiguous) output are collapsed as on the CPU
+// backend: the innermost collapsed dim becomes cuBLASLt's strided batch (stride 0 for an
+// operand shared by the batch), the remaining outer dims are a loop of launches (rare). When
+// the rhs is shared by every batch entry and the lhs rows continue across the batch (a linear
+// layer), the whole product is one tall GEMM.
+//
+// Compute types: f32 in exact fp32 (CUBLAS_COMPUTE_32F) unless set_allow_tf32(true); f16 and
+// bf16 accumulate in fp32 and round once; f64 in fp64. The descriptors and the algorithm picked
+// by cuBLASLt's heuristic are cached per problem (dtype, sizes, leading dims, batch strides,
+// transposes, pointer alignments), so a repeated product pays only for its launch.
+//
+// Integer dtypes use a generated tiled kernel that accumulates with wrap-around in 32 bits
+// (64 for i64) — the same values modulo 2^bits as the CPU's kernel.
+#include "matmul.hpp"
+
+#include "attention_sources.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <unordered_map>
 
 namespace ember::cuda {
 
-void register_matmul_kernels(KernelTable&) {}
+namespace {
+
+std::atomic<bool> g_allow_tf32{false};
+
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
+// ---------------------------------------------------------------------------------------
+// cuBLASLt plans
+
+struct LtKey {
+  int device = 0;
+  DType dtype = DType::f32;
+  bool tf32 = false, ta = false, tb = false;
+  int epilogue = 0;
+  int64_t M = 0, N = 0, K = 0, lda = 0, ldb = 0, ldc = 0, sa = 0, sb = 0, sc = 0, batch = 1;
+  uint32_t align_a = 0, align_b = 0, align_c = 0, align_bias = 0;
+  bool operator==(const LtKey&) const = default;
+};
+
+struct LtKeyHash {
+  size_t operator()(const LtKey& k) const {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    auto mix = [&](uint64_t v) {
+      h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    };
+    mix(uint64_t(k.device));
+    mix(uint64_t(k.dtype));
+    mix(uint64_t(k.tf32) | uint64_t(k.ta) << 1 | uint64_t(k.tb) << 2 | uint64_t(k.epilogue) << 3);
+    for (int64_t v : {k.M, k.N, k.K, k.lda, k.ldb, k.ldc, k.sa, k.sb, k.sc, k.batch}) mix(uint64_t(v));
+    mix(uint64_t(k.align_a) | uint64_t(k.align_b) << 16 | uint64_t(k.align_c) << 32 | uint64_t(k.align_bias) << 48);
+    return size_t(h);
+  }
+};
+
+// Descriptors and algorithm of one problem. Never destroyed (they are small host objects,
+// kept for the life of the process like the JIT's modules).
+struct LtPlan {
+  bool ok = false;  // cuBLASLt found an algorithm
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;  // cuBLASLt's A (our B), B (our A), C = D
+  cublasLtMatmulAlgo_t algo{};
+  bool scale_double = false;
+};
+
+std::mutex g_plans_mu;
+std::unordered_map<LtKey, LtPlan*, LtKeyHash>& plans() {
+  static auto* m = new std::unordered_map<LtKey, LtPlan*, LtKeyHash>();
+  return *m;
+}
+
+// Largest power of two (<= 256) that divides the address and, in a batch, the batch stride.
+uint32_t alignment_of(const void* p, int64_t batch_stride_bytes) {
+  uint64_t v = reinterpret_cast<uint64_t>(p) | 256u;
+  if (batch_stride_bytes != 0) v |= uint64_t(batch_stride_bytes);
+  return uint32_t(v & (~v + 1));
+}
+
+void lt_check(cublasStatus_t s, std::string_view op, const char* what, const GemmArgs& g) {
+  EMBER_CHECK(s == CUBLAS_STATUS_SUCCESS, op, ": cuBLASLt ", what, " failed (status ", int(s), ") for a ",
+              g.dtype, " product of ", g.M, "x", g.K, " and ", g.K, "x", g.N, " (batch ", g.batch, ")");
+}
+
+cudaDataType_t cuda_type(DType dt) {
+  switch (dt) {
+    case DType::f64: return CUDA_R_64F;
+    case DType::f16: return CUDA_R_16F;
+    case DType::bf16: return CUDA_R_16BF;
+    default: return CUDA_R_32F;
+  }
+}
+
+// A column-major layout of `rows` x `cols` with leading dimension ld, batched.
+cublasLtMatrixLayout_t make_layout(cudaDataType_t t, int64_t rows, int64_t cols, int64_t ld, int64_t batch,
+                                   int64_t stride, std::string_view op, const GemmArgs& g) {
+  cublasLtMatrixLayout_t l = nullptr;
+  lt_check(cublasLtMatrixLayoutCreate(&l, t, uint64_t(rows), uint64_t(cols), ld), op, "layout", g);
+  if (batch > 1) {
+    int32_t n = int32_t(batch);
+    lt_check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &n, sizeof n), op, "layout",
+             g);
+    lt_check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride),
+             op, "layout", g);
+  }
+  return l;
+}
+
+LtPlan* make_plan(CudaBackend& be, const LtKey& k, const GemmArgs& g, std::string_view op) {
+  auto* p = new LtPlan();
+  const cudaDataType_t t = cuda_type(k.dtype);
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  cudaDataType_t scale = CUDA_R_32F;
+  if (k.dtype == DType::f64) {
+    compute = CUBLAS_COMPUTE_64F;
+    scale = CUDA_R_64F;
+    p->scale_double = true;
+  } else if (k.dtype == DType::f32 && k.tf32) {
+    compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+  }
+  lt_check(cublasLtMatmulDescCreate(&p->desc, compute, scale), op, "descriptor", g);
+  // cuBLASLt computes D (N x M, column-major) = op(B-memory) * op(A-memory).
+  cublasOperation_t opa = k.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opb = k.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  lt_check(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa), op, "descriptor",
+           g);
+  lt_check(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb), op, "descriptor",
+           g);
+  if (k.epilogue != 0) {
+    cublasLtEpilogue_t e = k.epilogue == int(Epilogue::bias)        ? CUBLASLT_EPILOGUE_BIAS
+                           : k.epilogue == int(Epilogue::relu_bias) ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                                                    : CUBLASLT_EPILOGUE_GELU_BIAS;
+    lt_check(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e), op, "descriptor",
+             g);
+    lt_check(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &t, sizeof t), op,
+             "descriptor", g);
+  }
+  p->a = k.tb ? make_layout(t, k.K, k.N, k.ldb, k.batch, k.sb, op, g) : make_layout(t, k.N, k.K, k.ldb, k.batch, k.sb, op, g);
+  p->b = k.ta ? make_layout(t, k.M, k.K, k.lda, k.batch, k.sa, op, g) : make_layout(t, k.K, k.M, k.lda, k.batch, k.sa, op, g);
+  p->c = make_layout(t, k.N, k.M, k.ldc, k.batch, k.sc, op, g);
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  lt_check(cublasLtMatmulPreferenceCreate(&pref), op, "preference", g);
+  uint64_t ws = kWorkspaceBytes;
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  // cuBLASLt's A is our B and vice versa.
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &k.align_b, sizeof k.align_b);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &k.align_a, sizeof k.align_a);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &k.align_c, sizeof k.align_c);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &k.align_c, sizeof k.align_c);
+  cublasLtMatmulHeuristicResult_t result{};
+  int count = 0;
+  cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(be.cublaslt(), p->desc, p->a, p->b, p->c, p->c, pref, 1, &result,
+                                                    &count);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (s == CUBLAS_STATUS_SUCCESS && count > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
+    p->ok = true;
+    p->algo = result.algo;
+  }
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------
+// matmul
+
+// How a rows x cols operand with strides (rs, cs) is passed to cuBLASLt: as stored (ld = row
+// stride) or transposed (ld = column stride), or not at all (false: copy it first).
+bool matrix_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool& trans, int64_t& ld) {
+  if ((cs == 1 || cols == 1) && (rows == 1 || rs >= std::max<int64_t>(cols, 1))) {
+    trans = false;
+    ld = rows == 1 ? std::max<int64_t>(cols, 1) : rs;
+    return true;
+  }
+  if ((rs == 1 || rows == 1) && (cols == 1 || cs >= std::max<int64_t>(rows, 1))) {
+    trans = true;
+    ld = cols == 1 ? std::max<int64_t>(rows, 1) : cs;
+    return true;
+  }
+  return false;
+}
+
+// Batch strides of `t` (rank >= 2) over the output's batch dims (0 on broadcast dims).
+std::vector<int64_t> batch_strides(const CudaTensor& t, int nb) {
+  const Shape& s = t.shape();
+  int tb = s.rank() - 2;
+  std::vector<int64_t> st(size_t(nb), 0);
+  for (int d = 0; d < tb; ++d)
+    if (s[d] != 1) st[size_t(nb - tb + d)] = t.strides[size_t(d)];
+  return st;
+}
+
+// Element offsets of the outer (all but the innermost) collapsed batch entry `o`.
+void outer_offsets(const Collapsed& c, int64_t o, int64_t& oa, int64_t& ob, int64_t& oc) {
+  oa = ob = oc = 0;
+  for (int d = c.shape.rank - 2; d >= 0; --d) {
+    int64_t i = o % c.shape.size[d];
+    o /= c.shape.size[d];
+    oa += i * c.strides[0].v[d];
+    ob += i * c.strides[1].v[d];
+    oc += i * c.strides[2].v[d];
+  }
+}
+
+// A contiguous copy of `t` expanded to batch dims `batch` (+ its matrix dims).
+CudaTensorPtr materialize(CudaBackend& be, const CudaTensor& t, const Shape& batch) {
+  Shape full = batch;
+  full.dims().push_back(t.shape()[-2]);
+  full.dims().push_back(t.shape()[-1]);
+  auto out = alloc(be, {full, t.dtype()});
+  copy_view(be, view_of(*out), View{t.raw(), t.dtype(), full, broadcast_strides(t, full)});
+  return out;
+}
+
+void matmul_float(CudaBackend& be, Op& op, CudaTensorPtr a, CudaTensorPtr b, CudaTensor& out) {
+  const Shape& os = out.shape();
+  const int nb = os.rank() - 2;
+  const int64_t M = a->shape()[-2], K = a->shape()[-1], N = b->shape()[-1];
+  const size_t esz = dtype_size(out.dtype());
+  Shape batch(os.begin(), os.end() - 2);
+
+  GemmArgs g;
+  g.dtype = out.dtype();
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  auto set_a = [&](const CudaTensor& t) {
+    const int r = t.shape().rank();
+    return matrix_layout(M, K, t.strides[size_t(r - 2)], t.strides[size_t(r - 1)], g.ta, g.lda);
+  };
+  auto set_b = [&](const CudaTensor& t) {
+    const int r = t.shape().rank();
+    return matrix_layout(K, N, t.strides[size_t(r - 2)], t.strides[size_t(r - 1)], g.tb, g.ldb);
+  };
+  if (!set_a(*a)) {
+    a = contiguous(be, a);
+    set_a(*a);
+  }
+  if (!set_b(*b)) {
+    b = contiguous(be, b);
+    set_b(*b);
+  }
+  g.ldc = N;
+
+  std::vector<int64_t> sc(static_cast<size_t>(nb));
+  for (int d = 0; d < nb; ++d) sc[size_t(d)] = out.strides[size_t(d)];
+  Collapsed c = collapse(op.name(), batch, {batch_strides(*a, nb), batch_strides(*b, nb), sc});
+  const int r = c.shape.rank;
+  int64_t outer = 1;
+  for (int d = 0; d + 1 < r; ++d) outer *= c.shape.size[d];
+  if (r > 0) {
+    g.batch = c.shape.size[r - 1];
+    g.stride_a = c.strides[0].v[r - 1];
+    g.stride_b = c.strides[1].v[r - 1];
+    g.stride_c = c.strides[2].v[r - 1];
+  }
+  // A shared rhs and lhs rows that continue across the batch: one tall GEMM.
+  if (r == 1 && g.stride_b == 0 && !g.ta && g.stride_a > 0 && (g.stride_a == M * g.lda || (M == 1 && g.stride_a >= K))) {
+    if (M == 1) g.lda = g.stride_a;
+    g.M = M * g.batch;
+    g.batch = 1;
+    g.stride_a = g.stride_c = 0;
+  }
+  // cuBLASLt takes non-negative batch strides; the batch count is 32-bit.
+  const bool batch_ok = g.stride_a >= 0 && g.stride_b >= 0 && g.batch < (int64_t(1) << 31);
+  auto run_all = [&](const GemmArgs& base) {
+    for (int64_t o = 0; o < outer; ++o) {
+      int64_t oa = 0, ob = 0, oc = 0;
+      if (r > 1) outer_offsets(c, o, oa, ob, oc);
+      GemmArgs e = base;
+      e.A = static_cast<const char*>(a->raw()) + oa * int64_t(esz);
+      e.B = static_cast<const char*>(b->raw()) + ob * int64_t(esz);
+      e.C = static_cast<char*>(out.raw()) + oc * int64_t(esz);
+      if (!try_gemm_lt(be, e, op.name())) return false;
+    }
+    return true;
+  };
+  // (The first launch is the only one that can fail: every entry has the same plan.)
+  if (batch_ok && run_all(g)) return;
+
+  // Fallback: both operands materialised as contiguous [batch..., rows, cols], one batch.
+  auto af = materialize(be, *a, batch), bf = materialize(be, *b, batch);
+  GemmArgs f;
+  f.dtype = out.dtype();
+  f.M = M;
+  f.N = N;
+  f.K = K;
+  f.A = af->raw();
+  f.lda = K;
+  f.stride_a = M * K;
+  f.B = bf->raw();
+  f.ldb = N;
+  f.stride_b = K * N;
+  f.C = out.raw();
+  f.ldc = N;
+  f.stride_c = M * N;
+  f.batch = batch.numel();
+  gemm_lt(be, f, op.name());
+}
+
+// ---------------------------------------------------------------------------------------
+// Integer matmul: 64x64 output tiles, 16-deep K slices staged in shared memory, 4x4 outputs per
+// thread. Batch entries are blockIdx.z (grid-stride); the batch dims are collapsed on the host
+// and each operand's batch offset comes from offset_of.
+
+void matmul_int(CudaBackend& be, Op& op, const CudaTensor& a, const CudaTensor& b, CudaTensor& out) {
+  const Shape& os = out.shape();
+  const int nb = os.rank() - 2;
+  const int64_t M = a.shape()[-2], K = a.shape()[-1], N = b.shape()[-1];
+  Shape batch(os.begin(), os.end() - 2);
+  std::vector<int64_t> sc(static_cast<size_t>(nb));
+  for (int d = 0; d < nb; ++d) sc[size_t(d)] = out.strides[size_t(d)];
+  Collapsed c = collapse(op.name(), batch, {batch_strides(a, nb), batch_strides(b, nb), sc});
+  const int64_t nbatch = batch.numel();
+  const int ra = a.shape().rank(), rb = b.shape().rank();
+  std::string key = "matmul_int/" + std::string(dtype_name(out.dtype()));
+  CUfunction f = be.jit().get(key, "matmul_int", [&] { return int_matmul_source(out.dtype()); });
+  const int64_t tiles_m = (M + 63) / 64, tiles_n = (N + 63) / 64;
+  dim3 grid(unsigned(std::min<int64_t>(tiles_n, 65535)), unsigned(std::min<int64_t>(tiles_m, 65535)),
+            unsigned(std::min<int64_t>(nbatch, 65535)));
+  be.launch(f, grid, dim3(256), 0, out.raw(), a.raw(), b.raw(), M, N, K, a.strides[size_t(ra - 2)],
+            a.strides[size_t(ra - 1)], b.strides[size_t(rb - 2)], b.strides[size_t(rb - 1)], nbatch, c.shape,
+            c.strides[0], c.strides[1]);
+}
+
+std::vector<PrimitivePtr> matmul_kernel(CudaBackend& be, Op& op) {
+  const TensorMeta& om = op.outputs[0];
+  auto out = alloc(be, om);
+  const int64_t total = om.shape.numel();
+  if (total == 0) return {out};
+  auto a = as_cuda_ptr(op.inputs[0]), b = as_cuda_ptr(op.inputs[1]);
+  EMBER_CHECK(om.dtype != DType::boolean, op.name(), ": bool tensors are not supported");
+  if (a->shape()[-1] == 0) {  // empty sums
+    EMBER_CUDA_CHECK(cudaMemsetAsync(out->raw(), 0, size_t(total) * dtype_size(om.dtype), be.stream()));
+    return {out};
+  }
+  if (is_float(om.dtype))
+    matmul_float(be, op, a, b, *out);
+  else
+    matmul_int(be, op, *a, *b, *out);
+  return {out};
+}
+
+}  // namespace
+
+void set_allow_tf32(bool on) { g_allow_tf32.store(on); }
+bool tf32_allowed() { return g_allow_tf32.load(); }
+
+bool try_gemm_lt(CudaBackend& be, const GemmArgs& g, std::string_view op) {
+  EMBER_CHECK(is_float(g.dtype), op, ": cuBLASLt products take floating dtypes, got ", g.dtype);
+  if (g.M == 0 || g.N == 0 || g.batch == 0) return true;
+  EMBER_CHECK(g.K > 0, op, ": gemm_lt needs K > 0 (the caller fills empty sums)");
+  const int64_t esz = int64_t(dtype_size(g.dtype));
+  LtKey k;
+  k.device = be.index();
+  k.dtype = g.dtype;
+  k.tf32 = g.dtype == DType::f32 && tf32_allowed();
+  k.ta = g.ta;
+  k.tb = g.tb;
+  k.epilogue = int(g.epilogue);
+  k.M = g.M;
+  k.N = g.N;
+  k.K = g.K;
+  // leading dims must cover the stored rows (and be >= 1 even for an empty dim)
+  k.lda = std::max<int64_t>({g.lda, g.ta ? g.M : g.K, 1});
+  k.ldb = std::max<int64_t>({g.ldb, g.tb ? g.K : g.N, 1});
+  k.ldc = std::max<int64_t>({g.ldc, g.N, 1});
+  k.batch = std::max<int64_t>(g.batch, 1);
+  if (k.batch > 1) {
+    k.sa = g.stride_a;
+    k.sb = g.stride_b;
+    k.sc = g.stride_c;
+  }
+  k.align_a = alignment_of(g.A, k.sa * esz);
+  k.align_b = alignment_of(g.B, k.sb * esz);
+  k.align_c = alignment_of(g.C, k.sc * esz);
+  if (g.epilogue != Epilogue::none) {
+    EMBER_CHECK(g.bias != nullptr, op, ": a bias epilogue needs a bias vector");
+    k.align_bias = alignment_of(g.bias, 0);
+  }
+  LtPlan* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_plans_mu);
+    auto it = plans().find(k);
+    if (it == plans().end()) it = plans().emplace(k, make_plan(be, k, g, op)).first;
+    p = it->second;
+  }
+  if (!p->ok) return false;
+  if (g.epilogue != Epilogue::none)
+    lt_check(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof g.bias), op,
+             "descriptor", g);
+  void* ws = be.workspace(kWorkspaceBytes);
+  float alpha_f = float(g.alpha), beta_f = 0.0f;
+  double alpha_d = g.alpha, beta_d = 0.0;
+  const void* alpha = p->scale_double ? static_cast<const void*>(&alpha_d) : static_cast<const void*>(&alpha_f);
+  const void* beta = p->scale_double ? static_cast<const void*>(&beta_d) : static_cast<const void*>(&beta_f);
+  // K == 0: cuBLASLt writes beta * C = 0 (plus the epilogue), as wanted.
+  lt_check(cublasLtMatmul(be.cublaslt(), p->desc, alpha, g.B, p->a, g.A, p->b, beta, g.C, p->c, g.C, p->c, &p->algo,
+                          ws, kWorkspaceBytes, be.stream()),
+           op, "matmul", g);
+  return true;
+}
+
+void gemm_lt(CudaBackend& be, const GemmArgs& g, std::string_view op) {
+  EMBER_CHECK(try_gemm_lt(be, g, op), op, ": cuBLASLt has no algorithm for a ", g.dtype, " product of ", g.M, "x",
+              g.K, (g.ta ? " (transposed)" : ""), " and ", g.K, "x", g.N, (g.tb ? " (transposed)" : ""), ", batch ",
+              g.batch, " (strides ", g.stride_a, ", ", g.stride_b, ", ", g.stride_c, ")");
+}
+
+std::string int_matmul_source(DType dt) {
+  std::string s = "typedef " + std::string(device_type(dt)) + " T;\n";
+  // Wrap-around accumulation: unsigned arithmetic (no overflow UB) in 32 bits, 64 for i64.
+  s += dtype_size(dt) == 8 ? "typedef uint64_t Acc;\n" : "typedef uint32_t Acc;\n";
+  s += R"CUDA(
+#define TM 64
+#define TN 64
+#define TK 16
+extern "C" __global__ void __launch_bounds__(256) matmul_int(T* __restrict__ C, const T* __restrict__ A,
+    const T* __restrict__ B, int64_t M, int64_t N, int64_t K, int64_t rsa, int64_t csa, int64_t rsb, int64_t csb,
+    int64_t nbatch, Shape bsh, Strides bsa, Strides bsb) {
+  __shared__ Acc As[TK][TM + 1];
+  __shared__ Acc Bs[TK][TN + 1];
+  const int tid = threadIdx.x;
+  const int tx = tid % 16, ty = tid / 16;
+  const int64_t tiles_m = (M + TM - 1) / TM, tiles_n = (N + TN - 1) / TN;
+  for (int64_t bz = blockIdx.z; bz < nbatch; bz += gridDim.z) {
+    const T* a = A + offset_of(bz, bsh, bsa);
+    const T* b = B + offset_of(bz, bsh, bsb);
+    T* c = C + bz * M * N;
+    for (int64_t tm = blockIdx.y; tm < tiles_m; tm += gridDim.y) {
+      for (int64_t tn = blockIdx.x; tn < tiles_n; tn += gridDim.x) {
+        const int64_t m0 = tm * TM, n0 = tn * TN;
+        Acc acc[4][4];
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < 4; ++j) acc[i][j] = 0;
+        for (int64_t k0 = 0; k0 < K; k0 += TK) {
+          // stage A[m0:m0+64, k0:k0+16] (transposed: As[k][m]) and B[k0:k0+16, n0:n0+64]
+          for (int e = tid; e < TM * TK; e += 256) {
+            int mi = e / TK, ki = e % TK;
+            int64_t m = m0 + mi, k = k0 + ki;
+            As[ki][mi] = (m < M && k < K) ? Acc(a[m * rsa + k * csa]) : Acc(0);
+          }
+          for (int e = tid; e < TK * TN; e += 256) {
+            int ki = e / TN, ni = e % TN;
+            int64_t k = k0 + ki, n = n0 + ni;
+            Bs[ki][ni] = (k < K && n < N) ? Acc(b[k * rsb + n * csb]) : Acc(0);
+          }
+          __syncthreads();
+          for (int ki = 0; ki < TK; ++ki) {
+            Acc av[4], bv[4];
+            for (int i = 0; i < 4; ++i) av[i] = As[ki][ty + 16 * i];
+            for (int j = 0; j < 4; ++j) bv[j] = Bs[ki][tx + 16 * j];
+            for (int i = 0; i < 4; ++i)
+              for (int j = 0; j < 4; ++j) acc[i][j] += av[i] * bv[j];
+          }
+          __syncthreads();
+        }
+        for (int i = 0; i < 4; ++i) {
+          int64_t m = m0 + ty + 16 * i;
+          if (m >= M) continue;
+          for (int j = 0; j < 4; ++j) {
+            int64_t n = n0 + tx + 16 * j;
+            if (n < N) c[m * N + n] = T(acc[i][j]);
+          }
+        }
+      }
+    }
+  }
+}
+)CUDA";
+  return s;
+}
+
+void register_matmul_kernels(KernelTable& t) { t[size_t(OpKind::matmul)] = matmul_kernel; }
 
 }  // namespace ember::cuda

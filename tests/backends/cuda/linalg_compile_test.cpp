@@ -1,0 +1,284 @@
+// The linear-algebra family of the CUDA backend: matmul (cuBLASLt + a generated integer kernel),
+// conv / conv_transpose (cuDNN + a generated bias kernel) and attention (generated flash kernels
+// + a materialised fallback). Every generated source compiles without a GPU; with one, the
+// results are compared with the CPU backend.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+
+#include "attention_sources.hpp"
+#include "cuda_backend.hpp"
+#include "ember/backends/cuda.hpp"
+#include "ember/tensor/ops.hpp"
+#include "matmul.hpp"
+
+namespace ember {
+namespace {
+
+#define REQUIRE_GPU() \
+  if (!cuda::available()) GTEST_SKIP() << "no CUDA device"
+
+// ---- every generated source compiles (no GPU needed) ----
+
+TEST(CudaLinalgCompile, IntegerMatmulEveryDType) {
+  for (DType dt : {DType::i64, DType::i32, DType::i16, DType::i8, DType::u8}) {
+    std::string key = "matmul_int/" + std::string(dtype_name(dt));
+    EXPECT_NO_THROW(cuda::compile_cubin(key, cuda::int_matmul_source(dt), 90)) << key;
+  }
+}
+
+TEST(CudaLinalgCompile, ConvBiasEveryDType) {
+  for (DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
+    std::string key = "conv_bias/" + std::string(dtype_name(dt));
+    EXPECT_NO_THROW(cuda::compile_cubin(key, cuda::conv_bias_source(dt), 90)) << key;
+  }
+}
+
+TEST(CudaLinalgCompile, FlashAttentionEveryConfig) {
+  auto configs = cuda::all_flash_configs();
+  EXPECT_EQ(configs.size(), 48u);
+  for (const auto& c : configs) {
+    EXPECT_NO_THROW(cuda::compile_cubin(c.key(), cuda::flash_attention_source(c), 90)) << c.key();
+    // the shared memory a block asks for fits an H100 / H200 SM (227 KiB)
+    EXPECT_LE(cuda::flash_smem_bytes(c), size_t(227) * 1024) << c.key();
+  }
+}
+
+TEST(CudaLinalgCompile, AttentionSoftmaxEveryVariant) {
+  using cuda::AttnMask;
+  struct V {
+    DType dt;
+    AttnMask mask;
+    DType mdt;
+  };
+  std::vector<V> variants = {{DType::f64, AttnMask::none, DType::boolean}, {DType::f64, AttnMask::boolean, DType::boolean},
+                             {DType::f64, AttnMask::additive, DType::f64}, {DType::f32, AttnMask::none, DType::boolean},
+                             {DType::f32, AttnMask::boolean, DType::boolean}, {DType::f32, AttnMask::additive, DType::f32},
+                             {DType::f32, AttnMask::additive, DType::f16}, {DType::f32, AttnMask::additive, DType::bf16}};
+  for (const auto& v : variants) {
+    std::string key = "attention/softmax/" + std::string(dtype_name(v.dt)) + "/" + std::string(dtype_name(v.mdt));
+    EXPECT_NO_THROW(cuda::compile_cubin(key, cuda::attention_softmax_source(v.dt, v.mask, v.mdt), 90)) << key;
+  }
+}
+
+// ---- GPU results against the CPU backend ----
+
+void expect_close(const DynTensor& gpu, const DynTensor& cpu, double rtol, double atol, const std::string& what) {
+  ASSERT_EQ(gpu.shape(), cpu.shape()) << what;
+  ASSERT_EQ(gpu.dtype(), cpu.dtype()) << what;
+  TensorData g = gpu.to(Device::cpu()).into_data(), c = cpu.into_data();
+  auto diff = g.approx_equal(c, rtol, atol);
+  EXPECT_FALSE(diff.has_value()) << what << ": " << diff.value_or("");
+}
+
+DynTensor randn(Shape s, DType dt = DType::f32) { return DynTensor::normal(std::move(s), 0, 1, DType::f32, Device::cpu()).cast(dt); }
+
+TEST(CudaLinalgMatmul, F32TransposedViewsAndBroadcastBatch) {
+  REQUIRE_GPU();
+  Device gpu = Device::cuda(0);
+  cuda::set_allow_tf32(false);
+  auto a = randn({2, 1, 37, 29});
+  auto b = randn({4, 41, 29});
+  auto bt = transpose(b, 1, 2);  // [4, 29, 41], strides [.., 1, 29]: passed with the transpose op
+  expect_close(matmul(a.to(gpu), transpose(b.to(gpu), 1, 2)), matmul(a, bt), 1e-5, 1e-5, "broadcast + transposed rhs");
+  auto at = randn({29, 37});
+  expect_close(matmul(transpose(at.to(gpu), 0, 1), bt.to(gpu)), matmul(transpose(at, 0, 1), bt), 1e-5, 1e-5,
+               "transposed lhs, shared by the batch");
+  // a linear layer: [B, T, C] x W^T (one tall GEMM)
+  auto x = randn({3, 17, 64}), w = randn({48, 64});
+  expect_close(matmul(x.to(gpu), transpose(w.to(gpu), 0, 1)), matmul(x, transpose(w, 0, 1)), 1e-5, 1e-5, "linear");
+  // sliced (offset, non-contiguous rows) operands and a vector
+  auto big = randn({40, 70});
+  auto s = slice(big, {Slice{3, 36}, Slice{5, 69, 2}});
+  auto v = randn({32, 1});
+  expect_close(matmul(slice(big.to(gpu), {Slice{3, 36}, Slice{5, 69, 2}}), v.to(gpu)), matmul(s, v), 1e-5, 1e-5,
+               "strided slice");
+  // empty inner dim: zeros
+  expect_close(matmul(randn({3, 0}).to(gpu), randn({0, 4}).to(gpu)), DynTensor::zeros({3, 4}, DType::f32, Device::cpu()),
+               0, 0, "K = 0");
+}
+
+TEST(CudaLinalgMatmul, HalfTypesAndF64) {
+  REQUIRE_GPU();
+  Device gpu = Device::cuda(0);
+  for (DType dt : {DType::f16, DType::bf16, DType::f64}) {
+    auto a = randn({3, 33, 65}, dt), b = randn({65, 17}, dt);
+    double tol = dt == DType::f64 ? 1e-12 : dt == DType::f16 ? 1e-2 : 5e-2;
+    expect_close(matmul(a.to(gpu), b.to(gpu)), matmul(a, b), tol, tol, std::string(dtype_name(dt)));
+  }
+}
+
+TEST(CudaLinalgMatmul, IntegersWrapLikeTheCpu) {
+  REQUIRE_GPU();
+  Device gpu = Device::cuda(0);
+  for (DType dt : {DType::i64, DType::i32, DType::i16, DType::i8, DType::u8}) {
+    auto a = DynTensor::randint({2, 70, 33}, -100, 100, DType::i64, Device::cpu()).cast(dt);
+    auto b = DynTensor::randint({33, 66}, -100, 100, DType::i64, Device::cpu()).cast(dt);
+    expect_close(matmul(a.to(gpu), b.to(gpu)), matmul(a, b), 0, 0, std::string(dtype_name(dt)));
+    expect_close(matmul(transpose(b.to(gpu), 0, 1), transpose(a.to(gpu), 1, 2)), matmul(transpose(b, 0, 1), transpose(a, 1, 2)),
+                 0, 0, std::string(dtype_name(dt)) + " transposed");
+  }
+}
+
+TEST(CudaLinalgConv, Conv2dStridePaddingDilationGroupsBias) {
+  REQUIRE_GPU();
+  Device gpu = Device::cuda(0);
+  auto x = randn({2, 6, 13, 11}), w = randn({9, 2, 3, 4}), b = randn({9});
+  ConvOptions o;
+  o.stride = {2, 1};
+  o.padding = {1, 2};
+  o.dilation = {2, 1};
+  o.groups = 3;
+  expect_close(conv2d(x.to(gpu), w.to(gpu), b.to(gpu), o), conv2d(x, w, b, o), 1e-5, 1e-5, "conv2d f32");
+  expect_close(conv2d(x.cast(DType::f64).to(gpu), w.cast(DType::f64).to(gpu), b.cast(DType::f64).to(gpu), o),
+               conv2d(x.cast(DType::f64), w.cast(DType::f64), b.cast(DType::f64), o), 1e-10, 1e-12, "conv2d f64");
+  for (DType dt : {DType::f16, DType::bf16}) {
+    double tol = dt == DType::f16 ? 1e-2 : 6e-2;
+    expect_close(conv2d(x.cast(dt).to(gpu), w.cast(dt).to(gpu), b.cast(dt).to(gpu), o),
+                 conv2d(x.cast(dt), w.cast(dt), b.cast(dt), o), tol, tol, std::string("conv2d ") + std::string(dtype_name(dt)));
+  }
+  // with autotuning off, cuDNN's heuristics choose
+  cuda::set_autotune(false);
+  expect_close(conv2d(x.to(gpu), w.to(gpu), {}, o), conv2d(x, w, {}, o), 1e-5, 1e-5, "conv2d heuristics");
+  cuda::set_autotune(true);
+}
+
+TEST(CudaLinalgConv, ConvTranspose2dOutputPadding) {
+  REQUIRE_GPU();
+  Device gpu = Device::cuda(0);
+  auto x = randn({2, 4, 5, 6}), w = randn({4, 3, 3, 3}), b = randn({6});
+  ConvOptions o;
+  o.stride = {2, 3};
+  o.padding = {1, 0};
+  o.output_padding = {1, 2};
+  o.groups = 2;
+  expect_close(conv_transpose2d(x.to(gpu), w.to(gpu), b.to(gpu), o), conv_transpose2d(x, w, b, o), 1e-5, 1e-5,
+               "conv_transpose2d");
+}
+
+TEST(CudaLinalgConv, Conv1dAnd3d) {
+  REQUIRE_GPU();
+  Device gpu = Device::cuda(0);
+  auto x = randn({3, 4, 20}), w = randn({5, 4, 3}), b = randn({5});
+  ConvOptions o;
+  o.stride = {2};
+  o.padding = {1};
+  expect_close(conv1d(x.to(gpu), w.to(gpu), b.to(gpu), o), conv1d(x, w, b, o), 1e-5, 1e-5, "conv1d");
+  auto x3 = randn({1, 2, 6, 5, 4}), w3 = randn({3, 2, 3, 3, 3});
+  ConvOptions o3;
+  o3.padding = {1};
+  expect_close(conv3d(x3.to(gpu), w3.to(gpu), {}, o3), conv3d(x3, w3, {}, o3), 1e-5, 1e-5, "conv3d");
+  ConvOptions t1;
+  t1.stride = {3};
+  t1.padding = {1};
+  t1.output_padding = {2};
+  auto wt = randn({4, 2, 4});
+  expect_close(conv_transpose1d(x.to(gpu), wt.to(gpu), {}, t1), conv_transpose1d(x, wt, {}, t1), 1e-5, 1e-5,
+               "conv_transpose1d");
+}
+
+TEST(CudaLinalgAttention, CausalMasksAndUnequalLengths) {
+  REQUIRE_GPU();
+  Device gpu = Device::cuda(0);
+  struct Case {
+    int64_t L, S, E, Ev;
+  };
+  for (Case c : {Case{5, 7, 4, 6}, Case{70, 130, 64, 64}, Case{129, 65, 80, 48}, Case{33, 33, 128, 128},
+                 Case{17, 40, 256, 256}, Case{9, 12, 300, 20}}) {
+    for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
+      auto q = randn({2, 3, c.L, c.E}, dt), k = randn({2, 3, c.S, c.E}, dt), v = randn({2, 3, c.S, c.Ev}, dt);
+      auto bmask = greater(randn({c.L, c.S}), -0.5);
+      auto fmask = randn({2, 1, c.L, c.S}, dt);
+      double tol = dt == DType::f64 ? 1e-10 : dt == DType::f32 ? 2e-5 : dt == DType::f16 ? 1e-2 : 6e-2;
+      std::string what = std::string(dtype_name(dt)) + " L" + std::to_string(c.L) + " S" + std::to_string(c.S) + " E" +
+                         std::to_string(c.E) + " Ev" + std::to_string(c.Ev);
+      auto Q = q.to(gpu), K = k.to(gpu), V = v.to(gpu);
+      expect_close(scaled_dot_product_attention(Q, K, V), scaled_dot_product_attention(q, k, v), tol, tol, what);
+      expect_close(scaled_dot_product_attention(Q, K, V, {}, true), scaled_dot_product_attention(q, k, v, {}, true), tol,
+                   tol, what + " causal");
+      expect_close(scaled_dot_product_attention(Q, K, V, bmask.to(gpu), true, 0.3),
+                   scaled_dot_product_attention(q, k, v, bmask, true, 0.3), tol, tol, what + " causal + bool mask");
+      expect_close(scaled_dot_product_attention(Q, K, V, fmask.to(gpu)), scaled_dot_product_attention(q, k, v, fmask),
+                   tol, tol, what + " additive mask");
+      // transposed (non-contiguous) views: [B, L, H, E] permuted to [B, H, L, E]
+      auto qt = randn({2, c.L, 3, c.E}, dt);
+      expect_close(scaled_dot_product_attention(transpose(qt.to(gpu), 1, 2), K, V),
+                   scaled_dot_product_attention(transpose(qt, 1, 2), k, v), tol, tol, what + " strided q");
+    }
+  }
+}
+
+TEST(CudaLinalgAttention, FullyMaskedRowsAreNaN) {
+  REQUIRE_GPU();
+  Device gpu = Device::cuda(0);
+  auto q = randn({1, 4, 8}), k = randn({1, 6, 8}), v = randn({1, 6, 8});
+  auto m = DynTensor::from_vector<float>({1, 1, 0, 0, 0, 0,  //
+                                          0, 0, 0, 0, 0, 0,  //
+                                          1, 1, 1, 1, 1, 1,  //
+                                          0, 1, 0, 1, 0, 1},
+                                         {4, 6}, Device::cpu())
+               .cast(DType::boolean);
+  expect_close(scaled_dot_product_attention(q.to(gpu), k.to(gpu), v.to(gpu), m.to(gpu)),
+               scaled_dot_product_attention(q, k, v, m), 1e-5, 1e-5, "fully masked row");
+}
+
+// ---- timings (by hand on a GPU: --gtest_also_run_disabled_tests --gtest_filter='*LinalgPerf*') ----
+
+double time_ms(const Device& gpu, const std::function<DynTensor()>& f, int iters = 20) {
+  for (int i = 0; i < 3; ++i) (void)f();
+  gpu.sync();
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) (void)f();
+  gpu.sync();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / iters;
+}
+
+TEST(CudaLinalgPerf, DISABLED_MatmulAndAttention) {
+  REQUIRE_GPU();
+  Device gpu = Device::cuda(0);
+  struct M {
+    const char* name;
+    int64_t n;
+    DType dt;
+    bool tf32;
+  };
+  for (M m : {M{"matmul_bf16_8192", 8192, DType::bf16, false}, M{"matmul_f32_4096", 4096, DType::f32, false},
+              M{"matmul_tf32_4096", 4096, DType::f32, true}}) {
+    cuda::set_allow_tf32(m.tf32);
+    auto a = DynTensor::uniform({m.n, m.n}, -1, 1, DType::f32, Device::cpu()).cast(m.dt).to(gpu);
+    auto b = DynTensor::uniform({m.n, m.n}, -1, 1, DType::f32, Device::cpu()).cast(m.dt).to(gpu);
+    double ms = time_ms(gpu, [&] { return matmul(a, b); });
+    std::printf("PERF %s %.3f ms %.1f TFLOP/s\n", m.name, ms, 2.0 * double(m.n) * m.n * m.n / ms * 1e-9);
+  }
+  cuda::set_allow_tf32(false);
+  struct A {
+    int64_t B, H, L, E;
+    DType dt;
+    bool causal;
+  };
+  for (A c : {A{4, 16, 2048, 64, DType::f16, false}, A{4, 16, 2048, 64, DType::bf16, true},
+              A{4, 16, 2048, 128, DType::bf16, false}, A{4, 16, 2048, 128, DType::f16, true},
+              A{4, 16, 1024, 64, DType::f32, false}}) {
+    auto q = DynTensor::normal({c.B, c.H, c.L, c.E}, 0, 1, DType::f32, Device::cpu()).cast(c.dt).to(gpu);
+    auto k = DynTensor::normal({c.B, c.H, c.L, c.E}, 0, 1, DType::f32, Device::cpu()).cast(c.dt).to(gpu);
+    auto v = DynTensor::normal({c.B, c.H, c.L, c.E}, 0, 1, DType::f32, Device::cpu()).cast(c.dt).to(gpu);
+    double ms = time_ms(gpu, [&] { return scaled_dot_product_attention(q, k, v, {}, c.causal); });
+    double flops = 4.0 * double(c.B * c.H) * double(c.L) * double(c.L) * double(c.E) * (c.causal ? 0.5 : 1.0);
+    std::printf("PERF attention_%s_L%lld_E%lld%s %.3f ms %.1f TFLOP/s\n", std::string(dtype_name(c.dt)).c_str(),
+                (long long)c.L, (long long)c.E, c.causal ? "_causal" : "", ms, flops / ms * 1e-9);
+  }
+  auto x = DynTensor::normal({32, 64, 56, 56}, 0, 1, DType::f32, Device::cpu()).to(gpu);
+  auto w = DynTensor::normal({128, 64, 3, 3}, 0, 1, DType::f32, Device::cpu()).to(gpu);
+  ConvOptions o;
+  o.padding = {1};
+  for (DType dt : {DType::f32, DType::f16}) {
+    auto xd = x.cast(dt), wd = w.cast(dt);
+    double ms = time_ms(gpu, [&] { return conv2d(xd, wd, {}, o); });
+    std::printf("PERF conv2d_%s_32x64x56x56_k3 %.3f ms\n", std::string(dtype_name(dt)).c_str(), ms);
+  }
+}
+
+}  // namespace
+}  // namespace ember
