@@ -118,23 +118,31 @@ struct Strides {
   int64_t v[EMBER_MAX_RANK];
 };
 // Element offset of the row-major linear index `i` of `sh` in an operand with strides `s`.
+// The loops are unrolled over the fixed maximum rank so that the argument arrays are indexed
+// by constants (a run-time index would copy them to local memory in every thread).
 __device__ __forceinline__ int64_t offset_of(int64_t i, const Shape& sh, const Strides& s) {
   int64_t off = 0;
-  for (int d = sh.rank - 1; d >= 0; --d) {
-    int64_t q = i / sh.size[d];
-    off += (i - q * sh.size[d]) * s.v[d];
-    i = q;
+#pragma unroll
+  for (int d = EMBER_MAX_RANK - 1; d >= 0; --d) {
+    if (d < sh.rank) {
+      int64_t q = i / sh.size[d];
+      off += (i - q * sh.size[d]) * s.v[d];
+      i = q;
+    }
   }
   return off;
 }
 // The same with 32-bit index arithmetic (the caller checks that numel < 2^31).
 __device__ __forceinline__ int64_t offset_of32(uint32_t i, const Shape& sh, const Strides& s) {
   int64_t off = 0;
-  for (int d = sh.rank - 1; d >= 0; --d) {
-    uint32_t n = uint32_t(sh.size[d]);
-    uint32_t q = i / n;
-    off += int64_t(i - q * n) * s.v[d];
-    i = q;
+#pragma unroll
+  for (int d = EMBER_MAX_RANK - 1; d >= 0; --d) {
+    if (d < sh.rank) {
+      uint32_t n = uint32_t(sh.size[d]);
+      uint32_t q = i / n;
+      off += int64_t(i - q * n) * s.v[d];
+      i = q;
+    }
   }
   return off;
 }
