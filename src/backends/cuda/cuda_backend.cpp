@@ -61,7 +61,27 @@ std::vector<PrimitivePtr> CudaBackend::execute(Op op) {
   EMBER_CHECK(k != nullptr, op.name(), ": not supported on ", name());
   std::lock_guard<std::recursive_mutex> lock(mu_);
   EMBER_CUDA_CHECK(cudaSetDevice(index_));
+  if (op.kind == OpKind::full && op.outputs[0].shape.numel() == 1) return {constant(op)};
   return k(*this, op);
+}
+
+// Scalars (the 0-d operands of `x * 0.9`) are made once per (dtype, value) and shared: tensors
+// are immutable, and a shared buffer is never reused in place (its use count is above one), so
+// a training loop launches no fill kernel for its constants. Bounded: cleared when full.
+PrimitivePtr CudaBackend::constant(Op& op) {
+  const TensorMeta& meta = op.outputs[0];
+  double v = op.attr<CreateAttrs>().a;
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  auto key = std::make_pair(int(meta.dtype), bits);
+  auto it = constants_.find(key);
+  if (it == constants_.end()) {
+    if (constants_.size() >= 4096) constants_.clear();
+    Op one = op;
+    auto t = as_cuda_ptr(kernels_[size_t(OpKind::full)](*this, one)[0]);
+    it = constants_.emplace(key, t->buffer).first;
+  }
+  return std::make_shared<CudaTensor>(meta, it->second, contiguous_strides(meta.shape), 0);
 }
 
 void CudaBackend::launch_raw(CUfunction f, dim3 grid, dim3 block, unsigned smem, void** params) {
@@ -107,6 +127,8 @@ TensorData CudaBackend::read(const PrimitivePtr& p) {
     done += n;
     slot ^= 1;
   }
+  EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  check_index_errors(*this);
   return d;
 }
 
@@ -142,6 +164,7 @@ PrimitivePtr CudaBackend::write(const TensorData& data) {
 void CudaBackend::sync() {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  check_index_errors(*this);
 }
 
 void CudaBackend::seed(uint64_t s) {

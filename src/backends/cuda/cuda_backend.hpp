@@ -8,6 +8,7 @@
 #include <cudnn.h>
 
 #include <array>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -88,6 +89,7 @@ class CudaBackend final : public Backend {
 
  private:
   void copy_to_device(void* dst, const void* src, size_t bytes);
+  PrimitivePtr constant(Op& op);
   int index_;
   cudaDeviceProp props_{};
   cudaStream_t stream_ = nullptr;
@@ -107,6 +109,7 @@ class CudaBackend final : public Backend {
   static constexpr size_t kStagingBytes = size_t(8) << 20;
   std::array<Staging, 2> staging_{};
   int next_staging_ = 0;
+  std::map<std::pair<int, uint64_t>, std::shared_ptr<Buffer>> constants_;  // shared 1-element fills
   std::mutex rng_mu_;
   uint64_t seed_ = 0x853c49e6748fea9bULL;
   uint64_t counter_ = 0;
@@ -115,6 +118,10 @@ class CudaBackend final : public Backend {
 // Grid size for `n` independent items handled `per_thread` at a time by `threads`-wide blocks,
 // capped at a few waves (kernels loop grid-stride over the rest).
 unsigned grid_for(const CudaBackend& be, int64_t n, int threads, int per_thread = 1);
+
+// Raises the error of a bad index that an index kernel recorded since the last check
+// (index.cpp); read() and sync() call it after they synchronise.
+void check_index_errors(CudaBackend& be);
 
 // Whether kernels may time candidates once per shape (ember::cuda::set_autotune).
 bool autotune_enabled();

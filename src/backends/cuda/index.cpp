@@ -655,11 +655,12 @@ struct IndexState {
 // One per device, made on first use and never freed (it outlives the backends; freeing pinned
 // memory at exit would race with the driver's teardown). Ops on one device are serialised by
 // the backend, so the state itself needs no lock.
+std::mutex g_states_mu;
+std::map<int, std::unique_ptr<IndexState>> g_states;
+
 IndexState& index_state(CudaBackend& be) {
-  static std::mutex mu;
-  static std::map<int, std::unique_ptr<IndexState>> states;
-  std::lock_guard<std::mutex> lock(mu);
-  auto& st = states[be.index()];
+  std::lock_guard<std::mutex> lock(g_states_mu);
+  auto& st = g_states[be.index()];
   if (!st) {
     auto s = std::make_unique<IndexState>();
     void* host = nullptr;
@@ -1030,6 +1031,18 @@ void register_index_kernels(KernelTable& t) {
   t[size_t(OpKind::index_copy)] = index_update_kernel<false>;
   t[size_t(OpKind::nonzero)] = nonzero_kernel;
   t[size_t(OpKind::masked_select)] = masked_select_kernel;
+}
+
+// After a synchronisation (read, sync): raise a bad index recorded by any kernel since.
+void check_index_errors(CudaBackend& be) {
+  IndexState* st = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_states_mu);
+    auto it = g_states.find(be.index());
+    if (it == g_states.end() || !it->second) return;
+    st = it->second.get();
+  }
+  raise_recorded(be, *st, true);
 }
 
 }  // namespace ember::cuda
