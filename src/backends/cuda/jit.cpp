@@ -284,7 +284,22 @@ std::vector<char> compile_cubin(std::string_view name, const std::string& source
   std::vector<char> cubin(n);
   nvrtc_check(nvrtcGetCUBIN(prog, cubin.data()), "nvrtcGetCUBIN");
   nvrtcDestroyProgram(&prog);
+  std::string path = disk_cache_path(source, arch);
+  if (!path.empty()) write_file_atomic(path, cubin);
   return cubin;
+}
+
+std::string disk_cache_path(const std::string& source, int arch) {
+  std::string dir = cache_dir();
+  if (dir.empty() || !make_dirs(dir + "/cuda")) return "";
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  uint64_t h = fnv1a(kernel_prelude());
+  h = fnv1a(source, h);
+  h = fnv1a("sm_" + std::to_string(arch) + " nvrtc " + std::to_string(major) + "." + std::to_string(minor), h);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return dir + "/cuda/" + hex + ".cubin";
 }
 
 Jit::Jit(int device, int arch) : device_(device), arch_(arch) {}
@@ -297,22 +312,13 @@ CUmodule Jit::module_for(const std::string& key, const std::function<std::string
   auto it = modules_.find(key);
   if (it != modules_.end()) return it->second;
   std::string source = make_source();
-  int major = 0, minor = 0;
-  nvrtcVersion(&major, &minor);
-  uint64_t h = fnv1a(kernel_prelude());
-  h = fnv1a(source, h);
-  h = fnv1a("sm_" + std::to_string(arch_) + " nvrtc " + std::to_string(major) + "." + std::to_string(minor), h);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  std::string dir = cache_dir();
-  std::string path = dir.empty() ? "" : dir + "/cuda/" + hex + ".cubin";
+  std::string path = disk_cache_path(source, arch_);
   std::vector<char> cubin;
   if (!path.empty() && read_file(path, cubin)) {
     ++disk_hits_;
   } else {
     cubin = compile_cubin(key, source, arch_);
     ++compiles_;
-    if (!path.empty() && make_dirs(dir + "/cuda")) write_file_atomic(path, cubin);
   }
   EMBER_CUDA_CHECK(cudaSetDevice(device_));
   CUmodule m = nullptr;

@@ -32,8 +32,9 @@ const char* device_type(DType dt);
 // The type arithmetic on `dt` runs in: float for half_t/bf16_t, else the storage type.
 const char* compute_type(DType dt);
 
-// Compiles prelude + `source` for sm_<arch> to a cubin (no GPU needed). `name` appears in the
-// error message (use the cache key). Throws Error on failure.
+// Compiles prelude + `source` for sm_<arch> to a cubin (no GPU needed) and stores it in the disk
+// cache, so a machine can be warmed by compiling ahead (the compile tests do). `name` appears in
+// the error message (use the cache key). Throws Error on failure.
 std::vector<char> compile_cubin(std::string_view name, const std::string& source, int arch);
 
 class Jit {
@@ -63,5 +64,7 @@ class Jit {
 // The directory of ember's caches: $EMBER_CACHE_DIR, else $XDG_CACHE_HOME/ember, else
 // ~/.cache/ember (created on demand; empty string when none can be made).
 std::string cache_dir();
+// Where the cubin of `source` for sm_<arch> is cached ("" when there is no cache directory).
+std::string disk_cache_path(const std::string& source, int arch);
 
 }  // namespace ember::cuda

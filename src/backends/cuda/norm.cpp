@@ -1,7 +1,384 @@
+// Normalisation kernels: layer_norm and batch_norm (inference), with the numerics of the CPU
+// backend (src/backends/cpu/norm.cpp): layer_norm uses the mean and the biased variance of each
+// row, rstd = 1 / sqrt(max(var, 0) + eps) and y = (x * rstd - rstd * mean) * w + b, all in the
+// compute type (f32 for f16/bf16/f32, f64); batch_norm folds running stats, weight and bias into
+// a per-channel (alpha, beta) and applies y = x * alpha[c] + beta[c].
+//   * layer_norm rows up to 32768 elements are held in registers (one read, one write), with a
+//     group of `tpr` threads per row as in softmax.cpp and 16-byte vector loads when aligned:
+//     every thread takes the exact two-pass mean / squared deviations of its own values, and
+//     one group reduction merges the (count, mean, m2) triples (Chan's formula, in a fixed
+//     order); longer rows: one block per row, three passes (sum, squared deviations, apply).
+//   * batch_norm: a tiny per-channel kernel, then one elementwise pass (vectorised when the
+//     input is contiguous, strided otherwise).
+#include <algorithm>
+
 #include "cuda_backend.hpp"
+#include "reduce_sources.hpp"
 
 namespace ember::cuda {
 
-void register_norm_kernels(KernelTable&) {}
+namespace {
+
+constexpr int kMaxRegElems = 32;
+
+const char* kLayerNormKernels = R"CUDA(
+union VecT { uint4 u; T v[VW]; };
+
+// Row statistics: count, mean and sum of squared deviations from the mean, merged with Chan's
+// formula. Merges are ordered (lower lanes / warps first) so that every thread of a row gets
+// bit-identical results.
+struct Stats { C n; C mean; C m2; };
+__device__ __forceinline__ Stats st_merge(const Stats& a, const Stats& b) {
+  if (b.n == C(0)) return a;
+  if (a.n == C(0)) return b;
+  Stats r;
+  r.n = a.n + b.n;
+  const C d = b.mean - a.mean, fb = b.n / r.n;
+  r.mean = a.mean + d * fb;
+  r.m2 = a.m2 + b.m2 + d * d * a.n * fb;
+  return r;
+}
+__device__ __forceinline__ Stats group_stats(Stats v, int tpr, C* red) {
+  const int w = tpr < 32 ? tpr : 32;
+  for (int m = w >> 1; m >= 1; m >>= 1) {
+    Stats o;
+    o.n = shfl_x(v.n, m);
+    o.mean = shfl_x(v.mean, m);
+    o.m2 = shfl_x(v.m2, m);
+    v = (threadIdx.x & m) ? st_merge(o, v) : st_merge(v, o);
+  }
+  if (tpr <= 32) return v;
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) {
+    const int wi = threadIdx.x >> 5;
+    red[wi] = v.n;
+    red[32 + wi] = v.mean;
+    red[64 + wi] = v.m2;
+  }
+  __syncthreads();
+  Stats a;
+  a.n = red[0];
+  a.mean = red[32];
+  a.m2 = red[64];
+  const int nw = blockDim.x >> 5;
+  for (int i = 1; i < nw; ++i) {
+    Stats b;
+    b.n = red[i];
+    b.mean = red[32 + i];
+    b.m2 = red[64 + i];
+    a = st_merge(a, b);
+  }
+  return a;
+}
+
+template <int NV, int W>
+__device__ __forceinline__ void ln_rows(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ w,
+                                        const T* __restrict__ b, int64_t rows, int64_t D, double eps, int tpr) {
+  __shared__ C red[96];
+  const int lane = threadIdx.x & (tpr - 1);
+  const int rpb = blockDim.x / tpr;
+  const int64_t nitems = D / W;
+  const C ceps = C(eps);
+  for (int64_t r0 = int64_t(blockIdx.x) * rpb; r0 < rows; r0 += int64_t(gridDim.x) * rpb) {
+    const int64_t r = r0 + threadIdx.x / tpr;
+    const bool valid = r < rows;
+    const T* xr = x + r * D;
+    T* yr = y + r * D;
+    C v[NV * W];
+    C s = C(0);
+    int cnt = 0;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int64_t it = int64_t(k) * tpr + lane;
+      if (valid && it < nitems) {
+        if (W > 1) {
+          VecT t;
+          t.u = ((const uint4*)xr)[it];
+#pragma unroll
+          for (int e = 0; e < W; ++e) v[k * W + e] = C(t.v[e]);
+        } else {
+          v[k * W] = C(xr[it]);
+        }
+#pragma unroll
+        for (int e = 0; e < W; ++e) s += v[k * W + e];
+        cnt += W;
+      }
+    }
+    // this thread's statistics, then the row's
+    Stats st;
+    st.n = C(cnt);
+    st.mean = cnt ? s / C(cnt) : C(0);
+    st.m2 = C(0);
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int64_t it = int64_t(k) * tpr + lane;
+      if (valid && it < nitems) {
+#pragma unroll
+        for (int e = 0; e < W; ++e) {
+          C d = v[k * W + e] - st.mean;
+          st.m2 += d * d;
+        }
+      }
+    }
+    st = group_stats(st, tpr, red);
+    const C mean = st.mean;
+    const C var = st.m2 / C(D);
+    const C rstd = C(1) / m_sqrt((var > C(0) ? var : C(0)) + ceps);
+    const C shift = -rstd * mean;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int64_t it = int64_t(k) * tpr + lane;
+      if (valid && it < nitems) {
+        C wv[W], bv[W];
+        if (W > 1) {
+          VecT tw, tb;
+          if (w) tw.u = ((const uint4*)w)[it];
+          if (b) tb.u = ((const uint4*)b)[it];
+#pragma unroll
+          for (int e = 0; e < W; ++e) {
+            wv[e] = w ? C(tw.v[e]) : C(1);
+            bv[e] = b ? C(tb.v[e]) : C(0);
+          }
+        } else {
+          wv[0] = w ? C(w[it]) : C(1);
+          bv[0] = b ? C(b[it]) : C(0);
+        }
+        VecT t;
+#pragma unroll
+        for (int e = 0; e < W; ++e) {
+          C o = v[k * W + e] * rstd + shift;
+          if (w) o = o * wv[e];
+          if (b) o = o + bv[e];
+          if (W > 1) t.v[e] = T(o);
+          else yr[it] = T(o);
+        }
+        if (W > 1) ((uint4*)yr)[it] = t.u;
+      }
+    }
+  }
+}
+
+#define LN_KERNEL(NAME, NV, W)                                                                     \
+  extern "C" __global__ void NAME(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ w, \
+                                  const T* __restrict__ b, int64_t rows, int64_t D, double eps, int tpr) { \
+    ln_rows<NV, W>(x, y, w, b, rows, D, eps, tpr);                                                  \
+  }
+LN_KERNEL(rows_s1, 1, 1)
+LN_KERNEL(rows_s2, 2, 1)
+LN_KERNEL(rows_s4, 4, 1)
+LN_KERNEL(rows_s8, 8, 1)
+LN_KERNEL(rows_s16, 16, 1)
+LN_KERNEL(rows_s32, 32, 1)
+LN_KERNEL(rows_v1, 1, VW)
+LN_KERNEL(rows_v2, 2, VW)
+#if VW <= 8
+LN_KERNEL(rows_v4, 4, VW)
+#endif
+#if VW <= 4
+LN_KERNEL(rows_v8, 8, VW)
+#endif
+#if VW <= 2
+LN_KERNEL(rows_v16, 16, VW)
+#endif
+
+// Long rows: one block per row, three passes.
+extern "C" __global__ void rows_stream(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ w,
+                                       const T* __restrict__ b, int64_t rows, int64_t D, double eps) {
+  __shared__ C red[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * D;
+    T* yr = y + r * D;
+    C s = C(0);
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x) s += C(xr[i]);
+    const C mean = group_sum(s, blockDim.x, red) / C(D);
+    C q = C(0);
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
+      C d = C(xr[i]) - mean;
+      q += d * d;
+    }
+    const C var = group_sum(q, blockDim.x, red) / C(D);
+    const C rstd = C(1) / m_sqrt((var > C(0) ? var : C(0)) + C(eps));
+    const C shift = -rstd * mean;
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
+      C o = C(xr[i]) * rstd + shift;
+      if (w) o = o * C(w[i]);
+      if (b) o = o + C(b[i]);
+      yr[i] = T(o);
+    }
+  }
+}
+)CUDA";
+
+const char* kBatchNormKernels = R"CUDA(
+union VecT { uint4 u; T v[VW]; };
+
+// ab[c] = alpha = rstd * w, ab[C + c] = beta = b - mean * alpha (w, b may be null).
+extern "C" __global__ void coefs(C* __restrict__ ab, const T* __restrict__ mean, const T* __restrict__ var,
+                                 const T* __restrict__ w, const T* __restrict__ b, int64_t nc, double eps) {
+  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < nc; c += int64_t(gridDim.x) * blockDim.x) {
+    C invstd = C(1) / m_sqrt(C(var[c]) + C(eps));
+    C al = w ? invstd * C(w[c]) : invstd;
+    C be = (b ? C(b[c]) : C(0)) - C(mean[c]) * al;
+    ab[c] = al;
+    ab[nc + c] = be;
+  }
+}
+
+// Contiguous [N, C, inner]: thread per 16-byte vector (inner % VW == 0, aligned) ...
+extern "C" __global__ void apply_vec(T* __restrict__ y, const T* __restrict__ x, const C* __restrict__ ab,
+                                     int64_t nvec, int64_t inner_vec, int64_t nc) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < nvec; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t c = (i / inner_vec) % nc;
+    const C al = ab[c], be = ab[nc + c];
+    VecT t;
+    t.u = ((const uint4*)x)[i];
+#pragma unroll
+    for (int e = 0; e < VW; ++e) t.v[e] = T(C(t.v[e]) * al + be);
+    ((uint4*)y)[i] = t.u;
+  }
+}
+// ... or per element.
+extern "C" __global__ void apply_flat(T* __restrict__ y, const T* __restrict__ x, const C* __restrict__ ab,
+                                      int64_t n, int64_t inner, int64_t nc) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t c = (i / inner) % nc;
+    y[i] = T(C(x[i]) * ab[c] + ab[nc + c]);
+  }
+}
+// Strided input: y (contiguous) and x through their collapsed strides; sc = the channel
+// index's strides over the same space.
+extern "C" __global__ void apply_strided(T* __restrict__ y, const T* __restrict__ x, const C* __restrict__ ab,
+                                         Shape sh, Strides sy, Strides sx, Strides sc, int64_t n, int64_t nc) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t c = offset_of(i, sh, sc);
+    y[offset_of(i, sh, sy)] = T(C(x[offset_of(i, sh, sx)]) * ab[c] + ab[nc + c]);
+  }
+}
+)CUDA";
+
+std::string header(DType dt) {
+  std::string s = reduce_family_helpers();
+  s += "typedef " + std::string(device_type(dt)) + " T;\n";
+  s += "typedef " + std::string(compute_type(dt)) + " C;\n";
+  s += "#define VW " + std::to_string(16 / dtype_size(dt)) + "  // elements of T in 16 bytes\n";
+  return s;
+}
+
+std::string ln_key(DType dt) { return "layer_norm/" + std::string(dtype_name(dt)); }
+std::string bn_key(DType dt) { return "batch_norm/" + std::string(dtype_name(dt)); }
+
+int64_t pow2_ceil(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+CudaTensorPtr optional_input(CudaBackend& be, Op& op, size_t i) {
+  return op.inputs.size() > i && op.inputs[i] ? contiguous(be, op.inputs[i]) : nullptr;
+}
+
+std::vector<PrimitivePtr> layer_norm_kernel(CudaBackend& be, Op& op) {
+  const auto& a = op.attr<NormAttrs>();
+  const TensorMeta meta = op.outputs[0];
+  const DType dt = meta.dtype;
+  EMBER_CHECK(is_float(dt), op.name(), ": needs a floating input, got ", dt);
+  auto y = output_reusing(be, op, 0, meta);
+  auto x = contiguous(be, op.inputs[0]);
+  const Shape& s = x->shape();
+  int64_t D = 1;
+  for (int d = s.rank() - a.axes; d < s.rank(); ++d) D *= s[d];
+  const int64_t n = s.numel();
+  if (n == 0) return {y};
+  const int64_t rows = n / D;
+  auto w = optional_input(be, op, 1);
+  auto b = optional_input(be, op, 2);
+  const void* xp = x->raw();
+  void* yp = y->raw();
+  const void* wp = w ? w->raw() : nullptr;
+  const void* bp = b ? b->raw() : nullptr;
+  const std::string key = ln_key(dt);
+  auto fn = [&](const char* entry) { return be.jit().get(key, entry, [&] { return layer_norm_source(dt); }); };
+  const int vw = int(16 / dtype_size(dt));
+  const bool vec = D % vw == 0 && aligned16(xp) && aligned16(yp) && (!wp || aligned16(wp)) && (!bp || aligned16(bp));
+  const int W = vec ? vw : 1;
+  const int64_t items = D / W;
+  const int64_t nv_target = std::max<int64_t>(1, 16 / W);
+  const int64_t tpr = std::min<int64_t>(1024, pow2_ceil((items + nv_target - 1) / nv_target));
+  const int64_t nv = pow2_ceil((items + tpr - 1) / tpr);
+  if (nv <= kMaxRegElems / W) {
+    std::string entry = std::string(vec ? "rows_v" : "rows_s") + std::to_string(nv);
+    const int threads = int(std::max<int64_t>(tpr, 256));
+    const int64_t rpb = threads / tpr;
+    be.launch(fn(entry.c_str()), grid_for(be, rows, int(rpb)), threads, 0, xp, yp, wp, bp, rows, D, a.eps,
+              int(tpr));
+  } else {
+    be.launch(fn("rows_stream"), unsigned(std::min<int64_t>(rows, int64_t(be.sm_count()) * 32)), 1024, 0, xp, yp,
+              wp, bp, rows, D, a.eps);
+  }
+  return {y};
+}
+
+std::vector<PrimitivePtr> batch_norm_kernel(CudaBackend& be, Op& op) {
+  const auto& a = op.attr<NormAttrs>();
+  const TensorMeta meta = op.outputs[0];
+  const DType dt = meta.dtype;
+  EMBER_CHECK(is_float(dt), op.name(), ": needs a floating input, got ", dt);
+  auto y = output_reusing(be, op, 0, meta);
+  auto x = as_cuda_ptr(op.inputs[0]);
+  const Shape& s = x->shape();
+  const int64_t n = s.numel();
+  if (n == 0) return {y};
+  const int64_t nc = s[1];
+  auto mean = optional_input(be, op, 1), var = optional_input(be, op, 2);
+  auto w = optional_input(be, op, 3), b = optional_input(be, op, 4);
+  EMBER_CHECK(mean && var, op.name(), ": running_mean and running_var are required");
+  const std::string key = bn_key(dt);
+  auto fn = [&](const char* entry) { return be.jit().get(key, entry, [&] { return batch_norm_source(dt); }); };
+  const size_t cbytes = dt == DType::f64 ? 8 : 4;
+  Buffer ab(be.allocator(), size_t(2 * nc) * cbytes);
+  be.launch(fn("coefs"), grid_for(be, nc, 128), 128, 0, ab.ptr, mean->raw(), var->raw(),
+            w ? w->raw() : static_cast<void*>(nullptr), b ? b->raw() : static_cast<void*>(nullptr), nc, a.eps);
+  const int64_t inner = n / (s[0] * nc);
+  constexpr int kThreads = 256;
+  if (x->is_contiguous()) {
+    const int vw = int(16 / dtype_size(dt));
+    if (inner % vw == 0 && aligned16(x->raw()) && aligned16(y->raw())) {
+      const int64_t nvec = n / vw;
+      be.launch(fn("apply_vec"), grid_for(be, nvec, kThreads), kThreads, 0, y->raw(), x->raw(), ab.ptr, nvec,
+                inner / vw, nc);
+    } else {
+      be.launch(fn("apply_flat"), grid_for(be, n, kThreads), kThreads, 0, y->raw(), x->raw(), ab.ptr, n, inner,
+                nc);
+    }
+  } else {
+    std::vector<int64_t> cst(size_t(s.rank()), 0);
+    cst[1] = 1;
+    Collapsed c = collapse(op.name(), s, {y->strides, x->strides, cst});
+    be.launch(fn("apply_strided"), grid_for(be, n, kThreads), kThreads, 0, y->raw(), x->raw(), ab.ptr, c.shape,
+              c.strides[0], c.strides[1], c.strides[2], n, nc);
+  }
+  return {y};
+}
+
+}  // namespace
+
+std::string layer_norm_source(DType dt) { return header(dt) + kLayerNormKernels; }
+std::string batch_norm_source(DType dt) { return header(dt) + kBatchNormKernels; }
+
+std::vector<KernelSource> norm_variants() {
+  std::vector<KernelSource> v;
+  for (DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
+    v.push_back({ln_key(dt), layer_norm_source(dt)});
+    v.push_back({bn_key(dt), batch_norm_source(dt)});
+  }
+  return v;
+}
+
+void register_norm_kernels(KernelTable& t) {
+  t[size_t(OpKind::layer_norm)] = layer_norm_kernel;
+  t[size_t(OpKind::batch_norm)] = batch_norm_kernel;
+}
 
 }  // namespace ember::cuda

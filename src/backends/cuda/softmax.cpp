@@ -1,7 +1,302 @@
+// softmax / log_softmax along any dim, as the CPU backend (src/backends/cpu/softmax.cpp):
+// shifted by the row max (a NaN anywhere in a slice makes the whole slice NaN), then
+// y = exp(x - m) * (1 / sum) or y = (x - m) - log(sum). f16/bf16 compute in f32.
+//   * last dim, rows up to 32768 elements: the row is held in registers (one read, one
+//     write): a group of `tpr` threads per row (a power of two: part of a warp, a warp, or a
+//     whole block), each thread holding up to 32 values loaded as 16-byte vectors when the
+//     rows are aligned;
+//   * other dims, and longer rows: [outer, D, inner] with D cut into chunks: a pass of
+//     online (max, sum) partials per (column, chunk), a pass merging them per column (in
+//     order), and a pass writing y (two reads and one write of x in all); threads run along
+//     inner (coalesced) and along D.
+#include <algorithm>
+
 #include "cuda_backend.hpp"
+#include "reduce_sources.hpp"
 
 namespace ember::cuda {
 
-void register_softmax_kernels(KernelTable&) {}
+namespace {
+
+// Register-resident row kernels: NV items of W elements per thread (W = 16 bytes of T for
+// the vector kernels, 1 for the scalar ones), NV * W <= 32.
+constexpr int kMaxRegElems = 32;
+
+const char* kSoftmaxKernels = R"CUDA(
+union VecT { uint4 u; T v[VW]; };
+
+template <int NV, int W>
+__device__ __forceinline__ void rows_regs(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t D,
+                                          int log_out, int tpr) {
+  __shared__ C red[32];
+  const int lane = threadIdx.x & (tpr - 1);
+  const int rpb = blockDim.x / tpr;
+  const int64_t nitems = D / W;
+  for (int64_t r0 = int64_t(blockIdx.x) * rpb; r0 < rows; r0 += int64_t(gridDim.x) * rpb) {
+    const int64_t r = r0 + threadIdx.x / tpr;
+    const bool valid = r < rows;
+    const T* xr = x + r * D;
+    T* yr = y + r * D;
+    C v[NV * W];
+    C m = -m_inf(C(0));
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int64_t it = int64_t(k) * tpr + lane;
+      if (valid && it < nitems) {
+        if (W > 1) {
+          VecT t;
+          t.u = ((const uint4*)xr)[it];
+#pragma unroll
+          for (int e = 0; e < W; ++e) v[k * W + e] = C(t.v[e]);
+        } else {
+          v[k * W] = C(xr[it]);
+        }
+#pragma unroll
+        for (int e = 0; e < W; ++e) m = m_nanmax(m, v[k * W + e]);
+      }
+    }
+    m = group_max(m, tpr, red);
+    C s = C(0);
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int64_t it = int64_t(k) * tpr + lane;
+      if (valid && it < nitems) {
+#pragma unroll
+        for (int e = 0; e < W; ++e) {
+          C ex = m_exp(v[k * W + e] - m);
+          if (!log_out) v[k * W + e] = ex;
+          s += ex;
+        }
+      }
+    }
+    s = group_sum(s, tpr, red);
+    const C inv = C(1) / s, ls = m_log(s);
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int64_t it = int64_t(k) * tpr + lane;
+      if (valid && it < nitems) {
+        if (W > 1) {
+          VecT t;
+#pragma unroll
+          for (int e = 0; e < W; ++e) t.v[e] = T(log_out ? (v[k * W + e] - m) - ls : v[k * W + e] * inv);
+          ((uint4*)yr)[it] = t.u;
+        } else {
+          yr[it] = T(log_out ? (v[k * W] - m) - ls : v[k * W] * inv);
+        }
+      }
+    }
+  }
+}
+
+#define ROWS_KERNEL(NAME, NV, W)                                                                    \
+  extern "C" __global__ void NAME(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t D, \
+                                  int log_out, int tpr) {                                           \
+    rows_regs<NV, W>(x, y, rows, D, log_out, tpr);                                                  \
+  }
+ROWS_KERNEL(rows_s1, 1, 1)
+ROWS_KERNEL(rows_s2, 2, 1)
+ROWS_KERNEL(rows_s4, 4, 1)
+ROWS_KERNEL(rows_s8, 8, 1)
+ROWS_KERNEL(rows_s16, 16, 1)
+ROWS_KERNEL(rows_s32, 32, 1)
+ROWS_KERNEL(rows_v1, 1, VW)
+ROWS_KERNEL(rows_v2, 2, VW)
+#if VW <= 8
+ROWS_KERNEL(rows_v4, 4, VW)
+#endif
+#if VW <= 4
+ROWS_KERNEL(rows_v8, 8, VW)
+#endif
+#if VW <= 2
+ROWS_KERNEL(rows_v16, 16, VW)
+#endif
+
+// Everything else ([outer, D, inner] with inner > 1, or rows too long for registers) in three
+// passes, with D cut into S chunks: block (TX, TY) = (threads along inner, threads along D).
+//   part_stats: the online (max, sum of exp(x - max)) of every (column, chunk);
+//   col_stats:  merges the S partials of every column in order;
+//   apply:      y from x and its column's (max, sum).
+// A NaN gives NaN for the whole slice, and so does +inf (as on the CPU, where
+// exp(inf - inf) = NaN enters the sum); an all -inf slice gives NaN (exp(-inf + inf)).
+__device__ __forceinline__ void ol_add(C& m, C& s, C x) {
+  if (x != x) { m = x; return; }
+  if (m != m) return;
+  if (x > m) {
+    s = (m == -m_inf(C(0)) ? C(0) : s * m_exp(m - x)) + C(1);
+    m = x;
+  } else if (x > -m_inf(C(0))) {
+    s += m_exp(x - m);
+  }
+}
+__device__ __forceinline__ void ol_merge(C& m, C& s, C bm, C bs) {
+  if (m != m) return;
+  if (bm != bm) { m = bm; return; }
+  if (bm == -m_inf(C(0))) return;
+  if (m == -m_inf(C(0))) { m = bm; s = bs; return; }
+  if (m >= bm) s = s + bs * m_exp(bm - m);
+  else { s = s * m_exp(m - bm) + bs; m = bm; }
+}
+
+extern "C" __global__ void part_stats(C* __restrict__ pm, C* __restrict__ ps, const T* __restrict__ x, int64_t outer,
+                                      int64_t D, int64_t inner, int64_t S, int64_t csize) {
+  __shared__ C rm[1024], rs[1024];
+  const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
+  const int64_t j = int64_t(blockIdx.x) * TX + tx, c = blockIdx.y;
+  const int64_t d0 = c * csize, d1 = d0 + csize < D ? d0 + csize : D;
+  for (int64_t o = blockIdx.z; o < outer; o += gridDim.z) {
+    C m = -m_inf(C(0)), s = C(0);
+    if (j < inner)
+      for (int64_t d = d0 + ty; d < d1; d += TY) ol_add(m, s, C(x[(o * D + d) * inner + j]));
+    rm[ty * TX + tx] = m;
+    rs[ty * TX + tx] = s;
+    __syncthreads();
+    if (ty == 0 && j < inner) {
+      for (int t = 1; t < TY; ++t) ol_merge(m, s, rm[t * TX + tx], rs[t * TX + tx]);
+      pm[(o * S + c) * inner + j] = m;
+      ps[(o * S + c) * inner + j] = s;
+    }
+    __syncthreads();
+  }
+}
+
+extern "C" __global__ void col_stats(C* __restrict__ sm, C* __restrict__ ss, const C* __restrict__ pm,
+                                     const C* __restrict__ ps, int64_t outer, int64_t inner, int64_t S) {
+  for (int64_t u = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; u < outer * inner; u += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t o = u / inner, j = u - o * inner;
+    C m = -m_inf(C(0)), s = C(0);
+    for (int64_t c = 0; c < S; ++c) ol_merge(m, s, pm[(o * S + c) * inner + j], ps[(o * S + c) * inner + j]);
+    if (m == m_inf(C(0))) s = m_nan(C(0));
+    sm[u] = m;
+    ss[u] = s;
+  }
+}
+
+extern "C" __global__ void apply(T* __restrict__ y, const T* __restrict__ x, const C* __restrict__ sm,
+                                 const C* __restrict__ ss, int64_t outer, int64_t D, int64_t inner, int64_t csize,
+                                 int log_out) {
+  const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
+  const int64_t j = int64_t(blockIdx.x) * TX + tx, c = blockIdx.y;
+  if (j >= inner) return;
+  const int64_t d0 = c * csize, d1 = d0 + csize < D ? d0 + csize : D;
+  for (int64_t o = blockIdx.z; o < outer; o += gridDim.z) {
+    const C m = sm[o * inner + j], s = ss[o * inner + j];
+    const C inv = C(1) / s, ls = m_log(s);
+    for (int64_t d = d0 + ty; d < d1; d += TY) {
+      const int64_t i = (o * D + d) * inner + j;
+      const C v = C(x[i]);
+      y[i] = T(log_out ? (v - m) - ls : m_exp(v - m) * inv);
+    }
+  }
+}
+)CUDA";
+
+int64_t pow2_ceil(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+std::string key_of(DType dt) { return "softmax/" + std::string(dtype_name(dt)); }
+
+std::vector<PrimitivePtr> softmax_common(CudaBackend& be, Op& op, bool log) {
+  const TensorMeta meta = op.outputs[0];
+  const DType dt = meta.dtype;
+  EMBER_CHECK(is_float(dt), op.name(), ": needs a floating input, got ", dt);
+  const Shape& s = meta.shape;
+  const int64_t n = s.numel();
+  if (n == 0) return {alloc(be, meta)};
+  const int dim = op.attr<DimAttrs>().dim;
+  int64_t outer = 1, D = 1, inner = 1;
+  if (s.rank() > 0) {
+    for (int d = 0; d < dim; ++d) outer *= s[d];
+    D = s[dim];
+    for (int d = dim + 1; d < s.rank(); ++d) inner *= s[d];
+  }
+  CudaTensorPtr out, xc;
+  if (as_cuda(op.inputs[0]).is_contiguous()) {
+    out = output_reusing(be, op, 0, meta);  // before taking another reference to the input
+    xc = as_cuda_ptr(op.inputs[0]);
+  } else {
+    xc = contiguous(be, op.inputs[0]);
+    out = alloc(be, meta);
+  }
+  const std::string key = key_of(dt);
+  auto fn = [&](const char* entry) { return be.jit().get(key, entry, [&] { return softmax_source(dt); }); };
+  const void* x = xc->raw();
+  void* y = out->raw();
+  const int lg = log ? 1 : 0;
+  if (inner == 1) {
+    const int64_t rows = outer;
+    const int vw = int(16 / dtype_size(dt));
+    const bool vec = D % vw == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
+    const int W = vec ? vw : 1;
+    const int64_t items = D / W;
+    const int64_t max_nv = kMaxRegElems / W;
+    const int64_t nv_target = std::max<int64_t>(1, 16 / W);
+    const int64_t tpr = std::min<int64_t>(1024, pow2_ceil((items + nv_target - 1) / nv_target));
+    const int64_t nv = pow2_ceil((items + tpr - 1) / tpr);
+    if (nv <= max_nv) {
+      std::string entry = std::string(vec ? "rows_v" : "rows_s") + std::to_string(nv);
+      const int threads = int(std::max<int64_t>(tpr, 256));
+      const int64_t rpb = threads / tpr;
+      be.launch(fn(entry.c_str()), grid_for(be, rows, int(rpb)), threads, 0, x, y, rows, D, lg, int(tpr));
+      return {out};
+    }
+  }
+  // chunked three-pass path
+  int TX = 1;
+  while (TX < 32 && TX < inner) TX *= 2;
+  int TY = 256 / TX;
+  while (TY > 1 && TY / 2 >= D) TY /= 2;
+  const int64_t gx = (inner + TX - 1) / TX;
+  EMBER_CHECK(gx <= INT32_MAX, op.name(), ": inner size ", inner, " is too large");
+  const int64_t base_blocks = gx * outer;
+  const int64_t sms = be.sm_count();
+  int64_t S = std::clamp<int64_t>((sms * 8 + base_blocks - 1) / base_blocks, 1, std::max<int64_t>(1, D / (int64_t(TY) * 8)));
+  S = std::min<int64_t>(S, 65535);
+  const int64_t csize = (D + S - 1) / S;
+  S = (D + csize - 1) / csize;
+  const size_t cb = dt == DType::f64 ? 8 : 4;
+  const int64_t cols = outer * inner;
+  Buffer part(be.allocator(), size_t(2 * cols * S) * cb), stats(be.allocator(), size_t(2 * cols) * cb);
+  char* pm = static_cast<char*>(part.ptr);
+  char* ps = pm + size_t(cols * S) * cb;
+  char* sm = static_cast<char*>(stats.ptr);
+  char* ss = sm + size_t(cols) * cb;
+  dim3 grid(unsigned(gx), unsigned(S), unsigned(std::min<int64_t>(outer, 65535)));
+  dim3 block(TX, TY);
+  be.launch(fn("part_stats"), grid, block, 0, static_cast<void*>(pm), static_cast<void*>(ps), x, outer, D, inner, S,
+            csize);
+  be.launch(fn("col_stats"), grid_for(be, cols, 256), 256, 0, static_cast<void*>(sm), static_cast<void*>(ss),
+            static_cast<void*>(pm), static_cast<void*>(ps), outer, inner, S);
+  be.launch(fn("apply"), grid, block, 0, y, x, static_cast<void*>(sm), static_cast<void*>(ss), outer, D, inner, csize,
+            lg);
+  return {out};
+}
+
+std::vector<PrimitivePtr> softmax_kernel(CudaBackend& be, Op& op) { return softmax_common(be, op, false); }
+std::vector<PrimitivePtr> log_softmax_kernel(CudaBackend& be, Op& op) { return softmax_common(be, op, true); }
+
+}  // namespace
+
+std::string softmax_source(DType dt) {
+  std::string s = reduce_family_helpers();
+  s += "typedef " + std::string(device_type(dt)) + " T;\n";
+  s += "typedef " + std::string(compute_type(dt)) + " C;\n";
+  s += "#define VW " + std::to_string(16 / dtype_size(dt)) + "  // elements of T in 16 bytes\n";
+  s += kSoftmaxKernels;
+  return s;
+}
+
+std::vector<KernelSource> softmax_variants() {
+  std::vector<KernelSource> v;
+  for (DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16}) v.push_back({key_of(dt), softmax_source(dt)});
+  return v;
+}
+
+void register_softmax_kernels(KernelTable& t) {
+  t[size_t(OpKind::softmax)] = softmax_kernel;
+  t[size_t(OpKind::log_softmax)] = log_softmax_kernel;
+}
 
 }  // namespace ember::cuda

@@ -1,7 +1,292 @@
+// sort (stable; DimAttrs.flag = descending) and topk (DimAttrs.k; flag = largest; sorted), as
+// the CPU backend (src/backends/cpu/sort.cpp): every value maps to an unsigned key whose
+// integer order is torch's order (NaN above +inf, -0.0 equal to 0.0); descending / largest use
+// the complemented key, and ties are broken by the original index. So sorting the unique
+// (key, index) pairs ascending with any algorithm gives the stable result. With 32-bit keys
+// (all dtypes but f64/i64) a pair packs into one 64-bit integer.
+//
+// The input is made contiguous and seen as [outer, D, inner] (rows = outer * inner, element l
+// of row (o, j) at (o * D + l) * inner + j):
+//   * rows up to TILE (4096 packed / 2048 wide pairs): a bitonic sort in shared memory, several
+//     short rows per block (each padded to a power of two with sentinels above every pair);
+//   * longer rows: a bitonic sort in global memory over rows padded to a power of two, where
+//     every run of steps with a distance below TILE happens in shared memory, one tile per
+//     block, and the longer steps are single global passes.
+// topk sorts the whole row and keeps the first k pairs.
+#include <algorithm>
+
 #include "cuda_backend.hpp"
+#include "reduce_sources.hpp"
 
 namespace ember::cuda {
 
-void register_sort_kernels(KernelTable&) {}
+namespace {
+
+bool wide_keys(DType dt) { return dt == DType::f64 || dt == DType::i64; }
+int tile_of(DType dt) { return wide_keys(dt) ? 2048 : 4096; }
+
+std::string key_code(DType dt) {
+  std::string s;
+  switch (dt) {
+    case DType::f64:
+      s = R"CUDA(
+__device__ __forceinline__ unsigned long long key_of(T v) {
+  unsigned long long b = (unsigned long long)__double_as_longlong(v);
+  b = v != v ? 0x7ff8000000000000ull : b;
+  b = v == 0 ? 0ull : b;
+  return b ^ ((unsigned long long)((long long)b >> 63) | (1ull << 63));
+}
+)CUDA";
+      break;
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16:
+      s = R"CUDA(
+__device__ __forceinline__ unsigned key_of(T v) {
+  float f = float(v);
+  unsigned b = __float_as_uint(f);
+  b = f != f ? 0x7fc00000u : b;
+  b = f == 0.0f ? 0u : b;
+  return b ^ ((unsigned)((int)b >> 31) | 0x80000000u);
+}
+)CUDA";
+      break;
+    case DType::i64:
+      s = "__device__ __forceinline__ unsigned long long key_of(T v) { return (unsigned long long)v ^ (1ull << 63); }\n";
+      break;
+    case DType::i32:
+    case DType::i16:
+    case DType::i8:
+      s = "__device__ __forceinline__ unsigned key_of(T v) { return (unsigned)(int)v ^ 0x80000000u; }\n";
+      break;
+    case DType::u8:
+    case DType::boolean:
+      s = "__device__ __forceinline__ unsigned key_of(T v) { return (unsigned)v; }\n";
+      break;
+  }
+  return s;
+}
+
+const char* kPacked = R"CUDA(
+// (key << 32 | index)
+typedef unsigned long long E;
+__device__ __forceinline__ E e_make(T v, int64_t l, int flip) {
+  unsigned k = key_of(v);
+  if (flip) k = ~k;
+  return ((unsigned long long)k << 32) | (unsigned long long)(unsigned)l;
+}
+__device__ __forceinline__ E e_sentinel() { return ~0ull; }
+__device__ __forceinline__ bool e_less(const E& a, const E& b) { return a < b; }
+__device__ __forceinline__ int64_t e_index(const E& e) { return int64_t(e & 0xffffffffull); }
+)CUDA";
+
+const char* kWide = R"CUDA(
+struct E { unsigned long long k; unsigned i; };
+__device__ __forceinline__ E e_make(T v, int64_t l, int flip) {
+  E e;
+  e.k = key_of(v);
+  if (flip) e.k = ~e.k;
+  e.i = (unsigned)l;
+  return e;
+}
+__device__ __forceinline__ E e_sentinel() { E e; e.k = ~0ull; e.i = 0xffffffffu; return e; }
+__device__ __forceinline__ bool e_less(const E& a, const E& b) { return a.k < b.k || (a.k == b.k && a.i < b.i); }
+__device__ __forceinline__ int64_t e_index(const E& e) { return int64_t(e.i); }
+)CUDA";
+
+const char* kSortKernels = R"CUDA(
+// One compare-exchange of the bitonic network: positions i < i + j; `l` = i's index within its
+// (padded) row, whose bit k gives the direction.
+__device__ __forceinline__ void cmp_swap(E* s, int64_t i, int64_t j, int64_t l, int64_t k) {
+  E a = s[i], b = s[i + j];
+  const bool asc = (l & k) == 0;
+  if (e_less(b, a) == asc) {
+    s[i] = b;
+    s[i + j] = a;
+  }
+}
+
+// Short rows (P = padded row length <= TILE): a block holds rpb rows of P entries each.
+extern "C" __global__ void sort_block(T* __restrict__ vals, int64_t* __restrict__ idxs, const T* __restrict__ x,
+                                      int64_t rows, int64_t D, int64_t inner, int64_t K, int P, int rpb, int flip) {
+  __shared__ E sh[TILE];
+  const int n = P * rpb;
+  for (int64_t r0 = int64_t(blockIdx.x) * rpb; r0 < rows; r0 += int64_t(gridDim.x) * rpb) {
+    for (int e = threadIdx.x; e < n; e += blockDim.x) {
+      const int64_t r = r0 + e / P, l = e % P;
+      if (r < rows && l < D) {
+        const int64_t o = r / inner, j = r - o * inner;
+        sh[e] = e_make(x[(o * D + l) * inner + j], l, flip);
+      } else {
+        sh[e] = e_sentinel();
+      }
+    }
+    __syncthreads();
+    for (int k = 2; k <= P; k <<= 1) {
+      for (int j = k >> 1; j >= 1; j >>= 1) {
+        for (int t = threadIdx.x; t < n / 2; t += blockDim.x) {
+          const int i = 2 * t - (t & (j - 1));
+          cmp_swap(sh, i, j, i & (P - 1), k);
+        }
+        __syncthreads();
+      }
+    }
+    for (int e = threadIdx.x; e < n; e += blockDim.x) {
+      const int64_t r = r0 + e / P, l = e % P;
+      if (r < rows && l < K) {
+        const int64_t o = r / inner, j = r - o * inner;
+        const int64_t src = e_index(sh[e]);
+        vals[(o * K + l) * inner + j] = x[(o * D + src) * inner + j];
+        idxs[(o * K + l) * inner + j] = src;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// ---- long rows: buf holds rows * P entries ----
+extern "C" __global__ void gsort_init(E* __restrict__ buf, const T* __restrict__ x, int64_t rows, int64_t D,
+                                      int64_t inner, int64_t P, int flip) {
+  const int64_t n = rows * P;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = e / P, l = e - r * P;
+    if (l < D) {
+      const int64_t o = r / inner, j = r - o * inner;
+      buf[e] = e_make(x[(o * D + l) * inner + j], l, flip);
+    } else {
+      buf[e] = e_sentinel();
+    }
+  }
+}
+
+// Stages k in [k_lo, k_hi] (powers of two), each with the steps j < TILE, one TILE of buf per
+// block (P is a multiple of TILE).
+extern "C" __global__ void gsort_local(E* __restrict__ buf, int64_t n, int64_t P, int64_t k_lo, int64_t k_hi) {
+  __shared__ E sh[TILE];
+  for (int64_t base = int64_t(blockIdx.x) * TILE; base < n; base += int64_t(gridDim.x) * TILE) {
+    for (int e = threadIdx.x; e < TILE; e += blockDim.x) sh[e] = buf[base + e];
+    __syncthreads();
+    const int64_t lbase = base % P;  // index of the tile's first entry within its row
+    for (int64_t k = k_lo; k <= k_hi; k <<= 1) {
+      for (int j = int(k / 2 < TILE / 2 ? k / 2 : TILE / 2); j >= 1; j >>= 1) {
+        for (int t = threadIdx.x; t < TILE / 2; t += blockDim.x) {
+          const int i = 2 * t - (t & (j - 1));
+          cmp_swap(sh, i, j, lbase + i, k);
+        }
+        __syncthreads();
+      }
+    }
+    for (int e = threadIdx.x; e < TILE; e += blockDim.x) buf[base + e] = sh[e];
+    __syncthreads();
+  }
+}
+
+// One step (k, j >= TILE) in global memory: a thread per compare-exchange.
+extern "C" __global__ void gsort_global(E* __restrict__ buf, int64_t n, int64_t P, int64_t k, int64_t j) {
+  for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < n / 2; t += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t i = 2 * t - (t & (j - 1));
+    cmp_swap(buf, i, j, i & (P - 1), k);
+  }
+}
+
+extern "C" __global__ void gsort_emit(T* __restrict__ vals, int64_t* __restrict__ idxs, const E* __restrict__ buf,
+                                      const T* __restrict__ x, int64_t rows, int64_t D, int64_t inner, int64_t P,
+                                      int64_t K) {
+  const int64_t n = rows * K;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = e / K, l = e - r * K;
+    const int64_t o = r / inner, j = r - o * inner;
+    const int64_t src = e_index(buf[r * P + l]);
+    vals[(o * K + l) * inner + j] = x[(o * D + src) * inner + j];
+    idxs[(o * K + l) * inner + j] = src;
+  }
+}
+)CUDA";
+
+std::string key_of(DType dt) { return "sort/" + std::string(dtype_name(dt)); }
+
+int64_t pow2_ceil(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+std::vector<PrimitivePtr> sort_common(CudaBackend& be, Op& op, bool topk) {
+  const auto& a = op.attr<DimAttrs>();
+  auto vals = alloc(be, op.outputs[0]);
+  auto idx = alloc(be, op.outputs[1]);
+  const Shape& s = op.in(0).shape;
+  int64_t outer = 1, D = 1, inner = 1;
+  if (s.rank() > 0) {
+    for (int d = 0; d < a.dim; ++d) outer *= s[d];
+    D = s[a.dim];
+    for (int d = a.dim + 1; d < s.rank(); ++d) inner *= s[d];
+  }
+  // k: outputs per row (a 0-d input always has its one element, like torch)
+  const int64_t K = topk && s.rank() > 0 ? a.k : D;
+  if (s.numel() == 0 || K == 0 || op.outputs[0].shape.numel() == 0) return {vals, idx};
+  EMBER_CHECK(D < (int64_t(1) << 31), op.name(), ": rows of ", D, " elements are too long for the CUDA backend");
+  auto xc = contiguous(be, op.inputs[0]);
+  const DType dt = xc->dtype();
+  const std::string key = key_of(dt);
+  auto fn = [&](const char* entry) { return be.jit().get(key, entry, [&] { return sort_source(dt); }); };
+  const int64_t rows = outer * inner;
+  const int64_t P = pow2_ceil(D);
+  const int tile = tile_of(dt);
+  const int flip = a.flag ? 1 : 0;
+  const void* x = xc->raw();
+  void* vp = vals->raw();
+  void* ip = idx->raw();
+  if (P <= tile) {
+    const int rpb = int(std::min<int64_t>(tile / P, rows));
+    const int n = int(P) * rpb;
+    const int threads = int(std::clamp<int64_t>((n / 2 + 31) / 32 * 32, 32, 512));
+    const unsigned grid = unsigned(std::min<int64_t>((rows + rpb - 1) / rpb, int64_t(be.sm_count()) * 32));
+    be.launch(fn("sort_block"), grid, threads, 0, vp, ip, x, rows, D, inner, K, int(P), rpb, flip);
+    return {vals, idx};
+  }
+  const size_t esz = wide_keys(dt) ? 16 : 8;
+  const int64_t n = rows * P;
+  Buffer buf(be.allocator(), size_t(n) * esz);
+  constexpr int kThreads = 256;
+  be.launch(fn("gsort_init"), grid_for(be, n, kThreads), kThreads, 0, buf.ptr, x, rows, D, inner, P, flip);
+  const unsigned lgrid = unsigned(std::min<int64_t>(n / tile, int64_t(be.sm_count()) * 32));
+  be.launch(fn("gsort_local"), lgrid, 512, 0, buf.ptr, n, P, int64_t(2), int64_t(tile));
+  for (int64_t k = int64_t(tile) * 2; k <= P; k *= 2) {
+    for (int64_t j = k / 2; j >= tile; j /= 2)
+      be.launch(fn("gsort_global"), grid_for(be, n / 2, kThreads), kThreads, 0, buf.ptr, n, P, k, j);
+    be.launch(fn("gsort_local"), lgrid, 512, 0, buf.ptr, n, P, k, k);
+  }
+  be.launch(fn("gsort_emit"), grid_for(be, rows * K, kThreads), kThreads, 0, vp, ip, buf.ptr, x, rows, D, inner, P,
+            K);
+  return {vals, idx};
+}
+
+std::vector<PrimitivePtr> sort_kernel(CudaBackend& be, Op& op) { return sort_common(be, op, false); }
+std::vector<PrimitivePtr> topk_kernel(CudaBackend& be, Op& op) { return sort_common(be, op, true); }
+
+}  // namespace
+
+std::string sort_source(DType dt) {
+  std::string s = "typedef " + std::string(device_type(dt)) + " T;\n";
+  s += "#define TILE " + std::to_string(tile_of(dt)) + "\n";
+  s += key_code(dt);
+  s += wide_keys(dt) ? kWide : kPacked;
+  s += kSortKernels;
+  return s;
+}
+
+std::vector<KernelSource> sort_variants() {
+  std::vector<KernelSource> v;
+  for (DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::i16, DType::i8,
+                   DType::u8, DType::boolean})
+    v.push_back({key_of(dt), sort_source(dt)});
+  return v;
+}
+
+void register_sort_kernels(KernelTable& t) {
+  t[size_t(OpKind::sort)] = sort_kernel;
+  t[size_t(OpKind::topk)] = topk_kernel;
+}
 
 }  // namespace ember::cuda

@@ -1,0 +1,48 @@
+// The generated CUDA sources of the reduction-like families (reduce.cpp, softmax.cpp, norm.cpp,
+// scan.cpp, sort.cpp), exposed so that tests can compile every variant without a GPU
+// (tests/backends/cuda/reduce_compile_test.cpp). Each *_variants() function lists every
+// (key, source) pair its file can hand to Jit::get.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ember/core/dtype.hpp"
+#include "ember/core/op.hpp"
+
+namespace ember::cuda {
+
+struct KernelSource {
+  std::string key;     // the Jit cache key (starts with the op name)
+  std::string source;  // compiled after the JIT prelude
+};
+
+// Device helpers shared by every source of these files (warp shuffles of any scalar type,
+// float/double math overloads). Defined in reduce.cpp.
+const std::string& reduce_family_helpers();
+
+// reduce.cpp: sum mean prod max min any all var std norm logsumexp argmax argmin max_dim
+// min_dim. `norm_kind` (norm only): 0 count nonzero, 1 sum |x|, 2 euclidean, 3 max |x|,
+// 4 min |x|, 5 general p.
+std::string reduce_key(OpKind op, DType dt, int norm_kind = 0);
+std::string reduce_source(OpKind op, DType dt, int norm_kind = 0);
+std::vector<KernelSource> reduce_variants();
+
+// softmax.cpp: softmax / log_softmax (one module per dtype holds both).
+std::string softmax_source(DType dt);
+std::vector<KernelSource> softmax_variants();
+
+// norm.cpp: layer_norm and batch_norm.
+std::string layer_norm_source(DType dt);
+std::string batch_norm_source(DType dt);
+std::vector<KernelSource> norm_variants();
+
+// scan.cpp: cumsum cumprod cummax cummin.
+std::string scan_source(OpKind op, DType dt);
+std::vector<KernelSource> scan_variants();
+
+// sort.cpp: sort and topk (one module per dtype).
+std::string sort_source(DType dt);
+std::vector<KernelSource> sort_variants();
+
+}  // namespace ember::cuda
