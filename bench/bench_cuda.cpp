@@ -176,10 +176,24 @@ int main(int argc, char** argv) {
   });
 
   bench("overhead_add_1", [&](Result& r) {
+    // The host-side cost of launching a tiny op: bursts of 64 adds timed on the host without
+    // waiting for the GPU (64 launches never fill the launch queue), the device synchronised
+    // between bursts outside the timing; the median over 300 bursts. The throughput of the
+    // same loop with the GPU in it is reported as "throughput_us".
     auto a = DynTensor::ones({1}, DType::f32, gpu);
     auto b = DynTensor::ones({1}, DType::f32, gpu);
-    r.ms = time_ms(gpu, [&] { (void)(a + b); });
+    std::vector<double> v;
+    for (int s = 0; s < 320; ++s) {
+      gpu.sync();
+      double t0 = now_ms();
+      for (int i = 0; i < 64; ++i) (void)(a + b);
+      double t = now_ms() - t0;
+      if (s >= 20) v.push_back(t / 64);
+    }
+    std::sort(v.begin(), v.end());
+    r.ms = v[v.size() / 2];
     r.set("us", r.ms * 1e3);
+    r.set("throughput_us", time_ms(gpu, [&] { (void)(a + b); }) * 1e3);
   });
 
   bench("conv2d_f32_16x64x56x56_k3", [&](Result& r) {

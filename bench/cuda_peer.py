@@ -118,9 +118,21 @@ def _(r):
 
 @bench("overhead_add_1")
 def _(r):
+    # as bench_cuda.cpp: host time of bursts of 64 launches, synchronised between bursts
     a = torch.ones(1, device=dev)
     b = torch.ones(1, device=dev)
-    r["peer_ms"] = time_ms(lambda: a + b)
+    v = []
+    for s in range(320):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(64):
+            a + b
+        t = (time.perf_counter() - t0) * 1e3
+        if s >= 20:
+            v.append(t / 64)
+    v.sort()
+    r["peer_ms"] = v[len(v) // 2]
+    r["throughput_us_peer"] = time_ms(lambda: a + b) * 1e3
 
 
 @bench("conv2d_f32_16x64x56x56_k3")

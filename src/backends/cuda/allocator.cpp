@@ -32,7 +32,7 @@ void* CachingAllocator::allocate(size_t bytes) {
     p = it->second.back();
     it->second.pop_back();
   } else {
-    EMBER_CUDA_CHECK(cudaSetDevice(device_));
+    set_device(device_);
     cudaError_t e = cudaMalloc(&p, sz);
     if (e == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();
@@ -78,7 +78,7 @@ void CachingAllocator::release_cached() {
 }
 
 void CachingAllocator::release_cached_locked() {
-  (void)cudaSetDevice(device_);
+  set_device_nothrow(device_);
   (void)cudaDeviceSynchronize();  // cached blocks may still be read by queued work
   for (auto& [size, blocks] : free_) {
     for (void* p : blocks) {

@@ -16,7 +16,7 @@ bool autotune_enabled() { return g_autotune; }
 CudaBackend::CudaBackend(int index) : index_(index), allocator_(index) {
   int n = visible_devices();
   EMBER_CHECK(index >= 0 && index < n, "Device::cuda(", index, "): no such GPU; devices: ", describe_devices());
-  EMBER_CUDA_CHECK(cudaSetDevice(index));
+  set_device(index);
   EMBER_CUDA_CHECK(cudaGetDeviceProperties(&props_, index));
   EMBER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   for (auto& s : staging_) {
@@ -42,7 +42,7 @@ CudaBackend::CudaBackend(int index) : index_(index), allocator_(index) {
 }
 
 CudaBackend::~CudaBackend() {
-  (void)cudaSetDevice(index_);
+  set_device_nothrow(index_);
   (void)cudaStreamSynchronize(stream_);
   if (lt_) cublasLtDestroy(lt_);
   if (cudnn_) cudnnDestroy(cudnn_);
@@ -60,14 +60,16 @@ std::vector<PrimitivePtr> CudaBackend::execute(Op op) {
   Kernel k = kernels_[size_t(op.kind)];
   EMBER_CHECK(k != nullptr, op.name(), ": not supported on ", name());
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  EMBER_CUDA_CHECK(cudaSetDevice(index_));
+  make_current();
   if (op.kind == OpKind::full && op.outputs[0].shape.numel() == 1) return {constant(op)};
   return k(*this, op);
 }
 
 // Scalars (the 0-d operands of `x * 0.9`) are made once per (dtype, value) and shared: tensors
 // are immutable, and a shared buffer is never reused in place (its use count is above one), so
-// a training loop launches no fill kernel for its constants. Bounded: cleared when full.
+// a training loop launches no fill kernel for its constants. The table is small and cleared
+// when full: values that change every step (Adam's bias corrections) then cycle through the
+// same few pool blocks, so the pool's reserved bytes stay flat over a long loop.
 PrimitivePtr CudaBackend::constant(Op& op) {
   const TensorMeta& meta = op.outputs[0];
   double v = op.attr<CreateAttrs>().a;
@@ -76,12 +78,21 @@ PrimitivePtr CudaBackend::constant(Op& op) {
   auto key = std::make_pair(int(meta.dtype), bits);
   auto it = constants_.find(key);
   if (it == constants_.end()) {
-    if (constants_.size() >= 4096) constants_.clear();
+    if (constants_.size() >= 64) constants_.clear();
     Op one = op;
     auto t = as_cuda_ptr(kernels_[size_t(OpKind::full)](*this, one)[0]);
     it = constants_.emplace(key, t->buffer).first;
   }
   return std::make_shared<CudaTensor>(meta, it->second, contiguous_strides(meta.shape), 0);
+}
+
+// The calling thread's current device (cudaSetDevice only when it changes).
+void CudaBackend::make_current() const {
+  thread_local int current = -1;
+  if (current != index_) {
+    set_device(index_);
+    current = index_;
+  }
 }
 
 void CudaBackend::launch_raw(CUfunction f, dim3 grid, dim3 block, unsigned smem, void** params) {
@@ -99,7 +110,7 @@ unsigned grid_for(const CudaBackend& be, int64_t n, int threads, int per_thread)
 TensorData CudaBackend::read(const PrimitivePtr& p) {
   EMBER_CHECK(p != nullptr, "read: null tensor");
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  EMBER_CUDA_CHECK(cudaSetDevice(index_));
+  set_device(index_);
   auto c = contiguous(*this, p);
   TensorData d(c->shape(), c->dtype());
   size_t total = d.bytes().size();
@@ -151,7 +162,7 @@ PrimitivePtr CudaBackend::write_bytes(const TensorMeta& meta, std::span<const st
   EMBER_CHECK(bytes.size() == size_t(meta.shape.numel()) * dtype_size(meta.dtype), name(), " write: ",
               bytes.size(), " bytes for a ", meta.dtype, " tensor of shape ", meta.shape);
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  EMBER_CUDA_CHECK(cudaSetDevice(index_));
+  set_device(index_);
   auto t = alloc(*this, meta);
   if (!bytes.empty()) copy_to_device(t->raw(), bytes.data(), bytes.size());
   return t;

@@ -90,6 +90,7 @@ class CudaBackend final : public Backend {
  private:
   void copy_to_device(void* dst, const void* src, size_t bytes);
   PrimitivePtr constant(Op& op);
+  void make_current() const;
   int index_;
   cudaDeviceProp props_{};
   cudaStream_t stream_ = nullptr;

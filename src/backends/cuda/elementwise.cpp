@@ -725,6 +725,19 @@ std::vector<PrimitivePtr> ew_kernel(CudaBackend& be, Op& op) {
   CudaTensorPtr out = ew_output(be, op, reuse_first, reuse_last);
   if (n == 0) return {out};
   const Shape& shape = meta.shape;
+  // the common case first (every operand contiguous in the output's shape, or one element):
+  // no stride bookkeeping, which keeps the host cost of small ops low
+  {
+    bool dense = out->is_contiguous();
+    for (int i = 0; i < nin && dense; ++i) {
+      const CudaTensor& t = as_cuda(op.inputs[size_t(i)]);
+      dense = (scal >> i & 1u) || (t.shape() == shape && t.is_contiguous());
+    }
+    if (dense) {
+      launch_flat(be, op, dt, key, out->raw(), in, nin, scal, n, attr);
+      return {out};
+    }
+  }
   std::vector<std::vector<int64_t>> strides{out->strides};
   for (int i = 0; i < nin; ++i) {
     const CudaTensor& t = as_cuda(op.inputs[size_t(i)]);

@@ -320,7 +320,7 @@ CUmodule Jit::module_for(const std::string& key, const std::function<std::string
     cubin = compile_cubin(key, source, arch_);
     ++compiles_;
   }
-  EMBER_CUDA_CHECK(cudaSetDevice(device_));
+  set_device(device_);
   CUmodule m = nullptr;
   EMBER_CU_CHECK(driver().cuModuleLoadData(&m, cubin.data()));
   modules_.emplace(key, m);

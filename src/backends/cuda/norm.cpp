@@ -11,6 +11,7 @@
 //   * batch_norm: a tiny per-channel kernel, then one elementwise pass (vectorised when the
 //     input is contiguous, strided otherwise).
 #include <algorithm>
+#include <cstdlib>
 
 #include "cuda_backend.hpp"
 #include "reduce_sources.hpp"
@@ -304,7 +305,13 @@ std::vector<PrimitivePtr> layer_norm_kernel(CudaBackend& be, Op& op) {
   const bool vec = D % vw == 0 && aligned16(xp) && aligned16(yp) && (!wp || aligned16(wp)) && (!bp || aligned16(bp));
   const int W = vec ? vw : 1;
   const int64_t items = D / W;
-  const int64_t nv_target = std::max<int64_t>(1, 16 / W);
+  // elements per thread (16 by default; EMBER_CUDA_LN_ELEMS overrides, for tuning)
+  static const int64_t elems = [] {
+    const char* e = std::getenv("EMBER_CUDA_LN_ELEMS");
+    int64_t v = e ? std::atoll(e) : 0;
+    return v >= 1 && v <= 32 ? v : int64_t(16);
+  }();
+  const int64_t nv_target = std::max<int64_t>(1, elems / W);
   const int64_t tpr = std::min<int64_t>(1024, pow2_ceil((items + nv_target - 1) / nv_target));
   const int64_t nv = pow2_ceil((items + tpr - 1) / tpr);
   if (nv <= kMaxRegElems / W) {

@@ -43,6 +43,22 @@ const Driver& driver() {
   return d;
 }
 
+namespace {
+thread_local int t_current_device = -1;
+}
+
+void set_device(int index) {
+  if (t_current_device == index) return;
+  EMBER_CUDA_CHECK(cudaSetDevice(index));
+  t_current_device = index;
+}
+
+void set_device_nothrow(int index) noexcept {
+  if (t_current_device == index) return;
+  if (cudaSetDevice(index) == cudaSuccess) t_current_device = index;
+  else (void)cudaGetLastError();
+}
+
 int visible_devices() {
   static const int n = [] {
     int count = 0;

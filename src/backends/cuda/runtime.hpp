@@ -39,6 +39,11 @@ struct Driver {
 };
 const Driver& driver();
 
-int visible_devices();  // 0 when there is no driver or no GPU (never throws)
+int visible_devices();
+
+// cudaSetDevice, skipped when the calling thread's device is `index` already (ember's code sets
+// the device only through these).
+void set_device(int index);
+void set_device_nothrow(int index) noexcept;  // 0 when there is no driver or no GPU (never throws)
 
 }  // namespace ember::cuda
