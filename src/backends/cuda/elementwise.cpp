@@ -22,6 +22,7 @@
 // integer fmod/remainder by zero give 0 instead of raising, and integer pow with a negative
 // scalar exponent gives torch's integer results (1, +-1, 0) instead of raising.
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <optional>
 
@@ -495,11 +496,30 @@ std::vector<DType> elementwise_dtypes(OpKind k) {
 }
 
 bool elementwise_supports(OpKind k, DType dt) {
-  auto d = elementwise_dtypes(k);
-  return std::find(d.begin(), d.end(), dt) != d.end();
+  // a table made once: this runs for every op, and the host cost of small ops matters
+  static const auto table = [] {
+    std::array<std::array<bool, kNumDTypes>, kNumOps> t{};
+    for (OpKind op : elementwise_ops())
+      for (DType d : elementwise_dtypes(op)) t[size_t(op)][size_t(d)] = true;
+    return t;
+  }();
+  return table[size_t(k)][size_t(dt)];
 }
 
 std::string elementwise_key(OpKind k, DType dt) { return std::string(op_name(k)) + "/" + std::string(dtype_name(dt)); }
+
+namespace {
+// The keys, made once (the same strings as elementwise_key).
+const std::string& cached_key(OpKind k, DType dt) {
+  static const auto keys = [] {
+    std::vector<std::string> v(size_t(kNumOps) * kNumDTypes);
+    for (int o = 0; o < kNumOps; ++o)
+      for (int d = 0; d < kNumDTypes; ++d) v[size_t(o) * kNumDTypes + size_t(d)] = elementwise_key(OpKind(o), DType(d));
+    return v;
+  }();
+  return keys[size_t(k) * kNumDTypes + size_t(dt)];
+}
+}  // namespace
 
 std::string elementwise_source(OpKind k, DType dt) {
   EMBER_CHECK(elementwise_supports(k, dt), op_name(k), ": not supported for ", dtype_name(dt), " tensors");
@@ -702,7 +722,7 @@ std::vector<PrimitivePtr> ew_kernel(CudaBackend& be, Op& op) {
   const TensorMeta& meta = op.outputs[0];
   const int64_t n = meta.shape.numel();
   const EwAttr attr = make_attr(op, dt);
-  const std::string key = elementwise_key(k, dt);
+  const std::string& key = cached_key(k, dt);
   // inputs whose buffer may become the output (same dtype as the output, as on the CPU)
   const size_t reuse_first = k == OpKind::where ? 1 : 0, reuse_last = size_t(nin);
 

@@ -305,10 +305,10 @@ std::string disk_cache_path(const std::string& source, int arch) {
 Jit::Jit(int device, int arch) : device_(device), arch_(arch) {}
 
 Jit::~Jit() {
-  for (auto& [k, m] : modules_) (void)driver().cuModuleUnload(m);
+  for (auto& [k, m] : modules_) (void)driver().cuModuleUnload(m.module);
 }
 
-CUmodule Jit::module_for(const std::string& key, const std::function<std::string()>& make_source) {
+Jit::Module& Jit::module_for(const std::string& key, const std::function<std::string()>& make_source) {
   auto it = modules_.find(key);
   if (it != modules_.end()) return it->second;
   std::string source = make_source();
@@ -323,22 +323,22 @@ CUmodule Jit::module_for(const std::string& key, const std::function<std::string
   set_device(device_);
   CUmodule m = nullptr;
   EMBER_CU_CHECK(driver().cuModuleLoadData(&m, cubin.data()));
-  modules_.emplace(key, m);
-  return m;
+  Module& mod = modules_[key];
+  mod.module = m;
+  return mod;
 }
 
+// Called for every launch: a hash lookup of the key (no allocation) and a scan of the few
+// entries of its module.
 CUfunction Jit::get(const std::string& key, const char* entry, const std::function<std::string()>& make_source) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::string fkey = key;
-  fkey += '\n';
-  fkey += entry;
-  auto it = functions_.find(fkey);
-  if (it != functions_.end()) return it->second;
-  CUmodule m = module_for(key, make_source);
+  Module& m = module_for(key, make_source);
+  for (const auto& [name, f] : m.functions)
+    if (name == entry) return f;
   CUfunction f = nullptr;
-  CUresult r = driver().cuModuleGetFunction(&f, m, entry);
+  CUresult r = driver().cuModuleGetFunction(&f, m.module, entry);
   if (r != CUDA_SUCCESS) throw Error(key + ": generated module has no kernel named " + entry);
-  functions_.emplace(std::move(fkey), f);
+  m.functions.emplace_back(entry, f);
   return f;
 }
 

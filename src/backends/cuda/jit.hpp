@@ -53,11 +53,14 @@ class Jit {
   int disk_hits() const { return disk_hits_; }
 
  private:
-  CUmodule module_for(const std::string& key, const std::function<std::string()>& make_source);
+  struct Module {
+    CUmodule module = nullptr;
+    std::vector<std::pair<std::string, CUfunction>> functions;  // entries looked up so far
+  };
+  Module& module_for(const std::string& key, const std::function<std::string()>& make_source);
   int device_, arch_;
   std::mutex mu_;
-  std::unordered_map<std::string, CUmodule> modules_;
-  std::unordered_map<std::string, CUfunction> functions_;  // key + '\n' + entry
+  std::unordered_map<std::string, Module> modules_;
   int compiles_ = 0, disk_hits_ = 0;
 };
 
