@@ -34,6 +34,46 @@ std::vector<int64_t> contiguous_strides(const Shape& s) {
   return st;
 }
 
+std::optional<std::vector<int64_t>> view_strides(const Shape& old, const std::vector<int64_t>& strides,
+                                                 const Shape& shape) {
+  if (old.numel() == 0) return contiguous_strides(shape);
+  struct Group {
+    int64_t size, inner_stride;
+  };
+  std::vector<Group> groups;
+  int64_t last_stride = 0;
+  for (int d = 0; d < old.rank(); ++d) {
+    if (old[d] == 1) continue;
+    if (!groups.empty() && last_stride == strides[d] * old[d]) {
+      groups.back().size *= old[d];
+      groups.back().inner_stride = strides[d];
+    } else {
+      groups.push_back({old[d], strides[d]});
+    }
+    last_stride = strides[d];
+  }
+  std::vector<int64_t> out(shape.rank(), 1);
+  int g = int(groups.size()) - 1;
+  int64_t acc = 1;
+  for (int ni = shape.rank() - 1; ni >= 0; --ni) {
+    int64_t n = shape[ni];
+    if (n == 1) {
+      out[ni] = g >= 0 ? groups[g].inner_stride * acc : 1;
+      continue;
+    }
+    if (g < 0) return std::nullopt;
+    out[ni] = groups[g].inner_stride * acc;
+    acc *= n;
+    if (acc == groups[g].size) {
+      --g;
+      acc = 1;
+    } else if (groups[g].size % acc != 0) {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
 int normalize_dim(int64_t dim, int rank, std::string_view op) {
   int r = rank == 0 ? 1 : rank;  // like PyTorch, a 0-d tensor accepts dim 0 / -1
   EMBER_CHECK(dim >= -r && dim < r, op, ": dim ", dim, " is out of range for a tensor of rank ", rank,

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -41,6 +42,12 @@ std::ostream& operator<<(std::ostream& os, const Shape& s);
 
 // Row-major (C-contiguous) strides in elements.
 std::vector<int64_t> contiguous_strides(const Shape& s);
+// Strides that view a tensor of shape `old` with `strides` as `shape` (same numel) without a
+// copy, if the strides allow it (every strided backend's reshape): the old dims are grouped
+// into maximal runs that are contiguous among themselves, and the new dims must split those
+// runs exactly, in order. Empty when a copy is needed.
+std::optional<std::vector<int64_t>> view_strides(const Shape& old, const std::vector<int64_t>& strides,
+                                                 const Shape& shape);
 // Normalises a possibly negative dim for a tensor of `rank`; throws an Error naming `op`.
 int normalize_dim(int64_t dim, int rank, std::string_view op);
 // NumPy/PyTorch broadcasting; throws an Error naming `op` and both shapes.

@@ -1,6 +1,5 @@
 // Copies between strided views with dtype conversion (contiguous, cast, and the building block
 // of the layout ops), and the view ops, which only make new strides over the same buffer.
-#include <optional>
 
 #include "cuda_backend.hpp"
 
@@ -27,51 +26,10 @@ extern "C" __global__ void strided64(D* out, const S* in, Shape sh, Strides so, 
   return s;
 }
 
-// Strides for viewing `t` with `shape` without a copy, if possible (as on the CPU backend).
-std::optional<std::vector<int64_t>> view_strides(const CudaTensor& t, const Shape& shape) {
-  const Shape& old = t.shape();
-  if (old.numel() == 0) return contiguous_strides(shape);
-  struct Group {
-    int64_t size, inner_stride;
-  };
-  std::vector<Group> groups;
-  int64_t last_stride = 0;
-  for (int d = 0; d < old.rank(); ++d) {
-    if (old[d] == 1) continue;
-    if (!groups.empty() && last_stride == t.strides[d] * old[d]) {
-      groups.back().size *= old[d];
-      groups.back().inner_stride = t.strides[d];
-    } else {
-      groups.push_back({old[d], t.strides[d]});
-    }
-    last_stride = t.strides[d];
-  }
-  std::vector<int64_t> out(shape.rank(), 1);
-  int g = int(groups.size()) - 1;
-  int64_t acc = 1;
-  for (int ni = shape.rank() - 1; ni >= 0; --ni) {
-    int64_t n = shape[ni];
-    if (n == 1) {
-      out[ni] = g >= 0 ? groups[g].inner_stride * acc : 1;
-      continue;
-    }
-    if (g < 0) return std::nullopt;
-    out[ni] = groups[g].inner_stride * acc;
-    acc *= n;
-    if (acc == groups[g].size) {
-      --g;
-      acc = 1;
-    } else if (groups[g].size % acc != 0) {
-      return std::nullopt;
-    }
-  }
-  return out;
-}
-
 std::vector<PrimitivePtr> reshape_kernel(CudaBackend& be, Op& op) {
   auto& x = as_cuda(op.inputs[0]);
   const Shape& s = op.outputs[0].shape;
-  if (auto st = view_strides(x, s)) return {std::make_shared<CudaTensor>(op.outputs[0], x.buffer, std::move(*st), x.offset)};
+  if (auto st = view_strides(x.shape(), x.strides, s)) return {std::make_shared<CudaTensor>(op.outputs[0], x.buffer, std::move(*st), x.offset)};
   auto c = contiguous(be, op.inputs[0]);
   return {std::make_shared<CudaTensor>(op.outputs[0], c->buffer, contiguous_strides(s), c->offset)};
 }
