@@ -53,9 +53,10 @@ else
   echo "   $gpu"
 fi
 
-# The model-file parsers under libFuzzer (clang, ASan + UBSan) for a bounded time.
-echo "== fuzz (safetensors, pytorch: 60 s)"
-if tests/store/run_fuzz.sh 60 >build/test-logs/fuzz.log 2>&1; then
+# The model-file parsers under libFuzzer (clang, ASan + UBSan) for a bounded time: 60 s in
+# all, 30 s for the store parsers (15 s each) and 30 s for the ONNX reader.
+echo "== fuzz (safetensors, pytorch: 30 s)"
+if tests/store/run_fuzz.sh 30 >build/test-logs/fuzz.log 2>&1; then
   if grep -q "fuzzing skipped" build/test-logs/fuzz.log; then
     skipped+=("fuzz (clang++ missing)")
   else
@@ -64,6 +65,18 @@ if tests/store/run_fuzz.sh 60 >build/test-logs/fuzz.log 2>&1; then
 else
   tail -20 build/test-logs/fuzz.log
   echo "   0 passed, 1 failed (build/test-logs/fuzz.log)"; failed=$((failed + 1))
+fi
+
+echo "== fuzz (onnx: 30 s)"
+if tests/onnx/run_fuzz.sh 30 >build/test-logs/fuzz-onnx.log 2>&1; then
+  if grep -q "fuzzing skipped" build/test-logs/fuzz-onnx.log; then
+    skipped+=("fuzz onnx (clang++ missing)")
+  else
+    echo "   1 passed, 0 failed (build/test-logs/fuzz-onnx.log)"; passed=$((passed + 1))
+  fi
+else
+  tail -20 build/test-logs/fuzz-onnx.log
+  echo "   0 passed, 1 failed (build/test-logs/fuzz-onnx.log)"; failed=$((failed + 1))
 fi
 
 # Core suite under AddressSanitizer + UndefinedBehaviorSanitizer.

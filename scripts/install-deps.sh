@@ -4,7 +4,8 @@
 #                                     # libraries, ncurses + tmux (dashboard tests), clang (fuzzers),
 #                                     # the Fashion-MNIST dataset (demo)
 #   scripts/install-deps.sh bench     # + LibTorch (peer) with OpenBLAS
-#   scripts/install-deps.sh reference # + python3-torch (regenerates conformance references)
+#   scripts/install-deps.sh reference # + python3-torch (regenerates conformance references),
+#                                     #   python3-onnx (regenerates tests/onnx/fixtures)
 set -euo pipefail
 # EMBER_SKIP_DEPS=1: install nothing (machines without a package archive, e.g. a GPU machine
 # whose image already has the toolchain; CMake leaves out what it cannot find).
@@ -13,7 +14,7 @@ want=(g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev zlib1g-dev li
       libncurses-dev pkg-config tmux clang dataset-fashion-mnist)
 case "${1:-build}" in
   bench) want+=(libtorch-dev libopenblas0-pthread) ;;
-  reference) want+=(python3-torch python3-numpy) ;;
+  reference) want+=(python3-torch python3-numpy python3-onnx) ;;
 esac
 missing=()
 for p in "${want[@]}"; do

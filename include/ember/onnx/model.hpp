@@ -1,0 +1,240 @@
+// ONNX model files: the parts of onnx.proto a runtime or code generator needs, as plain structs.
+//
+//   onnx::Model m = onnx::load_model("resnet18.onnx");
+//   for (const onnx::NodeProto& n : m.graph.nodes) std::cout << n.op_type << "\n";
+//   TensorData w = onnx::to_tensor_data(m.graph.initializers[0], m.base_dir);
+//
+// The reader is ember's own protobuf wire-format decoder (no protobuf library): it checks every
+// length against the bytes that remain, limits nesting, refuses absurd shapes and reports each
+// problem as an ember::Error naming the message path, the field and its byte offset. Unknown
+// fields of any wire type are skipped, so files of newer IR versions load as long as the
+// fields below keep their meaning. After parsing, the graph is validated: every node input
+// must be a graph input, an initializer or an output of an earlier node (in subgraphs a name
+// may also come from an enclosing scope), no name is produced twice, and cycles are reported.
+//
+// Not supported (a clear Error): sparse initializers and SPARSE_TENSOR(S) attributes, tensor
+// segments. FunctionProtos and training info are skipped (only function names are kept).
+// Tensor data stays as stored in the file until to_tensor_data() converts it; external data
+// (data_location = EXTERNAL) is read then, from a file relative to the model's directory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ember/core/dtype.hpp"
+#include "ember/core/tensor_data.hpp"
+
+namespace ember::onnx {
+
+// TensorProto.DataType (the element types of tensors and of tensor type declarations).
+enum class DataType : int32_t {
+  undefined = 0,
+  float32 = 1,
+  uint8 = 2,
+  int8 = 3,
+  uint16 = 4,
+  int16 = 5,
+  int32 = 6,
+  int64 = 7,
+  string = 8,
+  boolean = 9,
+  float16 = 10,
+  float64 = 11,
+  uint32 = 12,
+  uint64 = 13,
+  complex64 = 14,
+  complex128 = 15,
+  bfloat16 = 16,
+};
+// "FLOAT", "UINT16", ... as onnx.proto spells them; "DataType(N)" for values it does not know.
+std::string data_type_name(int32_t data_type);
+// The ember dtype of an ONNX element type, or nullopt (uint16/32/64, complex, string, ...).
+std::optional<DType> to_dtype(int32_t data_type);
+// The ONNX element type of an ember dtype.
+int32_t from_dtype(DType dtype);
+
+// AttributeProto.AttributeType.
+enum class AttributeType : int32_t {
+  undefined = 0,
+  float_ = 1,
+  int_ = 2,
+  string = 3,
+  tensor = 4,
+  graph = 5,
+  floats = 6,
+  ints = 7,
+  strings = 8,
+  tensors = 9,
+  graphs = 10,
+  sparse_tensor = 11,
+  sparse_tensors = 12,
+  type_proto = 13,
+  type_protos = 14,
+};
+std::string attribute_type_name(AttributeType type);  // "FLOAT", "INTS", ...
+
+struct GraphProto;
+
+// One entry of metadata_props or external_data.
+struct StringStringEntry {
+  std::string key;
+  std::string value;
+  bool operator==(const StringStringEntry&) const = default;
+};
+
+struct TensorProto {
+  std::string name;
+  std::string doc_string;
+  std::vector<int64_t> dims;  // each >= 0; their product fits in int64 (checked while parsing)
+  int32_t data_type = 0;      // a DataType value; unknown values are kept
+  // The data, exactly one of these (or none for a tensor without elements):
+  std::optional<std::vector<std::byte>> raw_data;  // little-endian, row-major
+  std::vector<float> float_data;                   // FLOAT, COMPLEX64
+  std::vector<int32_t> int32_data;  // INT32, INT16, INT8, UINT16, UINT8, BOOL, FLOAT16/BFLOAT16 bits
+  std::vector<int64_t> int64_data;  // INT64
+  std::vector<double> double_data;  // DOUBLE, COMPLEX128
+  std::vector<uint64_t> uint64_data;  // UINT32, UINT64
+  std::vector<std::string> string_data;  // STRING (bytes)
+  // data_location = EXTERNAL: keys "location" (a path relative to the model's directory),
+  // "offset", "length", "checksum".
+  bool external = false;
+  std::vector<StringStringEntry> external_data;
+  bool has_segment = false;  // segmented tensors are refused by to_tensor_data
+
+  int64_t numel() const;  // product of dims (1 for a scalar)
+  std::optional<std::string> external_value(std::string_view key) const;
+};
+
+// One dimension of a tensor type: a fixed size, a symbolic name, or unknown (both empty).
+struct Dimension {
+  std::optional<int64_t> value;  // dim_value
+  std::string param;             // dim_param, e.g. "batch"
+  std::string denotation;
+  bool is_symbolic() const { return !value && !param.empty(); }
+  bool is_unknown() const { return !value && param.empty(); }
+};
+
+// TypeProto: a tensor type (element type + optional shape), or a sequence / optional / map of
+// another type, or a sparse tensor type.
+struct TypeProto {
+  enum class Kind : uint8_t { undefined, tensor, sequence, map, optional, sparse_tensor };
+  Kind kind = Kind::undefined;
+  int32_t elem_type = 0;                  // tensor / sparse_tensor: element type (DataType)
+  int32_t key_type = 0;                   // map: key element type
+  std::optional<std::vector<Dimension>> shape;  // tensor / sparse_tensor; nullopt = rank unknown
+  std::shared_ptr<TypeProto> elem;        // sequence / optional: element type; map: value type
+  std::string denotation;
+};
+std::string type_string(const TypeProto& type);  // "tensor(FLOAT)[batch,3,224,224]", "seq(tensor(INT64))"
+
+struct ValueInfoProto {
+  std::string name;
+  std::string doc_string;
+  TypeProto type;
+  bool has_type = false;
+  // Shortcuts for tensor types (elem_type 0 and no shape otherwise).
+  int32_t elem_type() const { return type.kind == TypeProto::Kind::tensor ? type.elem_type : 0; }
+  const std::optional<std::vector<Dimension>>& shape() const { return type.shape; }
+};
+
+struct AttributeProto {
+  std::string name;
+  std::string ref_attr_name;  // set inside function bodies: the value comes from the caller
+  std::string doc_string;
+  AttributeType type = AttributeType::undefined;
+  // The value: the field that matches `type`.
+  float f = 0;
+  int64_t i = 0;
+  std::string s;  // bytes
+  TensorProto t;
+  std::shared_ptr<GraphProto> g;
+  TypeProto tp;
+  std::vector<float> floats;
+  std::vector<int64_t> ints;
+  std::vector<std::string> strings;
+  std::vector<TensorProto> tensors;
+  std::vector<GraphProto> graphs;
+  std::vector<TypeProto> type_protos;
+};
+
+struct NodeProto {
+  std::string name;
+  std::string op_type;
+  std::string domain;  // "" (or "ai.onnx") is the default domain
+  std::string doc_string;
+  std::vector<std::string> inputs;   // "" marks an omitted optional input
+  std::vector<std::string> outputs;  // "" marks an omitted optional output
+  std::vector<AttributeProto> attributes;
+
+  const AttributeProto* attribute(std::string_view name) const;  // nullptr when absent
+};
+
+struct GraphProto {
+  std::string name;
+  std::string doc_string;
+  std::vector<NodeProto> nodes;  // topologically sorted (checked)
+  std::vector<TensorProto> initializers;
+  std::vector<ValueInfoProto> inputs;  // may include initializers (IR < 4 style defaults)
+  std::vector<ValueInfoProto> outputs;
+  std::vector<ValueInfoProto> value_info;
+
+  const TensorProto* initializer(std::string_view name) const;  // nullptr when absent
+};
+
+struct OperatorSetId {
+  std::string domain;  // "" = ai.onnx
+  int64_t version = 0;
+  bool operator==(const OperatorSetId&) const = default;
+};
+
+struct FunctionInfo {  // a FunctionProto, skipped but for its identity
+  std::string domain;
+  std::string name;
+};
+
+struct ModelProto {
+  int64_t ir_version = 0;
+  std::vector<OperatorSetId> opset_import;
+  std::string producer_name;
+  std::string producer_version;
+  std::string domain;
+  int64_t model_version = 0;
+  std::string doc_string;
+  GraphProto graph;
+  std::vector<StringStringEntry> metadata;  // metadata_props, in file order
+  std::vector<FunctionInfo> functions;      // model-local functions (bodies not read)
+  std::string base_dir;  // where external data is resolved ("" for models parsed from memory)
+
+  // The imported version of an operator set ("" and "ai.onnx" are the same); 0 when absent.
+  int64_t opset(std::string_view domain = "") const;
+};
+using Model = ModelProto;
+
+// Nesting of protobuf messages deeper than this is refused (a graph inside an attribute of a
+// node inside a graph takes 3 levels).
+inline constexpr int kMaxMessageDepth = 96;
+// Tensor ranks above this are refused.
+inline constexpr size_t kMaxTensorRank = 64;
+
+// Reads and validates a model file; external data is resolved relative to its directory.
+Model load_model(const std::string& path);
+// The same from bytes in memory; base_dir is where external data files are looked up ("" means
+// external data cannot be read).
+Model parse_model(std::span<const std::byte> bytes, const std::string& base_dir = "");
+
+// A serialized TensorProto on its own (the input_N.pb / output_N.pb files of ONNX test cases).
+TensorProto parse_tensor_proto(std::span<const std::byte> bytes);
+
+// Converts a tensor's data (raw, typed fields or external file) to host TensorData. Errors
+// name the tensor: unsupported dtypes (UINT16, UINT32, UINT64, complex, STRING), data that does
+// not match the dims, external files outside base_dir or too short.
+TensorData to_tensor_data(const TensorProto& tensor, const std::string& base_dir = "");
+
+}  // namespace ember::onnx
