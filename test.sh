@@ -42,6 +42,21 @@ fi
 if [ -x build/tests/nn/conformance/ember_nn_conformance ]; then
   run_suite nn-conformance build/tests/nn/conformance/ember_nn_conformance --reports build/reports
 fi
+# The official ONNX backend node tests, generated here with Debian's python3-onnx: every case
+# passes or is reported unsupported (build/reports/onnx-node.json); a wrong result fails.
+if [ -x build/tests/onnx/ember_onnx_node ]; then
+  tests/onnx/node/gen_node_tests.sh build/onnx-node >build/test-logs/onnx-node-gen.log 2>&1
+  gen=$?
+  if [ "$gen" -eq 0 ]; then
+    run_suite onnx-node build/tests/onnx/ember_onnx_node build/onnx-node --report build/reports/onnx-node.json
+    tail -3 build/test-logs/onnx-node.log | grep '^onnx node tests:' | sed 's/^/   /'
+  elif [ "$gen" -eq 2 ]; then
+    skipped+=("onnx node tests (python3-onnx missing)")
+  else
+    echo "== onnx-node: generating the node tests failed (build/test-logs/onnx-node-gen.log)"
+    failed=$((failed + 1))
+  fi
+fi
 # The CUDA suites: ember_cuda_tests ran above (its JIT compiler tests need no GPU); with a GPU the
 # conformance and autodiff suites ran on the cuda stacks as well.
 cuda_tests=build/tests/backends/cuda/ember_cuda_tests

@@ -452,9 +452,9 @@ void validate_graph(const GraphProto& g, const std::string& where, bool subgraph
 
 }  // namespace
 
-Model parse_model(std::span<const std::byte> bytes, const std::string& base_dir) {
+ModelProto parse_model(std::span<const std::byte> bytes, const std::string& base_dir) {
   EMBER_CHECK(!bytes.empty(), "onnx: empty input (not an ONNX model)");
-  Model m;
+  ModelProto m;
   m.base_dir = base_dir;
   ProtoReader r(bytes, 0, "model", 0, kMaxMessageDepth);
   bool has_graph = false;
@@ -494,7 +494,7 @@ TensorProto parse_tensor_proto(std::span<const std::byte> bytes) {
   return t;
 }
 
-Model load_model(const std::string& path) {
+ModelProto load_model(const std::string& path) {
   const std::vector<std::byte> bytes = detail::read_whole_file(path);
   try {
     return parse_model(bytes, detail::directory_of(path));

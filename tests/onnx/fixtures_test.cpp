@@ -58,7 +58,7 @@ void expect_graph(const GraphProto& g, const json& e) {
 
 TEST(OnnxFixtures, ModelFields) {
   const json& e = expected()["attributes"];
-  Model m = load_model(fixture("attributes.onnx"));
+  ModelProto m = load_model(fixture("attributes.onnx"));
   EXPECT_EQ(m.ir_version, e["ir_version"].get<int64_t>());
   EXPECT_EQ(m.producer_name, e["producer_name"].get<std::string>());
   EXPECT_EQ(m.producer_version, e["producer_version"].get<std::string>());
@@ -89,7 +89,7 @@ TEST(OnnxFixtures, ModelFields) {
 
 TEST(OnnxFixtures, EveryAttributeType) {
   const json& e = expected()["attributes"];
-  Model m = load_model(fixture("attributes.onnx"));
+  ModelProto m = load_model(fixture("attributes.onnx"));
   ASSERT_EQ(m.graph.nodes.size(), 1u);
   const NodeProto& n = m.graph.nodes[0];
   EXPECT_EQ(n.name, e["node"]["name"].get<std::string>());
@@ -145,7 +145,7 @@ TEST(OnnxFixtures, EveryAttributeType) {
 
 TEST(OnnxFixtures, TensorsRawTypedAndEveryDType) {
   const json& e = expected()["tensors"];
-  Model m = load_model(fixture("tensors.onnx"));
+  ModelProto m = load_model(fixture("tensors.onnx"));
   ASSERT_EQ(m.graph.initializers.size(), e.size());
   for (size_t i = 0; i < e.size(); ++i) expect_tensor(m.graph.initializers[i], e[i]);
   EXPECT_EQ(m.opset(), 17);
@@ -168,16 +168,16 @@ TEST(OnnxFixtures, TensorsRawTypedAndEveryDType) {
 
 TEST(OnnxFixtures, ExternalData) {
   const json& e = expected()["external"];
-  Model m = load_model(fixture("external.onnx"));
+  ModelProto m = load_model(fixture("external.onnx"));
   ASSERT_EQ(m.graph.initializers.size(), e.size());
   for (size_t i = 0; i < e.size(); ++i) expect_tensor(m.graph.initializers[i], e[i], m.base_dir);
   EXPECT_EQ(m.graph.initializers[0].external_value("offset"), "16");
   // From memory without a directory: the reader says why it cannot read the file.
-  Model mem = parse_model(read_bytes(fixture("external.onnx")));
+  ModelProto mem = parse_model(read_bytes(fixture("external.onnx")));
   expect_error([&] { to_tensor_data(mem.graph.initializers[0], mem.base_dir); },
                {"ext_a", "external_weights.bin", "without a base directory"});
   // ... and with one, it can.
-  Model mem2 = parse_model(read_bytes(fixture("external.onnx")), std::string(EMBER_ONNX_TEST_DIR) + "/fixtures");
+  ModelProto mem2 = parse_model(read_bytes(fixture("external.onnx")), std::string(EMBER_ONNX_TEST_DIR) + "/fixtures");
   EXPECT_EQ(to_tensor_data(mem2.graph.initializers[1], mem2.base_dir).to_vector<int64_t>(),
             (std::vector<int64_t>{7, -8, 9}));
 }
@@ -186,20 +186,20 @@ TEST(OnnxFixtures, HostileExternalData) {
   expect_error([] { load_model(fixture("external_traversal.onnx")); },
                {"external_traversal.onnx", "escape", "../gen_fixtures.py", "leaves the model directory"});
   expect_error([] { load_model(fixture("external_absolute.onnx")); }, {"/etc/passwd", "absolute"});
-  Model shrt = load_model(fixture("external_short.onnx"));
+  ModelProto shrt = load_model(fixture("external_short.onnx"));
   expect_error([&] { to_tensor_data(shrt.graph.initializers[0], shrt.base_dir); },
                {"short", "72 bytes, too few for 400 bytes at offset 8"});
-  Model bad = load_model(fixture("external_bad_length.onnx"));
+  ModelProto bad = load_model(fixture("external_bad_length.onnx"));
   expect_error([&] { to_tensor_data(bad.graph.initializers[0], bad.base_dir); },
                {"bad_length", "length 20", "need 24 bytes"});
-  Model missing = load_model(fixture("external_missing.onnx"));
+  ModelProto missing = load_model(fixture("external_missing.onnx"));
   expect_error([&] { to_tensor_data(missing.graph.initializers[0], missing.base_dir); },
                {"missing", "no_such_file.bin", "cannot open"});
   // A symbolic link inside the model directory that points outside it is refused.
   TempDir dir;
   fs::copy_file(fixture("external.onnx"), dir.file("external.onnx"));
   fs::create_symlink(fixture("external_weights.bin"), dir.file("external_weights.bin"));
-  Model linked = load_model(dir.file("external.onnx"));
+  ModelProto linked = load_model(dir.file("external.onnx"));
   expect_error([&] { to_tensor_data(linked.graph.initializers[0], linked.base_dir); },
                {"ext_a", "outside the model directory"});
   // A real copy is fine.
@@ -210,7 +210,7 @@ TEST(OnnxFixtures, HostileExternalData) {
 
 TEST(OnnxFixtures, SymbolicDimsAndValueTypes) {
   const json& e = expected()["symbolic"];
-  Model m = load_model(fixture("symbolic.onnx"));
+  ModelProto m = load_model(fixture("symbolic.onnx"));
   EXPECT_EQ(m.opset(), 18);
   ASSERT_EQ(m.graph.inputs.size(), e["inputs"].size());
   for (const ValueInfoProto& v : m.graph.inputs) {
@@ -256,7 +256,7 @@ TEST(OnnxFixtures, SymbolicDimsAndValueTypes) {
 
 TEST(OnnxFixtures, NestedIfSubgraphs) {
   const json& e = expected()["if_nested"];
-  Model m = load_model(fixture("if_nested.onnx"));
+  ModelProto m = load_model(fixture("if_nested.onnx"));
   ASSERT_EQ(m.graph.nodes.size(), 1u);
   const NodeProto& outer = m.graph.nodes[0];
   EXPECT_EQ(outer.op_type, "If");

@@ -14,6 +14,8 @@ Files (each a few hundred bytes):
   symbolic.onnx        inputs with symbolic, fixed and unknown dims, unknown rank, sequence,
                        optional and map types; value_info
   if_nested.onnx       an If whose else branch holds another If, all reading outer-scope names
+  runtime_*.onnx       small models for the runtime (an MLP at opset 13, a conv net at opset 11,
+                       an unknown op), with their NumPy outputs
 """
 import json
 import os
@@ -317,6 +319,87 @@ def gen_if():
     }
 
 
+# --- runtime_*.onnx: small models run by runtime_test.cpp, expected outputs from NumPy ---------
+
+def conv2d_ref(x, w, b, pads, stride):
+    """NumPy reference of an ONNX Conv (group 1): pads = [top, left, bottom, right]."""
+    x = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    oh, ow = (h - kh) // stride + 1, (wd - kw) // stride + 1
+    y = np.zeros((n, o, oh, ow), dtype=np.float64)
+    for i in range(oh):
+        for j in range(ow):
+            patch = x[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            y[:, :, i, j] = np.tensordot(patch, w, axes=([1, 2, 3], [1, 2, 3]))
+    return y + b.reshape(1, -1, 1, 1)
+
+
+def values(a):
+    return [float(v) for v in np.asarray(a, dtype=np.float64).ravel()]
+
+
+def gen_runtime():
+    rng = np.random.default_rng(7)
+    # MLP, opset 13: MatMul, Add, Relu, Reshape (0 and -1), ReduceSum (axes input), Softmax, Shape.
+    w = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    inits = [helper.make_tensor("W", TensorProto.FLOAT, [3, 4], w.ravel().tolist()),
+             helper.make_tensor("b", TensorProto.FLOAT, [4], b.ravel().tolist()),
+             helper.make_tensor("shape", TensorProto.INT64, [3], [0, -1, 2]),
+             helper.make_tensor("axes", TensorProto.INT64, [1], [2])]
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["xw"], name="matmul"),
+             helper.make_node("Add", ["xw", "b"], ["h"], name="add"),
+             helper.make_node("Relu", ["h"], ["r"], name="relu"),
+             helper.make_node("Reshape", ["r", "shape"], ["r3"], name="reshape"),
+             helper.make_node("ReduceSum", ["r3", "axes"], ["s"], name="reduce", keepdims=0),
+             helper.make_node("Softmax", ["s"], ["y"], name="softmax", axis=-1),
+             helper.make_node("Shape", ["x"], ["xshape"], name="shape_of_x")]
+    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 2]),
+                               helper.make_tensor_value_info("xshape", TensorProto.INT64, [2])], initializer=inits)
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), "runtime_mlp.onnx")
+    r = np.maximum(x.astype(np.float64) @ w + b, 0).reshape(2, -1, 2).sum(axis=2)
+    y = np.exp(r - r.max(axis=-1, keepdims=True))
+    y = y / y.sum(axis=-1, keepdims=True)
+    expected["runtime_mlp"] = {"x": values(x), "x_shape": [2, 3], "y": values(y), "y_shape": [2, 2],
+                               "xshape": [2, 3]}
+
+    # Conv net, opset 11: Conv (asymmetric pads), Clip (min/max inputs), MaxPool, Squeeze (axes
+    # attribute), Gemm (transB, alpha, beta).
+    cw = rng.standard_normal((2, 1, 2, 2)).astype(np.float32)
+    cb = rng.standard_normal(2).astype(np.float32)
+    gw = rng.standard_normal((3, 2)).astype(np.float32)
+    gc = rng.standard_normal(3).astype(np.float32)
+    x = rng.standard_normal((1, 1, 3, 3)).astype(np.float32)
+    inits = [helper.make_tensor("cw", TensorProto.FLOAT, [2, 1, 2, 2], cw.ravel().tolist()),
+             helper.make_tensor("cb", TensorProto.FLOAT, [2], cb.ravel().tolist()),
+             helper.make_tensor("lo", TensorProto.FLOAT, [], [-0.5]),
+             helper.make_tensor("hi", TensorProto.FLOAT, [], [1.5]),
+             helper.make_tensor("gw", TensorProto.FLOAT, [3, 2], gw.ravel().tolist()),
+             helper.make_tensor("gc", TensorProto.FLOAT, [3], gc.ravel().tolist())]
+    nodes = [helper.make_node("Conv", ["img", "cw", "cb"], ["c"], name="conv", pads=[0, 0, 1, 1]),
+             helper.make_node("Clip", ["c", "lo", "hi"], ["cl"], name="clip"),
+             helper.make_node("MaxPool", ["cl"], ["p"], name="pool", kernel_shape=[3, 3]),
+             helper.make_node("Squeeze", ["p"], ["f"], name="squeeze", axes=[2, 3]),
+             helper.make_node("Gemm", ["f", "gw", "gc"], ["out"], name="gemm", transB=1, alpha=0.5, beta=2.0)]
+    graph = helper.make_graph(nodes, "convnet", [helper.make_tensor_value_info("img", TensorProto.FLOAT, [1, 1, 3, 3])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 3])], initializer=inits)
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]), "runtime_conv.onnx")
+    c = np.clip(conv2d_ref(x.astype(np.float64), cw, cb, [0, 0, 1, 1], 1), -0.5, 1.5)
+    f = c.max(axis=(2, 3))
+    out = 0.5 * f @ gw.T.astype(np.float64) + 2.0 * gc
+    expected["runtime_conv"] = {"img": values(x), "out": values(out), "out_shape": [1, 3]}
+
+    # An op without a handler.
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("FancyOp", ["r"], ["y"], name="fancy")]
+    graph = helper.make_graph(nodes, "unsupported", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), "runtime_unsupported.onnx")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     gen_attributes()
@@ -324,6 +407,7 @@ def main():
     gen_external()
     gen_symbolic()
     gen_if()
+    gen_runtime()
     with open(os.path.join(OUT, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)
         f.write("\n")

@@ -14,7 +14,7 @@ namespace {
 // Parses and converts every tensor; only success or an ember::Error are acceptable.
 bool parses(std::span<const std::byte> bytes) {
   try {
-    Model m = parse_model(bytes);
+    ModelProto m = parse_model(bytes);
     for (const auto& t : m.graph.initializers) {
       try {
         (void)to_tensor_data(t);
@@ -46,12 +46,12 @@ TEST(OnnxHostile, EveryTruncationIsAnErrorOrAnIntactPrefix) {
   for (const char* name : {"attributes.onnx", "tensors.onnx", "if_nested.onnx", "symbolic.onnx", "external.onnx"}) {
     SCOPED_TRACE(name);
     const std::vector<std::byte> full = read_bytes(fixture(name));
-    const Model whole = parse_model(full);
+    const ModelProto whole = parse_model(full);
     size_t errors = 0;
     for (size_t n = 0; n < full.size(); ++n) {
       std::span<const std::byte> prefix(full.data(), n);
       try {
-        Model m = parse_model(prefix);
+        ModelProto m = parse_model(prefix);
         // A cut between two top-level fields leaves a shorter but valid message: the graph
         // must then be complete.
         EXPECT_EQ(m.graph.nodes.size(), whole.graph.nodes.size()) << "prefix " << n;
@@ -204,7 +204,7 @@ TEST(OnnxHostile, AbsurdTensors) {
   // Zero dims excuse no overflow among the others (Shape::numel multiplies them all).
   expect_error([&] { parse(with_init(tensor_proto("z", 1, {0, 1ll << 62, 1ll << 62}))); }, {"more elements"});
   // Data that does not match the dims.
-  Model m = parse(with_init(tensor_proto("raw", 1, {2, 3}).bytes(9, std::string(20, '\0'))));
+  ModelProto m = parse(with_init(tensor_proto("raw", 1, {2, 3}).bytes(9, std::string(20, '\0'))));
   expect_error([&] { to_tensor_data(m.graph.initializers[0]); }, {"tensor 'raw'", "raw_data has 20 bytes", "need 24"});
   m = parse(with_init(tensor_proto("few", 7, {4}).varint(7, 1)));
   expect_error([&] { to_tensor_data(m.graph.initializers[0]); }, {"int64_data has 1 values", "need 4"});
@@ -269,7 +269,7 @@ TEST(OnnxWire, PackedUnpackedAndUnknownFields) {
   };
   Writer n = unknown(node("Relu", {"x"}, {"y"}));
   Writer g = unknown(Writer().message(1, n).message(5, unknown(f)).message(5, l).message(5, d).message(11, unknown(value_info("x"))).message(12, value_info("y")));
-  Model m = parse(unknown(Writer().varint(1, 9).message(7, g)).str());
+  ModelProto m = parse(unknown(Writer().varint(1, 9).message(7, g)).str());
   EXPECT_EQ(m.ir_version, 9);
   ASSERT_EQ(m.graph.initializers.size(), 3u);
   EXPECT_EQ(m.graph.initializers[0].dims, (std::vector<int64_t>{2, 3}));
@@ -283,7 +283,7 @@ TEST(OnnxWire, PackedUnpackedAndUnknownFields) {
                {"int64_data", "packed run: truncated or malformed varint"});
   // A negative int32 (sign-extended to 10 bytes) and an int32 out of range.
   Writer neg = Writer().bytes(1, "i").varint(20, 2).varint(3, static_cast<uint64_t>(-1));
-  Model mn = parse(model(Writer().message(1, node("X", {}, {"y"}).message(5, neg)).message(12, value_info("y"))));
+  ModelProto mn = parse(model(Writer().message(1, node("X", {}, {"y"}).message(5, neg)).message(12, value_info("y"))));
   EXPECT_EQ(mn.graph.nodes[0].attributes[0].i, -1);
   expect_error([] { parse(model(Writer().message(5, tensor_proto("p", 1, {}).varint(2, 1ull << 40)))); },
                {"data_type", "does not fit in int32"});

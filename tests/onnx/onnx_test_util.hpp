@@ -147,7 +147,7 @@ inline std::string model(const Writer& graph) {
 inline std::span<const std::byte> as_bytes(const std::string& s) {
   return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
 }
-inline ember::onnx::Model parse(const std::string& s, const std::string& base_dir = "") {
+inline ember::onnx::ModelProto parse(const std::string& s, const std::string& base_dir = "") {
   return ember::onnx::parse_model(as_bytes(s), base_dir);
 }
 

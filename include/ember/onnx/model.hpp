@@ -1,6 +1,6 @@
 // ONNX model files: the parts of onnx.proto a runtime or code generator needs, as plain structs.
 //
-//   onnx::Model m = onnx::load_model("resnet18.onnx");
+//   onnx::ModelProto m = onnx::load_model("resnet18.onnx");
 //   for (const onnx::NodeProto& n : m.graph.nodes) std::cout << n.op_type << "\n";
 //   TensorData w = onnx::to_tensor_data(m.graph.initializers[0], m.base_dir);
 //
@@ -215,7 +215,6 @@ struct ModelProto {
   // The imported version of an operator set ("" and "ai.onnx" are the same); 0 when absent.
   int64_t opset(std::string_view domain = "") const;
 };
-using Model = ModelProto;
 
 // Nesting of protobuf messages deeper than this is refused (a graph inside an attribute of a
 // node inside a graph takes 3 levels).
@@ -224,10 +223,10 @@ inline constexpr int kMaxMessageDepth = 96;
 inline constexpr size_t kMaxTensorRank = 64;
 
 // Reads and validates a model file; external data is resolved relative to its directory.
-Model load_model(const std::string& path);
+ModelProto load_model(const std::string& path);
 // The same from bytes in memory; base_dir is where external data files are looked up ("" means
 // external data cannot be read).
-Model parse_model(std::span<const std::byte> bytes, const std::string& base_dir = "");
+ModelProto parse_model(std::span<const std::byte> bytes, const std::string& base_dir = "");
 
 // A serialized TensorProto on its own (the input_N.pb / output_N.pb files of ONNX test cases).
 TensorProto parse_tensor_proto(std::span<const std::byte> bytes);

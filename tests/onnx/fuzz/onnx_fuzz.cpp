@@ -48,7 +48,7 @@ void visit_graph(const GraphProto& g) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
   try {
-    Model m = parse_model(bytes);
+    ModelProto m = parse_model(bytes);
     visit_graph(m.graph);
     checksum += static_cast<uint64_t>(m.opset());
   } catch (const Error&) {

@@ -1,0 +1,75 @@
+// The op handlers of the ONNX runtime (internal): one table from op type to a function of the
+// node's inputs and attributes, filled by one register_* function per op family.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ember/core/error.hpp"
+#include "ember/onnx/model.hpp"
+#include "ember/tensor/ops.hpp"
+
+namespace ember::onnx::detail {
+
+struct OpContext {
+  const NodeProto& node;
+  int64_t opset;
+  const Device& device;
+  std::string base_dir;
+  std::vector<std::optional<DynTensor>> inputs;  // nullopt: omitted optional input
+  const std::map<std::string, DynTensor>* scope = nullptr;  // the values visible to subgraphs
+
+  // Runs a graph attribute (If / Loop / Scan body) with its inputs bound in order; the names of
+  // the enclosing scopes stay visible. Returns its outputs in order.
+  std::vector<DynTensor> run_subgraph(const GraphProto& g, const std::vector<DynTensor>& graph_inputs) const;
+  const GraphProto& graph_attr(const char* name) const;
+
+  size_t num_inputs() const { return inputs.size(); }
+  bool has(size_t i) const { return i < inputs.size() && inputs[i].has_value(); }
+  const DynTensor& in(size_t i) const;  // throws when missing
+  size_t num_outputs() const { return node.outputs.size(); }
+  bool wants_output(size_t i) const { return i < node.outputs.size() && !node.outputs[i].empty(); }
+
+  const AttributeProto* attr(const char* name) const { return node.attribute(name); }
+  int64_t attr_i(const char* name, int64_t def) const;
+  float attr_f(const char* name, float def) const;
+  std::string attr_s(const char* name, const std::string& def) const;
+  std::optional<std::vector<int64_t>> attr_ints(const char* name) const;
+  std::optional<std::vector<float>> attr_floats(const char* name) const;
+
+  // A shape-valued input read on the host (nullopt when omitted).
+  std::optional<std::vector<int64_t>> ints_input(size_t i) const;
+  std::vector<int64_t> required_ints(size_t i) const;  // the same; an error when omitted
+  // "unsupported" errors naming the op and the node.
+  [[noreturn]] void unsupported(const std::string& what) const;
+  [[noreturn]] void fail(const std::string& what) const;
+};
+
+using OpResult = std::vector<DynTensor>;  // undefined tensors for outputs not produced
+using OpHandler = std::function<OpResult(OpContext&)>;
+using OpTable = std::unordered_map<std::string, OpHandler>;
+
+const OpTable& op_table();
+// Runs a graph's nodes in order over `values` (inputs and initializers already bound).
+void run_nodes(const GraphProto& graph, std::map<std::string, DynTensor>& values, int64_t opset, const Device& device,
+               const std::string& base_dir);
+void register_control_ops(OpTable& t);
+void register_elementwise_ops(OpTable& t);
+void register_reduce_ops(OpTable& t);
+void register_nn_ops(OpTable& t);
+void register_shape_ops(OpTable& t);
+void register_resize_ops(OpTable& t);
+void register_misc_ops(OpTable& t);
+void register_rnn_ops(OpTable& t);
+
+// Helpers.
+int normalize_axis(int64_t axis, int rank, const OpContext& c);
+Scalar scalar_of(const DynTensor& t);                 // first element, integral for int dtypes
+DType dtype_of_onnx(int32_t elem_type, const OpContext& c);  // unsupported -> error
+DynTensor tensor_from_proto(const TensorProto& t, const OpContext& c);
+
+}  // namespace ember::onnx::detail

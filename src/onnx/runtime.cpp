@@ -1,0 +1,287 @@
+// The ONNX runtime: model loading, input binding and the node loop.
+#include "ember/onnx/runtime.hpp"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "ops.hpp"
+
+namespace ember::onnx {
+namespace detail {
+
+const DynTensor& OpContext::in(size_t i) const {
+  if (!has(i)) fail("input " + std::to_string(i) + " is required but missing");
+  return *inputs[i];
+}
+
+int64_t OpContext::attr_i(const char* name, int64_t def) const {
+  const AttributeProto* a = attr(name);
+  if (!a) return def;
+  if (a->type != AttributeType::int_) fail(std::string("attribute '") + name + "' must be an INT");
+  return a->i;
+}
+float OpContext::attr_f(const char* name, float def) const {
+  const AttributeProto* a = attr(name);
+  if (!a) return def;
+  if (a->type == AttributeType::int_) return float(a->i);
+  if (a->type != AttributeType::float_) fail(std::string("attribute '") + name + "' must be a FLOAT");
+  return a->f;
+}
+std::string OpContext::attr_s(const char* name, const std::string& def) const {
+  const AttributeProto* a = attr(name);
+  if (!a) return def;
+  if (a->type != AttributeType::string) fail(std::string("attribute '") + name + "' must be a STRING");
+  return a->s;
+}
+std::optional<std::vector<int64_t>> OpContext::attr_ints(const char* name) const {
+  const AttributeProto* a = attr(name);
+  if (!a) return std::nullopt;
+  if (a->type != AttributeType::ints) fail(std::string("attribute '") + name + "' must be INTS");
+  return a->ints;
+}
+std::optional<std::vector<float>> OpContext::attr_floats(const char* name) const {
+  const AttributeProto* a = attr(name);
+  if (!a) return std::nullopt;
+  if (a->type != AttributeType::floats) fail(std::string("attribute '") + name + "' must be FLOATS");
+  return a->floats;
+}
+std::optional<std::vector<int64_t>> OpContext::ints_input(size_t i) const {
+  if (!has(i)) return std::nullopt;
+  const DynTensor& t = *inputs[i];
+  if (!is_int(t.dtype())) fail("input " + std::to_string(i) + " must be an integer tensor, got " + std::string(dtype_name(t.dtype())));
+  return t.to_vector<int64_t>();
+}
+std::vector<int64_t> OpContext::required_ints(size_t i) const {
+  if (!has(i)) fail("input " + std::to_string(i) + " is required but missing");
+  return *ints_input(i);
+}
+void OpContext::unsupported(const std::string& what) const {
+  EMBER_FAIL("onnx: unsupported ", what, " in op '", node.op_type, "' (node '", node.name, "')");
+}
+void OpContext::fail(const std::string& what) const {
+  EMBER_FAIL("onnx: op '", node.op_type, "' (node '", node.name, "'): ", what);
+}
+
+int normalize_axis(int64_t axis, int rank, const OpContext& c) {
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= std::max(rank, 1)) c.fail("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+  return int(a);
+}
+
+Scalar scalar_of(const DynTensor& t) {
+  EMBER_CHECK(t.numel() >= 1, "onnx: expected a one-element tensor, got shape ", t.shape());
+  if (is_float(t.dtype())) return Scalar(t.to_vector<double>()[0]);
+  if (is_bool(t.dtype())) return Scalar(t.to_vector<bool>()[0]);
+  return Scalar(t.to_vector<int64_t>()[0]);
+}
+
+DType dtype_of_onnx(int32_t elem_type, const OpContext& c) {
+  std::optional<DType> d = to_dtype(elem_type);
+  if (!d) c.unsupported("dtype " + data_type_name(elem_type));
+  return *d;
+}
+
+DynTensor tensor_from_proto(const TensorProto& t, const OpContext& c) {
+  if (!to_dtype(t.data_type)) c.unsupported("dtype " + data_type_name(t.data_type) + " of tensor '" + t.name + "'");
+  return DynTensor::from_data(to_tensor_data(t, c.base_dir), c.device);
+}
+
+
+void run_nodes(const GraphProto& graph, std::map<std::string, DynTensor>& values, int64_t opset, const Device& device,
+               const std::string& base_dir) {
+  const OpTable& table = op_table();
+  for (const NodeProto& node : graph.nodes) {
+    const bool std_domain = node.domain.empty() || node.domain == "ai.onnx";
+    const std::string key = std_domain ? node.op_type : node.domain + "::" + node.op_type;
+    auto h = table.find(key);
+    if (h == table.end()) EMBER_FAIL("onnx: unsupported op '", key, "' (node '", node.name, "')");
+    OpContext ctx{node, opset, device, base_dir, {}};
+    ctx.scope = &values;
+    for (const std::string& in : node.inputs) {
+      if (in.empty()) {
+        ctx.inputs.emplace_back(std::nullopt);
+        continue;
+      }
+      auto it = values.find(in);
+      EMBER_CHECK(it != values.end(), "onnx: node '", node.name, "' (", node.op_type, ") reads '", in,
+                  "', which no input, initializer or earlier node provides");
+      ctx.inputs.emplace_back(it->second);
+    }
+    while (!ctx.inputs.empty() && !ctx.inputs.back()) ctx.inputs.pop_back();
+    OpResult outs;
+    try {
+      outs = h->second(ctx);
+    } catch (const Error& e) {
+      std::string msg = e.what();
+      if (msg.rfind("onnx:", 0) == 0) throw;
+      EMBER_FAIL("onnx: op '", node.op_type, "' (node '", node.name, "'): ", msg);
+    }
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      if (node.outputs[k].empty()) continue;
+      EMBER_CHECK(k < outs.size() && outs[k].defined(), "onnx: unsupported output ", k, " of op '", node.op_type,
+                  "' (node '", node.name, "')");
+      values[node.outputs[k]] = outs[k];
+    }
+  }
+}
+
+std::vector<DynTensor> OpContext::run_subgraph(const GraphProto& g, const std::vector<DynTensor>& graph_inputs) const {
+  std::map<std::string, DynTensor> values;
+  if (scope) values = *scope;
+  for (const TensorProto& t : g.initializers) values[t.name] = tensor_from_proto(t, *this);
+  if (graph_inputs.size() != g.inputs.size())
+    fail("subgraph '" + g.name + "' takes " + std::to_string(g.inputs.size()) + " inputs, got " +
+         std::to_string(graph_inputs.size()));
+  for (size_t i = 0; i < graph_inputs.size(); ++i) values[g.inputs[i].name] = graph_inputs[i];
+  run_nodes(g, values, opset, device, base_dir);
+  std::vector<DynTensor> out;
+  for (const ValueInfoProto& o : g.outputs) {
+    auto it = values.find(o.name);
+    if (it == values.end()) fail("subgraph output '" + o.name + "' is not computed");
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+const GraphProto& OpContext::graph_attr(const char* name) const {
+  const AttributeProto* a = attr(name);
+  if (!a || a->type != AttributeType::graph || !a->g) fail(std::string("graph attribute '") + name + "' is required");
+  return *a->g;
+}
+
+const OpTable& op_table() {
+  static const OpTable table = [] {
+    OpTable t;
+    register_elementwise_ops(t);
+    register_reduce_ops(t);
+    register_nn_ops(t);
+    register_shape_ops(t);
+    register_resize_ops(t);
+    register_misc_ops(t);
+    register_rnn_ops(t);
+    register_control_ops(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace detail
+
+namespace {
+
+bool default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+ValueInfo info_of(const ValueInfoProto& v) {
+  ValueInfo i;
+  i.name = v.name;
+  i.elem_type = v.elem_type();
+  if (i.elem_type) i.dtype = to_dtype(i.elem_type);
+  if (v.type.kind == TypeProto::Kind::tensor) i.shape = v.type.shape;
+  i.type = type_string(v.type);
+  return i;
+}
+
+std::string shape_string(const std::vector<Dimension>& dims) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (k) os << ",";
+    if (dims[k].value) os << *dims[k].value;
+    else if (!dims[k].param.empty()) os << dims[k].param;
+    else os << "?";
+  }
+  os << "]";
+  return os.str();
+}
+
+}  // namespace
+
+bool has_op_handler(const std::string& op_type) { return detail::op_table().count(op_type) > 0; }
+
+Model Model::load(const std::string& path, Device device) {
+  ModelProto p = load_model(path);
+  std::string base = p.base_dir;
+  return from_proto(std::move(p), std::move(device), std::move(base));
+}
+
+Model Model::from_proto(ModelProto proto, Device device, std::string base_dir) {
+  Model m(std::move(device));
+  m.base_dir_ = base_dir.empty() ? proto.base_dir : std::move(base_dir);
+  m.opset_ = proto.opset("");
+  if (m.opset_ == 0) m.opset_ = 1;
+  for (const TensorProto& t : proto.graph.initializers) {
+    std::optional<DType> dt = to_dtype(t.data_type);
+    EMBER_CHECK(dt.has_value(), "onnx: unsupported dtype ", data_type_name(t.data_type), " of initializer '", t.name,
+                "'");
+    m.initializers_[t.name] = DynTensor::from_data(to_tensor_data(t, m.base_dir_), m.device_);
+  }
+  for (const ValueInfoProto& v : proto.graph.inputs)
+    if (!m.initializers_.count(v.name)) m.inputs_.push_back(info_of(v));
+  for (const ValueInfoProto& v : proto.graph.outputs) m.outputs_.push_back(info_of(v));
+  m.proto_ = std::move(proto);
+  return m;
+}
+
+namespace {
+void collect_unsupported(const GraphProto& g, std::set<std::string>& out) {
+  for (const NodeProto& n : g.nodes) {
+    const std::string key = default_domain(n.domain) ? n.op_type : n.domain + "::" + n.op_type;
+    if (!has_op_handler(key)) out.insert(key);
+    for (const AttributeProto& a : n.attributes) {
+      if (a.g) collect_unsupported(*a.g, out);
+      for (const GraphProto& sg : a.graphs) collect_unsupported(sg, out);
+    }
+  }
+}
+}  // namespace
+
+std::vector<std::string> Model::unsupported_ops() const {
+  std::set<std::string> out;
+  collect_unsupported(proto_.graph, out);
+  return {out.begin(), out.end()};
+}
+
+std::map<std::string, DynTensor> Model::run(const std::map<std::string, DynTensor>& inputs) const {
+  std::map<std::string, DynTensor> values = initializers_;
+  std::set<std::string> declared;
+  for (const ValueInfo& in : inputs_) {
+    declared.insert(in.name);
+    auto it = inputs.find(in.name);
+    EMBER_CHECK(it != inputs.end(), "onnx: missing input '", in.name, "' (", in.type, ")");
+    DynTensor t = it->second;
+    EMBER_CHECK(t.defined(), "onnx: input '", in.name, "' is an undefined tensor");
+    if (in.elem_type) {
+      EMBER_CHECK(in.dtype.has_value(), "onnx: unsupported dtype ", data_type_name(in.elem_type), " of input '",
+                  in.name, "'");
+      EMBER_CHECK(t.dtype() == *in.dtype, "onnx: input '", in.name, "' has dtype ", t.dtype(), ", the model declares ",
+                  *in.dtype, " (", in.type, ")");
+    }
+    if (in.shape) {
+      const auto& dims = *in.shape;
+      bool ok = int(dims.size()) == t.rank();
+      for (size_t k = 0; ok && k < dims.size(); ++k)
+        if (dims[k].value && *dims[k].value != t.shape()[int(k)]) ok = false;
+      EMBER_CHECK(ok, "onnx: input '", in.name, "' has shape ", t.shape(), ", the model declares ", shape_string(dims));
+    }
+    if (!(t.device() == device_)) t = t.to(device_);
+    values[in.name] = std::move(t);
+  }
+  for (const auto& [name, t] : inputs)
+    EMBER_CHECK(declared.count(name) || initializers_.count(name), "onnx: '", name, "' is not an input of the model");
+  // Graph inputs that are also initializers may be overridden (IR < 4 defaults).
+  for (const auto& [name, t] : inputs)
+    if (!declared.count(name) && initializers_.count(name)) values[name] = t.device() == device_ ? t : t.to(device_);
+
+  detail::run_nodes(proto_.graph, values, opset_, device_, base_dir_);
+  std::map<std::string, DynTensor> result;
+  for (const ValueInfo& o : outputs_) {
+    auto it = values.find(o.name);
+    EMBER_CHECK(it != values.end(), "onnx: graph output '", o.name, "' is not computed by any node");
+    result[o.name] = it->second;
+  }
+  return result;
+}
+
+}  // namespace ember::onnx

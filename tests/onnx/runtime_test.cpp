@@ -1,0 +1,208 @@
+// onnx::Model: the runtime fixtures of gen_fixtures.py (NumPy expected values), hand-built
+// protos for opset-dependent semantics, and the errors for bad inputs and unknown ops.
+#include <ember/onnx/runtime.hpp>
+#include <ember/tensor/ops.hpp>
+
+#include "onnx_test_util.hpp"
+
+using namespace ember;
+using namespace ember::onnx;
+using namespace onnx_test;
+
+namespace {
+
+std::vector<float> floats(const json& j) {
+  std::vector<float> v;
+  for (const auto& x : j) v.push_back(x.get<float>());
+  return v;
+}
+
+void expect_close(const DynTensor& t, const json& want, const std::vector<int64_t>& shape) {
+  EXPECT_EQ(t.shape().dims(), shape);
+  std::vector<double> got = t.to_vector<double>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i].get<double>(), 1e-5) << "element " << i;
+}
+
+// A one-node model of the default domain at `opset`.
+ModelProto one_node(const std::string& op, std::vector<std::string> inputs, int64_t opset,
+                    std::vector<AttributeProto> attrs = {}, std::vector<TensorProto> inits = {}) {
+  ModelProto m;
+  m.ir_version = 8;
+  m.opset_import.push_back({"", opset});
+  NodeProto n;
+  n.op_type = op;
+  n.name = "n0";
+  n.inputs = inputs;
+  n.outputs = {"y"};
+  n.attributes = std::move(attrs);
+  m.graph.nodes.push_back(n);
+  for (const auto& t : inits) m.graph.initializers.push_back(t);
+  ValueInfoProto x;
+  x.name = inputs[0];
+  m.graph.inputs.push_back(x);
+  ValueInfoProto y;
+  y.name = "y";
+  m.graph.outputs.push_back(y);
+  return m;
+}
+
+TensorProto i64_tensor(const std::string& name, std::vector<int64_t> v) {
+  TensorProto t;
+  t.name = name;
+  t.data_type = int32_t(DataType::int64);
+  t.dims = {int64_t(v.size())};
+  t.int64_data = std::move(v);
+  return t;
+}
+
+AttributeProto ints_attr(const std::string& name, std::vector<int64_t> v) {
+  AttributeProto a;
+  a.name = name;
+  a.type = AttributeType::ints;
+  a.ints = std::move(v);
+  return a;
+}
+
+}  // namespace
+
+TEST(OnnxRuntime, MlpMatchesNumpy) {
+  const json& e = expected()["runtime_mlp"];
+  Model m = Model::load(fixture("runtime_mlp.onnx"), Device::cpu());
+  ASSERT_EQ(m.inputs().size(), 1u);
+  EXPECT_EQ(m.inputs()[0].name, "x");
+  EXPECT_EQ(m.inputs()[0].dtype, DType::f32);
+  ASSERT_TRUE(m.inputs()[0].shape.has_value());
+  EXPECT_EQ((*m.inputs()[0].shape)[0].param, "batch");
+  EXPECT_EQ(*(*m.inputs()[0].shape)[1].value, 3);
+  ASSERT_EQ(m.outputs().size(), 2u);
+  EXPECT_EQ(m.outputs()[1].dtype, DType::i64);
+  EXPECT_TRUE(m.unsupported_ops().empty());
+  EXPECT_EQ(m.opset(), 13);
+  DynTensor x = DynTensor::from_vector<float>(floats(e["x"]), Shape{2, 3}, Device::cpu());
+  auto out = m.run({{"x", x}});
+  expect_close(out.at("y"), e["y"], {2, 2});
+  EXPECT_EQ(out.at("xshape").to_vector<int64_t>(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(out.at("xshape").dtype(), DType::i64);
+}
+
+TEST(OnnxRuntime, ConvNetAtOpset11MatchesNumpy) {
+  const json& e = expected()["runtime_conv"];
+  Model m = Model::load(fixture("runtime_conv.onnx"), Device::cpu());
+  EXPECT_EQ(m.opset(), 11);
+  auto out = m.run({{"img", DynTensor::from_vector<float>(floats(e["img"]), Shape{1, 1, 3, 3}, Device::cpu())}});
+  expect_close(out.at("out"), e["out"], {1, 3});
+}
+
+TEST(OnnxRuntime, UnsupportedOpIsNamed) {
+  Model m = Model::load(fixture("runtime_unsupported.onnx"), Device::cpu());
+  EXPECT_EQ(m.unsupported_ops(), std::vector<std::string>{"FancyOp"});
+  DynTensor x = DynTensor::from_vector<float>({1, -2}, Shape{2}, Device::cpu());
+  expect_error([&] { m.run({{"x", x}}); }, {"onnx: unsupported op 'FancyOp'", "node 'fancy'"});
+}
+
+TEST(OnnxRuntime, BadInputsAreNamed) {
+  Model m = Model::load(fixture("runtime_mlp.onnx"), Device::cpu());
+  expect_error([&] { m.run({}); }, {"missing input 'x'", "tensor(FLOAT)[batch,3]"});
+  expect_error([&] { m.run({{"x", DynTensor::zeros(Shape{2, 3}, DType::i64, Device::cpu())}}); },
+               {"input 'x'", "dtype i64", "f32"});
+  expect_error([&] { m.run({{"x", DynTensor::zeros(Shape{2, 4}, DType::f32, Device::cpu())}}); },
+               {"input 'x'", "shape", "[batch,3]"});
+  expect_error([&] {
+    m.run({{"x", DynTensor::zeros(Shape{2, 3}, DType::f32, Device::cpu())},
+           {"z", DynTensor::zeros(Shape{1}, DType::f32, Device::cpu())}});
+  }, {"'z' is not an input"});
+  // The batch dim is symbolic: any size runs.
+  auto out = m.run({{"x", DynTensor::zeros(Shape{5, 3}, DType::f32, Device::cpu())}});
+  EXPECT_EQ(out.at("y").shape(), (Shape{5, 2}));
+}
+
+TEST(OnnxRuntime, AxesAttributeBeforeOpset13InputAfter) {
+  DynTensor x = DynTensor::from_vector<float>({1, 2, 3, 4, 5, 6}, Shape{1, 2, 3}, Device::cpu());
+  Model old = Model::from_proto(one_node("Squeeze", {"x"}, 11, {ints_attr("axes", {0})}), Device::cpu());
+  EXPECT_EQ(old.run({{"x", x}}).at("y").shape(), (Shape{2, 3}));
+  Model now = Model::from_proto(one_node("Squeeze", {"x", "axes"}, 13, {}, {i64_tensor("axes", {0})}), Device::cpu());
+  EXPECT_EQ(now.run({{"x", x}}).at("y").shape(), (Shape{2, 3}));
+  // ReduceSum: keepdims defaults to 1.
+  Model rs = Model::from_proto(one_node("ReduceSum", {"x", "axes"}, 13, {}, {i64_tensor("axes", {-1})}), Device::cpu());
+  DynTensor s = rs.run({{"x", x}}).at("y");
+  EXPECT_EQ(s.shape(), (Shape{1, 2, 1}));
+  EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{6, 15}));
+}
+
+TEST(OnnxRuntime, SoftmaxFlattensBeforeOpset13) {
+  DynTensor x = DynTensor::from_vector<float>({0, 1, 2, 3}, Shape{2, 2}, Device::cpu());
+  AttributeProto axis;
+  axis.name = "axis";
+  axis.type = AttributeType::int_;
+  axis.i = 0;
+  // opset 11, axis 0: one softmax over all four values; opset 13: per column.
+  std::vector<float> old = Model::from_proto(one_node("Softmax", {"x"}, 11, {axis}), Device::cpu())
+                               .run({{"x", x}}).at("y").to_vector<float>();
+  std::vector<float> now = Model::from_proto(one_node("Softmax", {"x"}, 13, {axis}), Device::cpu())
+                               .run({{"x", x}}).at("y").to_vector<float>();
+  float total = old[0] + old[1] + old[2] + old[3];
+  EXPECT_NEAR(total, 1.0f, 1e-6);
+  EXPECT_NEAR(now[0] + now[2], 1.0f, 1e-6);
+  EXPECT_NEAR(now[1] + now[3], 1.0f, 1e-6);
+}
+
+TEST(OnnxRuntime, UnsupportedAttributeCombinationSaysSo) {
+  AttributeProto red;
+  red.name = "reduction";
+  red.type = AttributeType::string;
+  red.s = "mul";
+  ModelProto p = one_node("ScatterElements", {"x", "idx", "upd"}, 16, {red},
+                          {i64_tensor("idx", {0}), [] {
+                             TensorProto t;
+                             t.name = "upd";
+                             t.data_type = int32_t(DataType::float32);
+                             t.dims = {1};
+                             t.float_data = {2};
+                             return t;
+                           }()});
+  Model m = Model::from_proto(p, Device::cpu());
+  expect_error([&] { m.run({{"x", DynTensor::ones(Shape{2}, DType::f32, Device::cpu())}}); },
+               {"unsupported", "reduction 'mul'", "'ScatterElements'", "node 'n0'"});
+  EXPECT_TRUE(has_op_handler("Conv"));
+  EXPECT_FALSE(has_op_handler("FancyOp"));
+}
+
+TEST(OnnxRuntime, IfRunsTheBranchAndSeesOuterNames) {
+  // y = cond ? x + x : -x, the branches reading x from the enclosing graph.
+  auto branch = [](const std::string& op, std::vector<std::string> ins) {
+    auto g = std::make_shared<GraphProto>();
+    g->name = op + "_branch";
+    NodeProto n;
+    n.op_type = op;
+    n.name = op + "_node";
+    n.inputs = std::move(ins);
+    n.outputs = {op + "_out"};
+    g->nodes.push_back(n);
+    ValueInfoProto o;
+    o.name = op + "_out";
+    g->outputs.push_back(o);
+    return g;
+  };
+  AttributeProto then_a, else_a;
+  then_a.name = "then_branch";
+  then_a.type = AttributeType::graph;
+  then_a.g = branch("Add", {"x", "x"});
+  else_a.name = "else_branch";
+  else_a.type = AttributeType::graph;
+  else_a.g = branch("Neg", {"x"});
+  ModelProto p = one_node("If", {"cond"}, 16, {then_a, else_a});
+  ValueInfoProto x;
+  x.name = "x";
+  p.graph.inputs.push_back(x);
+  Model m = Model::from_proto(p, Device::cpu());
+  DynTensor xv = DynTensor::from_vector<float>({1, -2}, Shape{2}, Device::cpu());
+  auto yes = m.run({{"cond", DynTensor::from_vector<bool>({true}, Shape{}, Device::cpu())}, {"x", xv}});
+  EXPECT_EQ(yes.at("y").to_vector<float>(), (std::vector<float>{2, -4}));
+  auto no = m.run({{"cond", DynTensor::from_vector<bool>({false}, Shape{}, Device::cpu())}, {"x", xv}});
+  EXPECT_EQ(no.at("y").to_vector<float>(), (std::vector<float>{-1, 2}));
+  // Ops inside subgraphs count for unsupported_ops().
+  then_a.g = branch("FancyOp", {"x"});
+  ModelProto q = one_node("If", {"cond"}, 16, {then_a, else_a});
+  EXPECT_EQ(Model::from_proto(q, Device::cpu()).unsupported_ops(), std::vector<std::string>{"FancyOp"});
+}
