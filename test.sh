@@ -29,6 +29,20 @@ run_suite() {  # name, command...
   passed=$((passed + p)); failed=$((failed + f))
 }
 
+# Real models (torchvision resnet18, mobilenet_v2, squeezenet1_1, a TransformerEncoder; opsets 13
+# and 17) exported from Debian's python3-torch/torchvision into build/onnx-models (about 20 s); the
+# loop below runs them through ember_onnx_models_tests, which skips them when there are none.
+rm -rf build/onnx-models
+export EMBER_ONNX_MODELS_DIR="$PWD/build/onnx-models"
+/usr/bin/python3 tests/onnx/models/export_models.py build/onnx-models >build/test-logs/onnx-models-export.log 2>&1
+case $? in
+  0) ;;
+  2|127) skipped+=("onnx real models (python3-torch or python3-torchvision missing)") ;;
+  *) tail -20 build/test-logs/onnx-models-export.log
+     echo "== onnx-models: exporting the models failed (build/test-logs/onnx-models-export.log)"
+     failed=$((failed + 1)) ;;
+esac
+
 for t in build/tests/*/ember_*_tests build/tests/*/*/ember_*_tests; do
   [ -x "$t" ] || continue
   run_suite "$(basename "$t")" "$t"
