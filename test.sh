@@ -71,6 +71,26 @@ if [ -x build/tests/onnx/ember_onnx_node ]; then
     failed=$((failed + 1))
   fi
 fi
+# Codegen conformance (issue 7): the node cases above turned into C++ by `ember-onnx generate`
+# (tests/onnx/codegen/gen_codegen_tests.py), compiled into one executable by a small CMake project
+# over this build's libraries, and run against the cases' expected outputs.
+if [ "${gen:-2}" -eq 0 ] && [ -x build/tools/ember-onnx/ember-onnx ]; then
+  cglog=build/test-logs/onnx-codegen-build.log
+  if /usr/bin/python3 tests/onnx/codegen/gen_codegen_tests.py build/tools/ember-onnx/ember-onnx build/onnx-node \
+       build/onnx-codegen >"$cglog" 2>&1 &&
+     cmake -S tests/onnx/codegen -B build/onnx-codegen/build -G Ninja -DEMBER_BUILD_DIR="$PWD/build" \
+       -DEMBER_CODEGEN_DIR="$PWD/build/onnx-codegen" >>"$cglog" 2>&1 &&
+     cmake --build build/onnx-codegen/build -j "$jobs" >>"$cglog" 2>&1; then
+    run_suite onnx-codegen build/onnx-codegen/build/ember_onnx_codegen_node build/onnx-node build/onnx-codegen
+    grep '^onnx codegen node tests:' build/test-logs/onnx-codegen.log | sed 's/^/   /'
+  else
+    tail -20 "$cglog"
+    echo "== onnx-codegen: generating or compiling the generated code failed ($cglog)"
+    failed=$((failed + 1))
+  fi
+else
+  skipped+=("onnx codegen node tests (no node cases: python3-onnx missing)")
+fi
 # The CUDA suites: ember_cuda_tests ran above (its JIT compiler tests need no GPU); with a GPU the
 # conformance and autodiff suites ran on the cuda stacks as well.
 cuda_tests=build/tests/backends/cuda/ember_cuda_tests

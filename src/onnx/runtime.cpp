@@ -200,6 +200,35 @@ std::string shape_string(const std::vector<Dimension>& dims) {
 
 bool has_op_handler(const std::string& op_type) { return detail::op_table().count(op_type) > 0; }
 
+std::vector<DynTensor> run_node(const NodeProto& node, const std::vector<DynTensor>& inputs, int64_t opset,
+                                const Device& device) {
+  const std::string key = default_domain(node.domain) ? node.op_type : node.domain + "::" + node.op_type;
+  const detail::OpTable& table = detail::op_table();
+  auto h = table.find(key);
+  if (h == table.end()) EMBER_FAIL("onnx: unsupported op '", key, "' (node '", node.name, "')");
+  std::map<std::string, DynTensor> scope;
+  detail::OpContext ctx{node, opset, device, "", {}};
+  ctx.scope = &scope;
+  for (const DynTensor& t : inputs) {
+    if (t.defined()) ctx.inputs.emplace_back(t.device() == device ? t : t.to(device));
+    else ctx.inputs.emplace_back(std::nullopt);
+  }
+  while (!ctx.inputs.empty() && !ctx.inputs.back()) ctx.inputs.pop_back();
+  detail::OpResult outs;
+  try {
+    outs = h->second(ctx);
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    if (msg.rfind("onnx:", 0) == 0) throw;
+    EMBER_FAIL("onnx: op '", node.op_type, "' (node '", node.name, "'): ", msg);
+  }
+  outs.resize(node.outputs.size());
+  for (size_t k = 0; k < node.outputs.size(); ++k)
+    EMBER_CHECK(node.outputs[k].empty() || outs[k].defined(), "onnx: unsupported output ", k, " of op '",
+                node.op_type, "' (node '", node.name, "')");
+  return outs;
+}
+
 Model Model::load(const std::string& path, Device device) {
   ModelProto p = load_model(path);
   std::string base = p.base_dir;

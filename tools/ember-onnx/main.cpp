@@ -2,16 +2,18 @@
 //
 //   ember-onnx info MODEL.onnx
 //   ember-onnx run MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR [--device cpu|cuda|cuda:N]
-//   ember-onnx generate ...        (not implemented yet: codegen)
+//   ember-onnx generate MODEL.onnx --out DIR [--name NAME]
 //
 // Exit status: 0 on success, 1 when the model or an input cannot be read or run (the message
 // is an ember::Error), 2 for usage errors.
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -23,6 +25,7 @@
 
 #include "ember/core/device.hpp"
 #include "ember/core/error.hpp"
+#include "ember/onnx/codegen.hpp"
 #include "ember/onnx/model.hpp"
 #include "ember/onnx/runtime.hpp"
 #include "ember/store/npy.hpp"
@@ -43,8 +46,13 @@ const char kUsage[] =
     "      and the ops the runtime does not support\n"
     "  ember-onnx run MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR [--device cpu|cuda|cuda:N]\n"
     "      run the model on NumPy inputs; writes each output as DIR/<output name>.npy\n"
-    "  ember-onnx generate ...\n"
-    "      (not implemented yet)\n";
+    "  ember-onnx generate MODEL.onnx --out DIR [--name NAME]\n"
+    "      write C++ code for the model: DIR/NAME.hpp, DIR/NAME.cpp (a struct NAME with load() and\n"
+    "      forward()) and DIR/NAME.safetensors (the initializers); NAME defaults to the model's\n"
+    "      file name as an identifier\n"
+    "  ember-onnx generate --batch LIST --out DIR\n"
+    "      the same for many models: each line of LIST is 'NAME MODEL.onnx'; prints 'ok NAME' or\n"
+    "      'refused NAME: why' per model (the codegen conformance test uses it)\n";
 
 struct UsageError {
   std::string message;
@@ -338,6 +346,60 @@ int cmd_run(const std::vector<std::string>& args) {
   return 0;
 }
 
+// ---- generate ---------------------------------------------------------------------------
+
+int cmd_generate(const std::vector<std::string>& args) {
+  std::optional<std::string> model_path, out_dir, name, batch;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--out" || a == "--name" || a == "--batch") {
+      if (i + 1 >= args.size()) throw UsageError{a + " needs a value"};
+      std::optional<std::string>& slot = a == "--out" ? out_dir : a == "--name" ? name : batch;
+      if (slot) throw UsageError{a + " given twice"};
+      slot = args[++i];
+    } else if (a.rfind("--", 0) == 0) {
+      throw UsageError{"unknown option '" + a + "'"};
+    } else {
+      if (model_path) throw UsageError{"generate takes one model, got '" + *model_path + "' and '" + a + "'"};
+      model_path = a;
+    }
+  }
+  if (!out_dir || out_dir->empty()) throw UsageError{"generate needs --out DIR"};
+  if (batch) {
+    if (model_path || name) throw UsageError{"generate --batch takes no MODEL.onnx or --name"};
+    std::ifstream list(*batch);
+    if (!list.good()) throw UsageError{"cannot read " + *batch};
+    std::string line;
+    while (std::getline(list, line)) {
+      if (line.empty()) continue;
+      size_t sp = line.find(' ');
+      if (sp == std::string::npos) throw UsageError{"--batch lines are 'NAME MODEL.onnx', not '" + line + "'"};
+      std::string n = line.substr(0, sp), path = line.substr(sp + 1);
+      try {
+        onnx::generate(onnx::load_model(path), *out_dir, n);
+        std::cout << "ok " << n << "\n";
+      } catch (const std::exception& e) {
+        std::string msg = e.what();
+        std::replace(msg.begin(), msg.end(), '\n', ' ');
+        std::cout << "refused " << n << ": " << msg << "\n";
+      }
+    }
+    return 0;
+  }
+  if (!model_path) throw UsageError{"generate needs MODEL.onnx"};
+  if (!name) {
+    std::string stem = fs::path(*model_path).stem().string(), id;
+    for (char ch : stem) id += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+    if (id.empty() || std::isdigit(static_cast<unsigned char>(id[0]))) id = "model_" + id;
+    name = id;
+  }
+  onnx::ModelProto m = onnx::load_model(*model_path);
+  onnx::generate(m, *out_dir, *name);
+  std::cout << "wrote " << (fs::path(*out_dir) / (*name + ".hpp")).string() << ", " << *name << ".cpp and " << *name
+            << ".safetensors\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -355,10 +417,7 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "info") return cmd_info(args);
     if (cmd == "run") return cmd_run(args);
-    if (cmd == "generate") {
-      std::cerr << "ember-onnx generate: not implemented yet (issue 7, codegen)\n";
-      return kExitUsage;
-    }
+    if (cmd == "generate") return cmd_generate(args);
     throw UsageError{"unknown command '" + cmd + "'"};
   } catch (const UsageError& e) {
     std::cerr << "ember-onnx: " << e.message << "\n" << kUsage;

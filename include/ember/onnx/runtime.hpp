@@ -69,4 +69,12 @@ class Model {
 // "ai.onnx.preview.training::Adam" for another one.
 bool has_op_handler(const std::string& op_type);
 
+// Runs one node through the runtime's handler for its op type, outside any model (the code
+// that `ember-onnx generate` writes calls it for ops it does not spell as tensor ops). Inputs
+// are in the node's order; an undefined tensor marks an omitted optional input. Returns one
+// tensor per node output (undefined for outputs the node does not produce). Graph attributes
+// (If, Loop, Scan) see only their own inputs.
+std::vector<DynTensor> run_node(const NodeProto& node, const std::vector<DynTensor>& inputs, int64_t opset,
+                                const Device& device = Device::default_device());
+
 }  // namespace ember::onnx
