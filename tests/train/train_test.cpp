@@ -427,6 +427,11 @@ TEST(Resume, SigkillDuringCheckpointWriteKeepsThePreviousOne) {
   std::mt19937 rng(42);
   int killed_mid_write = 0;
   for (int attempt = 0; attempt < 40 && killed_mid_write < 3; ++attempt) {
+    // An empty directory each time, so that "two checkpoints written" below means two written by
+    // this process (with the last attempt's left in place, a loaded machine could kill the new
+    // process before its first write, every time).
+    fs::remove_all(dir);
+    fs::create_directories(dir);
     std::string app = EMBER_TRAIN_TEST_APP;
     std::string mode = "checkpoint-loop";
     std::string target = dir.string();
