@@ -31,6 +31,9 @@ std::string masked_select_source(size_t elem_bytes);
 enum class PoolKernel { avg, max, adaptive_avg };
 // "pool32", "pool64" (one thread per output) and, for adaptive_avg, "warp32/64", "block32/64"
 // (a warp or a block per output, for large windows).
+// Device code shared by the pool and interpolate kernels (pool.cpp): GRID_LOOP and decode(),
+// which splits an output index into plane and three spatial coordinates.
+const char* spatial_kernel_helpers();
 std::string pool_source(DType dt, PoolKernel kind);
 
 // ---- interpolate.cpp ----

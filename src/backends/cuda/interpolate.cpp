@@ -36,27 +36,12 @@ struct InterpArgs {
   float nearest_scale[3];
   int32_t pad;
 };
-// Index arithmetic runs in I: int when every index of the input and the output is < 2^31
-// (the "32" kernels), else int64_t.
-#define GRID_LOOP(I, i, n) for (I i = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); i < n; i += I(gridDim.x) * I(blockDim.x))
-
-// Output index i -> plane and the three spatial coordinates.
-template <class I>
-__device__ __forceinline__ void decode(I i, const I* out, I& pl, I* o) {
-  I r = i / out[2];
-  o[2] = i - r * out[2];
-  I q = r / out[1];
-  o[1] = r - q * out[1];
-  r = q / out[0];
-  o[0] = q - r * out[0];
-  pl = r;
-}
 )CUDA";
 
 }  // namespace
 
 std::string interpolate_source(DType dt, InterpMode mode) {
-  std::string s = kInterpCommon;
+  std::string s = std::string(kInterpCommon) + spatial_kernel_helpers();
   if (mode == InterpMode::nearest) {
     s += "typedef " + std::string(bits_type(dtype_size(dt))) + " T;\n";
     s += R"CUDA(

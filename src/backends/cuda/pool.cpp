@@ -36,6 +36,12 @@ struct PoolArgs {
   int64_t k[3], s[3], p[3], d[3];
   int64_t flag;
 };
+)CUDA";
+
+}  // namespace
+
+const char* spatial_kernel_helpers() {
+  return R"CUDA(
 // Index arithmetic runs in I: int when every index of the input and the output is < 2^31
 // (the "32" kernels), else int64_t.
 #define GRID_LOOP(I, i, n) for (I i = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); i < n; i += I(gridDim.x) * I(blockDim.x))
@@ -52,11 +58,10 @@ __device__ __forceinline__ void decode(I i, const I* out, I& pl, I* o) {
   pl = r;
 }
 )CUDA";
-
-}  // namespace
+}
 
 std::string pool_source(DType dt, PoolKernel kind) {
-  std::string s = kPoolCommon;
+  std::string s = std::string(kPoolCommon) + spatial_kernel_helpers();
   const bool is_float = dt == DType::f64 || dt == DType::f32 || dt == DType::f16 || dt == DType::bf16;
   s += "typedef " + std::string(device_type(dt)) + " T;\ntypedef " + compute_type(dt) + " A;\n";
   if (kind == PoolKernel::avg || kind == PoolKernel::max) {
