@@ -413,6 +413,32 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
       }
       return {{out, q.dtype}};
     }
+    case OpKind::attention_backward: {
+      // q, k, v, out, grad of out, mask: the forward's checks, then out and its grad.
+      expect_inputs(op, in, 5, 6);
+      Metas fwd{in[0], in[1], in[2]};
+      if (in.size() == 6) fwd.push_back(in[5]);
+      TensorMeta out = infer_opaque(OpKind::attention, fwd, attrs)[0];
+      for (int i : {3, 4}) {
+        EMBER_CHECK(in[i], op, ": input ", i, " is missing");
+        EMBER_CHECK(in[i]->shape == out.shape && in[i]->dtype == out.dtype, op, ": ", i == 3 ? "output" : "its grad",
+                    " is ", in[i]->dtype, in[i]->shape, ", expected ", out.dtype, out.shape);
+      }
+      return {*in[0], *in[1], *in[2]};
+    }
+    case OpKind::adam_step: {
+      expect_inputs(op, in, 4, 4);
+      const char* names[] = {"param", "grad", "exp_avg", "exp_avg_sq"};
+      expect_float(op, *in[0], "param");
+      for (int i = 1; i < 4; ++i) {
+        EMBER_CHECK(in[i], op, ": ", names[i], " is missing");
+        EMBER_CHECK(in[i]->shape == in[0]->shape && in[i]->dtype == in[0]->dtype, op, ": ", names[i], " is ",
+                    in[i]->dtype, in[i]->shape, ", expected ", in[0]->dtype, in[0]->shape, " like param");
+      }
+      const auto& a = std::get<AdamAttrs>(attrs);
+      EMBER_CHECK(a.step >= 1, op, ": step must be >= 1, got ", a.step);
+      return {*in[0], *in[0], *in[0]};
+    }
     default:
       EMBER_FAIL(op, ": no inference rule");
   }

@@ -116,4 +116,9 @@ DynTensor scaled_dot_product_attention(DynTensor q, DynTensor k, DynTensor v, st
               AttentionAttrs{is_causal, scale.value_or(std::numeric_limits<double>::quiet_NaN())});
 }
 
+AdamUpdate adam_step(DynTensor param, DynTensor grad, DynTensor exp_avg, DynTensor exp_avg_sq, const AdamAttrs& a) {
+  auto r = run_op(OpKind::adam_step, {std::move(param), std::move(grad), std::move(exp_avg), std::move(exp_avg_sq)}, a);
+  return {std::move(r[0]), std::move(r[1]), std::move(r[2])};
+}
+
 }  // namespace ember

@@ -131,9 +131,19 @@ struct AttentionAttrs {
   }
 };
 
+// One Adam / AdamW update (torch.optim.Adam, amsgrad off): `step` is the update's number
+// (from 1), which fixes the bias corrections; decoupled = AdamW's weight decay.
+struct AdamAttrs {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+  int64_t step = 1;
+  bool decoupled = false;
+  bool maximize = false;
+  bool operator==(const AdamAttrs&) const = default;
+};
+
 using OpAttrs = std::variant<NoAttrs, ScalarAttrs, CreateAttrs, ReduceAttrs, DimAttrs, DimsAttrs, ShapeAttrs,
                              SliceAttrs, RollAttrs, PadAttrs, CastAttrs, ConvAttrs, PoolAttrs, InterpolateAttrs,
-                             NormAttrs, AttentionAttrs>;
+                             NormAttrs, AttentionAttrs, AdamAttrs>;
 
 // ---- the table-derived enums ----
 enum class OpKind : uint16_t {

@@ -180,6 +180,14 @@ DynTensor batch_norm(DynTensor x, DynTensor running_mean, DynTensor running_var,
 DynTensor scaled_dot_product_attention(DynTensor q, DynTensor k, DynTensor v, std::optional<DynTensor> mask = {},
                                        bool is_causal = false, std::optional<double> scale = std::nullopt);
 
+// ---- fused optimizer updates ----
+// One Adam / AdamW update of a parameter in one kernel (torch.optim.Adam's formulas with
+// amsgrad off; `a.step` counts updates from 1). Returns the new param, exp_avg, exp_avg_sq.
+struct AdamUpdate {
+  DynTensor param, exp_avg, exp_avg_sq;
+};
+AdamUpdate adam_step(DynTensor param, DynTensor grad, DynTensor exp_avg, DynTensor exp_avg_sq, const AdamAttrs& a);
+
 // ---- operators ----
 inline DynTensor operator+(DynTensor a, DynTensor b) { return add(std::move(a), std::move(b)); }
 inline DynTensor operator-(DynTensor a, DynTensor b) { return sub(std::move(a), std::move(b)); }

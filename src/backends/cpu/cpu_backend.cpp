@@ -17,6 +17,7 @@ CpuBackend::CpuBackend() {
   register_index_kernels(kernels_);
   register_linalg_kernels(kernels_);
   register_nn_kernels(kernels_);
+  register_optim_kernels(kernels_);
 }
 
 std::vector<PrimitivePtr> CpuBackend::execute(Op op) {

@@ -27,6 +27,7 @@ void register_conv_kernels(KernelTable& t);         // conv.cpp
 void register_pool_kernels(KernelTable& t);         // pool.cpp
 void register_norm_kernels(KernelTable& t);         // norm.cpp
 void register_attention_kernels(KernelTable& t);    // attention.cpp
+void register_optim_kernels(KernelTable& t);        // optim.cpp (fused optimizer updates)
 
 class CpuBackend final : public Backend {
  public:

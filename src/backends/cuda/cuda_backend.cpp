@@ -1,6 +1,7 @@
 #include "cuda_backend.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "ember/backends/cuda.hpp"
@@ -39,6 +40,7 @@ CudaBackend::CudaBackend(int index) : index_(index), allocator_(index) {
   register_matmul_kernels(kernels_);
   register_conv_kernels(kernels_);
   register_attention_kernels(kernels_);
+  register_optim_kernels(kernels_);
 }
 
 CudaBackend::~CudaBackend() {
@@ -97,6 +99,13 @@ void CudaBackend::make_current() const {
 
 void CudaBackend::launch_raw(CUfunction f, dim3 grid, dim3 block, unsigned smem, void** params) {
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;
+  // EMBER_CUDA_SKIP_LAUNCH=1 (diagnostics only; results are garbage): everything but the driver
+  // call, to split the host cost of an op between ember and cuLaunchKernel.
+  static const bool skip = [] {
+    const char* e = std::getenv("EMBER_CUDA_SKIP_LAUNCH");
+    return e && *e == '1';
+  }();
+  if (skip) return;
   EMBER_CU_CHECK(driver().cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, smem,
                                          reinterpret_cast<CUstream>(stream_), params, nullptr));
 }

@@ -40,6 +40,7 @@ void register_interpolate_kernels(KernelTable& t);  // interpolate.cpp
 void register_matmul_kernels(KernelTable& t);       // matmul.cpp (cuBLASLt)
 void register_conv_kernels(KernelTable& t);         // conv.cpp (cuDNN): conv, conv_transpose
 void register_attention_kernels(KernelTable& t);    // attention.cpp
+void register_optim_kernels(KernelTable& t);        // optim.cpp: adam_step
 
 class CudaBackend final : public Backend {
  public:

@@ -348,8 +348,14 @@ std::vector<PrimitivePtr> layer_norm_kernel(CudaBackend& be, Op& op) {
     std::string entry = std::string(vec ? "rows_v" : "rows_s") + std::to_string(nv) + (two ? "_two" : "");
     const int threads = int(std::max<int64_t>(tpr, 256));
     const int64_t rpb = threads / tpr;
-    be.launch(fn(entry.c_str()), grid_for(be, rows, int(rpb)), threads, 0, xp, yp, wp, bp, rows, D, a.eps,
-              int(tpr));
+    // blocks per SM at most (EMBER_CUDA_LN_GRID overrides the default 32, for tuning)
+    static const int64_t per_sm = [] {
+      const char* e = std::getenv("EMBER_CUDA_LN_GRID");
+      int64_t v = e ? std::atoll(e) : 0;
+      return v >= 1 && v <= 64 ? v : int64_t(32);
+    }();
+    const unsigned grid = unsigned(std::min<int64_t>((rows + rpb - 1) / rpb, int64_t(be.sm_count()) * per_sm));
+    be.launch(fn(entry.c_str()), grid, threads, 0, xp, yp, wp, bp, rows, D, a.eps, int(tpr));
   } else {
     be.launch(fn("rows_stream"), unsigned(std::min<int64_t>(rows, int64_t(be.sm_count()) * 32)), 1024, 0, xp, yp,
               wp, bp, rows, D, a.eps);

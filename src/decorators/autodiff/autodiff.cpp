@@ -265,6 +265,7 @@ class Ctx final : public BackwardCtx {
     out_meta_ = &n->out_meta;
   }
   bool needs_grad(size_t i) const override { return node_->next[i].node != nullptr; }
+  bool create_graph() const override { return create_; }
   Val input(size_t i) override {
     PrimitivePtr v = node_->input_value(i);
     if (!v) return {};

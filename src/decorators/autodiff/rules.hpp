@@ -133,6 +133,9 @@ class BackwardCtx {
   // Upstream gradient of output i (zeros when nothing flowed into it).
   virtual Val grad(size_t i) = 0;
   virtual Backend* backend() const = 0;
+  // Whether this backward is itself recorded (create_graph): a rule that emits an op without
+  // a rule of its own (a fused backward) must then use differentiable ops instead.
+  virtual bool create_graph() const = 0;
 
  protected:
   OpKind kind_{};

@@ -1,0 +1,88 @@
+// Fused optimizer updates: adam_step, one Adam / AdamW update per element in one pass,
+// in the order of torch.optim's _single_tensor_adam(w) (PyTorch 1.13):
+//
+//   g = maximize ? -grad : grad;  AdamW: p *= 1 - lr wd;  Adam: g += wd p
+//   m = m b1 + g (1 - b1);  v = v b2 + (1 - b2) g g
+//   p = p - (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+//
+// Computed in f32 for f32 / f16 / bf16 (the scalars rounded to f32, as PyTorch does for float
+// tensors), in f64 for f64. The outputs reuse the inputs' buffers when the op holds them alone.
+#include <cmath>
+
+#include "cpu_backend.hpp"
+#include "ember/core/half.hpp"
+#include "thread_pool.hpp"
+
+namespace ember::cpu {
+
+namespace {
+
+template <class C>
+struct AdamScalars {
+  C lr_wd, one_minus_lr_wd, wd, b1, one_minus_b1, b2, one_minus_b2, step_size, bc2_sqrt, eps;
+  bool decoupled, maximize;
+  explicit AdamScalars(const AdamAttrs& a) {
+    double t = double(a.step);
+    lr_wd = C(a.lr * a.weight_decay);
+    one_minus_lr_wd = C(1 - a.lr * a.weight_decay);
+    wd = C(a.weight_decay);
+    b1 = C(a.beta1);
+    one_minus_b1 = C(1 - a.beta1);
+    b2 = C(a.beta2);
+    one_minus_b2 = C(1 - a.beta2);
+    step_size = C(a.lr / (1 - std::pow(a.beta1, t)));
+    bc2_sqrt = C(std::sqrt(1 - std::pow(a.beta2, t)));
+    eps = C(a.eps);
+    decoupled = a.decoupled;
+    maximize = a.maximize;
+  }
+  // One element: p, m, v updated in place from g.
+  void update(C& p, C g, C& m, C& v) const {
+    if (maximize) g = -g;
+    if (decoupled) p = p * one_minus_lr_wd;
+    else if (wd != C(0)) g = g + p * wd;
+    m = m * b1 + g * one_minus_b1;
+    v = v * b2 + (g * one_minus_b2) * g;
+    C denom = std::sqrt(v) / bc2_sqrt + eps;
+    p = p + (m * -step_size) / denom;
+  }
+};
+
+std::vector<PrimitivePtr> adam_step_kernel(CpuBackend&, Op& op) {
+  const auto& a = op.attr<AdamAttrs>();
+  CpuTensorPtr grad = contiguous(op.inputs[1]);
+  // Outputs 0..2 (param, exp_avg, exp_avg_sq) come from inputs 0, 2, 3, whose buffers they
+  // take over when the op holds the only reference (no handle is kept here for that reason).
+  const size_t src[3] = {0, 2, 3};
+  const void* in[3];
+  CpuTensorPtr out[3];
+  for (size_t o = 0; o < 3; ++o) {
+    op.inputs[src[o]] = contiguous(op.inputs[src[o]]);
+    in[o] = as_cpu(op.inputs[src[o]]).raw();
+    out[o] = output_reusing(op, src[o], op.outputs[o]);
+  }
+  const int64_t n = op.outputs[0].shape.numel();
+  visit_float_dtype(op.outputs[0].dtype, op.name(), [&]<class T>() {
+    using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const AdamScalars<C> s(a);
+    const T *p = static_cast<const T*>(in[0]), *g = grad->data<T>(), *m = static_cast<const T*>(in[1]),
+            *v = static_cast<const T*>(in[2]);
+    T *po = out[0]->data<T>(), *mo = out[1]->data<T>(), *vo = out[2]->data<T>();
+    parallel_for(0, n, 16384, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        C pi = C(p[i]), mi = C(m[i]), vi = C(v[i]);
+        s.update(pi, C(g[i]), mi, vi);
+        po[i] = T(pi);
+        mo[i] = T(mi);
+        vo[i] = T(vi);
+      }
+    });
+  });
+  return {out[0], out[1], out[2]};
+}
+
+}  // namespace
+
+void register_optim_kernels(KernelTable& t) { t[size_t(OpKind::adam_step)] = adam_step_kernel; }
+
+}  // namespace ember::cpu
