@@ -25,6 +25,11 @@ case "$backend" in
     export CCACHE_DIR="${CCACHE_DIR:-$PWD/.cache/ccache}"
     cmake --preset bench >/dev/null
     cmake --build --preset bench -j "$(nproc)" --target ember_bench_cuda
+    # onnx_resnet18_*: the model is exported where torchvision is (./bench.sh cpu, or
+    # bench/export_resnet18.py) and its weights travel as f16; rebuild the f32 file here.
+    if [ -f build/bench-models/resnet18.weights.f16 ]; then
+      python3 bench/export_resnet18.py --expand build/bench-models
+    fi
     mkdir -p build/reports
     build/bench/ember_bench_cuda --out build/reports/bench-cuda-ember.json "$@"
     python3 bench/cuda_peer.py --out build/reports/bench-cuda-peer.json "$@"
@@ -43,6 +48,11 @@ scripts/install-deps.sh bench
 export CCACHE_DIR="${CCACHE_DIR:-$PWD/.cache/ccache}"
 cmake --preset bench >/dev/null
 cmake --build --preset bench -j "$(nproc)" --target ember_bench_cpu
+# The onnx_resnet18_* benchmarks' model (ONNX for ember, TorchScript for LibTorch): Debian's
+# python3-torch and python3-torchvision export it once into build/bench-models.
+if ! /usr/bin/python3 bench/export_resnet18.py build/bench-models; then
+  echo "bench.sh: ResNet-18 not exported (needs python3-torch and python3-torchvision): onnx_resnet18_* skipped" >&2
+fi
 
 threads=${EMBER_BENCH_THREADS:-$(nproc)}
 # Thread pools that read their size from the environment at start-up (OpenBLAS, OpenMP).

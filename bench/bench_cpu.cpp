@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
+#include <torch/script.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
@@ -31,6 +32,7 @@
 #include <ember/nn/loss.hpp>
 #include <ember/nn/rnn.hpp>
 #include <ember/nn/transformer.hpp>
+#include <ember/onnx/runtime.hpp>
 #include <ember/optim/optimizer.hpp>
 #include <ember/store/safetensors.hpp>
 
@@ -707,6 +709,46 @@ void bench_load_safetensors(Ctx& cx) {
   });
 }
 
+// ------------------------------------------------------------------ ONNX models
+
+// Where bench/export_resnet18.py writes the models (bench.sh runs it first).
+std::filesystem::path bench_models_dir() {
+  const char* dir = std::getenv("EMBER_BENCH_MODELS");
+  return dir && *dir ? dir : "build/bench-models";
+}
+
+// ResNet-18 inference on a batch of 3x224x224 images: ember runs the ONNX file
+// (onnx::Model::run), LibTorch the same model traced to TorchScript (torch::jit::load), same
+// weights (BatchNorm folded into the convs in both files).
+void bench_onnx_resnet18(Ctx& cx, int64_t batch) {
+  const std::string name = "onnx_resnet18_b" + std::to_string(batch);
+  if (!cx.run.selected(name)) return;
+  const std::filesystem::path dir = bench_models_dir();
+  const std::filesystem::path onnx_file = dir / "resnet18.onnx", ts_file = dir / "resnet18.ts";
+  if (!std::filesystem::exists(onnx_file) || !std::filesystem::exists(ts_file)) {
+    std::cerr << "  " << name << ": skipped: " << onnx_file.string() << " or " << ts_file.string()
+              << " missing (/usr/bin/python3 bench/export_resnet18.py writes them; needs python3-torch and "
+                 "python3-torchvision)\n";
+    return;
+  }
+  guarded(cx, name, [&] {
+    const ember::onnx::Model model = ember::onnx::Model::load(onnx_file.string(), ember::Device::cpu());
+    torch::jit::Module peer = torch::jit::load(ts_file.string());
+    peer.eval();
+    DynTensor x = DynTensor::normal({batch, 3, 224, 224});
+    const std::vector<torch::jit::IValue> args{to_torch(x)};
+    auto ember_run = [&] { return model.run({{"input", x}}).at("output"); };
+    auto peer_run = [&] { return peer.forward(args).toTensor(); };
+    auto& e = cx.compare(
+        name, [&] { bench::keep(ember_run()); }, [&] { bench::keep(peer_run()); },
+        // Same function: the logits agree to 1e-4 of their largest magnitude.
+        [&] { return check_close(ember_run(), peer_run(), {.atol_of_max = 1e-4}); });
+    set_gflops(cx, e, 3.628146688e9 * double(batch));  // convs + fc: 2 * multiply-adds per image
+    if (e.ember_ms) e.set("images_per_s", double(batch) / (*e.ember_ms * 1e-3));
+    if (e.peer_ms) e.set("images_per_s_peer", double(batch) / (*e.peer_ms * 1e-3));
+  });
+}
+
 at::Tensor peer_exp(const at::Tensor& x) { return at::exp(x); }
 at::Tensor peer_gelu(const at::Tensor& x) { return at::gelu(x); }
 DynTensor ember_exp(DynTensor x) { return ember::exp(std::move(x)); }
@@ -789,7 +831,8 @@ int main(int argc, char** argv) {
   bench::Runner run(opt);
   Ctx cx{run, threads, 0};
 
-  if (run.selected("fma_peak_gflops") || run.selected("matmul") || run.selected("conv2d")) {
+  if (run.selected("fma_peak_gflops") || run.selected("matmul") || run.selected("conv2d") ||
+      run.selected("onnx_resnet18")) {
     std::cerr << "  fma_peak_gflops ..." << std::flush;
     Peak p = measure_peak(threads);
     cx.peak_gflops = p.gflops;
@@ -828,6 +871,8 @@ int main(int argc, char** argv) {
   bench_transformer_layer(cx);
   bench_lstm(cx);
   bench_load_safetensors(cx);
+  bench_onnx_resnet18(cx, 1);
+  bench_onnx_resnet18(cx, 32);
 
   if (!out.empty()) {
     try {

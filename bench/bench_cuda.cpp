@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -18,6 +20,7 @@
 
 #include "ember/ember.hpp"
 #include "ember/nn.hpp"
+#include "ember/onnx/runtime.hpp"
 #include "ember/optim/optimizer.hpp"
 
 using namespace ember;
@@ -118,6 +121,49 @@ struct Mlp {
     return fc3.forward(relu(fc2.forward(relu(fc1.forward(std::move(x))))));
   }
 };
+
+// ResNet-18 inference on a batch of 3x224x224 images from the ONNX file that
+// bench/export_resnet18.py writes (BatchNorm folded into the convs; its weights travel as f16 and
+// bench.sh cuda expands them). The PyTorch side runs the same weights in a plain eager definition.
+// Before timing, the reference input must give PyTorch's output (exported with it) to 1e-4 of
+// its largest magnitude, so both sides are known to compute the same function.
+void onnx_resnet18_bench(int64_t batch) {
+  bench("onnx_resnet18_b" + std::to_string(batch), [&](Result& r) {
+    const char* env = std::getenv("EMBER_BENCH_MODELS");
+    const std::filesystem::path dir = env && *env ? env : "build/bench-models";
+    for (const char* f : {"resnet18.onnx", "resnet18.weights", "resnet18_ref.safetensors"})
+      if (!std::filesystem::exists(dir / f))
+        throw std::runtime_error((dir / f).string() + " missing: run /usr/bin/python3 bench/export_resnet18.py "
+                                 "where torchvision is installed and bring build/bench-models/ (docs/benchmarks.md)");
+    Device gpu = Device::cuda(0);
+    cuda::set_allow_tf32(false);  // f32 convs and Gemm
+    const onnx::Model model = onnx::Model::load((dir / "resnet18.onnx").string(), gpu);
+
+    const nn::NamedTensors ref = nn::read_tensors((dir / "resnet18_ref.safetensors").string(), Device::cpu());
+    auto ref_tensor = [&](const std::string& name) {
+      for (const auto& [k, t] : ref)
+        if (k == name) return t;
+      throw std::runtime_error("resnet18_ref.safetensors has no tensor " + name);
+    };
+    const std::vector<float> want = ref_tensor("output").to_vector<float>();
+    const std::vector<float> got =
+        model.run({{"input", ref_tensor("input").to(gpu)}}).at("output").to(Device::cpu()).to_vector<float>();
+    if (got.size() != want.size()) throw std::runtime_error("output has " + std::to_string(got.size()) + " values");
+    double max_diff = 0, max_ref = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      max_diff = std::max(max_diff, std::abs(double(got[i]) - double(want[i])));
+      max_ref = std::max(max_ref, std::abs(double(want[i])));
+    }
+    r.set("check_rel_err", max_diff / max_ref);
+    if (!(max_diff <= 1e-4 * max_ref))
+      throw std::runtime_error("output differs from PyTorch's: max |diff| " + std::to_string(max_diff) +
+                               " > 1e-4 * max |ref| " + std::to_string(max_ref));
+
+    auto x = DynTensor::normal({batch, 3, 224, 224}, 0, 1, DType::f32, gpu);
+    r.ms = time_ms(gpu, [&] { (void)model.run({{"input", x}}); });
+    r.set("images_per_s", double(batch) / (r.ms * 1e-3));
+  });
+}
 
 }  // namespace
 
@@ -243,6 +289,9 @@ int main(int argc, char** argv) {
     });
     r.set_text("shape", "[8,12,1024,64] causal, forward+backward");
   });
+
+  onnx_resnet18_bench(1);
+  onnx_resnet18_bench(32);
 
   std::ofstream f(out + ".tmp");
   f << "[\n";

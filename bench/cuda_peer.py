@@ -171,6 +171,95 @@ def _(r):
     r["peer_ms"] = time_ms(step)
 
 
+def resnet18_folded():
+    """torchvision's ResNet-18 with each BatchNorm folded into the conv before it (so every conv
+    has a bias), in plain eager torch: the model of bench/export_resnet18.py, parameter names as
+    torchvision's ("layer2.0.downsample.0.weight", "fc.bias", ...)."""
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1)
+            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1)
+            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride)) if stride != 1 else None
+
+        def forward(self, x):
+            out = self.conv2(F.relu(self.conv1(x)))
+            return F.relu(out + (self.downsample(x) if self.downsample is not None else x))
+
+    class ResNet18(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 64, 7, 2, 3)
+            for i, (cin, cout) in enumerate([(64, 64), (64, 128), (128, 256), (256, 512)]):
+                setattr(self, f"layer{i + 1}", nn.Sequential(Block(cin, cout, 1 if i == 0 else 2), Block(cout, cout, 1)))
+            self.fc = nn.Linear(512, 1000)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.conv1(x)), 3, 2, 1)
+            x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+            return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+    return ResNet18()
+
+
+def read_safetensors(path):
+    """{name: tensor} of a safetensors file of f32 tensors (what export_resnet18.py writes)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, h in header.items():
+        if name == "__metadata__":
+            continue
+        assert h["dtype"] == "F32", f"{path}: {name} is {h['dtype']}"
+        begin, end = h["data_offsets"]
+        out[name] = torch.frombuffer(bytearray(data[8 + n + begin:8 + n + end]), dtype=torch.float32).reshape(h["shape"])
+    return out
+
+
+def onnx_resnet18(batch):
+    # The same weights as ember's ONNX file: bench/export_resnet18.py's resnet18.weights (raw f32)
+    # and its index. Inference mode, cuDNN autotuning on, TF32 off (f32 as on ember's side).
+    @bench(f"onnx_resnet18_b{batch}")
+    def _(r):
+        import os
+        d = os.environ.get("EMBER_BENCH_MODELS") or "build/bench-models"
+        for f in ("resnet18.json", "resnet18.weights", "resnet18_ref.safetensors"):
+            if not os.path.exists(os.path.join(d, f)):
+                raise FileNotFoundError(f"{d}/{f} missing: run /usr/bin/python3 bench/export_resnet18.py where "
+                                        "torchvision is installed and bring build/bench-models/ (docs/benchmarks.md)")
+        with open(os.path.join(d, "resnet18.weights"), "rb") as f:
+            weights = bytearray(f.read())
+        state = {}
+        for t in json.load(open(os.path.join(d, "resnet18.json"))):
+            count = math.prod(t["shape"])
+            state[t["name"]] = torch.frombuffer(weights, dtype=torch.float32, count=count,
+                                                offset=t["offset"]).reshape(t["shape"])
+        model = resnet18_folded().eval()
+        model.load_state_dict(state, strict=True)
+        model = model.to(dev)
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.benchmark = True
+        ref = read_safetensors(os.path.join(d, "resnet18_ref.safetensors"))
+        with torch.inference_mode():
+            got = model(ref["input"].to(dev)).cpu()
+            err = ((got - ref["output"]).abs().max() / ref["output"].abs().max()).item()
+            r["check_rel_err_peer"] = err
+            if not err <= 1e-4:
+                raise RuntimeError(f"output differs from the exported model's: relative error {err:.3g} > 1e-4")
+            x = torch.randn(batch, 3, 224, 224, device=dev)
+            r["peer_ms"] = time_ms(lambda: model(x))
+        r["images_per_s_peer"] = batch / (r["peer_ms"] * 1e-3)
+
+
+onnx_resnet18(1)
+onnx_resnet18(32)
+
+
 with open(out + ".tmp", "w") as f:
     json.dump(results, f, indent=1)
 import os  # noqa: E402

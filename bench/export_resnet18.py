@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""The model of the onnx_resnet18_b1 / _b32 benchmarks (docs/benchmarks.md, "ResNet-18").
+
+    /usr/bin/python3 bench/export_resnet18.py [DIR]            # export (torch 1.13 + torchvision)
+    python3 bench/export_resnet18.py --expand [DIR]            # f16 weights -> f32 (no dependencies)
+
+DIR defaults to build/bench-models. The export builds torchvision's ResNet-18 with random weights
+(torch.manual_seed(0), weights=None: nothing is downloaded), eval mode, folds each BatchNorm into
+the conv before it (as ONNX exporters and inference runtimes do, so every side runs the same
+graph of convs with bias, ReLU, max-pool, adds, average-pool and one Gemm) and rounds every
+weight to the nearest f16 value, so that the f32 weights ship losslessly at half the size (the
+model still computes in f32). It writes to DIR:
+
+  resnet18.onnx             opset 13, input "input" [batch, 3, 224, 224] (batch symbolic), output
+                            "output" [batch, 1000]; initializers named as in torchvision
+                            ("layer1.0.conv1.weight", "fc.bias", ...) and stored as external data
+                            in resnet18.weights.
+  resnet18.weights          the initializers, raw little-endian f32, in the order of:
+  resnet18.json             [{"name", "shape", "offset" (bytes into resnet18.weights)}, ...]
+  resnet18.weights.f16      the same values as f16 (half the size: what travels to a GPU machine)
+  resnet18_ref.safetensors  "input" [1, 3, 224, 224] and PyTorch's "output" [1, 1000] for it
+  resnet18.ts               the same model traced with torch.jit.trace (TorchScript): LibTorch's
+                            side of the CPU benchmark (torch::jit::load)
+
+--expand writes resnet18.weights from resnet18.weights.f16 where it is missing: a GPU machine
+gets the small files and rebuilds the large one (bench.sh cuda does this).
+
+Exit status 2 when torch or torchvision is missing (bench.sh then skips the rows with a message).
+"""
+import json
+import os
+import struct
+import sys
+
+ONNX = "resnet18.onnx"
+WEIGHTS = "resnet18.weights"
+INDEX = "resnet18.json"
+WEIGHTS_F16 = "resnet18.weights.f16"
+REFERENCE = "resnet18_ref.safetensors"
+TORCHSCRIPT = "resnet18.ts"
+
+
+# ------------------------------------------------------------------ protobuf, the little needed
+
+def read_varint(buf, pos):
+    value = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return value, pos
+
+
+def varint(value):
+    out = bytearray()
+    while True:
+        b = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def fields(buf):
+    """Yields (field number, wire type, value, raw bytes of the whole field) of a message."""
+    pos = 0
+    while pos < len(buf):
+        start = pos
+        key, pos = read_varint(buf, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = read_varint(buf, pos)
+        elif wire == 1:
+            value, pos = buf[pos:pos + 8], pos + 8
+        elif wire == 2:
+            n, pos = read_varint(buf, pos)
+            value, pos = buf[pos:pos + n], pos + n
+        elif wire == 5:
+            value, pos = buf[pos:pos + 4], pos + 4
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wire}")
+        yield number, wire, value, buf[start:pos]
+
+
+def length_delimited(number, payload):
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def externalise(model_bytes, weights):
+    """Rewrites a ModelProto so that every initializer's data lives in the file WEIGHTS.
+
+    TensorProto fields used: dims 1, data_type 2, name 8, raw_data 9, external_data 13
+    (key 1, value 2), data_location 14 (1 = EXTERNAL); ModelProto.graph is 7 and
+    GraphProto.initializer 5. Appends each tensor's bytes to `weights` (a bytearray) and returns
+    (the new model, the index)."""
+    index = []
+
+    def tensor(buf):
+        dims, name, raw, dtype = [], None, None, None
+        for number, wire, value, _ in fields(buf):
+            if number == 1:
+                if wire == 2:  # packed
+                    p = 0
+                    while p < len(value):
+                        d, p = read_varint(value, p)
+                        dims.append(d)
+                else:
+                    dims.append(value)
+            elif number == 2:
+                dtype = value
+            elif number == 8:
+                name = value.decode()
+            elif number == 9:
+                raw = bytes(value)
+        if dtype != 1 or raw is None:
+            raise ValueError(f"initializer {name}: expected f32 raw_data (data_type {dtype})")
+        offset = len(weights)
+        weights.extend(raw)
+        index.append({"name": name, "shape": dims, "offset": offset})
+        out = b"".join(varint(1 << 3) + varint(d) for d in dims) + varint(2 << 3) + varint(1)
+        out += length_delimited(8, name.encode())
+        for k, v in (("location", WEIGHTS), ("offset", str(offset)), ("length", str(len(raw)))):
+            out += length_delimited(13, length_delimited(1, k.encode()) + length_delimited(2, v.encode()))
+        return out + varint(14 << 3) + varint(1)
+
+    def graph(buf):
+        return b"".join(length_delimited(5, tensor(v)) if n == 5 else raw for n, _, v, raw in fields(buf))
+
+    model = b"".join(length_delimited(7, graph(v)) if n == 7 else raw for n, _, v, raw in fields(model_bytes))
+    return model, index
+
+
+def write_safetensors(path, tensors):
+    """A minimal safetensors writer: {name: (shape, f32 little-endian bytes)}."""
+    header, data = {}, b""
+    for name, (shape, raw) in tensors.items():
+        header[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
+
+
+# ------------------------------------------------------------------ the two modes
+
+def expand(out_dir):
+    dst = os.path.join(out_dir, WEIGHTS)
+    if os.path.exists(dst):
+        return
+    with open(os.path.join(out_dir, WEIGHTS_F16), "rb") as f:
+        half = f.read()
+    n = len(half) // 2
+    with open(dst + ".tmp", "wb") as f:
+        step = 1 << 20
+        for i in range(0, n, step):
+            m = min(step, n - i)
+            f.write(struct.pack(f"<{m}f", *struct.unpack_from(f"<{m}e", half, 2 * i)))
+    os.replace(dst + ".tmp", dst)
+    print(f"export_resnet18.py: wrote {dst}", file=sys.stderr)
+
+
+def export(out_dir):
+    try:
+        import io
+        import warnings
+
+        import torch
+        import torchvision
+        from torch.nn.utils.fusion import fuse_conv_bn_eval
+    except ImportError as e:
+        print(f"export_resnet18.py: {e} (install python3-torch and python3-torchvision)", file=sys.stderr)
+        sys.exit(2)
+    warnings.filterwarnings("ignore")
+
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18(weights=None).eval()
+    # Statistics and affine parameters of a trained network's size instead of the initial 1s
+    # and 0s, so that the folded biases are not all zero (and not merged by the exporter).
+    with torch.no_grad():
+        for bn in (m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)):
+            bn.weight.uniform_(0.5, 1.0)
+            bn.bias.normal_(0, 0.1)
+            bn.running_mean.normal_(0, 0.1)
+            bn.running_var.uniform_(0.5, 1.5)
+    # Fold BatchNorm into the conv it follows: (conv1, bn1), (layerN.M.convK, bnK), downsample.(0, 1).
+    for parent in model.modules():
+        names = list(parent._modules)
+        for a, b in zip(names, names[1:]):
+            conv, bn = parent._modules[a], parent._modules[b]
+            if isinstance(conv, torch.nn.Conv2d) and isinstance(bn, torch.nn.BatchNorm2d):
+                parent._modules[a] = fuse_conv_bn_eval(conv, bn)
+                parent._modules[b] = torch.nn.Identity()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.half().float())
+
+    torch.manual_seed(1)
+    x = torch.randn(1, 3, 224, 224)
+    with torch.no_grad():
+        ref = model(x)
+        buf = io.BytesIO()
+        torch.onnx.export(model, (x,), buf, opset_version=13, input_names=["input"], output_names=["output"],
+                          do_constant_folding=True, dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+        traced = torch.jit.trace(model, (x,))
+    weights = bytearray()
+    onnx_bytes, index = externalise(buf.getvalue(), weights)
+    state = model.state_dict()
+    # The exporter kept torchvision's names, one initializer per parameter: bench/cuda_peer.py relies on it.
+    shapes = {t["name"]: t["shape"] for t in index}
+    if shapes != {k: list(v.shape) for k, v in state.items()}:
+        raise SystemExit(f"export_resnet18.py: initializers {sorted(shapes)} differ from the parameters {sorted(state)}")
+
+    os.makedirs(out_dir, exist_ok=True)
+    path = lambda name: os.path.join(out_dir, name)  # noqa: E731
+    with open(path(ONNX), "wb") as f:
+        f.write(onnx_bytes)
+    with open(path(WEIGHTS), "wb") as f:
+        f.write(weights)
+    with open(path(WEIGHTS_F16), "wb") as f:
+        f.write(torch.frombuffer(weights, dtype=torch.float32).half().numpy().tobytes())
+    with open(path(INDEX), "w") as f:
+        json.dump(index, f, indent=0)
+    write_safetensors(path(REFERENCE), {"input": (x.shape, x.numpy().tobytes()),
+                                        "output": (ref.shape, ref.numpy().tobytes())})
+    torch.jit.save(traced, path(TORCHSCRIPT))
+    print(f"export_resnet18.py: wrote {out_dir}/{{{ONNX},{WEIGHTS},{INDEX},{WEIGHTS_F16},{REFERENCE},{TORCHSCRIPT}}}",
+          file=sys.stderr)
+
+
+def main():
+    args = [a for a in sys.argv[1:] if a != "--expand"]
+    out_dir = args[0] if args else "build/bench-models"
+    if "--expand" in sys.argv:
+        expand(out_dir)
+        return
+    # Up to date when every file is newer than this script.
+    outputs = [os.path.join(out_dir, n) for n in (ONNX, WEIGHTS, INDEX, WEIGHTS_F16, REFERENCE, TORCHSCRIPT)]
+    if all(os.path.exists(p) and os.path.getmtime(p) >= os.path.getmtime(__file__) for p in outputs):
+        return
+    export(out_dir)
+
+
+if __name__ == "__main__":
+    main()
