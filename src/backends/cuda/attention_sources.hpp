@@ -25,6 +25,7 @@ struct FlashConfig {
   int head_dim = 64;         // E rounded up to a supported size (16, 32, 64, 128, 256)
   int value_dim = 64;        // Ev likewise
   bool tensor_cores = false;  // mma.sync path (f16 / bf16 with the head dims a multiple of 16)
+  int version = 2;            // tensor-core kernel: 2 (ldmatrix, cp.async double-buffered K / V) or 1
   std::string key() const;    // "attention/flash/..." (determines the source)
 };
 std::string flash_attention_source(const FlashConfig& c);
@@ -38,5 +39,27 @@ std::vector<FlashConfig> all_flash_configs();
 // attention.cpp, key "attention/softmax/<dt>/<mask dt or none>": entry "attn_softmax" (the
 // fallback's masked, scaled row softmax over the materialised scores), dt f32 or f64.
 std::string attention_softmax_source(DType dt, AttnMask mask, DType mask_dtype);
+
+// attention.cpp, the flash backward (attention_backward on tensor cores), key
+// "attention_backward/flash/<dt>/d<D>/m<mask kind>[/causal]": entries "attn_bwd_prep" (row log-sum-exp and
+// rowsum(dout * out)), "attn_bwd_kv" (dk, dv and the fp32 dq accumulator) and "attn_bwd_dq"
+// (dq from the accumulator). f16 / bf16, E == Ev == D in {32, 64, 128}; 128 threads a block.
+struct FlashBackwardConfig {
+  DType dtype = DType::f16;  // q, k, v, out, dout and an additive mask
+  int head_dim = 64;
+  AttnMask mask = AttnMask::none;
+  bool causal = false;
+  int min_blocks = 0;  // __launch_bounds__ blocks per SM of attn_bwd_kv; 0: the default for D
+  std::string key() const;
+};
+int flash_backward_min_blocks(const FlashBackwardConfig& c);
+std::string flash_backward_source(const FlashBackwardConfig& c);
+// Dynamic shared memory of attn_bwd_prep (kernel 0) and attn_bwd_kv (kernel 1).
+size_t flash_backward_smem_bytes(const FlashBackwardConfig& c, int kernel);
+std::vector<FlashBackwardConfig> all_flash_backward_configs();
+
+// attention.cpp, key "attention_backward/ds/<dt>": entry "attn_bwd_ds" (the materialised
+// backward's dS = P (dP - rowsum(P dP)) scale, in place), dt f32 or f64.
+std::string attention_backward_ds_source(DType dt);
 
 }  // namespace ember::cuda

@@ -38,7 +38,7 @@ TEST(CudaLinalgCompile, ConvBiasEveryDType) {
 
 TEST(CudaLinalgCompile, FlashAttentionEveryConfig) {
   auto configs = cuda::all_flash_configs();
-  EXPECT_EQ(configs.size(), 48u);
+  EXPECT_EQ(configs.size(), 80u);  // f32: 16, f16 / bf16: 16 x 2 versions
   for (const auto& c : configs) {
     EXPECT_NO_THROW(cuda::compile_cubin(c.key(), cuda::flash_attention_source(c), 90)) << c.key();
     // the shared memory a block asks for fits an H100 / H200 SM (227 KiB)
@@ -60,6 +60,19 @@ TEST(CudaLinalgCompile, AttentionSoftmaxEveryVariant) {
   for (const auto& v : variants) {
     std::string key = "attention/softmax/" + std::string(dtype_name(v.dt)) + "/" + std::string(dtype_name(v.mdt));
     EXPECT_NO_THROW(cuda::compile_cubin(key, cuda::attention_softmax_source(v.dt, v.mask, v.mdt), 90)) << key;
+  }
+}
+
+TEST(CudaLinalgCompile, FlashAttentionBackwardEveryConfig) {
+  auto configs = cuda::all_flash_backward_configs();
+  EXPECT_EQ(configs.size(), 36u);
+  for (const auto& c : configs) {
+    EXPECT_NO_THROW(cuda::compile_cubin(c.key(), cuda::flash_backward_source(c), 90)) << c.key();
+    for (int kernel : {0, 1}) EXPECT_LE(cuda::flash_backward_smem_bytes(c, kernel), size_t(227) * 1024) << c.key();
+  }
+  for (DType dt : {DType::f32, DType::f64}) {
+    std::string key = "attention_backward/ds/" + std::string(dtype_name(dt));
+    EXPECT_NO_THROW(cuda::compile_cubin(key, cuda::attention_backward_ds_source(dt), 90)) << key;
   }
 }
 
