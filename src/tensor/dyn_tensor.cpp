@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "dispatch.hpp"
+#include "ember/decorators/autodiff.hpp"
 #include "ember/tensor/ops.hpp"
 
 namespace ember {
@@ -83,6 +84,12 @@ double DynTensor::item() const {
 
 DynTensor DynTensor::to(const Device& d) const {
   if (d == device_) return *this;
+  // Between a device and its autodiff wrapper (either way) the value stays where it is: only
+  // the handle changes (untracked, as a copy would be).
+  if (d.inner() == device_.inner()) {
+    PrimitivePtr v = autodiff::inner_value(prim_);
+    return DynTensor(d.is_autodiff() ? autodiff::wrap_value(std::move(v)) : std::move(v), d);
+  }
   return DynTensor(d.backend().write(into_data()), d);
 }
 

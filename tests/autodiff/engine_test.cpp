@@ -83,6 +83,23 @@ TEST(Autodiff, DetachAndNoGradStopGradients) {
   EXPECT_TRUE(exp(x).is_require_grad());
 }
 
+TEST(Autodiff, MovingToAndFromTheInnerDeviceKeepsValuesAndDropsTracking) {
+  auto plain = vec({1, 2, 3}, {3}, Device::cpu());
+  auto x = plain.to(ad());  // shares the value: no copy through the host
+  EXPECT_EQ(x.device(), ad());
+  EXPECT_FALSE(x.is_require_grad());
+  auto w = x.require_grad();
+  Gradients g = sum(w * w).backward();
+  expect_near(*w.grad(g), {2, 4, 6});
+  auto back = (w * 2.0).to(Device::cpu());  // untracked, like a copy
+  EXPECT_EQ(back.device(), Device::cpu());
+  expect_near(back, {2, 4, 6});
+  auto other = w.to(Device::cpu().autodiff(Checkpointing::balanced));
+  EXPECT_FALSE(other.is_require_grad());
+  expect_near(other, {1, 2, 3});
+  expect_near(plain, {1, 2, 3});
+}
+
 TEST(Autodiff, IntegerAndBoolOutputsStopTheGradient) {
   auto x = vec({1, 5, 2}, {3}).require_grad();
   EXPECT_FALSE(argmax(x).is_require_grad());

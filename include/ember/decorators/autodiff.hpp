@@ -34,6 +34,11 @@ PrimitivePtr require_grad(Backend& b, const PrimitivePtr& p);
 bool is_tracked(const PrimitivePtr& p);
 // The same value, no longer tracked.
 PrimitivePtr detach(const PrimitivePtr& p);
+// Moving a value between a backend and its autodiff wrapper without a copy: `wrap_value`
+// makes an untracked autodiff primitive of an inner one; `inner_value` gives an autodiff
+// primitive's inner value (the primitive itself when it is not an autodiff one).
+PrimitivePtr wrap_value(PrimitivePtr inner);
+PrimitivePtr inner_value(const PrimitivePtr& p);
 
 struct BackwardOptions {
   bool create_graph = false;  // record the backward ops, so gradients can be differentiated again

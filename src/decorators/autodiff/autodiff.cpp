@@ -243,6 +243,13 @@ bool is_tracked(const PrimitivePtr& p) {
   return a && a->edge.node;
 }
 
+PrimitivePtr wrap_value(PrimitivePtr inner) { return std::make_shared<AdPrimitive>(std::move(inner), Edge{}); }
+
+PrimitivePtr inner_value(const PrimitivePtr& p) {
+  auto* a = dynamic_cast<const AdPrimitive*>(p.get());
+  return a ? a->inner : p;
+}
+
 PrimitivePtr detach(const PrimitivePtr& p) {
   auto* a = dynamic_cast<const AdPrimitive*>(p.get());
   if (!a || !a->edge.node) return p;
