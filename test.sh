@@ -91,6 +91,16 @@ if [ "${gen:-2}" -eq 0 ] && [ -x build/tools/ember-onnx/ember-onnx ]; then
 else
   skipped+=("onnx codegen node tests (no node cases: python3-onnx missing)")
 fi
+# Real models through codegen (issue 7): the models exported above, turned into C++ by
+# `ember-onnx generate` (nn layers where a pattern matches), compiled against this build's
+# libraries and compared with PyTorch's outputs within 1e-4 (tests/onnx/models/run_codegen_models.sh).
+if [ -f build/onnx-models/manifest.json ] && [ -x build/tools/ember-onnx/ember-onnx ]; then
+  run_suite onnx-codegen-models env JOBS="$jobs" tests/onnx/models/run_codegen_models.sh build build/onnx-models \
+    build/onnx-codegen-models
+  grep '^onnx codegen models:' build/test-logs/onnx-codegen-models.log | sed 's/^/   /'
+else
+  skipped+=("onnx codegen models (no exported models: python3-torch or torchvision missing)")
+fi
 # The CUDA suites: ember_cuda_tests ran above (its JIT compiler tests need no GPU); with a GPU the
 # conformance and autodiff suites ran on the cuda stacks as well.
 cuda_tests=build/tests/backends/cuda/ember_cuda_tests

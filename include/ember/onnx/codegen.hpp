@@ -1,23 +1,44 @@
 // ONNX to C++ code generation (issue 7, `ember-onnx generate`).
 //
-//   onnx::generate(onnx::load_model("mlp.onnx"), "out", "mlp");
-//   // writes out/mlp.hpp, out/mlp.cpp and out/mlp.safetensors (the initializers)
+//   onnx::generate(onnx::load_model("resnet18.onnx"), "out", "resnet18");
+//   // writes out/resnet18.hpp, out/resnet18.cpp and out/resnet18.safetensors (the weights)
 //
-// The generated struct holds the initializers as DynTensor members and computes the graph in
-// forward(), one statement per ONNX node, named after the ONNX values (sanitised identifiers)
+// The generated struct computes the graph in forward(), one statement per ONNX node (a MatMul
+// and the Add of its bias make one), named after the ONNX values (sanitised identifiers;
+// PyTorch's scoped names "/layer1/layer1.0/conv1/Conv_output_0" read as "layer1_0_conv1_conv")
 // with a comment naming the node:
 //
-//   struct mlp {
-//     ember::DynTensor fc1_weight;  // initializer 'fc1.weight' FLOAT [4, 3]
-//     static mlp load(const std::string& weights, ember::Device device = ember::Device::default_device());
-//     std::vector<ember::DynTensor> forward(const ember::DynTensor& x) const;
+//   struct resnet18 {
+//     ember::nn::Conv2d conv1;             // node '/conv1/Conv' (Conv)
+//     ember::nn::Linear fc;                // node '/fc/Gemm' (Gemm)
+//     EMBER_MODULE(conv1, ..., fc)         // the layers form an nn module
+//     static resnet18 load(const std::string& weights, ember::Device device = ember::Device::default_device());
+//     std::vector<ember::DynTensor> forward(const ember::DynTensor& input) const;
 //     std::vector<ember::DynTensor> run(const std::vector<ember::DynTensor>& inputs) const;  // graph-input order
 //   };
+//   // forward():  ember::DynTensor conv1_conv = conv1.forward(input);
+//   //             ember::DynTensor relu = ember::relu(conv1_conv);
+//   //             ember::DynTensor maxpool = ember::max_pool2d(relu, {.kernel_size = {3, 3}, ...});
 //
-// Common elementwise ops and MatMul become direct ember tensor-op calls (ember::add,
-// ember::matmul, ember::relu, ...); every other op is a call to onnx::run_node() with the
-// node (type, attributes spelled out with the helpers below) built once as a constant.
-// forward() expects its inputs on the device the struct was loaded onto.
+// Where a pattern matches exactly, nodes become nn layers, members built from their configs in
+// load(), with parameters stored in the weights file under their state_dict names
+// ("conv1.weight", "fc.bias", ...):
+//   - Gemm (transA 0, alpha = beta = 1) and MatMul followed by the Add of a bias, with FLOAT
+//     initializer weights and a 1-D bias: nn::Linear (the weight stored as [out, in]);
+//   - Conv with FLOAT initializer weights and symmetric pads (or SAME_UPPER at stride 1): nn::Conv1d/2d/3d;
+//   - inference BatchNormalization with FLOAT initializer statistics on an input of known
+//     rank: nn::BatchNorm1d/2d/3d in eval mode;
+//   - LayerNormalization over the last axis with 1-D FLOAT initializer scale and bias: nn::LayerNorm.
+// Other nodes become direct ember tensor-op calls where the op's handler is that call for the
+// operand types the generator can tell (Add, Sub, Mul, MatMul, Div, Relu, Tanh, Sigmoid, Erf, Exp,
+// Log, Sqrt, Identity, Clip with constant bounds, MaxPool / AveragePool with symmetric pads,
+// GlobalAveragePool / GlobalMaxPool, Flatten (axis 1), Softmax / LogSoftmax (opset 13+), Concat,
+// Reshape to a constant shape, Transpose, Unsqueeze of one axis); every other node is a call to
+// onnx::run_node() with the node (type, attributes spelled out with the helpers below) built once
+// as a constant. Identity / Constant nodes that only fed layer weights or inlined constants are
+// left out; the remaining initializers are DynTensor members, stored under their ONNX names.
+// forward() expects its inputs on the device the struct was loaded onto. Code with layers links
+// ember::nn besides ember::onnx.
 // Not supported (an ember::Error "codegen: unsupported ..."): graph attributes (If, Loop,
 // Scan), sparse tensor and type attributes, initializers of dtypes ember has no type for.
 #pragma once

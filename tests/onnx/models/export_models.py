@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Exports real PyTorch models to ONNX for ember_onnx_models_tests (issue 7, "Real models").
+"""Exports real PyTorch models to ONNX for ember_onnx_models_tests and run_codegen_models.sh
+(issue 7, "Real models").
 
     /usr/bin/python3 tests/onnx/models/export_models.py OUT_DIR [--only SUBSTR]
 
@@ -49,15 +50,44 @@ def transformer_encoder():
     return torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
 
 
-# name, constructor, input shape, opsets, dynamic axes of the input and output. The CNNs take
-# ImageNet-sized images (each ends in an adaptive pooling, so smaller ones would work too); the
-# whole export takes about 20 s on 2 cores.
+class SmallConvNet(torch.nn.Module):
+    """Conv, BatchNorm, MaxPool, Linear and LayerNorm, exported without folding the BatchNorm into
+    the Conv (the torchvision models have theirs folded), so that codegen's BatchNorm and
+    LayerNorm patterns meet a real export too."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.pool = torch.nn.MaxPool2d(2)
+        self.fc = torch.nn.Linear(8 * 8 * 8, 32)
+        self.norm = torch.nn.LayerNorm(32)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.bn(self.conv(x))))
+        return torch.softmax(self.norm(self.fc(torch.flatten(x, 1))), -1)
+
+
+def small_conv_net():
+    model = SmallConvNet()
+    with torch.no_grad():  # running statistics other than the initial 0 and 1
+        model.bn.running_mean.uniform_(-0.5, 0.5)
+        model.bn.running_var.uniform_(0.5, 2.0)
+    return model
+
+
+# name, constructor, input shape, opsets, dynamic axes of the input and output, extra
+# torch.onnx.export arguments. The CNNs take ImageNet-sized images (each ends in an adaptive
+# pooling, so smaller ones would work too); the whole export takes about 20 s on 2 cores.
 MODELS = [
-    ("resnet18", lambda: torchvision.models.resnet18(weights=None), [1, 3, 224, 224], [13, 17], None),
-    ("mobilenet_v2", lambda: torchvision.models.mobilenet_v2(weights=None), [1, 3, 224, 224], [13, 17], None),
-    ("squeezenet1_1", lambda: torchvision.models.squeezenet1_1(weights=None), [1, 3, 224, 224], [13, 17], None),
+    ("resnet18", lambda: torchvision.models.resnet18(weights=None), [1, 3, 224, 224], [13, 17], None, {}),
+    ("mobilenet_v2", lambda: torchvision.models.mobilenet_v2(weights=None), [1, 3, 224, 224], [13, 17], None, {}),
+    ("squeezenet1_1", lambda: torchvision.models.squeezenet1_1(weights=None), [1, 3, 224, 224], [13, 17], None, {}),
     # The encoder's batch and sequence dims are symbolic (the graph computes its reshapes at run time).
-    ("transformer_encoder", transformer_encoder, [2, 10, 64], [13, 17], {0: "batch", 1: "seq"}),
+    ("transformer_encoder", transformer_encoder, [2, 10, 64], [13, 17], {0: "batch", 1: "seq"}, {}),
+    # TrainingMode.PRESERVE on a model in eval mode keeps the BatchNormalization node (inference).
+    ("small_conv_net", small_conv_net, [2, 3, 16, 16], [13, 17], None,
+     {"training": torch.onnx.TrainingMode.PRESERVE, "do_constant_folding": False}),
 ]
 
 
@@ -71,7 +101,7 @@ def main():
     warnings.filterwarnings("ignore")
 
     entries = []
-    for name, make, shape, opsets, dynamic in MODELS:
+    for name, make, shape, opsets, dynamic, options in MODELS:
         if args.only and args.only not in name:
             continue
         torch.manual_seed(0)
@@ -83,9 +113,10 @@ def main():
             t0 = time.time()
             tag = f"{name}_op{opset}"
             onnx_file = f"{tag}.onnx"
+            export_options = {"do_constant_folding": True, **options}
             torch.onnx.export(model, (x,), os.path.join(args.out_dir, onnx_file), opset_version=opset,
-                              input_names=["input"], output_names=["output"], do_constant_folding=True,
-                              dynamic_axes={"input": dynamic, "output": dynamic} if dynamic else None)
+                              input_names=["input"], output_names=["output"],
+                              dynamic_axes={"input": dynamic, "output": dynamic} if dynamic else None, **export_options)
             write_npy(os.path.join(args.out_dir, f"{tag}.input.npy"), x.numpy())
             write_npy(os.path.join(args.out_dir, f"{tag}.output.npy"), ref.numpy())
             entries.append({

@@ -56,7 +56,8 @@ Npy read_npy(const fs::path& path) {
   }
   EMBER_CHECK(header_start + header_len <= bytes.size(), path.string(), ": truncated header");
   const std::string header = bytes.substr(header_start, header_len);
-  EMBER_CHECK(header.find("'descr': '<f4'") != std::string::npos, path.string(), ": not float32 little-endian: ", header);
+  EMBER_CHECK(header.find("'descr': '<f4'") != std::string::npos, path.string(),
+              ": not float32 little-endian: ", header);
   EMBER_CHECK(header.find("'fortran_order': False") != std::string::npos, path.string(), ": Fortran order");
   const size_t open = header.find("'shape': (");
   EMBER_CHECK(open != std::string::npos, path.string(), ": no shape: ", header);
@@ -153,13 +154,16 @@ TEST(OnnxModels, Squeezenet11Opset13) { run_model("squeezenet1_1_op13"); }
 TEST(OnnxModels, Squeezenet11Opset17) { run_model("squeezenet1_1_op17"); }
 TEST(OnnxModels, TransformerEncoderOpset13) { run_model("transformer_encoder_op13"); }
 TEST(OnnxModels, TransformerEncoderOpset17) { run_model("transformer_encoder_op17"); }
+TEST(OnnxModels, SmallConvNetOpset13) { run_model("small_conv_net_op13"); }
+TEST(OnnxModels, SmallConvNetOpset17) { run_model("small_conv_net_op17"); }
 
 // Every manifest entry has a test above (a model added to export_models.py needs one here).
 TEST(OnnxModels, ManifestCovered) {
   if (!manifest()) GTEST_SKIP() << "no " << (g_dir / "manifest.json").string();
-  const std::vector<std::string> known = {"resnet18_op13",      "resnet18_op17",      "mobilenet_v2_op13",
-                                          "mobilenet_v2_op17",  "squeezenet1_1_op13", "squeezenet1_1_op17",
-                                          "transformer_encoder_op13", "transformer_encoder_op17"};
+  const std::vector<std::string> known = {
+      "resnet18_op13",       "resnet18_op17",      "mobilenet_v2_op13",        "mobilenet_v2_op17",
+      "squeezenet1_1_op13",  "squeezenet1_1_op17", "transformer_encoder_op13", "transformer_encoder_op17",
+      "small_conv_net_op13", "small_conv_net_op17"};
   for (const json& e : (*manifest())["models"])
     EXPECT_NE(std::find(known.begin(), known.end(), e["name"].get<std::string>()), known.end()) << e["name"];
 }
