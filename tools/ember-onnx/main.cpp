@@ -1,6 +1,6 @@
 // ember-onnx: inspect and run ONNX models from the command line (issue 7).
 //
-//   ember-onnx info MODEL.onnx
+//   ember-onnx info MODEL.onnx [--values]
 //   ember-onnx run MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR [--device cpu|cuda|cuda:N]
 //   ember-onnx generate MODEL.onnx --out DIR [--name NAME]
 //
@@ -28,6 +28,7 @@
 #include "ember/onnx/codegen.hpp"
 #include "ember/onnx/model.hpp"
 #include "ember/onnx/runtime.hpp"
+#include "ember/onnx/shape_inference.hpp"
 #include "ember/store/npy.hpp"
 #include "ember/tensor/dyn_tensor.hpp"
 
@@ -41,9 +42,10 @@ constexpr int kExitUsage = 2;
 
 const char kUsage[] =
     "usage:\n"
-    "  ember-onnx info MODEL.onnx\n"
-    "      print the IR version, producer, opsets, inputs, outputs, initializers, op histogram\n"
-    "      and the ops the runtime does not support\n"
+    "  ember-onnx info MODEL.onnx [--values]\n"
+    "      print the IR version, producer, opsets, inputs, outputs, initializers, op histogram,\n"
+    "      the ops the runtime does not support, the inferred type of every graph output (with\n"
+    "      --values: of every value a node computes) and how many nodes constant folding removes\n"
     "  ember-onnx run MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR [--device cpu|cuda|cuda:N]\n"
     "      run the model on NumPy inputs; writes each output as DIR/<output name>.npy\n"
     "  ember-onnx generate MODEL.onnx --out DIR [--name NAME]\n"
@@ -152,9 +154,58 @@ void count_ops(const onnx::GraphProto& g, std::map<std::string, int64_t>& hist, 
   }
 }
 
+std::string describe_inferred(const onnx::InferredType& t) {
+  return (t.elem_type ? onnx::data_type_name(t.elem_type) : std::string("?")) + " " + dims_string(t.shape);
+}
+
+// The inferred types of the graph outputs (all computed values with `all_values`) and what
+// constant folding (on the CPU, on a copy of the graph) removes.
+int print_inference(const onnx::ModelProto& m, bool all_values) {
+  const int64_t opset = std::max<int64_t>(m.opset(""), 1);
+  std::map<std::string, onnx::InferredType> types;
+  try {
+    types = onnx::infer_shapes(m.graph, opset, m.base_dir);
+  } catch (const Error& e) {
+    std::cout << "shape inference: " << e.what() << "\n";
+    return kExitError;
+  }
+  const auto print = [&](const std::string& name) {
+    auto it = types.find(name);
+    std::cout << "  " << name << ": " << (it == types.end() ? "? [rank unknown]" : describe_inferred(it->second))
+              << "\n";
+  };
+  std::cout << "inferred outputs:\n";
+  for (const onnx::ValueInfoProto& v : m.graph.outputs) print(v.name);
+  if (all_values) {
+    std::cout << "inferred values:\n";
+    for (const onnx::NodeProto& n : m.graph.nodes)
+      for (const std::string& out : n.outputs)
+        if (!out.empty()) print(out);
+  }
+  onnx::GraphProto folded = m.graph;
+  try {
+    const onnx::FoldStats s = onnx::fold_constants(folded, opset, Device::cpu(), m.base_dir);
+    std::cout << "constant folding: " << s.nodes_folded << " of " << s.nodes_before << " nodes fold\n";
+  } catch (const Error& e) {
+    std::cout << "constant folding: " << e.what() << "\n";
+    return kExitError;
+  }
+  return 0;
+}
+
 int cmd_info(const std::vector<std::string>& args) {
-  if (args.size() != 1) throw UsageError{"info takes exactly one argument: MODEL.onnx"};
-  const std::string& path = args[0];
+  std::vector<std::string> positional;
+  bool all_values = false;
+  for (const std::string& a : args) {
+    if (a == "--values")
+      all_values = true;
+    else if (a.rfind("--", 0) == 0)
+      throw UsageError{"info: unknown option " + a};
+    else
+      positional.push_back(a);
+  }
+  if (positional.size() != 1) throw UsageError{"info takes exactly one model: MODEL.onnx [--values]"};
+  const std::string& path = positional[0];
   onnx::ModelProto m = onnx::load_model(path);
   const onnx::GraphProto& g = m.graph;
 
@@ -210,7 +261,7 @@ int cmd_info(const std::vector<std::string>& args) {
     for (size_t i = 0; i < unsupported.size(); ++i) std::cout << (i ? ", " : " ") << unsupported[i];
     std::cout << "\n";
   }
-  return 0;
+  return print_inference(m, all_values);
 }
 
 // ---- run --------------------------------------------------------------------------------
