@@ -288,6 +288,11 @@ int main(int argc, char** argv) {
       (void)g;
     });
     r.set_text("shape", "[8,12,1024,64] causal, forward+backward");
+    // The forward alone (no graph recorded), to split the time between the two passes.
+    r.set("forward_us", time_ms(gpu, [&] {
+      NoGradGuard off;
+      (void)scaled_dot_product_attention(q0, k0, v0, std::nullopt, true);
+    }) * 1e3);
   });
 
   onnx_resnet18_bench(1);

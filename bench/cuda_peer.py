@@ -170,6 +170,11 @@ def _(r):
         torch.autograd.grad(o, (q, k, v), up)
     r["peer_ms"] = time_ms(step)
 
+    def forward():
+        with torch.no_grad():
+            F.scaled_dot_product_attention(q0, k0, v0, is_causal=True)
+    r["peer_forward_us"] = time_ms(forward) * 1e3
+
 
 def resnet18_folded():
     """torchvision's ResNet-18 with each BatchNorm folded into the conv before it (so every conv
