@@ -185,6 +185,88 @@ void parse_value_info(ProtoReader r, ValueInfoProto& v) {
   }
 }
 
+void parse_optional(ProtoReader r, OptionalProto& o);
+
+// The ValueKind field (elem_type) of a SequenceProto / OptionalProto; sparse tensors and maps,
+// which the runtime has no values for, are refused here.
+int32_t value_kind(ProtoReader& r) {
+  const int32_t kind = r.int32("elem_type");
+  if (kind == int32_t(ValueKind::sparse_tensor) || kind == int32_t(ValueKind::map))
+    r.fail("elem_type", "unsupported element kind ", kind, " (sparse tensors and maps are not read)");
+  if (kind < 0 || kind > int32_t(ValueKind::optional))
+    r.fail("elem_type", "unknown element kind ", kind, " (0 = UNDEFINED, 1 = TENSOR, 3 = SEQUENCE, 5 = OPTIONAL)");
+  return kind;
+}
+
+// Checks that a SequenceProto / OptionalProto holds only values of its declared kind.
+void check_value_kind(const std::string& where, const std::string& name, int32_t declared, int tensors,
+                      int sequences, int optionals) {
+  const int kinds = (tensors ? 1 : 0) + (sequences ? 1 : 0) + (optionals ? 1 : 0);
+  const std::string what = "onnx: " + where + " ('" + name + "')";
+  EMBER_CHECK(kinds <= 1, what, ": holds tensors, sequences and optionals mixed");
+  if (kinds == 0) return;
+  const int32_t held = tensors ? int32_t(ValueKind::tensor) : sequences ? int32_t(ValueKind::sequence)
+                                                                        : int32_t(ValueKind::optional);
+  EMBER_CHECK(declared == held, what, ": elem_type is ", declared, " but the values are of kind ", held);
+}
+
+void parse_sequence(ProtoReader r, SequenceProto& s) {
+  const std::string where = r.where();
+  while (r.next()) {
+    switch (r.field()) {
+      case 1: s.name = r.string("name"); break;
+      case 2: s.elem_type = value_kind(r); break;
+      case 3: parse_next(r, "tensor_values", where, s.tensor_values, parse_tensor); break;
+      case 4: r.fail("sparse_tensor_values", "unsupported: sequences of sparse tensors are not read");
+      case 5: parse_next(r, "sequence_values", where, s.sequence_values, parse_sequence); break;
+      case 6: r.fail("map_values", "unsupported: sequences of maps are not read");
+      case 7: parse_next(r, "optional_values", where, s.optional_values, parse_optional); break;
+      default: r.skip();
+    }
+  }
+  check_value_kind(where, s.name, s.elem_type, int(s.tensor_values.size()), int(s.sequence_values.size()),
+                   int(s.optional_values.size()));
+}
+
+void parse_optional(ProtoReader r, OptionalProto& o) {
+  const std::string where = r.where();
+  // The value is a oneof: a later field replaces an earlier one.
+  auto reset = [&] {
+    o.tensor_value.reset();
+    o.sequence_value.reset();
+    o.optional_value.reset();
+  };
+  while (r.next()) {
+    switch (r.field()) {
+      case 1: o.name = r.string("name"); break;
+      case 2: o.elem_type = value_kind(r); break;
+      case 3:
+        reset();
+        parse_tensor(r.message("tensor_value", where + ".tensor_value"), o.tensor_value.emplace());
+        break;
+      case 4: r.fail("sparse_tensor_value", "unsupported: optional sparse tensors are not read");
+      case 5: {
+        reset();
+        auto seq = std::make_shared<SequenceProto>();
+        parse_sequence(r.message("sequence_value", where + ".sequence_value"), *seq);
+        o.sequence_value = std::move(seq);
+        break;
+      }
+      case 6: r.fail("map_value", "unsupported: optional maps are not read");
+      case 7: {
+        reset();
+        auto opt = std::make_shared<OptionalProto>();
+        parse_optional(r.message("optional_value", where + ".optional_value"), *opt);
+        o.optional_value = std::move(opt);
+        break;
+      }
+      default: r.skip();
+    }
+  }
+  check_value_kind(where, o.name, o.elem_type, o.tensor_value ? 1 : 0, o.sequence_value ? 1 : 0,
+                   o.optional_value ? 1 : 0);
+}
+
 void parse_graph(ProtoReader r, GraphProto& g);
 
 // Which value fields an attribute carried (to infer a missing type and check a declared one).
@@ -492,6 +574,18 @@ TensorProto parse_tensor_proto(std::span<const std::byte> bytes) {
   TensorProto t;
   parse_tensor(ProtoReader(bytes, 0, "tensor", 0, kMaxMessageDepth), t);
   return t;
+}
+
+SequenceProto parse_sequence_proto(std::span<const std::byte> bytes) {
+  SequenceProto s;
+  parse_sequence(ProtoReader(bytes, 0, "sequence", 0, kMaxMessageDepth), s);
+  return s;
+}
+
+OptionalProto parse_optional_proto(std::span<const std::byte> bytes) {
+  OptionalProto o;
+  parse_optional(ProtoReader(bytes, 0, "optional", 0, kMaxMessageDepth), o);
+  return o;
 }
 
 ModelProto load_model(const std::string& path) {

@@ -11,6 +11,7 @@
 
 #include "ember/core/error.hpp"
 #include "ember/onnx/model.hpp"
+#include "ember/onnx/runtime.hpp"
 #include "ember/tensor/ops.hpp"
 
 namespace ember::onnx::detail {
@@ -20,17 +21,19 @@ struct OpContext {
   int64_t opset;
   const Device& device;
   std::string base_dir;
-  std::vector<std::optional<DynTensor>> inputs;  // nullopt: omitted optional input
-  const std::map<std::string, DynTensor>* scope = nullptr;  // the values visible to subgraphs
+  std::vector<std::optional<Value>> inputs;  // nullopt: omitted optional input
+  const std::map<std::string, Value>* scope = nullptr;  // the values visible to subgraphs
 
-  // Runs a graph attribute (If / Loop / Scan body) with its inputs bound in order; the names of
-  // the enclosing scopes stay visible. Returns its outputs in order.
-  std::vector<DynTensor> run_subgraph(const GraphProto& g, const std::vector<DynTensor>& graph_inputs) const;
+  // Runs a graph attribute (If / Loop / Scan / SequenceMap body) with its inputs bound in order;
+  // the names of the enclosing scopes stay visible. Returns its outputs in order.
+  std::vector<Value> run_subgraph(const GraphProto& g, const std::vector<Value>& graph_inputs) const;
   const GraphProto& graph_attr(const char* name) const;
 
   size_t num_inputs() const { return inputs.size(); }
   bool has(size_t i) const { return i < inputs.size() && inputs[i].has_value(); }
-  const DynTensor& in(size_t i) const;  // throws when missing
+  const DynTensor& in(size_t i) const;  // a tensor input; throws when missing or not a tensor
+  const Value& value(size_t i) const;   // an input of any kind; throws when missing
+  const std::vector<DynTensor>& sequence(size_t i) const;  // a sequence input; throws otherwise
   size_t num_outputs() const { return node.outputs.size(); }
   bool wants_output(size_t i) const { return i < node.outputs.size() && !node.outputs[i].empty(); }
 
@@ -49,13 +52,13 @@ struct OpContext {
   [[noreturn]] void fail(const std::string& what) const;
 };
 
-using OpResult = std::vector<DynTensor>;  // undefined tensors for outputs not produced
+using OpResult = std::vector<Value>;  // undefined tensors for outputs not produced
 using OpHandler = std::function<OpResult(OpContext&)>;
 using OpTable = std::unordered_map<std::string, OpHandler>;
 
 const OpTable& op_table();
 // Runs a graph's nodes in order over `values` (inputs and initializers already bound).
-void run_nodes(const GraphProto& graph, std::map<std::string, DynTensor>& values, int64_t opset, const Device& device,
+void run_nodes(const GraphProto& graph, std::map<std::string, Value>& values, int64_t opset, const Device& device,
                const std::string& base_dir);
 void register_control_ops(OpTable& t);
 void register_elementwise_ops(OpTable& t);
@@ -65,6 +68,7 @@ void register_shape_ops(OpTable& t);
 void register_resize_ops(OpTable& t);
 void register_misc_ops(OpTable& t);
 void register_rnn_ops(OpTable& t);
+void register_sequence_ops(OpTable& t);
 
 // Helpers.
 int normalize_axis(int64_t axis, int rank, const OpContext& c);

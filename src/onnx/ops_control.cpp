@@ -1,4 +1,5 @@
-// Control flow: If, Loop, Scan (tensors only; sequence-valued bodies are unsupported).
+// Control flow: If, Loop, Scan. Branch outputs and loop-carried values may be sequences or
+// optionals; scan inputs, scan outputs and Scan's state are tensors.
 #include <algorithm>
 
 #include "ops.hpp"
@@ -19,19 +20,23 @@ OpResult loop_op(OpContext& c) {
   if (c.has(0)) max_trips = int64_t(scalar_of(c.in(0)).value);
   bool cond = c.has(1) ? truth(c.in(1)) : true;
   size_t n_carried = c.num_inputs() > 2 ? c.num_inputs() - 2 : 0;
-  std::vector<DynTensor> carried;
-  for (size_t i = 0; i < n_carried; ++i) carried.push_back(c.in(2 + i));
+  std::vector<Value> carried;
+  for (size_t i = 0; i < n_carried; ++i) carried.push_back(c.value(2 + i));
   if (body.outputs.size() < 1 + n_carried) c.fail("body has too few outputs");
   size_t n_scan = body.outputs.size() - 1 - n_carried;
   std::vector<std::vector<DynTensor>> scans(n_scan);
   for (int64_t i = 0; (!max_trips || i < *max_trips) && cond; ++i) {
-    std::vector<DynTensor> in{DynTensor::from_vector<int64_t>({i}, Shape{}, c.device),
-                              DynTensor::from_vector<bool>({cond}, Shape{}, c.device)};
+    std::vector<Value> in{DynTensor::from_vector<int64_t>({i}, Shape{}, c.device),
+                          DynTensor::from_vector<bool>({cond}, Shape{}, c.device)};
     in.insert(in.end(), carried.begin(), carried.end());
-    std::vector<DynTensor> out = c.run_subgraph(body, in);
-    cond = truth(out[0]);
+    std::vector<Value> out = c.run_subgraph(body, in);
+    cond = truth(out[0].tensor());
     for (size_t k = 0; k < n_carried; ++k) carried[k] = out[1 + k];
-    for (size_t k = 0; k < n_scan; ++k) scans[k].push_back(out[1 + n_carried + k]);
+    for (size_t k = 0; k < n_scan; ++k) {
+      if (!out[1 + n_carried + k].is_tensor())
+        c.unsupported("scan output " + std::to_string(k) + " that is not a tensor");
+      scans[k].push_back(out[1 + n_carried + k].tensor());
+    }
     if (i > (int64_t(1) << 24)) c.unsupported("more than 2^24 iterations");
   }
   OpResult r = carried;
@@ -60,13 +65,13 @@ OpResult scan_body(OpContext& c, const std::vector<DynTensor>& state0, const std
   std::vector<DynTensor> state = state0;
   std::vector<std::vector<DynTensor>> outs(n_out);
   for (int64_t t = 0; t < steps; ++t) {
-    std::vector<DynTensor> in = state;
+    std::vector<Value> in(state.begin(), state.end());
     for (size_t k = 0; k < m; ++k) in.push_back(select(scan_in[k], axes[k], in_dirs[k] ? steps - 1 - t : t));
-    std::vector<DynTensor> out = c.run_subgraph(body, in);
-    for (size_t k = 0; k < n_state; ++k) state[k] = out[k];
-    for (size_t k = 0; k < n_out; ++k) outs[k].push_back(out[n_state + k]);
+    std::vector<Value> out = c.run_subgraph(body, in);
+    for (size_t k = 0; k < n_state; ++k) state[k] = out[k].tensor();
+    for (size_t k = 0; k < n_out; ++k) outs[k].push_back(out[n_state + k].tensor());
   }
-  OpResult r = state;
+  OpResult r(state.begin(), state.end());
   for (size_t k = 0; k < n_out; ++k) {
     if (outs[k].empty()) c.unsupported("scan outputs of a scan with no iteration");
     if (out_dirs[k]) std::reverse(outs[k].begin(), outs[k].end());
@@ -96,7 +101,7 @@ OpResult scan_op(OpContext& c) {
     for (int64_t l : lens)
       if (l != full) c.unsupported("sequence_lens shorter than the sequence");
   }
-  std::vector<std::vector<DynTensor>> per_batch;
+  std::vector<OpResult> per_batch;
   for (int64_t b = 0; b < batch; ++b) {
     std::vector<DynTensor> state, scan_in;
     for (size_t i = 1; i < c.num_inputs(); ++i) (i <= n_state ? state : scan_in).push_back(select(c.in(i), 0, b));
@@ -105,7 +110,7 @@ OpResult scan_op(OpContext& c) {
   OpResult r;
   for (size_t k = 0; k < per_batch[0].size(); ++k) {
     std::vector<DynTensor> parts;
-    for (auto& p : per_batch) parts.push_back(p[k]);
+    for (auto& p : per_batch) parts.push_back(p[k].tensor());
     r.push_back(stack(parts, 0));
   }
   return r;

@@ -62,7 +62,7 @@ void register_elementwise_ops(OpTable& t) {
   t["Relu"] = unary(relu);
   t["Not"] = unary(bool_not);
   t["IsNaN"] = unary(is_nan, true);
-  t["Identity"] = [](OpContext& c) -> OpResult { return {c.in(0)}; };
+  t["Identity"] = [](OpContext& c) -> OpResult { return {c.value(0)}; };  // sequences and optionals too
   t["IsInf"] = [](OpContext& c) -> OpResult {
     const DynTensor& x = c.in(0);
     need_float(c, x);

@@ -217,7 +217,7 @@ OpResult pool_op(OpContext& c, bool is_max) {
   if (is_max && (x.dtype() == DType::u8 || x.dtype() == DType::i8) && !c.wants_output(1)) {
     c.inputs[0] = cast(x, DType::f32);
     OpResult r = pool_op(c, true);
-    r[0] = cast(r[0], x.dtype());
+    r[0] = cast(r[0].tensor(), x.dtype());
     return r;
   }
   need_float(c, x);
@@ -323,13 +323,13 @@ void register_nn_ops(OpTable& t) {
   t["ConvInteger"] = [](OpContext& c) -> OpResult {
     OpContext inner{c.node, c.opset, c.device, c.base_dir,
                     {minus_zero_point(c.in(0), c, 2, 1), minus_zero_point(c.in(1), c, 3, 0)}};
-    inner.inputs[0] = cast(*inner.inputs[0], DType::f64);
-    return {cast(conv_op(inner)[0], DType::i32)};
+    inner.inputs[0] = cast(inner.in(0), DType::f64);
+    return {cast(conv_op(inner)[0].tensor(), DType::i32)};
   };
   t["QLinearConv"] = [](OpContext& c) -> OpResult {
     OpContext inner{c.node, c.opset, c.device, c.base_dir,
                     {minus_zero_point(c.in(0), c, 2, 1), minus_zero_point(c.in(3), c, 5, 0)}};
-    DynTensor y = conv_op(inner)[0];
+    DynTensor y = conv_op(inner)[0].tensor();
     if (c.has(8)) y = add(y, per_channel(cast(c.in(8), DType::f64), y.rank()));
     DynTensor ws = scale_of(c, 4);
     if (ws.numel() > 1) ws = per_channel(ws, y.rank());

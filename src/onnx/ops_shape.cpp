@@ -155,7 +155,7 @@ void register_shape_ops(OpTable& t) {
       for (int64_t i = 0, left = n; i < num; ++i, left -= each) sizes->push_back(std::min(each, left));
     }
     std::vector<DynTensor> parts = split(x, *sizes, axis);
-    return parts;
+    return OpResult(parts.begin(), parts.end());
   };
   t["Slice"] = [](OpContext& c) -> OpResult {
     const DynTensor& x = c.in(0);

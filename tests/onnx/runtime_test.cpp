@@ -206,3 +206,172 @@ TEST(OnnxRuntime, IfRunsTheBranchAndSeesOuterNames) {
   ModelProto q = one_node("If", {"cond"}, 16, {then_a, else_a});
   EXPECT_EQ(Model::from_proto(q, Device::cpu()).unsupported_ops(), std::vector<std::string>{"FancyOp"});
 }
+
+namespace {
+
+NodeProto make_node(const std::string& op, std::vector<std::string> inputs, std::vector<std::string> outputs,
+                    std::vector<AttributeProto> attrs = {}) {
+  NodeProto n;
+  n.op_type = op;
+  n.name = op + "_" + outputs[0];
+  n.inputs = std::move(inputs);
+  n.outputs = std::move(outputs);
+  n.attributes = std::move(attrs);
+  return n;
+}
+
+AttributeProto int_attr(const std::string& name, int64_t v) {
+  AttributeProto a;
+  a.name = name;
+  a.type = AttributeType::int_;
+  a.i = v;
+  return a;
+}
+
+ValueInfoProto typed(const std::string& name, TypeProto::Kind kind) {
+  ValueInfoProto v;
+  v.name = name;
+  v.type.kind = kind;
+  v.has_type = true;
+  if (kind == TypeProto::Kind::tensor) v.type.elem_type = int32_t(DataType::float32);
+  return v;
+}
+
+// A graph of `nodes` at opset 17 with the given inputs and outputs.
+ModelProto graph_model(std::vector<NodeProto> nodes, std::vector<ValueInfoProto> inputs,
+                       std::vector<ValueInfoProto> outputs, std::vector<TensorProto> inits = {}) {
+  ModelProto m;
+  m.ir_version = 8;
+  m.opset_import.push_back({"", 17});
+  m.graph.nodes = std::move(nodes);
+  m.graph.inputs = std::move(inputs);
+  m.graph.outputs = std::move(outputs);
+  m.graph.initializers = std::move(inits);
+  return m;
+}
+
+}  // namespace
+
+// Expected values from NumPy: np.split(x, [1], axis=1), np.concatenate(..., axis=1),
+// np.stack(list(x), axis=-1) for x = [[1, 2, 3], [4, 5, 6]].
+TEST(OnnxRuntime, SequenceOpsSplitInsertConcat) {
+  using K = TypeProto::Kind;
+  ModelProto p = graph_model(
+      {make_node("SplitToSequence", {"x", "split"}, {"parts"}, {int_attr("axis", 1)}),
+       make_node("SequenceAt", {"parts", "zero"}, {"first"}),
+       make_node("SequenceInsert", {"parts", "first", "minus_one"}, {"seq"}),  // before the last
+       make_node("SequenceLength", {"seq"}, {"len"}),
+       make_node("ConcatFromSequence", {"seq"}, {"cat"}, {int_attr("axis", 1)}),
+       make_node("SplitToSequence", {"x"}, {"rows"}, {int_attr("axis", 0), int_attr("keepdims", 0)}),
+       make_node("ConcatFromSequence", {"rows"}, {"stacked"}, {int_attr("axis", -1), int_attr("new_axis", 1)})},
+      {typed("x", K::tensor)}, {typed("cat", K::tensor), typed("len", K::tensor), typed("stacked", K::tensor),
+                                typed("seq", K::sequence)},
+      {i64_tensor("split", {1, 2}), i64_tensor("zero", {0}), i64_tensor("minus_one", {-1})});
+  Model m = Model::from_proto(p, Device::cpu());
+  EXPECT_TRUE(m.unsupported_ops().empty());
+  DynTensor x = DynTensor::from_vector<float>({1, 2, 3, 4, 5, 6}, Shape{2, 3}, Device::cpu());
+  std::map<std::string, Value> out = m.run_values({{"x", x}});
+  EXPECT_EQ(out.at("cat").tensor().shape(), (Shape{2, 4}));
+  EXPECT_EQ(out.at("cat").tensor().to_vector<float>(), (std::vector<float>{1, 1, 2, 3, 4, 4, 5, 6}));
+  EXPECT_EQ(out.at("len").tensor().to_vector<int64_t>(), (std::vector<int64_t>{3}));
+  EXPECT_EQ(out.at("stacked").tensor().shape(), (Shape{3, 2}));
+  EXPECT_EQ(out.at("stacked").tensor().to_vector<float>(), (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  const Value& seq = out.at("seq");
+  ASSERT_TRUE(seq.is_sequence());
+  ASSERT_EQ(seq.elements().size(), 3u);
+  EXPECT_EQ(seq.elements()[1].to_vector<float>(), (std::vector<float>{1, 4}));
+  EXPECT_EQ(seq.elements()[2].shape(), (Shape{2, 2}));
+  // run() returns tensors only and names the sequence output.
+  expect_error([&] { m.run({{"x", x}}); }, {"graph output 'seq'", "sequence", "run_values"});
+}
+
+TEST(OnnxRuntime, SequenceInputsAndBadPositions) {
+  using K = TypeProto::Kind;
+  ModelProto p = graph_model(
+      {make_node("SequenceAt", {"xs", "i"}, {"y"}), make_node("SequenceErase", {"xs"}, {"rest"})},
+      {typed("xs", K::sequence), typed("i", K::tensor)}, {typed("y", K::tensor), typed("rest", K::sequence)});
+  p.graph.inputs[1].type.elem_type = int32_t(DataType::int64);
+  Model m = Model::from_proto(p, Device::cpu());
+  auto t = [](std::vector<float> v) {
+    return DynTensor::from_vector<float>(v, Shape{int64_t(v.size())}, Device::cpu());
+  };
+  auto index = [](int64_t i) { return DynTensor::from_vector<int64_t>({i}, Shape{}, Device::cpu()); };
+  Value xs = Value::sequence({t({1}), t({2, 3}), t({4, 5, 6})});
+  auto out = m.run_values({{"xs", xs}, {"i", index(-2)}});
+  EXPECT_EQ(out.at("y").tensor().to_vector<float>(), (std::vector<float>{2, 3}));
+  ASSERT_EQ(out.at("rest").elements().size(), 2u);  // SequenceErase drops the last by default
+  EXPECT_EQ(out.at("rest").elements()[1].to_vector<float>(), (std::vector<float>{2, 3}));
+  // Position 3 of a 3-element sequence: an Error naming the op and the range.
+  expect_error([&] { m.run_values({{"xs", xs}, {"i", index(3)}}); },
+               {"op 'SequenceAt'", "position 3 is out of range [-3, 2]"});
+  // A tensor where the graph declares a sequence, and a sequence where an op wants a tensor.
+  expect_error([&] { m.run_values({{"xs", t({1})}, {"i", index(0)}}); }, {"input 'xs'", "the model declares seq"});
+  ModelProto q = graph_model({make_node("Relu", {"xs"}, {"y"})}, {typed("xs", K::sequence)}, {typed("y", K::tensor)});
+  expect_error([&] { Model::from_proto(q, Device::cpu()).run_values({{"xs", xs}}); },
+               {"op 'Relu'", "input 0 must be a tensor", "sequence of 3"});
+  // Elements of one sequence share a dtype.
+  EXPECT_THROW(Value::sequence({t({1}), index(1)}), Error);
+}
+
+TEST(OnnxRuntime, OptionalValues) {
+  using K = TypeProto::Kind;
+  ModelProto p = graph_model({make_node("OptionalHasElement", {"o"}, {"has"}),
+                              make_node("Optional", {"x"}, {"wrapped"}),
+                              make_node("OptionalGetElement", {"wrapped"}, {"unwrapped"})},
+                             {typed("o", K::optional), typed("x", K::tensor)},
+                             {typed("has", K::tensor), typed("unwrapped", K::tensor)});
+  Model m = Model::from_proto(p, Device::cpu());
+  DynTensor x = DynTensor::from_vector<float>({7, 8}, Shape{2}, Device::cpu());
+  auto empty = m.run_values({{"o", Value::optional()}, {"x", x}});
+  EXPECT_EQ(empty.at("has").tensor().to_vector<bool>(), (std::vector<bool>{false}));
+  EXPECT_EQ(empty.at("unwrapped").tensor().to_vector<float>(), (std::vector<float>{7, 8}));
+  // A plain tensor fed to an optional-typed input is a present optional.
+  auto full = m.run_values({{"o", x}, {"x", x}});
+  EXPECT_EQ(full.at("has").tensor().to_vector<bool>(), (std::vector<bool>{true}));
+  ModelProto q = graph_model({make_node("OptionalGetElement", {"o"}, {"y"})}, {typed("o", K::optional)},
+                             {typed("y", K::tensor)});
+  expect_error([&] { Model::from_proto(q, Device::cpu()).run_values({{"o", Value::optional()}}); },
+               {"op 'OptionalGetElement'", "empty"});
+}
+
+// SequenceProto / OptionalProto as the ONNX test data files store them (onnx.proto field
+// numbers), and hostile variants.
+TEST(OnnxRuntime, SequenceAndOptionalProtos) {
+  auto tensor = [](float v) {
+    Writer t;
+    t.varint(1, 1).varint(2, 1).float32(4, v);  // dims [1], FLOAT, float_data
+    return t;
+  };
+  Writer seq;
+  seq.bytes(1, "xs").varint(2, 1).message(3, tensor(1.5f)).message(3, tensor(-2.f));
+  SequenceProto s = parse_sequence_proto(as_bytes(seq.str()));
+  EXPECT_EQ(s.name, "xs");
+  ASSERT_EQ(s.tensor_values.size(), 2u);
+  Value sv = to_value(s, Device::cpu());
+  ASSERT_TRUE(sv.is_sequence());
+  EXPECT_EQ(sv.elements()[1].to_vector<float>(), (std::vector<float>{-2.f}));
+
+  Writer opt;
+  opt.bytes(1, "o").varint(2, 3).message(5, seq);  // an optional holding the sequence
+  OptionalProto o = parse_optional_proto(as_bytes(opt.str()));
+  Value ov = to_value(o, Device::cpu());
+  ASSERT_TRUE(ov.has_element());
+  EXPECT_EQ(ov.element().elements().size(), 2u);
+  OptionalProto none = parse_optional_proto(as_bytes(Writer().bytes(1, "o").varint(2, 0).str()));
+  EXPECT_FALSE(to_value(none, Device::cpu()).has_element());
+
+  // Maps are refused, naming the field and its byte offset; so are mismatched kinds and
+  // truncated messages.
+  Writer with_map;
+  with_map.varint(2, 1).message(6, Writer());
+  expect_error([&] { parse_sequence_proto(as_bytes(with_map.str())); },
+               {"onnx: sequence: field 6 (map_values) at byte 2", "unsupported"});
+  expect_error([&] { parse_optional_proto(as_bytes(Writer().varint(2, 3).message(3, tensor(1)).str())); },
+               {"onnx: optional", "elem_type is 3"});
+  const std::string& bytes = seq.str();
+  expect_error([&] { parse_sequence_proto(as_bytes(bytes.substr(0, bytes.size() - 2))); }, {"onnx: sequence"});
+  // Nesting deeper than the reader's limit.
+  Writer deep = Writer().varint(2, 1);
+  for (int i = 0; i < kMaxMessageDepth + 2; ++i) deep = Writer().varint(2, 3).message(5, deep);
+  expect_error([&] { parse_sequence_proto(as_bytes(deep.str())); }, {"nest deeper than"});
+}

@@ -231,6 +231,37 @@ ModelProto parse_model(std::span<const std::byte> bytes, const std::string& base
 // A serialized TensorProto on its own (the input_N.pb / output_N.pb files of ONNX test cases).
 TensorProto parse_tensor_proto(std::span<const std::byte> bytes);
 
+// SequenceProto.DataType / OptionalProto.DataType: what a sequence or an optional holds.
+enum class ValueKind : int32_t { undefined = 0, tensor = 1, sparse_tensor = 2, sequence = 3, map = 4, optional = 5 };
+
+struct OptionalProto;
+
+// A sequence value (the test data of sequence-typed graph inputs and outputs). Sparse tensors
+// and maps are refused by the parser.
+struct SequenceProto {
+  std::string name;
+  int32_t elem_type = 0;  // a ValueKind value: what the elements are
+  std::vector<TensorProto> tensor_values;
+  std::vector<SequenceProto> sequence_values;
+  std::vector<OptionalProto> optional_values;
+};
+
+// An optional value: empty (elem_type UNDEFINED and no value) or holding one value.
+struct OptionalProto {
+  std::string name;
+  int32_t elem_type = 0;  // a ValueKind value
+  std::optional<TensorProto> tensor_value;
+  std::shared_ptr<SequenceProto> sequence_value;
+  std::shared_ptr<OptionalProto> optional_value;
+  bool has_value() const { return tensor_value || sequence_value || optional_value; }
+};
+
+// A serialized SequenceProto / OptionalProto on its own (test data files of sequence- and
+// optional-typed inputs and outputs). Errors name the field and its byte offset; nesting is
+// limited like a model's.
+SequenceProto parse_sequence_proto(std::span<const std::byte> bytes);
+OptionalProto parse_optional_proto(std::span<const std::byte> bytes);
+
 // Converts a tensor's data (raw, typed fields or external file) to host TensorData. Errors
 // name the tensor: unsupported dtypes (UINT16, UINT32, UINT64, complex, STRING), data that does
 // not match the dims, external files outside base_dir or too short.

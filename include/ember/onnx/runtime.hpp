@@ -4,16 +4,26 @@
 //   for (const onnx::ValueInfo& in : m.inputs()) std::cout << in.name << " " << in.type << "\n";
 //   std::map<std::string, DynTensor> out = m.run({{"x", DynTensor::from_vector<float>({1, 2}, {1, 2})}});
 //
-// Initializers become tensors of the model's device when it loads. run() executes the nodes in
+//   // Graphs with sequence- or optional-typed inputs or outputs run through run_values():
+//   auto seq = onnx::Value::sequence({DynTensor::from_vector<float>({1, 2}, {2})});
+//   std::map<std::string, onnx::Value> res = m.run_values({{"xs", seq}});
+//   for (const DynTensor& t : res.at("ys").elements()) std::cout << t.str() << "\n";
+//
+// The graph is constant-folded once at load (src/onnx/constant_folding.cpp), then initializers
+// become tensors of the model's device. run() executes the remaining nodes in
 // file order; each node's op type maps to ember tensor ops through a table of handlers that
 // honour the model's opset (axes as attributes before opset 13, Slice/Pad/Clip inputs, ...).
+// Values flowing between nodes are tensors, sequences of tensors or optionals (Value below);
+// sequences and optionals cross If / Loop / Scan / SequenceMap bodies like tensors do.
 // Errors are ember::Errors: an op without a handler, or an attribute combination a handler
 // does not implement, says "onnx: unsupported ..." and names the op type and the node;
-// missing inputs, inputs of the wrong dtype or rank name the input.
+// missing inputs, inputs of the wrong dtype, rank or kind (a sequence where a tensor belongs)
+// name the input.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -25,9 +35,53 @@
 
 namespace ember::onnx {
 
+// A value of a graph: a tensor, a sequence of tensors, or an optional (empty, or holding a
+// tensor or a sequence). A DynTensor converts to a tensor Value implicitly.
+class Value {
+ public:
+  enum class Kind : uint8_t { tensor, sequence, optional };
+
+  Value() = default;  // an undefined tensor
+  Value(DynTensor tensor) : tensor_(std::move(tensor)) {}  // NOLINT(google-explicit-constructor)
+  // elem_dtype: the element dtype of an empty sequence (SequenceEmpty's dtype); taken from the
+  // first element otherwise. Elements must share one dtype.
+  static Value sequence(std::vector<DynTensor> elements, std::optional<DType> elem_dtype = std::nullopt);
+  // An optional: empty (nullopt) or holding a tensor or a sequence.
+  static Value optional(std::optional<Value> element = std::nullopt);
+
+  Kind kind() const { return kind_; }
+  bool is_tensor() const { return kind_ == Kind::tensor; }
+  bool is_sequence() const { return kind_ == Kind::sequence; }
+  bool is_optional() const { return kind_ == Kind::optional; }
+  bool defined() const { return kind_ != Kind::tensor || tensor_.defined(); }  // false: an undefined tensor
+
+  // The parts; each is an Error for a value of another kind.
+  const DynTensor& tensor() const;
+  const std::vector<DynTensor>& elements() const;  // of a sequence
+  std::optional<DType> elem_dtype() const;         // of a sequence (nullopt: empty and not declared)
+  bool has_element() const;                        // of an optional
+  const Value& element() const;                    // of an optional that holds one
+
+  Value to(const Device& device) const;  // the same value with its tensors on `device`
+  std::string describe() const;  // for messages: "a tensor(f32)[2, 3]", "a sequence of 3 i64 tensors", ...
+
+ private:
+  Kind kind_ = Kind::tensor;
+  DynTensor tensor_;
+  std::vector<DynTensor> elements_;
+  std::optional<DType> elem_dtype_;
+  std::shared_ptr<const Value> element_;  // an optional's value; null when empty
+};
+
+// Converts the test data of sequence / optional values (see parse_sequence_proto) to a Value
+// on `device`. Sequences of sequences and optionals inside sequences are unsupported.
+Value to_value(const SequenceProto& sequence, const Device& device = Device::default_device());
+Value to_value(const OptionalProto& optional, const Device& device = Device::default_device());
+
 // A graph input or output: its name, element type and shape (dims may be symbolic).
 struct ValueInfo {
   std::string name;
+  TypeProto::Kind kind = TypeProto::Kind::tensor;  // tensor, sequence, optional, ... (undefined: not declared)
   int32_t elem_type = 0;             // the ONNX DataType (0: not declared)
   std::optional<DType> dtype;        // the ember dtype, when ember has one
   std::optional<std::vector<Dimension>> shape;  // nullopt: rank unknown
@@ -43,7 +97,11 @@ class Model {
 
   // Runs the graph. Every graph input without an initializer must be given (by name); inputs
   // are moved to the model's device. Returns every graph output by name.
+  // Every output must be a tensor (an Error names an output that is a sequence or optional).
   std::map<std::string, DynTensor> run(const std::map<std::string, DynTensor>& inputs) const;
+  // The same for any values: sequence- and optional-typed inputs and outputs. A tensor or a
+  // sequence given for an optional-typed input is taken as a present optional.
+  std::map<std::string, Value> run_values(const std::map<std::string, Value>& inputs) const;
 
   // The graph inputs that must be fed (initializer-backed inputs excluded) and the outputs.
   const std::vector<ValueInfo>& inputs() const { return inputs_; }

@@ -4,7 +4,8 @@
 //   ember_onnx_node [DIR=build/onnx-node] [--report build/reports/onnx-node.json] [--filter SUBSTR]
 //                   [--device cpu|cuda|cuda:N] [-v]
 //
-// Each case (DIR/node/<name>/model.onnx + test_data_set_N/{input,output}_K.pb) is passed,
+// Each case (DIR/node/<name>/model.onnx + test_data_set_N/{input,output}_K.pb, each file a
+// TensorProto, SequenceProto or OptionalProto as the graph declares the value) is passed,
 // unsupported (an Error that says "unsupported": an op, an attribute combination or a dtype the
 // runtime does not implement) or failed (a wrong value, dtype or shape, or any other error).
 // Exit status 1 when a case failed. The last lines imitate gtest's summary, for test.sh.
@@ -79,6 +80,70 @@ const std::map<std::string, std::string> kBrokenReference = {
                            "(default 0)"},
 };
 
+// The kinds of graph inputs and outputs whose test data the runner reads.
+bool readable(onnx::TypeProto::Kind kind) {
+  using K = onnx::TypeProto::Kind;
+  return kind == K::tensor || kind == K::sequence || kind == K::optional;
+}
+
+// One input_K.pb / output_K.pb file: a TensorProto, SequenceProto or OptionalProto, as the
+// graph declares the value's type.
+struct DataFile {
+  std::string name;               // "" when the file does not name the value
+  onnx::Value value;
+  std::string unsupported_dtype;  // set (and value empty) for a tensor ember has no dtype for
+};
+
+DataFile read_data_file(const fs::path& p, onnx::TypeProto::Kind kind, const Device& device) {
+  std::vector<std::byte> bytes = read_file(p);
+  if (kind == onnx::TypeProto::Kind::sequence) {
+    onnx::SequenceProto s = onnx::parse_sequence_proto(bytes);
+    return {s.name, onnx::to_value(s, device), ""};
+  }
+  if (kind == onnx::TypeProto::Kind::optional) {
+    onnx::OptionalProto o = onnx::parse_optional_proto(bytes);
+    return {o.name, onnx::to_value(o, device), ""};
+  }
+  onnx::TensorProto t = onnx::parse_tensor_proto(bytes);
+  if (!onnx::to_dtype(t.data_type)) return {t.name, {}, onnx::data_type_name(t.data_type)};
+  return {t.name, DynTensor::from_data(onnx::to_tensor_data(t), device), ""};
+}
+
+// Why `have` differs from `want` ("" when they match): tensors by dtype, shape and values
+// (floats within the runner's tolerance), sequences element by element, optionals by presence
+// and then their element.
+std::string compare(const onnx::Value& have, const onnx::Value& want, const std::string& what) {
+  std::ostringstream why;
+  if (want.is_optional() && !have.is_optional()) return compare(onnx::Value::optional(have), want, what);
+  if (have.kind() != want.kind()) {
+    why << what << ": " << have.describe() << ", expected " << want.describe();
+    return why.str();
+  }
+  if (want.is_optional()) {
+    if (have.has_element() != want.has_element()) {
+      why << what << ": " << have.describe() << ", expected " << want.describe();
+      return why.str();
+    }
+    return want.has_element() ? compare(have.element(), want.element(), what) : "";
+  }
+  if (want.is_sequence()) {
+    const auto &h = have.elements(), &w = want.elements();
+    if (h.size() != w.size()) {
+      why << what << ": " << h.size() << " sequence elements, expected " << w.size();
+      return why.str();
+    }
+    for (size_t i = 0; i < w.size(); ++i)
+      if (std::string e = compare(h[i], w[i], what + " element " + std::to_string(i)); !e.empty()) return e;
+    return "";
+  }
+  TensorData h = have.tensor().into_data(), w = want.tensor().into_data();
+  if (h.dtype() != w.dtype()) why << what << ": dtype " << h.dtype() << ", expected " << w.dtype();
+  else if (!(h.shape() == w.shape())) why << what << ": shape " << h.shape() << ", expected " << w.shape();
+  else if (auto m = is_float(w.dtype()) ? h.approx_equal(w, 1e-3, 1e-5) : h.approx_equal(w, 0, 0))
+    why << what << ": " << *m;
+  return why.str();
+}
+
 CaseResult run_case(const fs::path& dir, const Device& device) {
   if (auto it = kBrokenReference.find(dir.filename().string()); it != kBrokenReference.end())
     return {Outcome::unsupported, "unsupported: broken reference: " + it->second, {"<broken reference>"}};
@@ -90,46 +155,39 @@ CaseResult run_case(const fs::path& dir, const Device& device) {
     for (const auto& o : missing) m += " " + o;
     return {Outcome::unsupported, m, missing};
   }
-  for (const auto& v : proto.graph.inputs)
-    if (v.type.kind != onnx::TypeProto::Kind::tensor)
-      return {Outcome::unsupported, "unsupported non-tensor input '" + v.name + "'", {"<" + onnx::type_string(v.type) + ">"}};
-  for (const auto& v : proto.graph.outputs)
-    if (v.type.kind != onnx::TypeProto::Kind::tensor)
-      return {Outcome::unsupported, "unsupported non-tensor output '" + v.name + "'", {"<" + onnx::type_string(v.type) + ">"}};
+  for (const auto* list : {&model.inputs(), &model.outputs()})
+    for (const onnx::ValueInfo& v : *list)
+      if (!readable(v.kind))
+        return {Outcome::unsupported, "unsupported value kind of '" + v.name + "'", {"<" + v.type + ">"}};
   std::vector<fs::path> sets;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
   std::sort(sets.begin(), sets.end());
   if (sets.empty()) return {Outcome::failed, "no test_data_set_*", {}};
   for (const fs::path& set : sets) {
-    std::map<std::string, DynTensor> inputs;
+    std::map<std::string, onnx::Value> inputs;
     std::vector<fs::path> ins = numbered(set, "input_");
     const auto& feeds = model.inputs();
     if (ins.size() > feeds.size()) return {Outcome::failed, "more input files than graph inputs", {}};
     for (size_t k = 0; k < ins.size(); ++k) {
-      onnx::TensorProto t = onnx::parse_tensor_proto(read_file(ins[k]));
-      if (!onnx::to_dtype(t.data_type))
-        return {Outcome::unsupported, "unsupported dtype " + onnx::data_type_name(t.data_type), {"<dtype " + onnx::data_type_name(t.data_type) + ">"}};
-      std::string name = t.name.empty() ? feeds[k].name : t.name;
-      inputs[name] = DynTensor::from_data(onnx::to_tensor_data(t), device);
+      DataFile f = read_data_file(ins[k], feeds[k].kind, device);
+      if (!f.unsupported_dtype.empty())
+        return {
+            Outcome::unsupported, "unsupported dtype " + f.unsupported_dtype, {"<dtype " + f.unsupported_dtype + ">"}};
+      inputs[f.name.empty() ? feeds[k].name : f.name] = std::move(f.value);
     }
-    std::map<std::string, DynTensor> got = model.run(inputs);
+    std::map<std::string, onnx::Value> got = model.run_values(inputs);
     std::vector<fs::path> outs = numbered(set, "output_");
     const auto& outputs = model.outputs();
+    if (outs.size() > outputs.size()) return {Outcome::failed, "more output files than graph outputs", {}};
     for (size_t k = 0; k < outs.size(); ++k) {
-      onnx::TensorProto t = onnx::parse_tensor_proto(read_file(outs[k]));
-      if (!onnx::to_dtype(t.data_type))
-        return {Outcome::unsupported, "unsupported dtype " + onnx::data_type_name(t.data_type), {"<dtype " + onnx::data_type_name(t.data_type) + ">"}};
-      TensorData want = onnx::to_tensor_data(t);
-      std::string name = t.name.empty() || !got.count(t.name) ? outputs.at(k).name : t.name;
-      TensorData have = got.at(name).into_data();
-      std::ostringstream why;
-      if (have.dtype() != want.dtype()) why << "output '" << name << "': dtype " << have.dtype() << ", expected " << want.dtype();
-      else if (!(have.shape() == want.shape()))
-        why << "output '" << name << "': shape " << have.shape() << ", expected " << want.shape();
-      else if (auto m = is_float(want.dtype()) ? have.approx_equal(want, 1e-3, 1e-5) : have.approx_equal(want, 0, 0))
-        why << "output '" << name << "': " << *m;
-      if (!why.str().empty()) return {Outcome::failed, set.filename().string() + ": " + why.str(), {}};
+      DataFile f = read_data_file(outs[k], outputs[k].kind, Device::cpu());
+      if (!f.unsupported_dtype.empty())
+        return {
+            Outcome::unsupported, "unsupported dtype " + f.unsupported_dtype, {"<dtype " + f.unsupported_dtype + ">"}};
+      std::string name = f.name.empty() || !got.count(f.name) ? outputs[k].name : f.name;
+      std::string why = compare(got.at(name), f.value, "output '" + name + "'");
+      if (!why.empty()) return {Outcome::failed, set.filename().string() + ": " + why, {}};
     }
   }
   return {Outcome::passed, "", {}};
@@ -197,8 +255,8 @@ int main(int argc, char** argv) {
         break;
     }
     if (verbose && r.outcome != Outcome::failed)
-      std::cout << (r.outcome == Outcome::passed ? "passed " : "unsupported ") << name << (r.message.empty() ? "" : ": ")
-                << r.message << "\n";
+      std::cout << (r.outcome == Outcome::passed ? "passed " : "unsupported ") << name
+                << (r.message.empty() ? "" : ": ") << r.message << "\n";
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   fs::create_directories(fs::path(report).parent_path().empty() ? fs::path(".") : fs::path(report).parent_path());
