@@ -6,16 +6,20 @@
 // keys 0..i whatever L and S), a bool mask keeps where true, a float mask is added, a row whose
 // every key is masked gives NaN, S = 0 gives zeros.
 //
-// Fused path (f32, f16, bf16 with E, Ev <= 256): a flash-attention kernel (for f16 / bf16 two
-// versions: the default double-buffers K and V with cp.async and loads fragments with ldmatrix;
-// EMBER_CUDA_ATTN_FWD=v1 selects the first, plain shared-memory loads). A block owns 64
-// query rows of one batch entry; it streams the keys and values through shared memory in tiles,
-// keeps a running max and sum per row (online softmax, in the log2 domain) and accumulates the
-// output in fp32 registers, so the scores never reach global memory. f16 / bf16 multiply on
-// tensor cores (mma.sync m16n8k16, fp32 accumulation; the probabilities are rounded to the
-// input type for the second product, as flash attention does); f32 uses exact fp32 FMAs. The
-// head dims are padded with zeros to 32, 64, 128 or 256 inside the kernel. Operands are read
-// through their strides (batch dims collapsed), the mask through broadcast strides.
+// Fused path (f32, f16, bf16 with E, Ev <= 256): a flash-attention kernel. For f16 / bf16 it
+// has three versions, chosen per call by EMBER_CUDA_ATTN_FWD (for A/B runs and the tests): the
+// default, v3, runs v2's source with 128 query rows over 8 warps a block, heaviest causal tiles
+// first, warps skipping key tiles above their rows and mask arithmetic only on tiles that need
+// it (EMBER_CUDA_ATTN_FWD_BLOCKS=1 / 2 sets its register budget); v2 has 64 rows over 4 warps,
+// K and V double-buffered with cp.async and fragments loaded with ldmatrix; v1 uses plain
+// shared-memory loads. A block owns 64 or 128 query rows of one batch entry; it
+// streams the keys and values through shared memory in tiles, keeps a running max and sum per
+// row (online softmax, in the log2 domain) and accumulates the output in fp32 registers, so the
+// scores never reach global memory. f16 / bf16 multiply on tensor cores (mma.sync m16n8k16, fp32
+// accumulation; the probabilities are rounded to the input type for the second product, as
+// flash attention does); f32 uses exact fp32 FMAs. The head dims are padded with zeros to 32,
+// 64, 128 or 256 inside the kernel. Operands are read through their strides (batch dims
+// collapsed), the mask through broadcast strides.
 //
 // Fallback (f64, or head dims above 256): the scores are materialised with cuBLASLt (in f32 for
 // the half types, f64 for f64), a row-softmax kernel applies scale, mask and causality, and a
@@ -23,7 +27,11 @@
 //
 // Backward (attention_backward: q, k, v, out, dout, mask -> dq, dk, dv): for f16 / bf16 with
 // E == Ev in {32, 64, 128} a flash-attention-2 style backward on tensor cores (three kernels,
-// see kBackwardTcKernel; EMBER_CUDA_ATTN_BWD=generic forces the other path); otherwise the
+// see kBackwardTcKernel; by default 8 warps and 128 keys a block, 128-row prep blocks, mask
+// arithmetic only where needed and vector dq reductions; EMBER_CUDA_ATTN_BWD=v1 selects the
+// 4-warp, 64-key kernel, =generic the materialised path; EMBER_CUDA_ATTN_BWD_BLOCKS=n sets the
+// register budget, EMBER_CUDA_ATTN_BWD_BM=64 the query rows per step for D = 64, default 32;
+// all read per call); otherwise the
 // scores are materialised per chunk of the batch like the forward's fallback, with a small
 // kernel for dS = P (dP - rowsum(P dP)).
 #include <cmath>
@@ -408,8 +416,8 @@ extern "C" __global__ void __launch_bounds__(NT) flash_attn(
 )CUDA";
 
 // ---------------------------------------------------------------------------------------
-// Tensor-core kernel, version 2 (the default; EMBER_CUDA_ATTN_FWD=v1 selects the one above, the
-// first validated on a GPU): 4 warps, each owning 16 of the block's 64 query rows.
+// Tensor-core kernel, version 2 (EMBER_CUDA_ATTN_FWD=v2; its source with other parameters is
+// the default v3, see flash_attention_source; v1 is the one above): 4 warps, each owning 16 of the block's 64 query rows.
 // S = Q K^T and O += P V with mma.sync.m16n8k16 (fp32 accumulators). Q, K and V live in shared
 // memory row-major ([row][dim], row stride dim + 8 halves, so the 8 rows of every 8x8 ldmatrix
 // load fall in distinct bank groups); K and V are double-buffered and, when the operands allow
@@ -422,8 +430,6 @@ extern "C" __global__ void __launch_bounds__(NT) flash_attn(
 // so the score accumulators of two adjacent 8-key tiles are, packed, the A fragment of P.
 
 const char* kTensorCoreKernelV2 = R"CUDA(
-#define BM 64
-#define NT 128
 #define QST (D + 8)
 #define KST (D + 8)
 #define VST (DV + 8)
@@ -487,7 +493,7 @@ __device__ __forceinline__ void load_tile(uint16_t* dst, const T* src, int64_t r
   }
 }
 
-extern "C" __global__ void __launch_bounds__(NT) flash_attn(
+extern "C" __global__ void __launch_bounds__(NT, FWD_MIN_BLOCKS) flash_attn(
     T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
     const void* __restrict__ mask, int64_t nbatch, int64_t L, int64_t S, int64_t E, int64_t Ev,
     int64_t q_rs, int64_t q_cs, int64_t k_rs, int64_t k_cs, int64_t v_rs, int64_t v_cs, int64_t m_rs, int64_t m_cs,
@@ -538,6 +544,17 @@ extern "C" __global__ void __launch_bounds__(NT) flash_attn(
         }
         __syncthreads();
         const uint32_t kcur = k_base + uint32_t(cur * BN * KST) * 2u, vcur = v_base + uint32_t(cur * BN * VST) * 2u;
+#if FAST_TILES
+        // causal: a warp whose 16 rows all precede the tile's first key skips it (nothing kept);
+        // a tile that needs no masking for the warp (no mask, no key tail, causal: every key at
+        // or below the warp's first row) skips the per-element mask arithmetic
+        const int64_t wrow = m0 + warp * 16;
+        const bool skip = causal && n0 > wrow + 15;
+        const bool full = mask_kind == 0 && n0 + BN <= S && (!causal || n0 + BN - 1 <= wrow);
+#else
+        const bool skip = false, full = false;
+#endif
+        if (!skip) {
         // S = Q K^T for the warp's 16 rows x BN keys
         float sacc[BN / 8][4];
 #pragma unroll
@@ -557,22 +574,58 @@ extern "C" __global__ void __launch_bounds__(NT) flash_attn(
         // scale, masks, online softmax; element e of tile nt: row (e < 2 ? row0 : row1),
         // key n0 + nt * 8 + 2 tg + (e & 1)
         float mx[2] = {ninf, ninf};
+        if (full) {
 #pragma unroll
-        for (int nt = 0; nt < BN / 8; ++nt) {
+          for (int nt = 0; nt < BN / 8; ++nt) {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int64_t row = e < 2 ? row0 : row1;
-            const int64_t col = n0 + nt * 8 + tg * 2 + (e & 1);
-            float t = sacc[nt][e] * scale_log2;
-            bool keep = row < L && col < S && !(causal && col > row);
-            if (keep && mask_kind == 1) {
-              keep = ((const bool*)mask)[moff + row * m_rs + col * m_cs];
-            } else if (keep && mask_kind == 2) {
-              t += float(((const T*)mask)[moff + row * m_rs + col * m_cs]) * LOG2E;
+            for (int e = 0; e < 4; ++e) {
+              sacc[nt][e] *= scale_log2;
+              mx[e >> 1] = fmaxf(mx[e >> 1], sacc[nt][e]);
             }
-            sacc[nt][e] = keep ? t : ninf;
-            mx[e >> 1] = fmaxf(mx[e >> 1], sacc[nt][e]);
           }
+        } else {
+#if FAST_TILES
+          // 32-bit indices relative to the tile (fewer live registers): row r = m0 + rl keeps key
+          // c = n0 + cl when rl < rows_left, cl < cols_left and (causal) cl - rl <= diag = m0 - n0,
+          // clamped to [-BM, BN] (beyond it the test is decided either way)
+          const int rows_left = int(min(L - m0, (int64_t)BM)), cols_left = int(min(S - n0, (int64_t)BN));
+          const int diag = causal ? int(max(min(m0 - n0, (int64_t)BN), -(int64_t)BM)) : BN;
+          const int64_t mtile = moff + m0 * m_rs + n0 * m_cs;  // the mask at (m0, n0)
+#pragma unroll
+          for (int nt = 0; nt < BN / 8; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int rl = warp * 16 + g + (e >> 1) * 8, cl = nt * 8 + tg * 2 + (e & 1);
+              float t = sacc[nt][e] * scale_log2;
+              bool keep = rl < rows_left && cl < cols_left && cl - rl <= diag;
+              if (keep && mask_kind == 1) {
+                keep = ((const bool*)mask)[mtile + rl * m_rs + cl * m_cs];
+              } else if (keep && mask_kind == 2) {
+                t += float(((const T*)mask)[mtile + rl * m_rs + cl * m_cs]) * LOG2E;
+              }
+              sacc[nt][e] = keep ? t : ninf;
+              mx[e >> 1] = fmaxf(mx[e >> 1], sacc[nt][e]);
+            }
+          }
+#else
+#pragma unroll
+          for (int nt = 0; nt < BN / 8; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int64_t row = e < 2 ? row0 : row1;
+              const int64_t col = n0 + nt * 8 + tg * 2 + (e & 1);
+              float t = sacc[nt][e] * scale_log2;
+              bool keep = row < L && col < S && !(causal && col > row);
+              if (keep && mask_kind == 1) {
+                keep = ((const bool*)mask)[moff + row * m_rs + col * m_cs];
+              } else if (keep && mask_kind == 2) {
+                t += float(((const T*)mask)[moff + row * m_rs + col * m_cs]) * LOG2E;
+              }
+              sacc[nt][e] = keep ? t : ninf;
+              mx[e >> 1] = fmaxf(mx[e >> 1], sacc[nt][e]);
+            }
+          }
+#endif
         }
         float alpha[2];
 #pragma unroll
@@ -617,6 +670,7 @@ extern "C" __global__ void __launch_bounds__(NT) flash_attn(
             mma16816(oacc[2 * vp2 + 1], a0, a1, a2, a3, bv[2], bv[3]);
           }
         }
+        }  // !skip
         __syncthreads();  // every warp is done with buffer `cur` before it is refilled
       }
 #pragma unroll
@@ -709,15 +763,18 @@ extern "C" __global__ void attn_softmax(C* __restrict__ x, const void* __restric
 // Backward, tensor-core path (f16 / bf16, E == Ev == D in {32, 64, 128}; q, k, v, out, dout
 // contiguous [B, rows, D]). With P = softmax(scale q k^T + mask) and g = dout:
 //   dv = P^T g,  dS = P * (g v^T - Dsum),  Dsum_i = sum_c g_ic out_ic,  dq = scale dS k,  dk = scale dS^T q.
-// attn_bwd_prep (one block per 64 query rows, the forward's score loop without the P V product):
+// attn_bwd_prep (one block per PM = 16 NW query rows, the forward's score loop without the P V
+//   product, key tiles up to the diagonal only when causal):
 //   lse_i = log2 sum_j exp2(s_ij) of the log2-domain scores s (-inf for a fully masked row) and
 //   Dsum_i, both fp32.
-// attn_bwd_kv (one block per BN = 64 keys; warp w owns keys 16w..16w+15): K_j and V_j stay in
+// attn_bwd_kv (one block per BN = 16 NW keys, NW = 4 or 8 warps; warp w owns keys 16w..16w+15;
+//   the first key blocks, with the most query blocks under causality, start first): K_j and V_j stay in
 //   shared memory while the block walks the query blocks of BM rows that can see them (causal:
 //   from the block holding query n0 on). Per query block, in registers (keys x queries):
 //   S^T = K Q^T, P^T = exp2(s - lse), dV += P^T dO, dP^T = V dO^T, dS^T = P^T (dP^T - Dsum),
 //   dK += dS^T Q; dS^T goes through shared memory to give dQ_i += dS K (each warp 16 queries x
-//   D / (4 / (BM / 16)) dims), added to an fp32 accumulator with atomics. P and dS are rounded to
+//   D / (NW / (BM / 16)) dims: one atomic per element per block), added to an fp32 accumulator
+//   with atomics (v2: red.global.add.v2.f32, a row's 4 lanes on 32 contiguous bytes). P and dS are rounded to
 //   the input type for the products, as flash attention does.
 // attn_bwd_dq: dq = scale * accumulator in the input type.
 // Shared tiles are row-major with row stride D + 8 (or BM + 8) halves: 16-byte aligned rows whose
@@ -727,8 +784,6 @@ extern "C" __global__ void attn_softmax(C* __restrict__ x, const void* __restric
 // (Q, dO, K as B of a product over queries or keys; dS as A from the stored dS^T).
 
 const char* kBackwardTcKernel = R"CUDA(
-#define NT 128
-#define BN 64
 #define ST (D + 8)
 #define SST (BM + 8)
 #define LOG2E 1.4426950408889634f
@@ -796,11 +851,11 @@ extern "C" __global__ void __launch_bounds__(NT) attn_bwd_prep(
     const T* __restrict__ out, const T* __restrict__ dout, const void* __restrict__ mask, int64_t nbatch, int64_t L,
     int64_t S, int64_t m_rs, int64_t m_cs, Shape bsh, Strides mb, float scale_log2) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  uint16_t* Qs = (uint16_t*)smem_raw;  // [64][ST]
-  uint16_t* Ks = Qs + 64 * ST;         // 2 x [BN][ST] (double-buffered)
+  uint16_t* Qs = (uint16_t*)smem_raw;  // [PM][ST]
+  uint16_t* Ks = Qs + PM * ST;         // 2 x [BN][ST] (double-buffered)
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tg = lane & 3;
   const float ninf = -ember_inf();
-  const int64_t ntiles = (L + 63) / 64;
+  const int64_t ntiles = (L + PM - 1) / PM;
   // per-lane ldmatrix offsets (halves): A = the warp's 16 Q rows; B = K [key][dim], two 8-key tiles
   const uint32_t q_lane = uint32_t((warp * 16 + (lane & 15)) * ST + (lane >> 4) * 8);
   const uint32_t k_lane = uint32_t(((lane & 7) + ((lane >> 4) << 3)) * ST + ((lane >> 3) & 1) * 8);
@@ -810,11 +865,11 @@ extern "C" __global__ void __launch_bounds__(NT) attn_bwd_prep(
     const T* kp = k + b * S * D;
     const int64_t moff = MASK_KIND ? offset_of(b, bsh, mb) : 0;
     for (int64_t ti = blockIdx.x; ti < ntiles; ti += gridDim.x) {
-      const int64_t m0 = ti * 64;
-      const int64_t kv_end = CAUSAL ? min(S, m0 + 64) : S;
+      const int64_t m0 = (CAUSAL ? ntiles - 1 - ti : ti) * PM;  // causal: longest rows first
+      const int64_t kv_end = CAUSAL ? min(S, m0 + PM) : S;  // causal: no key tile past the diagonal
       const int64_t nkv = (kv_end + BN - 1) / BN;
       __syncthreads();  // the previous tile is done with Qs and Ks
-      load_rows<64>(Qs, qp, m0, L);
+      load_rows<PM>(Qs, qp, m0, L);
       load_rows<BN>(Ks, kp, 0, S);
       cp_async_commit();
       // Dsum of the warp's 16 rows (lanes across the dims)
@@ -858,18 +913,35 @@ extern "C" __global__ void __launch_bounds__(NT) attn_bwd_prep(
             mma16816(sacc[nt + 1], a, bb + 2);
           }
         }
-        // element e of tile nt: row (e < 2 ? row0 : row1), key n0 + nt * 8 + 2 tg + (e & 1)
+        // element e of tile nt: row (e < 2 ? row0 : row1), key n0 + nt * 8 + 2 tg + (e & 1).
+        // FAST_TILES: no per-element checks where the warp's rows need no masking in this tile
+        // (rows past L are never stored)
+        bool full = false;
+#if FAST_TILES
+        full = MASK_KIND == 0 && n0 + BN <= S && (!CAUSAL || n0 + BN - 1 <= m0 + warp * 16);
+#endif
         float mx[2] = {ninf, ninf};
+        if (full) {
 #pragma unroll
-        for (int nt = 0; nt < BN / 8; ++nt) {
+          for (int nt = 0; nt < BN / 8; ++nt) {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int64_t row = e < 2 ? row0 : row1;
-            const int64_t col = n0 + nt * 8 + tg * 2 + (e & 1);
-            float t = sacc[nt][e] * scale_log2;
-            const bool keep = row < L && col < S && keep_score(t, row, col, mask, moff, m_rs, m_cs);
-            sacc[nt][e] = keep ? t : ninf;
-            mx[e >> 1] = fmaxf(mx[e >> 1], sacc[nt][e]);
+            for (int e = 0; e < 4; ++e) {
+              sacc[nt][e] *= scale_log2;
+              mx[e >> 1] = fmaxf(mx[e >> 1], sacc[nt][e]);
+            }
+          }
+        } else {
+#pragma unroll
+          for (int nt = 0; nt < BN / 8; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int64_t row = e < 2 ? row0 : row1;
+              const int64_t col = n0 + nt * 8 + tg * 2 + (e & 1);
+              float t = sacc[nt][e] * scale_log2;
+              const bool keep = row < L && col < S && keep_score(t, row, col, mask, moff, m_rs, m_cs);
+              sacc[nt][e] = keep ? t : ninf;
+              mx[e >> 1] = fmaxf(mx[e >> 1], sacc[nt][e]);
+            }
           }
         }
         float alpha[2];
@@ -920,8 +992,8 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
   float* dsum_s = lse_s + BM;                // [BM]
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tg = lane & 3;
   const float ninf = -ember_inf();
-  // dQ split: QG groups of 16 queries x DG groups of DW dims over the 4 warps
-  const int QG = BM / 16, DG = 4 / QG, DW = D / DG;
+  // dQ split: QG groups of 16 queries x DG groups of DW dims over the NW warps
+  const int QG = BM / 16, DG = NW / QG, DW = D / DG;
   const int qm = (warp % QG) * 16, dc0 = (warp / QG) * DW;
   // per-lane ldmatrix offsets (halves)
   //   a_lane:  A (16 rows x 16) of a row-major tile, the warp's 16 keys (K, V)
@@ -995,18 +1067,33 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
             mma16816(sacc[nt + 1], a, bb + 2);
           }
         }
-        // P^T = exp2(s - lse); a fully masked row (lse = -inf) gives NaN over all its keys
+        // P^T = exp2(s - lse); a fully masked row (lse = -inf) gives NaN over all its keys.
+        // FAST_TILES: a warp whose 16 keys x BM queries need no masking (no mask, no tails,
+        // causal: every key at or before the first query; then no row is fully masked) skips
+        // the per-element checks.
+        bool full = false;
+#if FAST_TILES
+        full = MASK_KIND == 0 && m0 + BM <= L && n0 + warp * 16 + 16 <= S && (!CAUSAL || n0 + warp * 16 + 15 <= m0);
+#endif
+        if (full) {
 #pragma unroll
-        for (int nt = 0; nt < BM / 8; ++nt) {
+          for (int nt = 0; nt < BM / 8; ++nt)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int ql = nt * 8 + tg * 2 + (e & 1);
-            const int64_t row = m0 + ql, col = e < 2 ? key0 : key1;
-            const float l2 = lse_s[ql];
-            float t = sacc[nt][e] * scale_log2;
-            const bool valid = row < L && col < S;
-            const bool keep = valid && keep_score(t, row, col, mask, moff, m_rs, m_cs);
-            sacc[nt][e] = keep ? exp2f(t - l2) : (valid && l2 == ninf ? ember_nan() : 0.f);
+            for (int e = 0; e < 4; ++e)
+              sacc[nt][e] = exp2f(fmaf(sacc[nt][e], scale_log2, -lse_s[nt * 8 + tg * 2 + (e & 1)]));
+        } else {
+#pragma unroll
+          for (int nt = 0; nt < BM / 8; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int ql = nt * 8 + tg * 2 + (e & 1);
+              const int64_t row = m0 + ql, col = e < 2 ? key0 : key1;
+              const float l2 = lse_s[ql];
+              float t = sacc[nt][e] * scale_log2;
+              const bool valid = row < L && col < S;
+              const bool keep = valid && keep_score(t, row, col, mask, moff, m_rs, m_cs);
+              sacc[nt][e] = keep ? exp2f(t - l2) : (valid && l2 == ninf ? ember_nan() : 0.f);
+            }
           }
         }
         // dV += P^T dO (A: P^T from the accumulators, k over queries; B: dO [query][dim], .trans)
@@ -1068,7 +1155,7 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
         __syncthreads();
         // dQ (queries qm..qm+15, dims dc0..dc0+DW) += dS K (A: dS from dS^T, .trans; B: K [key][dim], .trans)
         {
-          float qacc[D / 8 / (4 / (BM / 16))][4];
+          float qacc[D / 8 / (NW / (BM / 16))][4];
 #pragma unroll
           for (int t = 0; t < DW / 8; ++t) qacc[t][0] = qacc[t][1] = qacc[t][2] = qacc[t][3] = 0.f;
 #pragma unroll
@@ -1090,14 +1177,27 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
             float* dst = dq_acc + (b * L + row) * D + dc0;
 #pragma unroll
             for (int t = 0; t < DW / 8; ++t) {
+#if DQ_VEC
+              // one 8-byte reduction per lane: the 4 lanes of a row cover 32 contiguous bytes
+              asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst + t * 8 + tg * 2),
+                           "f"(qacc[t][2 * h]), "f"(qacc[t][2 * h + 1])
+                           : "memory");
+#else
               atomicAdd(dst + t * 8 + tg * 2, qacc[t][2 * h]);
               atomicAdd(dst + t * 8 + tg * 2 + 1, qacc[t][2 * h + 1]);
+#endif
             }
           }
         }
         __syncthreads();  // this buffer, Ss and the statistics are free for the next query blocks
       }
       cp_async_wait_all();  // no copy into Ks / Vs is left in flight (no query block ran)
+      // A query row whose log-sum-exp is not finite (every key masked, or NaN scores) has NaN
+      // probabilities for every key, so every key's dk and dv are NaN, as in the composed
+      // formula, also the keys the causal mask hid from that row (and whose blocks it skipped).
+      int bad = 0;
+      for (int64_t i = tid; i < L; i += NT) bad |= !(fabsf(lse[b * L + i]) < ember_inf());
+      const bool poisoned = __syncthreads_or(bad) != 0;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int64_t key = h ? key1 : key0;
@@ -1107,10 +1207,10 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
 #pragma unroll
         for (int t = 0; t < D / 8; ++t) {
           const int c = t * 8 + tg * 2;
-          dkp[c] = T(dkacc[t][2 * h] * scale);
-          dkp[c + 1] = T(dkacc[t][2 * h + 1] * scale);
-          dvp[c] = T(dvacc[t][2 * h]);
-          dvp[c + 1] = T(dvacc[t][2 * h + 1]);
+          dkp[c] = T(poisoned ? ember_nan() : dkacc[t][2 * h] * scale);
+          dkp[c + 1] = T(poisoned ? ember_nan() : dkacc[t][2 * h + 1] * scale);
+          dvp[c] = T(poisoned ? ember_nan() : dvacc[t][2 * h]);
+          dvp[c + 1] = T(poisoned ? ember_nan() : dvacc[t][2 * h + 1]);
         }
       }
     }
@@ -1215,7 +1315,15 @@ void launch_flash(CudaBackend& be, Op& op, const AttnInputs& in, CudaTensor& out
     vec = ok ? 1 : 0;
   }
 
-  if (const char* e = std::getenv("EMBER_CUDA_ATTN_FWD"); e && std::string(e) == "v1") c.version = 1;
+  // v3 by default (measured on an H200, bf16 [8,12,1024,64] causal); EMBER_CUDA_ATTN_FWD=v1|v2
+  // selects the earlier kernels, read per call (A/B, tests)
+  if (c.tensor_cores) c.version = 3;
+  if (const char* e = std::getenv("EMBER_CUDA_ATTN_FWD"); e && c.tensor_cores) {
+    if (std::string(e) == "v1") c.version = 1;
+    if (std::string(e) == "v2") c.version = 2;
+  }
+  if (const char* e = std::getenv("EMBER_CUDA_ATTN_FWD_BLOCKS"))  // v3's register budget (1 or 2 blocks an SM)
+    c.min_blocks = std::max(0, std::min(4, std::atoi(e)));
   const std::string key = c.key();
   CUfunction f = be.jit().get(key, "flash_attn", [&] { return flash_attention_source(c); });
   const size_t smem = flash_smem_bytes(c);
@@ -1228,7 +1336,7 @@ void launch_flash(CudaBackend& be, Op& op, const AttnInputs& in, CudaTensor& out
       configured.insert(f);
     }
   }
-  const int64_t ntiles = (in.L + 63) / 64;
+  const int64_t ntiles = (in.L + flash_block_rows(c) - 1) / flash_block_rows(c);
   dim3 grid(unsigned(std::min<int64_t>(ntiles, 0x7fffffff)), unsigned(std::min<int64_t>(nbatch, 65535)));
   const float scale_log2 = float(in.scale * 1.4426950408889634);
   const void* mask_ptr = in.mask ? in.mask->raw() : nullptr;
@@ -1362,7 +1470,14 @@ std::vector<PrimitivePtr> attention_kernel(CudaBackend& be, Op& op) {
 // attention_backward
 
 // Queries per step of the backward's key-block loop: fewer for D = 128 (registers).
-int backward_block_queries(int head_dim) { return head_dim > 64 ? 32 : 64; }
+// v2 with D = 64 takes 32 by default too (with 2 blocks an SM: 128 registers, 40 bytes of spill;
+// 64 rows need ~244 registers, one 8-warp block an SM); query_rows = 64 asks for 64. (D = 32
+// keeps 64: the dq split needs D / (NW / (BM / 16)) >= 16.)
+int backward_block_queries(const FlashBackwardConfig& c) {
+  if (c.head_dim > 64) return 32;
+  if (c.version == 2 && c.head_dim == 64 && c.query_rows != 64) return 32;
+  return 64;
+}
 
 // Launches need more than the default 48 KiB of dynamic shared memory set per function once.
 void allow_smem(CUfunction f, size_t smem) {
@@ -1428,6 +1543,11 @@ void flash_backward(CudaBackend& be, Op& op, const AttnInputs& in, const CudaTen
   c.causal = in.causal;
   if (const char* e = std::getenv("EMBER_CUDA_ATTN_BWD_BLOCKS"))  // A/B the register budget (1, 2, 3)
     c.min_blocks = std::max(0, std::min(4, std::atoi(e)));
+  // v2 (8 warps, 128 keys a block) by default; EMBER_CUDA_ATTN_BWD=v1 the 4-warp kernel (per call)
+  c.version = 2;
+  if (const char* e = std::getenv("EMBER_CUDA_ATTN_BWD"); e && std::string(e) == "v1") c.version = 1;
+  if (const char* e = std::getenv("EMBER_CUDA_ATTN_BWD_BM"))  // v2, D = 64: 64 query rows a step (default 32)
+    c.query_rows = std::atoi(e);
   auto q = dense_aligned(be, in.q), k = dense_aligned(be, in.k), v = dense_aligned(be, in.v);
   auto out = dense_aligned(be, out_t), dout = dense_aligned(be, dout_t);
   const int64_t B = in.batch.numel(), L = in.L, S = in.S, D = in.E;
@@ -1445,14 +1565,16 @@ void flash_backward(CudaBackend& be, Op& op, const AttnInputs& in, const CudaTen
   CUfunction prep = be.jit().get(key, "attn_bwd_prep", source);
   const size_t prep_smem = flash_backward_smem_bytes(c, 0);
   allow_smem(prep, prep_smem);
-  be.launch(prep, dim3(unsigned(std::min<int64_t>((L + 63) / 64, 0x7fffffff)), gy), dim3(128), unsigned(prep_smem),
+  const int64_t bn = flash_backward_block_keys(c);  // also the rows of a prep block
+  const unsigned nt = unsigned(32 * c.warps());
+  be.launch(prep, dim3(unsigned(std::min<int64_t>((L + bn - 1) / bn, 0x7fffffff)), gy), dim3(nt), unsigned(prep_smem),
             lse->raw(), dsum->raw(), q->raw(), k->raw(), out->raw(), dout->raw(), mask_ptr, B, L, S, m.rs, m.cs,
             m.cb.shape, m.cb.strides[0], scale_log2);
 
   CUfunction kv = be.jit().get(key, "attn_bwd_kv", source);
   const size_t kv_smem = flash_backward_smem_bytes(c, 1);
   allow_smem(kv, kv_smem);
-  be.launch(kv, dim3(unsigned(std::min<int64_t>((S + 63) / 64, 0x7fffffff)), gy), dim3(128), unsigned(kv_smem),
+  be.launch(kv, dim3(unsigned(std::min<int64_t>((S + bn - 1) / bn, 0x7fffffff)), gy), dim3(nt), unsigned(kv_smem),
             dk.raw(), dv.raw(), dq_acc->raw(), q->raw(), k->raw(), v->raw(), dout->raw(), lse->raw(), dsum->raw(),
             mask_ptr, B, L, S, m.rs, m.cs, m.cb.shape, m.cb.strides[0], scale_log2, float(in.scale));
 
@@ -1600,14 +1722,28 @@ std::vector<PrimitivePtr> attention_backward_kernel(CudaBackend& be, Op& op) {
 
 std::string FlashConfig::key() const {
   return "attention/flash/" + std::string(dtype_name(dtype)) + "/d" + std::to_string(head_dim) + "/dv" +
-         std::to_string(value_dim) + (!tensor_cores ? "/fma" : version == 1 ? "/mma" : "/mma2");
+         std::to_string(value_dim) +
+         (!tensor_cores ? "/fma" : version == 1 ? "/mma" : version == 2 ? "/mma2" : "/mma3") +
+         (tensor_cores && version == 3 ? "/b" + std::to_string(flash_min_blocks(*this)) : "");
 }
 
-int flash_block_rows(const FlashConfig&) { return 64; }
-int flash_threads(const FlashConfig& c) { return c.tensor_cores ? 128 : 256; }
+// Version 3 of the tensor-core kernel: 128 query rows (8 warps of 16) per block, so each K / V
+// tile in shared memory feeds twice the rows.
+int flash_block_rows(const FlashConfig& c) { return c.tensor_cores && c.version == 3 ? 128 : 64; }
+int flash_threads(const FlashConfig& c) { return c.tensor_cores ? flash_block_rows(c) * 2 : 256; }
+
+// Blocks per SM the register allocation of the tensor-core kernel v2 / v3 aims at (v2: 1, no
+// bound): v3 with D, DV <= 64 asks for 2 (128 registers, no spill; unbounded one 8-warp block
+// would fill an SM's registers); with larger dims 2 would spill (D = 128: 112 bytes), so 1.
+int flash_min_blocks(const FlashConfig& c) {
+  if (c.version != 3) return 1;
+  if (c.min_blocks > 0) return c.min_blocks;
+  return c.head_dim <= 64 && c.value_dim <= 64 ? 2 : 1;
+}
 
 size_t flash_smem_bytes(const FlashConfig& c) {
-  const size_t D = size_t(c.head_dim), DV = size_t(c.value_dim), BM = 64, BN = size_t(flash_block_keys(c));
+  const size_t D = size_t(c.head_dim), DV = size_t(c.value_dim), BM = size_t(flash_block_rows(c)),
+               BN = size_t(flash_block_keys(c));
   if (c.tensor_cores && c.version == 1) return (BM * (D + 8) + BN * (D + 8) + DV * (BN + 8)) * 2;
   if (c.tensor_cores) return (BM * (D + 8) + 2 * BN * (D + 8) + 2 * BN * (DV + 8)) * 2;  // K, V double-buffered
   return (BM * (D + 1) + BN * (D + 1) + BN * DV + BM * (BN + 1)) * 4;
@@ -1621,7 +1757,14 @@ std::string flash_attention_source(const FlashConfig& c) {
        std::to_string(flash_block_keys(c)) + "\n";
   if (c.tensor_cores) {
     s += std::string("#define MMA_TYPE \"") + (c.dtype == DType::f16 ? "f16" : "bf16") + "\"\n";
-    s += c.version == 1 ? kTensorCoreKernel : kTensorCoreKernelV2;
+    if (c.version == 1) {
+      s += kTensorCoreKernel;
+    } else {  // versions 2 and 3 share the source: block rows, threads, diagonal-only masking
+      s += "#define BM " + std::to_string(flash_block_rows(c)) + "\n#define NT " + std::to_string(flash_threads(c)) +
+           "\n#define FAST_TILES " + std::string(c.version == 3 ? "1" : "0") + "\n#define FWD_MIN_BLOCKS " +
+           std::to_string(flash_min_blocks(c)) + "\n";
+      s += kTensorCoreKernelV2;
+    }
   } else {
     s += kScalarKernel;
   }
@@ -1633,7 +1776,7 @@ std::vector<FlashConfig> all_flash_configs() {
   for (DType dt : {DType::f32, DType::f16, DType::bf16})
     for (int d : {32, 64, 128, 256})
       for (int dv : {32, 64, 128, 256})
-        for (int version : {1, 2}) {
+        for (int version : {1, 2, 3}) {
           FlashConfig c;
           c.dtype = dt;
           c.head_dim = d;
@@ -1656,19 +1799,27 @@ std::string attention_softmax_source(DType dt, AttnMask mask, DType mask_dtype) 
 std::string FlashBackwardConfig::key() const {
   return "attention_backward/flash/" + std::string(dtype_name(dtype)) + "/d" + std::to_string(head_dim) + "/m" +
          std::to_string(int(mask)) + (causal ? "/causal" : "") + "/b" +
-         std::to_string(flash_backward_min_blocks(*this));
+         std::to_string(flash_backward_min_blocks(*this)) + (version == 2 ? "/v2" : "") + "/q" +
+         std::to_string(backward_block_queries(*this));
 }
+
+int flash_backward_block_keys(const FlashBackwardConfig& c) { return 16 * c.warps(); }
 
 // Blocks of attn_bwd_kv per SM the register allocation aims at: 3 for D <= 64 (168 registers,
 // a few bytes of spill), else 1 (no limit: about 255 registers, 2 blocks fit).
+// Version 2 (256 threads): 2 for D = 64 with 32 query rows a step (128 registers, 40 bytes of
+// spill), else 1 (no limit: 64 query rows or D = 128 need ~250 registers; capped at 128 they
+// spill 272 / 528 bytes).
 int flash_backward_min_blocks(const FlashBackwardConfig& c) {
   if (c.min_blocks > 0) return c.min_blocks;
+  if (c.version == 2) return c.head_dim == 64 && backward_block_queries(c) == 32 ? 2 : 1;
   return c.head_dim <= 64 ? 3 : 1;
 }
 
 size_t flash_backward_smem_bytes(const FlashBackwardConfig& c, int kernel) {
-  const size_t D = size_t(c.head_dim), BM = size_t(backward_block_queries(c.head_dim)), BN = 64;
-  if (kernel == 0) return (64 + 2 * BN) * (D + 8) * 2;
+  const size_t D = size_t(c.head_dim), BM = size_t(backward_block_queries(c)),
+               BN = size_t(flash_backward_block_keys(c));
+  if (kernel == 0) return (BN + 2 * BN) * (D + 8) * 2;  // PM = BN query rows, 2 key tiles
   return ((2 * BN + 4 * BM) * (D + 8) + BN * (BM + 8)) * 2 + 2 * BM * sizeof(float);
 }
 
@@ -1676,12 +1827,19 @@ std::string flash_backward_source(const FlashBackwardConfig& c) {
   EMBER_CHECK(use_tensor_cores(c.dtype) && (c.head_dim == 32 || c.head_dim == 64 || c.head_dim == 128),
               "attention_backward: no flash kernel for ", c.dtype, " with head dim ", c.head_dim);
   std::string s = "typedef " + std::string(device_type(c.dtype)) + " T;\n";
-  s += "#define D " + std::to_string(c.head_dim) + "\n#define BM " +
-       std::to_string(backward_block_queries(c.head_dim)) + "\n";
+  s += "#define D " + std::to_string(c.head_dim) + "\n#define BM " + std::to_string(backward_block_queries(c)) + "\n";
   s += std::string("#define MMA_TYPE \"") + (c.dtype == DType::f16 ? "f16" : "bf16") + "\"\n";
   s += "#define MASK_KIND " + std::to_string(int(c.mask)) + "\n";
   s += "#define CAUSAL " + std::to_string(c.causal ? 1 : 0) + "\n";
   s += "#define KV_MIN_BLOCKS " + std::to_string(flash_backward_min_blocks(c)) + "\n";
+  // NW warps; BN keys per attn_bwd_kv block and PM query rows per attn_bwd_prep block (16 per
+  // warp); version 2 also skips the mask arithmetic on tiles without masking (FAST_TILES) and
+  // adds dq with 8-byte vector reductions (DQ_VEC, sm_90)
+  const int bn = flash_backward_block_keys(c);
+  s += "#define NW " + std::to_string(c.warps()) + "\n#define NT " + std::to_string(32 * c.warps()) + "\n#define BN " +
+       std::to_string(bn) + "\n#define PM " + std::to_string(bn) + "\n";
+  s += std::string("#define FAST_TILES ") + (c.version == 2 ? "1" : "0") + "\n#define DQ_VEC " +
+       (c.version == 2 ? "1" : "0") + "\n";
   return s + kBackwardTcKernel;
 }
 
@@ -1690,14 +1848,16 @@ std::vector<FlashBackwardConfig> all_flash_backward_configs() {
   for (DType dt : {DType::f16, DType::bf16})
     for (int d : {32, 64, 128})
       for (AttnMask m : {AttnMask::none, AttnMask::boolean, AttnMask::additive})
-        for (bool causal : {false, true}) {
-          FlashBackwardConfig c;
-          c.dtype = dt;
-          c.head_dim = d;
-          c.mask = m;
-          c.causal = causal;
-          r.push_back(c);
-        }
+        for (bool causal : {false, true})
+          for (int version : {1, 2}) {
+            FlashBackwardConfig c;
+            c.dtype = dt;
+            c.head_dim = d;
+            c.mask = m;
+            c.causal = causal;
+            c.version = version;
+            r.push_back(c);
+          }
   return r;
 }
 

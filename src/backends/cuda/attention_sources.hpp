@@ -25,12 +25,17 @@ struct FlashConfig {
   int head_dim = 64;         // E rounded up to a supported size (16, 32, 64, 128, 256)
   int value_dim = 64;        // Ev likewise
   bool tensor_cores = false;  // mma.sync path (f16 / bf16 with the head dims a multiple of 16)
-  int version = 2;            // tensor-core kernel: 2 (ldmatrix, cp.async double-buffered K / V) or 1
+  // tensor-core kernel: 2 (ldmatrix, cp.async double-buffered K / V, 64 rows a block), 3 (v2's
+  // source with 128 rows a block over 8 warps, causal warps skipping tiles above the diagonal,
+  // masking only on tiles that need it) or 1
+  int version = 2;
+  int min_blocks = 0;  // v3: __launch_bounds__ blocks per SM; 0: the default (flash_min_blocks)
   std::string key() const;    // "attention/flash/..." (determines the source)
 };
 std::string flash_attention_source(const FlashConfig& c);
 // Rows of queries per block and threads per block of a config (the launch needs them).
 int flash_block_rows(const FlashConfig& c);
+int flash_min_blocks(const FlashConfig& c);
 int flash_threads(const FlashConfig& c);
 size_t flash_smem_bytes(const FlashConfig& c);
 // Every config the kernel file can produce (for the compile tests).
@@ -43,16 +48,23 @@ std::string attention_softmax_source(DType dt, AttnMask mask, DType mask_dtype);
 // attention.cpp, the flash backward (attention_backward on tensor cores), key
 // "attention_backward/flash/<dt>/d<D>/m<mask kind>[/causal]": entries "attn_bwd_prep" (row log-sum-exp and
 // rowsum(dout * out)), "attn_bwd_kv" (dk, dv and the fp32 dq accumulator) and "attn_bwd_dq"
-// (dq from the accumulator). f16 / bf16, E == Ev == D in {32, 64, 128}; 128 threads a block.
+// (dq from the accumulator). f16 / bf16, E == Ev == D in {32, 64, 128}; 32 * warps() threads a
+// block (version 1: 4 warps, 64 keys a kv block / 64 rows a prep block; version 2: 8 warps,
+// 128 keys / 128 rows, mask arithmetic only where needed, dq added with red.global.add.v2.f32).
 struct FlashBackwardConfig {
   DType dtype = DType::f16;  // q, k, v, out, dout and an additive mask
   int head_dim = 64;
   AttnMask mask = AttnMask::none;
   bool causal = false;
   int min_blocks = 0;  // __launch_bounds__ blocks per SM of attn_bwd_kv; 0: the default for D
+  int version = 1;
+  int query_rows = 0;  // query rows per attn_bwd_kv step: v2 with D = 64 takes 32 unless this is 64
+  int warps() const { return version == 2 ? 8 : 4; }
   std::string key() const;
 };
 int flash_backward_min_blocks(const FlashBackwardConfig& c);
+// Keys per attn_bwd_kv block and query rows per attn_bwd_prep block (both 16 * warps()).
+int flash_backward_block_keys(const FlashBackwardConfig& c);
 std::string flash_backward_source(const FlashBackwardConfig& c);
 // Dynamic shared memory of attn_bwd_prep (kernel 0) and attn_bwd_kv (kernel 1).
 size_t flash_backward_smem_bytes(const FlashBackwardConfig& c, int kernel);

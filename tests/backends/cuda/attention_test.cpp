@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <string>
@@ -76,6 +77,28 @@ void expect_grad_close(const DynTensor& got, const DynTensor& want, double tol, 
 struct Case {
   int64_t L, S, E, Ev;
 };
+
+// The kernel versions the GPU tests run: EMBER_CUDA_ATTN_FWD / EMBER_CUDA_ATTN_BWD are read per
+// call, so each pass sets them ("" leaves a variable unset: the default kernel).
+struct Versions {
+  const char* fwd;
+  const char* bwd;
+};
+constexpr Versions kVersions[] = {{"", ""}, {"v2", "v1"}};
+
+void set_or_unset(const char* name, const char* value) {
+  if (*value)
+    setenv(name, value, 1);
+  else
+    unsetenv(name);
+}
+void use_versions(const Versions& v) {
+  set_or_unset("EMBER_CUDA_ATTN_FWD", v.fwd);
+  set_or_unset("EMBER_CUDA_ATTN_BWD", v.bwd);
+}
+std::string versions_name(const Versions& v) {
+  return std::string(" [fwd ") + (*v.fwd ? v.fwd : "default") + ", bwd " + (*v.bwd ? v.bwd : "default") + "]";
+}
 
 std::string describe(DType dt, Case c, const std::string& variant) {
   return std::string(dtype_name(dt)) + " L" + std::to_string(c.L) + " S" + std::to_string(c.S) + " E" +
@@ -146,21 +169,27 @@ TEST(CudaAttentionBackward, AgainstF64Reference) {
   cuda::set_allow_tf32(false);
   const Case cases[] = {{1, 1, 64, 64},     {17, 17, 64, 64},     {64, 64, 64, 64},    {130, 257, 64, 64},
                         {257, 130, 64, 64}, {17, 64, 32, 32},     {1, 130, 32, 32},    {130, 17, 32, 32},
-                        {64, 64, 128, 128}, {257, 130, 128, 128}, {17, 257, 128, 128}, {33, 40, 80, 48}};
-  for (DType dt : {DType::f16, DType::bf16, DType::f32}) {
-    for (Case c : cases) {
-      auto q = randn(Shape{2, 3, c.L, c.E}, dt), k = randn(Shape{2, 3, c.S, c.E}, dt);
-      auto v = randn(Shape{2, 3, c.S, c.Ev}, dt);
-      check(dt, c, q, k, v, {}, false, {}, "plain");
-      check(dt, c, q, k, v, {}, true, {}, "causal");
-      check(dt, c, q, k, v, keep_mask(c.L, c.S), false, 0.3, "bool mask, scale 0.3");
-      check(dt, c, q, k, v, keep_mask(c.L, c.S), true, {}, "causal + bool mask");
-      check(dt, c, q, k, v, randn(Shape{2, 1, c.L, c.S}, dt), false, {}, "additive mask [2, 1, L, S]");
-      check(dt, c, q, k, v, randn(Shape{c.L, c.S}, dt), true, {}, "causal + additive mask [L, S]");
-      auto qt = randn(Shape{2, c.L, 3, c.E}, dt);
-      check(dt, c, qt, k, v, {}, true, {}, "causal, transposed (strided) q", true);
+                        {64, 64, 128, 128}, {257, 130, 128, 128}, {17, 257, 128, 128}, {33, 40, 80, 48},
+                        {300, 300, 64, 64}, {256, 256, 64, 64},   {384, 200, 32, 32},  {200, 384, 128, 128}};
+  for (const Versions& ver : kVersions) {
+    use_versions(ver);
+    const std::string vn = versions_name(ver);
+    for (DType dt : {DType::f16, DType::bf16, DType::f32}) {
+      for (Case c : cases) {
+        auto q = randn(Shape{2, 3, c.L, c.E}, dt), k = randn(Shape{2, 3, c.S, c.E}, dt);
+        auto v = randn(Shape{2, 3, c.S, c.Ev}, dt);
+        check(dt, c, q, k, v, {}, false, {}, "plain" + vn);
+        check(dt, c, q, k, v, {}, true, {}, "causal" + vn);
+        check(dt, c, q, k, v, keep_mask(c.L, c.S), false, 0.3, "bool mask, scale 0.3" + vn);
+        check(dt, c, q, k, v, keep_mask(c.L, c.S), true, {}, "causal + bool mask" + vn);
+        check(dt, c, q, k, v, randn(Shape{2, 1, c.L, c.S}, dt), false, {}, "additive mask [2, 1, L, S]" + vn);
+        check(dt, c, q, k, v, randn(Shape{c.L, c.S}, dt), true, {}, "causal + additive mask [L, S]" + vn);
+        auto qt = randn(Shape{2, c.L, 3, c.E}, dt);
+        check(dt, c, qt, k, v, {}, true, {}, "causal, transposed (strided) q" + vn, true);
+      }
     }
   }
+  use_versions(kVersions[0]);
 }
 
 TEST(CudaAttentionBackward, F64AndOddShapes) {
@@ -184,12 +213,19 @@ TEST(CudaAttentionBackward, F64AndOddShapes) {
 // (the composed formula's P row is NaN).
 TEST(CudaAttentionBackward, FullyMaskedRowGivesNaN) {
   REQUIRE_GPU();
-  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
-    Case c{70, 70, 64, 64};
-    auto q = randn(Shape{2, 3, c.L, c.E}, dt), k = randn(Shape{2, 3, c.S, c.E}, dt),
-         v = randn(Shape{2, 3, c.S, c.Ev}, dt);
-    check(dt, c, q, k, v, masked_row(c.L, c.S, 5), false, {}, "row 5 fully masked");
+  for (const Versions& ver : kVersions) {
+    use_versions(ver);
+    for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+      for (Case c : {Case{70, 70, 64, 64}, Case{200, 150, 64, 64}}) {
+        auto q = randn(Shape{2, 3, c.L, c.E}, dt), k = randn(Shape{2, 3, c.S, c.E}, dt),
+             v = randn(Shape{2, 3, c.S, c.Ev}, dt);
+        check(dt, c, q, k, v, masked_row(c.L, c.S, 5), false, {}, "row 5 fully masked" + versions_name(ver));
+        check(dt, c, q, k, v, masked_row(c.L, c.S, c.L - 7), true, {},
+              "causal, row L - 7 fully masked" + versions_name(ver));
+      }
+    }
   }
+  use_versions(kVersions[0]);
 }
 
 // Empty sequences: zero gradients (no scores), empty where the shape says so.
@@ -221,28 +257,34 @@ TEST(CudaAttentionBackwardPerf, DISABLED_Causal) {
     DType dt;
     bool causal;
   };
-  for (P c : {P{8, 12, 1024, 64, DType::bf16, true}, P{8, 12, 1024, 64, DType::bf16, false},
-              P{4, 16, 2048, 128, DType::f16, true}}) {
-    auto mk = [&] {
-      return DynTensor::normal({c.B, c.H, c.L, c.E}, 0, 1, DType::f32, Device::cpu()).cast(c.dt).to(dev);
-    };
-    auto q = mk(), k = mk(), v = mk(), g = mk().to(dev.autodiff());
-    auto step = [&] {
-      auto qq = q.to(dev.autodiff()).require_grad(), kk = k.to(dev.autodiff()).require_grad(),
-           vv = v.to(dev.autodiff()).require_grad();
-      auto gr = scaled_dot_product_attention(qq, kk, vv, {}, c.causal).backward(g);
-      return *qq.grad(gr);
-    };
-    for (int i = 0; i < 3; ++i) (void)step();
-    dev.sync();
-    auto t0 = std::chrono::steady_clock::now();
-    const int iters = 20;
-    for (int i = 0; i < iters; ++i) (void)step();
-    dev.sync();
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / iters;
-    std::printf("PERF attention fwd+bwd %s B%lld H%lld L%lld E%lld%s %.3f ms\n", std::string(dtype_name(c.dt)).c_str(),
-                (long long)c.B, (long long)c.H, (long long)c.L, (long long)c.E, c.causal ? " causal" : "", ms);
-  }
+  // fwd v2 / v3 x bwd v1 / v2
+  const Versions perf_versions[] = {{"", ""}, {"v2", ""}, {"", "v1"}, {"v2", "v1"}};
+  for (const Versions& ver : perf_versions)
+    for (P c : {P{8, 12, 1024, 64, DType::bf16, true}, P{8, 12, 1024, 64, DType::bf16, false},
+                P{4, 16, 2048, 128, DType::f16, true}}) {
+      use_versions(ver);
+      auto mk = [&] {
+        return DynTensor::normal({c.B, c.H, c.L, c.E}, 0, 1, DType::f32, Device::cpu()).cast(c.dt).to(dev);
+      };
+      auto q = mk(), k = mk(), v = mk(), g = mk().to(dev.autodiff());
+      auto step = [&] {
+        auto qq = q.to(dev.autodiff()).require_grad(), kk = k.to(dev.autodiff()).require_grad(),
+             vv = v.to(dev.autodiff()).require_grad();
+        auto gr = scaled_dot_product_attention(qq, kk, vv, {}, c.causal).backward(g);
+        return *qq.grad(gr);
+      };
+      for (int i = 0; i < 3; ++i) (void)step();
+      dev.sync();
+      auto t0 = std::chrono::steady_clock::now();
+      const int iters = 20;
+      for (int i = 0; i < iters; ++i) (void)step();
+      dev.sync();
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / iters;
+      std::printf("PERF attention fwd+bwd %s B%lld H%lld L%lld E%lld%s%s %.3f ms\n",
+                  std::string(dtype_name(c.dt)).c_str(), (long long)c.B, (long long)c.H, (long long)c.L, (long long)c.E,
+                  c.causal ? " causal" : "", versions_name(ver).c_str(), ms);
+    }
+  use_versions(kVersions[0]);
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <set>
 
 #include "attention_sources.hpp"
 #include "cuda_backend.hpp"
@@ -36,13 +38,60 @@ TEST(CudaLinalgCompile, ConvBiasEveryDType) {
   }
 }
 
+// With EMBER_DUMP_CUBIN_DIR set, the attention cubins are written there as <key with '_'>.cubin
+// (for `cuobjdump --dump-resource-usage`: registers, spills, shared memory).
+void compile_attention(const std::string& key, const std::string& source) {
+  std::vector<char> cubin;
+  EXPECT_NO_THROW(cubin = cuda::compile_cubin(key, source, 90)) << key;
+  const char* dir = std::getenv("EMBER_DUMP_CUBIN_DIR");
+  if (!dir || cubin.empty()) return;
+  std::string name = key;
+  for (char& ch : name)
+    if (ch == '/') ch = '_';
+  if (FILE* f = std::fopen((std::string(dir) + "/" + name + ".cubin").c_str(), "wb")) {
+    std::fwrite(cubin.data(), 1, cubin.size(), f);
+    std::fclose(f);
+  }
+}
+
 TEST(CudaLinalgCompile, FlashAttentionEveryConfig) {
   auto configs = cuda::all_flash_configs();
-  EXPECT_EQ(configs.size(), 80u);  // f32: 16, f16 / bf16: 16 x 2 versions
+  EXPECT_EQ(configs.size(), 112u);  // f32: 16, f16 / bf16: 16 x 3 versions
+  std::set<std::string> keys;       // the JIT key tells every variant apart
+  for (const auto& c : configs) keys.insert(c.key());
+  EXPECT_EQ(keys.size(), configs.size());
   for (const auto& c : configs) {
-    EXPECT_NO_THROW(cuda::compile_cubin(c.key(), cuda::flash_attention_source(c), 90)) << c.key();
+    compile_attention(c.key(), cuda::flash_attention_source(c));
     // the shared memory a block asks for fits an H100 / H200 SM (227 KiB)
     EXPECT_LE(cuda::flash_smem_bytes(c), size_t(227) * 1024) << c.key();
+  }
+}
+
+// The register budgets the A/B variables pick besides the defaults (EMBER_CUDA_ATTN_FWD_BLOCKS for
+// v3, EMBER_CUDA_ATTN_BWD_BLOCKS for the backward v2), for the head dims that matter most.
+TEST(CudaLinalgCompileAttention, RegisterBudgetVariants) {
+  for (int d : {64, 128}) {
+    cuda::FlashConfig c;
+    c.dtype = DType::bf16;
+    c.head_dim = c.value_dim = d;
+    c.tensor_cores = true;
+    c.version = 3;
+    for (int mb : {1, 2}) {
+      c.min_blocks = mb;
+      compile_attention(c.key(), cuda::flash_attention_source(c));
+    }
+    for (int mb : {1, 2}) {
+      cuda::FlashBackwardConfig b;
+      b.dtype = DType::bf16;
+      b.head_dim = d;
+      b.causal = true;
+      b.version = 2;
+      b.min_blocks = mb;
+      compile_attention(b.key(), cuda::flash_backward_source(b));
+      b.query_rows = 64;
+      compile_attention(b.key(), cuda::flash_backward_source(b));
+      EXPECT_LE(cuda::flash_backward_smem_bytes(b, 1), size_t(227) * 1024) << b.key();
+    }
   }
 }
 
@@ -53,10 +102,11 @@ TEST(CudaLinalgCompile, AttentionSoftmaxEveryVariant) {
     AttnMask mask;
     DType mdt;
   };
-  std::vector<V> variants = {{DType::f64, AttnMask::none, DType::boolean}, {DType::f64, AttnMask::boolean, DType::boolean},
-                             {DType::f64, AttnMask::additive, DType::f64}, {DType::f32, AttnMask::none, DType::boolean},
-                             {DType::f32, AttnMask::boolean, DType::boolean}, {DType::f32, AttnMask::additive, DType::f32},
-                             {DType::f32, AttnMask::additive, DType::f16}, {DType::f32, AttnMask::additive, DType::bf16}};
+  std::vector<V> variants = {
+      {DType::f64, AttnMask::none, DType::boolean},    {DType::f64, AttnMask::boolean, DType::boolean},
+      {DType::f64, AttnMask::additive, DType::f64},    {DType::f32, AttnMask::none, DType::boolean},
+      {DType::f32, AttnMask::boolean, DType::boolean}, {DType::f32, AttnMask::additive, DType::f32},
+      {DType::f32, AttnMask::additive, DType::f16},    {DType::f32, AttnMask::additive, DType::bf16}};
   for (const auto& v : variants) {
     std::string key = "attention/softmax/" + std::string(dtype_name(v.dt)) + "/" + std::string(dtype_name(v.mdt));
     EXPECT_NO_THROW(cuda::compile_cubin(key, cuda::attention_softmax_source(v.dt, v.mask, v.mdt), 90)) << key;
@@ -65,9 +115,12 @@ TEST(CudaLinalgCompile, AttentionSoftmaxEveryVariant) {
 
 TEST(CudaLinalgCompile, FlashAttentionBackwardEveryConfig) {
   auto configs = cuda::all_flash_backward_configs();
-  EXPECT_EQ(configs.size(), 36u);
+  EXPECT_EQ(configs.size(), 72u);  // 2 dtypes x 3 dims x 3 masks x causal x 2 versions
+  std::set<std::string> keys;
+  for (const auto& c : configs) keys.insert(c.key());
+  EXPECT_EQ(keys.size(), configs.size());
   for (const auto& c : configs) {
-    EXPECT_NO_THROW(cuda::compile_cubin(c.key(), cuda::flash_backward_source(c), 90)) << c.key();
+    compile_attention(c.key(), cuda::flash_backward_source(c));
     for (int kernel : {0, 1}) EXPECT_LE(cuda::flash_backward_smem_bytes(c, kernel), size_t(227) * 1024) << c.key();
   }
   for (DType dt : {DType::f32, DType::f64}) {
@@ -86,7 +139,9 @@ void expect_close(const DynTensor& gpu, const DynTensor& cpu, double rtol, doubl
   EXPECT_FALSE(diff.has_value()) << what << ": " << diff.value_or("");
 }
 
-DynTensor randn(Shape s, DType dt = DType::f32) { return DynTensor::normal(std::move(s), 0, 1, DType::f32, Device::cpu()).cast(dt); }
+DynTensor randn(Shape s, DType dt = DType::f32) {
+  return DynTensor::normal(std::move(s), 0, 1, DType::f32, Device::cpu()).cast(dt);
+}
 
 TEST(CudaLinalgMatmul, F32TransposedViewsAndBroadcastBatch) {
   REQUIRE_GPU();
@@ -109,8 +164,8 @@ TEST(CudaLinalgMatmul, F32TransposedViewsAndBroadcastBatch) {
   expect_close(matmul(slice(big.to(gpu), {Slice{3, 36}, Slice{5, 69, 2}}), v.to(gpu)), matmul(s, v), 1e-5, 1e-5,
                "strided slice");
   // empty inner dim: zeros
-  expect_close(matmul(randn({3, 0}).to(gpu), randn({0, 4}).to(gpu)), DynTensor::zeros({3, 4}, DType::f32, Device::cpu()),
-               0, 0, "K = 0");
+  expect_close(matmul(randn({3, 0}).to(gpu), randn({0, 4}).to(gpu)),
+               DynTensor::zeros({3, 4}, DType::f32, Device::cpu()), 0, 0, "K = 0");
 }
 
 TEST(CudaLinalgMatmul, HalfTypesAndF64) {
@@ -130,8 +185,8 @@ TEST(CudaLinalgMatmul, IntegersWrapLikeTheCpu) {
     auto a = DynTensor::randint({2, 70, 33}, -100, 100, DType::i64, Device::cpu()).cast(dt);
     auto b = DynTensor::randint({33, 66}, -100, 100, DType::i64, Device::cpu()).cast(dt);
     expect_close(matmul(a.to(gpu), b.to(gpu)), matmul(a, b), 0, 0, std::string(dtype_name(dt)));
-    expect_close(matmul(transpose(b.to(gpu), 0, 1), transpose(a.to(gpu), 1, 2)), matmul(transpose(b, 0, 1), transpose(a, 1, 2)),
-                 0, 0, std::string(dtype_name(dt)) + " transposed");
+    expect_close(matmul(transpose(b.to(gpu), 0, 1), transpose(a.to(gpu), 1, 2)),
+                 matmul(transpose(b, 0, 1), transpose(a, 1, 2)), 0, 0, std::string(dtype_name(dt)) + " transposed");
   }
 }
 
@@ -150,7 +205,8 @@ TEST(CudaLinalgConv, Conv2dStridePaddingDilationGroupsBias) {
   for (DType dt : {DType::f16, DType::bf16}) {
     double tol = dt == DType::f16 ? 1e-2 : 6e-2;
     expect_close(conv2d(x.cast(dt).to(gpu), w.cast(dt).to(gpu), b.cast(dt).to(gpu), o),
-                 conv2d(x.cast(dt), w.cast(dt), b.cast(dt), o), tol, tol, std::string("conv2d ") + std::string(dtype_name(dt)));
+                 conv2d(x.cast(dt), w.cast(dt), b.cast(dt), o), tol, tol,
+                 std::string("conv2d ") + std::string(dtype_name(dt)));
   }
   // with autotuning off, cuDNN's heuristics choose
   cuda::set_autotune(false);
@@ -192,49 +248,69 @@ TEST(CudaLinalgConv, Conv1dAnd3d) {
                "conv_transpose1d");
 }
 
+// Every forward kernel version: EMBER_CUDA_ATTN_FWD is read per call (unset: v2; v1; v3).
 TEST(CudaLinalgAttention, CausalMasksAndUnequalLengths) {
   REQUIRE_GPU();
   Device gpu = Device::cuda(0);
   struct Case {
     int64_t L, S, E, Ev;
   };
-  for (Case c : {Case{5, 7, 4, 6}, Case{70, 130, 64, 64}, Case{129, 65, 80, 48}, Case{33, 33, 128, 128},
-                 Case{17, 40, 256, 256}, Case{9, 12, 300, 20}}) {
-    for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
-      auto q = randn({2, 3, c.L, c.E}, dt), k = randn({2, 3, c.S, c.E}, dt), v = randn({2, 3, c.S, c.Ev}, dt);
-      auto bmask = greater(randn({c.L, c.S}), -0.5);
-      auto fmask = randn({2, 1, c.L, c.S}, dt);
-      double tol = dt == DType::f64 ? 1e-10 : dt == DType::f32 ? 2e-5 : dt == DType::f16 ? 1e-2 : 6e-2;
-      std::string what = std::string(dtype_name(dt)) + " L" + std::to_string(c.L) + " S" + std::to_string(c.S) + " E" +
-                         std::to_string(c.E) + " Ev" + std::to_string(c.Ev);
-      auto Q = q.to(gpu), K = k.to(gpu), V = v.to(gpu);
-      expect_close(scaled_dot_product_attention(Q, K, V), scaled_dot_product_attention(q, k, v), tol, tol, what);
-      expect_close(scaled_dot_product_attention(Q, K, V, {}, true), scaled_dot_product_attention(q, k, v, {}, true), tol,
-                   tol, what + " causal");
-      expect_close(scaled_dot_product_attention(Q, K, V, bmask.to(gpu), true, 0.3),
-                   scaled_dot_product_attention(q, k, v, bmask, true, 0.3), tol, tol, what + " causal + bool mask");
-      expect_close(scaled_dot_product_attention(Q, K, V, fmask.to(gpu)), scaled_dot_product_attention(q, k, v, fmask),
-                   tol, tol, what + " additive mask");
-      // transposed (non-contiguous) views: [B, L, H, E] permuted to [B, H, L, E]
-      auto qt = randn({2, c.L, 3, c.E}, dt);
-      expect_close(scaled_dot_product_attention(transpose(qt.to(gpu), 1, 2), K, V),
-                   scaled_dot_product_attention(transpose(qt, 1, 2), k, v), tol, tol, what + " strided q");
+  for (const char* version : {"", "v1", "v2"})
+    for (Case c : {Case{5, 7, 4, 6}, Case{70, 130, 64, 64}, Case{129, 65, 80, 48}, Case{33, 33, 128, 128},
+                   Case{17, 40, 256, 256}, Case{9, 12, 300, 20}, Case{300, 257, 64, 64}, Case{257, 300, 32, 128},
+                   Case{200, 200, 128, 64}}) {
+      if (*version)
+        setenv("EMBER_CUDA_ATTN_FWD", version, 1);
+      else
+        unsetenv("EMBER_CUDA_ATTN_FWD");
+      for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
+        auto q = randn({2, 3, c.L, c.E}, dt), k = randn({2, 3, c.S, c.E}, dt), v = randn({2, 3, c.S, c.Ev}, dt);
+        auto bmask = greater(randn({c.L, c.S}), -0.5);
+        auto fmask = randn({2, 1, c.L, c.S}, dt);
+        double tol = dt == DType::f64 ? 1e-10 : dt == DType::f32 ? 2e-5 : dt == DType::f16 ? 1e-2 : 6e-2;
+        std::string what = std::string(dtype_name(dt)) + " L" + std::to_string(c.L) + " S" + std::to_string(c.S) +
+                           " E" + std::to_string(c.E) + " Ev" + std::to_string(c.Ev) + " fwd " +
+                           (*version ? version : "v3");
+        auto Q = q.to(gpu), K = k.to(gpu), V = v.to(gpu);
+        expect_close(scaled_dot_product_attention(Q, K, V), scaled_dot_product_attention(q, k, v), tol, tol, what);
+        expect_close(scaled_dot_product_attention(Q, K, V, {}, true), scaled_dot_product_attention(q, k, v, {}, true),
+                     tol, tol, what + " causal");
+        expect_close(scaled_dot_product_attention(Q, K, V, bmask.to(gpu), true, 0.3),
+                     scaled_dot_product_attention(q, k, v, bmask, true, 0.3), tol, tol, what + " causal + bool mask");
+        expect_close(scaled_dot_product_attention(Q, K, V, fmask.to(gpu)), scaled_dot_product_attention(q, k, v, fmask),
+                     tol, tol, what + " additive mask");
+        // transposed (non-contiguous) views: [B, L, H, E] permuted to [B, H, L, E]
+        auto qt = randn({2, c.L, 3, c.E}, dt);
+        expect_close(scaled_dot_product_attention(transpose(qt.to(gpu), 1, 2), K, V),
+                     scaled_dot_product_attention(transpose(qt, 1, 2), k, v), tol, tol, what + " strided q");
+      }
     }
-  }
+  unsetenv("EMBER_CUDA_ATTN_FWD");
 }
 
 TEST(CudaLinalgAttention, FullyMaskedRowsAreNaN) {
   REQUIRE_GPU();
-  Device gpu = Device::cuda(0);
-  auto q = randn({1, 4, 8}), k = randn({1, 6, 8}), v = randn({1, 6, 8});
-  auto m = DynTensor::from_vector<float>({1, 1, 0, 0, 0, 0,  //
-                                          0, 0, 0, 0, 0, 0,  //
-                                          1, 1, 1, 1, 1, 1,  //
-                                          0, 1, 0, 1, 0, 1},
-                                         {4, 6}, Device::cpu())
-               .cast(DType::boolean);
-  expect_close(scaled_dot_product_attention(q.to(gpu), k.to(gpu), v.to(gpu), m.to(gpu)),
-               scaled_dot_product_attention(q, k, v, m), 1e-5, 1e-5, "fully masked row");
+  for (const char* version : {"", "v1", "v2"}) {
+    if (*version)
+      setenv("EMBER_CUDA_ATTN_FWD", version, 1);
+    else
+      unsetenv("EMBER_CUDA_ATTN_FWD");
+    Device gpu = Device::cuda(0);
+    auto q = randn({1, 4, 8}), k = randn({1, 6, 8}), v = randn({1, 6, 8});
+    auto m = DynTensor::from_vector<float>({1, 1, 0, 0, 0, 0,  //
+                                            0, 0, 0, 0, 0, 0,  //
+                                            1, 1, 1, 1, 1, 1,  //
+                                            0, 1, 0, 1, 0, 1},
+                                           {4, 6}, Device::cpu())
+                 .cast(DType::boolean);
+    expect_close(scaled_dot_product_attention(q.to(gpu), k.to(gpu), v.to(gpu), m.to(gpu)),
+                 scaled_dot_product_attention(q, k, v, m), 1e-5, 1e-5, std::string("fully masked row ") + version);
+    auto h = [](const DynTensor& t) { return t.cast(DType::f16); };
+    expect_close(scaled_dot_product_attention(h(q).to(gpu), h(k).to(gpu), h(v).to(gpu), m.to(gpu)),
+                 scaled_dot_product_attention(h(q), h(k), h(v), m), 1e-2, 1e-2,
+                 std::string("fully masked row f16 ") + version);
+  }
+  unsetenv("EMBER_CUDA_ATTN_FWD");
 }
 
 // ---- timings (by hand on a GPU: --gtest_also_run_disabled_tests --gtest_filter='*LinalgPerf*') ----
@@ -271,17 +347,35 @@ TEST(CudaLinalgPerf, DISABLED_MatmulAndAttention) {
     DType dt;
     bool causal;
   };
-  for (A c : {A{4, 16, 2048, 64, DType::f16, false}, A{4, 16, 2048, 64, DType::bf16, true},
-              A{4, 16, 2048, 128, DType::bf16, false}, A{4, 16, 2048, 128, DType::f16, true},
-              A{4, 16, 1024, 64, DType::f32, false}}) {
-    auto q = DynTensor::normal({c.B, c.H, c.L, c.E}, 0, 1, DType::f32, Device::cpu()).cast(c.dt).to(gpu);
-    auto k = DynTensor::normal({c.B, c.H, c.L, c.E}, 0, 1, DType::f32, Device::cpu()).cast(c.dt).to(gpu);
-    auto v = DynTensor::normal({c.B, c.H, c.L, c.E}, 0, 1, DType::f32, Device::cpu()).cast(c.dt).to(gpu);
-    double ms = time_ms(gpu, [&] { return scaled_dot_product_attention(q, k, v, {}, c.causal); });
-    double flops = 4.0 * double(c.B * c.H) * double(c.L) * double(c.L) * double(c.E) * (c.causal ? 0.5 : 1.0);
-    std::printf("PERF attention_%s_L%lld_E%lld%s %.3f ms %.1f TFLOP/s\n", std::string(dtype_name(c.dt)).c_str(),
-                (long long)c.L, (long long)c.E, c.causal ? "_causal" : "", ms, flops / ms * 1e-9);
-  }
+  // every forward version (EMBER_CUDA_ATTN_FWD, read per call), v3 with both register budgets
+  struct F {
+    const char* version;
+    const char* blocks;
+  };
+  for (F f : {F{"", ""}, F{"v1", ""}, F{"v2", ""}, F{"", "1"}, F{"", "2"}})
+    for (A c : {A{8, 12, 1024, 64, DType::bf16, true}, A{4, 16, 2048, 64, DType::f16, false},
+                A{4, 16, 2048, 64, DType::bf16, true}, A{4, 16, 2048, 128, DType::bf16, false},
+                A{4, 16, 2048, 128, DType::f16, true}, A{4, 16, 1024, 64, DType::f32, false}}) {
+      if (*f.version)
+        setenv("EMBER_CUDA_ATTN_FWD", f.version, 1);
+      else
+        unsetenv("EMBER_CUDA_ATTN_FWD");
+      if (*f.blocks)
+        setenv("EMBER_CUDA_ATTN_FWD_BLOCKS", f.blocks, 1);
+      else
+        unsetenv("EMBER_CUDA_ATTN_FWD_BLOCKS");
+      auto q = DynTensor::normal({c.B, c.H, c.L, c.E}, 0, 1, DType::f32, Device::cpu()).cast(c.dt).to(gpu);
+      auto k = DynTensor::normal({c.B, c.H, c.L, c.E}, 0, 1, DType::f32, Device::cpu()).cast(c.dt).to(gpu);
+      auto v = DynTensor::normal({c.B, c.H, c.L, c.E}, 0, 1, DType::f32, Device::cpu()).cast(c.dt).to(gpu);
+      double ms = time_ms(gpu, [&] { return scaled_dot_product_attention(q, k, v, {}, c.causal); });
+      double flops = 4.0 * double(c.B * c.H) * double(c.L) * double(c.L) * double(c.E) * (c.causal ? 0.5 : 1.0);
+      std::printf("PERF attention_%s_B%lld_H%lld_L%lld_E%lld%s fwd %s%s%s %.3f ms %.1f TFLOP/s\n",
+                  std::string(dtype_name(c.dt)).c_str(), (long long)c.B, (long long)c.H, (long long)c.L, (long long)c.E,
+                  c.causal ? "_causal" : "", *f.version ? f.version : "v3", *f.blocks ? " blocks " : "", f.blocks, ms,
+                  flops / ms * 1e-9);
+    }
+  unsetenv("EMBER_CUDA_ATTN_FWD");
+  unsetenv("EMBER_CUDA_ATTN_FWD_BLOCKS");
   auto x = DynTensor::normal({32, 64, 56, 56}, 0, 1, DType::f32, Device::cpu()).to(gpu);
   auto w = DynTensor::normal({128, 64, 3, 3}, 0, 1, DType::f32, Device::cpu()).to(gpu);
   ConvOptions o;
