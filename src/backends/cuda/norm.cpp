@@ -5,9 +5,12 @@
 // a per-channel (alpha, beta) and applies y = x * alpha[c] + beta[c].
 //   * layer_norm rows up to 32768 elements are held in registers (one read, one write), with a
 //     group of `tpr` threads per row as in softmax.cpp and 16-byte vector loads when aligned:
-//     every thread takes the exact two-pass mean / squared deviations of its own values, and
-//     one group reduction merges the (count, mean, m2) triples (Chan's formula, in a fixed
-//     order); longer rows: one block per row, three passes (sum, squared deviations, apply).
+//     the statistics are exact two-pass ones: two group sums (the mean, then the squared
+//     deviations from it; the default), or every thread's own mean / squared deviations merged
+//     by one group reduction of (count, mean, m2) triples (Chan's formula, in a fixed order;
+//     EMBER_CUDA_LN_TWO=0); blocks walk their groups of rows in a grid-stride loop, at most
+//     32 blocks per SM (EMBER_CUDA_LN_GRID). Longer rows: one block per row, three passes
+//     (sum, squared deviations, apply).
 //   * batch_norm: a tiny per-channel kernel, then one elementwise pass (vectorised when the
 //     input is contiguous, strided otherwise).
 #include <algorithm>
@@ -72,6 +75,98 @@ __device__ __forceinline__ Stats group_stats(Stats v, int tpr, C* red) {
   return a;
 }
 
+// The rest of one row once this thread holds its values v (items lane, lane + tpr, ...): the
+// statistics (TWO: two plain group sums, mean then squared deviations; else one merged
+// (count, mean, m2) reduction) and y. Every thread of the block calls it (the group
+// reductions); `valid` says whether this thread's group has a row.
+template <int NV, int W, bool TWO>
+__device__ __forceinline__ void ln_row(const C (&v)[NV * W], bool valid, int nitems, int lane, int tpr,
+                                       int64_t D, C ceps, const T* __restrict__ w, const T* __restrict__ b, T* yr,
+                                       C* red) {
+  C s = C(0);
+  int cnt = 0;
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const int it = k * tpr + lane;
+    if (valid && it < nitems) {
+#pragma unroll
+      for (int e = 0; e < W; ++e) s += v[k * W + e];
+      cnt += W;
+    }
+  }
+  C mean, var;
+  if (TWO) {
+    // two plain group sums: the row's mean, then its squared deviations from it
+    mean = group_sum(s, tpr, red) / C(D);
+    C q = C(0);
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int it = k * tpr + lane;
+      if (valid && it < nitems) {
+#pragma unroll
+        for (int e = 0; e < W; ++e) {
+          C d = v[k * W + e] - mean;
+          q += d * d;
+        }
+      }
+    }
+    var = group_sum(q, tpr, red) / C(D);
+  } else {
+    // this thread's statistics, then the row's (one merged reduction)
+    Stats st;
+    st.n = C(cnt);
+    st.mean = cnt ? s / C(cnt) : C(0);
+    st.m2 = C(0);
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int it = k * tpr + lane;
+      if (valid && it < nitems) {
+#pragma unroll
+        for (int e = 0; e < W; ++e) {
+          C d = v[k * W + e] - st.mean;
+          st.m2 += d * d;
+        }
+      }
+    }
+    st = group_stats(st, tpr, red);
+    mean = st.mean;
+    var = st.m2 / C(D);
+  }
+  const C rstd = C(1) / m_sqrt((var > C(0) ? var : C(0)) + ceps);
+  const C shift = -rstd * mean;
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const int it = k * tpr + lane;
+    if (valid && it < nitems) {
+      C wv[W], bv[W];
+      if (W > 1) {
+        VecT tw, tb;
+        if (w) tw.u = ((const uint4*)w)[it];
+        if (b) tb.u = ((const uint4*)b)[it];
+#pragma unroll
+        for (int e = 0; e < W; ++e) {
+          wv[e] = w ? C(tw.v[e]) : C(1);
+          bv[e] = b ? C(tb.v[e]) : C(0);
+        }
+      } else {
+        wv[0] = w ? C(w[it]) : C(1);
+        bv[0] = b ? C(b[it]) : C(0);
+      }
+      VecT t;
+#pragma unroll
+      for (int e = 0; e < W; ++e) {
+        C o = v[k * W + e] * rstd + shift;
+        if (w) o = o * wv[e];
+        if (b) o = o + bv[e];
+        if (W > 1) t.v[e] = T(o);
+        else yr[it] = T(o);
+      }
+      if (W > 1) ((uint4*)yr)[it] = t.u;
+    }
+  }
+}
+
+// A grid-stride loop over groups of rows, each loaded, reduced and written in turn.
 template <int NV, int W, bool TWO>
 __device__ __forceinline__ void ln_rows(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ w,
                                         const T* __restrict__ b, int64_t rows, int64_t D, double eps, int tpr) {
@@ -84,10 +179,7 @@ __device__ __forceinline__ void ln_rows(const T* __restrict__ x, T* __restrict__
     const int64_t r = r0 + threadIdx.x / tpr;
     const bool valid = r < rows;
     const T* xr = x + r * D;
-    T* yr = y + r * D;
     C v[NV * W];
-    C s = C(0);
-    int cnt = 0;
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int64_t it = int64_t(k) * tpr + lane;
@@ -100,92 +192,23 @@ __device__ __forceinline__ void ln_rows(const T* __restrict__ x, T* __restrict__
         } else {
           v[k * W] = C(xr[it]);
         }
-#pragma unroll
-        for (int e = 0; e < W; ++e) s += v[k * W + e];
-        cnt += W;
       }
     }
-    C mean, var;
-    if (TWO) {
-      // two plain group sums: the row's mean, then its squared deviations from it
-      mean = group_sum(s, tpr, red) / C(D);
-      C q = C(0);
-#pragma unroll
-      for (int k = 0; k < NV; ++k) {
-        const int64_t it = int64_t(k) * tpr + lane;
-        if (valid && it < nitems) {
-#pragma unroll
-          for (int e = 0; e < W; ++e) {
-            C d = v[k * W + e] - mean;
-            q += d * d;
-          }
-        }
-      }
-      var = group_sum(q, tpr, red) / C(D);
-    } else {
-      // this thread's statistics, then the row's (one merged reduction)
-      Stats st;
-      st.n = C(cnt);
-      st.mean = cnt ? s / C(cnt) : C(0);
-      st.m2 = C(0);
-#pragma unroll
-      for (int k = 0; k < NV; ++k) {
-        const int64_t it = int64_t(k) * tpr + lane;
-        if (valid && it < nitems) {
-#pragma unroll
-          for (int e = 0; e < W; ++e) {
-            C d = v[k * W + e] - st.mean;
-            st.m2 += d * d;
-          }
-        }
-      }
-      st = group_stats(st, tpr, red);
-      mean = st.mean;
-      var = st.m2 / C(D);
-    }
-    const C rstd = C(1) / m_sqrt((var > C(0) ? var : C(0)) + ceps);
-    const C shift = -rstd * mean;
-#pragma unroll
-    for (int k = 0; k < NV; ++k) {
-      const int64_t it = int64_t(k) * tpr + lane;
-      if (valid && it < nitems) {
-        C wv[W], bv[W];
-        if (W > 1) {
-          VecT tw, tb;
-          if (w) tw.u = ((const uint4*)w)[it];
-          if (b) tb.u = ((const uint4*)b)[it];
-#pragma unroll
-          for (int e = 0; e < W; ++e) {
-            wv[e] = w ? C(tw.v[e]) : C(1);
-            bv[e] = b ? C(tb.v[e]) : C(0);
-          }
-        } else {
-          wv[0] = w ? C(w[it]) : C(1);
-          bv[0] = b ? C(b[it]) : C(0);
-        }
-        VecT t;
-#pragma unroll
-        for (int e = 0; e < W; ++e) {
-          C o = v[k * W + e] * rstd + shift;
-          if (w) o = o * wv[e];
-          if (b) o = o + bv[e];
-          if (W > 1) t.v[e] = T(o);
-          else yr[it] = T(o);
-        }
-        if (W > 1) ((uint4*)yr)[it] = t.u;
-      }
-    }
+    ln_row<NV, W, TWO>(v, valid, int(nitems), lane, tpr, D, ceps, w, b, y + r * D, red);
   }
 }
 
-#define LN_KERNEL(NAME, NV, W)                                                                     \
-  extern "C" __global__ void NAME(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ w, \
-                                  const T* __restrict__ b, int64_t rows, int64_t D, double eps, int tpr) { \
-    ln_rows<NV, W, false>(x, y, w, b, rows, D, eps, tpr);                                           \
-  }                                                                                                 \
-  extern "C" __global__ void NAME##_two(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ w, \
-                                        const T* __restrict__ b, int64_t rows, int64_t D, double eps, int tpr) { \
-    ln_rows<NV, W, true>(x, y, w, b, rows, D, eps, tpr);                                            \
+// (__launch_bounds__: at most 64 registers, so that 1024-thread blocks can launch)
+#define LN_KERNEL(NAME, NV, W)                                                                         \
+  extern "C" __global__ void __launch_bounds__(1024) NAME(const T* __restrict__ x, T* __restrict__ y,  \
+                                                          const T* __restrict__ w, const T* __restrict__ b, \
+                                                          int64_t rows, int64_t D, double eps, int tpr) { \
+    ln_rows<NV, W, false>(x, y, w, b, rows, D, eps, tpr);                                              \
+  }                                                                                                    \
+  extern "C" __global__ void __launch_bounds__(1024) NAME##_two(const T* __restrict__ x, T* __restrict__ y, \
+                                                                const T* __restrict__ w, const T* __restrict__ b, \
+                                                                int64_t rows, int64_t D, double eps, int tpr) { \
+    ln_rows<NV, W, true>(x, y, w, b, rows, D, eps, tpr);                                               \
   }
 LN_KERNEL(rows_s1, 1, 1)
 LN_KERNEL(rows_s2, 2, 1)
@@ -345,9 +368,11 @@ std::vector<PrimitivePtr> layer_norm_kernel(CudaBackend& be, Op& op) {
       const char* e = std::getenv("EMBER_CUDA_LN_TWO");
       return !(e && *e == '0');
     }();
-    std::string entry = std::string(vec ? "rows_v" : "rows_s") + std::to_string(nv) + (two ? "_two" : "");
-    const int threads = int(std::max<int64_t>(tpr, 256));
+    // blocks of 256 threads for groups of a warp or less; a group of more is the whole block
+    // (the contract of the group reductions)
+    const int threads = int(tpr > 32 ? tpr : 256);
     const int64_t rpb = threads / tpr;
+    const std::string entry = std::string(vec ? "rows_v" : "rows_s") + std::to_string(nv) + (two ? "_two" : "");
     // blocks per SM at most (EMBER_CUDA_LN_GRID overrides the default 32, for tuning)
     static const int64_t per_sm = [] {
       const char* e = std::getenv("EMBER_CUDA_LN_GRID");

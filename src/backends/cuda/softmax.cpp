@@ -4,7 +4,7 @@
 //   * last dim, rows up to 32768 elements: the row is held in registers (one read, one
 //     write): a group of `tpr` threads per row (a power of two: part of a warp, a warp, or a
 //     whole block), each thread holding up to 32 values loaded as 16-byte vectors when the
-//     rows are aligned;
+//     rows are aligned; blocks walk their groups of rows in a grid-stride loop;
 //   * other dims, and longer rows: [outer, D, inner] with D cut into chunks: a pass of
 //     online (max, sum) partials per (column, chunk), a pass merging them per column (in
 //     order), and a pass writing y (two reads and one write of x in all); threads run along
@@ -25,6 +25,54 @@ constexpr int kMaxRegElems = 32;
 const char* kSoftmaxKernels = R"CUDA(
 union VecT { uint4 u; T v[VW]; };
 
+// The rest of one row once this thread holds its values v (items lane, lane + tpr, ...):
+// the group's max, sum of exp(v - max), and y. Every thread of the block calls it (the group
+// reductions), `valid` says whether this thread's group has a row.
+template <int NV, int W>
+__device__ __forceinline__ void softmax_row(C (&v)[NV * W], bool valid, int nitems, int lane, int tpr, T* yr,
+                                            int log_out, C* red) {
+  C m = -m_inf(C(0));
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const int it = k * tpr + lane;
+    if (valid && it < nitems) {
+#pragma unroll
+      for (int e = 0; e < W; ++e) m = m_nanmax(m, v[k * W + e]);
+    }
+  }
+  m = group_max(m, tpr, red);
+  C s = C(0);
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const int it = k * tpr + lane;
+    if (valid && it < nitems) {
+#pragma unroll
+      for (int e = 0; e < W; ++e) {
+        C ex = m_exp(v[k * W + e] - m);
+        if (!log_out) v[k * W + e] = ex;
+        s += ex;
+      }
+    }
+  }
+  s = group_sum(s, tpr, red);
+  const C inv = C(1) / s, ls = m_log(s);
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const int it = k * tpr + lane;
+    if (valid && it < nitems) {
+      if (W > 1) {
+        VecT t;
+#pragma unroll
+        for (int e = 0; e < W; ++e) t.v[e] = T(log_out ? (v[k * W + e] - m) - ls : v[k * W + e] * inv);
+        ((uint4*)yr)[it] = t.u;
+      } else {
+        yr[it] = T(log_out ? (v[k * W] - m) - ls : v[k * W] * inv);
+      }
+    }
+  }
+}
+
+// A grid-stride loop over groups of rows, each loaded, reduced and written in turn.
 template <int NV, int W>
 __device__ __forceinline__ void rows_regs(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t D,
                                           int log_out, int tpr) {
@@ -36,9 +84,7 @@ __device__ __forceinline__ void rows_regs(const T* __restrict__ x, T* __restrict
     const int64_t r = r0 + threadIdx.x / tpr;
     const bool valid = r < rows;
     const T* xr = x + r * D;
-    T* yr = y + r * D;
     C v[NV * W];
-    C m = -m_inf(C(0));
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int64_t it = int64_t(k) * tpr + lane;
@@ -51,47 +97,17 @@ __device__ __forceinline__ void rows_regs(const T* __restrict__ x, T* __restrict
         } else {
           v[k * W] = C(xr[it]);
         }
-#pragma unroll
-        for (int e = 0; e < W; ++e) m = m_nanmax(m, v[k * W + e]);
       }
     }
-    m = group_max(m, tpr, red);
-    C s = C(0);
-#pragma unroll
-    for (int k = 0; k < NV; ++k) {
-      const int64_t it = int64_t(k) * tpr + lane;
-      if (valid && it < nitems) {
-#pragma unroll
-        for (int e = 0; e < W; ++e) {
-          C ex = m_exp(v[k * W + e] - m);
-          if (!log_out) v[k * W + e] = ex;
-          s += ex;
-        }
-      }
-    }
-    s = group_sum(s, tpr, red);
-    const C inv = C(1) / s, ls = m_log(s);
-#pragma unroll
-    for (int k = 0; k < NV; ++k) {
-      const int64_t it = int64_t(k) * tpr + lane;
-      if (valid && it < nitems) {
-        if (W > 1) {
-          VecT t;
-#pragma unroll
-          for (int e = 0; e < W; ++e) t.v[e] = T(log_out ? (v[k * W + e] - m) - ls : v[k * W + e] * inv);
-          ((uint4*)yr)[it] = t.u;
-        } else {
-          yr[it] = T(log_out ? (v[k * W] - m) - ls : v[k * W] * inv);
-        }
-      }
-    }
+    softmax_row<NV, W>(v, valid, int(nitems), lane, tpr, y + r * D, log_out, red);
   }
 }
 
-#define ROWS_KERNEL(NAME, NV, W)                                                                    \
-  extern "C" __global__ void NAME(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t D, \
-                                  int log_out, int tpr) {                                           \
-    rows_regs<NV, W>(x, y, rows, D, log_out, tpr);                                                  \
+// (__launch_bounds__: at most 64 registers, so that 1024-thread blocks can launch)
+#define ROWS_KERNEL(NAME, NV, W)                                                                       \
+  extern "C" __global__ void __launch_bounds__(1024) NAME(const T* __restrict__ x, T* __restrict__ y,  \
+                                                          int64_t rows, int64_t D, int log_out, int tpr) { \
+    rows_regs<NV, W>(x, y, rows, D, log_out, tpr);                                                     \
   }
 ROWS_KERNEL(rows_s1, 1, 1)
 ROWS_KERNEL(rows_s2, 2, 1)
@@ -236,9 +252,11 @@ std::vector<PrimitivePtr> softmax_common(CudaBackend& be, Op& op, bool log) {
     const int64_t tpr = std::min<int64_t>(1024, pow2_ceil((items + nv_target - 1) / nv_target));
     const int64_t nv = pow2_ceil((items + tpr - 1) / tpr);
     if (nv <= max_nv) {
-      std::string entry = std::string(vec ? "rows_v" : "rows_s") + std::to_string(nv);
-      const int threads = int(std::max<int64_t>(tpr, 256));
+      // blocks of 256 threads for groups of a warp or less; a group of more is the whole
+      // block (the contract of the group reductions)
+      const int threads = int(tpr > 32 ? tpr : 256);
       const int64_t rpb = threads / tpr;
+      const std::string entry = std::string(vec ? "rows_v" : "rows_s") + std::to_string(nv);
       be.launch(fn(entry.c_str()), grid_for(be, rows, int(rpb)), threads, 0, x, y, rows, D, lg, int(tpr));
       return {out};
     }

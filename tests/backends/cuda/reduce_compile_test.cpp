@@ -237,11 +237,14 @@ TEST(CudaSoftmax, MatchesTheCpuAlongEveryDim) {
     Shape shape;
     int dim;
   };
+  // widths that take one, two, four rows per block, a row wider than 16384, and enough rows
+  // for every block to loop over rows with a ragged end
   for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
     const double t = tol_of(dt);
     for (const Case& c : {Case{{64, 4096}, -1}, Case{{300, 37}, 1}, Case{{1000, 8}, -1}, Case{{7, 3}, 1},
                           Case{{3, 40000}, -1}, Case{{2, 70001}, 1}, Case{{300, 64}, 0}, Case{{4, 50, 33}, 1},
-                          Case{{5000, 3}, 0}, Case{{3, 1}, 1}}) {
+                          Case{{5000, 3}, 0}, Case{{3, 1}, 1}, Case{{33, 1024}, -1}, Case{{17, 2048}, -1},
+                          Case{{9, 20000}, -1}, Case{{1031, 4096}, -1}}) {
       auto x = sample(c.shape, dt);
       auto g = x.to(gpu());
       std::string what = std::string(dtype_name(dt)) + " dim " + std::to_string(c.dim) + " of " +
@@ -262,7 +265,10 @@ TEST(CudaNorm, LayerNormAndBatchNormMatchTheCpu) {
   REQUIRE_GPU();
   for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
     const double t = 4 * tol_of(dt);
-    for (Shape s : {Shape{64, 4096}, Shape{5, 37}, Shape{3, 4, 8}, Shape{2, 50000}, Shape{1000, 24}}) {
+    // widths that take one, two, four rows per block, a row wider than 16384, and enough rows
+    // for every block to loop over rows with a ragged end
+    for (Shape s : {Shape{64, 4096}, Shape{5, 37}, Shape{3, 4, 8}, Shape{2, 50000}, Shape{1000, 24}, Shape{33, 1024},
+                    Shape{17, 2048}, Shape{9, 20000}, Shape{1031, 4096}}) {
       auto x = sample(s, dt);
       auto w = sample({s[-1]}, dt, 7), b = sample({s[-1]}, dt, 8);
       auto g = x.to(gpu());
