@@ -149,6 +149,243 @@ void im2col_row_f32_avx512(const Im2colRow& r, int64_t p0, int64_t p1, float* ds
   }
 }
 
+// The geometry im2col_panels_f32_avx512 reads (declared again in conv.cpp); dims (D, H, W).
+struct Im2colGeom {
+  const float* x;  // the first input channel plane of the image / group
+  int64_t plane;   // distance between channel planes
+  int64_t in[3], out[3], k[3], s[3], p[3], d[3];
+};
+
+namespace {
+// One run of a micro-panel: lanes [l0, l0 + n) are the output pixels (od, oh, ow + L - l0).
+struct PanelRun {
+  int64_t pix;       // input offset of lane 0 at a zero kernel offset: (od*sd*IH + oh*sh)*IW + (ow-l0)*sw
+  int64_t idb, ihb;  // od * sd, oh * sh
+  int64_t owa, owb;  // the run's output columns [owa, owb)
+  int64_t shift;     // ow - l0: lane L is output column L + shift
+};
+
+template <int SW>
+void im2col_panels_rows(const Im2colGeom& g, int64_t r0, int64_t kc, int mr, const PanelRun (*runs)[16],
+                        const int* nruns, int np, float* dst, int64_t panel_stride) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const int64_t ID = g.in[0], IH = g.in[1], IW = g.in[2];
+  const int64_t sw = SW > 0 ? SW : g.s[2];
+  const __m512i steps = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32(static_cast<int>(sw)));
+  const __mmask16 store_mask = lanes(0, mr);
+  int64_t kw = r0 % g.k[2], t = r0 / g.k[2];
+  int64_t kh = t % g.k[1];
+  t /= g.k[1];
+  int64_t kd = t % g.k[0], c = t / g.k[0];
+  for (int64_t r = 0; r < kc; ++r) {
+    const int64_t offd = kd * g.d[0] - g.p[0], offh = kh * g.d[1] - g.p[1], offw = kw * g.d[2] - g.p[2];
+    const float* base = at(g.x, c * g.plane + (offd * IH + offh) * IW + offw);  // may lie before the plane
+    // Output columns whose input column lies inside the row: [ow_lo, ow_hi).
+    const int64_t ow_lo = offw >= 0 ? 0 : (-offw + sw - 1) / sw;
+    const int64_t ow_hi = IW - 1 - offw < 0 ? 0 : (IW - 1 - offw) / sw + 1;
+    float* d = dst + r * mr;
+    for (int q = 0; q < np; ++q, d += panel_stride) {
+      __m512 v = _mm512_setzero_ps();
+      for (int u = 0; u < nruns[q]; ++u) {
+        const PanelRun& run = runs[q][u];
+        const uint64_t id = static_cast<uint64_t>(run.idb + offd), ih = static_cast<uint64_t>(run.ihb + offh);
+        if (id >= static_cast<uint64_t>(ID) || ih >= static_cast<uint64_t>(IH)) continue;
+        // Valid lanes [la, lb).
+        const int64_t la = (run.owa > ow_lo ? run.owa : ow_lo) - run.shift;
+        const int64_t lb = (run.owb < ow_hi ? run.owb : ow_hi) - run.shift;
+        if (lb <= la) continue;
+        const __mmask16 m = lanes(la, lb);
+        const float* q0 = at(base, run.pix);  // lane L reads q0[L * sw]
+        if constexpr (SW == 1) {
+          v = _mm512_mask_loadu_ps(v, m, q0);
+        } else if constexpr (SW == 2) {
+          // Lane L is element 2L of the 32-element window at q0: load the lanes' elements only.
+          const __m512 lo = _mm512_maskz_loadu_ps(lanes(2 * la, 2 * lb - 1), q0);
+          const __m512 hi = _mm512_maskz_loadu_ps(lanes(2 * la - 16, 2 * lb - 17), at(q0, 16));
+          v = _mm512_mask_mov_ps(v, m, _mm512_permutex2var_ps(lo, even, hi));
+        } else {
+          v = _mm512_mask_i32gather_ps(v, m, steps, q0, 4);
+        }
+      }
+      _mm512_mask_storeu_ps(d, store_mask, v);
+    }
+    if (++kw == g.k[2]) {
+      kw = 0;
+      if (++kh == g.k[1]) {
+        kh = 0;
+        if (++kd == g.k[0]) {
+          kd = 0;
+          ++c;
+        }
+      }
+    }
+  }
+}
+}  // namespace
+
+// Rows [r0, r0 + kc) x output pixels [p0, p1) of the column matrix (row r = ((c * KD + kd) *
+// KH + kh) * KW + kw) as micro-panels of mr <= 16 pixels: element (r, p) at
+// dst[(p - p0) / mr * kc * mr + (r - r0) * mr + (p - p0) % mr], the last panel zero padded.
+// A panel is cut into runs of pixels in one output row (tabulated once); each (row, run) is
+// one masked load (stride 2 through a permute, other strides through a gather).
+void im2col_panels_f32_avx512(const Im2colGeom& g, int64_t r0, int64_t kc, int64_t p0, int64_t p1, int mr,
+                              float* dst) {
+  constexpr int kGroup = 16;  // panels per pass
+  const int64_t IH = g.in[1], IW = g.in[2], OH = g.out[1], OW = g.out[2];
+  const int64_t sw = g.s[2];
+  const int64_t npanels = (p1 - p0 + mr - 1) / mr;
+  PanelRun runs[kGroup][16];
+  int nruns[kGroup];
+  for (int64_t pg = 0; pg < npanels; pg += kGroup) {
+    const int np = static_cast<int>(npanels - pg < kGroup ? npanels - pg : kGroup);
+    for (int q = 0; q < np; ++q) {
+      const int64_t a = p0 + (pg + q) * mr, b = a + mr < p1 ? a + mr : p1;
+      int64_t ow = a % OW, t = a / OW;
+      int64_t oh = t % OH, od = t / OH;
+      int nr = 0;
+      for (int64_t p = a; p < b;) {
+        const int64_t n = OW - ow < b - p ? OW - ow : b - p;
+        const int64_t l0 = p - a, idb = od * g.s[0], ihb = oh * g.s[1];
+        runs[q][nr++] = {(idb * IH + ihb) * IW + (ow - l0) * sw, idb, ihb, ow, ow + n, ow - l0};
+        p += n;
+        ow = 0;
+        if (++oh == OH) {
+          oh = 0;
+          ++od;
+        }
+      }
+      nruns[q] = nr;
+    }
+    float* d = dst + pg * kc * mr;
+    if (sw == 1)
+      im2col_panels_rows<1>(g, r0, kc, mr, runs, nruns, np, d, kc * mr);
+    else if (sw == 2)
+      im2col_panels_rows<2>(g, r0, kc, mr, runs, nruns, np, d, kc * mr);
+    else
+      im2col_panels_rows<0>(g, r0, kc, mr, runs, nruns, np, d, kc * mr);
+  }
+}
+
+namespace {
+// In-place transpose of the 16 x 16 block v[0..15] (t: scratch): pairs of rows interleaved,
+// then groups of 4 (within 128-bit lanes), then the 128-bit lanes across 8 and 16 rows.
+inline void transpose16(__m512* v, __m512* t) {
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(v[i], v[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    v[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    v[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    v[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    v[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm512_shuffle_f32x4(v[i], v[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_f32x4(v[i], v[i + 4], 0xDD);
+    t[i + 8] = _mm512_shuffle_f32x4(v[i + 8], v[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_f32x4(v[i + 8], v[i + 12], 0xDD);
+  }
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    v[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+    v[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88);
+    v[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xDD);
+  }
+}
+}  // namespace
+
+namespace {
+// ct[r, 0:n] (row stride ldc) = (accumulate ? ct[r, 0:n] : 0) + sum_k a[off[k] + pix(r)] * b[k, 0:n]
+// for r < M: M pixels of a padded input row times a 32-column weight panel (row k at b + k * 32).
+// pix(r) = r * SW, or with SPLIT > 0 (pixels from two output rows), (r - SPLIT) * SW + rowstep
+// for r >= SPLIT.
+template <int M, int SW, int SPLIT>
+__attribute__((noinline)) void implicit_tile(int64_t kc, const float* __restrict a, const int64_t* __restrict off,
+                                             int64_t rowstep, const float* __restrict b, float* __restrict ct,
+                                             int64_t ldc, bool accumulate, int n) {
+  __m512 acc[M][2];
+#pragma GCC unroll 14
+  for (int r = 0; r < M; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+  for (int64_t k = 0; k < kc; ++k) {
+    const float* ak = a + off[k];
+    const float* ak2 = ak + rowstep;
+    const __m512 b0 = _mm512_loadu_ps(b + k * 32), b1 = _mm512_loadu_ps(b + k * 32 + 16);
+#pragma GCC unroll 14
+    for (int r = 0; r < M; ++r) {
+      const __m512 av = _mm512_set1_ps(SPLIT > 0 && r >= SPLIT ? ak2[(r - SPLIT) * SW] : ak[r * SW]);
+      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+    }
+  }
+  const __mmask16 m0 = lanes(0, n), m1 = lanes(0, n - 16);
+#pragma GCC unroll 14
+  for (int r = 0; r < M; ++r) {
+    float* cr = ct + r * ldc;
+    if (accumulate) {
+      acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_maskz_loadu_ps(m0, cr));
+      acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_maskz_loadu_ps(m1, cr + 16));
+    }
+    _mm512_mask_storeu_ps(cr, m0, acc[r][0]);
+    _mm512_mask_storeu_ps(cr + 16, m1, acc[r][1]);
+  }
+}
+
+template <int SW, int M = 14>
+void implicit_tile_m(int m, int64_t kc, const float* a, const int64_t* off, const float* b, float* ct, int64_t ldc,
+                     bool accumulate, int n) {
+  if constexpr (M >= 1) {
+    if (m == M)
+      implicit_tile<M, SW, 0>(kc, a, off, 0, b, ct, ldc, accumulate, n);
+    else
+      implicit_tile_m<SW, M - 1>(m, kc, a, off, b, ct, ldc, accumulate, n);
+  }
+}
+}  // namespace
+
+// The implicit-GEMM micro-kernel of conv.cpp's single-image path: implicit_tile above for
+// m <= 14 pixels, n <= 32 channels and a width stride sw of 1 or 2; split7: 14 pixels, the
+// last 7 of them from the next output row (rowstep further on).
+void conv_implicit_tile_f32_avx512(int m, int sw, bool split7, int64_t rowstep, int64_t kc, const float* a,
+                                   const int64_t* off, const float* b, float* ct, int64_t ldc, bool accumulate,
+                                   int n) {
+  if (split7 && m == 14) {
+    if (sw == 1)
+      implicit_tile<14, 1, 7>(kc, a, off, rowstep, b, ct, ldc, accumulate, n);
+    else
+      implicit_tile<14, 2, 7>(kc, a, off, rowstep, b, ct, ldc, accumulate, n);
+  } else if (sw == 1) {
+    implicit_tile_m<1>(m, kc, a, off, b, ct, ldc, accumulate, n);
+  } else {
+    implicit_tile_m<2>(m, kc, a, off, b, ct, ldc, accumulate, n);
+  }
+}
+
+// dst[c * ldd + r] = src[r * lds + c] + bias[c] (bias may be null) for r < rows, c < cols:
+// the pixel-major GEMM result of conv.cpp's single-image path back into channel planes, in
+// 16 x 16 blocks transposed in registers.
+void transpose_bias_f32_avx512(const float* src, int64_t rows, int64_t cols, int64_t lds, const float* bias,
+                               float* dst, int64_t ldd) {
+  for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+    const int64_t nr = rows - r0 < 16 ? rows - r0 : 16;
+    const __mmask16 rm = lanes(0, nr);
+    for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+      const int64_t nc = cols - c0 < 16 ? cols - c0 : 16;
+      const __mmask16 cm = lanes(0, nc);
+      __m512 v[16], t[16];
+      for (int i = 0; i < 16; ++i)
+        v[i] = i < nr ? _mm512_maskz_loadu_ps(cm, src + (r0 + i) * lds + c0) : _mm512_setzero_ps();
+      transpose16(v, t);
+      for (int i = 0; i < nc; ++i) {
+        const __m512 b = _mm512_set1_ps(bias ? bias[c0 + i] : 0.0f);
+        _mm512_mask_storeu_ps(dst + (c0 + i) * ldd + r0, rm, _mm512_add_ps(v[i], b));
+      }
+    }
+  }
+}
+
 // dst[i] += src[i] for i in [0, n).
 void add_row_f32_avx512(float* dst, const float* src, int64_t n) {
   int64_t i = 0;
