@@ -1,0 +1,71 @@
+// What attention.cpp (forward) and attention_backward.cpp share: the operands of an attention
+// op and a few host helpers.
+#pragma once
+
+#include <cmath>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "cuda_backend.hpp"
+
+namespace ember::cuda {
+
+struct AttnInputs {
+  CudaTensorPtr q, k, v, mask;
+  int64_t L = 0, S = 0, E = 0, Ev = 0;
+  double scale = 1.0;
+  bool causal = false;
+  Shape batch;
+};
+
+// q, k, v are inputs 0..2 of both ops; the optional mask is input `mask_input`.
+inline AttnInputs attn_inputs(const Op& op, size_t mask_input) {
+  const auto& a = op.attr<AttentionAttrs>();
+  AttnInputs in;
+  in.q = as_cuda_ptr(op.inputs[0]);
+  in.k = as_cuda_ptr(op.inputs[1]);
+  in.v = as_cuda_ptr(op.inputs[2]);
+  if (op.inputs.size() > mask_input && op.inputs[mask_input]) in.mask = as_cuda_ptr(op.inputs[mask_input]);
+  const Shape& qs = in.q->shape();
+  const int r = qs.rank();
+  in.batch = Shape(qs.begin(), qs.end() - 2);
+  in.L = qs[r - 2];
+  in.E = qs[r - 1];
+  in.S = in.k->shape()[r - 2];
+  in.Ev = in.v->shape()[r - 1];
+  in.causal = a.causal;
+  in.scale = std::isnan(a.scale) ? 1.0 / std::sqrt(double(in.E)) : a.scale;
+  return in;
+}
+
+inline bool use_tensor_cores(DType dt) { return dt == DType::f16 || dt == DType::bf16; }
+
+// Batch strides of `t` over dims [0, nb) of `batch` (0 where t's dim is broadcast).
+inline std::vector<int64_t> lead_strides(const std::vector<int64_t>& strides, int nb) {
+  return std::vector<int64_t>(strides.begin(), strides.begin() + nb);
+}
+
+// A contiguous copy of `t` in dtype `dt` (t itself when it already is one).
+inline CudaTensorPtr contiguous_as(CudaBackend& be, const CudaTensorPtr& t, DType dt) {
+  if (t->dtype() == dt) return contiguous(be, t);
+  auto out = alloc(be, {t->shape(), dt});
+  copy_view(be, view_of(*out), view_of(*t));
+  return out;
+}
+
+// Launches need more than the default 48 KiB of dynamic shared memory set per function once.
+inline void allow_smem(CUfunction f, size_t smem) {
+  static std::mutex mu;
+  static std::set<CUfunction> configured;
+  std::lock_guard<std::mutex> lock(mu);
+  if (smem > 48 * 1024 && !configured.count(f)) {
+    EMBER_CU_CHECK(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(smem)));
+    configured.insert(f);
+  }
+}
+
+// The attention_backward kernel (attention_backward.cpp).
+std::vector<PrimitivePtr> attention_backward_kernel(CudaBackend& be, Op& op);
+
+}  // namespace ember::cuda
