@@ -63,6 +63,12 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   asm("cvt.rn." MMA_TYPE "x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
+// 2^x on the SFU (-inf gives 0)
+__device__ __forceinline__ float fast_exp2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   uint32_t r;
   asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
@@ -123,119 +129,118 @@ extern "C" __global__ void __launch_bounds__(NT) attn_bwd_prep(
   const uint32_t q_lane = uint32_t((warp * 16 + (lane & 15)) * ST + (lane >> 4) * 8);
   const uint32_t k_lane = uint32_t(((lane & 7) + ((lane >> 4) << 3)) * ST + ((lane >> 3) & 1) * 8);
   const uint32_t q_base = smem_addr(Qs), k_base = smem_addr(Ks);
-  for (int64_t b = blockIdx.y; b < nbatch; b += gridDim.y) {
+  // (tile, batch entry) pairs tile-major over a 1-D grid: the longest causal rows of every
+  // entry start first
+  for (int64_t idx = blockIdx.x; idx < ntiles * nbatch; idx += gridDim.x) {
+    const int64_t ti = idx / nbatch, b = idx - ti * nbatch;
     const T* qp = q + b * L * D;
     const T* kp = k + b * S * D;
     const int64_t moff = MASK_KIND ? offset_of(b, bsh, mb) : 0;
-    for (int64_t ti = blockIdx.x; ti < ntiles; ti += gridDim.x) {
-      const int64_t m0 = (CAUSAL ? ntiles - 1 - ti : ti) * PM;  // causal: longest rows first
-      const int64_t kv_end = CAUSAL ? min(S, m0 + PM) : S;  // causal: no key tile past the diagonal
-      const int64_t nkv = (kv_end + BN - 1) / BN;
-      __syncthreads();  // the previous tile is done with Qs and Ks
-      load_rows<PM>(Qs, qp, m0, L);
-      load_rows<BN>(Ks, kp, 0, S);
-      cp_async_commit();
-      // Dsum of the warp's 16 rows (lanes across the dims)
-      for (int rr = 0; rr < 16; ++rr) {
-        const int64_t row = m0 + warp * 16 + rr;
-        if (row >= L) break;
-        const T* o = out + (b * L + row) * D;
-        const T* d = dout + (b * L + row) * D;
-        float s = 0.f;
-        for (int c = lane; c < D; c += 32) s += float(o[c]) * float(d[c]);
+    const int64_t m0 = (CAUSAL ? ntiles - 1 - ti : ti) * PM;  // causal: longest rows first
+    const int64_t kv_end = CAUSAL ? min(S, m0 + PM) : S;  // causal: no key tile past the diagonal
+    const int64_t nkv = (kv_end + BN - 1) / BN;
+    __syncthreads();  // the previous tile is done with Qs and Ks
+    load_rows<PM>(Qs, qp, m0, L);
+    load_rows<BN>(Ks, kp, 0, S);
+    cp_async_commit();
+    // Dsum of the warp's 16 rows (lanes across the dims)
+    for (int rr = 0; rr < 16; ++rr) {
+      const int64_t row = m0 + warp * 16 + rr;
+      if (row >= L) break;
+      const T* o = out + (b * L + row) * D;
+      const T* d = dout + (b * L + row) * D;
+      float s = 0.f;
+      for (int c = lane; c < D; c += 32) s += float(o[c]) * float(d[c]);
 #pragma unroll
-        for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
-        if (lane == 0) dsum[b * L + row] = s;
+      for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+      if (lane == 0) dsum[b * L + row] = s;
+    }
+    float mrow[2] = {ninf, ninf}, lrow[2] = {0.f, 0.f};  // rows g and g + 8 of the warp
+    const int64_t row0 = m0 + warp * 16 + g, row1 = row0 + 8;
+    for (int64_t it = 0; it < nkv; ++it) {
+      const int64_t n0 = it * BN;
+      const int cur = int(it & 1);
+      if (it + 1 < nkv) {  // prefetch the next key tile into the other buffer
+        load_rows<BN>(Ks + (cur ^ 1) * BN * ST, kp, n0 + BN, S);
+        cp_async_commit();
+        cp_async_wait_but_last();
+      } else {
+        cp_async_wait_all();
       }
-      float mrow[2] = {ninf, ninf}, lrow[2] = {0.f, 0.f};  // rows g and g + 8 of the warp
-      const int64_t row0 = m0 + warp * 16 + g, row1 = row0 + 8;
-      for (int64_t it = 0; it < nkv; ++it) {
-        const int64_t n0 = it * BN;
-        const int cur = int(it & 1);
-        if (it + 1 < nkv) {  // prefetch the next key tile into the other buffer
-          load_rows<BN>(Ks + (cur ^ 1) * BN * ST, kp, n0 + BN, S);
-          cp_async_commit();
-          cp_async_wait_but_last();
-        } else {
-          cp_async_wait_all();
+      __syncthreads();
+      const uint32_t kcur = k_base + uint32_t(cur * BN * ST) * 2u;
+      float sacc[BN / 8][4];
+#pragma unroll
+      for (int nt = 0; nt < BN / 8; ++nt) sacc[nt][0] = sacc[nt][1] = sacc[nt][2] = sacc[nt][3] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t a[4];
+        ldsm_x4(a, q_base + (q_lane + kk * 16) * 2u);
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; nt += 2) {
+          uint32_t bb[4];
+          ldsm_x4(bb, kcur + (k_lane + nt * 8 * ST + kk * 16) * 2u);
+          mma16816(sacc[nt], a, bb);
+          mma16816(sacc[nt + 1], a, bb + 2);
         }
-        __syncthreads();
-        const uint32_t kcur = k_base + uint32_t(cur * BN * ST) * 2u;
-        float sacc[BN / 8][4];
-#pragma unroll
-        for (int nt = 0; nt < BN / 8; ++nt) sacc[nt][0] = sacc[nt][1] = sacc[nt][2] = sacc[nt][3] = 0.f;
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-          uint32_t a[4];
-          ldsm_x4(a, q_base + (q_lane + kk * 16) * 2u);
-#pragma unroll
-          for (int nt = 0; nt < BN / 8; nt += 2) {
-            uint32_t bb[4];
-            ldsm_x4(bb, kcur + (k_lane + nt * 8 * ST + kk * 16) * 2u);
-            mma16816(sacc[nt], a, bb);
-            mma16816(sacc[nt + 1], a, bb + 2);
-          }
-        }
-        // element e of tile nt: row (e < 2 ? row0 : row1), key n0 + nt * 8 + 2 tg + (e & 1).
-        // FAST_TILES: no per-element checks where the warp's rows need no masking in this tile
-        // (rows past L are never stored)
-        bool full = false;
+      }
+      // element e of tile nt: row (e < 2 ? row0 : row1), key n0 + nt * 8 + 2 tg + (e & 1).
+      // FAST_TILES: no per-element checks where the warp's rows need no masking in this tile
+      // (rows past L are never stored)
+      bool full = false;
 #if FAST_TILES
-        full = MASK_KIND == 0 && n0 + BN <= S && (!CAUSAL || n0 + BN - 1 <= m0 + warp * 16);
+      full = MASK_KIND == 0 && n0 + BN <= S && (!CAUSAL || n0 + BN - 1 <= m0 + warp * 16);
 #endif
-        float mx[2] = {ninf, ninf};
-        if (full) {
-#pragma unroll
-          for (int nt = 0; nt < BN / 8; ++nt) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              sacc[nt][e] *= scale_log2;
-              mx[e >> 1] = fmaxf(mx[e >> 1], sacc[nt][e]);
-            }
-          }
-        } else {
-#pragma unroll
-          for (int nt = 0; nt < BN / 8; ++nt) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int64_t row = e < 2 ? row0 : row1;
-              const int64_t col = n0 + nt * 8 + tg * 2 + (e & 1);
-              float t = sacc[nt][e] * scale_log2;
-              const bool keep = row < L && col < S && keep_score(t, row, col, mask, moff, m_rs, m_cs);
-              sacc[nt][e] = keep ? t : ninf;
-              mx[e >> 1] = fmaxf(mx[e >> 1], sacc[nt][e]);
-            }
-          }
-        }
-        float alpha[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-          mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-          const float m_new = fmaxf(mrow[h], mx[h]);
-          alpha[h] = m_new == mrow[h] ? 1.f : exp2f(mrow[h] - m_new);
-          mrow[h] = m_new;
-        }
-        float sum[2] = {0.f, 0.f};
+      float mx[2] = {ninf, ninf};
+      if (full) {
 #pragma unroll
         for (int nt = 0; nt < BN / 8; ++nt) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const float s = sacc[nt][e];
-            sum[e >> 1] += s == ninf ? 0.f : exp2f(s - mrow[e >> 1]);
+            sacc[nt][e] *= scale_log2;
+            mx[e >> 1] = fmaxf(mx[e >> 1], sacc[nt][e]);
           }
         }
-        lrow[0] = lrow[0] * alpha[0] + sum[0];  // per-thread partial sums (reduced at the end)
-        lrow[1] = lrow[1] * alpha[1] + sum[1];
-        __syncthreads();  // every warp is done with buffer `cur` before it is refilled
+      } else {
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int64_t row = e < 2 ? row0 : row1;
+            const int64_t col = n0 + nt * 8 + tg * 2 + (e & 1);
+            float t = sacc[nt][e] * scale_log2;
+            const bool keep = row < L && col < S && keep_score(t, row, col, mask, moff, m_rs, m_cs);
+            sacc[nt][e] = keep ? t : ninf;
+            mx[e >> 1] = fmaxf(mx[e >> 1], sacc[nt][e]);
+          }
+        }
       }
+      float alpha[2], msub[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        lrow[h] += __shfl_xor_sync(0xffffffffu, lrow[h], 1);
-        lrow[h] += __shfl_xor_sync(0xffffffffu, lrow[h], 2);
-        const int64_t row = h ? row1 : row0;
-        if (row < L && tg == 0) lse[b * L + row] = mrow[h] == ninf ? ninf : mrow[h] + log2f(lrow[h]);
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+        const float m_new = fmaxf(mrow[h], mx[h]);
+        msub[h] = m_new == ninf ? 0.f : m_new;  // nothing kept yet: exp2(-inf - 0) = 0
+        alpha[h] = fast_exp2(mrow[h] - msub[h]);
+        mrow[h] = m_new;
       }
+      float sum[2] = {0.f, 0.f};
+#pragma unroll
+      for (int nt = 0; nt < BN / 8; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) sum[e >> 1] += fast_exp2(sacc[nt][e] - msub[e >> 1]);
+      }
+      lrow[0] = lrow[0] * alpha[0] + sum[0];  // per-thread partial sums (reduced at the end)
+      lrow[1] = lrow[1] * alpha[1] + sum[1];
+      __syncthreads();  // every warp is done with buffer `cur` before it is refilled
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      lrow[h] += __shfl_xor_sync(0xffffffffu, lrow[h], 1);
+      lrow[h] += __shfl_xor_sync(0xffffffffu, lrow[h], 2);
+      const int64_t row = h ? row1 : row0;
+      if (row < L && tg == 0) lse[b * L + row] = mrow[h] == ninf ? ninf : mrow[h] + log2f(lrow[h]);
     }
   }
 }
@@ -270,211 +275,212 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
   const uint32_t k_base = smem_addr(Ks), v_base = smem_addr(Vs), q_base0 = smem_addr(Qs), o_base0 = smem_addr(Os),
                  s_base = smem_addr(Ss);
   const int64_t nkb = (S + BN - 1) / BN;
-  for (int64_t b = blockIdx.y; b < nbatch; b += gridDim.y) {
+  // (key block, batch entry) pairs block-major over a 1-D grid: every entry's first key block
+  // (causal: the one most queries see) starts before any entry's second
+  for (int64_t idx = blockIdx.x; idx < nkb * nbatch; idx += gridDim.x) {
+    const int64_t kb = idx / nbatch, b = idx - kb * nbatch;
     const T* qp = q + b * L * D;
     const T* kp = k + b * S * D;
     const T* vp = v + b * S * D;
     const T* op = dout + b * L * D;
     const int64_t moff = MASK_KIND ? offset_of(b, bsh, mb) : 0;
-    for (int64_t kb = blockIdx.x; kb < nkb; kb += gridDim.x) {
-      const int64_t n0 = kb * BN;
-      __syncthreads();  // the previous key block is done with the shared tiles
-      load_rows<BN>(Ks, kp, n0, S);
-      load_rows<BN>(Vs, vp, n0, S);
+    const int64_t n0 = kb * BN;
+    __syncthreads();  // the previous key block is done with the shared tiles
+    load_rows<BN>(Ks, kp, n0, S);
+    load_rows<BN>(Vs, vp, n0, S);
+    cp_async_commit();
+    float dkacc[D / 8][4], dvacc[D / 8][4];
+#pragma unroll
+    for (int t = 0; t < D / 8; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dkacc[t][e] = dvacc[t][e] = 0.f;
+    const int64_t key0 = n0 + warp * 16 + g, key1 = key0 + 8;  // keys of accumulator rows g, g + 8
+    // causal: queries below n0 see none of these keys. Q and dO of query block m0 are in
+    // buffer `buf`; the next block's are copied into the other one meanwhile.
+    const int64_t m_first = CAUSAL ? (n0 / BM) * BM : 0;
+    if (m_first < L) {
+      load_rows<BM>(Qs, qp, m_first, L);
+      load_rows<BM>(Os, op, m_first, L);
       cp_async_commit();
-      float dkacc[D / 8][4], dvacc[D / 8][4];
-#pragma unroll
-      for (int t = 0; t < D / 8; ++t)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) dkacc[t][e] = dvacc[t][e] = 0.f;
-      const int64_t key0 = n0 + warp * 16 + g, key1 = key0 + 8;  // keys of accumulator rows g, g + 8
-      // causal: queries below n0 see none of these keys. Q and dO of query block m0 are in
-      // buffer `buf`; the next block's are copied into the other one meanwhile.
-      const int64_t m_first = CAUSAL ? (n0 / BM) * BM : 0;
-      if (m_first < L) {
-        load_rows<BM>(Qs, qp, m_first, L);
-        load_rows<BM>(Os, op, m_first, L);
-        cp_async_commit();
+    }
+    int buf = 0;
+    for (int64_t m0 = m_first; m0 < L; m0 += BM, buf ^= 1) {
+      // (the trailing barrier of the previous block freed the other buffer and the statistics)
+      for (int i = tid; i < BM; i += NT) {
+        const int64_t row = m0 + i;
+        lse_s[i] = row < L ? lse[b * L + row] : 0.f;
+        dsum_s[i] = row < L ? dsum[b * L + row] : 0.f;
       }
-      int buf = 0;
-      for (int64_t m0 = m_first; m0 < L; m0 += BM, buf ^= 1) {
-        // (the trailing barrier of the previous block freed the other buffer and the statistics)
-        for (int i = tid; i < BM; i += NT) {
-          const int64_t row = m0 + i;
-          lse_s[i] = row < L ? lse[b * L + row] : 0.f;
-          dsum_s[i] = row < L ? dsum[b * L + row] : 0.f;
-        }
-        if (m0 + BM < L) {
-          load_rows<BM>(Qs + (buf ^ 1) * BM * ST, qp, m0 + BM, L);
-          load_rows<BM>(Os + (buf ^ 1) * BM * ST, op, m0 + BM, L);
-          cp_async_commit();
-          cp_async_wait_but_last();  // K, V and this block's Q, dO have landed
-        } else {
-          cp_async_wait_all();
-        }
-        __syncthreads();
-        const uint32_t q_base = q_base0 + uint32_t(buf * BM * ST * 2), o_base = o_base0 + uint32_t(buf * BM * ST * 2);
-        // S^T = K Q^T: element e of tile nt is (key e < 2 ? key0 : key1, query m0 + nt * 8 + 2 tg + (e & 1))
-        float sacc[BM / 8][4];
+      if (m0 + BM < L) {
+        load_rows<BM>(Qs + (buf ^ 1) * BM * ST, qp, m0 + BM, L);
+        load_rows<BM>(Os + (buf ^ 1) * BM * ST, op, m0 + BM, L);
+        cp_async_commit();
+        cp_async_wait_but_last();  // K, V and this block's Q, dO have landed
+      } else {
+        cp_async_wait_all();
+      }
+      __syncthreads();
+      const uint32_t q_base = q_base0 + uint32_t(buf * BM * ST * 2), o_base = o_base0 + uint32_t(buf * BM * ST * 2);
+      // S^T = K Q^T: element e of tile nt is (key e < 2 ? key0 : key1, query m0 + nt * 8 + 2 tg + (e & 1))
+      float sacc[BM / 8][4];
 #pragma unroll
-        for (int nt = 0; nt < BM / 8; ++nt) sacc[nt][0] = sacc[nt][1] = sacc[nt][2] = sacc[nt][3] = 0.f;
+      for (int nt = 0; nt < BM / 8; ++nt) sacc[nt][0] = sacc[nt][1] = sacc[nt][2] = sacc[nt][3] = 0.f;
 #pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-          uint32_t a[4];
-          ldsm_x4(a, k_base + (a_lane + kk * 16) * 2u);
+      for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t a[4];
+        ldsm_x4(a, k_base + (a_lane + kk * 16) * 2u);
 #pragma unroll
-          for (int nt = 0; nt < BM / 8; nt += 2) {
-            uint32_t bb[4];
-            ldsm_x4(bb, q_base + (b_lane + nt * 8 * ST + kk * 16) * 2u);
-            mma16816(sacc[nt], a, bb);
-            mma16816(sacc[nt + 1], a, bb + 2);
-          }
+        for (int nt = 0; nt < BM / 8; nt += 2) {
+          uint32_t bb[4];
+          ldsm_x4(bb, q_base + (b_lane + nt * 8 * ST + kk * 16) * 2u);
+          mma16816(sacc[nt], a, bb);
+          mma16816(sacc[nt + 1], a, bb + 2);
         }
-        // P^T = exp2(s - lse); a fully masked row (lse = -inf) gives NaN over all its keys.
-        // FAST_TILES: a warp whose 16 keys x BM queries need no masking (no mask, no tails,
-        // causal: every key at or before the first query; then no row is fully masked) skips
-        // the per-element checks.
-        bool full = false;
+      }
+      // P^T = exp2(s - lse); a fully masked row (lse = -inf) gives NaN over all its keys.
+      // FAST_TILES: a warp whose 16 keys x BM queries need no masking (no mask, no tails,
+      // causal: every key at or before the first query; then no row is fully masked) skips
+      // the per-element checks.
+      bool full = false;
 #if FAST_TILES
-        full = MASK_KIND == 0 && m0 + BM <= L && n0 + warp * 16 + 16 <= S && (!CAUSAL || n0 + warp * 16 + 15 <= m0);
+      full = MASK_KIND == 0 && m0 + BM <= L && n0 + warp * 16 + 16 <= S && (!CAUSAL || n0 + warp * 16 + 15 <= m0);
 #endif
-        if (full) {
-#pragma unroll
-          for (int nt = 0; nt < BM / 8; ++nt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-              sacc[nt][e] = exp2f(fmaf(sacc[nt][e], scale_log2, -lse_s[nt * 8 + tg * 2 + (e & 1)]));
-        } else {
-#pragma unroll
-          for (int nt = 0; nt < BM / 8; ++nt) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int ql = nt * 8 + tg * 2 + (e & 1);
-              const int64_t row = m0 + ql, col = e < 2 ? key0 : key1;
-              const float l2 = lse_s[ql];
-              float t = sacc[nt][e] * scale_log2;
-              const bool valid = row < L && col < S;
-              const bool keep = valid && keep_score(t, row, col, mask, moff, m_rs, m_cs);
-              sacc[nt][e] = keep ? exp2f(t - l2) : (valid && l2 == ninf ? ember_nan() : 0.f);
-            }
-          }
-        }
-        // dV += P^T dO (A: P^T from the accumulators, k over queries; B: dO [query][dim], .trans)
-#pragma unroll
-        for (int kk = 0; kk < BM / 16; ++kk) {
-          uint32_t a[4] = {pack2(sacc[2 * kk][0], sacc[2 * kk][1]), pack2(sacc[2 * kk][2], sacc[2 * kk][3]),
-                           pack2(sacc[2 * kk + 1][0], sacc[2 * kk + 1][1]),
-                           pack2(sacc[2 * kk + 1][2], sacc[2 * kk + 1][3])};
-#pragma unroll
-          for (int t = 0; t < D / 8; t += 2) {
-            uint32_t bb[4];
-            ldsm_x4_t(bb, o_base + (bt_lane + kk * 16 * ST + t * 8) * 2u);
-            mma16816(dvacc[t], a, bb);
-            mma16816(dvacc[t + 1], a, bb + 2);
-          }
-        }
-        // dP^T = V dO^T (A: V rows of the warp; B: dO [query][dim] over the dims)
-        float pacc[BM / 8][4];
-#pragma unroll
-        for (int nt = 0; nt < BM / 8; ++nt) pacc[nt][0] = pacc[nt][1] = pacc[nt][2] = pacc[nt][3] = 0.f;
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-          uint32_t a[4];
-          ldsm_x4(a, v_base + (a_lane + kk * 16) * 2u);
-#pragma unroll
-          for (int nt = 0; nt < BM / 8; nt += 2) {
-            uint32_t bb[4];
-            ldsm_x4(bb, o_base + (b_lane + nt * 8 * ST + kk * 16) * 2u);
-            mma16816(pacc[nt], a, bb);
-            mma16816(pacc[nt + 1], a, bb + 2);
-          }
-        }
-        // dS^T = P^T (dP^T - Dsum), into sacc
+      if (full) {
 #pragma unroll
         for (int nt = 0; nt < BM / 8; ++nt)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) sacc[nt][e] *= pacc[nt][e] - dsum_s[nt * 8 + tg * 2 + (e & 1)];
-        // dK += dS^T Q (B: Q [query][dim], .trans)
-#pragma unroll
-        for (int kk = 0; kk < BM / 16; ++kk) {
-          uint32_t a[4] = {pack2(sacc[2 * kk][0], sacc[2 * kk][1]), pack2(sacc[2 * kk][2], sacc[2 * kk][3]),
-                           pack2(sacc[2 * kk + 1][0], sacc[2 * kk + 1][1]),
-                           pack2(sacc[2 * kk + 1][2], sacc[2 * kk + 1][3])};
-#pragma unroll
-          for (int t = 0; t < D / 8; t += 2) {
-            uint32_t bb[4];
-            ldsm_x4_t(bb, q_base + (bt_lane + kk * 16 * ST + t * 8) * 2u);
-            mma16816(dkacc[t], a, bb);
-            mma16816(dkacc[t + 1], a, bb + 2);
-          }
-        }
-        // dS^T to shared memory: rows = keys of the block, columns = queries
+          for (int e = 0; e < 4; ++e)
+            sacc[nt][e] = fast_exp2(fmaf(sacc[nt][e], scale_log2, -lse_s[nt * 8 + tg * 2 + (e & 1)]));
+      } else {
 #pragma unroll
         for (int nt = 0; nt < BM / 8; ++nt) {
-          const int r = warp * 16 + g, c = nt * 8 + tg * 2;
-          *(uint32_t*)(Ss + r * SST + c) = pack2(sacc[nt][0], sacc[nt][1]);
-          *(uint32_t*)(Ss + (r + 8) * SST + c) = pack2(sacc[nt][2], sacc[nt][3]);
-        }
-        __syncthreads();
-        // dQ (queries qm..qm+15, dims dc0..dc0+DW) += dS K (A: dS from dS^T, .trans; B: K [key][dim], .trans)
-        {
-          float qacc[D / 8 / (NW / (BM / 16))][4];
 #pragma unroll
-          for (int t = 0; t < DW / 8; ++t) qacc[t][0] = qacc[t][1] = qacc[t][2] = qacc[t][3] = 0.f;
-#pragma unroll
-          for (int kk = 0; kk < BN / 16; ++kk) {
-            uint32_t a[4];
-            ldsm_x4_t(a, s_base + (at_lane + kk * 16 * SST + qm) * 2u);
-#pragma unroll
-            for (int t = 0; t < DW / 8; t += 2) {
-              uint32_t bb[4];
-              ldsm_x4_t(bb, k_base + (bt_lane + kk * 16 * ST + dc0 + t * 8) * 2u);
-              mma16816(qacc[t], a, bb);
-              mma16816(qacc[t + 1], a, bb + 2);
-            }
-          }
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int64_t row = m0 + qm + g + 8 * h;
-            if (row >= L) continue;
-            float* dst = dq_acc + (b * L + row) * D + dc0;
-#pragma unroll
-            for (int t = 0; t < DW / 8; ++t) {
-#if DQ_VEC
-              // one 8-byte reduction per lane: the 4 lanes of a row cover 32 contiguous bytes
-              asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst + t * 8 + tg * 2),
-                           "f"(qacc[t][2 * h]), "f"(qacc[t][2 * h + 1])
-                           : "memory");
-#else
-              atomicAdd(dst + t * 8 + tg * 2, qacc[t][2 * h]);
-              atomicAdd(dst + t * 8 + tg * 2 + 1, qacc[t][2 * h + 1]);
-#endif
-            }
+          for (int e = 0; e < 4; ++e) {
+            const int ql = nt * 8 + tg * 2 + (e & 1);
+            const int64_t row = m0 + ql, col = e < 2 ? key0 : key1;
+            const float l2 = lse_s[ql];
+            float t = sacc[nt][e] * scale_log2;
+            const bool valid = row < L && col < S;
+            const bool keep = valid && keep_score(t, row, col, mask, moff, m_rs, m_cs);
+            sacc[nt][e] = keep ? fast_exp2(t - l2) : (valid && l2 == ninf ? ember_nan() : 0.f);
           }
         }
-        __syncthreads();  // this buffer, Ss and the statistics are free for the next query blocks
       }
-      cp_async_wait_all();  // no copy into Ks / Vs is left in flight (no query block ran)
-      // A query row whose log-sum-exp is not finite (every key masked, or NaN scores) has NaN
-      // probabilities for every key, so every key's dk and dv are NaN, as in the composed
-      // formula, also the keys the causal mask hid from that row (and whose blocks it skipped).
-      int bad = 0;
-      for (int64_t i = tid; i < L; i += NT) bad |= !(fabsf(lse[b * L + i]) < ember_inf());
-      const bool poisoned = __syncthreads_or(bad) != 0;
+      // dV += P^T dO (A: P^T from the accumulators, k over queries; B: dO [query][dim], .trans)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int64_t key = h ? key1 : key0;
-        if (key >= S) continue;
-        T* dkp = dk + (b * S + key) * D;
-        T* dvp = dv + (b * S + key) * D;
+      for (int kk = 0; kk < BM / 16; ++kk) {
+        uint32_t a[4] = {pack2(sacc[2 * kk][0], sacc[2 * kk][1]), pack2(sacc[2 * kk][2], sacc[2 * kk][3]),
+                         pack2(sacc[2 * kk + 1][0], sacc[2 * kk + 1][1]),
+                         pack2(sacc[2 * kk + 1][2], sacc[2 * kk + 1][3])};
 #pragma unroll
-        for (int t = 0; t < D / 8; ++t) {
-          const int c = t * 8 + tg * 2;
-          dkp[c] = T(poisoned ? ember_nan() : dkacc[t][2 * h] * scale);
-          dkp[c + 1] = T(poisoned ? ember_nan() : dkacc[t][2 * h + 1] * scale);
-          dvp[c] = T(poisoned ? ember_nan() : dvacc[t][2 * h]);
-          dvp[c + 1] = T(poisoned ? ember_nan() : dvacc[t][2 * h + 1]);
+        for (int t = 0; t < D / 8; t += 2) {
+          uint32_t bb[4];
+          ldsm_x4_t(bb, o_base + (bt_lane + kk * 16 * ST + t * 8) * 2u);
+          mma16816(dvacc[t], a, bb);
+          mma16816(dvacc[t + 1], a, bb + 2);
         }
+      }
+      // dP^T = V dO^T (A: V rows of the warp; B: dO [query][dim] over the dims)
+      float pacc[BM / 8][4];
+#pragma unroll
+      for (int nt = 0; nt < BM / 8; ++nt) pacc[nt][0] = pacc[nt][1] = pacc[nt][2] = pacc[nt][3] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t a[4];
+        ldsm_x4(a, v_base + (a_lane + kk * 16) * 2u);
+#pragma unroll
+        for (int nt = 0; nt < BM / 8; nt += 2) {
+          uint32_t bb[4];
+          ldsm_x4(bb, o_base + (b_lane + nt * 8 * ST + kk * 16) * 2u);
+          mma16816(pacc[nt], a, bb);
+          mma16816(pacc[nt + 1], a, bb + 2);
+        }
+      }
+      // dS^T = P^T (dP^T - Dsum), into sacc
+#pragma unroll
+      for (int nt = 0; nt < BM / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) sacc[nt][e] *= pacc[nt][e] - dsum_s[nt * 8 + tg * 2 + (e & 1)];
+      // dK += dS^T Q (B: Q [query][dim], .trans)
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk) {
+        uint32_t a[4] = {pack2(sacc[2 * kk][0], sacc[2 * kk][1]), pack2(sacc[2 * kk][2], sacc[2 * kk][3]),
+                         pack2(sacc[2 * kk + 1][0], sacc[2 * kk + 1][1]),
+                         pack2(sacc[2 * kk + 1][2], sacc[2 * kk + 1][3])};
+#pragma unroll
+        for (int t = 0; t < D / 8; t += 2) {
+          uint32_t bb[4];
+          ldsm_x4_t(bb, q_base + (bt_lane + kk * 16 * ST + t * 8) * 2u);
+          mma16816(dkacc[t], a, bb);
+          mma16816(dkacc[t + 1], a, bb + 2);
+        }
+      }
+      // dS^T to shared memory: rows = keys of the block, columns = queries
+#pragma unroll
+      for (int nt = 0; nt < BM / 8; ++nt) {
+        const int r = warp * 16 + g, c = nt * 8 + tg * 2;
+        *(uint32_t*)(Ss + r * SST + c) = pack2(sacc[nt][0], sacc[nt][1]);
+        *(uint32_t*)(Ss + (r + 8) * SST + c) = pack2(sacc[nt][2], sacc[nt][3]);
+      }
+      __syncthreads();
+      // dQ (queries qm..qm+15, dims dc0..dc0+DW) += dS K (A: dS from dS^T, .trans; B: K [key][dim], .trans)
+      {
+        float qacc[D / 8 / (NW / (BM / 16))][4];
+#pragma unroll
+        for (int t = 0; t < DW / 8; ++t) qacc[t][0] = qacc[t][1] = qacc[t][2] = qacc[t][3] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+          uint32_t a[4];
+          ldsm_x4_t(a, s_base + (at_lane + kk * 16 * SST + qm) * 2u);
+#pragma unroll
+          for (int t = 0; t < DW / 8; t += 2) {
+            uint32_t bb[4];
+            ldsm_x4_t(bb, k_base + (bt_lane + kk * 16 * ST + dc0 + t * 8) * 2u);
+            mma16816(qacc[t], a, bb);
+            mma16816(qacc[t + 1], a, bb + 2);
+          }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int64_t row = m0 + qm + g + 8 * h;
+          if (row >= L) continue;
+          float* dst = dq_acc + (b * L + row) * D + dc0;
+#pragma unroll
+          for (int t = 0; t < DW / 8; ++t) {
+#if DQ_VEC
+            // one 8-byte reduction per lane: the 4 lanes of a row cover 32 contiguous bytes
+            asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst + t * 8 + tg * 2),
+                         "f"(qacc[t][2 * h]), "f"(qacc[t][2 * h + 1])
+                         : "memory");
+#else
+            atomicAdd(dst + t * 8 + tg * 2, qacc[t][2 * h]);
+            atomicAdd(dst + t * 8 + tg * 2 + 1, qacc[t][2 * h + 1]);
+#endif
+          }
+        }
+      }
+      __syncthreads();  // this buffer, Ss and the statistics are free for the next query blocks
+    }
+    cp_async_wait_all();  // no copy into Ks / Vs is left in flight (no query block ran)
+    // A query row whose log-sum-exp is not finite (every key masked, or NaN scores) has NaN
+    // probabilities for every key, so every key's dk and dv are NaN, as in the composed
+    // formula, also the keys the causal mask hid from that row (and whose blocks it skipped).
+    int bad = 0;
+    for (int64_t i = tid; i < L; i += NT) bad |= !(fabsf(lse[b * L + i]) < ember_inf());
+    const bool poisoned = __syncthreads_or(bad) != 0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t key = h ? key1 : key0;
+      if (key >= S) continue;
+      T* dkp = dk + (b * S + key) * D;
+      T* dvp = dv + (b * S + key) * D;
+#pragma unroll
+      for (int t = 0; t < D / 8; ++t) {
+        const int c = t * 8 + tg * 2;
+        dkp[c] = T(poisoned ? ember_nan() : dkacc[t][2 * h] * scale);
+        dkp[c + 1] = T(poisoned ? ember_nan() : dkacc[t][2 * h + 1] * scale);
+        dvp[c] = T(poisoned ? ember_nan() : dvacc[t][2 * h]);
+        dvp[c + 1] = T(poisoned ? ember_nan() : dvacc[t][2 * h + 1]);
       }
     }
   }
@@ -595,7 +601,7 @@ void flash_backward(CudaBackend& be, Op& op, const AttnInputs& in, const CudaTen
   const MaskStrides m = mask_strides(op, in);
   const void* mask_ptr = in.mask ? in.mask->raw() : nullptr;
   const float scale_log2 = float(in.scale * 1.4426950408889634);
-  const unsigned gy = unsigned(std::min<int64_t>(B, 65535));
+
   const std::string key = c.key();
   auto source = [&] { return flash_backward_source(c); };
 
@@ -604,14 +610,15 @@ void flash_backward(CudaBackend& be, Op& op, const AttnInputs& in, const CudaTen
   allow_smem(prep, prep_smem);
   const int64_t bn = flash_backward_block_keys(c);  // also the rows of a prep block
   const unsigned nt = unsigned(32 * c.warps());
-  be.launch(prep, dim3(unsigned(std::min<int64_t>((L + bn - 1) / bn, 0x7fffffff)), gy), dim3(nt), unsigned(prep_smem),
+  // both kernels walk (tile, batch entry) pairs over a 1-D grid
+  be.launch(prep, dim3(unsigned(std::min<int64_t>((L + bn - 1) / bn * B, 0x7fffffff))), dim3(nt), unsigned(prep_smem),
             lse->raw(), dsum->raw(), q->raw(), k->raw(), out->raw(), dout->raw(), mask_ptr, B, L, S, m.rs, m.cs,
             m.cb.shape, m.cb.strides[0], scale_log2);
 
   CUfunction kv = be.jit().get(key, "attn_bwd_kv", source);
   const size_t kv_smem = flash_backward_smem_bytes(c, 1);
   allow_smem(kv, kv_smem);
-  be.launch(kv, dim3(unsigned(std::min<int64_t>((S + bn - 1) / bn, 0x7fffffff)), gy), dim3(nt), unsigned(kv_smem),
+  be.launch(kv, dim3(unsigned(std::min<int64_t>((S + bn - 1) / bn * B, 0x7fffffff))), dim3(nt), unsigned(kv_smem),
             dk.raw(), dv.raw(), dq_acc->raw(), q->raw(), k->raw(), v->raw(), dout->raw(), lse->raw(), dsum->raw(),
             mask_ptr, B, L, S, m.rs, m.cs, m.cb.shape, m.cb.strides[0], scale_log2, float(in.scale));
 

@@ -268,8 +268,21 @@ std::vector<char> compile_cubin(std::string_view name, const std::string& source
     if (c == '/' || c == ' ') c = '_';
   nvrtc_check(nvrtcCreateProgram(&prog, full.c_str(), file.c_str(), 0, nullptr, nullptr), "nvrtcCreateProgram");
   std::string arch_opt = "--gpu-architecture=sm_" + std::to_string(arch);
-  const char* opts[] = {arch_opt.c_str(), "--std=c++17", "-default-device"};
-  nvrtcResult r = nvrtcCompileProgram(prog, 3, opts);
+  // EMBER_JIT_VERBOSE=1 (diagnostics): ptxas prints each kernel's registers, spills and
+  // shared memory to stderr
+  static const bool verbose = [] {
+    const char* e = std::getenv("EMBER_JIT_VERBOSE");
+    return e && *e == '1';
+  }();
+  const char* opts[] = {arch_opt.c_str(), "--std=c++17", "-default-device", "--ptxas-options=-v"};
+  nvrtcResult r = nvrtcCompileProgram(prog, verbose ? 4 : 3, opts);
+  if (verbose && r == NVRTC_SUCCESS) {
+    size_t n = 0;
+    nvrtcGetProgramLogSize(prog, &n);
+    std::string log(n, '\0');
+    if (n) nvrtcGetProgramLog(prog, log.data());
+    std::fprintf(stderr, "[ember jit] %.*s\n%s\n", int(name.size()), name.data(), log.c_str());
+  }
   if (r != NVRTC_SUCCESS) {
     size_t n = 0;
     nvrtcGetProgramLogSize(prog, &n);

@@ -56,7 +56,7 @@ void compile_attention(const std::string& key, const std::string& source) {
 
 TEST(CudaLinalgCompile, FlashAttentionEveryConfig) {
   auto configs = cuda::all_flash_configs();
-  EXPECT_EQ(configs.size(), 112u);  // f32: 16, f16 / bf16: 16 x 3 versions
+  EXPECT_EQ(configs.size(), 120u);  // f32: 16, f16 / bf16: 16 x 3 versions + 4 of v4
   std::set<std::string> keys;       // the JIT key tells every variant apart
   for (const auto& c : configs) keys.insert(c.key());
   EXPECT_EQ(keys.size(), configs.size());
@@ -248,14 +248,15 @@ TEST(CudaLinalgConv, Conv1dAnd3d) {
                "conv_transpose1d");
 }
 
-// Every forward kernel version: EMBER_CUDA_ATTN_FWD is read per call (unset: v2; v1; v3).
+// Every forward kernel version: EMBER_CUDA_ATTN_FWD is read per call (unset: v3; v1; v2; v4,
+// which serves head dims up to 64 and leaves larger ones to v3).
 TEST(CudaLinalgAttention, CausalMasksAndUnequalLengths) {
   REQUIRE_GPU();
   Device gpu = Device::cuda(0);
   struct Case {
     int64_t L, S, E, Ev;
   };
-  for (const char* version : {"", "v1", "v2"})
+  for (const char* version : {"", "v1", "v2", "v4"})
     for (Case c : {Case{5, 7, 4, 6}, Case{70, 130, 64, 64}, Case{129, 65, 80, 48}, Case{33, 33, 128, 128},
                    Case{17, 40, 256, 256}, Case{9, 12, 300, 20}, Case{300, 257, 64, 64}, Case{257, 300, 32, 128},
                    Case{200, 200, 128, 64}}) {
@@ -270,7 +271,7 @@ TEST(CudaLinalgAttention, CausalMasksAndUnequalLengths) {
         double tol = dt == DType::f64 ? 1e-10 : dt == DType::f32 ? 2e-5 : dt == DType::f16 ? 1e-2 : 6e-2;
         std::string what = std::string(dtype_name(dt)) + " L" + std::to_string(c.L) + " S" + std::to_string(c.S) +
                            " E" + std::to_string(c.E) + " Ev" + std::to_string(c.Ev) + " fwd " +
-                           (*version ? version : "v3");
+                           (*version ? version : "default");
         auto Q = q.to(gpu), K = k.to(gpu), V = v.to(gpu);
         expect_close(scaled_dot_product_attention(Q, K, V), scaled_dot_product_attention(q, k, v), tol, tol, what);
         expect_close(scaled_dot_product_attention(Q, K, V, {}, true), scaled_dot_product_attention(q, k, v, {}, true),
@@ -290,7 +291,7 @@ TEST(CudaLinalgAttention, CausalMasksAndUnequalLengths) {
 
 TEST(CudaLinalgAttention, FullyMaskedRowsAreNaN) {
   REQUIRE_GPU();
-  for (const char* version : {"", "v1", "v2"}) {
+  for (const char* version : {"", "v1", "v2", "v4"}) {
     if (*version)
       setenv("EMBER_CUDA_ATTN_FWD", version, 1);
     else
