@@ -411,19 +411,24 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
         EMBER_CHECK(broadcast_shapes(m.shape, scores, op) == scores, op, ": mask ", m.shape,
                     " does not broadcast to the score shape ", scores);
       }
-      return {{out, q.dtype}};
+      std::vector<int64_t> rows(q.shape.begin(), q.shape.end() - 1);  // lse: one per query row
+      return {{out, q.dtype}, {Shape(rows), DType::f32}};
     }
     case OpKind::attention_backward: {
-      // q, k, v, out, grad of out, mask: the forward's checks, then out and its grad.
-      expect_inputs(op, in, 5, 6);
+      // q, k, v, out, grad of out, mask, lse: the forward's checks, then out, its grad and lse.
+      expect_inputs(op, in, 5, 7);
       Metas fwd{in[0], in[1], in[2]};
-      if (in.size() == 6) fwd.push_back(in[5]);
-      TensorMeta out = infer_opaque(OpKind::attention, fwd, attrs)[0];
+      if (in.size() >= 6) fwd.push_back(in[5]);
+      const std::vector<TensorMeta> metas = infer_opaque(OpKind::attention, fwd, attrs);
+      const TensorMeta& out = metas[0];
       for (int i : {3, 4}) {
         EMBER_CHECK(in[i], op, ": input ", i, " is missing");
         EMBER_CHECK(in[i]->shape == out.shape && in[i]->dtype == out.dtype, op, ": ", i == 3 ? "output" : "its grad",
                     " is ", in[i]->dtype, in[i]->shape, ", expected ", out.dtype, out.shape);
       }
+      if (in.size() == 7 && in[6])
+        EMBER_CHECK(in[6]->shape == metas[1].shape && in[6]->dtype == DType::f32, op, ": lse is ", in[6]->dtype,
+                    in[6]->shape, ", expected f32", metas[1].shape);
       return {*in[0], *in[1], *in[2]};
     }
     case OpKind::adam_step: {

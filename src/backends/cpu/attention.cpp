@@ -9,7 +9,11 @@
 // pool (the gemms then run single-threaded inside a chunk); when there are too few blocks,
 // they run one after the other and the gemm parallelises internally.
 //
-// The backward (attention_backward: q, k, v, out, dout, mask -> dq, dk, dv) walks the same
+// The forward's second output is each row's log-sum-exp (what a flash backward needs to rebuild
+// P without a second softmax pass); here it comes from the row's max m and its probability:
+// lse = m - log p_m.
+//
+// The backward (attention_backward: q, k, v, out, dout, mask[, lse] -> dq, dk, dv) walks the same
 // blocks, recomputes each block's probabilities P exactly as the forward does, and with
 // dP = dout v^T, dS = P * (dP - rowsum(P * dP)):
 //   dv += P^T dout,  dq = scale dS k,  dk += scale dS^T q.
@@ -85,6 +89,7 @@ struct AttnProblem {
   int64_t B = 1, L = 0, S = 0, E = 0, Ev = 0;
   Mat<C> q, k, v;
   C* out = nullptr;  // contiguous [B, L, Ev]
+  float* lse = nullptr;  // forward: the log-sum-exp of each score row, contiguous [B, L] (optional)
   // mask (optional): elements of dtype mdt, per-batch offsets, row (L) and column (S) strides
   const char* mask = nullptr;
   DType mdt = DType::boolean;
@@ -128,15 +133,27 @@ void block_probs(const AttnProblem<C>& P, int64_t b, int64_t i0, int64_t nb, int
     C* row = sc + r * Se;
     int64_t n = P.causal ? std::min(Se, i + 1) : Se;
     if (P.mask) apply_mask(P, b, i, row, n);
+    if (!P.lse) {
+      softmax_row(row, n, Se);
+      continue;
+    }
+    // lse = m - log p_m at the row's max m (p_m >= 1 / n: well conditioned); -inf for a row
+    // with nothing kept, NaN with the probabilities
+    int64_t jm = 0;
+    for (int64_t j = 1; j < n; ++j) jm = row[j] > row[jm] ? j : jm;
+    const C m = n ? row[jm] : -std::numeric_limits<C>::infinity();
     softmax_row(row, n, Se);
+    P.lse[b * P.L + i] = m == -std::numeric_limits<C>::infinity() ? -std::numeric_limits<float>::infinity()
+                                                                    : float(m - std::log(row[jm]));
   }
 }
 
 template <class C>
 void attention_run(const AttnProblem<C>& P) {
-  if (P.B == 0 || P.L == 0 || P.Ev == 0) return;
-  if (P.S == 0) {  // softmax over nothing: the output is an empty sum
+  if (P.B == 0 || P.L == 0) return;
+  if (P.S == 0) {  // softmax over nothing: the output is an empty sum, its log -inf
     std::fill(P.out, P.out + P.B * P.L * P.Ev, C(0));
+    if (P.lse) std::fill(P.lse, P.lse + P.B * P.L, -std::numeric_limits<float>::infinity());
     return;
   }
   int nthreads = ThreadPool::global().size();
@@ -159,7 +176,7 @@ void attention_run(const AttnProblem<C>& P) {
       const C* vb = P.v.base + P.v.off[size_t(b)];
       C* ob = P.out + (b * P.L + i0) * P.Ev;
       block_probs(P, b, i0, nb, Se, sc);
-      gemm(nb, P.Ev, Se, C(1), sc, Se, 1, vb, P.v.rs, P.v.cs, ob, P.Ev);
+      if (P.Ev > 0) gemm(nb, P.Ev, Se, C(1), sc, Se, 1, vb, P.v.rs, P.v.cs, ob, P.Ev);
     }
   };
   if (outer_parallel) parallel_for(0, tasks, 1, run);
@@ -364,27 +381,30 @@ std::vector<PrimitivePtr> attention_kernel(CpuBackend&, Op& op) {
   const auto& a = op.attr<AttentionAttrs>();
   auto q = as_cpu_ptr(op.inputs[0]), k = as_cpu_ptr(op.inputs[1]), v = as_cpu_ptr(op.inputs[2]);
   CpuTensorPtr mask = op.inputs.size() > 3 && op.inputs[3] ? as_cpu_ptr(op.inputs[3]) : nullptr;
-  auto y = alloc(op.outputs[0]);
-  if (y->numel() == 0) return {y};
+  auto y = alloc(op.outputs[0]), lse = alloc(op.outputs[1]);
+  if (lse->numel() == 0) return {y, lse};
 
   visit_float_dtype(q->dtype(), op.name(), [&]<class T>() {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       AttnProblem<T> P = make_problem<T>(*q, *k, *v, mask.get(), a);
       P.out = y->data<T>();
+      P.lse = lse->data<float>();
       attention_run(P);
     } else {
       auto qf = to_f32<T>(*q), kf = to_f32<T>(*k), vf = to_f32<T>(*v);
       auto of = alloc({y->shape(), DType::f32});
       AttnProblem<float> P = make_problem<float>(*qf, *kf, *vf, mask.get(), a);
       P.out = of->data<float>();
+      P.lse = lse->data<float>();
       attention_run(P);
       from_f32<T>(*of, *y);
     }
   });
-  return {y};
+  return {y, lse};
 }
 
-// Inputs q, k, v, out (unused: D is recomputed from P and dP), dout, mask or null.
+// Inputs q, k, v, out (unused: D is recomputed from P and dP), dout, mask or null, lse (unused:
+// the probabilities are recomputed block by block anyway).
 std::vector<PrimitivePtr> attention_backward_kernel(CpuBackend&, Op& op) {
   const auto& a = op.attr<AttentionAttrs>();
   auto q = as_cpu_ptr(op.inputs[0]), k = as_cpu_ptr(op.inputs[1]), v = as_cpu_ptr(op.inputs[2]);

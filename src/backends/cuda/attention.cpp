@@ -7,13 +7,12 @@
 // every key is masked gives NaN, S = 0 gives zeros.
 //
 // Fused path (f32, f16, bf16 with E, Ev <= 256): a flash-attention kernel. For f16 / bf16 it
-// has four versions, chosen per call by EMBER_CUDA_ATTN_FWD (for A/B runs and the tests): the
+// has three versions, chosen per call by EMBER_CUDA_ATTN_FWD (for A/B runs and the tests): the
 // default, v3, runs v2's source with 128 query rows over 8 warps a block, warps skipping key
 // tiles above their rows and mask arithmetic only on tiles that need it
-// (EMBER_CUDA_ATTN_FWD_BLOCKS=1 / 2 sets its register budget); v4 puts those rows on 4 warps of
-// 32 with Q in registers (head dims up to 64; 255 registers, slower on an H200); v2 has 64 rows
-// over 4 warps, K and V double-buffered with cp.async and fragments loaded with ldmatrix; v1
-// uses plain shared-memory loads. v2-v4 hand out (row tile, batch entry) pairs tile-major, so
+// (EMBER_CUDA_ATTN_FWD_BLOCKS=1 / 2 sets its register budget); v2 has 64 rows over 4 warps, K
+// and V double-buffered with cp.async and fragments loaded with ldmatrix; v1 uses plain
+// shared-memory loads. v2 and v3 hand out (row tile, batch entry) pairs tile-major, so
 // under causality every entry's longest rows start before any shorter ones (a list schedule
 // with the long jobs first: the short ones fill the tail; 130 -> 87 us on the benchmark with
 // the exponentials on ex2.approx). A block owns 64 or 128 query rows of one batch entry; it
@@ -23,7 +22,9 @@
 // accumulation; the probabilities are rounded to the input type for the second product, as
 // flash attention does); f32 uses exact fp32 FMAs. The head dims are padded with zeros to 32,
 // 64, 128 or 256 inside the kernel. Operands are read through their strides (batch dims
-// collapsed), the mask through broadcast strides.
+// collapsed), the mask through broadcast strides. Every path also writes the op's second
+// output, each row's log-sum-exp (natural log, f32) from its running max and sum, which the
+// flash backward takes instead of recomputing the scores for it.
 //
 // Fallback (f64, or head dims above 256): the scores are materialised with cuBLASLt (in f32 for
 // the half types, f64 for f64), a row-softmax kernel applies scale, mask and causality, and a
@@ -71,8 +72,8 @@ const char* kScalarKernel = R"CUDA(
 #define LOG2E 1.4426950408889634f
 
 extern "C" __global__ void __launch_bounds__(NT) flash_attn(
-    T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
-    const void* __restrict__ mask, int64_t nbatch, int64_t L, int64_t S, int64_t E, int64_t Ev,
+    T* __restrict__ out, float* __restrict__ lse, const T* __restrict__ q, const T* __restrict__ k,
+    const T* __restrict__ v, const void* __restrict__ mask, int64_t nbatch, int64_t L, int64_t S, int64_t E, int64_t Ev,
     int64_t q_rs, int64_t q_cs, int64_t k_rs, int64_t k_cs, int64_t v_rs, int64_t v_cs, int64_t m_rs, int64_t m_cs,
     Shape bsh, Strides qb, Strides kb, Strides vb, Strides mb, float scale_log2, int32_t mask_kind, int32_t causal,
     int32_t vec) {
@@ -192,6 +193,7 @@ extern "C" __global__ void __launch_bounds__(NT) flash_attn(
       for (int i = 0; i < RM; ++i) {
         const int64_t row = m0 + ty + 16 * i;
         if (row >= L) continue;
+        if (tx == 0) lse[b * L + row] = row_lse(mrow[i], lrow[i]);
         const float inv = 1.f / lrow[i];
         T* o = out + (b * L + row) * Ev;
 #pragma unroll
@@ -238,8 +240,8 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
 __device__ __forceinline__ uint32_t lds32(const uint16_t* p) { return *(const uint32_t*)p; }
 
 extern "C" __global__ void __launch_bounds__(NT) flash_attn(
-    T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
-    const void* __restrict__ mask, int64_t nbatch, int64_t L, int64_t S, int64_t E, int64_t Ev,
+    T* __restrict__ out, float* __restrict__ lse, const T* __restrict__ q, const T* __restrict__ k,
+    const T* __restrict__ v, const void* __restrict__ mask, int64_t nbatch, int64_t L, int64_t S, int64_t E, int64_t Ev,
     int64_t q_rs, int64_t q_cs, int64_t k_rs, int64_t k_cs, int64_t v_rs, int64_t v_cs, int64_t m_rs, int64_t m_cs,
     Shape bsh, Strides qb, Strides kb, Strides vb, Strides mb, float scale_log2, int32_t mask_kind, int32_t causal,
     int32_t vec) {
@@ -398,6 +400,7 @@ extern "C" __global__ void __launch_bounds__(NT) flash_attn(
       for (int h = 0; h < 2; ++h) {
         const int64_t row = h ? row1 : row0;
         if (row >= L) continue;
+        if (tg == 0) lse[b * L + row] = row_lse(mrow[h], lrow[h]);
         const float inv = 1.f / lrow[h];
         T* o = out + (b * L + row) * Ev;
 #pragma unroll
@@ -497,12 +500,9 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return r;
 }
 
-// WM m16 tiles of rows per warp (BM = 16 * WM * warps): with WM = 2 every K / V fragment
-// loaded from shared memory feeds two mma instead of one. Q_REGS keeps the warp's Q fragments
-// in registers for the whole key loop.
 extern "C" __global__ void __launch_bounds__(NT, FWD_MIN_BLOCKS) flash_attn(
-    T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
-    const void* __restrict__ mask, int64_t nbatch, int64_t L, int64_t S, int64_t E, int64_t Ev,
+    T* __restrict__ out, float* __restrict__ lse, const T* __restrict__ q, const T* __restrict__ k,
+    const T* __restrict__ v, const void* __restrict__ mask, int64_t nbatch, int64_t L, int64_t S, int64_t E, int64_t Ev,
     int64_t q_rs, int64_t q_cs, int64_t k_rs, int64_t k_cs, int64_t v_rs, int64_t v_cs, int64_t m_rs, int64_t m_cs,
     Shape bsh, Strides qb, Strides kb, Strides vb, Strides mb, float scale_log2, int32_t mask_kind, int32_t causal,
     int32_t vec) {
@@ -515,7 +515,7 @@ extern "C" __global__ void __launch_bounds__(NT, FWD_MIN_BLOCKS) flash_attn(
   const bool vec_ok = vec != 0;
   const int64_t ntiles = (L + BM - 1) / BM;
   // per-lane ldmatrix offsets (halves): Q rows of the warp (A), K key pairs (B), V keys (B, .trans)
-  const uint32_t q_lane = uint32_t((warp * 16 * WM + (lane & 15)) * QST + (lane >> 4) * 8);
+  const uint32_t q_lane = uint32_t((warp * 16 + (lane & 15)) * QST + (lane >> 4) * 8);
   const uint32_t k_lane = uint32_t(((lane & 7) + ((lane >> 4) << 3)) * KST + ((lane >> 3) & 1) * 8);
   const uint32_t v_lane = uint32_t(((lane & 7) + ((lane >> 3) & 1) * 8) * VST + (lane >> 4) * 8);
   const uint32_t q_base = smem_addr(Qs), k_base = smem_addr(Ks), v_base = smem_addr(Vs);
@@ -536,19 +536,11 @@ extern "C" __global__ void __launch_bounds__(NT, FWD_MIN_BLOCKS) flash_attn(
     load_tile<BN, D, KST>(Ks, kp, 0, S, E, k_rs, k_cs, vec_ok);
     load_tile<BN, DV, VST>(Vs, vp, 0, S, Ev, v_rs, v_cs, vec_ok);
     cp_async_commit();
-    float oacc[WM][DV / 8][4];
-    float mrow[WM][2], lrow[WM][2];  // rows g and g + 8 of each of the warp's m tiles
+    float oacc[DV / 8][4];
 #pragma unroll
-    for (int mt = 0; mt < WM; ++mt) {
-#pragma unroll
-      for (int t = 0; t < DV / 8; ++t) oacc[mt][t][0] = oacc[mt][t][1] = oacc[mt][t][2] = oacc[mt][t][3] = 0.f;
-      mrow[mt][0] = mrow[mt][1] = ninf;
-      lrow[mt][0] = lrow[mt][1] = 0.f;
-    }
-    const int64_t wrow = m0 + warp * 16 * WM;  // the warp's first row
-#if Q_REGS
-    uint32_t qf[WM][D / 16][4];
-#endif
+    for (int t = 0; t < DV / 8; ++t) oacc[t][0] = oacc[t][1] = oacc[t][2] = oacc[t][3] = 0.f;
+    float mrow[2] = {ninf, ninf}, lrow[2] = {0.f, 0.f};  // rows g and g + 8 of the warp
+    const int64_t wrow = m0 + warp * 16;                  // the warp's first row
     for (int64_t it = 0; it < nkv; ++it) {
       const int64_t n0 = it * BN;
       const int cur = int(it & 1);
@@ -561,184 +553,150 @@ extern "C" __global__ void __launch_bounds__(NT, FWD_MIN_BLOCKS) flash_attn(
         cp_async_wait<0>();
       }
       __syncthreads();
-#if Q_REGS
-      if (it == 0) {
-#pragma unroll
-        for (int mt = 0; mt < WM; ++mt)
-#pragma unroll
-          for (int kk = 0; kk < D / 16; ++kk) ldsm_x4(qf[mt][kk], q_base + (q_lane + mt * 16 * QST + kk * 16) * 2u);
-      }
-#endif
       const uint32_t kcur = k_base + uint32_t(cur * BN * KST) * 2u, vcur = v_base + uint32_t(cur * BN * VST) * 2u;
 #if FAST_TILES
-      // causal: a warp whose rows all precede the tile's first key skips it (nothing kept);
+      // causal: a warp whose 16 rows all precede the tile's first key skips it (nothing kept);
       // a tile that needs no masking for the warp (no mask, no key tail, causal: every key at
       // or below the warp's first row) skips the per-element mask arithmetic
-      const bool skip = causal && n0 > wrow + 16 * WM - 1;
+      const bool skip = causal && n0 > wrow + 15;
       const bool full = mask_kind == 0 && n0 + BN <= S && (!causal || n0 + BN - 1 <= wrow);
 #else
       const bool skip = false, full = false;
 #endif
       if (!skip) {
-        // S = Q K^T for the warp's 16 WM rows x BN keys
-        float sacc[WM][BN / 8][4];
+        // S = Q K^T for the warp's 16 rows x BN keys
+        float sacc[BN / 8][4];
 #pragma unroll
-        for (int mt = 0; mt < WM; ++mt)
-#pragma unroll
-          for (int nt = 0; nt < BN / 8; ++nt) sacc[mt][nt][0] = sacc[mt][nt][1] = sacc[mt][nt][2] = sacc[mt][nt][3] = 0.f;
+        for (int nt = 0; nt < BN / 8; ++nt) sacc[nt][0] = sacc[nt][1] = sacc[nt][2] = sacc[nt][3] = 0.f;
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
-#if !Q_REGS
-          uint32_t a[WM][4];
-#pragma unroll
-          for (int mt = 0; mt < WM; ++mt) ldsm_x4(a[mt], q_base + (q_lane + mt * 16 * QST + kk * 16) * 2u);
-#endif
+          uint32_t a[4];
+          ldsm_x4(a, q_base + (q_lane + kk * 16) * 2u);
 #pragma unroll
           for (int np = 0; np < BN / 16; ++np) {
             uint32_t bq[4];
             ldsm_x4(bq, kcur + (k_lane + np * 16 * KST + kk * 16) * 2u);
-#pragma unroll
-            for (int mt = 0; mt < WM; ++mt) {
-#if Q_REGS
-              const uint32_t* af = qf[mt][kk];
-#else
-              const uint32_t* af = a[mt];
-#endif
-              mma16816(sacc[mt][2 * np], af[0], af[1], af[2], af[3], bq[0], bq[1]);
-              mma16816(sacc[mt][2 * np + 1], af[0], af[1], af[2], af[3], bq[2], bq[3]);
-            }
+            mma16816(sacc[2 * np], a[0], a[1], a[2], a[3], bq[0], bq[1]);
+            mma16816(sacc[2 * np + 1], a[0], a[1], a[2], a[3], bq[2], bq[3]);
           }
         }
-#pragma unroll
-        for (int mt = 0; mt < WM; ++mt) {
-          // scale, masks, online softmax; element e of tile nt: row (e < 2 ? g : g + 8) of m tile
-          // mt, key n0 + nt * 8 + 2 tg + (e & 1)
-          float mx[2] = {ninf, ninf};
-          if (full) {
-#pragma unroll
-            for (int nt = 0; nt < BN / 8; ++nt) {
-#pragma unroll
-              for (int e = 0; e < 4; ++e) {
-                sacc[mt][nt][e] *= scale_log2;
-                mx[e >> 1] = fmaxf(mx[e >> 1], sacc[mt][nt][e]);
-              }
-            }
-          } else {
-#if FAST_TILES
-            // 32-bit indices relative to the tile (fewer live registers): row r = m0 + rl keeps
-            // key c = n0 + cl when rl < rows_left, cl < cols_left and (causal) cl - rl <= diag =
-            // m0 - n0, clamped to [-BM, BN] (beyond it the test is decided either way)
-            const int rows_left = int(min(L - m0, (int64_t)BM)), cols_left = int(min(S - n0, (int64_t)BN));
-            const int diag = causal ? int(max(min(m0 - n0, (int64_t)BN), -(int64_t)BM)) : BN;
-            const int64_t mtile = moff + m0 * m_rs + n0 * m_cs;  // the mask at (m0, n0)
-#pragma unroll
-            for (int nt = 0; nt < BN / 8; ++nt) {
-#pragma unroll
-              for (int e = 0; e < 4; ++e) {
-                const int rl = (warp * WM + mt) * 16 + g + (e >> 1) * 8, cl = nt * 8 + tg * 2 + (e & 1);
-                float t = sacc[mt][nt][e] * scale_log2;
-                bool keep = rl < rows_left && cl < cols_left && cl - rl <= diag;
-                if (keep && mask_kind == 1) {
-                  keep = ((const bool*)mask)[mtile + rl * m_rs + cl * m_cs];
-                } else if (keep && mask_kind == 2) {
-                  t += float(((const T*)mask)[mtile + rl * m_rs + cl * m_cs]) * LOG2E;
-                }
-                sacc[mt][nt][e] = keep ? t : ninf;
-                mx[e >> 1] = fmaxf(mx[e >> 1], sacc[mt][nt][e]);
-              }
-            }
-#else
-#pragma unroll
-            for (int nt = 0; nt < BN / 8; ++nt) {
-#pragma unroll
-              for (int e = 0; e < 4; ++e) {
-                const int64_t row = wrow + mt * 16 + g + (e >> 1) * 8;
-                const int64_t col = n0 + nt * 8 + tg * 2 + (e & 1);
-                float t = sacc[mt][nt][e] * scale_log2;
-                bool keep = row < L && col < S && !(causal && col > row);
-                if (keep && mask_kind == 1) {
-                  keep = ((const bool*)mask)[moff + row * m_rs + col * m_cs];
-                } else if (keep && mask_kind == 2) {
-                  t += float(((const T*)mask)[moff + row * m_rs + col * m_cs]) * LOG2E;
-                }
-                sacc[mt][nt][e] = keep ? t : ninf;
-                mx[e >> 1] = fmaxf(mx[e >> 1], sacc[mt][nt][e]);
-              }
-            }
-#endif
-          }
-          // running max; a row with nothing kept yet subtracts 0 instead (exp2(-inf) = 0 then)
-          float msub[2];
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-            const float m_new = fmaxf(mrow[mt][h], mx[h]);
-            msub[h] = m_new == ninf ? 0.f : m_new;
-            const float alpha = fast_exp2(mrow[mt][h] - msub[h]);
-            mrow[mt][h] = m_new;
-            lrow[mt][h] *= alpha;  // per-thread partial sums (reduced at the end)
-#pragma unroll
-            for (int t = 0; t < DV / 8; ++t) {
-              oacc[mt][t][2 * h] *= alpha;
-              oacc[mt][t][2 * h + 1] *= alpha;
-            }
-          }
+        // scale, masks, online softmax; element e of tile nt: row (e < 2 ? g : g + 8) of the
+        // warp, key n0 + nt * 8 + 2 tg + (e & 1)
+        float mx[2] = {ninf, ninf};
+        if (full) {
 #pragma unroll
           for (int nt = 0; nt < BN / 8; ++nt) {
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const float p = fast_exp2(sacc[mt][nt][e] - msub[e >> 1]);
-              sacc[mt][nt][e] = p;
-              lrow[mt][e >> 1] += p;
+              sacc[nt][e] *= scale_log2;
+              mx[e >> 1] = fmaxf(mx[e >> 1], sacc[nt][e]);
             }
+          }
+        } else {
+#if FAST_TILES
+          // 32-bit indices relative to the tile (fewer live registers): row r = m0 + rl keeps
+          // key c = n0 + cl when rl < rows_left, cl < cols_left and (causal) cl - rl <= diag =
+          // m0 - n0, clamped to [-BM, BN] (beyond it the test is decided either way)
+          const int rows_left = int(min(L - m0, (int64_t)BM)), cols_left = int(min(S - n0, (int64_t)BN));
+          const int diag = causal ? int(max(min(m0 - n0, (int64_t)BN), -(int64_t)BM)) : BN;
+          const int64_t mtile = moff + m0 * m_rs + n0 * m_cs;  // the mask at (m0, n0)
+#pragma unroll
+          for (int nt = 0; nt < BN / 8; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int rl = warp * 16 + g + (e >> 1) * 8, cl = nt * 8 + tg * 2 + (e & 1);
+              float t = sacc[nt][e] * scale_log2;
+              bool keep = rl < rows_left && cl < cols_left && cl - rl <= diag;
+              if (keep && mask_kind == 1) {
+                keep = ((const bool*)mask)[mtile + rl * m_rs + cl * m_cs];
+              } else if (keep && mask_kind == 2) {
+                t += float(((const T*)mask)[mtile + rl * m_rs + cl * m_cs]) * LOG2E;
+              }
+              sacc[nt][e] = keep ? t : ninf;
+              mx[e >> 1] = fmaxf(mx[e >> 1], sacc[nt][e]);
+            }
+          }
+#else
+#pragma unroll
+          for (int nt = 0; nt < BN / 8; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int64_t row = wrow + g + (e >> 1) * 8;
+              const int64_t col = n0 + nt * 8 + tg * 2 + (e & 1);
+              float t = sacc[nt][e] * scale_log2;
+              bool keep = row < L && col < S && !(causal && col > row);
+              if (keep && mask_kind == 1) {
+                keep = ((const bool*)mask)[moff + row * m_rs + col * m_cs];
+              } else if (keep && mask_kind == 2) {
+                t += float(((const T*)mask)[moff + row * m_rs + col * m_cs]) * LOG2E;
+              }
+              sacc[nt][e] = keep ? t : ninf;
+              mx[e >> 1] = fmaxf(mx[e >> 1], sacc[nt][e]);
+            }
+          }
+#endif
+        }
+        // running max; a row with nothing kept yet subtracts 0 instead (exp2(-inf) = 0 then)
+        float msub[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+          mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+          const float m_new = fmaxf(mrow[h], mx[h]);
+          msub[h] = m_new == ninf ? 0.f : m_new;
+          const float alpha = fast_exp2(mrow[h] - msub[h]);
+          mrow[h] = m_new;
+          lrow[h] *= alpha;  // per-thread partial sums (reduced at the end)
+#pragma unroll
+          for (int t = 0; t < DV / 8; ++t) {
+            oacc[t][2 * h] *= alpha;
+            oacc[t][2 * h + 1] *= alpha;
+          }
+        }
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float p = fast_exp2(sacc[nt][e] - msub[e >> 1]);
+            sacc[nt][e] = p;
+            lrow[e >> 1] += p;
           }
         }
         // O += P V
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk) {
-          uint32_t pa[WM][4];
-#pragma unroll
-          for (int mt = 0; mt < WM; ++mt) {
-            pa[mt][0] = pack2(sacc[mt][2 * kk][0], sacc[mt][2 * kk][1]);
-            pa[mt][1] = pack2(sacc[mt][2 * kk][2], sacc[mt][2 * kk][3]);
-            pa[mt][2] = pack2(sacc[mt][2 * kk + 1][0], sacc[mt][2 * kk + 1][1]);
-            pa[mt][3] = pack2(sacc[mt][2 * kk + 1][2], sacc[mt][2 * kk + 1][3]);
-          }
+          const uint32_t a0 = pack2(sacc[2 * kk][0], sacc[2 * kk][1]), a1 = pack2(sacc[2 * kk][2], sacc[2 * kk][3]);
+          const uint32_t a2 = pack2(sacc[2 * kk + 1][0], sacc[2 * kk + 1][1]);
+          const uint32_t a3 = pack2(sacc[2 * kk + 1][2], sacc[2 * kk + 1][3]);
 #pragma unroll
           for (int vp2 = 0; vp2 < DV / 16; ++vp2) {
             uint32_t bv[4];
             ldsm_x4_t(bv, vcur + (v_lane + kk * 16 * VST + vp2 * 16) * 2u);
-#pragma unroll
-            for (int mt = 0; mt < WM; ++mt) {
-              mma16816(oacc[mt][2 * vp2], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], bv[0], bv[1]);
-              mma16816(oacc[mt][2 * vp2 + 1], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], bv[2], bv[3]);
-            }
+            mma16816(oacc[2 * vp2], a0, a1, a2, a3, bv[0], bv[1]);
+            mma16816(oacc[2 * vp2 + 1], a0, a1, a2, a3, bv[2], bv[3]);
           }
         }
       }  // !skip
       __syncthreads();  // every warp is done with buffer `cur` before it is refilled
     }
 #pragma unroll
-    for (int mt = 0; mt < WM; ++mt) {
+    for (int h = 0; h < 2; ++h) {
+      float l = lrow[h];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const int64_t row = wrow + g + 8 * h;
+      if (row >= L) continue;
+      if (tg == 0) lse[b * L + row] = row_lse(mrow[h], l);
+      const float inv = 1.f / l;  // a row with every key masked: 0 * inf, NaN as documented
+      T* o = out + (b * L + row) * Ev;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float l = lrow[mt][h];
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
-        const int64_t row = wrow + mt * 16 + g + 8 * h;
-        if (row >= L) continue;
-        const float inv = 1.f / l;  // a row with every key masked: 0 * inf, NaN as documented
-        T* o = out + (b * L + row) * Ev;
-#pragma unroll
-        for (int t = 0; t < DV / 8; ++t) {
-          const int c = t * 8 + tg * 2;
-          if ((Ev & 1) == 0) {  // both halves or neither (c even); one 4-byte store
-            if (c < Ev) *(uint32_t*)(o + c) = pack2(oacc[mt][t][2 * h] * inv, oacc[mt][t][2 * h + 1] * inv);
-          } else {
-            if (c < Ev) o[c] = T(oacc[mt][t][2 * h] * inv);
-            if (c + 1 < Ev) o[c + 1] = T(oacc[mt][t][2 * h + 1] * inv);
-          }
+      for (int t = 0; t < DV / 8; ++t) {
+        const int c = t * 8 + tg * 2;
+        if ((Ev & 1) == 0) {  // both halves or neither (c even); one 4-byte store
+          if (c < Ev) *(uint32_t*)(o + c) = pack2(oacc[t][2 * h] * inv, oacc[t][2 * h + 1] * inv);
+        } else {
+          if (c < Ev) o[c] = T(oacc[t][2 * h] * inv);
+          if (c + 1 < Ev) o[c + 1] = T(oacc[t][2 * h + 1] * inv);
         }
       }
     }
@@ -769,9 +727,9 @@ __device__ __forceinline__ C block_reduce(C v, bool is_max, C* red) {
   return v;
 }
 
-extern "C" __global__ void attn_softmax(C* __restrict__ x, const void* __restrict__ mask, int64_t rows, int64_t b0,
-                                        int64_t L, int64_t S, Shape bsh, Strides mb, int64_t m_rs, int64_t m_cs,
-                                        C scale, int32_t causal) {
+extern "C" __global__ void attn_softmax(C* __restrict__ x, float* __restrict__ lse, const void* __restrict__ mask,
+                                        int64_t rows, int64_t b0, int64_t L, int64_t S, Shape bsh, Strides mb,
+                                        int64_t m_rs, int64_t m_cs, C scale, int32_t causal) {
   __shared__ C red[32];
   const C ninf = -C(ember_inf());
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -794,6 +752,7 @@ extern "C" __global__ void attn_softmax(C* __restrict__ x, const void* __restric
     mx = block_reduce(mx, true, red);
     if (mx == ninf) {  // every key masked
       for (int64_t j = threadIdx.x; j < S; j += blockDim.x) row[j] = C(ember_nan());
+      if (lse && threadIdx.x == 0) lse[b0 * L + r] = -ember_inf();
       continue;
     }
     C sum = 0;
@@ -803,6 +762,7 @@ extern "C" __global__ void attn_softmax(C* __restrict__ x, const void* __restric
       sum += e;
     }
     sum = block_reduce(sum, false, red);
+    if (lse && threadIdx.x == 0) lse[b0 * L + r] = float(mx + log(sum));  // (log: float or double)
     const C inv = C(1) / sum;
     for (int64_t j = threadIdx.x; j < S; j += blockDim.x) row[j] = j < n ? row[j] * inv : C(0);
   }
@@ -818,7 +778,7 @@ int flash_block_keys(const FlashConfig& c) {
   return (c.head_dim >= 128 || c.value_dim >= 128) ? 32 : 64;
 }
 
-void launch_flash(CudaBackend& be, Op& op, const AttnInputs& in, CudaTensor& out) {
+void launch_flash(CudaBackend& be, Op& op, const AttnInputs& in, CudaTensor& out, CudaTensor& lse) {
   const DType dt = in.q->dtype();
   FlashConfig c;
   c.dtype = dt;
@@ -859,13 +819,13 @@ void launch_flash(CudaBackend& be, Op& op, const AttnInputs& in, CudaTensor& out
     vec = ok ? 1 : 0;
   }
 
-  // v3 by default (measured on an H200, bf16 [8,12,1024,64] causal: 86.7 us against v4's 91.5);
-  // EMBER_CUDA_ATTN_FWD=v1|v2|v4 selects another kernel (v4: head dims up to 64), read per call
-  // (A/B, tests)
+  // v3 by default (measured on an H200, bf16 [8,12,1024,64] causal; a variant with 4 warps of
+  // 32 rows and Q in registers measured 94 us against its 89, at 255 registers);
+  // EMBER_CUDA_ATTN_FWD=v1|v2 selects an earlier kernel, read per call (A/B, tests)
   if (c.tensor_cores) c.version = 3;
   if (const char* e = std::getenv("EMBER_CUDA_ATTN_FWD"); e && c.tensor_cores) {
-    const std::string v = e;
-    if (v == "v1" || v == "v2" || (v == "v4" && c.head_dim <= 64 && c.value_dim <= 64)) c.version = v[1] - '0';
+    if (std::string(e) == "v1") c.version = 1;
+    if (std::string(e) == "v2") c.version = 2;
   }
   if (const char* e = std::getenv("EMBER_CUDA_ATTN_FWD_BLOCKS"))  // v3's register budget (1 or 2 blocks an SM)
     c.min_blocks = std::max(0, std::min(4, std::atoi(e)));
@@ -874,13 +834,13 @@ void launch_flash(CudaBackend& be, Op& op, const AttnInputs& in, CudaTensor& out
   const size_t smem = flash_smem_bytes(c);
   allow_smem(f, smem);
   const int64_t ntiles = (in.L + flash_block_rows(c) - 1) / flash_block_rows(c);
-  // tensor-core v2-v4 walk (tile, batch entry) pairs over a 1-D grid; v1 and fp32 take a 2-D one
+  // tensor-core v2 / v3 walk (tile, batch entry) pairs over a 1-D grid; v1 and fp32 take a 2-D one
   dim3 grid = !c.tensor_cores || c.version == 1
                   ? dim3(unsigned(std::min<int64_t>(ntiles, 0x7fffffff)), unsigned(std::min<int64_t>(nbatch, 65535)))
                   : dim3(unsigned(std::min<int64_t>(ntiles * nbatch, 0x7fffffff)));
   const float scale_log2 = float(in.scale * 1.4426950408889634);
   const void* mask_ptr = in.mask ? in.mask->raw() : nullptr;
-  be.launch(f, grid, dim3(unsigned(flash_threads(c))), unsigned(smem), out.raw(), in.q->raw(), in.k->raw(),
+  be.launch(f, grid, dim3(unsigned(flash_threads(c))), unsigned(smem), out.raw(), lse.raw(), in.q->raw(), in.k->raw(),
             in.v->raw(), mask_ptr, nbatch, in.L, in.S, in.E, in.Ev, rs(*in.q), cs(*in.q), rs(*in.k), cs(*in.k),
             rs(*in.v), cs(*in.v), m_rs, m_cs, cb.shape, cb.strides[0], cb.strides[1], cb.strides[2], cb.strides[3],
             scale_log2, int32_t(mask_kind), int32_t(in.causal ? 1 : 0), vec);
@@ -888,7 +848,7 @@ void launch_flash(CudaBackend& be, Op& op, const AttnInputs& in, CudaTensor& out
 
 // Materialised scores: P = softmax(q k^T * scale + mask), then out = P v (in f32 for the half
 // types, f64 for f64).
-void attention_fallback(CudaBackend& be, Op& op, const AttnInputs& in, CudaTensorPtr& out) {
+void attention_fallback(CudaBackend& be, Op& op, const AttnInputs& in, CudaTensorPtr& out, CudaTensor& lse) {
   const DType dt = in.q->dtype();
   const DType ct = dt == DType::f64 ? DType::f64 : DType::f32;
   auto q = contiguous_as(be, in.q, ct), k = contiguous_as(be, in.k, ct), v = contiguous_as(be, in.v, ct);
@@ -942,12 +902,15 @@ void attention_fallback(CudaBackend& be, Op& op, const AttnInputs& in, CudaTenso
   const void* mask_ptr = in.mask ? in.mask->raw() : nullptr;
   const int32_t causal = in.causal ? 1 : 0;
   if (ct == DType::f64)
-    be.launch(f, grid, dim3(256), 0, scores->raw(), mask_ptr, rows, int64_t(0), L, S, cb.shape, cb.strides[0], m_rs,
+    be.launch(f, grid, dim3(256), 0, scores->raw(), lse.raw(), mask_ptr, rows, int64_t(0), L, S, cb.shape,
+              cb.strides[0], m_rs,
               m_cs, in.scale, causal);
   else
-    be.launch(f, grid, dim3(256), 0, scores->raw(), mask_ptr, rows, int64_t(0), L, S, cb.shape, cb.strides[0], m_rs,
+    be.launch(f, grid, dim3(256), 0, scores->raw(), lse.raw(), mask_ptr, rows, int64_t(0), L, S, cb.shape,
+              cb.strides[0], m_rs,
               m_cs, float(in.scale), causal);
   // out = P v
+  if (Ev == 0) return;  // (the scores were only needed for lse)
   CudaTensorPtr res = ct == dt ? out : alloc(be, {out->shape(), ct});
   GemmArgs g;
   g.dtype = ct;
@@ -968,20 +931,23 @@ void attention_fallback(CudaBackend& be, Op& op, const AttnInputs& in, CudaTenso
   if (res != out) copy_view(be, view_of(*out), view_of(*res));
 }
 
+// Outputs out and lse (f32, one per query row).
 std::vector<PrimitivePtr> attention_kernel(CudaBackend& be, Op& op) {
   const AttnInputs in = attn_inputs(op, 3);
-  auto out = alloc(be, op.outputs[0]);
-  if (out->numel() == 0) return {out};
-  if (in.S == 0) {  // softmax over nothing: an empty sum
-    EMBER_CUDA_CHECK(cudaMemsetAsync(out->raw(), 0, size_t(out->numel()) * dtype_size(out->dtype()), be.stream()));
-    return {out};
+  auto out = alloc(be, op.outputs[0]), lse = alloc(be, op.outputs[1]);
+  if (lse->numel() == 0) return {out, lse};
+  if (in.S == 0) {  // softmax over nothing: an empty sum, whose log is -inf
+    if (out->numel() > 0)
+      EMBER_CUDA_CHECK(cudaMemsetAsync(out->raw(), 0, size_t(out->numel()) * dtype_size(out->dtype()), be.stream()));
+    fill_bits(be, lse->raw(), lse->numel(), sizeof(float), 0xff800000u);
+    return {out, lse};
   }
   const DType dt = in.q->dtype();
   if (dt != DType::f64 && in.E <= kMaxFusedDim && in.Ev <= kMaxFusedDim)
-    launch_flash(be, op, in, *out);
+    launch_flash(be, op, in, *out, *lse);
   else
-    attention_fallback(be, op, in, out);
-  return {out};
+    attention_fallback(be, op, in, out, *lse);
+  return {out, lse};
 }
 
 }  // namespace
@@ -990,26 +956,20 @@ std::string FlashConfig::key() const {
   return "attention/flash/" + std::string(dtype_name(dtype)) + "/d" + std::to_string(head_dim) + "/dv" +
          std::to_string(value_dim) +
          (!tensor_cores ? "/fma" : "/mma" + (version == 1 ? std::string() : std::to_string(version))) +
-         (tensor_cores && version >= 3 ? "/b" + std::to_string(flash_min_blocks(*this)) : "");
+         (tensor_cores && version == 3 ? "/b" + std::to_string(flash_min_blocks(*this)) : "");
 }
 
-// Versions 3 and 4 of the tensor-core kernel: 128 query rows per block, so each K / V tile in
-// shared memory feeds twice the rows of v2; v3 spreads them over 8 warps of 16 rows, v4 over 4
-// warps of 32 (two m16 tiles: each K / V fragment feeds two mma) with Q in registers.
-int flash_block_rows(const FlashConfig& c) { return c.tensor_cores && c.version >= 3 ? 128 : 64; }
-int flash_warp_m_tiles(const FlashConfig& c) { return c.tensor_cores && c.version == 4 ? 2 : 1; }
-int flash_threads(const FlashConfig& c) {
-  return c.tensor_cores ? flash_block_rows(c) / (16 * flash_warp_m_tiles(c)) * 32 : 256;
-}
+// Version 3 of the tensor-core kernel: 128 query rows (8 warps of 16) per block, so each K / V
+// tile in shared memory feeds twice the rows.
+int flash_block_rows(const FlashConfig& c) { return c.tensor_cores && c.version == 3 ? 128 : 64; }
+int flash_threads(const FlashConfig& c) { return c.tensor_cores ? flash_block_rows(c) * 2 : 256; }
 
-// Blocks per SM the register allocation of the tensor-core kernel aims at (v2: 1, no bound):
-// v3 with D, DV <= 64 asks for 2 (128 registers, no spill; unbounded one 8-warp block would
-// fill an SM's registers); with larger dims 2 would spill (D = 128: 112 bytes), so 1. v4 (4
-// warps) asks for 2: up to 255 registers a thread.
+// Blocks per SM the register allocation of the tensor-core kernel v2 / v3 aims at (v2: 1, no
+// bound): v3 with D, DV <= 64 asks for 2 (128 registers; unbounded one 8-warp block would fill
+// an SM's registers); with larger dims 2 would spill (D = 128: 112 bytes), so 1.
 int flash_min_blocks(const FlashConfig& c) {
-  if (c.version < 3) return 1;
+  if (c.version != 3) return 1;
   if (c.min_blocks > 0) return c.min_blocks;
-  if (c.version == 4) return 2;
   return c.head_dim <= 64 && c.value_dim <= 64 ? 2 : 1;
 }
 
@@ -1021,22 +981,30 @@ size_t flash_smem_bytes(const FlashConfig& c) {
   return (BM * (D + 1) + BN * (D + 1) + BN * DV + BM * (BN + 1)) * 4;
 }
 
+// The natural log-sum-exp of a row (the op's second output) from a flash kernel's running max
+// m and sum l = sum exp2(s - m) in the log2 domain: -inf for a row with nothing kept (m = -inf,
+// l = 0), NaN when the scores were.
+const char* kRowLse = R"CUDA(
+__device__ __forceinline__ float row_lse(float m, float l) {
+  if (m == -ember_inf()) return l == 0.f ? m : ember_nan();
+  return (m + log2f(l)) * 0.6931471805599453f;
+}
+)CUDA";
+
 std::string flash_attention_source(const FlashConfig& c) {
   EMBER_CHECK(c.tensor_cores ? use_tensor_cores(c.dtype) : (c.dtype == DType::f32 || use_tensor_cores(c.dtype)),
               "attention: no flash kernel for ", c.dtype);
-  std::string s = "typedef " + std::string(device_type(c.dtype)) + " T;\n";
+  std::string s = "typedef " + std::string(device_type(c.dtype)) + " T;\n" + kRowLse;
   s += "#define D " + std::to_string(c.head_dim) + "\n#define DV " + std::to_string(c.value_dim) + "\n#define BN " +
        std::to_string(flash_block_keys(c)) + "\n";
   if (c.tensor_cores) {
     s += std::string("#define MMA_TYPE \"") + (c.dtype == DType::f16 ? "f16" : "bf16") + "\"\n";
     if (c.version == 1) {
       s += kTensorCoreKernel;
-    } else {  // versions 2-4 share the source: block rows, rows per warp, threads, masking
+    } else {  // versions 2 and 3 share the source: block rows, threads, diagonal-only masking
       s += "#define BM " + std::to_string(flash_block_rows(c)) + "\n#define NT " + std::to_string(flash_threads(c)) +
-           "\n#define WM " + std::to_string(flash_warp_m_tiles(c)) + "\n#define Q_REGS " +
-           std::string(c.version == 4 ? "1" : "0") + "\n#define FAST_TILES " +
-           std::string(c.version >= 3 ? "1" : "0") + "\n#define FWD_MIN_BLOCKS " + std::to_string(flash_min_blocks(c)) +
-           "\n";
+           "\n#define FAST_TILES " + std::string(c.version == 3 ? "1" : "0") + "\n#define FWD_MIN_BLOCKS " +
+           std::to_string(flash_min_blocks(c)) + "\n";
       s += kTensorCoreKernelV2;
     }
   } else {
@@ -1050,14 +1018,13 @@ std::vector<FlashConfig> all_flash_configs() {
   for (DType dt : {DType::f32, DType::f16, DType::bf16})
     for (int d : {32, 64, 128, 256})
       for (int dv : {32, 64, 128, 256})
-        for (int version : {1, 2, 3, 4}) {
+        for (int version : {1, 2, 3}) {
           FlashConfig c;
           c.dtype = dt;
           c.head_dim = d;
           c.value_dim = dv;
           c.tensor_cores = use_tensor_cores(dt);
           c.version = version;
-          if (version == 4 && (d > 64 || dv > 64)) continue;  // v4 serves head dims up to 64
           if (c.tensor_cores || version == 2) r.push_back(c);
         }
   return r;

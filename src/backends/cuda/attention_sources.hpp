@@ -27,16 +27,14 @@ struct FlashConfig {
   bool tensor_cores = false;  // mma.sync path (f16 / bf16 with the head dims a multiple of 16)
   // tensor-core kernel: 2 (ldmatrix, cp.async double-buffered K / V, 64 rows a block), 3 (v2's
   // source with 128 rows a block over 8 warps, causal warps skipping tiles above the diagonal,
-  // masking only on tiles that need it), 4 (v3 with 4 warps of 32 rows and Q in registers;
-  // head dims up to 64) or 1
+  // masking only on tiles that need it) or 1
   int version = 2;
-  int min_blocks = 0;  // v3 / v4: __launch_bounds__ blocks per SM; 0: the default (flash_min_blocks)
+  int min_blocks = 0;  // v3: __launch_bounds__ blocks per SM; 0: the default (flash_min_blocks)
   std::string key() const;    // "attention/flash/..." (determines the source)
 };
 std::string flash_attention_source(const FlashConfig& c);
 // Rows of queries per block and threads per block of a config (the launch needs them).
 int flash_block_rows(const FlashConfig& c);
-int flash_warp_m_tiles(const FlashConfig& c);  // m16 tiles of rows per warp
 int flash_min_blocks(const FlashConfig& c);
 int flash_threads(const FlashConfig& c);
 size_t flash_smem_bytes(const FlashConfig& c);

@@ -365,6 +365,8 @@ struct alignas(16) Fill16 {
   uint64_t lo, hi;
 };
 
+}  // namespace
+
 // n elements of `bytes` bytes at p set to the pattern `bits` (asynchronous).
 void fill_bits(CudaBackend& be, void* p, int64_t n, size_t bytes, uint64_t bits) {
   if (n <= 0) return;
@@ -393,6 +395,8 @@ void fill_bits(CudaBackend& be, void* p, int64_t n, size_t bytes, uint64_t bits)
     default: launch_fill<uint64_t>(be, rest, n - done, bits); break;
   }
 }
+
+namespace {
 
 std::vector<PrimitivePtr> full_kernel(CudaBackend& be, Op& op) {
   auto out = alloc(be, op.outputs[0]);

@@ -121,6 +121,10 @@ class CudaBackend final : public Backend {
 // capped at a few waves (kernels loop grid-stride over the rest).
 unsigned grid_for(const CudaBackend& be, int64_t n, int threads, int per_thread = 1);
 
+// n elements of `bytes` (1, 2, 4 or 8) bytes at p set to the bit pattern `bits`, on the stream
+// (creation.cpp).
+void fill_bits(CudaBackend& be, void* p, int64_t n, size_t bytes, uint64_t bits);
+
 // Raises the error of a bad index that an index kernel recorded since the last check
 // (index.cpp); read() and sync() call it after they synchronise.
 void check_index_errors(CudaBackend& be);

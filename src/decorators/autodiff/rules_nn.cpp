@@ -437,20 +437,21 @@ void register_nn_rules(RuleTable& t) {
   //   dv = P^T g, dP = g v^T, dS = P * (dP - sum(dP * P, -1)),
   //   dq = scale dS k, dk = scale dS^T q, dmask (additive float) = dS summed to the mask's shape.
   // The fused attention_backward op computes dq, dk, dv without materialising P (on the GPU, a
-  // flash-attention backward); the composed form above serves the additive mask's gradient and
-  // double backward (the fused op has no rule of its own).
+  // flash-attention backward that takes the forward's lse instead of recomputing it); the
+  // composed form above serves the additive mask's gradient and double backward (the fused op
+  // has no rule of its own).
   {
     Rule& r = t[size_t(OpKind::attention)];
     r.save_inputs = 0b1111;
-    r.save_outputs = 0b1;
+    r.save_outputs = 0b11;  // out, and lse for the fused backward (no gradient flows through lse)
     r.fn = [](BackwardCtx& c) -> Grads {
       const auto& a = c.attr<AttentionAttrs>();
       Grads out(c.num_inputs());
       DType dt = c.in(0).dtype;
       bool float_mask = c.num_inputs() > 3 && c.has_input(3) && c.in(3).dtype != DType::boolean;
       if (!c.create_graph() && !(float_mask && c.needs_grad(3))) {
-        std::vector<Val> in{c.input(0), c.input(1), c.input(2), c.output(0), c.grad(0)};
-        if (c.num_inputs() > 3 && c.has_input(3)) in.push_back(c.input(3));
+        std::vector<Val> in{c.input(0), c.input(1), c.input(2), c.output(0), c.grad(0),
+                            c.num_inputs() > 3 && c.has_input(3) ? c.input(3) : Val(), c.output(1)};
         std::vector<Val> d = run_all(OpKind::attention_backward, std::move(in), a);
         for (size_t i = 0; i < 3; ++i)
           if (c.needs_grad(i)) out[i] = d[i];

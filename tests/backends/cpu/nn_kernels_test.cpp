@@ -528,7 +528,7 @@ void run_attention_case(const AttnCase& c, DType dt, bool strided, std::mt19937&
       for (int64_t j = 0; j < c.S; ++j) m[size_t(1 * c.S + j)] = 0;  // query row 1 sees nothing
   }
   const double scale = c.scale ? *c.scale : 1.0 / std::sqrt(double(c.E));
-  std::vector<double> ref(size_t(B * c.L * c.Ev));
+  std::vector<double> ref(size_t(B * c.L * c.Ev)), ref_lse(size_t(B * c.L));
   int64_t per_mask = B / mb;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < c.L; ++i) {
@@ -549,6 +549,7 @@ void run_attention_case(const AttnCase& c, DType dt, bool strided, std::mt19937&
       }
       double sum = 0;
       for (auto& x : s) sum += (x = std::exp(x - mx));
+      ref_lse[size_t(b * c.L + i)] = mx == -kInf ? -kInf : mx + std::log(sum);  // S == 0 too: log 0
       for (int64_t e = 0; e < c.Ev; ++e) {
         double o = 0;
         for (int64_t j = 0; j < c.S; ++j) o += s[size_t(j)] / sum * v[size_t((b * c.S + j) * c.Ev + e)];
@@ -561,7 +562,17 @@ void run_attention_case(const AttnCase& c, DType dt, bool strided, std::mt19937&
                                         make_tensor(v, vs, dt, strided), mt, c.causal, c.scale);
   Shape os = qs;
   os[-1] = c.Ev;
-  expect_close(y, ref, os, dt, "attention " + qs.str() + " " + ks.str() + " mask " + std::to_string(c.mask), 2);
+  const std::string what = "attention " + qs.str() + " " + ks.str() + " mask " + std::to_string(c.mask);
+  expect_close(y, ref, os, dt, what, 2);
+  // the op's second output: each row's log-sum-exp, f32 whatever the input dtype
+  std::vector<DynTensor> in{make_tensor(q, qs, dt, strided), make_tensor(k, ks, dt, strided),
+                            make_tensor(v, vs, dt, strided)};
+  if (mt) in.push_back(*mt);
+  auto outs = detail::run_op(OpKind::attention, std::move(in),
+                     AttentionAttrs{c.causal, c.scale.value_or(std::numeric_limits<double>::quiet_NaN())});
+  ASSERT_EQ(outs.size(), 2u) << what;
+  Shape ls(qs.begin(), qs.end() - 1);
+  expect_close(outs[1], ref_lse, ls, DType::f32, what + " lse", 4);
 }
 
 TEST(NnKernels, Attention) {

@@ -18,6 +18,7 @@
 
 #include "ember/backends/cuda.hpp"
 #include "ember/ember.hpp"
+#include "tensor/dispatch.hpp"
 
 namespace ember {
 namespace {
@@ -190,6 +191,30 @@ TEST(CudaAttentionBackward, AgainstF64Reference) {
     }
   }
   use_versions(kVersions[0]);
+}
+
+// attention_backward with the forward's lse (what autodiff passes, and what the tests above
+// check against the f64 reference) and without it (the flash path then recomputes lse).
+TEST(CudaAttentionBackward, WithAndWithoutForwardLse) {
+  REQUIRE_GPU();
+  Device gpu = Device::cuda(0);
+  for (DType dt : {DType::f16, DType::bf16})
+    for (Case c : {Case{130, 257, 64, 64}, Case{257, 130, 128, 128}, Case{64, 64, 32, 32}})
+      for (bool causal : {false, true})
+        for (bool masked : {false, true}) {
+          auto q = randn(Shape{2, 3, c.L, c.E}, dt).to(gpu), k = randn(Shape{2, 3, c.S, c.E}, dt).to(gpu);
+          auto v = randn(Shape{2, 3, c.S, c.Ev}, dt).to(gpu), g = randn(Shape{2, 3, c.L, c.Ev}, dt).to(gpu);
+          DynTensor mask = masked ? keep_mask(c.L, c.S).to(gpu) : DynTensor(nullptr, gpu);
+          const AttentionAttrs a{causal, std::numeric_limits<double>::quiet_NaN()};
+          auto fwd = detail::run_op(OpKind::attention, {q, k, v, mask}, a);
+          auto with = detail::run_op(OpKind::attention_backward, {q, k, v, fwd[0], g, mask, fwd[1]}, a);
+          auto without = detail::run_op(OpKind::attention_backward, {q, k, v, fwd[0], g, mask}, a);
+          const std::string what = describe(dt, c, std::string(causal ? "causal" : "plain") + (masked ? " + mask" : ""));
+          const char* names[] = {"dq", "dk", "dv"};
+          for (int i = 0; i < 3; ++i)
+            expect_grad_close(with[size_t(i)], without[size_t(i)].to(Device::cpu()).cast(DType::f64), 1e-2,
+                              what + " " + names[i]);
+        }
 }
 
 TEST(CudaAttentionBackward, F64AndOddShapes) {
