@@ -528,9 +528,10 @@ extern "C" __global__ void __launch_bounds__(NT, FWD_MIN_BLOCKS) flash_attn(
     const T* kp = k + offset_of(b, bsh, kb);
     const T* vp = v + offset_of(b, bsh, vb);
     const int64_t moff = mask_kind ? offset_of(b, bsh, mb) : 0;
-    const int64_t m0 = (causal ? ntiles - 1 - ti : ti) * BM;  // causal: longest rows first
-    const int64_t kv_end = causal ? min(S, m0 + BM) : S;
-    const int64_t nkv = (kv_end + BN - 1) / BN;
+    // (32-bit row and key indices in the key loop, fewer live registers: L, S < 2^30)
+    const int m0 = int((causal ? ntiles - 1 - ti : ti) * BM);  // causal: longest rows first
+    const int kv_end = int(causal ? min(S, int64_t(m0) + BM) : S);
+    const int nkv = (kv_end + BN - 1) / BN;
     __syncthreads();  // the previous tile is done with the shared buffers
     load_tile<BM, D, QST>(Qs, qp, m0, L, E, q_rs, q_cs, vec_ok);
     load_tile<BN, D, KST>(Ks, kp, 0, S, E, k_rs, k_cs, vec_ok);
@@ -540,10 +541,10 @@ extern "C" __global__ void __launch_bounds__(NT, FWD_MIN_BLOCKS) flash_attn(
 #pragma unroll
     for (int t = 0; t < DV / 8; ++t) oacc[t][0] = oacc[t][1] = oacc[t][2] = oacc[t][3] = 0.f;
     float mrow[2] = {ninf, ninf}, lrow[2] = {0.f, 0.f};  // rows g and g + 8 of the warp
-    const int64_t wrow = m0 + warp * 16;                  // the warp's first row
-    for (int64_t it = 0; it < nkv; ++it) {
-      const int64_t n0 = it * BN;
-      const int cur = int(it & 1);
+    const int wrow = m0 + warp * 16;                      // the warp's first row
+    for (int it = 0; it < nkv; ++it) {
+      const int n0 = it * BN;
+      const int cur = it & 1;
       if (it + 1 < nkv) {  // prefetch the next key tile into the other buffer
         load_tile<BN, D, KST>(Ks + (cur ^ 1) * BN * KST, kp, n0 + BN, S, E, k_rs, k_cs, vec_ok);
         load_tile<BN, DV, VST>(Vs + (cur ^ 1) * BN * VST, vp, n0 + BN, S, Ev, v_rs, v_cs, vec_ok);
@@ -598,7 +599,7 @@ extern "C" __global__ void __launch_bounds__(NT, FWD_MIN_BLOCKS) flash_attn(
           // key c = n0 + cl when rl < rows_left, cl < cols_left and (causal) cl - rl <= diag =
           // m0 - n0, clamped to [-BM, BN] (beyond it the test is decided either way)
           const int rows_left = int(min(L - m0, (int64_t)BM)), cols_left = int(min(S - n0, (int64_t)BN));
-          const int diag = causal ? int(max(min(m0 - n0, (int64_t)BN), -(int64_t)BM)) : BN;
+          const int diag = causal ? max(min(m0 - n0, BN), -BM) : BN;
           const int64_t mtile = moff + m0 * m_rs + n0 * m_cs;  // the mask at (m0, n0)
 #pragma unroll
           for (int nt = 0; nt < BN / 8; ++nt) {
@@ -943,7 +944,8 @@ std::vector<PrimitivePtr> attention_kernel(CudaBackend& be, Op& op) {
     return {out, lse};
   }
   const DType dt = in.q->dtype();
-  if (dt != DType::f64 && in.E <= kMaxFusedDim && in.Ev <= kMaxFusedDim)
+  if (dt != DType::f64 && in.E <= kMaxFusedDim && in.Ev <= kMaxFusedDim && in.L < (int64_t(1) << 30) &&
+      in.S < (int64_t(1) << 30))  // (the flash kernels index rows and keys in 32 bits)
     launch_flash(be, op, in, *out, *lse);
   else
     attention_fallback(be, op, in, out, *lse);
