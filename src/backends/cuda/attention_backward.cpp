@@ -286,7 +286,7 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
     const T* vp = v + b * S * D;
     const T* op = dout + b * L * D;
     const int64_t moff = MASK_KIND ? offset_of(b, bsh, mb) : 0;
-    const int64_t n0 = kb * BN;
+    const int n0 = int(kb * BN);  // (32-bit row and key indices: fewer live registers; L, S < 2^30)
     __syncthreads();  // the previous key block is done with the shared tiles
     load_rows<BN>(Ks, kp, n0, S);
     load_rows<BN>(Vs, vp, n0, S);
@@ -296,17 +296,17 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
     for (int t = 0; t < D / 8; ++t)
 #pragma unroll
       for (int e = 0; e < 4; ++e) dkacc[t][e] = dvacc[t][e] = 0.f;
-    const int64_t key0 = n0 + warp * 16 + g, key1 = key0 + 8;  // keys of accumulator rows g, g + 8
+    const int key0 = n0 + warp * 16 + g, key1 = key0 + 8;  // keys of accumulator rows g, g + 8
     // causal: queries below n0 see none of these keys. Q and dO of query block m0 are in
     // buffer `buf`; the next block's are copied into the other one meanwhile.
-    const int64_t m_first = CAUSAL ? (n0 / BM) * BM : 0;
+    const int m_first = CAUSAL ? (n0 / BM) * BM : 0;
     if (m_first < L) {
       load_rows<BM>(Qs, qp, m_first, L);
       load_rows<BM>(Os, op, m_first, L);
       cp_async_commit();
     }
     int buf = 0;
-    for (int64_t m0 = m_first; m0 < L; m0 += BM, buf ^= 1) {
+    for (int m0 = m_first; m0 < L; m0 += BM, buf ^= 1) {
       // (the trailing barrier of the previous block freed the other buffer and the statistics)
       for (int i = tid; i < BM; i += NT) {
         const int64_t row = m0 + i;
@@ -359,7 +359,7 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int ql = nt * 8 + tg * 2 + (e & 1);
-            const int64_t row = m0 + ql, col = e < 2 ? key0 : key1;
+            const int row = m0 + ql, col = e < 2 ? key0 : key1;
             const float l2 = lse_s[ql];
             float t = sacc[nt][e] * scale_log2;
             const bool valid = row < L && col < S;
@@ -601,6 +601,7 @@ bool flash_backward_applies(const AttnInputs& in) {
   const DType dt = in.q->dtype();
   if (!use_tensor_cores(dt) || in.E != in.Ev || (in.E != 32 && in.E != 64 && in.E != 128)) return false;
   if (in.mask && in.mask->dtype() != DType::boolean && in.mask->dtype() != dt) return false;
+  if (in.L >= (int64_t(1) << 30) || in.S >= (int64_t(1) << 30)) return false;  // (32-bit row / key indices)
   const char* e = std::getenv("EMBER_CUDA_ATTN_BWD");  // "generic": the materialised path (A/B tests)
   return !(e && std::string(e) == "generic");
 }
