@@ -107,6 +107,28 @@ __device__ __forceinline__ void load_rows(uint16_t* dst, const T* src, int64_t r
   }
 }
 
+// acc = A B^T over the head dim for one warp: A is 16 rows of a row-major [row][D] tile (the
+// warp's rows; a_lane from the A layout), B is N rows of another ([n][D], b_lane from the B
+// layout); acc[t] holds the 16 x 8 block of B rows 8t..8t+7 (C fragment layout).
+template <int N>
+__device__ __forceinline__ void warp_product_abt(float (&acc)[N / 8][4], uint32_t a_base, uint32_t a_lane,
+                                                 uint32_t b_base, uint32_t b_lane) {
+#pragma unroll
+  for (int nt = 0; nt < N / 8; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    uint32_t a[4];
+    ldsm_x4(a, a_base + (a_lane + kk * 16) * 2u);
+#pragma unroll
+    for (int nt = 0; nt < N / 8; nt += 2) {
+      uint32_t bb[4];
+      ldsm_x4(bb, b_base + (b_lane + nt * 8 * ST + kk * 16) * 2u);
+      mma16816(acc[nt], a, bb);
+      mma16816(acc[nt + 1], a, bb + 2);
+    }
+  }
+}
+
 // Whether query `row` keeps key `col` (causality, the bool mask); adds the additive mask (log2
 // domain) to `t`. MASK_KIND (0 none, 1 bool, 2 additive) and CAUSAL are fixed per variant.
 __device__ __forceinline__ bool keep_score(float& t, int64_t row, int64_t col, const void* mask, int64_t moff,
@@ -172,20 +194,7 @@ extern "C" __global__ void __launch_bounds__(NT) attn_bwd_prep(
       __syncthreads();
       const uint32_t kcur = k_base + uint32_t(cur * BN * ST) * 2u;
       float sacc[BN / 8][4];
-#pragma unroll
-      for (int nt = 0; nt < BN / 8; ++nt) sacc[nt][0] = sacc[nt][1] = sacc[nt][2] = sacc[nt][3] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        uint32_t a[4];
-        ldsm_x4(a, q_base + (q_lane + kk * 16) * 2u);
-#pragma unroll
-        for (int nt = 0; nt < BN / 8; nt += 2) {
-          uint32_t bb[4];
-          ldsm_x4(bb, kcur + (k_lane + nt * 8 * ST + kk * 16) * 2u);
-          mma16816(sacc[nt], a, bb);
-          mma16816(sacc[nt + 1], a, bb + 2);
-        }
-      }
+      warp_product_abt<BN>(sacc, q_base, q_lane, kcur, k_lane);  // S = Q K^T
       // element e of tile nt: row (e < 2 ? row0 : row1), key n0 + nt * 8 + 2 tg + (e & 1).
       // FAST_TILES: no per-element checks where the warp's rows need no masking in this tile
       // (rows past L are never stored)
@@ -325,20 +334,7 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
       const uint32_t q_base = q_base0 + uint32_t(buf * BM * ST * 2), o_base = o_base0 + uint32_t(buf * BM * ST * 2);
       // S^T = K Q^T: element e of tile nt is (key e < 2 ? key0 : key1, query m0 + nt * 8 + 2 tg + (e & 1))
       float sacc[BM / 8][4];
-#pragma unroll
-      for (int nt = 0; nt < BM / 8; ++nt) sacc[nt][0] = sacc[nt][1] = sacc[nt][2] = sacc[nt][3] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        uint32_t a[4];
-        ldsm_x4(a, k_base + (a_lane + kk * 16) * 2u);
-#pragma unroll
-        for (int nt = 0; nt < BM / 8; nt += 2) {
-          uint32_t bb[4];
-          ldsm_x4(bb, q_base + (b_lane + nt * 8 * ST + kk * 16) * 2u);
-          mma16816(sacc[nt], a, bb);
-          mma16816(sacc[nt + 1], a, bb + 2);
-        }
-      }
+      warp_product_abt<BM>(sacc, k_base, a_lane, q_base, b_lane);
       // P^T = exp2(s - lse); a fully masked row (lse = -inf) gives NaN over all its keys.
       // FAST_TILES: a warp whose 16 keys x BM queries need no masking (no mask, no tails,
       // causal: every key at or before the first query; then no row is fully masked) skips
@@ -384,20 +380,7 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
       }
       // dP^T = V dO^T (A: V rows of the warp; B: dO [query][dim] over the dims)
       float pacc[BM / 8][4];
-#pragma unroll
-      for (int nt = 0; nt < BM / 8; ++nt) pacc[nt][0] = pacc[nt][1] = pacc[nt][2] = pacc[nt][3] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        uint32_t a[4];
-        ldsm_x4(a, v_base + (a_lane + kk * 16) * 2u);
-#pragma unroll
-        for (int nt = 0; nt < BM / 8; nt += 2) {
-          uint32_t bb[4];
-          ldsm_x4(bb, o_base + (b_lane + nt * 8 * ST + kk * 16) * 2u);
-          mma16816(pacc[nt], a, bb);
-          mma16816(pacc[nt + 1], a, bb + 2);
-        }
-      }
+      warp_product_abt<BM>(pacc, v_base, a_lane, o_base, b_lane);
       // dS^T = P^T (dP^T - Dsum), into sacc
 #pragma unroll
       for (int nt = 0; nt < BM / 8; ++nt)
