@@ -745,7 +745,6 @@ void conv_forward_image_implicit(const ConvGeom& g, const float* x, const float*
     const float* wg = w + gi * Og * Kdim;
     const float* bg = bias ? bias + gi * Og : nullptr;
     float* yg = y + (n * g.O + gi * Og) * P;
-    // The padded input, then the products (channel split) or the packed weights.
     // The padded input (the input itself when there is no padding), then the products
     // (channel split) or the packed weights.
     const bool padded = g.p[0] || g.p[1] || g.p[2];
