@@ -16,6 +16,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ember/ember.hpp"
@@ -208,6 +209,20 @@ int main(int argc, char** argv) {
     r.set("us", r.ms * 1e3);
     r.set("gbps", 2.0 * 8192 * 4096 * 4 / (r.ms * 1e-3) / 1e9);
   });
+
+  // layer norm at other row lengths and in bf16 (not targets)
+  for (auto [rows, cols, dt] : {std::tuple{int64_t(32768), int64_t(1024), DType::f32},
+                                std::tuple{int64_t(2048), int64_t(16384), DType::f32},
+                                std::tuple{int64_t(8192), int64_t(4096), DType::bf16}}) {
+    bench("layernorm_" + std::string(dtype_name(dt)) + "_" + std::to_string(rows) + "x" + std::to_string(cols),
+          [&](Result& r) {
+            auto x = DynTensor::normal({rows, cols}, 0, 1, dt, gpu);
+            auto w = DynTensor::normal({cols}, 1, 0.1, dt, gpu);
+            auto b = DynTensor::normal({cols}, 0, 0.1, dt, gpu);
+            r.ms = time_ms(gpu, [&] { (void)layer_norm(x, {cols}, w, b); });
+            r.set("us", r.ms * 1e3);
+          });
+  }
 
   bench("gelu_f32_32x512x2048", [&](Result& r) {
     auto x = DynTensor::normal({32, 512, 2048}, 0, 1, DType::f32, gpu);

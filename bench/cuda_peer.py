@@ -104,6 +104,20 @@ def _(r):
     r["peer_ms"] = time_ms(lambda: F.layer_norm(x, (4096,), w, b))
 
 
+def layernorm_shape(rows, cols, dtype, name):
+    @bench(name)
+    def _(r):
+        x = torch.randn(rows, cols, device=dev).to(dtype)
+        w = (torch.randn(cols, device=dev) * 0.1 + 1).to(dtype)
+        b = (torch.randn(cols, device=dev) * 0.1).to(dtype)
+        r["peer_ms"] = time_ms(lambda: F.layer_norm(x, (cols,), w, b))
+
+
+layernorm_shape(32768, 1024, torch.float32, "layernorm_f32_32768x1024")
+layernorm_shape(2048, 16384, torch.float32, "layernorm_f32_2048x16384")
+layernorm_shape(8192, 4096, torch.bfloat16, "layernorm_bf16_8192x4096")
+
+
 @bench("gelu_f32_32x512x2048")
 def _(r):
     x = torch.randn(32, 512, 2048, device=dev)

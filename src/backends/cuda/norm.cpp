@@ -5,12 +5,13 @@
 // a per-channel (alpha, beta) and applies y = x * alpha[c] + beta[c].
 //   * layer_norm rows up to 32768 elements are held in registers (one read, one write), with a
 //     group of `tpr` threads per row as in softmax.cpp and 16-byte vector loads when aligned:
-//     the statistics are exact two-pass ones: two group sums (the mean, then the squared
-//     deviations from it; the default), or every thread's own mean / squared deviations merged
-//     by one group reduction of (count, mean, m2) triples (Chan's formula, in a fixed order;
-//     EMBER_CUDA_LN_TWO=0); blocks walk their groups of rows in a grid-stride loop, at most
-//     32 blocks per SM (EMBER_CUDA_LN_GRID). Longer rows: one block per row, three passes
-//     (sum, squared deviations, apply).
+//     the statistics are exact two-pass ones (two group sums: the mean, then the squared
+//     deviations from it); blocks walk their groups of rows in a grid-stride loop, at most
+//     32 blocks per SM (EMBER_CUDA_LN_GRID). When a group is a whole block, each step takes two
+//     rows whose threads hold the same columns (f32/f16/bf16 vector rows; EMBER_CUDA_LN_PAIR=0
+//     turns it off): the weight and bias are read once for the two, which measured 69.2 us
+//     against 71.6 us at [8192, 4096] f32 on an H200 (without weight and bias: 67.8 us).
+//     Longer rows: one block per row, three passes (sum, squared deviations, apply).
 //   * batch_norm: a tiny per-channel kernel, then one elementwise pass (vectorised when the
 //     input is contiguous, strided otherwise).
 #include <algorithm>
@@ -28,116 +29,108 @@ constexpr int kMaxRegElems = 32;
 const char* kLayerNormKernels = R"CUDA(
 union VecT { uint4 u; T v[VW]; };
 
-// Row statistics: count, mean and sum of squared deviations from the mean, merged with Chan's
-// formula. Merges are ordered (lower lanes / warps first) so that every thread of a row gets
-// bit-identical results.
-struct Stats { C n; C mean; C m2; };
-__device__ __forceinline__ Stats st_merge(const Stats& a, const Stats& b) {
-  if (b.n == C(0)) return a;
-  if (a.n == C(0)) return b;
-  Stats r;
-  r.n = a.n + b.n;
-  const C d = b.mean - a.mean, fb = b.n / r.n;
-  r.mean = a.mean + d * fb;
-  r.m2 = a.m2 + b.m2 + d * d * a.n * fb;
-  return r;
-}
-__device__ __forceinline__ Stats group_stats(Stats v, int tpr, C* red) {
+// The sums of R values over groups of `tpr` threads, as group_sum (reduce.cpp) does one: the
+// same order of operations, with the R sums sharing the shuffles' steps and the barriers.
+template <int R>
+__device__ __forceinline__ void group_sums(C (&a)[R], int tpr, C* red) {
   const int w = tpr < 32 ? tpr : 32;
-  for (int m = w >> 1; m >= 1; m >>= 1) {
-    Stats o;
-    o.n = shfl_x(v.n, m);
-    o.mean = shfl_x(v.mean, m);
-    o.m2 = shfl_x(v.m2, m);
-    v = (threadIdx.x & m) ? st_merge(o, v) : st_merge(v, o);
+#pragma unroll
+  for (int m = 16; m >= 1; m >>= 1) {
+    if (m < w) {
+#pragma unroll
+      for (int i = 0; i < R; ++i) a[i] += shfl_x(a[i], m);
+    }
   }
-  if (tpr <= 32) return v;
+  if (tpr <= 32) return;
   __syncthreads();
   if ((threadIdx.x & 31) == 0) {
-    const int wi = threadIdx.x >> 5;
-    red[wi] = v.n;
-    red[32 + wi] = v.mean;
-    red[64 + wi] = v.m2;
+#pragma unroll
+    for (int i = 0; i < R; ++i) red[32 * i + (threadIdx.x >> 5)] = a[i];
   }
   __syncthreads();
-  Stats a;
-  a.n = red[0];
-  a.mean = red[32];
-  a.m2 = red[64];
   const int nw = blockDim.x >> 5;
-  for (int i = 1; i < nw; ++i) {
-    Stats b;
-    b.n = red[i];
-    b.mean = red[32 + i];
-    b.m2 = red[64 + i];
-    a = st_merge(a, b);
+#pragma unroll
+  for (int i = 0; i < R; ++i) a[i] = red[32 * i];
+  for (int j = 1; j < nw; ++j) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) a[i] += red[32 * i + j];
   }
-  return a;
 }
 
-// The rest of one row once this thread holds its values v (items lane, lane + tpr, ...): the
-// statistics (TWO: two plain group sums, mean then squared deviations; else one merged
-// (count, mean, m2) reduction) and y. Every thread of the block calls it (the group
-// reductions); `valid` says whether this thread's group has a row.
-template <int NV, int W, bool TWO>
-__device__ __forceinline__ void ln_row(const C (&v)[NV * W], bool valid, int nitems, int lane, int tpr,
-                                       int64_t D, C ceps, const T* __restrict__ w, const T* __restrict__ b, T* yr,
-                                       C* red) {
-  C s = C(0);
-  int cnt = 0;
+// A grid-stride loop over steps of R rows per group of `tpr` threads: each thread loads its
+// items (lane, lane + tpr, ...) of the R rows, the group takes each row's mean, then its squared
+// deviations from it (two group sums: exact two-pass statistics), and writes y, reading each
+// item's weight and bias once for the R rows.
+template <int NV, int W, int R>
+__device__ __forceinline__ void ln_rows(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ w,
+                                        const T* __restrict__ b, int64_t rows, int64_t D, double eps, int tpr) {
+  __shared__ C red[32 * R];
+  // (R > 1: for groups of whole blocks only)
+  const int lane = R > 1 ? int(threadIdx.x) : threadIdx.x & (tpr - 1);
+  const int rpb = R > 1 ? 1 : blockDim.x / tpr;
+  const int nitems = int(D / W);
+  const C ceps = C(eps);
+  for (int64_t r0 = int64_t(blockIdx.x) * rpb * R; r0 < rows; r0 += int64_t(gridDim.x) * rpb * R) {
+    const int64_t rg = R > 1 ? r0 : r0 + threadIdx.x / tpr;  // this group's first row
+    bool valid[R];
+    const T* xr[R];
+    C v[R][NV * W], s[R];
 #pragma unroll
-  for (int k = 0; k < NV; ++k) {
-    const int it = k * tpr + lane;
-    if (valid && it < nitems) {
-#pragma unroll
-      for (int e = 0; e < W; ++e) s += v[k * W + e];
-      cnt += W;
+    for (int i = 0; i < R; ++i) {
+      valid[i] = (R > 1 && i == 0) || rg + i < rows;
+      xr[i] = x + (rg + i) * D;
+      s[i] = C(0);
     }
-  }
-  C mean, var;
-  if (TWO) {
-    // two plain group sums: the row's mean, then its squared deviations from it
-    mean = group_sum(s, tpr, red) / C(D);
-    C q = C(0);
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int it = k * tpr + lane;
-      if (valid && it < nitems) {
 #pragma unroll
-        for (int e = 0; e < W; ++e) {
-          C d = v[k * W + e] - mean;
-          q += d * d;
+      for (int i = 0; i < R; ++i) {
+        if (valid[i] && it < nitems) {
+          if (W > 1) {
+            VecT t;
+            t.u = ((const uint4*)xr[i])[it];
+#pragma unroll
+            for (int e = 0; e < W; ++e) s[i] += (v[i][k * W + e] = C(t.v[e]));
+          } else {
+            s[i] += (v[i][k] = C(xr[i][it]));
+          }
         }
       }
     }
-    var = group_sum(q, tpr, red) / C(D);
-  } else {
-    // this thread's statistics, then the row's (one merged reduction)
-    Stats st;
-    st.n = C(cnt);
-    st.mean = cnt ? s / C(cnt) : C(0);
-    st.m2 = C(0);
+    group_sums<R>(s, tpr, red);
+    C mean[R], q[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      mean[i] = s[i] / C(D);
+      q[i] = C(0);
+    }
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int it = k * tpr + lane;
-      if (valid && it < nitems) {
 #pragma unroll
-        for (int e = 0; e < W; ++e) {
-          C d = v[k * W + e] - st.mean;
-          st.m2 += d * d;
+      for (int i = 0; i < R; ++i) {
+        if (valid[i] && it < nitems) {
+#pragma unroll
+          for (int e = 0; e < W; ++e) {
+            const C d = v[i][k * W + e] - mean[i];
+            q[i] += d * d;
+          }
         }
       }
     }
-    st = group_stats(st, tpr, red);
-    mean = st.mean;
-    var = st.m2 / C(D);
-  }
-  const C rstd = C(1) / m_sqrt((var > C(0) ? var : C(0)) + ceps);
-  const C shift = -rstd * mean;
+    group_sums<R>(q, tpr, red);
+    C rstd[R], shift[R];
 #pragma unroll
-  for (int k = 0; k < NV; ++k) {
-    const int it = k * tpr + lane;
-    if (valid && it < nitems) {
+    for (int i = 0; i < R; ++i) {
+      const C var = q[i] / C(D);
+      rstd[i] = C(1) / m_sqrt((var > C(0) ? var : C(0)) + ceps);
+      shift[i] = -rstd[i] * mean[i];
+    }
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int it = k * tpr + lane;
+      if (!valid[0] || it >= nitems) continue;
       C wv[W], bv[W];
       if (W > 1) {
         VecT tw, tb;
@@ -152,80 +145,57 @@ __device__ __forceinline__ void ln_row(const C (&v)[NV * W], bool valid, int nit
         wv[0] = w ? C(w[it]) : C(1);
         bv[0] = b ? C(b[it]) : C(0);
       }
-      VecT t;
+      VecT t[R];
 #pragma unroll
       for (int e = 0; e < W; ++e) {
-        C o = v[k * W + e] * rstd + shift;
-        if (w) o = o * wv[e];
-        if (b) o = o + bv[e];
-        if (W > 1) t.v[e] = T(o);
-        else yr[it] = T(o);
-      }
-      if (W > 1) ((uint4*)yr)[it] = t.u;
-    }
-  }
-}
-
-// A grid-stride loop over groups of rows, each loaded, reduced and written in turn.
-template <int NV, int W, bool TWO>
-__device__ __forceinline__ void ln_rows(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ w,
-                                        const T* __restrict__ b, int64_t rows, int64_t D, double eps, int tpr) {
-  __shared__ C red[96];
-  const int lane = threadIdx.x & (tpr - 1);
-  const int rpb = blockDim.x / tpr;
-  const int64_t nitems = D / W;
-  const C ceps = C(eps);
-  for (int64_t r0 = int64_t(blockIdx.x) * rpb; r0 < rows; r0 += int64_t(gridDim.x) * rpb) {
-    const int64_t r = r0 + threadIdx.x / tpr;
-    const bool valid = r < rows;
-    const T* xr = x + r * D;
-    C v[NV * W];
 #pragma unroll
-    for (int k = 0; k < NV; ++k) {
-      const int64_t it = int64_t(k) * tpr + lane;
-      if (valid && it < nitems) {
-        if (W > 1) {
-          VecT t;
-          t.u = ((const uint4*)xr)[it];
-#pragma unroll
-          for (int e = 0; e < W; ++e) v[k * W + e] = C(t.v[e]);
-        } else {
-          v[k * W] = C(xr[it]);
+        for (int i = 0; i < R; ++i) {
+          const T o = T((v[i][k * W + e] * rstd[i] + shift[i]) * wv[e] + bv[e]);
+          if (W > 1) t[i].v[e] = o;
+          else if (valid[i]) y[(xr[i] - x) + it] = o;
         }
       }
+      if (W > 1) {
+#pragma unroll
+        for (int i = 0; i < R; ++i)
+          if (valid[i]) ((uint4*)(y + (xr[i] - x)))[it] = t[i].u;
+      }
     }
-    ln_row<NV, W, TWO>(v, valid, int(nitems), lane, tpr, D, ceps, w, b, y + r * D, red);
   }
 }
 
+// rows_{s,v}NV: one row per group, NV items of W elements (scalar: W = 1; vector: 16 bytes)
+// per thread; pair_vNV: two rows per group, for groups of whole blocks.
 // (__launch_bounds__: at most 64 registers, so that 1024-thread blocks can launch)
-#define LN_KERNEL(NAME, NV, W)                                                                         \
+#define LN_KERNEL(NAME, NV, W, R)                                                                      \
   extern "C" __global__ void __launch_bounds__(1024) NAME(const T* __restrict__ x, T* __restrict__ y,  \
                                                           const T* __restrict__ w, const T* __restrict__ b, \
                                                           int64_t rows, int64_t D, double eps, int tpr) { \
-    ln_rows<NV, W, false>(x, y, w, b, rows, D, eps, tpr);                                              \
-  }                                                                                                    \
-  extern "C" __global__ void __launch_bounds__(1024) NAME##_two(const T* __restrict__ x, T* __restrict__ y, \
-                                                                const T* __restrict__ w, const T* __restrict__ b, \
-                                                                int64_t rows, int64_t D, double eps, int tpr) { \
-    ln_rows<NV, W, true>(x, y, w, b, rows, D, eps, tpr);                                               \
+    ln_rows<NV, W, R>(x, y, w, b, rows, D, eps, tpr);                                                  \
   }
-LN_KERNEL(rows_s1, 1, 1)
-LN_KERNEL(rows_s2, 2, 1)
-LN_KERNEL(rows_s4, 4, 1)
-LN_KERNEL(rows_s8, 8, 1)
-LN_KERNEL(rows_s16, 16, 1)
-LN_KERNEL(rows_s32, 32, 1)
-LN_KERNEL(rows_v1, 1, VW)
-LN_KERNEL(rows_v2, 2, VW)
+LN_KERNEL(rows_s1, 1, 1, 1)
+LN_KERNEL(rows_s2, 2, 1, 1)
+LN_KERNEL(rows_s4, 4, 1, 1)
+LN_KERNEL(rows_s8, 8, 1, 1)
+LN_KERNEL(rows_s16, 16, 1, 1)
+LN_KERNEL(rows_s32, 32, 1, 1)
+LN_KERNEL(rows_v1, 1, VW, 1)
+LN_KERNEL(rows_v2, 2, VW, 1)
 #if VW <= 8
-LN_KERNEL(rows_v4, 4, VW)
+LN_KERNEL(rows_v4, 4, VW, 1)
 #endif
 #if VW <= 4
-LN_KERNEL(rows_v8, 8, VW)
+LN_KERNEL(rows_v8, 8, VW, 1)
 #endif
 #if VW <= 2
-LN_KERNEL(rows_v16, 16, VW)
+LN_KERNEL(rows_v16, 16, VW, 1)
+#endif
+#if VW >= 4
+LN_KERNEL(pair_v1, 1, VW, 2)
+LN_KERNEL(pair_v2, 2, VW, 2)
+#endif
+#if VW == 4
+LN_KERNEL(pair_v4, 4, VW, 2)
 #endif
 
 // Long rows: one block per row, three passes.
@@ -361,25 +331,24 @@ std::vector<PrimitivePtr> layer_norm_kernel(CudaBackend& be, Op& op) {
   const int64_t tpr = std::min<int64_t>(1024, pow2_ceil((items + nv_target - 1) / nv_target));
   const int64_t nv = pow2_ceil((items + tpr - 1) / tpr);
   if (nv <= kMaxRegElems / W) {
-    // The statistics as two plain group sums (mean, then squared deviations), which measured
-    // 72 us against 82 us for one merged (count, mean, m2) reduction at [8192, 4096] f32 on an
-    // H200; EMBER_CUDA_LN_TWO=0 selects the merged one. Both are exact two-pass statistics.
-    static const bool two = [] {
-      const char* e = std::getenv("EMBER_CUDA_LN_TWO");
-      return !(e && *e == '0');
-    }();
     // blocks of 256 threads for groups of a warp or less; a group of more is the whole block
     // (the contract of the group reductions)
     const int threads = int(tpr > 32 ? tpr : 256);
-    const int64_t rpb = threads / tpr;
-    const std::string entry = std::string(vec ? "rows_v" : "rows_s") + std::to_string(nv) + (two ? "_two" : "");
+    static const bool pair_on = [] {
+      const char* e = std::getenv("EMBER_CUDA_LN_PAIR");
+      return !(e && *e == '0');
+    }();
+    const bool pair = pair_on && vec && vw >= 4 && tpr > 32 && nv * W <= 16 && rows > 1;
+    const int64_t rows_per_block = pair ? 2 : threads / tpr;
+    const std::string entry = std::string(pair ? "pair_v" : vec ? "rows_v" : "rows_s") + std::to_string(nv);
     // blocks per SM at most (EMBER_CUDA_LN_GRID overrides the default 32, for tuning)
     static const int64_t per_sm = [] {
       const char* e = std::getenv("EMBER_CUDA_LN_GRID");
       int64_t v = e ? std::atoll(e) : 0;
       return v >= 1 && v <= 64 ? v : int64_t(32);
     }();
-    const unsigned grid = unsigned(std::min<int64_t>((rows + rpb - 1) / rpb, int64_t(be.sm_count()) * per_sm));
+    const unsigned grid =
+        unsigned(std::min<int64_t>((rows + rows_per_block - 1) / rows_per_block, int64_t(be.sm_count()) * per_sm));
     be.launch(fn(entry.c_str()), grid, threads, 0, xp, yp, wp, bp, rows, D, a.eps, int(tpr));
   } else {
     be.launch(fn("rows_stream"), unsigned(std::min<int64_t>(rows, int64_t(be.sm_count()) * 32)), 1024, 0, xp, yp,
