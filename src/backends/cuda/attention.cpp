@@ -225,18 +225,6 @@ const char* kTensorCoreKernel = R"CUDA(
 #define VST (BN + 8)
 #define LOG2E 1.4426950408889634f
 
-__device__ __forceinline__ void mma16816(float* c, const uint32_t* a, const uint32_t* b) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_TYPE "." MMA_TYPE ".f32 {%0, %1, %2, %3}, "
-               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-// Two floats rounded to the input type, `lo` in the low half.
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  uint32_t r;
-  asm("cvt.rn." MMA_TYPE "x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
 __device__ __forceinline__ uint32_t lds32(const uint16_t* p) { return *(const uint32_t*)p; }
 
 extern "C" __global__ void __launch_bounds__(NT) flash_attn(
@@ -435,40 +423,6 @@ const char* kTensorCoreKernelV2 = R"CUDA(
 #define VST (DV + 8)
 #define LOG2E 1.4426950408889634f
 
-__device__ __forceinline__ void mma16816(float* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                         uint32_t b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_TYPE "." MMA_TYPE ".f32 {%0, %1, %2, %3}, "
-               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-// Two floats rounded to the input type, `lo` in the low half.
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  uint32_t r;
-  asm("cvt.rn." MMA_TYPE "x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  uint32_t r;
-  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
-  return r;
-}
-__device__ __forceinline__ void ldsm_x4(uint32_t* r, uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_t(uint32_t* r, uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-// 16-byte global -> shared copy; zero fill when !pred (src is then not read).
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool pred) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(pred ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
 // rows [0, nrows) x dims [0, ncols) of a strided matrix into shared memory (row stride ST
 // halves), zeros outside [0, rows_valid) x [0, cols_valid). vec: 16-byte async copies (unit
 // column stride, cols_valid % 8 == 0, aligned rows); else element loads.
@@ -491,13 +445,6 @@ __device__ __forceinline__ void load_tile(uint16_t* dst, const T* src, int64_t r
       dst[r * ST + c] = (row < rows_valid && c < cols_valid) ? src[row * rs + c * cs].bits : (uint16_t)0;
     }
   }
-}
-
-// 2^x on the SFU (inputs are scores minus a running max: <= 0, or -inf giving 0)
-__device__ __forceinline__ float fast_exp2(float x) {
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
 }
 
 extern "C" __global__ void __launch_bounds__(NT, FWD_MIN_BLOCKS) flash_attn(
@@ -983,6 +930,58 @@ size_t flash_smem_bytes(const FlashConfig& c) {
   return (BM * (D + 1) + BN * (D + 1) + BN * DV + BM * (BN + 1)) * 4;
 }
 
+// ---------------------------------------------------------------------------------------
+// The device helpers of the tensor-core kernels (forward v1, v2/v3 and the backward), after
+// the source's MMA_TYPE: m16n8k16 products, fragment loads, asynchronous copies, rounding.
+
+const char* const kTensorCoreHelpers = R"CUDA(
+// c += a b on tensor cores, m16n8k16 (fp32 accumulators; fragment layouts: see the v2 kernel)
+__device__ __forceinline__ void mma16816(float* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                         uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_TYPE "." MMA_TYPE ".f32 {%0, %1, %2, %3}, "
+               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma16816(float* c, const uint32_t* a, const uint32_t* b) {
+  mma16816(c, a[0], a[1], a[2], a[3], b[0], b[1]);
+}
+// Two floats rounded to the input type, `lo` in the low half.
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn." MMA_TYPE "x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+// 2^x on the SFU (inputs are scores minus a running max: <= 0, or -inf giving 0)
+__device__ __forceinline__ float fast_exp2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  uint32_t r;
+  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
+  return r;
+}
+// Four 8x8 b16 matrices; lanes 8m..8m+7 give the row addresses of matrix m (.trans: transposed).
+__device__ __forceinline__ void ldsm_x4(uint32_t* r, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_t(uint32_t* r, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+// 16-byte global -> shared copy; zero fill when !pred (src is then not read).
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool pred) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(pred ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// All but the N most recently committed groups have landed.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+)CUDA";
+
 // The natural log-sum-exp of a row (the op's second output) from a flash kernel's running max
 // m and sum l = sum exp2(s - m) in the log2 domain: -inf for a row with nothing kept (m = -inf,
 // l = 0), NaN when the scores were.
@@ -1001,6 +1000,7 @@ std::string flash_attention_source(const FlashConfig& c) {
        std::to_string(flash_block_keys(c)) + "\n";
   if (c.tensor_cores) {
     s += std::string("#define MMA_TYPE \"") + (c.dtype == DType::f16 ? "f16" : "bf16") + "\"\n";
+    s += kTensorCoreHelpers;
     if (c.version == 1) {
       s += kTensorCoreKernel;
     } else {  // versions 2 and 3 share the source: block rows, threads, diagonal-only masking

@@ -53,47 +53,6 @@ const char* kBackwardTcKernel = R"CUDA(
 #define SST (BM + 8)
 #define LOG2E 1.4426950408889634f
 
-__device__ __forceinline__ void mma16816(float* c, const uint32_t* a, const uint32_t* b) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_TYPE "." MMA_TYPE ".f32 {%0, %1, %2, %3}, "
-               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-// Two floats rounded to the input type, `lo` in the low half.
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  uint32_t r;
-  asm("cvt.rn." MMA_TYPE "x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-// 2^x on the SFU (-inf gives 0)
-__device__ __forceinline__ float fast_exp2(float x) {
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
-}
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  uint32_t r;
-  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
-  return r;
-}
-// Four 8x8 b16 matrices; lanes 8m..8m+7 give the row addresses of matrix m.
-__device__ __forceinline__ void ldsm_x4(uint32_t* r, uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_t(uint32_t* r, uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-// 16-byte global -> shared copy; zero fill when !pred (src is then not read).
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool pred) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(pred ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::); }
-// All but the most recently committed group have landed.
-__device__ __forceinline__ void cp_async_wait_but_last() { asm volatile("cp.async.wait_group 1;\n" ::); }
-
 // Rows [row0, row0 + NROWS) of a contiguous [rows][D] matrix into shared memory (row stride
 // ST), zeros from row `rows` on. Asynchronous: commit and wait before use.
 template <int NROWS>
@@ -187,9 +146,9 @@ extern "C" __global__ void __launch_bounds__(NT) attn_bwd_prep(
       if (it + 1 < nkv) {  // prefetch the next key tile into the other buffer
         load_rows<BN>(Ks + (cur ^ 1) * BN * ST, kp, n0 + BN, S);
         cp_async_commit();
-        cp_async_wait_but_last();
+        cp_async_wait<1>();
       } else {
-        cp_async_wait_all();
+        cp_async_wait<0>();
       }
       __syncthreads();
       const uint32_t kcur = k_base + uint32_t(cur * BN * ST) * 2u;
@@ -326,9 +285,9 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
         load_rows<BM>(Qs + (buf ^ 1) * BM * ST, qp, m0 + BM, L);
         load_rows<BM>(Os + (buf ^ 1) * BM * ST, op, m0 + BM, L);
         cp_async_commit();
-        cp_async_wait_but_last();  // K, V and this block's Q, dO have landed
+        cp_async_wait<1>();  // K, V and this block's Q, dO have landed
       } else {
-        cp_async_wait_all();
+        cp_async_wait<0>();
       }
       __syncthreads();
       const uint32_t q_base = q_base0 + uint32_t(buf * BM * ST * 2), o_base = o_base0 + uint32_t(buf * BM * ST * 2);
@@ -446,7 +405,7 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
       }
       __syncthreads();  // this buffer, Ss and the statistics are free for the next query blocks
     }
-    cp_async_wait_all();  // no copy into Ks / Vs is left in flight (no query block ran)
+    cp_async_wait<0>();  // no copy into Ks / Vs is left in flight (no query block ran)
     // A query row whose log-sum-exp is not finite (every key masked, or NaN scores) has NaN
     // probabilities for every key, so every key's dk and dv are NaN, as in the composed
     // formula, also the keys the causal mask hid from that row (and whose blocks it skipped).
@@ -818,7 +777,7 @@ std::string flash_backward_source(const FlashBackwardConfig& c) {
        std::to_string(bn) + "\n#define PM " + std::to_string(bn) + "\n";
   s += std::string("#define FAST_TILES ") + (c.version == 2 ? "1" : "0") + "\n#define DQ_VEC " +
        (c.version == 2 ? "1" : "0") + "\n";
-  return s + kBackwardTcKernel;
+  return s + kTensorCoreHelpers + kBackwardTcKernel;
 }
 
 std::vector<FlashBackwardConfig> all_flash_backward_configs() {

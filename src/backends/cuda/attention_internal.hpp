@@ -65,6 +65,10 @@ inline void allow_smem(CUfunction f, size_t smem) {
   }
 }
 
+// The device helpers of the tensor-core kernels, forward and backward (mma16816, ldmatrix,
+// cp.async, pack2, fast_exp2; attention.cpp): a source adds them after its MMA_TYPE.
+extern const char* const kTensorCoreHelpers;
+
 // The attention_backward kernel (attention_backward.cpp).
 std::vector<PrimitivePtr> attention_backward_kernel(CudaBackend& be, Op& op);
 
