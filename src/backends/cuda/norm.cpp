@@ -29,34 +29,6 @@ constexpr int kMaxRegElems = 32;
 const char* kLayerNormKernels = R"CUDA(
 union VecT { uint4 u; T v[VW]; };
 
-// The sums of R values over groups of `tpr` threads, as group_sum (reduce.cpp) does one: the
-// same order of operations, with the R sums sharing the shuffles' steps and the barriers.
-template <int R>
-__device__ __forceinline__ void group_sums(C (&a)[R], int tpr, C* red) {
-  const int w = tpr < 32 ? tpr : 32;
-#pragma unroll
-  for (int m = 16; m >= 1; m >>= 1) {
-    if (m < w) {
-#pragma unroll
-      for (int i = 0; i < R; ++i) a[i] += shfl_x(a[i], m);
-    }
-  }
-  if (tpr <= 32) return;
-  __syncthreads();
-  if ((threadIdx.x & 31) == 0) {
-#pragma unroll
-    for (int i = 0; i < R; ++i) red[32 * i + (threadIdx.x >> 5)] = a[i];
-  }
-  __syncthreads();
-  const int nw = blockDim.x >> 5;
-#pragma unroll
-  for (int i = 0; i < R; ++i) a[i] = red[32 * i];
-  for (int j = 1; j < nw; ++j) {
-#pragma unroll
-    for (int i = 0; i < R; ++i) a[i] += red[32 * i + j];
-  }
-}
-
 // A grid-stride loop over steps of R rows per group of `tpr` threads: each thread loads its
 // items (lane, lane + tpr, ...) of the R rows, the group takes each row's mean, then its squared
 // deviations from it (two group sums: exact two-pass statistics), and writes y, reading each
@@ -98,7 +70,7 @@ __device__ __forceinline__ void ln_rows(const T* __restrict__ x, T* __restrict__
         }
       }
     }
-    group_sums<R>(s, tpr, red);
+    group_reduce_n<R>(s, tpr, red, ReduceAdd());
     C mean[R], q[R];
 #pragma unroll
     for (int i = 0; i < R; ++i) {
@@ -119,7 +91,7 @@ __device__ __forceinline__ void ln_rows(const T* __restrict__ x, T* __restrict__
         }
       }
     }
-    group_sums<R>(q, tpr, red);
+    group_reduce_n<R>(q, tpr, red, ReduceAdd());
     C rstd[R], shift[R];
 #pragma unroll
     for (int i = 0; i < R; ++i) {

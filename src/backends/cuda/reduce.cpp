@@ -87,6 +87,39 @@ __device__ __forceinline__ double m_nanmax(double a, double b) { return (b != b 
     for (int i = 1; i < nw; ++i) v = OP(v, red[i]);                                     \
     return v;                                                                           \
   }
+// The same over R values at once (rows processed together): the R reductions share the
+// shuffle steps and the barriers; `red` holds 32 * R entries. OP: ReduceAdd or ReduceNanMax.
+struct ReduceAdd {
+  template <class V> __device__ __forceinline__ V operator()(V a, V b) const { return a + b; }
+};
+struct ReduceNanMax {
+  template <class V> __device__ __forceinline__ V operator()(V a, V b) const { return m_nanmax(a, b); }
+};
+template <int R, class OP, class TYPE>
+__device__ __forceinline__ void group_reduce_n(TYPE (&a)[R], int tpr, TYPE* red, OP op) {
+  const int w = tpr < 32 ? tpr : 32;
+#pragma unroll
+  for (int m = 16; m >= 1; m >>= 1) {
+    if (m < w) {
+#pragma unroll
+      for (int i = 0; i < R; ++i) a[i] = op(a[i], shfl_x(a[i], m));
+    }
+  }
+  if (tpr <= 32) return;
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) red[32 * i + (threadIdx.x >> 5)] = a[i];
+  }
+  __syncthreads();
+  const int nw = blockDim.x >> 5;
+#pragma unroll
+  for (int i = 0; i < R; ++i) a[i] = red[32 * i];
+  for (int j = 1; j < nw; ++j) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) a[i] = op(a[i], red[32 * i + j]);
+  }
+}
 #define EMBER_ADD(a, b) ((a) + (b))
 EMBER_GROUP_REDUCE(group_sum, float, EMBER_ADD)
 EMBER_GROUP_REDUCE(group_sum, double, EMBER_ADD)
