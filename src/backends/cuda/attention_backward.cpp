@@ -66,6 +66,27 @@ __device__ __forceinline__ void load_rows(uint16_t* dst, const T* src, int64_t r
   }
 }
 
+// acc += P B for one warp: P is the warp's 16 x M accumulators (rounded to the input type; two
+// adjacent 8-column tiles, packed, are an A fragment), B is a row-major [M][D] tile read with
+// ldmatrix .trans (b_lane from the .trans B layout); acc[t] holds the 16 x 8 block of dims
+// 8t..8t+7.
+template <int M>
+__device__ __forceinline__ void warp_product_pb(float (&acc)[D / 8][4], const float (&p)[M / 8][4], uint32_t b_base,
+                                                uint32_t b_lane) {
+#pragma unroll
+  for (int kk = 0; kk < M / 16; ++kk) {
+    const uint32_t a[4] = {pack2(p[2 * kk][0], p[2 * kk][1]), pack2(p[2 * kk][2], p[2 * kk][3]),
+                           pack2(p[2 * kk + 1][0], p[2 * kk + 1][1]), pack2(p[2 * kk + 1][2], p[2 * kk + 1][3])};
+#pragma unroll
+    for (int t = 0; t < D / 8; t += 2) {
+      uint32_t bb[4];
+      ldsm_x4_t(bb, b_base + (b_lane + kk * 16 * ST + t * 8) * 2u);
+      mma16816(acc[t], a, bb);
+      mma16816(acc[t + 1], a, bb + 2);
+    }
+  }
+}
+
 // acc = A B^T over the head dim for one warp: A is 16 rows of a row-major [row][D] tile (the
 // warp's rows; a_lane from the A layout), B is N rows of another ([n][D], b_lane from the B
 // layout); acc[t] holds the 16 x 8 block of B rows 8t..8t+7 (C fragment layout).
@@ -324,19 +345,7 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
         }
       }
       // dV += P^T dO (A: P^T from the accumulators, k over queries; B: dO [query][dim], .trans)
-#pragma unroll
-      for (int kk = 0; kk < BM / 16; ++kk) {
-        uint32_t a[4] = {pack2(sacc[2 * kk][0], sacc[2 * kk][1]), pack2(sacc[2 * kk][2], sacc[2 * kk][3]),
-                         pack2(sacc[2 * kk + 1][0], sacc[2 * kk + 1][1]),
-                         pack2(sacc[2 * kk + 1][2], sacc[2 * kk + 1][3])};
-#pragma unroll
-        for (int t = 0; t < D / 8; t += 2) {
-          uint32_t bb[4];
-          ldsm_x4_t(bb, o_base + (bt_lane + kk * 16 * ST + t * 8) * 2u);
-          mma16816(dvacc[t], a, bb);
-          mma16816(dvacc[t + 1], a, bb + 2);
-        }
-      }
+      warp_product_pb<BM>(dvacc, sacc, o_base, bt_lane);
       // dP^T = V dO^T (A: V rows of the warp; B: dO [query][dim] over the dims)
       float pacc[BM / 8][4];
       warp_product_abt<BM>(pacc, v_base, a_lane, o_base, b_lane);
@@ -346,19 +355,7 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
 #pragma unroll
         for (int e = 0; e < 4; ++e) sacc[nt][e] *= pacc[nt][e] - dsum_s[nt * 8 + tg * 2 + (e & 1)];
       // dK += dS^T Q (B: Q [query][dim], .trans)
-#pragma unroll
-      for (int kk = 0; kk < BM / 16; ++kk) {
-        uint32_t a[4] = {pack2(sacc[2 * kk][0], sacc[2 * kk][1]), pack2(sacc[2 * kk][2], sacc[2 * kk][3]),
-                         pack2(sacc[2 * kk + 1][0], sacc[2 * kk + 1][1]),
-                         pack2(sacc[2 * kk + 1][2], sacc[2 * kk + 1][3])};
-#pragma unroll
-        for (int t = 0; t < D / 8; t += 2) {
-          uint32_t bb[4];
-          ldsm_x4_t(bb, q_base + (bt_lane + kk * 16 * ST + t * 8) * 2u);
-          mma16816(dkacc[t], a, bb);
-          mma16816(dkacc[t + 1], a, bb + 2);
-        }
-      }
+      warp_product_pb<BM>(dkacc, sacc, q_base, bt_lane);
       // dS^T to shared memory: rows = keys of the block, columns = queries
 #pragma unroll
       for (int nt = 0; nt < BM / 8; ++nt) {
