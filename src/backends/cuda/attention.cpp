@@ -514,20 +514,7 @@ extern "C" __global__ void __launch_bounds__(NT, FWD_MIN_BLOCKS) flash_attn(
       if (!skip) {
         // S = Q K^T for the warp's 16 rows x BN keys
         float sacc[BN / 8][4];
-#pragma unroll
-        for (int nt = 0; nt < BN / 8; ++nt) sacc[nt][0] = sacc[nt][1] = sacc[nt][2] = sacc[nt][3] = 0.f;
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-          uint32_t a[4];
-          ldsm_x4(a, q_base + (q_lane + kk * 16) * 2u);
-#pragma unroll
-          for (int np = 0; np < BN / 16; ++np) {
-            uint32_t bq[4];
-            ldsm_x4(bq, kcur + (k_lane + np * 16 * KST + kk * 16) * 2u);
-            mma16816(sacc[2 * np], a[0], a[1], a[2], a[3], bq[0], bq[1]);
-            mma16816(sacc[2 * np + 1], a[0], a[1], a[2], a[3], bq[2], bq[3]);
-          }
-        }
+        warp_product_abt<BN, D, KST>(sacc, q_base, q_lane, kcur, k_lane);
         // scale, masks, online softmax; element e of tile nt: row (e < 2 ? g : g + 8) of the
         // warp, key n0 + nt * 8 + 2 tg + (e & 1)
         float mx[2] = {ninf, ninf};
@@ -611,19 +598,7 @@ extern "C" __global__ void __launch_bounds__(NT, FWD_MIN_BLOCKS) flash_attn(
           }
         }
         // O += P V
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; ++kk) {
-          const uint32_t a0 = pack2(sacc[2 * kk][0], sacc[2 * kk][1]), a1 = pack2(sacc[2 * kk][2], sacc[2 * kk][3]);
-          const uint32_t a2 = pack2(sacc[2 * kk + 1][0], sacc[2 * kk + 1][1]);
-          const uint32_t a3 = pack2(sacc[2 * kk + 1][2], sacc[2 * kk + 1][3]);
-#pragma unroll
-          for (int vp2 = 0; vp2 < DV / 16; ++vp2) {
-            uint32_t bv[4];
-            ldsm_x4_t(bv, vcur + (v_lane + kk * 16 * VST + vp2 * 16) * 2u);
-            mma16816(oacc[2 * vp2], a0, a1, a2, a3, bv[0], bv[1]);
-            mma16816(oacc[2 * vp2 + 1], a0, a1, a2, a3, bv[2], bv[3]);
-          }
-        }
+        warp_product_pb<BN, DV, VST>(oacc, sacc, vcur, v_lane);
       }  // !skip
       __syncthreads();  // every warp is done with buffer `cur` before it is refilled
     }
@@ -932,7 +907,8 @@ size_t flash_smem_bytes(const FlashConfig& c) {
 
 // ---------------------------------------------------------------------------------------
 // The device helpers of the tensor-core kernels (forward v1, v2/v3 and the backward), after
-// the source's MMA_TYPE: m16n8k16 products, fragment loads, asynchronous copies, rounding.
+// the source's MMA_TYPE: m16n8k16 products, fragment loads, asynchronous copies, rounding, and
+// the two warp-level products built from them.
 
 const char* const kTensorCoreHelpers = R"CUDA(
 // c += a b on tensor cores, m16n8k16 (fp32 accumulators; fragment layouts: see the v2 kernel)
@@ -980,6 +956,50 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 // All but the N most recently committed groups have landed.
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// acc += P B for one warp: P is the warp's 16 x M accumulators (rounded to the input type; two
+// adjacent 8-column tiles, packed, are an A fragment), B is a row-major [M][NC] tile (row stride
+// ST_ halves) read with ldmatrix .trans (b_lane from the .trans B layout); acc[t] holds the
+// 16 x 8 block of columns 8t..8t+7.
+template <int M, int NC, int ST_>
+__device__ __forceinline__ void warp_product_pb(float (&acc)[NC / 8][4], const float (&p)[M / 8][4], uint32_t b_base,
+                                                uint32_t b_lane) {
+#pragma unroll
+  for (int kk = 0; kk < M / 16; ++kk) {
+    const uint32_t a[4] = {pack2(p[2 * kk][0], p[2 * kk][1]), pack2(p[2 * kk][2], p[2 * kk][3]),
+                           pack2(p[2 * kk + 1][0], p[2 * kk + 1][1]), pack2(p[2 * kk + 1][2], p[2 * kk + 1][3])};
+#pragma unroll
+    for (int t = 0; t < NC / 8; t += 2) {
+      uint32_t bb[4];
+      ldsm_x4_t(bb, b_base + (b_lane + kk * 16 * ST_ + t * 8) * 2u);
+      mma16816(acc[t], a, bb);
+      mma16816(acc[t + 1], a, bb + 2);
+    }
+  }
+}
+
+// acc = A B^T over K columns for one warp: A is 16 rows of a row-major [row][K] tile (the
+// warp's rows; a_lane from the A layout, its row stride included), B is N rows of another
+// ([n][K], row stride ST_ halves, b_lane from the B layout); acc[t] holds the 16 x 8 block of B
+// rows 8t..8t+7 (C fragment layout).
+template <int N, int K, int ST_>
+__device__ __forceinline__ void warp_product_abt(float (&acc)[N / 8][4], uint32_t a_base, uint32_t a_lane,
+                                                 uint32_t b_base, uint32_t b_lane) {
+#pragma unroll
+  for (int nt = 0; nt < N / 8; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    uint32_t a[4];
+    ldsm_x4(a, a_base + (a_lane + kk * 16) * 2u);
+#pragma unroll
+    for (int nt = 0; nt < N / 8; nt += 2) {
+      uint32_t bb[4];
+      ldsm_x4(bb, b_base + (b_lane + nt * 8 * ST_ + kk * 16) * 2u);
+      mma16816(acc[nt], a, bb);
+      mma16816(acc[nt + 1], a, bb + 2);
+    }
+  }
+}
 )CUDA";
 
 // The natural log-sum-exp of a row (the op's second output) from a flash kernel's running max

@@ -66,49 +66,6 @@ __device__ __forceinline__ void load_rows(uint16_t* dst, const T* src, int64_t r
   }
 }
 
-// acc += P B for one warp: P is the warp's 16 x M accumulators (rounded to the input type; two
-// adjacent 8-column tiles, packed, are an A fragment), B is a row-major [M][D] tile read with
-// ldmatrix .trans (b_lane from the .trans B layout); acc[t] holds the 16 x 8 block of dims
-// 8t..8t+7.
-template <int M>
-__device__ __forceinline__ void warp_product_pb(float (&acc)[D / 8][4], const float (&p)[M / 8][4], uint32_t b_base,
-                                                uint32_t b_lane) {
-#pragma unroll
-  for (int kk = 0; kk < M / 16; ++kk) {
-    const uint32_t a[4] = {pack2(p[2 * kk][0], p[2 * kk][1]), pack2(p[2 * kk][2], p[2 * kk][3]),
-                           pack2(p[2 * kk + 1][0], p[2 * kk + 1][1]), pack2(p[2 * kk + 1][2], p[2 * kk + 1][3])};
-#pragma unroll
-    for (int t = 0; t < D / 8; t += 2) {
-      uint32_t bb[4];
-      ldsm_x4_t(bb, b_base + (b_lane + kk * 16 * ST + t * 8) * 2u);
-      mma16816(acc[t], a, bb);
-      mma16816(acc[t + 1], a, bb + 2);
-    }
-  }
-}
-
-// acc = A B^T over the head dim for one warp: A is 16 rows of a row-major [row][D] tile (the
-// warp's rows; a_lane from the A layout), B is N rows of another ([n][D], b_lane from the B
-// layout); acc[t] holds the 16 x 8 block of B rows 8t..8t+7 (C fragment layout).
-template <int N>
-__device__ __forceinline__ void warp_product_abt(float (&acc)[N / 8][4], uint32_t a_base, uint32_t a_lane,
-                                                 uint32_t b_base, uint32_t b_lane) {
-#pragma unroll
-  for (int nt = 0; nt < N / 8; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    uint32_t a[4];
-    ldsm_x4(a, a_base + (a_lane + kk * 16) * 2u);
-#pragma unroll
-    for (int nt = 0; nt < N / 8; nt += 2) {
-      uint32_t bb[4];
-      ldsm_x4(bb, b_base + (b_lane + nt * 8 * ST + kk * 16) * 2u);
-      mma16816(acc[nt], a, bb);
-      mma16816(acc[nt + 1], a, bb + 2);
-    }
-  }
-}
-
 // Whether query `row` keeps key `col` (causality, the bool mask); adds the additive mask (log2
 // domain) to `t`. MASK_KIND (0 none, 1 bool, 2 additive) and CAUSAL are fixed per variant.
 __device__ __forceinline__ bool keep_score(float& t, int64_t row, int64_t col, const void* mask, int64_t moff,
@@ -174,7 +131,7 @@ extern "C" __global__ void __launch_bounds__(NT) attn_bwd_prep(
       __syncthreads();
       const uint32_t kcur = k_base + uint32_t(cur * BN * ST) * 2u;
       float sacc[BN / 8][4];
-      warp_product_abt<BN>(sacc, q_base, q_lane, kcur, k_lane);  // S = Q K^T
+      warp_product_abt<BN, D, ST>(sacc, q_base, q_lane, kcur, k_lane);  // S = Q K^T
       // element e of tile nt: row (e < 2 ? row0 : row1), key n0 + nt * 8 + 2 tg + (e & 1).
       // FAST_TILES: no per-element checks where the warp's rows need no masking in this tile
       // (rows past L are never stored)
@@ -314,7 +271,7 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
       const uint32_t q_base = q_base0 + uint32_t(buf * BM * ST * 2), o_base = o_base0 + uint32_t(buf * BM * ST * 2);
       // S^T = K Q^T: element e of tile nt is (key e < 2 ? key0 : key1, query m0 + nt * 8 + 2 tg + (e & 1))
       float sacc[BM / 8][4];
-      warp_product_abt<BM>(sacc, k_base, a_lane, q_base, b_lane);
+      warp_product_abt<BM, D, ST>(sacc, k_base, a_lane, q_base, b_lane);
       // P^T = exp2(s - lse); a fully masked row (lse = -inf) gives NaN over all its keys.
       // FAST_TILES: a warp whose 16 keys x BM queries need no masking (no mask, no tails,
       // causal: every key at or before the first query; then no row is fully masked) skips
@@ -345,17 +302,17 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
         }
       }
       // dV += P^T dO (A: P^T from the accumulators, k over queries; B: dO [query][dim], .trans)
-      warp_product_pb<BM>(dvacc, sacc, o_base, bt_lane);
+      warp_product_pb<BM, D, ST>(dvacc, sacc, o_base, bt_lane);
       // dP^T = V dO^T (A: V rows of the warp; B: dO [query][dim] over the dims)
       float pacc[BM / 8][4];
-      warp_product_abt<BM>(pacc, v_base, a_lane, o_base, b_lane);
+      warp_product_abt<BM, D, ST>(pacc, v_base, a_lane, o_base, b_lane);
       // dS^T = P^T (dP^T - Dsum), into sacc
 #pragma unroll
       for (int nt = 0; nt < BM / 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) sacc[nt][e] *= pacc[nt][e] - dsum_s[nt * 8 + tg * 2 + (e & 1)];
       // dK += dS^T Q (B: Q [query][dim], .trans)
-      warp_product_pb<BM>(dkacc, sacc, q_base, bt_lane);
+      warp_product_pb<BM, D, ST>(dkacc, sacc, q_base, bt_lane);
       // dS^T to shared memory: rows = keys of the block, columns = queries
 #pragma unroll
       for (int nt = 0; nt < BM / 8; ++nt) {
