@@ -1,7 +1,10 @@
 // Validation and shape/dtype inference for every op of ops.def. Runs once per op, in core,
 // before any backend or decorator sees it.
 #include <algorithm>
+#include <array>
+#include <span>
 #include <unordered_map>
+#include <vector>
 
 #include "ember/core/error.hpp"
 #include "ember/core/op.hpp"
@@ -21,7 +24,15 @@ OpKind op_kind_from_name(std::string_view name) {
 
 namespace {
 
-using Metas = std::vector<const TensorMeta*>;
+using Metas = std::span<const TensorMeta* const>;
+
+// A single output, moved into place (a braced list would copy its shape once more: this is on
+// the path of every elementwise op).
+std::vector<TensorMeta> one(TensorMeta m) {
+  std::vector<TensorMeta> v;
+  v.push_back(std::move(m));
+  return v;
+}
 
 void expect_inputs(std::string_view op, const Metas& in, size_t lo, size_t hi) {
   EMBER_CHECK(in.size() >= lo && in.size() <= hi, op, ": expected ", lo == hi ? "" : "between ", lo,
@@ -417,8 +428,8 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
     case OpKind::attention_backward: {
       // q, k, v, out, grad of out, mask, lse: the forward's checks, then out, its grad and lse.
       expect_inputs(op, in, 5, 7);
-      Metas fwd{in[0], in[1], in[2]};
-      if (in.size() >= 6) fwd.push_back(in[5]);
+      const std::array<const TensorMeta*, 4> fwd_in{in[0], in[1], in[2], in.size() >= 6 ? in[5] : nullptr};
+      const Metas fwd(fwd_in.data(), in.size() >= 6 ? 4 : 3);
       const std::vector<TensorMeta> metas = infer_opaque(OpKind::attention, fwd, attrs);
       const TensorMeta& out = metas[0];
       for (int i : {3, 4}) {
@@ -451,7 +462,7 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
 
 }  // namespace
 
-std::vector<TensorMeta> infer_outputs(OpKind kind, const Metas& in, const OpAttrs& attrs) {
+std::vector<TensorMeta> infer_outputs(OpKind kind, Metas in, const OpAttrs& attrs) {
   const OpInfo& info = op_info(kind);
   auto op = info.name;
   EMBER_CHECK(attrs.index() == info.attrs_index, op, ": wrong attribute type (internal error)");
@@ -467,18 +478,18 @@ std::vector<TensorMeta> infer_outputs(OpKind kind, const Metas& in, const OpAttr
     case OpFamily::Unary:
       expect_inputs(op, in, 1, 1);
       EMBER_CHECK(!is_bool(in[0]->dtype), op, ": not defined for bool tensors");
-      return {*in[0]};
+      return one(*in[0]);
     case OpFamily::FloatUnary:
       expect_inputs(op, in, 1, 1);
       expect_float(op, *in[0], "input");
-      return {*in[0]};
+      return one(*in[0]);
     case OpFamily::Predicate:
       expect_inputs(op, in, 1, 1);
-      return {{in[0]->shape, DType::boolean}};
+      return one({in[0]->shape, DType::boolean});
     case OpFamily::BitwiseUnary:
       expect_inputs(op, in, 1, 1);
       EMBER_CHECK(!is_float(in[0]->dtype), op, ": needs an integer or bool tensor, got ", in[0]->dtype);
-      return {*in[0]};
+      return one(*in[0]);
     case OpFamily::Binary:
     case OpFamily::FloatBinary:
     case OpFamily::Compare:
@@ -492,14 +503,14 @@ std::vector<TensorMeta> infer_outputs(OpKind kind, const Metas& in, const OpAttr
       if (info.family == OpFamily::Binary && kind != OpKind::add && kind != OpKind::mul &&
           kind != OpKind::maximum && kind != OpKind::minimum)
         EMBER_CHECK(!is_bool(in[0]->dtype), op, ": not defined for bool tensors");
-      return {{s, info.family == OpFamily::Compare ? DType::boolean : in[0]->dtype}};
+      return one({std::move(s), info.family == OpFamily::Compare ? DType::boolean : in[0]->dtype});
     }
     case OpFamily::Where: {
       expect_inputs(op, in, 3, 3);
       EMBER_CHECK(in[0]->dtype == DType::boolean, op, ": condition must be bool, got ", in[0]->dtype);
       expect_same_dtype(op, *in[1], *in[2], "value");
       Shape s = broadcast_shapes(broadcast_shapes(in[0]->shape, in[1]->shape, op), in[2]->shape, op);
-      return {{s, in[1]->dtype}};
+      return one({std::move(s), in[1]->dtype});
     }
     case OpFamily::Ternary: {
       expect_inputs(op, in, 3, 3);
@@ -507,7 +518,7 @@ std::vector<TensorMeta> infer_outputs(OpKind kind, const Metas& in, const OpAttr
       expect_same_dtype(op, *in[0], *in[1], "start and end");
       expect_same_dtype(op, *in[0], *in[2], "start and weight");
       Shape s = broadcast_shapes(broadcast_shapes(in[0]->shape, in[1]->shape, op), in[2]->shape, op);
-      return {{s, in[0]->dtype}};
+      return one({std::move(s), in[0]->dtype});
     }
     case OpFamily::Reduce:
       expect_inputs(op, in, 1, 1);
@@ -563,7 +574,7 @@ std::vector<TensorMeta> infer_outputs(OpKind kind, const Metas& in, const OpAttr
     }
     case OpFamily::Cast:
       expect_inputs(op, in, 1, 1);
-      return {{in[0]->shape, std::get<CastAttrs>(attrs).dtype}};
+      return one({in[0]->shape, std::get<CastAttrs>(attrs).dtype});
     case OpFamily::DataDependent:
       if (kind == OpKind::nonzero) {
         expect_inputs(op, in, 1, 1);
@@ -606,9 +617,16 @@ void normalize_attrs(OpKind kind, const Metas& in, OpAttrs& attrs) {
 }  // namespace
 
 Op make_op(OpKind kind, std::vector<PrimitivePtr> inputs, OpAttrs attrs) {
-  Metas metas;
-  metas.reserve(inputs.size());
-  for (const auto& p : inputs) metas.push_back(p ? &p->meta() : nullptr);
+  // the inputs' metadata, on the stack for the usual few inputs
+  std::array<const TensorMeta*, 8> small{};
+  std::vector<const TensorMeta*> large;
+  const TensorMeta** m = small.data();
+  if (inputs.size() > small.size()) {
+    large.resize(inputs.size());
+    m = large.data();
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) m[i] = inputs[i] ? &inputs[i]->meta() : nullptr;
+  const Metas metas(m, inputs.size());
   normalize_attrs(kind, metas, attrs);
   auto outputs = infer_outputs(kind, metas, attrs);
   return Op{kind, std::move(inputs), std::move(attrs), std::move(outputs)};

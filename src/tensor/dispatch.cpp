@@ -4,29 +4,56 @@
 
 namespace ember::detail {
 
-std::vector<DynTensor> run_op(OpKind kind, std::vector<DynTensor> inputs, OpAttrs attrs) {
+namespace {
+
+// Takes the primitives out of the input handles (`get(i)` is the i-th handle, moved from) and
+// returns the device they share; an undefined handle is an absent optional input.
+template <class Get>
+Device take_inputs(OpKind kind, size_t n, Get get, std::vector<PrimitivePtr>& prims) {
   const Device* dev = nullptr;
-  std::vector<PrimitivePtr> prims;
-  prims.reserve(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) {
+  prims.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    DynTensor& t = get(i);
+    if (!t.defined()) {
       prims.emplace_back();
       continue;
     }
-    if (!dev) dev = &inputs[i].device();
-    EMBER_CHECK(inputs[i].device() == *dev, op_name(kind), ": input ", i, " is on ", inputs[i].device().name(),
-                ", input 0 is on ", dev->name(), " (move tensors with .to(device) first)");
-    prims.push_back(std::move(inputs[i]).take_primitive());
+    if (!dev) dev = &t.device();
+    EMBER_CHECK(t.device() == *dev, op_name(kind), ": input ", i, " is on ", t.device().name(), ", input 0 is on ",
+                dev->name(), " (move tensors with .to(device) first)");
+    prims.push_back(std::move(t).take_primitive());
   }
   EMBER_CHECK(dev != nullptr, op_name(kind), ": needs at least one input tensor");
-  Device device = *dev;
-  Op op = make_op(kind, std::move(prims), std::move(attrs));
-  inputs.clear();  // drop the remaining (moved-from) handles before executing
-  std::vector<PrimitivePtr> outs = device.backend().execute(std::move(op));
+  return *dev;
+}
+
+std::vector<DynTensor> wrap(std::vector<PrimitivePtr> outs, const Device& device) {
   std::vector<DynTensor> result;
   result.reserve(outs.size());
   for (auto& p : outs) result.emplace_back(std::move(p), device);
   return result;
+}
+
+}  // namespace
+
+std::vector<DynTensor> run_op(OpKind kind, std::vector<DynTensor> inputs, OpAttrs attrs) {
+  std::vector<PrimitivePtr> prims;
+  Device device = take_inputs(kind, inputs.size(), [&](size_t i) -> DynTensor& { return inputs[i]; }, prims);
+  inputs.clear();  // drop the remaining (moved-from) handles before executing
+  return wrap(device.backend().execute(make_op(kind, std::move(prims), std::move(attrs))), device);
+}
+
+std::vector<DynTensor> run_op(OpKind kind, std::initializer_list<Operand> in, OpAttrs attrs) {
+  std::vector<PrimitivePtr> prims;
+  Device device = take_inputs(kind, in.size(), [&](size_t i) -> DynTensor& { return in.begin()[i].t; }, prims);
+  return wrap(device.backend().execute(make_op(kind, std::move(prims), std::move(attrs))), device);
+}
+
+DynTensor run1(OpKind kind, std::initializer_list<Operand> in, OpAttrs attrs) {
+  std::vector<PrimitivePtr> prims;
+  Device device = take_inputs(kind, in.size(), [&](size_t i) -> DynTensor& { return in.begin()[i].t; }, prims);
+  auto outs = device.backend().execute(make_op(kind, std::move(prims), std::move(attrs)));
+  return DynTensor(std::move(outs[0]), device);
 }
 
 DynTensor create(OpKind kind, CreateAttrs attrs, const Device& device) {

@@ -21,18 +21,10 @@ struct Operand {
   Operand(DynTensor&& x) : t(std::move(x)) {}  // NOLINT: implicit by design
   Operand(const DynTensor& x) : t(x) {}        // NOLINT
 };
-inline std::vector<DynTensor> take_operands(std::initializer_list<Operand> in) {
-  std::vector<DynTensor> v;
-  v.reserve(in.size());
-  for (const Operand& o : in) v.push_back(std::move(o.t));
-  return v;
-}
-inline std::vector<DynTensor> run_op(OpKind kind, std::initializer_list<Operand> in, OpAttrs attrs = NoAttrs{}) {
-  return run_op(kind, take_operands(in), std::move(attrs));
-}
-inline DynTensor run1(OpKind kind, std::initializer_list<Operand> in, OpAttrs attrs = NoAttrs{}) {
-  return std::move(run_op(kind, take_operands(in), std::move(attrs))[0]);
-}
+// The braced-list forms take the handles straight into the op (no intermediate vector: these
+// are the calls of every elementwise op, whose host cost is counted in nanoseconds).
+std::vector<DynTensor> run_op(OpKind kind, std::initializer_list<Operand> in, OpAttrs attrs = NoAttrs{});
+DynTensor run1(OpKind kind, std::initializer_list<Operand> in, OpAttrs attrs = NoAttrs{});
 // A creation op on `device`.
 DynTensor create(OpKind kind, CreateAttrs attrs, const Device& device);
 // A 0-d tensor holding `s` in `dtype` on `device`.

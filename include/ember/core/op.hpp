@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <variant>
 #include <vector>
@@ -218,7 +219,10 @@ struct Op {
 // naming the op, the argument and the shapes. The only way ops are built.
 Op make_op(OpKind kind, std::vector<PrimitivePtr> inputs, OpAttrs attrs = NoAttrs{});
 // Inference alone (used by make_op and by decorators that need metadata without primitives).
-std::vector<TensorMeta> infer_outputs(OpKind kind, const std::vector<const TensorMeta*>& inputs,
-                                      const OpAttrs& attrs);
+std::vector<TensorMeta> infer_outputs(OpKind kind, std::span<const TensorMeta* const> inputs, const OpAttrs& attrs);
+inline std::vector<TensorMeta> infer_outputs(OpKind kind, const std::vector<const TensorMeta*>& inputs,
+                                             const OpAttrs& attrs) {
+  return infer_outputs(kind, std::span<const TensorMeta* const>(inputs), attrs);
+}
 
 }  // namespace ember
