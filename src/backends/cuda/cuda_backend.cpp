@@ -110,6 +110,20 @@ void CudaBackend::launch_raw(CUfunction f, dim3 grid, dim3 block, unsigned smem,
                                          reinterpret_cast<CUstream>(stream_), params, nullptr));
 }
 
+int CudaBackend::resident_blocks(CUfunction f, int threads, size_t smem) {
+  auto key = std::make_tuple(f, threads, smem);
+  auto it = resident_.find(key);
+  if (it != resident_.end()) return it->second;
+  if (smem > size_t(props_.sharedMemPerBlockOptin)) return 0;
+  if (smem > 48 * 1024)  // above the default limit, a kernel must opt in
+    EMBER_CU_CHECK(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(smem)));
+  int per_sm = 0;
+  EMBER_CU_CHECK(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, threads, smem));
+  const int n = per_sm * sm_count();
+  resident_.emplace(key, n);
+  return n;
+}
+
 unsigned grid_for(const CudaBackend& be, int64_t n, int threads, int per_thread) {
   int64_t blocks = (n + int64_t(threads) * per_thread - 1) / (int64_t(threads) * per_thread);
   int64_t cap = int64_t(be.sm_count()) * 32;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 
 #include "allocator.hpp"
 #include "cuda_tensor.hpp"
@@ -63,6 +64,10 @@ class CudaBackend final : public Backend {
   cudaStream_t stream() const { return stream_; }
   const cudaDeviceProp& props() const { return props_; }
   int sm_count() const { return props_.multiProcessorCount; }
+  // How many blocks of `f` (`threads` threads, `smem` dynamic shared bytes) fit on the device
+  // at once: the grid of a persistent kernel; 0 when not even one fits. Asked of the driver once
+  // per (f, threads, smem), which is also when f opts in to more than 48 KB of shared memory.
+  int resident_blocks(CUfunction f, int threads, size_t smem);
   Jit& jit() { return *jit_; }
   CachingAllocator& allocator() { return allocator_; }
   cublasLtHandle_t cublaslt();
@@ -98,6 +103,7 @@ class CudaBackend final : public Backend {
   CachingAllocator allocator_;
   std::unique_ptr<Jit> jit_;
   KernelTable kernels_{};
+  std::map<std::tuple<CUfunction, int, size_t>, int> resident_;
   std::recursive_mutex mu_;  // one op at a time per device
   cublasLtHandle_t lt_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;

@@ -38,6 +38,7 @@ const Driver& driver() {
     resolve("cuModuleGetFunction", r.cuModuleGetFunction);
     resolve("cuLaunchKernel", r.cuLaunchKernel);
     resolve("cuFuncSetAttribute", r.cuFuncSetAttribute);
+    resolve("cuOccupancyMaxActiveBlocksPerMultiprocessor", r.cuOccupancyMaxActiveBlocksPerMultiprocessor);
     return r;
   }();
   return d;

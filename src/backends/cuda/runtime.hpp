@@ -36,6 +36,7 @@ struct Driver {
                              CUstream, void**, void**);
   CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int);
   CUresult (*cuGetErrorString)(CUresult, const char**);
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int*, CUfunction, int, size_t);
 };
 const Driver& driver();
 
