@@ -20,6 +20,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "attention_sources.hpp"
@@ -174,8 +175,11 @@ void save_algo(const std::string& key, int algo, int math) {
   if (f) f << key << '\t' << algo << ' ' << math << '\n';
 }
 
-// Workspace of `algo` (false when cuDNN does not support it for the problem).
-bool workspace_of(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, int algo, size_t& bytes) {
+// Workspace of `algo` under `math` (false when cuDNN does not support it for the problem). The
+// size depends on the math type, so the plan's descriptor is given `math` first.
+bool workspace_of(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, int algo, cudnnMathType_t math,
+                  size_t& bytes) {
+  check(cudnnSetConvolutionMathType(plan.conv, math), p, "cudnnSetConvolutionMathType");
   cudnnStatus_t s;
   if (p.transpose)
     s = cudnnGetConvolutionBackwardDataWorkspaceSize(be.cudnn(), plan.w, plan.x, plan.conv, plan.y,
@@ -188,20 +192,22 @@ bool workspace_of(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, i
 
 // One cuDNN call of the plan with `algo` (under the math type the plan's descriptor holds), into
 // y with the given workspace.
-void call_conv(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, int algo, const void* x, const void* w,
-               void* y, void* ws, size_t ws_bytes) {
+cudnnStatus_t run_conv(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, int algo, const void* x,
+                       const void* w, void* y, void* ws, size_t ws_bytes) {
   float one_f = 1.0f, zero_f = 0.0f;
   double one_d = 1.0, zero_d = 0.0;
   const void* one = p.dtype == DType::f64 ? static_cast<const void*>(&one_d) : static_cast<const void*>(&one_f);
   const void* zero = p.dtype == DType::f64 ? static_cast<const void*>(&zero_d) : static_cast<const void*>(&zero_f);
   if (p.transpose)
-    check(cudnnConvolutionBackwardData(be.cudnn(), one, plan.w, w, plan.x, x, plan.conv,
-                                       cudnnConvolutionBwdDataAlgo_t(algo), ws, ws_bytes, zero, plan.y, y),
-          p, "cudnnConvolutionBackwardData");
-  else
-    check(cudnnConvolutionForward(be.cudnn(), one, plan.x, x, plan.w, w, plan.conv, cudnnConvolutionFwdAlgo_t(algo),
-                                  ws, ws_bytes, zero, plan.y, y),
-          p, "cudnnConvolutionForward");
+    return cudnnConvolutionBackwardData(be.cudnn(), one, plan.w, w, plan.x, x, plan.conv,
+                                        cudnnConvolutionBwdDataAlgo_t(algo), ws, ws_bytes, zero, plan.y, y);
+  return cudnnConvolutionForward(be.cudnn(), one, plan.x, x, plan.w, w, plan.conv, cudnnConvolutionFwdAlgo_t(algo),
+                                 ws, ws_bytes, zero, plan.y, y);
+}
+void call_conv(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, int algo, const void* x, const void* w,
+               void* y, void* ws, size_t ws_bytes) {
+  check(run_conv(be, p, plan, algo, x, w, y, ws, ws_bytes), p,
+        p.transpose ? "cudnnConvolutionBackwardData" : "cudnnConvolutionForward");
 }
 
 struct Candidate {
@@ -209,8 +215,10 @@ struct Candidate {
   cudnnMathType_t math;
 };
 
-// The fastest of `cands` by the median of 5 timed calls each (after one warm-up call).
-Candidate fastest(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, const std::vector<Candidate>& cands,
+// The fastest of `cands` by the median of 5 timed calls each (after one warm-up call). A
+// candidate whose warm-up call fails is passed over: cudnnFind reports some (algorithm, math
+// type) pairs that the plain call then rejects (bf16 backward data: CUDNN_STATUS_BAD_PARAM).
+std::optional<Candidate> fastest(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, const std::vector<Candidate>& cands,
                   const void* x, const void* w, void* y, void* ws, size_t ws_bytes) {
   struct Events {
     cudaEvent_t a = nullptr, b = nullptr;
@@ -221,11 +229,11 @@ Candidate fastest(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, c
   } ev;
   EMBER_CUDA_CHECK(cudaEventCreate(&ev.a));
   EMBER_CUDA_CHECK(cudaEventCreate(&ev.b));
-  Candidate best = cands[0];
+  std::optional<Candidate> best;
   float best_ms = 0;
   for (const Candidate& c : cands) {
     check(cudnnSetConvolutionMathType(plan.conv, c.math), p, "cudnnSetConvolutionMathType");
-    call_conv(be, p, plan, c.algo, x, w, y, ws, ws_bytes);
+    if (run_conv(be, p, plan, c.algo, x, w, y, ws, ws_bytes) != CUDNN_STATUS_SUCCESS) continue;
     float t[5];
     for (float& ti : t) {
       EMBER_CUDA_CHECK(cudaEventRecord(ev.a, be.stream()));
@@ -235,7 +243,7 @@ Candidate fastest(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, c
       EMBER_CUDA_CHECK(cudaEventElapsedTime(&ti, ev.a, ev.b));
     }
     std::sort(t, t + 5);
-    if (&c == &cands[0] || t[2] < best_ms) {
+    if (!best || t[2] < best_ms) {
       best = c;
       best_ms = t[2];
     }
@@ -248,12 +256,11 @@ void choose_algo(CudaBackend& be, const ConvProblem& p, ConvPlan& plan, const vo
   const std::string saved_key = std::string(be.props().name) + '\t' + p.key();
   auto use = [&](int algo, cudnnMathType_t math) {
     size_t ws = 0;
-    if (!math_ok(p, math) || !workspace_of(be, p, plan, algo, ws)) return false;
+    if (!math_ok(p, math) || !workspace_of(be, p, plan, algo, math, ws)) return false;  // (sets math)
     plan.algo = algo;
     plan.math = math;
     plan.ws = ws;
     plan.chosen = true;
-    check(cudnnSetConvolutionMathType(plan.conv, math), p, "cudnnSetConvolutionMathType");
     return true;
   };
   if (autotune_enabled()) {
@@ -264,7 +271,7 @@ void choose_algo(CudaBackend& be, const ConvProblem& p, ConvPlan& plan, const vo
     const int count = p.transpose ? int(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT) : int(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
     for (int a = 0; a < count; ++a) {
       size_t b = 0;
-      if (workspace_of(be, p, plan, a, b) && b <= kFindWorkspaceCap) ws_max = std::max(ws_max, b);
+      if (workspace_of(be, p, plan, a, wanted_math(p), b) && b <= kFindWorkspaceCap) ws_max = std::max(ws_max, b);
     }
     Buffer scratch(be.allocator(), std::max<size_t>(ws_max, 256));
     std::vector<Candidate> cands;  // in cudnnFind's order (fastest first)
@@ -292,12 +299,14 @@ void choose_algo(CudaBackend& be, const ConvProblem& p, ConvPlan& plan, const vo
     cands.erase(std::remove_if(cands.begin(), cands.end(),
                                [&](const Candidate& c) {
                                  size_t ws = 0;
-                                 return !math_ok(p, c.math) || !workspace_of(be, p, plan, c.algo, ws);
+                                 return !math_ok(p, c.math) || !workspace_of(be, p, plan, c.algo, c.math, ws) ||
+                                        ws > ws_max;
                                }),
                 cands.end());
-    if (cands.size() > 1) {
-      const Candidate best = fastest(be, p, plan, cands, x, w, y, scratch.ptr, ws_max);
-      cands.assign(1, best);
+    if (!cands.empty()) {
+      const std::optional<Candidate> best = fastest(be, p, plan, cands, x, w, y, scratch.ptr, ws_max);
+      if (best) cands.assign(1, *best);
+      else cands.clear();
     }
     if (!cands.empty() && use(cands[0].algo, cands[0].math)) {
       save_algo(saved_key, plan.algo, int(plan.math));
