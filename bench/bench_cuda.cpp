@@ -19,6 +19,9 @@
 #include <tuple>
 #include <vector>
 
+#include <cuda.h>
+#include <cuda_runtime.h>
+
 #include "ember/ember.hpp"
 #include "ember/nn.hpp"
 #include "ember/onnx/runtime.hpp"
@@ -73,6 +76,54 @@ double time_ms(const Device& dev, const std::function<void()>& f, int samples = 
   }
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// Host time per launch: bursts of 64 calls of `f` timed without waiting for the GPU (64 launches
+// never fill the launch queue), the device synchronised between bursts outside the timing; the
+// median over 300 bursts (after 20 unmeasured ones).
+double burst_ms(const Device& dev, const std::function<void()>& f) {
+  std::vector<double> v;
+  for (int s = 0; s < 320; ++s) {
+    dev.sync();
+    double t0 = now_ms();
+    for (int i = 0; i < 64; ++i) f();
+    double t = now_ms() - t0;
+    if (s >= 20) v.push_back(t / 64);
+  }
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The driver's own cost of a launch on this host, the floor under any op: an empty kernel
+// launched with cuLaunchKernel on a non-blocking stream of the same context, timed like
+// overhead_add_1. Host launch costs differ from machine to machine by more than ember's own
+// share of an op, so the report carries both.
+double driver_launch_ms(const Device& dev) {
+  using LoadData = CUresult (*)(CUmodule*, const void*);
+  using GetFunction = CUresult (*)(CUfunction*, CUmodule, const char*);
+  using Launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              CUstream, void**, void**);
+  auto entry = [](const char* name) {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q) != cudaSuccess || !p)
+      throw Error(std::string("bench: the driver has no entry point ") + name);
+    return p;
+  };
+  auto load = reinterpret_cast<LoadData>(entry("cuModuleLoadData"));
+  auto get = reinterpret_cast<GetFunction>(entry("cuModuleGetFunction"));
+  auto launch = reinterpret_cast<Launch>(entry("cuLaunchKernel"));
+  static const char* ptx = ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry empty() { ret; }\n";
+  dev.sync();  // ember's context is the device's primary context, current on this thread
+  CUmodule m = nullptr;
+  CUfunction f = nullptr;
+  if (load(&m, ptx) != CUDA_SUCCESS || get(&f, m, "empty") != CUDA_SUCCESS) throw Error("bench: empty kernel");
+  cudaStream_t s = nullptr;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) throw Error("bench: stream");
+  double ms = burst_ms(dev, [&] { (void)launch(f, 1, 1, 1, 32, 1, 1, 0, reinterpret_cast<CUstream>(s), nullptr, nullptr); });
+  cudaStreamSynchronize(s);
+  cudaStreamDestroy(s);
+  return ms;
 }
 
 std::vector<Result> g_results;
@@ -201,6 +252,19 @@ int main(int argc, char** argv) {
     r.set("gbps", 2.0 * 8192 * 4096 * 4 / (r.ms * 1e-3) / 1e9);
   });
 
+  // softmax at other row lengths and in bf16 (not targets)
+  for (auto [rows, cols, dt] : {std::tuple{int64_t(32768), int64_t(1024), DType::f32},
+                                std::tuple{int64_t(2048), int64_t(16384), DType::f32},
+                                std::tuple{int64_t(1024), int64_t(32768), DType::f32},
+                                std::tuple{int64_t(8192), int64_t(4096), DType::bf16}}) {
+    bench("softmax_" + std::string(dtype_name(dt)) + "_" + std::to_string(rows) + "x" + std::to_string(cols),
+          [&](Result& r) {
+            auto x = DynTensor::normal({rows, cols}, 0, 1, dt, gpu);
+            r.ms = time_ms(gpu, [&] { (void)softmax(x, -1); });
+            r.set("us", r.ms * 1e3);
+          });
+  }
+
   bench("layernorm_f32_8192x4096", [&](Result& r) {
     auto x = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
     auto w = DynTensor::normal({4096}, 1, 0.1, DType::f32, gpu);
@@ -237,24 +301,17 @@ int main(int argc, char** argv) {
   });
 
   bench("overhead_add_1", [&](Result& r) {
-    // The host-side cost of launching a tiny op: bursts of 64 adds timed on the host without
-    // waiting for the GPU (64 launches never fill the launch queue), the device synchronised
-    // between bursts outside the timing; the median over 300 bursts. The throughput of the
-    // same loop with the GPU in it is reported as "throughput_us".
+    // The host-side cost of launching a tiny op (burst_ms). "throughput_us" is the same loop
+    // with the GPU in it; "driver_launch_us" the bare cuLaunchKernel of an empty kernel, so that
+    // "ember_own_us" is ember's share: dispatch, shape inference, allocation, kernel lookup.
     auto a = DynTensor::ones({1}, DType::f32, gpu);
     auto b = DynTensor::ones({1}, DType::f32, gpu);
-    std::vector<double> v;
-    for (int s = 0; s < 320; ++s) {
-      gpu.sync();
-      double t0 = now_ms();
-      for (int i = 0; i < 64; ++i) (void)(a + b);
-      double t = now_ms() - t0;
-      if (s >= 20) v.push_back(t / 64);
-    }
-    std::sort(v.begin(), v.end());
-    r.ms = v[v.size() / 2];
+    r.ms = burst_ms(gpu, [&] { (void)(a + b); });
     r.set("us", r.ms * 1e3);
     r.set("throughput_us", time_ms(gpu, [&] { (void)(a + b); }) * 1e3);
+    const double floor_ms = driver_launch_ms(gpu);
+    r.set("driver_launch_us", floor_ms * 1e3);
+    r.set("ember_own_us", (r.ms - floor_ms) * 1e3);
   });
 
   bench("conv2d_f32_16x64x56x56_k3", [&](Result& r) {

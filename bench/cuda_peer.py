@@ -96,6 +96,19 @@ def _(r):
     r["peer_ms"] = time_ms(lambda: torch.softmax(x, -1))
 
 
+def softmax_shape(rows, cols, dtype, name):
+    @bench(name)
+    def _(r):
+        x = torch.randn(rows, cols, device=dev).to(dtype)
+        r["peer_ms"] = time_ms(lambda: torch.softmax(x, -1))
+
+
+softmax_shape(32768, 1024, torch.float32, "softmax_f32_32768x1024")
+softmax_shape(2048, 16384, torch.float32, "softmax_f32_2048x16384")
+softmax_shape(1024, 32768, torch.float32, "softmax_f32_1024x32768")
+softmax_shape(8192, 4096, torch.bfloat16, "softmax_bf16_8192x4096")
+
+
 @bench("layernorm_f32_8192x4096")
 def _(r):
     x = torch.randn(8192, 4096, device=dev)

@@ -46,6 +46,8 @@ for name, e in ember.items():
             met = row["pct_of_copy_bandwidth"] >= val
             row["target"] = f">= {int(val * 100)}% of copy bandwidth"
         row["target_met"] = met
+    if name == "overhead_add_1" and row.get("driver_launch_us") is not None and row["peer_ms"]:
+        row["peer_own_us"] = row["peer_ms"] * 1e3 - row["driver_launch_us"]
     if name == "mlp_train_step_f32" and "memory_growth_bytes" in row:
         row["no_memory_growth"] = row["memory_growth_bytes"] == 0
     rows.append(row)
@@ -77,6 +79,8 @@ for r in rows:
     extra = ""
     if r["name"] == "add_f32_256M" and r.get("gbps"):
         extra = f" ({r['gbps']:.0f} GB/s; copy {r.get('copy_gbps', 0):.0f} GB/s)"
+    if r["name"] == "overhead_add_1" and r.get("driver_launch_us") is not None:
+        extra = f" (driver launch {r['driver_launch_us']:.2f} us + ember {r['ember_own_us']:.2f} us)"
     print(f"| {r['name']} | {fmt(em * 1e3 if em else None, ' us')}{extra} | {fmt(pm * 1e3 if pm else None, ' us')} | "
           f"{fmt(r['ratio'], 'x')} | {tgt} |")
     if r.get("error"):
