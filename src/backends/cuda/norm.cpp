@@ -4,7 +4,8 @@
 // compute type (f32 for f16/bf16/f32, f64); batch_norm folds running stats, weight and bias into
 // a per-channel (alpha, beta) and applies y = x * alpha[c] + beta[c].
 //   * layer_norm rows up to 32768 elements are held in registers (one read, one write), with a
-//     group of `tpr` threads per row as in softmax.cpp and 16-byte vector loads when aligned:
+//     group of `tpr` threads per row laid out as softmax's (row_layout, reduce.cpp) and 16-byte
+//     vector loads when aligned:
 //     the statistics are exact two-pass ones (two group sums: the mean, then the squared
 //     deviations from it); blocks walk their groups of rows in a grid-stride loop, at most
 //     32 blocks per SM (EMBER_CUDA_LN_GRID). When a group is a whole block, each step takes two
@@ -256,12 +257,6 @@ std::string header(DType dt) {
 std::string ln_key(DType dt) { return "layer_norm/" + std::string(dtype_name(dt)); }
 std::string bn_key(DType dt) { return "batch_norm/" + std::string(dtype_name(dt)); }
 
-int64_t pow2_ceil(int64_t v) {
-  int64_t p = 1;
-  while (p < v) p *= 2;
-  return p;
-}
-
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 CudaTensorPtr optional_input(CudaBackend& be, Op& op, size_t i) {
@@ -293,15 +288,7 @@ std::vector<PrimitivePtr> layer_norm_kernel(CudaBackend& be, Op& op) {
   const bool vec = D % vw == 0 && aligned16(xp) && aligned16(yp) && (!wp || aligned16(wp)) && (!bp || aligned16(bp));
   const int W = vec ? vw : 1;
   const int64_t items = D / W;
-  // elements per thread (16 by default; EMBER_CUDA_LN_ELEMS overrides, for tuning)
-  static const int64_t elems = [] {
-    const char* e = std::getenv("EMBER_CUDA_LN_ELEMS");
-    int64_t v = e ? std::atoll(e) : 0;
-    return v >= 1 && v <= 32 ? v : int64_t(16);
-  }();
-  const int64_t nv_target = std::max<int64_t>(1, elems / W);
-  const int64_t tpr = std::min<int64_t>(1024, pow2_ceil((items + nv_target - 1) / nv_target));
-  const int64_t nv = pow2_ceil((items + tpr - 1) / tpr);
+  const auto [tpr, nv] = row_layout(items, W, vec);
   if (nv <= kMaxRegElems / W) {
     // blocks of 256 threads for groups of a warp or less; a group of more is the whole block
     // (the contract of the group reductions)

@@ -913,4 +913,24 @@ void register_reduce_kernels(KernelTable& t) {
   t[size_t(OpKind::min_dim)] = reduce_kernel<OpKind::min_dim>;
 }
 
+int64_t pow2_ceil(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+// Each thread holds 32 elements (8 vectors of f32, 4 of bf16; f64 and unvectorised rows 16, past
+// which registers spill), but a group of 256 threads is kept while each of its threads still
+// holds 4 vectors or more. Measured on an H200 over 128 MB tensors, against 16 elements a thread
+// everywhere: softmax f32 at 1024 columns 74.2 -> 68.3 us, at 16384 114.5 -> 71.7 us, bf16 at 4096
+// 53.7 -> 41.5 us; layer norm f32 at 16384 85.5 -> 72.4 us, bf16 at 4096 53.6 -> 49.4 us; f32 at
+// 4096 columns both keep 256 threads of 16 elements (softmax 69.3 against 70.2 us with 128 of 32,
+// layer norm 69.0 against 72.7 us, where its two-rows-a-step kernel needs 16).
+RowLayout row_layout(int64_t items, int W, bool vec) {
+  const int64_t nv_target = !vec ? 16 : W >= 4 ? 32 / W : 16 / W;
+  int64_t tpr = std::min<int64_t>(1024, pow2_ceil((items + nv_target - 1) / nv_target));
+  if (vec && tpr < 256 && items >= 256 * 4) tpr = 256;
+  return {tpr, pow2_ceil((items + tpr - 1) / tpr)};
+}
+
 }  // namespace ember::cuda

@@ -4,6 +4,7 @@
 // (key, source) pair its file can hand to Jit::get.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,18 @@ struct KernelSource {
 // Device helpers shared by every source of these files (warp shuffles of any scalar type,
 // float/double math overloads). Defined in reduce.cpp.
 const std::string& reduce_family_helpers();
+
+// The smallest power of two >= v (v >= 1).
+int64_t pow2_ceil(int64_t v);
+
+// How softmax and layer norm spread a row of `items` items (16-byte vectors of W elements when
+// `vec`, else single elements) over a group of `tpr` threads (a power of two up to 1024), each
+// holding `nv` items (a power of two; the row is too long for registers when nv * W > 32).
+struct RowLayout {
+  int64_t tpr;
+  int64_t nv;
+};
+RowLayout row_layout(int64_t items, int W, bool vec);
 
 // reduce.cpp: sum mean prod max min any all var std norm logsumexp argmax argmin max_dim
 // min_dim. `norm_kind` (norm only): 0 count nonzero, 1 sum |x|, 2 euclidean, 3 max |x|,

@@ -272,12 +272,6 @@ extern "C" __global__ void apply(T* __restrict__ y, const T* __restrict__ x, con
 }
 )CUDA";
 
-int64_t pow2_ceil(int64_t v) {
-  int64_t p = 1;
-  while (p < v) p *= 2;
-  return p;
-}
-
 std::string key_of(DType dt) { return "softmax/" + std::string(dtype_name(dt)); }
 
 std::vector<PrimitivePtr> softmax_common(CudaBackend& be, Op& op, bool log) {
@@ -314,15 +308,7 @@ std::vector<PrimitivePtr> softmax_common(CudaBackend& be, Op& op, bool log) {
     const int W = vec ? vw : 1;
     const int64_t items = D / W;
     const int64_t max_nv = kMaxRegElems / W;
-    // Each thread holds 32 elements of its row (8 vectors of f32, 4 of bf16; f64 16, past which
-    // its registers spill), but a group of 256 threads is kept while each still holds 4 vectors
-    // or more (H200, 128 MB tensors: at 1024 f32 columns 74 -> 68.5 us, at 16384 91 -> 72 us,
-    // bf16 at 4096 54 -> 41.5 us against 16 elements a thread; f32 at 4096: 69.3 us with 256
-    // threads of 16 against 70.2 us with 128 of 32).
-    const int64_t nv_target = !vec ? 16 : W >= 4 ? 32 / W : 16 / W;
-    int64_t tpr = std::min<int64_t>(1024, pow2_ceil((items + nv_target - 1) / nv_target));
-    if (vec && tpr < 256 && items >= 256 * 4) tpr = 256;
-    const int64_t nv = pow2_ceil((items + tpr - 1) / tpr);
+    const auto [tpr, nv] = row_layout(items, W, vec);
     if (nv <= max_nv) {
       // blocks of 256 threads for groups of a warp or less; a group of more is the whole
       // block (the contract of the group reductions)

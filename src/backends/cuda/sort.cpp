@@ -205,11 +205,6 @@ extern "C" __global__ void gsort_emit(T* __restrict__ vals, int64_t* __restrict_
 
 std::string key_of(DType dt) { return "sort/" + std::string(dtype_name(dt)); }
 
-int64_t pow2_ceil(int64_t v) {
-  int64_t p = 1;
-  while (p < v) p *= 2;
-  return p;
-}
 
 std::vector<PrimitivePtr> sort_common(CudaBackend& be, Op& op, bool topk) {
   const auto& a = op.attr<DimAttrs>();

@@ -270,7 +270,7 @@ TEST(CudaNorm, LayerNormAndBatchNormMatchTheCpu) {
     // widths that take one, two, four rows per block, a row wider than 16384, and enough rows
     // for every block to loop over rows with a ragged end
     for (Shape s : {Shape{64, 4096}, Shape{5, 37}, Shape{3, 4, 8}, Shape{2, 50000}, Shape{1000, 24}, Shape{33, 1024},
-                    Shape{17, 2048}, Shape{9, 20000}, Shape{1031, 4096}}) {
+                    Shape{17, 2048}, Shape{9, 20000}, Shape{1031, 4096}, Shape{300, 16384}}) {
       auto x = sample(s, dt);
       auto w = sample({s[-1]}, dt, 7), b = sample({s[-1]}, dt, 8);
       auto g = x.to(gpu());
