@@ -92,15 +92,22 @@ cudnnDataType_t cudnn_type(DType dt) {
   }
 }
 
-// The math type the problem asks for, and whether an algorithm's math type is acceptable.
+// The math type the problem asks for.
 cudnnMathType_t wanted_math(const ConvProblem& p) {
   if (p.dtype == DType::f16 || p.dtype == DType::bf16) return CUDNN_TENSOR_OP_MATH;
   if (p.dtype == DType::f32) return p.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
   return CUDNN_DEFAULT_MATH;
 }
-bool math_ok(const ConvProblem& p, cudnnMathType_t m) {
-  // exact f32 must not use TF32 tensor cores; everything else may use what cuDNN offers
-  return !(p.dtype == DType::f32 && !p.tf32) || m == CUDNN_FMA_MATH;
+// Whether an (algorithm, math type) pair keeps the problem's precision: exact f32 must not use
+// TF32 tensor cores, and exact f32 and f64 take no FFT algorithm (their rounding error grows
+// with the transform: a weight gradient through a 5x5 "kernel" came out 7e-4 off in f32).
+bool algo_ok(const ConvProblem& p, int algo, cudnnMathType_t m) {
+  const bool exact = (p.dtype == DType::f32 && !p.tf32) || p.dtype == DType::f64;
+  if (p.dtype == DType::f32 && !p.tf32 && m != CUDNN_FMA_MATH) return false;
+  if (!exact) return true;
+  if (p.transpose)
+    return algo != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT && algo != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING;
+  return algo != CUDNN_CONVOLUTION_FWD_ALGO_FFT && algo != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING;
 }
 
 // Descriptors of one problem plus the chosen algorithm (cached; never destroyed).
@@ -256,7 +263,7 @@ void choose_algo(CudaBackend& be, const ConvProblem& p, ConvPlan& plan, const vo
   const std::string saved_key = std::string(be.props().name) + '\t' + p.key();
   auto use = [&](int algo, cudnnMathType_t math) {
     size_t ws = 0;
-    if (!math_ok(p, math) || !workspace_of(be, p, plan, algo, math, ws)) return false;  // (sets math)
+    if (!algo_ok(p, algo, math) || !workspace_of(be, p, plan, algo, math, ws)) return false;  // (sets math)
     plan.algo = algo;
     plan.math = math;
     plan.ws = ws;
@@ -299,7 +306,7 @@ void choose_algo(CudaBackend& be, const ConvProblem& p, ConvPlan& plan, const vo
     cands.erase(std::remove_if(cands.begin(), cands.end(),
                                [&](const Candidate& c) {
                                  size_t ws = 0;
-                                 return !math_ok(p, c.math) || !workspace_of(be, p, plan, c.algo, c.math, ws) ||
+                                 return !algo_ok(p, c.algo, c.math) || !workspace_of(be, p, plan, c.algo, c.math, ws) ||
                                         ws > ws_max;
                                }),
                 cands.end());
