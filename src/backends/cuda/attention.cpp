@@ -907,8 +907,8 @@ size_t flash_smem_bytes(const FlashConfig& c) {
 
 // ---------------------------------------------------------------------------------------
 // The device helpers of the tensor-core kernels (forward v1, v2/v3 and the backward), after
-// the source's MMA_TYPE: m16n8k16 products, fragment loads, asynchronous copies, rounding, and
-// the two warp-level products built from them.
+// the source's MMA_TYPE and async_copy_helpers() (jit.hpp): m16n8k16 products, fragment loads,
+// rounding, and the two warp-level products built from them.
 
 const char* const kTensorCoreHelpers = R"CUDA(
 // c += a b on tensor cores, m16n8k16 (fp32 accumulators; fragment layouts: see the v2 kernel)
@@ -934,11 +934,6 @@ __device__ __forceinline__ float fast_exp2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
   return r;
 }
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  uint32_t r;
-  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
-  return r;
-}
 // Four 8x8 b16 matrices; lanes 8m..8m+7 give the row addresses of matrix m (.trans: transposed).
 __device__ __forceinline__ void ldsm_x4(uint32_t* r, uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -948,14 +943,6 @@ __device__ __forceinline__ void ldsm_x4_t(uint32_t* r, uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
 }
-// 16-byte global -> shared copy; zero fill when !pred (src is then not read).
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool pred) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(pred ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-// All but the N most recently committed groups have landed.
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 // acc += P B for one warp: P is the warp's 16 x M accumulators (rounded to the input type; two
 // adjacent 8-column tiles, packed, are an A fragment), B is a row-major [M][NC] tile (row stride
@@ -1020,7 +1007,7 @@ std::string flash_attention_source(const FlashConfig& c) {
        std::to_string(flash_block_keys(c)) + "\n";
   if (c.tensor_cores) {
     s += std::string("#define MMA_TYPE \"") + (c.dtype == DType::f16 ? "f16" : "bf16") + "\"\n";
-    s += kTensorCoreHelpers;
+    s += async_copy_helpers() + kTensorCoreHelpers;
     if (c.version == 1) {
       s += kTensorCoreKernel;
     } else {  // versions 2 and 3 share the source: block rows, threads, diagonal-only masking

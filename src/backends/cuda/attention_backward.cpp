@@ -731,7 +731,7 @@ std::string flash_backward_source(const FlashBackwardConfig& c) {
        std::to_string(bn) + "\n#define PM " + std::to_string(bn) + "\n";
   s += std::string("#define FAST_TILES ") + (c.version == 2 ? "1" : "0") + "\n#define DQ_VEC " +
        (c.version == 2 ? "1" : "0") + "\n";
-  return s + kTensorCoreHelpers + kBackwardTcKernel;
+  return s + async_copy_helpers() + kTensorCoreHelpers + kBackwardTcKernel;
 }
 
 std::vector<FlashBackwardConfig> all_flash_backward_configs() {

@@ -223,6 +223,25 @@ bool make_dirs(const std::string& path) {
 
 }  // namespace
 
+const std::string& async_copy_helpers() {
+  static const std::string s = R"CUDA(
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  uint32_t r;
+  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
+  return r;
+}
+// 16-byte global -> shared copy; zero fill when !pred (src is then not read).
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool pred) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(pred ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// All but the N most recently committed groups have landed.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+)CUDA";
+  return s;
+}
+
 const std::string& kernel_prelude() {
   static const std::string s(kPrelude);
   return s;

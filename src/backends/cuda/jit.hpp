@@ -32,6 +32,12 @@ const char* device_type(DType dt);
 // The type arithmetic on `dt` runs in: float for half_t/bf16_t, else the storage type.
 const char* compute_type(DType dt);
 
+// Device helpers for sources that stage global memory in shared memory with cp.async (sm_80+;
+// attention, softmax): smem_addr, cp_async16 (zero fill when !pred), cp_async_commit and
+// cp_async_wait<N>. Each is a compiler memory barrier, so ordinary shared-memory reads before a
+// copy into the same slots stay before it.
+const std::string& async_copy_helpers();
+
 // Compiles prelude + `source` for sm_<arch> to a cubin (no GPU needed) and stores it in the disk
 // cache, so a machine can be warmed by compiling ahead (the compile tests do). `name` appears in
 // the error message (use the cache key). Throws Error on failure.

@@ -25,8 +25,6 @@ namespace ember::cuda {
 
 namespace {
 
-constexpr int kMaxRegElems = 32;
-
 const char* kLayerNormKernels = R"CUDA(
 union VecT { uint4 u; T v[VW]; };
 

@@ -25,9 +25,13 @@ const std::string& reduce_family_helpers();
 // The smallest power of two >= v (v >= 1).
 int64_t pow2_ceil(int64_t v);
 
+// The most elements of a row one thread of the softmax / layer-norm row kernels holds.
+constexpr int kMaxRegElems = 32;
+
 // How softmax and layer norm spread a row of `items` items (16-byte vectors of W elements when
 // `vec`, else single elements) over a group of `tpr` threads (a power of two up to 1024), each
-// holding `nv` items (a power of two; the row is too long for registers when nv * W > 32).
+// holding `nv` items (a power of two; the row is too long for registers when nv * W exceeds
+// kMaxRegElems).
 struct RowLayout {
   int64_t tpr;
   int64_t nv;

@@ -23,8 +23,7 @@ namespace ember::cuda {
 namespace {
 
 // Register-resident row kernels: NV items of W elements per thread (W = 16 bytes of T for
-// the vector kernels, 1 for the scalar ones), NV * W <= 32.
-constexpr int kMaxRegElems = 32;
+// the vector kernels, 1 for the scalar ones), NV * W <= kMaxRegElems.
 
 const char* kSoftmaxKernels = R"CUDA(
 union VecT { uint4 u; T v[VW]; };
@@ -136,10 +135,6 @@ ROWS_KERNEL(rows_v16, 16, VW)
 // row into its own shared-memory slots (cp.async, so no registers are held for it), then reads
 // them back at the top of the next step. A thread only ever reads the slots it filled, so
 // waiting for its own copies is the only synchronisation.
-__device__ __forceinline__ void stage_copy16(void* dst, const void* src) {
-  const uint32_t d = uint32_t(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
-}
 template <int NV>
 __device__ __forceinline__ void rows_pipe(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t D,
                                           int log_out, int tpr) {
@@ -149,20 +144,21 @@ __device__ __forceinline__ void rows_pipe(const T* __restrict__ x, T* __restrict
   const int rpb = blockDim.x / tpr;
   const int nitems = int(D / VW);
   const int64_t step = int64_t(gridDim.x) * rpb;
+  const uint32_t slot0 = smem_addr(&stage[threadIdx.x]), slot_step = blockDim.x * 16u;
   auto prefetch = [&](int64_t r0) {
     const int64_t r = r0 + threadIdx.x / tpr;
     const uint4* xr = (const uint4*)(x + r * D);
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int it = k * tpr + lane;
-      if (r < rows && it < nitems) stage_copy16(&stage[k * blockDim.x + threadIdx.x], xr + it);
+      if (r < rows && it < nitems) cp_async16(slot0 + uint32_t(k) * slot_step, xr + it, true);
     }
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
+    cp_async_commit();
   };
   int64_t r0 = int64_t(blockIdx.x) * rpb;
   if (r0 < rows) prefetch(r0);
   for (; r0 < rows; r0 += step) {
-    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    cp_async_wait<0>();
     const int64_t r = r0 + threadIdx.x / tpr;
     const bool valid = r < rows;
     C v[NV * VW];
@@ -375,6 +371,7 @@ std::string softmax_source(DType dt) {
   s += "typedef " + std::string(device_type(dt)) + " T;\n";
   s += "typedef " + std::string(compute_type(dt)) + " C;\n";
   s += "#define VW " + std::to_string(16 / dtype_size(dt)) + "  // elements of T in 16 bytes\n";
+  s += async_copy_helpers();
   s += kSoftmaxKernels;
   return s;
 }
