@@ -1,23 +1,35 @@
-// Convolutions through cuDNN's legacy API: conv (cudnnConvolutionForward) and conv_transpose
-// (cudnnConvolutionBackwardData: the transposed conv of x with weight [C, O/g, k...] is the
-// data gradient of the conv that maps an [N, O, out...] tensor to x's shape with that weight).
+// Convolutions through cuDNN: conv (a forward convolution) and conv_transpose (a backward-data
+// convolution: the transposed conv of x with weight [C, O/g, k...] is the data gradient of the
+// conv that maps an [N, O, out...] tensor to x's shape with that weight).
 //
 // Layouts are PyTorch's (NC*, weights [O, C/g, k...] / [C, O/g, k...]); operands are made
 // contiguous and described as packed NCHW / NCDHW tensors. 1-d convs run as 2-d ones with a
 // unit height. f32 runs in exact fp32 (CUDNN_FMA_MATH) unless set_allow_tf32(true); f16 and
 // bf16 use tensor cores with fp32 accumulation; f64 computes in double.
 //
-// Algorithms: with autotuning on (the default), cudnnFind*AlgorithmEx times the candidates once
-// per problem (dtype, shapes, attributes, math), every usable one is timed again (the median of
-// 5 runs each), and the winner is kept in memory and in
-// <cache_dir>/cudnn_algos.txt (one line per device name and problem), so later processes skip
-// the search; with autotuning off, cuDNN's heuristics (cudnnGet*Algorithm_v7) pick. The bias is
-// added afterwards by a small generated kernel. Batches whose tensors exceed cuDNN's 32-bit
-// element counts are split into chunks of images.
+// Two kinds of candidates run a problem (dtype, shapes, attributes, math, bias or not):
+// - execution plans of cuDNN's graph API: an operation graph of the convolution (for a forward
+//   conv with a bias, also one of the convolution followed by the bias's addition, which then
+//   happens in the same kernel), and the engine configurations cuDNN's heuristics rank first for
+//   it (kMaxGraphCandidates of those that keep the dtype's precision). A finalized plan is cheap
+//   to launch: 5-9 us of host time a call on an H200 host, where the legacy call costs 20-120 us
+//   (it plans again on every call); at batch 1 its engines were also faster on the GPU
+//   (ResNet-18's 3x3 convs in exact f32: 19-57 us against 35-77 us);
+// - the legacy algorithms (cudnnConvolutionForward / BackwardData), which cover what the graph
+//   API has no engine for and, at some shapes, still run fastest (Winograd non-fused).
+// With autotuning on (the default) every usable candidate is timed as the wall-clock time of a
+// call (with its bias) in a loop of back-to-back calls, so that host cost counts where it
+// exceeds the GPU's, and the winner is kept in memory and in <cache_dir>/cudnn_algos.txt (one
+// line per device name, cuDNN version and problem), so later processes skip the search. With
+// autotuning off, the graph API's first plan runs (else the legacy heuristics' first algorithm).
+// Where the chosen plan does not add the bias, a small generated kernel does. Batches whose
+// tensors exceed cuDNN's 32-bit element counts are split into chunks of images.
 #include <cudnn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -32,6 +44,8 @@ namespace ember::cuda {
 namespace {
 
 constexpr size_t kFindWorkspaceCap = size_t(1) << 30;  // largest workspace an algorithm may use
+constexpr int kMaxGraphCandidates = 12;                 // engine configurations timed per problem
+constexpr size_t kGraphAlignment = 16;                  // byte alignment the graph plans assume
 
 // The problem of one cuDNN call (one chunk of images).
 struct ConvProblem {
@@ -43,6 +57,7 @@ struct ConvProblem {
   std::vector<int> pad, stride, dilation;
   int groups = 1;
   bool tf32 = false;
+  bool bias = false;  // a forward conv whose bias [K] (contiguous) a graph plan may add in the same kernel
   std::string key() const {
     std::ostringstream os;
     os << (transpose ? "bwd_data" : "fwd") << ' ' << dtype_name(dtype) << " x";
@@ -57,7 +72,7 @@ struct ConvProblem {
     for (int v : stride) os << ':' << v;
     os << " d";
     for (int v : dilation) os << ':' << v;
-    os << " g" << groups << (tf32 ? " tf32" : "");
+    os << " g" << groups << (tf32 ? " tf32" : "") << (bias ? " bias" : "");
     return os.str();
   }
   std::string describe() const {
@@ -110,7 +125,8 @@ bool algo_ok(const ConvProblem& p, int algo, cudnnMathType_t m) {
   return algo != CUDNN_CONVOLUTION_FWD_ALGO_FFT && algo != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING;
 }
 
-// Descriptors of one problem plus the chosen algorithm (cached; never destroyed).
+// Descriptors of one problem plus the chosen candidate (cached; never destroyed): a graph-API
+// execution plan (`exec`), else the legacy algorithm `algo` under `math`.
 struct ConvPlan {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
@@ -118,6 +134,9 @@ struct ConvPlan {
   bool chosen = false;
   int algo = 0;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  cudnnBackendDescriptor_t exec = nullptr;
+  int graph_index = -1;  // exec's place among graph_candidates()
+  bool fused = false;    // exec adds the bias
   size_t ws = 0;
 };
 
@@ -148,7 +167,223 @@ ConvPlan* make_plan(const ConvProblem& p) {
   return plan;
 }
 
-// ---- the persistent algorithm cache: "<device name>\t<problem key>\t<algo> <math>" lines ----
+// ---- cuDNN's graph API: the problem as an operation graph, its engine configurations, plans ----
+
+using GraphDesc = cudnnBackendDescriptor_t;
+
+GraphDesc graph_desc(cudnnBackendDescriptorType_t type, const ConvProblem& p) {
+  GraphDesc d = nullptr;
+  check(cudnnBackendCreateDescriptor(type, &d), p, "cudnnBackendCreateDescriptor");
+  return d;
+}
+void graph_set(GraphDesc d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count,
+               const void* values, const ConvProblem& p) {
+  check(cudnnBackendSetAttribute(d, name, type, count, values), p, "cudnnBackendSetAttribute");
+}
+
+// Unique ids of the tensors in a graph and its variant packs (kUidConv: the conv's output before
+// the bias, which stays inside the kernel).
+enum : int64_t { kUidX = 1, kUidW = 2, kUidY = 3, kUidBias = 4, kUidConv = 5 };
+
+// A packed tensor of the problem's dtype (nullptr if cuDNN rejects it).
+GraphDesc graph_tensor(int64_t uid, const std::vector<int>& dims, const ConvProblem& p, bool is_virtual = false) {
+  GraphDesc d = graph_desc(CUDNN_BACKEND_TENSOR_DESCRIPTOR, p);
+  std::vector<int64_t> dim(dims.begin(), dims.end()), stride(dims.size(), 1);
+  for (int i = int(dims.size()) - 2; i >= 0; --i) stride[size_t(i)] = stride[size_t(i + 1)] * dim[size_t(i + 1)];
+  const cudnnDataType_t t = cudnn_type(p.dtype);
+  const int64_t align = int64_t(kGraphAlignment);
+  graph_set(d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &t, p);
+  graph_set(d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, int64_t(dim.size()), dim.data(), p);
+  graph_set(d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, int64_t(stride.size()), stride.data(), p);
+  graph_set(d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, p);
+  graph_set(d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align, p);
+  graph_set(d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual, p);
+  if (cudnnBackendFinalize(d) != CUDNN_STATUS_SUCCESS) return nullptr;
+  return d;
+}
+
+// The operation graph of the problem's convolution, followed with `fused` by the bias's addition
+// (nullptr where cuDNN has no graph for it).
+GraphDesc conv_graph(CudaBackend& be, const ConvProblem& p, bool fused) {
+  GraphDesc x = graph_tensor(kUidX, p.x, p), w = graph_tensor(kUidW, p.w, p), y = graph_tensor(kUidY, p.y, p);
+  if (!x || !w || !y) return nullptr;
+  GraphDesc conv_out = y;
+  if (fused) {
+    conv_out = graph_tensor(kUidConv, p.y, p, true);
+    if (!conv_out) return nullptr;
+  }
+  GraphDesc conv = graph_desc(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, p);
+  const cudnnDataType_t compute = p.dtype == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  const int64_t nd = p.nd;
+  const std::vector<int64_t> pad(p.pad.begin(), p.pad.end()), stride(p.stride.begin(), p.stride.end()),
+      dilation(p.dilation.begin(), p.dilation.end());
+  graph_set(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute, p);
+  graph_set(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode, p);
+  graph_set(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &nd, p);
+  graph_set(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, nd, dilation.data(), p);
+  graph_set(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, nd, stride.data(), p);
+  graph_set(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, nd, pad.data(), p);
+  graph_set(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, nd, pad.data(), p);
+  if (cudnnBackendFinalize(conv) != CUDNN_STATUS_SUCCESS) return nullptr;
+  // conv: y = conv(x, w). conv_transpose: the backward data of a conv, dx = y from dy = x.
+  struct OpAttrs {
+    cudnnBackendDescriptorType_t type;
+    cudnnBackendAttributeName_t in, w, out, conv, alpha, beta;
+  };
+  const OpAttrs at =
+      p.transpose
+          ? OpAttrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA}
+          : OpAttrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA};
+  const float one_f = 1, zero_f = 0;
+  const double one_d = 1, zero_d = 0;
+  const bool dbl = p.dtype == DType::f64;
+  const cudnnBackendAttributeType_t scalar = dbl ? CUDNN_TYPE_DOUBLE : CUDNN_TYPE_FLOAT;
+  GraphDesc op = graph_desc(at.type, p);
+  graph_set(op, at.in, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x, p);
+  graph_set(op, at.w, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w, p);
+  graph_set(op, at.out, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv_out, p);
+  graph_set(op, at.conv, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv, p);
+  graph_set(op, at.alpha, scalar, 1, dbl ? static_cast<const void*>(&one_d) : &one_f, p);
+  graph_set(op, at.beta, scalar, 1, dbl ? static_cast<const void*>(&zero_d) : &zero_f, p);
+  if (cudnnBackendFinalize(op) != CUDNN_STATUS_SUCCESS) return nullptr;
+  std::vector<GraphDesc> ops = {op};
+  if (fused) {  // y = conv_out + bias, the bias a [1, K, 1, ...] tensor broadcast over the rest
+    std::vector<int> bias_dims(p.y.size(), 1);
+    bias_dims[1] = p.y[1];
+    GraphDesc bias = graph_tensor(kUidBias, bias_dims, p);
+    GraphDesc add = graph_desc(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, p);
+    const cudnnPointwiseMode_t mode_add = CUDNN_POINTWISE_ADD;
+    graph_set(add, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode_add, p);
+    graph_set(add, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &compute, p);
+    if (!bias || cudnnBackendFinalize(add) != CUDNN_STATUS_SUCCESS) return nullptr;
+    GraphDesc add_op = graph_desc(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, p);
+    graph_set(add_op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &add, p);
+    graph_set(add_op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv_out, p);
+    graph_set(add_op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &bias, p);
+    graph_set(add_op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y, p);
+    if (cudnnBackendFinalize(add_op) != CUDNN_STATUS_SUCCESS) return nullptr;
+    ops.push_back(add_op);
+  }
+  GraphDesc graph = graph_desc(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, p);
+  cudnnHandle_t handle = be.cudnn();
+  graph_set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, int64_t(ops.size()), ops.data(), p);
+  graph_set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, p);
+  if (cudnnBackendFinalize(graph) != CUDNN_STATUS_SUCCESS) return nullptr;
+  return graph;
+}
+
+// Whether an engine keeps the problem's precision (as algo_ok: exact f32 takes no TF32 tensor
+// cores, and neither exact f32 nor f64 a reduced-precision reduction or an FFT; no f32 or f64
+// input is converted down) and compiles nothing at run time (that takes seconds a plan).
+bool engine_ok(const ConvProblem& p, GraphDesc cfg) {
+  GraphDesc engine = graph_desc(CUDNN_BACKEND_ENGINE_DESCRIPTOR, p);
+  int64_t n = 0;
+  bool ok = cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
+                                     &engine) == CUDNN_STATUS_SUCCESS;
+  if (ok) {
+    cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+    if (cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                 CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes) != CUDNN_STATUS_SUCCESS)
+      n = 0;
+    const bool exact = (p.dtype == DType::f32 && !p.tf32) || p.dtype == DType::f64;
+    const bool wide = p.dtype == DType::f32 || p.dtype == DType::f64;
+    for (int64_t i = 0; i < n; ++i) {
+      const cudnnBackendNumericalNote_t note = notes[i];
+      if (wide && note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) ok = false;
+      if (exact && (note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || note == CUDNN_NUMERICAL_NOTE_FFT ||
+                    note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION))
+        ok = false;
+    }
+    cudnnBackendBehaviorNote_t behavior[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+    if (cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                                 CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n, behavior) != CUDNN_STATUS_SUCCESS)
+      n = 0;
+    for (int64_t i = 0; i < n; ++i)
+      if (behavior[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) ok = false;
+  }
+  cudnnBackendDestroyDescriptor(engine);
+  return ok;
+}
+
+// The engine configurations cuDNN's heuristics (mode A) rank first for the problem (with `fused`,
+// for the conv and its bias), those that keep its precision, in the heuristics' order (empty
+// where the graph API cannot run it).
+std::vector<GraphDesc> graph_candidates(CudaBackend& be, const ConvProblem& p, bool fused) {
+  GraphDesc graph = conv_graph(be, p, fused);
+  if (!graph) return {};
+  GraphDesc heur = graph_desc(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, p);
+  const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+  graph_set(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph, p);
+  graph_set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, p);
+  int64_t count = 0;
+  if (cudnnBackendFinalize(heur) != CUDNN_STATUS_SUCCESS ||
+      cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
+                               nullptr) != CUDNN_STATUS_SUCCESS)
+    return {};
+  std::vector<GraphDesc> cfgs(static_cast<size_t>(count));
+  for (GraphDesc& c : cfgs) c = graph_desc(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, p);
+  int64_t got = 0;
+  if (cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
+                               cfgs.data()) != CUDNN_STATUS_SUCCESS)
+    got = 0;
+  std::vector<GraphDesc> out;
+  for (int64_t i = 0; i < got; ++i) {
+    if (int(out.size()) < kMaxGraphCandidates && engine_ok(p, cfgs[size_t(i)])) out.push_back(cfgs[size_t(i)]);
+    else cudnnBackendDestroyDescriptor(cfgs[size_t(i)]);
+  }
+  for (int64_t i = got; i < count; ++i) cudnnBackendDestroyDescriptor(cfgs[size_t(i)]);
+  return out;
+}
+
+// A finalized execution plan of `cfg` and its workspace (nullptr where the engine rejects it).
+GraphDesc graph_plan(CudaBackend& be, const ConvProblem& p, GraphDesc cfg, size_t& ws) {
+  GraphDesc plan = graph_desc(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, p);
+  cudnnHandle_t handle = be.cudnn();
+  graph_set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, p);
+  graph_set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg, p);
+  int64_t bytes = 0, n = 0;
+  if (cudnnBackendFinalize(plan) != CUDNN_STATUS_SUCCESS ||
+      cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &bytes) !=
+          CUDNN_STATUS_SUCCESS ||
+      bytes < 0) {
+    cudnnBackendDestroyDescriptor(plan);
+    return nullptr;
+  }
+  ws = size_t(bytes);
+  return plan;
+}
+
+// One call of a plan: x, w, y and (for a fused plan) the bias bound to the graph's tensors in a
+// variant pack.
+cudnnStatus_t run_graph(CudaBackend& be, const ConvProblem& p, GraphDesc plan, const void* x, const void* w,
+                        void* y, const void* bias, void* ws) {
+  GraphDesc pack = graph_desc(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, p);
+  const int64_t uids[4] = {kUidX, kUidW, kUidY, kUidBias};
+  void* ptrs[4] = {const_cast<void*>(x), const_cast<void*>(w), y, const_cast<void*>(bias)};
+  const int64_t n = bias ? 4 : 3;
+  graph_set(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids, p);
+  graph_set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs, p);
+  graph_set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws, p);
+  cudnnStatus_t s = cudnnBackendFinalize(pack);
+  if (s == CUDNN_STATUS_SUCCESS) s = cudnnBackendExecute(be.cudnn(), plan, pack);
+  cudnnBackendDestroyDescriptor(pack);
+  return s;
+}
+
+bool graph_aligned(const void* x, const void* w, const void* y, const void* bias) {
+  auto ok = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % kGraphAlignment == 0; };
+  return ok(x) && ok(w) && ok(y) && ok(bias);
+}
+
+// ---- the persistent choice cache: "<device name> cudnn<version>\t<problem key>\t<algo> <math>"
+// lines; a negative algo -1-i names the i-th graph-API candidate ----
 
 std::mutex g_mu;
 std::map<std::string, ConvPlan*>& plans() {
@@ -197,10 +432,10 @@ bool workspace_of(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, i
   return s == CUDNN_STATUS_SUCCESS;
 }
 
-// One cuDNN call of the plan with `algo` (under the math type the plan's descriptor holds), into
+// One legacy call of the plan with `algo` (under the math type the plan's descriptor holds), into
 // y with the given workspace.
-cudnnStatus_t run_conv(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, int algo, const void* x,
-                       const void* w, void* y, void* ws, size_t ws_bytes) {
+cudnnStatus_t run_legacy(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, int algo, const void* x,
+                         const void* w, void* y, void* ws, size_t ws_bytes) {
   float one_f = 1.0f, zero_f = 0.0f;
   double one_d = 1.0, zero_d = 0.0;
   const void* one = p.dtype == DType::f64 ? static_cast<const void*>(&one_d) : static_cast<const void*>(&one_f);
@@ -211,116 +446,166 @@ cudnnStatus_t run_conv(CudaBackend& be, const ConvProblem& p, const ConvPlan& pl
   return cudnnConvolutionForward(be.cudnn(), one, plan.x, x, plan.w, w, plan.conv, cudnnConvolutionFwdAlgo_t(algo),
                                  ws, ws_bytes, zero, plan.y, y);
 }
-void call_conv(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, int algo, const void* x, const void* w,
-               void* y, void* ws, size_t ws_bytes) {
-  check(run_conv(be, p, plan, algo, x, w, y, ws, ws_bytes), p,
-        p.transpose ? "cudnnConvolutionBackwardData" : "cudnnConvolutionForward");
-}
 
+// A way to run the problem: a graph-API execution plan (`exec`, the `graph_index`-th of
+// graph_candidates(fused)), else the legacy algorithm `algo` under `math`.
 struct Candidate {
-  int algo;
-  cudnnMathType_t math;
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  GraphDesc exec = nullptr;
+  int graph_index = -1;
+  bool fused = false;
+  size_t ws = 0;
 };
 
-// The fastest of `cands` by the median of 5 timed calls each (after one warm-up call). A
-// candidate whose warm-up call fails is passed over: cudnnFind reports some (algorithm, math
-// type) pairs that the plain call then rejects (bf16 backward data: CUDNN_STATUS_BAD_PARAM).
-std::optional<Candidate> fastest(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, const std::vector<Candidate>& cands,
-                  const void* x, const void* w, void* y, void* ws, size_t ws_bytes) {
-  struct Events {
-    cudaEvent_t a = nullptr, b = nullptr;
-    ~Events() {
-      if (a) cudaEventDestroy(a);
-      if (b) cudaEventDestroy(b);
-    }
-  } ev;
-  EMBER_CUDA_CHECK(cudaEventCreate(&ev.a));
-  EMBER_CUDA_CHECK(cudaEventCreate(&ev.b));
+// The operands of one call. `bias_rest` adds the bias after a call whose plan does not.
+struct ConvArgs {
+  const void* x;
+  const void* w;
+  void* y;
+  const void* bias;  // contiguous [K] when the problem has one (p.bias)
+  std::function<void()> bias_rest;
+};
+
+cudnnStatus_t run_candidate(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, const Candidate& c,
+                            const ConvArgs& a, void* ws) {
+  cudnnStatus_t s = c.exec ? run_graph(be, p, c.exec, a.x, a.w, a.y, c.fused ? a.bias : nullptr, ws)
+                           : run_legacy(be, p, plan, c.algo, a.x, a.w, a.y, ws, c.ws);
+  if (s == CUDNN_STATUS_SUCCESS && p.bias && !c.fused) a.bias_rest();
+  return s;
+}
+
+// The fastest of `cands` by the wall-clock time of a call (with its bias) in a loop of 4
+// back-to-back calls ended by a synchronisation (the median of 3 loops, after one warm-up call):
+// GPU time where the GPU is the slower side, host time where the host is (a small conv's legacy
+// call plans again on the host every time). A candidate whose warm-up call fails is passed over:
+// cudnnFind reports some (algorithm, math type) pairs that the plain call then rejects (bf16
+// backward data: CUDNN_STATUS_BAD_PARAM).
+std::optional<Candidate> fastest(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan,
+                                 const std::vector<Candidate>& cands, const ConvArgs& a, void* ws) {
   std::optional<Candidate> best;
-  float best_ms = 0;
+  double best_ms = 0;
   for (const Candidate& c : cands) {
-    check(cudnnSetConvolutionMathType(plan.conv, c.math), p, "cudnnSetConvolutionMathType");
-    if (run_conv(be, p, plan, c.algo, x, w, y, ws, ws_bytes) != CUDNN_STATUS_SUCCESS) continue;
-    float t[5];
-    for (float& ti : t) {
-      EMBER_CUDA_CHECK(cudaEventRecord(ev.a, be.stream()));
-      call_conv(be, p, plan, c.algo, x, w, y, ws, ws_bytes);
-      EMBER_CUDA_CHECK(cudaEventRecord(ev.b, be.stream()));
-      EMBER_CUDA_CHECK(cudaEventSynchronize(ev.b));
-      EMBER_CUDA_CHECK(cudaEventElapsedTime(&ti, ev.a, ev.b));
+    if (!c.exec) check(cudnnSetConvolutionMathType(plan.conv, c.math), p, "cudnnSetConvolutionMathType");
+    if (run_candidate(be, p, plan, c, a, ws) != CUDNN_STATUS_SUCCESS) continue;
+    EMBER_CUDA_CHECK(cudaStreamSynchronize(be.stream()));
+    double t[3];
+    for (double& ti : t) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < 4; ++i) check(run_candidate(be, p, plan, c, a, ws), p, "a timed call");
+      EMBER_CUDA_CHECK(cudaStreamSynchronize(be.stream()));
+      ti = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 4;
     }
-    std::sort(t, t + 5);
-    if (!best || t[2] < best_ms) {
+    std::sort(t, t + 3);
+    if (!best || t[1] < best_ms) {
       best = c;
-      best_ms = t[2];
+      best_ms = t[1];
     }
   }
   return best;
 }
 
-// Picks the plan's algorithm (once per problem): saved winner, autotuned, or heuristic.
-void choose_algo(CudaBackend& be, const ConvProblem& p, ConvPlan& plan, const void* x, const void* w, void* y) {
-  const std::string saved_key = std::string(be.props().name) + '\t' + p.key();
+// Picks the plan's way to run (once per problem): saved winner, autotuned, or heuristic.
+void choose_algo(CudaBackend& be, const ConvProblem& p, ConvPlan& plan, const ConvArgs& args) {
+  const bool aligned = graph_aligned(args.x, args.w, args.y, args.bias);
+  const std::string saved_key = std::string(be.props().name) + " cudnn" + std::to_string(cudnnGetVersion()) +
+                                '\t' + p.key() + (aligned ? "" : " unaligned");
+  // Graph-API plans, of the conv alone and (with a bias) of the conv and its bias; the ones not
+  // chosen are destroyed once the choice is made.
+  std::vector<Candidate> graph;
+  for (bool fused : {false, true}) {
+    if (!aligned || (fused && !p.bias)) continue;
+    const std::vector<GraphDesc> cfgs = graph_candidates(be, p, fused);
+    for (size_t i = 0; i < cfgs.size(); ++i) {
+      Candidate c;
+      c.graph_index = int(i);
+      c.fused = fused;
+      c.exec = graph_plan(be, p, cfgs[i], c.ws);
+      if (c.exec && c.ws <= kFindWorkspaceCap) graph.push_back(c);
+      else if (c.exec) cudnnBackendDestroyDescriptor(c.exec);
+      cudnnBackendDestroyDescriptor(cfgs[i]);
+    }
+  }
+  auto take = [&](const Candidate& c) {
+    plan.exec = c.exec;
+    plan.graph_index = c.graph_index;
+    plan.fused = c.fused;
+    plan.ws = c.ws;
+    plan.chosen = true;
+    for (const Candidate& g : graph)
+      if (g.exec != c.exec) cudnnBackendDestroyDescriptor(g.exec);
+  };
   auto use = [&](int algo, cudnnMathType_t math) {
     size_t ws = 0;
     if (!algo_ok(p, algo, math) || !workspace_of(be, p, plan, algo, math, ws)) return false;  // (sets math)
     plan.algo = algo;
     plan.math = math;
-    plan.ws = ws;
-    plan.chosen = true;
+    take(Candidate{algo, math, nullptr, -1, false, ws});
     return true;
   };
   if (autotune_enabled()) {
     auto it = saved_algos().find(saved_key);
-    if (it != saved_algos().end() && use(it->second.first, cudnnMathType_t(it->second.second))) return;
-    // A workspace as large as the hungriest supported candidate needs (capped).
+    if (it != saved_algos().end()) {
+      const int algo = it->second.first;
+      if (algo < 0) {  // a graph-API plan: its place among the candidates, and whether it is fused
+        for (const Candidate& c : graph)
+          if (c.graph_index == -1 - algo && int(c.fused) == it->second.second) return take(c);
+      } else if (use(algo, cudnnMathType_t(it->second.second))) {
+        return;
+      }
+    }
+    // The legacy candidates, from cudnnFind (which times each once), with a workspace as large as
+    // the hungriest supported one needs (capped); then every candidate is timed again.
     size_t ws_max = 0;
     const int count = p.transpose ? int(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT) : int(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
     for (int a = 0; a < count; ++a) {
       size_t b = 0;
       if (workspace_of(be, p, plan, a, wanted_math(p), b) && b <= kFindWorkspaceCap) ws_max = std::max(ws_max, b);
     }
+    const size_t legacy_ws = ws_max;
+    for (const Candidate& c : graph) ws_max = std::max(ws_max, c.ws);
     Buffer scratch(be.allocator(), std::max<size_t>(ws_max, 256));
-    std::vector<Candidate> cands;  // in cudnnFind's order (fastest first)
+    std::vector<Candidate> cands = graph;
     int n = 0;
+    std::vector<std::pair<int, cudnnMathType_t>> found;  // in cudnnFind's order (fastest first)
     if (p.transpose) {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-      check(cudnnFindConvolutionBackwardDataAlgorithmEx(be.cudnn(), plan.w, w, plan.x, x, plan.conv, plan.y, y,
-                                                         count, &n, perf, scratch.ptr, ws_max),
+      check(cudnnFindConvolutionBackwardDataAlgorithmEx(be.cudnn(), plan.w, args.w, plan.x, args.x, plan.conv, plan.y,
+                                                         args.y, count, &n, perf, scratch.ptr, legacy_ws),
             p, "cudnnFindConvolutionBackwardDataAlgorithmEx");
       for (int i = 0; i < n; ++i)
-        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_max)
-          cands.push_back({int(perf[i].algo), perf[i].mathType});
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= legacy_ws)
+          found.emplace_back(int(perf[i].algo), perf[i].mathType);
     } else {
       cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-      check(cudnnFindConvolutionForwardAlgorithmEx(be.cudnn(), plan.x, x, plan.w, w, plan.conv, plan.y, y, count,
-                                                    &n, perf, scratch.ptr, ws_max),
+      check(cudnnFindConvolutionForwardAlgorithmEx(be.cudnn(), plan.x, args.x, plan.w, args.w, plan.conv, plan.y,
+                                                    args.y, count, &n, perf, scratch.ptr, legacy_ws),
             p, "cudnnFindConvolutionForwardAlgorithmEx");
       for (int i = 0; i < n; ++i)
-        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_max)
-          cands.push_back({int(perf[i].algo), perf[i].mathType});
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= legacy_ws)
+          found.emplace_back(int(perf[i].algo), perf[i].mathType);
     }
-    // cudnnFind times each candidate once, and that picked, in some runs, an algorithm 2.2x
-    // slower than the best (the conv2d benchmark: 177 us against 79 us). Every usable candidate
-    // is timed again: the median of 5 runs each, after a warm-up.
-    cands.erase(std::remove_if(cands.begin(), cands.end(),
-                               [&](const Candidate& c) {
-                                 size_t ws = 0;
-                                 return !algo_ok(p, c.algo, c.math) || !workspace_of(be, p, plan, c.algo, c.math, ws) ||
-                                        ws > ws_max;
-                               }),
-                cands.end());
-    if (!cands.empty()) {
-      const std::optional<Candidate> best = fastest(be, p, plan, cands, x, w, y, scratch.ptr, ws_max);
-      if (best) cands.assign(1, *best);
-      else cands.clear();
+    for (const auto& [algo, math] : found) {
+      size_t ws = 0;
+      if (algo_ok(p, algo, math) && workspace_of(be, p, plan, algo, math, ws) && ws <= legacy_ws)
+        cands.push_back(Candidate{algo, math, nullptr, -1, false, ws});
     }
-    if (!cands.empty() && use(cands[0].algo, cands[0].math)) {
-      save_algo(saved_key, plan.algo, int(plan.math));
-      return;
+    if (const std::optional<Candidate> best = fastest(be, p, plan, cands, args, scratch.ptr)) {
+      if (best->exec) {
+        take(*best);
+        save_algo(saved_key, -1 - best->graph_index, int(best->fused));
+        return;
+      }
+      if (use(best->algo, best->math)) {
+        save_algo(saved_key, plan.algo, int(plan.math));
+        return;
+      }
     }
     // (nothing usable was timed: fall through to the heuristics)
   }
+  for (bool fused : {true, false})  // the heuristics' first plan, fused where there is one
+    for (const Candidate& c : graph)
+      if (c.fused == fused) return take(c);
   int n = 0;
   if (p.transpose) {
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
@@ -342,19 +627,30 @@ void choose_algo(CudaBackend& be, const ConvProblem& p, ConvPlan& plan, const vo
   EMBER_FAIL(p.op, ": cuDNN has no algorithm for ", p.describe());
 }
 
-// Runs one cuDNN call: y = conv(x, w) (x = input), or y = conv_transpose(x, w).
-void run_conv(CudaBackend& be, const ConvProblem& p, const void* x, const void* w, void* y) {
+// Runs one conv (y = conv(x, w) (+ bias), x = input) or transposed conv (y = conv_transpose(x, w))
+// through the problem's chosen plan, and adds the bias where that plan does not. Plans are chosen
+// per problem and per alignment class: the graph plans assume 16-byte aligned operands, which an
+// offset view need not be.
+void run_conv(CudaBackend& be, const ConvProblem& p, const ConvArgs& args) {
   ConvPlan* plan = nullptr;
+  const bool aligned = graph_aligned(args.x, args.w, args.y, args.bias);
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    std::string key = std::to_string(be.index()) + ' ' + p.key();
+    std::string key = std::to_string(be.index()) + (aligned ? " a " : " u ") + p.key();
     auto it = plans().find(key);
     if (it == plans().end()) it = plans().emplace(key, make_plan(p)).first;
     plan = it->second;
-    if (!plan->chosen) choose_algo(be, p, *plan, x, w, y);
+    if (!plan->chosen) choose_algo(be, p, *plan, args);
   }
   void* ws = plan->ws ? be.workspace(plan->ws) : nullptr;
-  call_conv(be, p, *plan, plan->algo, x, w, y, ws, plan->ws);
+  if (plan->exec) {
+    check(run_graph(be, p, plan->exec, args.x, args.w, args.y, plan->fused ? args.bias : nullptr, ws), p,
+          "cudnnBackendExecute");
+  } else {
+    check(run_legacy(be, p, *plan, plan->algo, args.x, args.w, args.y, ws, plan->ws), p,
+          p.transpose ? "cudnnConvolutionBackwardData" : "cudnnConvolutionForward");
+  }
+  if (p.bias && !plan->fused) args.bias_rest();
 }
 
 // y[n, c, ...] += bias[c] over a contiguous [N, C, P] output.
@@ -383,6 +679,7 @@ std::vector<PrimitivePtr> conv_kernel(CudaBackend& be, Op& op) {
   auto w = contiguous(be, op.inputs[1]);
   CudaTensorPtr bias = op.inputs.size() > 2 && op.inputs[2] ? as_cuda_ptr(op.inputs[2]) : nullptr;
   const size_t esz = dtype_size(om.dtype);
+  bool bias_added = false;
 
   if (x->numel() == 0 || w->numel() == 0) {  // empty sums: zeros (+ bias)
     EMBER_CUDA_CHECK(cudaMemsetAsync(y->raw(), 0, size_t(om.shape.numel()) * esz, be.stream()));
@@ -419,6 +716,10 @@ std::vector<PrimitivePtr> conv_kernel(CudaBackend& be, Op& op) {
     EMBER_CHECK(per_image < (int64_t(1) << 31), name, ": one image of input ", x->shape(), " / output ", om.shape,
                 " exceeds cuDNN's 2^31 elements");
     const int64_t x_img = x->numel() / N, y_img = om.shape.numel() / N;
+    // The bias goes with the conv call (which may add it in its own kernel) when one call makes
+    // the whole output and the bias is contiguous.
+    p.bias = bias && !transpose && chunk >= N && (bias->shape()[0] <= 1 || bias->strides[0] == 1);
+    bias_added = p.bias;
     for (int64_t n0 = 0; n0 < N; n0 += chunk) {
       const int64_t n = std::min(chunk, N - n0);
       Shape xs = x->shape(), ys = om.shape;
@@ -426,11 +727,13 @@ std::vector<PrimitivePtr> conv_kernel(CudaBackend& be, Op& op) {
       ys[0] = n;
       p.x = dims(xs);
       p.y = dims(ys);
-      run_conv(be, p, static_cast<const char*>(x->raw()) + n0 * x_img * int64_t(esz), w->raw(),
-               static_cast<char*>(y->raw()) + n0 * y_img * int64_t(esz));
+      const ConvArgs args{static_cast<const char*>(x->raw()) + n0 * x_img * int64_t(esz), w->raw(),
+                          static_cast<char*>(y->raw()) + n0 * y_img * int64_t(esz), p.bias ? bias->raw() : nullptr,
+                          [&] { add_bias(be, *y, *bias); }};
+      run_conv(be, p, args);
     }
   }
-  if (bias) add_bias(be, *y, *bias);
+  if (bias && !bias_added) add_bias(be, *y, *bias);
   return {y};
 }
 
