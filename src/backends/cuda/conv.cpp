@@ -113,16 +113,26 @@ cudnnMathType_t wanted_math(const ConvProblem& p) {
   if (p.dtype == DType::f32) return p.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
   return CUDNN_DEFAULT_MATH;
 }
+// Whether the problem's kernel is larger than 3 in some spatial dimension: Winograd transforms
+// over such kernels lose precision (legacy Winograd non-fused on a 5x5 "kernel", a grouped
+// conv's weight gradient, came out 7e-4 off in f32).
+bool large_kernel(const ConvProblem& p) {
+  return std::any_of(p.w.begin() + 2, p.w.end(), [](int k) { return k > 3; });
+}
 // Whether an (algorithm, math type) pair keeps the problem's precision: exact f32 must not use
 // TF32 tensor cores, and exact f32 and f64 take no FFT algorithm (their rounding error grows
-// with the transform: a weight gradient through a 5x5 "kernel" came out 7e-4 off in f32).
+// with the transform) and no Winograd one over a kernel larger than 3.
 bool algo_ok(const ConvProblem& p, int algo, cudnnMathType_t m) {
   const bool exact = (p.dtype == DType::f32 && !p.tf32) || p.dtype == DType::f64;
   if (p.dtype == DType::f32 && !p.tf32 && m != CUDNN_FMA_MATH) return false;
   if (!exact) return true;
   if (p.transpose)
-    return algo != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT && algo != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING;
-  return algo != CUDNN_CONVOLUTION_FWD_ALGO_FFT && algo != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING;
+    return algo != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT && algo != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING &&
+           !(large_kernel(p) && (algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD ||
+                                 algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED));
+  return algo != CUDNN_CONVOLUTION_FWD_ALGO_FFT && algo != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING &&
+         !(large_kernel(p) &&
+           (algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED));
 }
 
 // Descriptors of one problem plus the chosen candidate (cached; never destroyed): a graph-API
@@ -280,8 +290,9 @@ GraphDesc conv_graph(CudaBackend& be, const ConvProblem& p, bool fused) {
 }
 
 // Whether an engine keeps the problem's precision (as algo_ok: exact f32 takes no TF32 tensor
-// cores, and neither exact f32 nor f64 a reduced-precision reduction or an FFT; no f32 or f64
-// input is converted down) and compiles nothing at run time (that takes seconds a plan).
+// cores, and neither exact f32 nor f64 a reduced-precision reduction, an FFT or a Winograd
+// transform over a kernel larger than 3; no f32 or f64 input is converted down) and compiles
+// nothing at run time (that takes seconds a plan).
 bool engine_ok(const ConvProblem& p, GraphDesc cfg) {
   GraphDesc engine = graph_desc(CUDNN_BACKEND_ENGINE_DESCRIPTOR, p);
   int64_t n = 0;
@@ -299,6 +310,10 @@ bool engine_ok(const ConvProblem& p, GraphDesc cfg) {
       if (wide && note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) ok = false;
       if (exact && (note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || note == CUDNN_NUMERICAL_NOTE_FFT ||
                     note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION))
+        ok = false;
+      if (exact && large_kernel(p) &&
+          (note == CUDNN_NUMERICAL_NOTE_WINOGRAD || note == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4 ||
+           note == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6 || note == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13))
         ok = false;
     }
     cudnnBackendBehaviorNote_t behavior[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
