@@ -12,6 +12,11 @@ CachingAllocator::~CachingAllocator() {
     for (void* p : blocks) (void)cudaFree(p);
 }
 
+void CachingAllocator::abandon_cached() {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.clear();
+}
+
 size_t CachingAllocator::size_class(size_t bytes) {
   if (bytes == 0) return 0;
   constexpr size_t kSmall = 1 << 20;

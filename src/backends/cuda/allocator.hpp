@@ -30,6 +30,7 @@ class CachingAllocator {
   MemoryStats stats() const;
   void reset_peak();
   void release_cached();                        // synchronises the device, frees the cache
+  void abandon_cached();                        // forgets the cache unfreed (process exit)
 
  private:
   void release_cached_locked();

@@ -1,6 +1,7 @@
 #include "cuda_backend.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -10,11 +11,23 @@ namespace ember::cuda {
 
 namespace {
 bool g_autotune = true;
+
+// Set once the process is exiting. The backends live in Device::cuda's static map, which is
+// destroyed after the statics that cuDNN, cuBLASLt and the CUDA runtime create lazily on first
+// use; destroying their handles then touches freed state (a test process aborted in teardown
+// once in about 100 runs, after its tests had passed). So, like PyTorch, a backend destroyed at
+// exit leaves its handles, streams and memory to the operating system.
+std::atomic<bool> g_exiting{false};
+void mark_exit_on_teardown() {
+  static const bool registered = [] { return std::atexit([] { g_exiting = true; }) == 0; }();
+  (void)registered;
 }
+}  // namespace
 void set_autotune(bool on) { g_autotune = on; }
 bool autotune_enabled() { return g_autotune; }
 
 CudaBackend::CudaBackend(int index) : index_(index), allocator_(index) {
+  mark_exit_on_teardown();  // after Device::cuda's map exists, so it runs before the map is destroyed
   int n = visible_devices();
   EMBER_CHECK(index >= 0 && index < n, "Device::cuda(", index, "): no such GPU; devices: ", describe_devices());
   set_device(index);
@@ -44,6 +57,11 @@ CudaBackend::CudaBackend(int index) : index_(index), allocator_(index) {
 }
 
 CudaBackend::~CudaBackend() {
+  if (g_exiting) {  // (the JIT's modules and the allocator's cache go with the process as well)
+    (void)jit_.release();
+    allocator_.abandon_cached();
+    return;
+  }
   set_device_nothrow(index_);
   (void)cudaStreamSynchronize(stream_);
   if (lt_) cublasLtDestroy(lt_);
