@@ -29,7 +29,6 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -58,22 +57,24 @@ struct ConvProblem {
   int groups = 1;
   bool tf32 = false;
   bool bias = false;  // a forward conv whose bias [K] (contiguous) a graph plan may add in the same kernel
+  // Built on every call (the plan lookup), so with appends rather than a stream.
   std::string key() const {
-    std::ostringstream os;
-    os << (transpose ? "bwd_data" : "fwd") << ' ' << dtype_name(dtype) << " x";
-    for (int v : x) os << ':' << v;
-    os << " w";
-    for (int v : w) os << ':' << v;
-    os << " y";
-    for (int v : y) os << ':' << v;
-    os << " p";
-    for (int v : pad) os << ':' << v;
-    os << " s";
-    for (int v : stride) os << ':' << v;
-    os << " d";
-    for (int v : dilation) os << ':' << v;
-    os << " g" << groups << (tf32 ? " tf32" : "") << (bias ? " bias" : "");
-    return os.str();
+    std::string k = transpose ? "bwd_data " : "fwd ";
+    k += dtype_name(dtype);
+    auto dims = [&k](const char* tag, const std::vector<int>& v) {
+      k += tag;
+      for (int e : v) (k += ':') += std::to_string(e);
+    };
+    dims(" x", x);
+    dims(" w", w);
+    dims(" y", y);
+    dims(" p", pad);
+    dims(" s", stride);
+    dims(" d", dilation);
+    k += " g" + std::to_string(groups);
+    if (tf32) k += " tf32";
+    if (bias) k += " bias";
+    return k;
   }
   std::string describe() const {
     std::ostringstream os;
@@ -105,6 +106,14 @@ cudnnDataType_t cudnn_type(DType dt) {
     case DType::bf16: return CUDNN_DATA_BFLOAT16;
     default: return CUDNN_DATA_FLOAT;
   }
+}
+
+// The 1 and 0 that scale a cuDNN call's result (alpha, beta), in its scalar type: double for
+// f64, float otherwise.
+const void* unit_scalar(const ConvProblem& p, bool one) {
+  static const float f[2] = {0.0f, 1.0f};
+  static const double d[2] = {0.0, 1.0};
+  return p.dtype == DType::f64 ? static_cast<const void*>(&d[one]) : static_cast<const void*>(&f[one]);
 }
 
 // The math type the problem asks for.
@@ -145,8 +154,7 @@ struct ConvPlan {
   int algo = 0;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   cudnnBackendDescriptor_t exec = nullptr;
-  int graph_index = -1;  // exec's place among graph_candidates()
-  bool fused = false;    // exec adds the bias
+  bool fused = false;  // exec adds the bias
   size_t ws = 0;
 };
 
@@ -251,17 +259,14 @@ GraphDesc conv_graph(CudaBackend& be, const ConvProblem& p, bool fused) {
                     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
                     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
                     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA};
-  const float one_f = 1, zero_f = 0;
-  const double one_d = 1, zero_d = 0;
-  const bool dbl = p.dtype == DType::f64;
-  const cudnnBackendAttributeType_t scalar = dbl ? CUDNN_TYPE_DOUBLE : CUDNN_TYPE_FLOAT;
+  const cudnnBackendAttributeType_t scalar = p.dtype == DType::f64 ? CUDNN_TYPE_DOUBLE : CUDNN_TYPE_FLOAT;
   GraphDesc op = graph_desc(at.type, p);
   graph_set(op, at.in, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x, p);
   graph_set(op, at.w, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w, p);
   graph_set(op, at.out, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv_out, p);
   graph_set(op, at.conv, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv, p);
-  graph_set(op, at.alpha, scalar, 1, dbl ? static_cast<const void*>(&one_d) : &one_f, p);
-  graph_set(op, at.beta, scalar, 1, dbl ? static_cast<const void*>(&zero_d) : &zero_f, p);
+  graph_set(op, at.alpha, scalar, 1, unit_scalar(p, true), p);
+  graph_set(op, at.beta, scalar, 1, unit_scalar(p, false), p);
   if (cudnnBackendFinalize(op) != CUDNN_STATUS_SUCCESS) return nullptr;
   std::vector<GraphDesc> ops = {op};
   if (fused) {  // y = conv_out + bias, the bias a [1, K, 1, ...] tensor broadcast over the rest
@@ -451,10 +456,8 @@ bool workspace_of(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, i
 // y with the given workspace.
 cudnnStatus_t run_legacy(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, int algo, const void* x,
                          const void* w, void* y, void* ws, size_t ws_bytes) {
-  float one_f = 1.0f, zero_f = 0.0f;
-  double one_d = 1.0, zero_d = 0.0;
-  const void* one = p.dtype == DType::f64 ? static_cast<const void*>(&one_d) : static_cast<const void*>(&one_f);
-  const void* zero = p.dtype == DType::f64 ? static_cast<const void*>(&zero_d) : static_cast<const void*>(&zero_f);
+  const void* one = unit_scalar(p, true);
+  const void* zero = unit_scalar(p, false);
   if (p.transpose)
     return cudnnConvolutionBackwardData(be.cudnn(), one, plan.w, w, plan.x, x, plan.conv,
                                         cudnnConvolutionBwdDataAlgo_t(algo), ws, ws_bytes, zero, plan.y, y);
@@ -473,20 +476,24 @@ struct Candidate {
   size_t ws = 0;
 };
 
-// The operands of one call. `bias_rest` adds the bias after a call whose plan does not.
+void add_bias(CudaBackend& be, CudaTensor& y, const CudaTensor& bias);
+
+// The operands of one call. With p.bias, `out` and `bias_t` are the whole output and the bias
+// [K] (contiguous, at `bias`), which add_bias adds after a call whose plan does not.
 struct ConvArgs {
   const void* x;
   const void* w;
   void* y;
-  const void* bias;  // contiguous [K] when the problem has one (p.bias)
-  std::function<void()> bias_rest;
+  const void* bias;
+  CudaTensor* out;
+  const CudaTensor* bias_t;
 };
 
 cudnnStatus_t run_candidate(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, const Candidate& c,
                             const ConvArgs& a, void* ws) {
   cudnnStatus_t s = c.exec ? run_graph(be, p, c.exec, a.x, a.w, a.y, c.fused ? a.bias : nullptr, ws)
                            : run_legacy(be, p, plan, c.algo, a.x, a.w, a.y, ws, c.ws);
-  if (s == CUDNN_STATUS_SUCCESS && p.bias && !c.fused) a.bias_rest();
+  if (s == CUDNN_STATUS_SUCCESS && p.bias && !c.fused) add_bias(be, *a.out, *a.bias_t);
   return s;
 }
 
@@ -521,8 +528,8 @@ std::optional<Candidate> fastest(CudaBackend& be, const ConvProblem& p, const Co
 }
 
 // Picks the plan's way to run (once per problem): saved winner, autotuned, or heuristic.
-void choose_algo(CudaBackend& be, const ConvProblem& p, ConvPlan& plan, const ConvArgs& args) {
-  const bool aligned = graph_aligned(args.x, args.w, args.y, args.bias);
+// `aligned`: the operands meet the graph plans' alignment (else only legacy algorithms run).
+void choose_algo(CudaBackend& be, const ConvProblem& p, ConvPlan& plan, const ConvArgs& args, bool aligned) {
   const std::string saved_key = std::string(be.props().name) + " cudnn" + std::to_string(cudnnGetVersion()) +
                                 '\t' + p.key() + (aligned ? "" : " unaligned");
   // Graph-API plans, of the conv alone and (with a bias) of the conv and its bias; the ones not
@@ -543,7 +550,6 @@ void choose_algo(CudaBackend& be, const ConvProblem& p, ConvPlan& plan, const Co
   }
   auto take = [&](const Candidate& c) {
     plan.exec = c.exec;
-    plan.graph_index = c.graph_index;
     plan.fused = c.fused;
     plan.ws = c.ws;
     plan.chosen = true;
@@ -655,7 +661,7 @@ void run_conv(CudaBackend& be, const ConvProblem& p, const ConvArgs& args) {
     auto it = plans().find(key);
     if (it == plans().end()) it = plans().emplace(key, make_plan(p)).first;
     plan = it->second;
-    if (!plan->chosen) choose_algo(be, p, *plan, args);
+    if (!plan->chosen) choose_algo(be, p, *plan, args, aligned);
   }
   void* ws = plan->ws ? be.workspace(plan->ws) : nullptr;
   if (plan->exec) {
@@ -665,7 +671,7 @@ void run_conv(CudaBackend& be, const ConvProblem& p, const ConvArgs& args) {
     check(run_legacy(be, p, *plan, plan->algo, args.x, args.w, args.y, ws, plan->ws), p,
           p.transpose ? "cudnnConvolutionBackwardData" : "cudnnConvolutionForward");
   }
-  if (p.bias && !plan->fused) args.bias_rest();
+  if (p.bias && !plan->fused) add_bias(be, *args.out, *args.bias_t);
 }
 
 // y[n, c, ...] += bias[c] over a contiguous [N, C, P] output.
@@ -744,7 +750,7 @@ std::vector<PrimitivePtr> conv_kernel(CudaBackend& be, Op& op) {
       p.y = dims(ys);
       const ConvArgs args{static_cast<const char*>(x->raw()) + n0 * x_img * int64_t(esz), w->raw(),
                           static_cast<char*>(y->raw()) + n0 * y_img * int64_t(esz), p.bias ? bias->raw() : nullptr,
-                          [&] { add_bias(be, *y, *bias); }};
+                          y.get(), bias.get()};
       run_conv(be, p, args);
     }
   }
