@@ -67,6 +67,7 @@ CudaBackend::~CudaBackend() {
   if (lt_) cublasLtDestroy(lt_);
   if (cudnn_) cudnnDestroy(cudnn_);
   if (workspace_) (void)cudaFree(workspace_);
+  if (counters_) (void)cudaFree(counters_);
   for (auto& s : staging_) {
     if (s.host) (void)cudaFreeHost(s.host);
     if (s.done) (void)cudaEventDestroy(s.done);
@@ -277,6 +278,23 @@ void* CudaBackend::workspace(size_t bytes) {
     workspace_bytes_ = n;
   }
   return workspace_;
+}
+
+unsigned* CudaBackend::zeroed_counters(size_t n) {
+  if (n > kCounters) return nullptr;
+  if (!counters_) {
+    if (cudaMalloc(&counters_, kCounters * sizeof(unsigned)) != cudaSuccess) {
+      (void)cudaGetLastError();
+      allocator_.release_cached();
+      if (cudaMalloc(&counters_, kCounters * sizeof(unsigned)) != cudaSuccess) {
+        (void)cudaGetLastError();
+        counters_ = nullptr;
+        return nullptr;  // (out of memory: the caller's path without counters reports it)
+      }
+    }
+    EMBER_CUDA_CHECK(cudaMemsetAsync(counters_, 0, kCounters * sizeof(unsigned), stream_));
+  }
+  return static_cast<unsigned*>(counters_);
 }
 
 std::shared_ptr<Backend> make_backend(int index) { return std::make_shared<CudaBackend>(index); }

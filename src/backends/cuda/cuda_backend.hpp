@@ -75,6 +75,11 @@ class CudaBackend final : public Backend {
   // A scratch buffer of at least `bytes` for library calls on the stream (grows, never shrinks
   // until memory_cleanup). Valid until the next call.
   void* workspace(size_t bytes);
+  // `n` 32-bit counters that are zero whenever no kernel runs: a kernel that counts in them
+  // (the blocks of a split reduction, to find the last one) sets them back to zero before it
+  // ends. Null when n exceeds kCounters (the caller takes a path without counters).
+  static constexpr size_t kCounters = 65536;
+  unsigned* zeroed_counters(size_t n);
 
   // Launches `f` on the stream with the given arguments (each passed by value: pointers as
   // void*/T*, scalars, ShapeArg/StridesArg structs). Checks the launch.
@@ -109,6 +114,7 @@ class CudaBackend final : public Backend {
   cudnnHandle_t cudnn_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
+  void* counters_ = nullptr;
   // pinned staging buffers for host-device copies, each with the event of its last copy
   struct Staging {
     void* host = nullptr;

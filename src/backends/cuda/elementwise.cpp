@@ -133,35 +133,48 @@ extern "C" __global__ void flat(O* out, const T0* a0, const T1* a1, const T2* a2
   }
 }
 
-// n / EW_VEC packs of 16 bytes (of the widest operand), then the tail element by element.
+// The pack `v` of an operand: loaded, or the broadcast scalar s (scal bit set).
+template <class E>
+__device__ __forceinline__ EwPack<E> ew_pack(const E* a, bool scalar, E s, int64_t v) {
+  EwPack<E> x;
+  if (scalar) {
+#pragma unroll
+    for (int k = 0; k < EW_VEC; ++k) x.v[k] = s;
+  } else {
+    x = reinterpret_cast<const EwPack<E>*>(a)[v];
+  }
+  return x;
+}
+
+// n / EW_VEC packs of 16 bytes (of the widest operand), two a thread at a time (both loaded
+// before either is computed: twice the bytes in flight, which memory-bound unary ops with
+// some arithmetic, gelu, need), then the tail element by element.
 extern "C" __global__ void flat_vec(O* out, const T0* a0, const T1* a1, const T2* a2, uint32_t scal, int64_t n,
                                     Attr p) {
   const int64_t nv = n / EW_VEC;
-  const T0 s0 = (scal & 1u) ? a0[0] : T0();
-  const T1 s1 = (EW_ARITY > 1 && (scal & 2u)) ? a1[0] : T1();
-  const T2 s2 = (EW_ARITY > 2 && (scal & 4u)) ? a2[0] : T2();
-  for (int64_t v = ew_tid(); v < nv; v += ew_threads()) {
-    EwPack<T0> x0;
-    EwPack<T1> x1;
-    EwPack<T2> x2;
-    if (scal & 1u) {
+  const bool c0 = scal & 1u, c1 = EW_ARITY < 2 || (scal & 2u), c2 = EW_ARITY < 3 || (scal & 4u);
+  const T0 s0 = c0 ? a0[0] : T0();
+  const T1 s1 = (EW_ARITY > 1 && c1) ? a1[0] : T1();
+  const T2 s2 = (EW_ARITY > 2 && c2) ? a2[0] : T2();
+  const int64_t nt = ew_threads();
+  int64_t v = ew_tid();
+  for (; v + nt < nv; v += 2 * nt) {
+    const EwPack<T0> x0a = ew_pack(a0, c0, s0, v), x0b = ew_pack(a0, c0, s0, v + nt);
+    const EwPack<T1> x1a = ew_pack(a1, c1, s1, v), x1b = ew_pack(a1, c1, s1, v + nt);
+    const EwPack<T2> x2a = ew_pack(a2, c2, s2, v), x2b = ew_pack(a2, c2, s2, v + nt);
+    EwPack<O> ya, yb;
 #pragma unroll
-      for (int k = 0; k < EW_VEC; ++k) x0.v[k] = s0;
-    } else {
-      x0 = reinterpret_cast<const EwPack<T0>*>(a0)[v];
+    for (int k = 0; k < EW_VEC; ++k) {
+      ya.v[k] = ew_op(x0a.v[k], x1a.v[k], x2a.v[k], p);
+      yb.v[k] = ew_op(x0b.v[k], x1b.v[k], x2b.v[k], p);
     }
-    if (EW_ARITY > 1 && !(scal & 2u)) {
-      x1 = reinterpret_cast<const EwPack<T1>*>(a1)[v];
-    } else {
-#pragma unroll
-      for (int k = 0; k < EW_VEC; ++k) x1.v[k] = s1;
-    }
-    if (EW_ARITY > 2 && !(scal & 4u)) {
-      x2 = reinterpret_cast<const EwPack<T2>*>(a2)[v];
-    } else {
-#pragma unroll
-      for (int k = 0; k < EW_VEC; ++k) x2.v[k] = s2;
-    }
+    reinterpret_cast<EwPack<O>*>(out)[v] = ya;
+    reinterpret_cast<EwPack<O>*>(out)[v + nt] = yb;
+  }
+  if (v < nv) {
+    const EwPack<T0> x0 = ew_pack(a0, c0, s0, v);
+    const EwPack<T1> x1 = ew_pack(a1, c1, s1, v);
+    const EwPack<T2> x2 = ew_pack(a2, c2, s2, v);
     EwPack<O> y;
 #pragma unroll
     for (int k = 0; k < EW_VEC; ++k) y.v[k] = ew_op(x0.v[k], x1.v[k], x2.v[k], p);
@@ -334,9 +347,8 @@ std::string unary_body(OpKind k, const BodyGen& g) {
       return "C v = x + C(3);\n  v = v < C(0) ? C(0) : v;\n  v = v > C(6) ? C(6) : v;\n  return O(v / C(6));";
     case OpKind::relu: return "return O(x < C(0) ? C(0) : x);";  // relu(NaN) = NaN
     case OpKind::gelu:  // x * Phi(x) through erfc (ew_erfc); gelu(+-0) = +0, gelu(-inf) = NaN (as torch)
-      return "if (x == C(0)) return O(C(0));\n  if (" + F("fabs") + "(x) == " + g.inf() +
-             ") return O(x > C(0) ? x : C(" + g.nan() +
-             "));\n  return O(C(0.5) * x * ew_erfc(-x * C(0.70710678118654752440)));";
+      // without branches: +-inf come out of erfc(-+inf) = 2 or 0 as inf and NaN; -0 needs the select
+      return "const C r = C(0.5) * x * ew_erfc(-x * C(0.70710678118654752440));\n  return O(x == C(0) ? C(0) : r);";
     case OpKind::gelu_tanh:  // 0.5 x (1 + tanh(u)) = x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3)
       return "if (" + F("fabs") + "(x) == " + g.inf() + ") return O(x > C(0) ? x : C(" + g.nan() +
              "));\n  C u = C(0.79788456080286535588) * (x + C(0.044715) * x * x * x);\n"
