@@ -214,8 +214,9 @@ __device__ __forceinline__ void ew_strided(O* out, const T0* a0, const T1* a1, c
 // Packs of EW_VEC consecutive elements along the innermost collapsed dim (its size is a
 // multiple of EW_VEC), which every operand walks with stride 1 (16-byte aligned packs) or 0
 // (bit k of bmask: operand k repeats one value along it): one index decomposition per pack.
-extern "C" __global__ void strided_vec32(O* out, const T0* a0, const T1* a1, const T2* a2, Shape sh, Strides s0,
-                                         Strides s1, Strides s2, uint32_t n, uint32_t bmask, Attr p) {
+extern "C" __global__ void strided_vec32(O* out, const T0* a0, const T1* a1, const T2* a2, EMBER_GC Shape sh,
+                                         EMBER_GC Strides s0, EMBER_GC Strides s1, EMBER_GC Strides s2, uint32_t n,
+                                         uint32_t bmask, Attr p) {
   const uint32_t nv = n / EW_VEC;
   for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < nv; v += gridDim.x * blockDim.x) {
     uint32_t r = v * EW_VEC;
@@ -259,12 +260,14 @@ extern "C" __global__ void strided_vec32(O* out, const T0* a0, const T1* a1, con
     reinterpret_cast<EwPack<O>*>(out)[v] = y;
   }
 }
-extern "C" __global__ void strided32(O* out, const T0* a0, const T1* a1, const T2* a2, Shape sh, Strides s0,
-                                     Strides s1, Strides s2, uint32_t n, Attr p) {
+extern "C" __global__ void strided32(O* out, const T0* a0, const T1* a1, const T2* a2, EMBER_GC Shape sh,
+                                     EMBER_GC Strides s0, EMBER_GC Strides s1, EMBER_GC Strides s2, uint32_t n,
+                                     Attr p) {
   ew_strided<uint32_t>(out, a0, a1, a2, sh, s0, s1, s2, n, p);
 }
-extern "C" __global__ void strided64(O* out, const T0* a0, const T1* a1, const T2* a2, Shape sh, Strides s0,
-                                     Strides s1, Strides s2, int64_t n, Attr p) {
+extern "C" __global__ void strided64(O* out, const T0* a0, const T1* a1, const T2* a2, EMBER_GC Shape sh,
+                                     EMBER_GC Strides s0, EMBER_GC Strides s1, EMBER_GC Strides s2, int64_t n,
+                                     Attr p) {
   ew_strided<int64_t>(out, a0, a1, a2, sh, s0, s1, s2, n, p);
 }
 )CUDA";

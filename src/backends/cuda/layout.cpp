@@ -64,12 +64,12 @@ __device__ __forceinline__ void pad_body(U* out, const U* x, const Shape& osh, c
     out[i] = inside ? x[off] : val;
   }
 }
-extern "C" __global__ void pad32(U* out, const U* x, Shape osh, Shape ish, Strides xs, Strides lo, int mode, U val,
-                                 uint32_t n) {
+extern "C" __global__ void pad32(U* out, const U* x, EMBER_GC Shape osh, EMBER_GC Shape ish, EMBER_GC Strides xs,
+                                 EMBER_GC Strides lo, int mode, U val, uint32_t n) {
   pad_body<uint32_t>(out, x, osh, ish, xs, lo, mode, val, n);
 }
-extern "C" __global__ void pad64(U* out, const U* x, Shape osh, Shape ish, Strides xs, Strides lo, int mode, U val,
-                                 int64_t n) {
+extern "C" __global__ void pad64(U* out, const U* x, EMBER_GC Shape osh, EMBER_GC Shape ish, EMBER_GC Strides xs,
+                                 EMBER_GC Strides lo, int mode, U val, int64_t n) {
   pad_body<int64_t>(out, x, osh, ish, xs, lo, mode, val, n);
 }
 )CUDA";
@@ -121,10 +121,10 @@ extern "C" __global__ void contig32(U* out, const U* x, uint32_t rows, uint32_t 
 extern "C" __global__ void contig64(U* out, const U* x, int64_t rows, int64_t cols, int64_t k, int64_t n, int inplace) {
   tri_contig<int64_t>(out, x, rows, cols, k, n, inplace);
 }
-extern "C" __global__ void strided32(U* out, const U* x, Shape sh, Strides xs, int64_t k, uint32_t n) {
+extern "C" __global__ void strided32(U* out, const U* x, EMBER_GC Shape sh, EMBER_GC Strides xs, int64_t k, uint32_t n) {
   tri_strided<uint32_t>(out, x, sh, xs, k, n);
 }
-extern "C" __global__ void strided64(U* out, const U* x, Shape sh, Strides xs, int64_t k, int64_t n) {
+extern "C" __global__ void strided64(U* out, const U* x, EMBER_GC Shape sh, EMBER_GC Strides xs, int64_t k, int64_t n) {
   tri_strided<int64_t>(out, x, sh, xs, k, n);
 }
 )CUDA";

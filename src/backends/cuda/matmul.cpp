@@ -427,7 +427,7 @@ std::string int_matmul_source(DType dt) {
 #define TK 16
 extern "C" __global__ void __launch_bounds__(256) matmul_int(T* __restrict__ C, const T* __restrict__ A,
     const T* __restrict__ B, int64_t M, int64_t N, int64_t K, int64_t rsa, int64_t csa, int64_t rsb, int64_t csb,
-    int64_t nbatch, Shape bsh, Strides bsa, Strides bsb) {
+    int64_t nbatch, EMBER_GC Shape bsh, EMBER_GC Strides bsa, EMBER_GC Strides bsb) {
   __shared__ Acc As[TK][TM + 1];
   __shared__ Acc Bs[TK][TN + 1];
   const int tid = threadIdx.x;

@@ -236,7 +236,8 @@ extern "C" __global__ void apply_flat(T* __restrict__ y, const T* __restrict__ x
 // Strided input: y (contiguous) and x through their collapsed strides; sc = the channel
 // index's strides over the same space.
 extern "C" __global__ void apply_strided(T* __restrict__ y, const T* __restrict__ x, const C* __restrict__ ab,
-                                         Shape sh, Strides sy, Strides sx, Strides sc, int64_t n, int64_t nc) {
+                                         EMBER_GC Shape sh, EMBER_GC Strides sy, EMBER_GC Strides sx,
+                                         EMBER_GC Strides sc, int64_t n, int64_t nc) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t c = offset_of(i, sh, sc);
     y[offset_of(i, sh, sy)] = T(C(x[offset_of(i, sh, sx)]) * ab[c] + ab[nc + c]);

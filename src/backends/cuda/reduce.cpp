@@ -424,14 +424,7 @@ const char* kReduceKernels = R"CUDA(
 // offset_of, compiled once per module (it runs once per row or run: keeping its 64-bit
 // divisions out of line keeps the kernels small)
 __device__ __noinline__ int64_t r_off(int64_t i, const Shape& sh, const Strides& st) { return offset_of(i, sh, st); }
-// The kernels' Shape and Strides parameters, whose addresses r_off takes, are read in place
-// (__grid_constant__, sm_70 and later) instead of being copied to every thread's local memory
-// first: those copies, 272 bytes a thread, took [64M] f32 sums on an H200 from 67 to 78 us.
-#if __CUDA_ARCH__ >= 700
-#define EMBER_GC const __grid_constant__
-#else
-#define EMBER_GC const
-#endif
+// (the kernels' Shape and Strides parameters, whose addresses r_off takes, are EMBER_GC)
 
 #ifndef R_NEEDS_P
 #define R_STEP(a, x, i) r_step(a, x, i)
