@@ -245,6 +245,24 @@ int main(int argc, char** argv) {
     r.set("gbps", 3.0 * double(n) * 4 / (r.ms * 1e-3) / 1e9);
   });
 
+  // broadcast and strided elementwise (not targets): a bias row added to every row, and an
+  // operand read through a transpose
+  bench("add_bias_f32_8192x4096", [&](Result& r) {
+    auto x = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
+    auto b = DynTensor::normal({4096}, 0, 1, DType::f32, gpu);
+    r.ms = time_ms(gpu, [&] { (void)(x + b); });
+  });
+  bench("add_transposed_f32_8192x4096", [&](Result& r) {
+    auto x = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
+    auto y = transpose(DynTensor::normal({4096, 8192}, 0, 1, DType::f32, gpu), 0, 1);
+    r.ms = time_ms(gpu, [&] { (void)(x + y); });
+  });
+
+  bench("contiguous_transposed_f32_8192x4096", [&](Result& r) {
+    auto y = transpose(DynTensor::normal({4096, 8192}, 0, 1, DType::f32, gpu), 0, 1);
+    r.ms = time_ms(gpu, [&] { (void)contiguous(y); });
+  });
+
   bench("softmax_f32_8192x4096", [&](Result& r) {
     auto x = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
     r.ms = time_ms(gpu, [&] { (void)softmax(x, -1); });

@@ -90,6 +90,26 @@ def _(r):
     r["copy_gbps"] = 2.0 * n * 4 / (copy_ms * 1e-3) / 1e9
 
 
+@bench("add_bias_f32_8192x4096")
+def _(r):
+    x = torch.randn(8192, 4096, device=dev)
+    b = torch.randn(4096, device=dev)
+    r["peer_ms"] = time_ms(lambda: x + b)
+
+
+@bench("add_transposed_f32_8192x4096")
+def _(r):
+    x = torch.randn(8192, 4096, device=dev)
+    y = torch.randn(4096, 8192, device=dev).t()
+    r["peer_ms"] = time_ms(lambda: x + y)
+
+
+@bench("contiguous_transposed_f32_8192x4096")
+def _(r):
+    y = torch.randn(4096, 8192, device=dev).t()
+    r["peer_ms"] = time_ms(lambda: y.contiguous())
+
+
 @bench("softmax_f32_8192x4096")
 def _(r):
     x = torch.randn(8192, 4096, device=dev)

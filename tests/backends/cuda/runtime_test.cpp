@@ -98,6 +98,28 @@ TEST(CudaDevice, ViewsAndCastsMatchTheCpu) {
     check(permute(x, {1, 0, 2}).cast(dt), permute(g, {1, 0, 2}).cast(dt));
 }
 
+// Copies that transpose (the source contiguous along a dim other than the innermost) go through
+// 64 x 64 shared-memory tiles: edges that are not multiples of 64, batch dims, casts, and
+// 1- to 8-byte elements.
+TEST(CudaDevice, TransposingCopiesMatchTheCpu) {
+  REQUIRE_GPU();
+  auto check = [](const DynTensor& a, const DynTensor& b) {
+    EXPECT_EQ(a.shape(), b.shape());
+    EXPECT_TRUE(same_bytes(a, b.to(Device::cpu())));
+  };
+  auto x = DynTensor::normal({333, 1001}, 0, 3, DType::f32, Device::cpu());
+  auto g = x.to(Device::cuda(0));
+  check(contiguous(transpose(x, 0, 1)), contiguous(transpose(g, 0, 1)));
+  auto y = DynTensor::normal({3, 70, 45, 2}, 0, 3, DType::f32, Device::cpu());
+  auto h = y.to(Device::cuda(0));
+  for (std::vector<int> p : {std::vector<int>{0, 2, 1, 3}, {3, 2, 1, 0}, {1, 0, 3, 2}, {2, 0, 3, 1}})
+    check(contiguous(permute(y, p)), contiguous(permute(h, p)));
+  for (DType dt : {DType::f16, DType::bf16, DType::i32, DType::u8, DType::boolean, DType::f64}) {
+    check(transpose(x, 0, 1).cast(dt), transpose(g, 0, 1).cast(dt));
+    check(contiguous(transpose(x.cast(dt), 0, 1)), contiguous(transpose(g.cast(dt), 0, 1)));
+  }
+}
+
 TEST(CudaDevice, OpsOnTwoDevicesFailClearly) {
   REQUIRE_GPU();
   auto a = DynTensor::ones({3}, DType::f32, Device::cpu());
