@@ -263,6 +263,62 @@ int main(int argc, char** argv) {
     r.ms = time_ms(gpu, [&] { (void)contiguous(y); });
   });
 
+  // more of the op surface (not targets): lookups, scatters, scans, sorting, pooling, losses,
+  // concatenation, resampling, inference batch norm
+  bench("embedding_f32_50257x1024_8192", [&](Result& r) {
+    auto w = DynTensor::normal({50257, 1024}, 0, 1, DType::f32, gpu);
+    auto ix = DynTensor::randint({8192}, 0, 50257, DType::i64, gpu);
+    r.ms = time_ms(gpu, [&] { (void)embedding(w, ix); });
+  });
+  bench("scatter_add_f32_8192x4096_into_1024", [&](Result& r) {
+    auto z = DynTensor::zeros({1024, 4096}, DType::f32, gpu);
+    auto ix = DynTensor::randint({8192, 4096}, 0, 1024, DType::i64, gpu);
+    auto src = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
+    r.ms = time_ms(gpu, [&] { (void)scatter_add(z, 0, ix, src); });
+  });
+  bench("cumsum_f32_8192x4096", [&](Result& r) {
+    auto x = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
+    r.ms = time_ms(gpu, [&] { (void)cumsum(x, -1); });
+  });
+  bench("sort_f32_8192x4096", [&](Result& r) {
+    auto x = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
+    r.ms = time_ms(gpu, [&] { (void)sort(x, -1); });
+  });
+  bench("topk_f32_8192x4096_k10", [&](Result& r) {
+    auto x = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
+    r.ms = time_ms(gpu, [&] { (void)topk(x, 10, -1); });
+  });
+  bench("maxpool2d_f32_32x64x112x112", [&](Result& r) {
+    auto x = DynTensor::normal({32, 64, 112, 112}, 0, 1, DType::f32, gpu);
+    PoolOptions o;
+    o.kernel_size = {3};
+    o.stride = {2};
+    o.padding = {1};
+    r.ms = time_ms(gpu, [&] { (void)max_pool2d(x, o); });
+  });
+  bench("cross_entropy_f32_8192x1000", [&](Result& r) {
+    auto x = DynTensor::normal({8192, 1000}, 0, 1, DType::f32, gpu);
+    auto y = DynTensor::randint({8192}, 0, 1000, DType::i64, gpu);
+    r.ms = time_ms(gpu, [&] { (void)nn::cross_entropy(x, y); });
+  });
+  bench("cat_f32_2x4096x4096_dim1", [&](Result& r) {
+    auto a = DynTensor::normal({4096, 4096}, 0, 1, DType::f32, gpu);
+    auto b = DynTensor::normal({4096, 4096}, 0, 1, DType::f32, gpu);
+    r.ms = time_ms(gpu, [&] { (void)cat({a, b}, 1); });
+  });
+  bench("interpolate_bilinear_f32_16x64x112x112_x2", [&](Result& r) {
+    auto x = DynTensor::normal({16, 64, 112, 112}, 0, 1, DType::f32, gpu);
+    r.ms = time_ms(gpu, [&] { (void)interpolate(x, {224, 224}, InterpMode::linear); });
+  });
+  bench("batchnorm_eval_f32_32x64x112x112", [&](Result& r) {
+    auto x = DynTensor::normal({32, 64, 112, 112}, 0, 1, DType::f32, gpu);
+    auto m = DynTensor::normal({64}, 0, 1, DType::f32, gpu);
+    auto v = DynTensor::uniform({64}, 0.5, 2, DType::f32, gpu);
+    auto w = DynTensor::normal({64}, 1, 0.1, DType::f32, gpu);
+    auto b = DynTensor::normal({64}, 0, 0.1, DType::f32, gpu);
+    r.ms = time_ms(gpu, [&] { (void)batch_norm(x, m, v, w, b); });
+  });
+
   bench("softmax_f32_8192x4096", [&](Result& r) {
     auto x = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
     r.ms = time_ms(gpu, [&] { (void)softmax(x, -1); });

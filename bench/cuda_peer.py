@@ -110,6 +110,75 @@ def _(r):
     r["peer_ms"] = time_ms(lambda: y.contiguous())
 
 
+@bench("embedding_f32_50257x1024_8192")
+def _(r):
+    w = torch.randn(50257, 1024, device=dev)
+    ix = torch.randint(0, 50257, (8192,), device=dev)
+    r["peer_ms"] = time_ms(lambda: F.embedding(ix, w))
+
+
+@bench("scatter_add_f32_8192x4096_into_1024")
+def _(r):
+    z = torch.zeros(1024, 4096, device=dev)
+    ix = torch.randint(0, 1024, (8192, 4096), device=dev)
+    src = torch.randn(8192, 4096, device=dev)
+    r["peer_ms"] = time_ms(lambda: z.scatter_add(0, ix, src))
+
+
+@bench("cumsum_f32_8192x4096")
+def _(r):
+    x = torch.randn(8192, 4096, device=dev)
+    r["peer_ms"] = time_ms(lambda: torch.cumsum(x, -1))
+
+
+@bench("sort_f32_8192x4096")
+def _(r):
+    x = torch.randn(8192, 4096, device=dev)
+    r["peer_ms"] = time_ms(lambda: torch.sort(x, dim=-1, stable=True))
+
+
+@bench("topk_f32_8192x4096_k10")
+def _(r):
+    x = torch.randn(8192, 4096, device=dev)
+    r["peer_ms"] = time_ms(lambda: torch.topk(x, 10, -1))
+
+
+@bench("maxpool2d_f32_32x64x112x112")
+def _(r):
+    x = torch.randn(32, 64, 112, 112, device=dev)
+    r["peer_ms"] = time_ms(lambda: F.max_pool2d(x, 3, 2, 1))
+
+
+@bench("cross_entropy_f32_8192x1000")
+def _(r):
+    x = torch.randn(8192, 1000, device=dev)
+    y = torch.randint(0, 1000, (8192,), device=dev)
+    r["peer_ms"] = time_ms(lambda: F.cross_entropy(x, y))
+
+
+@bench("cat_f32_2x4096x4096_dim1")
+def _(r):
+    a = torch.randn(4096, 4096, device=dev)
+    b = torch.randn(4096, 4096, device=dev)
+    r["peer_ms"] = time_ms(lambda: torch.cat([a, b], 1))
+
+
+@bench("interpolate_bilinear_f32_16x64x112x112_x2")
+def _(r):
+    x = torch.randn(16, 64, 112, 112, device=dev)
+    r["peer_ms"] = time_ms(lambda: F.interpolate(x, size=(224, 224), mode="bilinear", align_corners=False))
+
+
+@bench("batchnorm_eval_f32_32x64x112x112")
+def _(r):
+    x = torch.randn(32, 64, 112, 112, device=dev)
+    m = torch.randn(64, device=dev)
+    v = torch.rand(64, device=dev) * 1.5 + 0.5
+    w = torch.randn(64, device=dev) * 0.1 + 1
+    b = torch.randn(64, device=dev) * 0.1
+    r["peer_ms"] = time_ms(lambda: F.batch_norm(x, m, v, w, b, training=False))
+
+
 @bench("softmax_f32_8192x4096")
 def _(r):
     x = torch.randn(8192, 4096, device=dev)

@@ -25,6 +25,25 @@ extern "C" __global__ void strided64(D* out, const S* in, EMBER_GC Shape sh, EMB
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     out[offset_of(i, sh, so)] = cast_value<D>(in[offset_of(i, sh, si)]);
 }
+// Rows of w 16-byte packs at pitches dp and sp (in packs): blockIdx.y strides over the rows,
+// and each thread copies 4 packs of its row, loaded before any is stored.
+extern "C" __global__ void rows16(uint4* __restrict__ out, const uint4* __restrict__ in, int64_t rows, int64_t w,
+                                  int64_t dp, int64_t sp) {
+  const int64_t span = int64_t(gridDim.x) * blockDim.x * 4;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const uint4* src = in + r * sp;
+    uint4* dst = out + r * dp;
+    for (int64_t c = int64_t(blockIdx.x) * blockDim.x * 4 + threadIdx.x; c < w; c += span) {
+      uint4 v[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        if (c + u * blockDim.x < w) v[u] = src[c + u * blockDim.x];
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        if (c + u * blockDim.x < w) dst[c + u * blockDim.x] = v[u];
+    }
+  }
+}
 // A batch of transposes: out[b][k][j] = in[b][k][j] where `in` has stride 1 along k (si_j along
 // j) and `out` stride 1 along j (so_k along k); b indexes the other dims (bsh, with the strides
 // bso / bsi). Each 64 x 64 tile is read along k and written along j through shared memory, so
@@ -143,6 +162,23 @@ std::optional<Transposed> transposed(const Collapsed& c) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// A same-dtype copy of rows: two collapsed dims, both operands contiguous along the inner one,
+// every row a whole number of 16-byte packs at 16-byte aligned pitches (in packs below).
+struct PitchedRows {
+  int64_t rows, w, dp, sp;
+};
+std::optional<PitchedRows> pitched_rows(const Collapsed& c, const View& dst, const View& src) {
+  if (src.dtype != dst.dtype || c.shape.rank != 2 || c.strides[0].v[1] != 1 || c.strides[1].v[1] != 1)
+    return std::nullopt;
+  const int64_t esz = int64_t(dtype_size(dst.dtype)), width = c.shape.size[1];
+  const int64_t dp = c.strides[0].v[0], sp = c.strides[1].v[0];
+  auto packs = [&](int64_t elems) { return elems * esz % 16 == 0; };
+  if (dp < width || sp < width || !packs(width) || !packs(dp) || !packs(sp) ||
+      reinterpret_cast<uintptr_t>(dst.ptr) % 16 != 0 || reinterpret_cast<uintptr_t>(src.ptr) % 16 != 0)
+    return std::nullopt;
+  return PitchedRows{c.shape.size[0], width * esz / 16, dp * esz / 16, sp * esz / 16};
+}
+
 }  // namespace
 
 View view_of(const CudaTensor& t) { return View{t.raw(), t.dtype(), t.shape(), t.strides}; }
@@ -158,6 +194,16 @@ void copy_view(CudaBackend& be, const View& dst, const View& src) {
   }
   std::string key = std::string("copy/") + std::string(dtype_name(dst.dtype)) + "/" + std::string(dtype_name(src.dtype));
   auto source = [&] { return copy_source(dst.dtype, src.dtype); };
+  if (auto r = pitched_rows(c, dst, src)) {
+    // rows of contiguous bytes at two pitches (cat, column slices), 16-byte packs. H200, cat of
+    // two f32 [4096, 4096] along dim 1: 200.6 us element by element, 164 us through the
+    // runtime's cudaMemcpy2DAsync, 74.5 us here (PyTorch 69.8 us)
+    const unsigned gx = unsigned(std::min<int64_t>(ceil_div(r->w, 256 * 4), 64));
+    const unsigned gy = unsigned(std::min<int64_t>(r->rows, std::max<int64_t>(1, int64_t(be.sm_count()) * 16 / gx)));
+    be.launch(be.jit().get(key, "rows16", source), dim3(gx, gy), 256, 0, dst.ptr, src.ptr, r->rows, r->w, r->dp,
+              r->sp);
+    return;
+  }
   constexpr int kThreads = 256;
   unsigned grid = grid_for(be, n, kThreads, 4);
   if (c.contiguous[0] && c.contiguous[1]) {

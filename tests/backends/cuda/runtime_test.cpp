@@ -120,6 +120,31 @@ TEST(CudaDevice, TransposingCopiesMatchTheCpu) {
   }
 }
 
+// Copies of rows at two pitches (cat along an inner dim, column slices): in 16-byte packs where
+// every row and pitch is a whole number of them, element by element where not.
+TEST(CudaDevice, PitchedRowCopiesMatchTheCpu) {
+  REQUIRE_GPU();
+  auto check = [](const DynTensor& a, const DynTensor& b) {
+    EXPECT_EQ(a.shape(), b.shape());
+    EXPECT_TRUE(same_bytes(a, b.to(Device::cpu())));
+  };
+  auto a = DynTensor::normal({37, 129}, 0, 1, DType::f32, Device::cpu());
+  auto b = DynTensor::normal({37, 3}, 0, 1, DType::f32, Device::cpu());
+  auto ga = a.to(Device::cuda(0)), gb = b.to(Device::cuda(0));
+  check(cat({a, b, a}, 1), cat({ga, gb, ga}, 1));
+  check(contiguous(slice(a, {{}, Slice{5, 70}})), contiguous(slice(ga, {{}, Slice{5, 70}})));
+  auto x = DynTensor::normal({2, 3, 5, 7}, 0, 1, DType::bf16, Device::cpu());
+  auto y = DynTensor::normal({2, 4, 5, 7}, 0, 1, DType::bf16, Device::cpu());
+  check(cat({x, y}, 1), cat({x.to(Device::cuda(0)), y.to(Device::cuda(0))}, 1));
+  auto a2 = DynTensor::normal({37, 128}, 0, 1, DType::f32, Device::cpu());
+  auto b2 = DynTensor::normal({37, 4}, 0, 1, DType::f32, Device::cpu());
+  auto ga2 = a2.to(Device::cuda(0)), gb2 = b2.to(Device::cuda(0));
+  check(cat({b2, a2, b2}, 1), cat({gb2, ga2, gb2}, 1));
+  check(contiguous(slice(a2, {{}, Slice{4, 68}})), contiguous(slice(ga2, {{}, Slice{4, 68}})));
+  auto i = DynTensor::randint({6, 10}, 0, 100, DType::i64, Device::cpu());
+  check(cat({i, i}, 1), cat({i.to(Device::cuda(0)), i.to(Device::cuda(0))}, 1));
+}
+
 TEST(CudaDevice, OpsOnTwoDevicesFailClearly) {
   REQUIRE_GPU();
   auto a = DynTensor::ones({3}, DType::f32, Device::cpu());
