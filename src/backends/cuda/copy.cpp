@@ -17,11 +17,13 @@ extern "C" __global__ void linear(D* __restrict__ out, const S* __restrict__ in,
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     out[i] = cast_value<D>(in[i]);
 }
-extern "C" __global__ void strided32(D* out, const S* in, EMBER_GC Shape sh, EMBER_GC Strides so, EMBER_GC Strides si, uint32_t n) {
+extern "C" __global__ void strided32(D* out, const S* in, EMBER_GC Shape sh, EMBER_GC Strides so, EMBER_GC Strides si,
+                                     uint32_t n) {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
     out[offset_of32(i, sh, so)] = cast_value<D>(in[offset_of32(i, sh, si)]);
 }
-extern "C" __global__ void strided64(D* out, const S* in, EMBER_GC Shape sh, EMBER_GC Strides so, EMBER_GC Strides si, int64_t n) {
+extern "C" __global__ void strided64(D* out, const S* in, EMBER_GC Shape sh, EMBER_GC Strides so, EMBER_GC Strides si,
+                                     int64_t n) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     out[offset_of(i, sh, so)] = cast_value<D>(in[offset_of(i, sh, si)]);
 }
