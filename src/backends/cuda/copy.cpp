@@ -162,8 +162,6 @@ std::optional<Transposed> transposed(const Collapsed& c) {
   return t;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // A same-dtype copy of rows: two collapsed dims, both operands contiguous along the inner one,
 // every row a whole number of 16-byte packs at 16-byte aligned pitches (in packs below).
 struct PitchedRows {

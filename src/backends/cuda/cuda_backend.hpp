@@ -129,6 +129,9 @@ class CudaBackend final : public Backend {
   uint64_t counter_ = 0;
 };
 
+// ceil(a / b) for a >= 0, b > 0
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 // Grid size for `n` independent items handled `per_thread` at a time by `threads`-wide blocks,
 // capped at a few waves (kernels loop grid-stride over the rest).
 unsigned grid_for(const CudaBackend& be, int64_t n, int threads, int per_thread = 1);

@@ -760,8 +760,6 @@ void to_args(const char* op, const DimList& l, size_t begin, size_t end, ShapeAr
   }
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 struct Reduction {
   CudaBackend& be;
   Op& op;

@@ -258,8 +258,6 @@ std::string key_of(OpKind op, DType dt) { return std::string(op_name(op)) + "/" 
 
 constexpr size_t kMaxAccBytes = 32;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 template <OpKind K>
 std::vector<PrimitivePtr> scan_kernel(CudaBackend& be, Op& op) {
   constexpr bool kExt = K == OpKind::cummax || K == OpKind::cummin;

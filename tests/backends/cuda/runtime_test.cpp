@@ -14,6 +14,12 @@ bool same_bytes(const DynTensor& a, const DynTensor& b) {
   return x.bytes().size() == y.bytes().size() && std::equal(x.bytes().begin(), x.bytes().end(), y.bytes().begin());
 }
 
+// `gpu`, computed on the GPU, has the shape and the bytes of `cpu`, computed on the CPU.
+void check(const DynTensor& cpu, const DynTensor& gpu) {
+  EXPECT_EQ(cpu.shape(), gpu.shape());
+  EXPECT_TRUE(same_bytes(cpu, gpu.to(Device::cpu())));
+}
+
 #define REQUIRE_GPU() \
   if (!cuda::available()) GTEST_SKIP() << "no CUDA device: " << cuda::describe_devices()
 
@@ -88,10 +94,6 @@ TEST(CudaDevice, ViewsAndCastsMatchTheCpu) {
   REQUIRE_GPU();
   auto x = DynTensor::normal({4, 6, 5}, 0, 3, DType::f32, Device::cpu());
   auto g = x.to(Device::cuda(0));
-  auto check = [](const DynTensor& a, const DynTensor& b) {
-    EXPECT_EQ(a.shape(), b.shape());
-    EXPECT_TRUE(same_bytes(a, b.to(Device::cpu())));
-  };
   check(contiguous(permute(x, {2, 0, 1})), contiguous(permute(g, {2, 0, 1})));
   check(reshape(slice(x, {{}, Slice{1, 5, 2}}), {-1}), reshape(slice(g, {{}, Slice{1, 5, 2}}), {-1}));
   for (DType dt : {DType::f16, DType::bf16, DType::i32, DType::u8, DType::i8, DType::boolean, DType::f64})
@@ -103,10 +105,6 @@ TEST(CudaDevice, ViewsAndCastsMatchTheCpu) {
 // 1- to 8-byte elements.
 TEST(CudaDevice, TransposingCopiesMatchTheCpu) {
   REQUIRE_GPU();
-  auto check = [](const DynTensor& a, const DynTensor& b) {
-    EXPECT_EQ(a.shape(), b.shape());
-    EXPECT_TRUE(same_bytes(a, b.to(Device::cpu())));
-  };
   auto x = DynTensor::normal({333, 1001}, 0, 3, DType::f32, Device::cpu());
   auto g = x.to(Device::cuda(0));
   check(contiguous(transpose(x, 0, 1)), contiguous(transpose(g, 0, 1)));
@@ -124,10 +122,6 @@ TEST(CudaDevice, TransposingCopiesMatchTheCpu) {
 // every row and pitch is a whole number of them, element by element where not.
 TEST(CudaDevice, PitchedRowCopiesMatchTheCpu) {
   REQUIRE_GPU();
-  auto check = [](const DynTensor& a, const DynTensor& b) {
-    EXPECT_EQ(a.shape(), b.shape());
-    EXPECT_TRUE(same_bytes(a, b.to(Device::cpu())));
-  };
   auto a = DynTensor::normal({37, 129}, 0, 1, DType::f32, Device::cpu());
   auto b = DynTensor::normal({37, 3}, 0, 1, DType::f32, Device::cpu());
   auto ga = a.to(Device::cuda(0)), gb = b.to(Device::cuda(0));
