@@ -130,6 +130,25 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
       expect_inputs(op, in, 1, 1);
       expect_float(op, *in[0], "input");
       return {*in[0]};
+    case OpKind::cross_entropy:
+    case OpKind::cross_entropy_backward: {
+      const bool bwd = kind == OpKind::cross_entropy_backward;
+      expect_inputs(op, in, bwd ? 4 : 2, bwd ? 4 : 2);
+      const auto& x = *in[0];
+      expect_float(op, x, "logits");
+      EMBER_CHECK(x.shape.rank() == 2 && std::get<DimAttrs>(attrs).dim == 1, op,
+                  ": logits must be [N, C] with classes along dim 1, got ", x.shape);
+      const Shape rows{x.shape[0]};
+      EMBER_CHECK(in[1] && in[1]->dtype == DType::i64 && in[1]->shape == rows, op, ": target must be i64 ", rows,
+                  " for logits ", x.shape, ", got ", in[1] ? in[1]->dtype : DType::i64,
+                  in[1] ? in[1]->shape : Shape{});
+      const TensorMeta lse{rows, x.dtype == DType::f64 ? DType::f64 : DType::f32};
+      if (!bwd) return {{rows, x.dtype}, lse, {rows, x.dtype}};
+      EMBER_CHECK(in[2] && *in[2] == lse, op, ": lse must be ", lse.dtype, rows);
+      EMBER_CHECK(in[3] && in[3]->shape == rows && in[3]->dtype == x.dtype, op, ": the loss's grad must be ",
+                  x.dtype, rows);
+      return {x};
+    }
     case OpKind::cumsum:
     case OpKind::cumprod:
       expect_inputs(op, in, 1, 1);

@@ -121,6 +121,14 @@ DynTensor cross_entropy(DynTensor logits, DynTensor target, const CrossEntropyOp
   EMBER_CHECK(logits.rank() >= 2, "cross_entropy: logits must be [N, C, d...] or [C], got ", logits.shape());
   const int64_t classes = logits.size(1);
   const double eps = o.label_smoothing;
+  // Class-index targets of [N, C] logits, without class weights or smoothing: one fused op (and
+  // one for its backward) instead of log_softmax, nll's gather and masks, and their backwards.
+  if (target.dtype() == DType::i64 && eps == 0 && !o.weight && logits.rank() == 2 &&
+      target.shape() == Shape{logits.size(0)}) {
+    auto [loss, valid] = cross_entropy_rows(std::move(logits), std::move(target), o.ignore_index);
+    if (o.reduction == Reduction::mean) return sum(std::move(loss)) / sum(std::move(valid));
+    return unbatched.restore(reduce(std::move(loss), o.reduction), o.reduction);
+  }
   std::optional<DynTensor> w_b;
   if (o.weight) w_b = class_weight(cast(*o.weight, logits.dtype()), classes, logits.rank(), "cross_entropy");
   DynTensor lp = log_softmax(std::move(logits), 1);

@@ -116,6 +116,11 @@ DynTensor scaled_dot_product_attention(DynTensor q, DynTensor k, DynTensor v, st
               AttentionAttrs{is_causal, scale.value_or(std::numeric_limits<double>::quiet_NaN())});
 }
 
+CrossEntropyRows cross_entropy_rows(DynTensor logits, DynTensor target, int64_t ignore_index) {
+  auto r = run_op(OpKind::cross_entropy, {std::move(logits), std::move(target)}, DimAttrs{1, false, ignore_index});
+  return {std::move(r[0]), r[2].detach()};
+}
+
 AdamUpdate adam_step(DynTensor param, DynTensor grad, DynTensor exp_avg, DynTensor exp_avg_sq, const AdamAttrs& a) {
   auto r = run_op(OpKind::adam_step, {std::move(param), std::move(grad), std::move(exp_avg), std::move(exp_avg_sq)}, a);
   return {std::move(r[0]), std::move(r[1]), std::move(r[2])};

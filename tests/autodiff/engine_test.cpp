@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "ember/ember.hpp"
+#include "ember/nn/loss.hpp"
 
 namespace ember {
 namespace {
@@ -371,6 +372,20 @@ TEST(AutodiffSecondOrder, ThirdOrder) {
   expect_json(g1, c["g1"]);
   expect_json(g2, c["g2"]);
   expect_json(g3, c["g3"]);
+}
+
+// cross_entropy's fused backward (first order) and its composed form (create_graph) agree with
+// torch, and the composed form differentiates again.
+TEST(AutodiffSecondOrder, HessianVectorProductOfCrossEntropy) {
+  const Json& c = so_cases()["hvp_cross_entropy"];
+  auto target = DynTensor::from_vector(c["target"].get<std::vector<int64_t>>(), Shape{5}, ad());
+  auto x = tj(c["x"], true);
+  auto loss = nn::cross_entropy(x, target);
+  expect_json(loss, c["loss"]);
+  expect_json(*x.grad(loss.backward()), c["grad"]);
+  auto g = *x.grad(nn::cross_entropy(x, target).backward(kCreate));
+  expect_json(g, c["grad"]);
+  expect_json(*x.grad(sum(g * tj(c["v"])).backward()), c["hvp"]);
 }
 
 }  // namespace

@@ -91,5 +91,15 @@ f = (x.pow(4) * torch.sin(x)).sum()
 (g3,) = torch.autograd.grad(g2.sum(), x)
 cases["third_order"] = {"x": ser(x), "g1": ser(g1), "g2": ser(g2), "g3": ser(g3)}
 
+# 7. Hessian-vector product of cross_entropy (class targets, one ignored) w.r.t. the logits.
+x = rnd(5, 4)
+target = torch.tensor([2, 0, 3, -100, 1])
+v = torch.randn(5, 4, dtype=D)
+f = F.cross_entropy(x, target)
+(g,) = torch.autograd.grad(f, x, create_graph=True)
+(hv,) = torch.autograd.grad((g * v).sum(), x)
+cases["hvp_cross_entropy"] = {"x": ser(x), "target": target.tolist(), "v": ser(v), "loss": ser(f), "grad": ser(g),
+                              "hvp": ser(hv)}
+
 with open(os.path.join(HERE, "second_order.json"), "w") as fh:
     json.dump({"torch": torch.__version__, "cases": cases}, fh, indent=1)

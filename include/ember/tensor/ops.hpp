@@ -179,6 +179,14 @@ DynTensor batch_norm(DynTensor x, DynTensor running_mean, DynTensor running_var,
                      std::optional<DynTensor> weight = {}, std::optional<DynTensor> bias = {}, double eps = 1e-5);
 DynTensor scaled_dot_product_attention(DynTensor q, DynTensor k, DynTensor v, std::optional<DynTensor> mask = {},
                                        bool is_causal = false, std::optional<double> scale = std::nullopt);
+// Softmax cross-entropy of rows in one fused op (nn::cross_entropy's common case): logits
+// [N, C], i64 targets [N]. loss[n] = logsumexp(logits[n]) - logits[n, target[n]], 0 where
+// target[n] == ignore_index; valid[n] = 1 where the target counts, else 0 (the logits' dtype, no
+// gradient). A target outside [0, C) that is not ignore_index is an error.
+struct CrossEntropyRows {
+  DynTensor loss, valid;
+};
+CrossEntropyRows cross_entropy_rows(DynTensor logits, DynTensor target, int64_t ignore_index = -100);
 
 // ---- fused optimizer updates ----
 // One Adam / AdamW update of a parameter in one kernel (torch.optim.Adam's formulas with

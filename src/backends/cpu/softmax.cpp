@@ -1,5 +1,7 @@
 // softmax / log_softmax along any dim, numerically stable (shifted by the max; a NaN anywhere
-// in a slice makes the whole slice NaN, like torch). f16/bf16 compute in f32.
+// in a slice makes the whole slice NaN, like torch). f16/bf16 compute in f32. Also the fused
+// softmax cross-entropy of rows (cross_entropy and its backward), with the same arithmetic:
+// loss = log(sum) - (x[target] - max), the negated log_softmax entry.
 //   * last dim (inner == 1): one row at a time (AVX-512 row kernels for f32), parallel over rows;
 //   * other dims: blocks of W contiguous inner positions are processed together, each pass
 //     walking the softmax dim row by row (vectorised across the block), parallel over blocks.
@@ -182,11 +184,98 @@ std::vector<PrimitivePtr> softmax_common(Op& op, bool log) {
 std::vector<PrimitivePtr> softmax_kernel(CpuBackend&, Op& op) { return softmax_common(op, false); }
 std::vector<PrimitivePtr> log_softmax_kernel(CpuBackend&, Op& op) { return softmax_common(op, true); }
 
+// ---- cross_entropy: logits [rows, n], i64 targets, k = ignore_index ----
+
+template <class T>
+using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;  // compute type; lse's dtype
+
+// Runs f(b, e) over the rows in parallel chunks of about kReduceGrain elements.
+template <class F>
+void over_rows(int64_t rows, int64_t n, F&& f) {
+  if (rows * n <= kReduceGrain) f(0, rows);
+  else parallel_for(0, rows, std::max<int64_t>(1, kReduceGrain / std::max<int64_t>(n, 1)), f);
+}
+
+template <class T>
+void cross_entropy_rows(const T* x, const int64_t* t, T* loss, Acc<T>* lse, T* valid, int64_t rows, int64_t n,
+                        int64_t ignore) {
+  using C = Acc<T>;
+  over_rows(rows, n, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const T* xr = x + r * n;
+      C m = -std::numeric_limits<C>::infinity();
+      bool nan = false;
+      for (int64_t i = 0; i < n; ++i) {
+        const C v = C(xr[i]);
+        m = v > m ? v : m;
+        nan |= v != v;
+      }
+      if (nan) m = std::numeric_limits<C>::quiet_NaN();
+      double s = 0;
+      for (int64_t i = 0; i < n; ++i) s += double(std::exp(C(xr[i]) - m));
+      const C ls = C(std::log(s));
+      lse[r] = m + ls;
+      const bool counts = t[r] != ignore;
+      valid[r] = T(counts ? 1.0f : 0.0f);
+      loss[r] = counts ? T(ls - (C(xr[t[r]]) - m)) : T(0.0f);
+    }
+  });
+}
+
+template <class T>
+void cross_entropy_grad(const T* x, const int64_t* t, const Acc<T>* lse, const T* g, T* dx, int64_t rows, int64_t n,
+                        int64_t ignore) {
+  using C = Acc<T>;
+  over_rows(rows, n, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const T* xr = x + r * n;
+      T* d = dx + r * n;
+      if (t[r] == ignore) {
+        std::fill(d, d + n, T(0.0f));
+        continue;
+      }
+      const C gr = C(g[r]), l = lse[r];
+      for (int64_t i = 0; i < n; ++i) d[i] = T(gr * (std::exp(C(xr[i]) - l) - (i == t[r] ? C(1) : C(0))));
+    }
+  });
+}
+
+std::vector<PrimitivePtr> cross_entropy_common(Op& op, bool backward) {
+  const int64_t ignore = op.attr<DimAttrs>().k;
+  auto x = contiguous(op.inputs[0]);
+  auto t = contiguous(op.inputs[1]);
+  const int64_t rows = x->shape()[0], n = x->shape()[1];
+  const int64_t* tp = t->data<int64_t>();
+  if (!backward)
+    for (int64_t r = 0; r < rows; ++r)
+      EMBER_CHECK(tp[r] == ignore || (tp[r] >= 0 && tp[r] < n), op.name(), ": target ", tp[r], " of row ", r,
+                  " is outside [0, ", n, ") and is not ignore_index ", ignore);
+  std::vector<PrimitivePtr> out;
+  for (const TensorMeta& m : op.outputs) out.push_back(alloc(m));
+  visit_float_dtype(x->dtype(), op.name(), [&]<class T>() {
+    if (!backward) {
+      cross_entropy_rows<T>(x->data<T>(), tp, as_cpu(out[0]).data<T>(), as_cpu(out[1]).data<Acc<T>>(),
+                            as_cpu(out[2]).data<T>(), rows, n, ignore);
+    } else {
+      auto lse = contiguous(op.inputs[2]);
+      auto g = contiguous(op.inputs[3]);
+      cross_entropy_grad<T>(x->data<T>(), tp, lse->data<Acc<T>>(), g->data<T>(), as_cpu(out[0]).data<T>(), rows, n,
+                            ignore);
+    }
+  });
+  return out;
+}
+
+std::vector<PrimitivePtr> cross_entropy_kernel(CpuBackend&, Op& op) { return cross_entropy_common(op, false); }
+std::vector<PrimitivePtr> cross_entropy_backward_kernel(CpuBackend&, Op& op) { return cross_entropy_common(op, true); }
+
 }  // namespace
 
 void register_softmax_kernels(KernelTable& t) {
   t[size_t(OpKind::softmax)] = softmax_kernel;
   t[size_t(OpKind::log_softmax)] = log_softmax_kernel;
+  t[size_t(OpKind::cross_entropy)] = cross_entropy_kernel;
+  t[size_t(OpKind::cross_entropy_backward)] = cross_entropy_backward_kernel;
 }
 
 }  // namespace ember::cpu

@@ -31,7 +31,7 @@ void register_elementwise_kernels(KernelTable& t);  // elementwise.cpp
 void register_creation_kernels(KernelTable& t);     // creation.cpp: full, arange, ..., random_*
 void register_layout_kernels(KernelTable& t);       // layout.cpp: flip, roll, cat, pad, tril, triu, slice_assign
 void register_reduce_kernels(KernelTable& t);       // reduce.cpp
-void register_softmax_kernels(KernelTable& t);      // softmax.cpp: softmax, log_softmax
+void register_softmax_kernels(KernelTable& t);      // softmax.cpp: softmax, log_softmax, cross_entropy
 void register_norm_kernels(KernelTable& t);         // norm.cpp: layer_norm, batch_norm
 void register_scan_kernels(KernelTable& t);         // scan.cpp: cumsum, cumprod, cummax, cummin
 void register_sort_kernels(KernelTable& t);         // sort.cpp: sort, topk
@@ -143,6 +143,21 @@ void fill_bits(CudaBackend& be, void* p, int64_t n, size_t bytes, uint64_t bits)
 // Raises the error of a bad index that an index kernel recorded since the last check
 // (index.cpp); read() and sync() call it after they synchronise.
 void check_index_errors(CudaBackend& be);
+
+// The same records for kernels outside index.cpp that read indices (cross_entropy's targets):
+// index_error_code() is the device side (struct ErrArg, index_ok(i, size), index_fail(err, i,
+// size)). The op calls begin_index_checks() before launching (it raises what earlier kernels
+// recorded), passes its IndexErrArg to the kernel, and calls end_index_checks() after (with
+// EMBER_CUDA_SYNC_INDEX_CHECKS=1 it waits and raises at once).
+struct IndexErrArg {  // the device's ErrArg
+  void* rec;
+  int64_t seq;
+  int32_t dim;
+  int32_t op;
+};
+const char* index_error_code();
+IndexErrArg begin_index_checks(CudaBackend& be, const Op& op, int dim);
+void end_index_checks(CudaBackend& be);
 
 // Whether kernels may time candidates once per shape (ember::cuda::set_autotune).
 bool autotune_enabled();

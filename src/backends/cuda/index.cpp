@@ -44,7 +44,7 @@ namespace {
 
 // ---- the device-side error record and the shared device helpers ----
 
-const char* kIndexCommon = R"CUDA(
+const char* kIndexErrorCode = R"CUDA(
 // Where a kernel records a bad index (index.cpp: IndexErrorRecord).
 struct IndexError {
   int64_t seq;
@@ -71,6 +71,9 @@ __device__ __forceinline__ void index_fail(const ErrArg& e, int64_t i, int64_t s
   __threadfence_system();
   *(volatile int64_t*)&e.rec->seq = e.seq;
 }
+)CUDA";
+
+const char* kIndexHelpers = R"CUDA(
 
 // Offsets of the row-major index i of `sh` in operands with strides a (, b, c). IDX is
 // unsigned (32-bit index math, numel < 2^31) or int64_t. The outermost dim needs no division.
@@ -304,7 +307,7 @@ const char* bits_type(size_t bytes) {
 }
 
 std::string gather_source(size_t elem_bytes, DType index) {
-  std::string s = kIndexCommon;
+  std::string s = std::string(kIndexErrorCode) + kIndexHelpers;
   if (elem_bytes == 16) s += "struct alignas(16) ember_b128 { uint64_t lo, hi; };\n";
   s += "typedef " + std::string(bits_type(elem_bytes)) + " T;\ntypedef " + index_type(index) + " IX;\n";
   s += R"CUDA(
@@ -348,7 +351,7 @@ __device__ __forceinline__ void gather_body(T* __restrict__ out, const T* __rest
 }
 
 std::string scatter_source(DType dt, DType index, bool add) {
-  std::string s = kIndexCommon;
+  std::string s = std::string(kIndexErrorCode) + kIndexHelpers;
   const std::string t = add ? (dt == DType::boolean ? "uint8_t" : device_type(dt)) : bits_type(dtype_size(dt));
   // (bool is stored as bytes 0/1; uint8_t keeps a stray byte value from being undefined)
   s += "typedef " + t + " T;\ntypedef " + index_type(index) + " IX;\n";
@@ -501,7 +504,7 @@ __device__ __forceinline__ void place_body(T* out, const T* __restrict__ src, co
 }
 
 std::string index_check_source(DType index) {
-  std::string s = kIndexCommon;
+  std::string s = std::string(kIndexErrorCode) + kIndexHelpers;
   s += "typedef " + std::string(index_type(index)) + " IX;\n";
   s += R"CUDA(
 extern "C" __global__ void check(const IX* ix, int64_t stride, int64_t nd, ErrArg err, int64_t n) {
@@ -515,7 +518,7 @@ extern "C" __global__ void check(const IX* ix, int64_t stride, int64_t nd, ErrAr
 }
 
 std::string nonzero_source(DType dt) {
-  std::string s = kIndexCommon;
+  std::string s = std::string(kIndexErrorCode) + kIndexHelpers;
   s += kSelectCommon;
   s += "typedef " + std::string(dt == DType::boolean ? "uint8_t" : device_type(dt)) + " T;\n";
   s += R"CUDA(
@@ -577,7 +580,7 @@ __device__ __forceinline__ void write_body(const T* __restrict__ x, const Shape&
 }
 
 std::string masked_select_source(size_t elem_bytes) {
-  std::string s = kIndexCommon;
+  std::string s = std::string(kIndexErrorCode) + kIndexHelpers;
   s += kSelectCommon;
   s += "typedef " + std::string(bits_type(elem_bytes)) + " T;\n";
   s += R"CUDA(
@@ -635,12 +638,7 @@ struct IndexErrorRecord {  // the device's IndexError
   int32_t dim;
   int32_t op;
 };
-struct ErrArg {  // the device's ErrArg
-  void* rec;
-  int64_t seq;
-  int32_t dim;
-  int32_t op;
-};
+using ErrArg = IndexErrArg;
 static_assert(sizeof(ErrArg) == 24);
 
 struct IndexState {
@@ -1032,6 +1030,12 @@ void register_index_kernels(KernelTable& t) {
   t[size_t(OpKind::nonzero)] = nonzero_kernel;
   t[size_t(OpKind::masked_select)] = masked_select_kernel;
 }
+
+const char* index_error_code() { return kIndexErrorCode; }
+
+IndexErrArg begin_index_checks(CudaBackend& be, const Op& op, int dim) { return err_arg(begin_op(be), op, dim); }
+
+void end_index_checks(CudaBackend& be) { finish_checks(be, index_state(be)); }
 
 // After a synchronisation (read, sync): raise a bad index recorded by any kernel since.
 void check_index_errors(CudaBackend& be) {

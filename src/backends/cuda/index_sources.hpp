@@ -29,12 +29,19 @@ std::string masked_select_source(size_t elem_bytes);
 
 // ---- pool.cpp ----
 enum class PoolKernel { avg, max, adaptive_avg };
-// "pool32", "pool64" (one thread per output) and, for adaptive_avg, "warp32/64", "block32/64"
-// (a warp or a block per output, for large windows).
+// The window of avg_pool / max_pool in 3 spatial dims (1-d and 2-d problems lifted: kernel 1,
+// stride 1, no padding in the leading dims). Their kernels are compiled for one window, so that
+// its taps unroll and its divisions are by constants.
+struct PoolWindow {
+  int64_t k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
+  std::string key() const;  // "k1x3x3/s1x2x2/p0x1x1/d1x1x1"
+};
 // Device code shared by the pool and interpolate kernels (pool.cpp): GRID_LOOP and decode(),
 // which splits an output index into plane and three spatial coordinates.
 const char* spatial_kernel_helpers();
-std::string pool_source(DType dt, PoolKernel kind);
+// "pool32", "pool64" (one thread per output) and, for adaptive_avg, "warp32/64", "block32/64"
+// (a warp or a block per output, for large windows). `w` is the window of avg and max.
+std::string pool_source(DType dt, PoolKernel kind, const PoolWindow& w = {});
 
 // ---- interpolate.cpp ----
 // nearest: by element size (dt selects it); linear / cubic: the floating dtype. "interp32/64".

@@ -1,7 +1,9 @@
 // Pooling kernels: avg_pool, max_pool, adaptive_avg_pool, with the semantics of the CPU backend
 // (src/backends/cpu/pool.cpp). As there, the input is viewed as [planes, *spatial] and 1-d / 2-d
 // problems are lifted to 3-d by prepending spatial dims of size 1 (kernel 1, stride 1, no
-// padding), so one kernel serves every rank. One thread per output element (consecutive
+// padding), so one kernel serves every rank. avg_pool and max_pool are compiled for their window
+// (PoolWindow: kernel, stride, padding, dilation as constants), so that the taps unroll and
+// the window arithmetic divides by constants. One thread per output element (consecutive
 // threads take consecutive outputs of the last spatial dim: coalesced), computing its window
 // per dim with the CPU's rules:
 //   start = o * stride - pad; the first tap is the first one at a position >= 0 (the ceil_mode
@@ -25,7 +27,6 @@ namespace {
 struct PoolArgs {
   int64_t planes = 1;
   int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1};
-  int64_t k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
   int64_t flag = 0;  // avg_pool: count_include_pad; adaptive_avg_pool: divide once by the volume
 };
 
@@ -33,12 +34,30 @@ const char* kPoolCommon = R"CUDA(
 struct PoolArgs {
   int64_t planes;
   int64_t in[3], out[3];
-  int64_t k[3], s[3], p[3], d[3];
   int64_t flag;
 };
 )CUDA";
 
+// "a<sep>b<sep>c" (appended piecewise: g++ 12 warns falsely on "literal" + std::string)
+std::string joined(const int64_t (&v)[3], const char* sep) {
+  std::string s = std::to_string(v[0]);
+  for (int i = 1; i < 3; ++i) {
+    s += sep;
+    s += std::to_string(v[i]);
+  }
+  return s;
+}
+
 }  // namespace
+
+std::string PoolWindow::key() const {
+  std::string s;
+  for (auto [name, v] : {std::pair{"k", &k}, {"/s", &this->s}, {"/p", &p}, {"/d", &d}}) {
+    s += name;
+    s += joined(*v, "x");
+  }
+  return s;
+}
 
 const char* spatial_kernel_helpers() {
   return R"CUDA(
@@ -60,11 +79,19 @@ __device__ __forceinline__ void decode(I i, const I* out, I& pl, I* o) {
 )CUDA";
 }
 
-std::string pool_source(DType dt, PoolKernel kind) {
+std::string pool_source(DType dt, PoolKernel kind, const PoolWindow& w) {
   std::string s = std::string(kPoolCommon) + spatial_kernel_helpers();
   const bool is_float = dt == DType::f64 || dt == DType::f32 || dt == DType::f16 || dt == DType::bf16;
   s += "typedef " + std::string(device_type(dt)) + " T;\ntypedef " + compute_type(dt) + " A;\n";
   if (kind == PoolKernel::avg || kind == PoolKernel::max) {
+    for (auto [name, v] : {std::pair{"K", &w.k}, {"S", &w.s}, {"P", &w.p}, {"D", &w.d}}) {
+      s += "#define WIN_";
+      s += name;
+      s += " {" + joined(*v, ", ") + "}\n";
+    }
+    // taps unrolled in full up to 64 a window (their loads then issue together)
+    s += std::string("#define UNROLL_TAPS _Pragma(\"") + (w.k[0] * w.k[1] * w.k[2] <= 64 ? "unroll" : "unroll 1") +
+         "\")\n";
     s += R"CUDA(
 // The window of output o along one dim: first tap position lo, taps inside the input n, taps
 // inside the padded input cnt.
@@ -85,16 +112,13 @@ __device__ __forceinline__ void window(I o, I in, I k, I s, I p, I d, I& lo, I& 
     cnt = (c < k - 1 ? c : k - 1) + 1;
   }
 }
-// Loads the geometry in I and computes the windows of output i.
+// Loads the geometry in I (the window's as constants) and computes the windows of output i.
 #define POOL_SETUP                                                                   \
-  I in[3], out[3], k[3], st[3], pd[3], dl[3];                                        \
+  I in[3], out[3];                                                                   \
+  const I k[3] = WIN_K, st[3] = WIN_S, pd[3] = WIN_P, dl[3] = WIN_D;                  \
   for (int j = 0; j < 3; ++j) {                                                      \
     in[j] = I(a.in[j]);                                                              \
     out[j] = I(a.out[j]);                                                            \
-    k[j] = I(a.k[j]);                                                                \
-    st[j] = I(a.s[j]);                                                               \
-    pd[j] = I(a.p[j]);                                                               \
-    dl[j] = I(a.d[j]);                                                               \
   }                                                                                  \
   const I in_plane = in[0] * in[1] * in[2];
 #define POOL_WINDOWS                                                                 \
@@ -113,11 +137,18 @@ __device__ __forceinline__ void pool_body(const T* __restrict__ x, T* __restrict
   GRID_LOOP(I, i, n) {
     POOL_WINDOWS
     A sum = 0;
-    for (I t0 = 0; t0 < nt[0]; ++t0)
-      for (I t1 = 0; t1 < nt[1]; ++t1) {
+    // taps t < nt of the k (constant) of each dim
+    UNROLL_TAPS for (I t0 = 0; t0 < k[0]; ++t0) {
+      if (t0 >= nt[0]) break;
+      UNROLL_TAPS for (I t1 = 0; t1 < k[1]; ++t1) {
+        if (t1 >= nt[1]) break;
         const T* row = xp + ((lo[0] + t0 * dl[0]) * in[1] + (lo[1] + t1 * dl[1])) * in[2] + lo[2];
-        for (I t2 = 0; t2 < nt[2]; ++t2) sum += A(row[t2 * dl[2]]);
+        UNROLL_TAPS for (I t2 = 0; t2 < k[2]; ++t2) {
+          if (t2 >= nt[2]) break;
+          sum += A(row[t2 * dl[2]]);
+        }
       }
+    }
     const I div = a.flag ? cnt[0] * cnt[1] * cnt[2] : nt[0] * nt[1] * nt[2];
     y[i] = T(sum / A(div));
   }
@@ -148,10 +179,13 @@ __device__ __forceinline__ void pool_body(const T* __restrict__ x, T* __restrict
     POOL_WINDOWS
     A best = LOWEST;
     I bi = (lo[0] * in[1] + lo[1]) * in[2] + lo[2];
-    for (I t0 = 0; t0 < nt[0]; ++t0)
-      for (I t1 = 0; t1 < nt[1]; ++t1) {
+    UNROLL_TAPS for (I t0 = 0; t0 < k[0]; ++t0) {
+      if (t0 >= nt[0]) break;
+      UNROLL_TAPS for (I t1 = 0; t1 < k[1]; ++t1) {
+        if (t1 >= nt[1]) break;
         const I rb = ((lo[0] + t0 * dl[0]) * in[1] + (lo[1] + t1 * dl[1])) * in[2] + lo[2];
-        for (I t2 = 0; t2 < nt[2]; ++t2) {
+        UNROLL_TAPS for (I t2 = 0; t2 < k[2]; ++t2) {
+          if (t2 >= nt[2]) break;
           const I pos = rb + t2 * dl[2];
           const A v = A(xp[pos]);
           if (TAKE(v, best)) {
@@ -160,6 +194,7 @@ __device__ __forceinline__ void pool_body(const T* __restrict__ x, T* __restrict
           }
         }
       }
+    }
     y[i] = T(best);
     yi[i] = int64_t(bi);
   }
@@ -304,12 +339,13 @@ std::vector<PrimitivePtr> window_pool(CudaBackend& be, Op& op, PoolKernel kind) 
   const auto& pa = op.attr<PoolAttrs>();
   const int nd = int(pa.kernel.size());
   PoolArgs a = geometry(op, nd);
+  PoolWindow w;
   for (int j = 0; j < nd; ++j) {
     const int i = 3 - nd + j;
-    a.k[i] = pa.kernel[size_t(j)];
-    a.s[i] = pa.stride[size_t(j)];
-    a.p[i] = pa.padding[size_t(j)];
-    a.d[i] = pa.dilation[size_t(j)];
+    w.k[i] = pa.kernel[size_t(j)];
+    w.s[i] = pa.stride[size_t(j)];
+    w.p[i] = pa.padding[size_t(j)];
+    w.d[i] = pa.dilation[size_t(j)];
   }
   a.flag = pa.count_include_pad ? 1 : 0;
   const DType dt = op.in(0).dtype;
@@ -322,8 +358,8 @@ std::vector<PrimitivePtr> window_pool(CudaBackend& be, Op& op, PoolKernel kind) 
   std::vector<PrimitivePtr> result{y};
   if (yi) result.push_back(yi);
   if (n == 0) return result;
-  const std::string key = std::string(op.name()) + "/" + std::string(dtype_name(dt));
-  launch_n(be, key, "pool", [&] { return pool_source(dt, kind); }, n, x->numel(), grid_for(be, n, kThreads),
+  const std::string key = std::string(op.name()) + "/" + std::string(dtype_name(dt)) + "/" + w.key();
+  launch_n(be, key, "pool", [&] { return pool_source(dt, kind, w); }, n, x->numel(), grid_for(be, n, kThreads),
            static_cast<const void*>(x->raw()), y->raw(), static_cast<int64_t*>(yi ? yi->raw() : nullptr), a);
   return result;
 }

@@ -45,8 +45,10 @@ std::string reduce_key(OpKind op, DType dt, int norm_kind = 0);
 std::string reduce_source(OpKind op, DType dt, int norm_kind = 0);
 std::vector<KernelSource> reduce_variants();
 
-// softmax.cpp: softmax / log_softmax (one module per dtype holds both).
+// softmax.cpp: softmax / log_softmax (one module per dtype holds both); cross_entropy and its
+// backward (another module per dtype). softmax_variants() lists both.
 std::string softmax_source(DType dt);
+std::string cross_entropy_source(DType dt);
 std::vector<KernelSource> softmax_variants();
 
 // norm.cpp: layer_norm and batch_norm.

@@ -12,6 +12,10 @@
 //     online (max, sum) partials per (column, chunk), a pass merging them per column (in
 //     order), and a pass writing y (two reads and one write of x in all); threads run along
 //     inner (coalesced) and along D.
+// cross_entropy (the fused softmax cross-entropy of [N, C] rows) and its backward: a group of
+// threads per row (a warp, or a whole block for long rows) takes the row's max and sum of
+// exp(x - max) in two passes over it, with the CPU backend's arithmetic; a bad target is
+// recorded like a bad index of the index kernels (cuda_backend.hpp: begin_index_checks).
 #include <algorithm>
 #include <cstdlib>
 
@@ -268,7 +272,109 @@ extern "C" __global__ void apply(T* __restrict__ y, const T* __restrict__ x, con
 }
 )CUDA";
 
+const char* kCrossEntropyKernels = R"CUDA(
+// tpr threads per row: 32 (blockDim / 32 rows per block) or blockDim (a row per block).
+// target and g (the loss's grad) are read through their strides ts and gs.
+extern "C" __global__ void __launch_bounds__(256) ce_forward(T* __restrict__ loss, C* __restrict__ lse,
+    T* __restrict__ valid, const T* __restrict__ x, const int64_t* __restrict__ target, int64_t ts, int64_t rows,
+    int64_t D, int64_t ignore, int tpr, ErrArg err) {
+  __shared__ C red[32];
+  const int lane = threadIdx.x & (tpr - 1);
+  const int64_t r = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
+  const bool has_row = r < rows;
+  const T* xr = x + r * D;
+  C m = -m_inf(C(0));
+  if (has_row) {
+#pragma unroll 4
+    for (int64_t l = lane; l < D; l += tpr) m = m_nanmax(m, C(xr[l]));
+  }
+  m = group_max(m, tpr, red);
+  C s = C(0);
+  if (has_row) {
+#pragma unroll 4
+    for (int64_t l = lane; l < D; l += tpr) s += m_exp(C(xr[l]) - m);
+  }
+  s = group_sum(s, tpr, red);
+  if (!has_row || lane != 0) return;
+  const C ls = m_log(s);
+  lse[r] = m + ls;
+  const int64_t t = target[r * ts];
+  C l = C(0);
+  if (t != ignore) {
+    if (index_ok(t, D)) {
+      l = ls - (C(xr[t]) - m);
+    } else {
+      index_fail(err, t, D);
+      l = m_nan(C(0));
+    }
+  }
+  loss[r] = T(l);
+  valid[r] = T(t != ignore ? 1.0f : 0.0f);
+}
+
+// dx = (exp(x - lse) - onehot(target)) * g, 0 in ignored rows
+extern "C" __global__ void __launch_bounds__(256) ce_backward(T* __restrict__ dx, const T* __restrict__ x,
+    const int64_t* __restrict__ target, int64_t ts, const C* __restrict__ lse, const T* __restrict__ g, int64_t gs,
+    int64_t rows, int64_t D, int64_t ignore, int tpr) {
+  const int lane = threadIdx.x & (tpr - 1);
+  const int64_t r = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
+  if (r >= rows) return;
+  const int64_t t = target[r * ts];
+  const T* xr = x + r * D;
+  T* dr = dx + r * D;
+  if (t == ignore) {
+    for (int64_t l = lane; l < D; l += tpr) dr[l] = T(0.0f);
+    return;
+  }
+  const C gr = C(g[r * gs]), ls = lse[r];
+#pragma unroll 4
+  for (int64_t l = lane; l < D; l += tpr) dr[l] = T(gr * (m_exp(C(xr[l]) - ls) - (l == t ? C(1) : C(0))));
+}
+)CUDA";
+
 std::string key_of(DType dt) { return "softmax/" + std::string(dtype_name(dt)); }
+std::string ce_key_of(DType dt) { return "cross_entropy/" + std::string(dtype_name(dt)); }
+
+constexpr int kCeThreads = 256;
+
+std::vector<PrimitivePtr> cross_entropy_common(CudaBackend& be, Op& op, bool backward) {
+  const int64_t ignore = op.attr<DimAttrs>().k;
+  auto x = contiguous(be, op.inputs[0]);
+  const CudaTensor& t = as_cuda(op.inputs[1]);  // 1-d: read through its stride
+  const int64_t rows = x->shape()[0], D = x->shape()[1];
+  std::vector<CudaTensorPtr> out;
+  for (const TensorMeta& m : op.outputs) out.push_back(alloc(be, m));
+  if (rows > 0) {
+    const DType dt = x->dtype();
+    auto fn = [&](const char* entry) {
+      return be.jit().get(ce_key_of(dt), entry, [&] { return cross_entropy_source(dt); });
+    };
+    // a warp per row, or a block for long rows
+    const int tpr = D > 4096 ? kCeThreads : 32;
+    const unsigned grid = unsigned(ceil_div(rows, kCeThreads / tpr));
+    const void* xp = x->raw();
+    const void* tp = t.raw();
+    const int64_t ts = t.strides[0];
+    if (!backward) {
+      const IndexErrArg err = begin_index_checks(be, op, 1);
+      be.launch(fn("ce_forward"), grid, kCeThreads, 0, out[0]->raw(), out[1]->raw(), out[2]->raw(), xp, tp, ts, rows,
+                D, ignore, tpr, err);
+      end_index_checks(be);
+    } else {
+      auto lse = contiguous(be, op.inputs[2]);
+      const CudaTensor& g = as_cuda(op.inputs[3]);
+      const void* gp = g.raw();
+      be.launch(fn("ce_backward"), grid, kCeThreads, 0, out[0]->raw(), xp, tp, ts, static_cast<const void*>(lse->raw()),
+                gp, g.strides[0], rows, D, ignore, tpr);
+    }
+  }
+  return {out.begin(), out.end()};
+}
+
+std::vector<PrimitivePtr> cross_entropy_kernel(CudaBackend& be, Op& op) { return cross_entropy_common(be, op, false); }
+std::vector<PrimitivePtr> cross_entropy_backward_kernel(CudaBackend& be, Op& op) {
+  return cross_entropy_common(be, op, true);
+}
 
 std::vector<PrimitivePtr> softmax_common(CudaBackend& be, Op& op, bool log) {
   const TensorMeta meta = op.outputs[0];
@@ -376,15 +482,29 @@ std::string softmax_source(DType dt) {
   return s;
 }
 
+std::string cross_entropy_source(DType dt) {
+  std::string s = reduce_family_helpers();
+  s += "typedef " + std::string(device_type(dt)) + " T;\n";
+  s += "typedef " + std::string(compute_type(dt)) + " C;\n";
+  s += index_error_code();
+  s += kCrossEntropyKernels;
+  return s;
+}
+
 std::vector<KernelSource> softmax_variants() {
   std::vector<KernelSource> v;
-  for (DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16}) v.push_back({key_of(dt), softmax_source(dt)});
+  for (DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
+    v.push_back({key_of(dt), softmax_source(dt)});
+    v.push_back({ce_key_of(dt), cross_entropy_source(dt)});
+  }
   return v;
 }
 
 void register_softmax_kernels(KernelTable& t) {
   t[size_t(OpKind::softmax)] = softmax_kernel;
   t[size_t(OpKind::log_softmax)] = log_softmax_kernel;
+  t[size_t(OpKind::cross_entropy)] = cross_entropy_kernel;
+  t[size_t(OpKind::cross_entropy_backward)] = cross_entropy_backward_kernel;
 }
 
 }  // namespace ember::cuda

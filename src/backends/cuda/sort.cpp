@@ -12,7 +12,9 @@
 //   * longer rows: a bitonic sort in global memory over rows padded to a power of two, where
 //     every run of steps with a distance below TILE happens in shared memory, one tile per
 //     block, and the longer steps are single global passes.
-// topk sorts the whole row and keeps the first k pairs.
+// topk with k <= KSEL (16) selects instead of sorting (topk_select): every thread keeps the KSEL
+// smallest pairs it has seen, sorted, in registers, and the lists of a warp, then of a block, merge
+// into one. A larger k sorts the whole row and keeps the first k pairs.
 #include <algorithm>
 
 #include "cuda_backend.hpp"
@@ -21,6 +23,9 @@
 namespace ember::cuda {
 
 namespace {
+
+constexpr int64_t kSelectMax = 16;  // KSEL of topk_select
+constexpr int kSelectThreads = 256;
 
 bool wide_keys(DType dt) { return dt == DType::f64 || dt == DType::i64; }
 int tile_of(DType dt) { return wide_keys(dt) ? 2048 : 4096; }
@@ -78,6 +83,7 @@ __device__ __forceinline__ E e_make(T v, int64_t l, int flip) {
 __device__ __forceinline__ E e_sentinel() { return ~0ull; }
 __device__ __forceinline__ bool e_less(const E& a, const E& b) { return a < b; }
 __device__ __forceinline__ int64_t e_index(const E& e) { return int64_t(e & 0xffffffffull); }
+__device__ __forceinline__ E e_shfl_xor(const E& e, int m) { return __shfl_xor_sync(0xffffffffu, e, m); }
 )CUDA";
 
 const char* kWide = R"CUDA(
@@ -92,6 +98,12 @@ __device__ __forceinline__ E e_make(T v, int64_t l, int flip) {
 __device__ __forceinline__ E e_sentinel() { E e; e.k = ~0ull; e.i = 0xffffffffu; return e; }
 __device__ __forceinline__ bool e_less(const E& a, const E& b) { return a.k < b.k || (a.k == b.k && a.i < b.i); }
 __device__ __forceinline__ int64_t e_index(const E& e) { return int64_t(e.i); }
+__device__ __forceinline__ E e_shfl_xor(const E& e, int m) {
+  E r;
+  r.k = __shfl_xor_sync(0xffffffffu, e.k, m);
+  r.i = __shfl_xor_sync(0xffffffffu, e.i, m);
+  return r;
+}
 )CUDA";
 
 const char* kSortKernels = R"CUDA(
@@ -203,6 +215,89 @@ extern "C" __global__ void gsort_emit(T* __restrict__ vals, int64_t* __restrict_
 }
 )CUDA";
 
+const char* kSelectKernel = R"CUDA(
+// ---- topk, k <= KSEL: selection ----
+#define KSEL 16
+__device__ __forceinline__ void e_swap_if_less(E& a, E& b) {  // a, b = min, max
+  if (e_less(b, a)) { E t = a; a = b; b = t; }
+}
+// Adds e to L (the KSEL smallest so far, ascending) when it is smaller than L's largest.
+__device__ __forceinline__ void sel_push(E (&L)[KSEL], E e) {
+  if (!e_less(e, L[KSEL - 1])) return;
+#pragma unroll
+  for (int i = 0; i < KSEL; ++i) e_swap_if_less(L[i], e);
+}
+// L becomes the KSEL smallest of L and of lane (lane ^ m)'s list, ascending: the elementwise
+// min of one ascending list and the other reversed holds them and is bitonic, so a bitonic
+// merge (distances KSEL/2 .. 1) sorts it.
+__device__ __forceinline__ void sel_merge_lanes(E (&L)[KSEL], int m) {
+  E R[KSEL];
+#pragma unroll
+  for (int i = 0; i < KSEL; ++i) R[i] = e_shfl_xor(L[KSEL - 1 - i], m);
+#pragma unroll
+  for (int i = 0; i < KSEL; ++i)
+    if (e_less(R[i], L[i])) L[i] = R[i];
+#pragma unroll
+  for (int d = KSEL / 2; d >= 1; d >>= 1) {
+#pragma unroll
+    for (int i = 0; i < KSEL; ++i)
+      if ((i & d) == 0) e_swap_if_less(L[i], L[i + d]);
+  }
+}
+
+// tpr threads per row: 32 (a warp per row, blockDim / 32 rows per block) or blockDim (a block
+// per row, whose warps merge their lists through shared memory). The first K <= KSEL pairs
+// of the row's merged list are its outputs.
+extern "C" __global__ void __launch_bounds__(256) topk_select(T* __restrict__ vals, int64_t* __restrict__ idxs,
+    const T* __restrict__ x, int64_t rows, int64_t D, int64_t inner, int64_t K, int tpr, int flip) {
+  __shared__ E sh[(256 / 32) * KSEL];
+  const int lane = threadIdx.x & 31;
+  const int64_t r = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
+  E L[KSEL];
+#pragma unroll
+  for (int i = 0; i < KSEL; ++i) L[i] = e_sentinel();
+  const int64_t o = r / inner, j = r - o * inner;
+  const T* xr = x + o * D * inner + j;
+  if (r < rows) {
+    // 8 loads in flight before any of them is compared
+    int64_t l = threadIdx.x % tpr;
+    for (; l + 7 * tpr < D; l += 8 * tpr) {
+      T v[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) v[u] = xr[(l + u * tpr) * inner];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) sel_push(L, e_make(v[u], l + u * tpr, flip));
+    }
+    for (; l < D; l += tpr) sel_push(L, e_make(xr[l * inner], l, flip));
+  }
+#pragma unroll 1
+  for (int m = 1; m < 32; m <<= 1) sel_merge_lanes(L, m);
+  if (tpr > 32) {
+    const int w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    if (lane == 0) {
+#pragma unroll
+      for (int i = 0; i < KSEL; ++i) sh[w * KSEL + i] = L[i];
+    }
+    __syncthreads();
+    if (w != 0) return;
+#pragma unroll
+    for (int i = 0; i < KSEL; ++i) L[i] = lane < nw ? sh[lane * KSEL + i] : e_sentinel();
+#pragma unroll 1
+    for (int m = 1; m < nw; m <<= 1) sel_merge_lanes(L, m);
+  }
+  if (r < rows && lane == 0) {
+#pragma unroll
+    for (int i = 0; i < KSEL; ++i) {
+      if (i < K) {
+        const int64_t src = e_index(L[i]);
+        vals[(o * K + i) * inner + j] = xr[src * inner];
+        idxs[(o * K + i) * inner + j] = src;
+      }
+    }
+  }
+}
+)CUDA";
+
 std::string key_of(DType dt) { return "sort/" + std::string(dtype_name(dt)); }
 
 
@@ -232,6 +327,14 @@ std::vector<PrimitivePtr> sort_common(CudaBackend& be, Op& op, bool topk) {
   const void* x = xc->raw();
   void* vp = vals->raw();
   void* ip = idx->raw();
+  if (topk && K <= kSelectMax) {
+    // a warp per row when that fills the GPU, else a block per row
+    const int tpr = rows >= int64_t(be.sm_count()) * 32 ? 32 : kSelectThreads;
+    const int64_t rpb = kSelectThreads / tpr;
+    be.launch(fn("topk_select"), unsigned(ceil_div(rows, rpb)), kSelectThreads, 0, vp, ip, x, rows, D, inner, K,
+              tpr, flip);
+    return {vals, idx};
+  }
   if (P <= tile) {
     const int rpb = int(std::min<int64_t>(tile / P, rows));
     const int n = int(P) * rpb;
@@ -268,6 +371,7 @@ std::string sort_source(DType dt) {
   s += key_code(dt);
   s += wide_keys(dt) ? kWide : kPacked;
   s += kSortKernels;
+  s += kSelectKernel;
   return s;
 }
 

@@ -1,10 +1,12 @@
-// Backward rules of the reductions, softmax / log_softmax, the scans, sort / topk and matmul.
+// Backward rules of the reductions, softmax / log_softmax, cross_entropy, the scans, sort / topk
+// and matmul.
 //
 // Conventions follow PyTorch 1.13 autograd: max / min with dims (torch.amax / amin) share the
 // gradient evenly among tied extremes; max_dim, min_dim, cummax, cummin, sort and topk route it
 // by their indices output; prod and cumprod stay exact when the input holds zeros; norm follows
 // torch.linalg.vector_norm (no NaN where the norm is zero). Every rule is made of IR ops that have rules of their
-// own, so the rules can be differentiated again (create_graph). Index outputs (argmax, argmin,
+// own, so the rules can be differentiated again (create_graph); cross_entropy's fused backward op
+// is used only when they will not be. Index outputs (argmax, argmin,
 // the second output of max_dim, cummax, sort, ...) take no gradient; argmax / argmin have no rule.
 #include <cmath>
 #include <vector>
@@ -260,6 +262,32 @@ void register_reduce_rules(RuleTable& t) {
     Val g = c.grad(0);
     return {g - un(OpKind::exp, c.output(0)) * sum(g, {dim}, true)};
   };
+
+  // cross_entropy, loss_n = lse_n - x[n, t_n] in the rows that count (valid_n = 1):
+  //   dx = (softmax(x) - onehot(t)) * g_n * valid_n.
+  // The fused cross_entropy_backward op computes it from the forward's lse; under create_graph
+  // it is composed of differentiable ops instead (the fused op has no rule). No gradient flows
+  // through lse and valid.
+  {
+    Rule& r = t[size_t(OpKind::cross_entropy)];
+    r.save_inputs = 0b11;
+    r.save_outputs = 0b110;
+    r.fn = [](BackwardCtx& c) -> Grads {
+      Grads out(2);
+      if (!c.needs_grad(0)) return out;
+      const auto& a = c.attr<DimAttrs>();
+      if (!c.create_graph()) {
+        out[0] = run(OpKind::cross_entropy_backward, {c.input(0), c.input(1), c.output(1), c.grad(0)}, a);
+        return out;
+      }
+      Val gw = unsqueeze(c.grad(0) * c.output(2), 1);  // [N, 1]
+      Val p = un(OpKind::exp, run(OpKind::log_softmax, {c.input(0)}, DimAttrs{1}));
+      Val target = c.input(1);
+      Val safe = unsqueeze(where(cmp(OpKind::equal, target, double(a.k)), 0.0, target), 1);
+      out[0] = scatter_add(p * gw, 1, safe, -gw);
+      return out;
+    };
+  }
 
   // ---- scans ----
 

@@ -57,6 +57,18 @@ TEST(CudaIndexCompile, Pools) {
   for (DType dt : kAll)
     if (dt != DType::boolean)
       compiles("max_pool/" + std::string(dtype_name(dt)), cuda::pool_source(dt, cuda::PoolKernel::max));
+  // a 2-d window with every parameter set (3x3 taps unrolled) and a 3-d one of 125 taps (a loop)
+  cuda::PoolWindow w2;
+  w2.k[1] = w2.k[2] = 3;
+  w2.s[1] = w2.s[2] = 2;
+  w2.p[1] = w2.p[2] = 1;
+  w2.d[2] = 2;
+  cuda::PoolWindow w3;
+  w3.k[0] = w3.k[1] = w3.k[2] = 5;
+  for (const auto& w : {w2, w3}) {
+    compiles("max_pool/f32/" + w.key(), cuda::pool_source(DType::f32, cuda::PoolKernel::max, w));
+    compiles("avg_pool/bf16/" + w.key(), cuda::pool_source(DType::bf16, cuda::PoolKernel::avg, w));
+  }
 }
 
 TEST(CudaIndexCompile, Interpolate) {

@@ -14,6 +14,8 @@
 
 #include "cuda_backend.hpp"
 #include "ember/backends/cuda.hpp"
+#include "ember/nn/loss.hpp"
+#include "ember/tensor/autodiff.hpp"
 #include "ember/tensor/ops.hpp"
 #include "reduce_sources.hpp"
 
@@ -263,6 +265,65 @@ TEST(CudaSoftmax, MatchesTheCpuAlongEveryDim) {
   expect_close(log_softmax(n, 1), log_softmax(n.to(gpu()), 1), 1e-6, 1e-6, "log_softmax nan/inf rows");
 }
 
+// The fused cross_entropy (a warp per row, a block per long row) and its backward, against the
+// CPU backend's (which the loss tests hold to torch); ignored rows, an ignore_index inside the
+// classes, strided targets and a broadcast upstream grad (the mean's backward).
+TEST(CudaCrossEntropy, FusedRowsAndBackwardMatchTheCpu) {
+  REQUIRE_GPU();
+  const Device cad = cpu().autodiff(), gad = gpu().autodiff();
+  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+    const double t = tol_of(dt);
+    for (Shape s : {Shape{6000, 10}, Shape{300, 1000}, Shape{7, 5000}, Shape{1, 1}}) {
+      const int64_t n = s[0], c = s[1];
+      auto x = sample(s, dt);
+      auto up = sample({n}, dt, 5);
+      auto targets = [&](int64_t ignore) {  // every 7th row ignored
+        std::vector<int64_t> tv(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) tv[size_t(i)] = i % 7 == 3 ? ignore : (i * 7919) % c;
+        return DynTensor::from_vector(tv, Shape{n}, cpu());
+      };
+      for (int64_t ignore : {int64_t(-100), int64_t(0)}) {
+        auto target = targets(ignore);
+        std::string what = std::string(dtype_name(dt)) + " " + std::to_string(n) + "x" + std::to_string(c) +
+                           " ignore " + std::to_string(ignore);
+        auto xc = x.to(cad).require_grad();
+        auto xg = x.to(gad).require_grad();
+        auto rc = cross_entropy_rows(xc, target.to(cad), ignore);
+        auto rg = cross_entropy_rows(xg, target.to(gad), ignore);
+        expect_close(rc.loss.to(cpu()), rg.loss, t, t, "loss " + what);
+        expect_equal(rc.valid.to(cpu()), rg.valid, "valid " + what);
+        expect_close(xc.grad(rc.loss.backward(up.to(cad)))->to(cpu()), *xg.grad(rg.loss.backward(up.to(gad))), t, t,
+                     "grad " + what);
+      }
+      // nn::cross_entropy's mean: sum(loss) / sum(valid), whose backward broadcasts a scalar
+      auto target = targets(-100);
+      auto xc = x.to(cad).require_grad();
+      auto xg = x.to(gad).require_grad();
+      auto lc = nn::cross_entropy(xc, target.to(cad));
+      auto lg = nn::cross_entropy(xg, target.to(gad));
+      const std::string what = std::string(dtype_name(dt)) + " mean of " + std::to_string(n);
+      expect_close(lc.to(cpu()), lg, t, t, what);
+      expect_close(xc.grad(lc.backward())->to(cpu()), *xg.grad(lg.backward()), t, t, "grad " + what);
+    }
+  }
+  // strided targets (every other element of a longer tensor)
+  auto x = sample({50, 9}, DType::f32);
+  auto wide = DynTensor::randint({100}, 0, 9, DType::i64, cpu());
+  auto strided = slice(wide, {Slice{0, 100, 2}});
+  expect_close(cross_entropy_rows(x, strided).loss, cross_entropy_rows(x.to(gpu()), strided.to(gpu())).loss, 2e-5,
+               2e-5, "strided target");
+  // a target outside the classes: an Error at the next read, and the device goes on working
+  auto bad = DynTensor::from_vector(std::vector<int64_t>{0, 5}, Shape{2}, gpu());
+  try {
+    (void)cross_entropy_rows(sample({2, 5}, DType::f32).to(gpu()), bad).loss.to(cpu());
+    ADD_FAILURE() << "no error for target 5 of 5 classes";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cross_entropy"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("out of bounds"), std::string::npos) << e.what();
+  }
+  expect_close(softmax(x, 1), softmax(x.to(gpu()), 1), 2e-5, 2e-5, "after the error");
+}
+
 TEST(CudaNorm, LayerNormAndBatchNormMatchTheCpu) {
   REQUIRE_GPU();
   for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
@@ -373,6 +434,26 @@ TEST(CudaSort, SortAndTopkMatchTheCpu) {
   expect_equal(bi, hi, "topk long rows indices");
   auto strided = transpose(sample({50, 60}, DType::f32), 0, 1);
   expect_equal(std::get<1>(sort(strided, 1)), std::get<1>(sort(strided.to(gpu()), 1)), "sort strided input");
+  // topk's selection (k <= 16) at its edges, a warp per row (many rows) and a block per row (few),
+  // against the sort path (k = 17); duplicates so that ties must go to the lower index
+  for (DType dt : {DType::f32, DType::f64, DType::bf16, DType::i64}) {
+    for (Shape s : {Shape{6000, 300}, Shape{7, 3000}, Shape{3, 40, 20}}) {  // along dim 1
+      auto x = DynTensor::randint(s, -50, 50, DType::i64, cpu()).cast(dt);
+      auto g = x.to(gpu());
+      for (int64_t k : {1, 16, 17}) {
+        for (bool largest : {true, false}) {
+          std::string what = std::string(dtype_name(dt)) + " k " + std::to_string(k) + (largest ? " largest" : "") +
+                             " of " + std::to_string(s.numel());
+          auto [tv, ti] = topk(x, k, 1, largest);
+          auto [uv, ui] = topk(g, k, 1, largest);
+          expect_equal(tv, uv, "topk values " + what);
+          expect_equal(ti, ui, "topk indices " + what);
+        }
+      }
+    }
+  }
+  auto col = transpose(sample({4000, 64}, DType::f32), 0, 1);  // rows along a strided dim
+  expect_equal(std::get<1>(topk(col, 8, 1)), std::get<1>(topk(col.to(gpu()), 8, 1)), "topk strided input");
 }
 
 // Timings of the paths with a performance target ([8192, 4096] f32 in <= 70 us on an H200).
