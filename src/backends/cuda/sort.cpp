@@ -156,6 +156,107 @@ extern "C" __global__ void sort_block(T* __restrict__ vals, int64_t* __restrict_
   }
 }
 
+// Full tiles (TILE = rpb rows of P entries) on 256 threads, each holding R = TILE / 256 entries
+// in registers: the compare-exchanges of a step whose distance bit is one of the thread's
+// register bits need no shared memory. In layout s (window [s, s + RB)), entry m of thread t is
+// at tile index (t >> s) << (s + RB) | m << s | (t & (2^s - 1)); each run of steps
+// takes the window whose top bit is the run's first (bit 0 ends every stage: layout 0), and
+// moving between layouts is one pass through shared memory. Padded (one slot after every 8) to
+// spread the 8-byte entries of a warp's accesses over the banks.
+#define RB (TILE == 4096 ? 4 : 3)
+#define R (1 << RB)
+#define PAD(i) ((i) + ((i) >> 3))
+// Element l of row r of an [outer, n, inner] tensor (no division when inner == 1).
+__device__ __forceinline__ int64_t elem_at(int64_t r, int64_t l, int64_t n, int64_t inner) {
+  if (inner == 1) return r * n + l;
+  const int64_t o = r / inner;
+  return (o * n + l) * inner + (r - o * inner);
+}
+// idx(t, m, s) = base(t, s) | m << s
+__device__ __forceinline__ int tile_base(int t, int s) { return ((t >> s) << (s + RB)) | (t & ((1 << s) - 1)); }
+// One step at register bit JB of layout s in stage k: the pair (m, m | 2^JB) ends descending where
+// its tile index i has i & mask != 0, mask = (P - 1) & k (one bit, or none in the last stage).
+template <int JB>
+__device__ __forceinline__ void reg_step(E (&v)[R], int base, int s, int mask) {
+  const bool desc_base = (base & mask) != 0;
+  const int mask_m = mask >> s;  // mask's bit among m's bits, if there
+#pragma unroll
+  for (int m = 0; m < R; ++m) {
+    if (m & (1 << JB)) continue;
+    const bool desc = desc_base || (m & mask_m) != 0;
+    E a = v[m], b = v[m | (1 << JB)];
+    if (e_less(b, a) != desc) {
+      v[m] = b;
+      v[m | (1 << JB)] = a;
+    }
+  }
+}
+__device__ __forceinline__ void relayout(E (&v)[R], E* sh, int t, int from, int to) {
+  __syncthreads();
+  const int bf = tile_base(t, from), bt = tile_base(t, to);
+#pragma unroll
+  for (int m = 0; m < R; ++m) sh[PAD(bf | (m << from))] = v[m];
+  __syncthreads();
+#pragma unroll
+  for (int m = 0; m < R; ++m) v[m] = sh[PAD(bt | (m << to))];
+}
+
+extern "C" __global__ void __launch_bounds__(256) sort_tile(T* __restrict__ vals, int64_t* __restrict__ idxs,
+    const T* __restrict__ x, int64_t rows, int64_t D, int64_t inner, int64_t K, int P, int rpb, int flip) {
+  __shared__ E sh[PAD(TILE)];
+  const int t = threadIdx.x;
+  int logp = 0;
+  while ((1 << logp) < P) ++logp;
+  for (int64_t r0 = int64_t(blockIdx.x) * rpb; r0 < rows; r0 += int64_t(gridDim.x) * rpb) {
+    __syncthreads();
+    for (int e = t; e < TILE; e += blockDim.x) {
+      const int64_t r = r0 + (e >> logp);
+      const int l = e & (P - 1);
+      sh[PAD(e)] = r < rows && l < D ? e_make(x[elem_at(r, l, D, inner)], l, flip) : e_sentinel();
+    }
+    __syncthreads();
+    E v[R];
+#pragma unroll
+    for (int m = 0; m < R; ++m) v[m] = sh[PAD(t * R + m)];  // layout 0
+    int s = 0, base = t * R;
+    for (int kb = 1; kb <= logp; ++kb) {
+      const int mask = (P - 1) & (1 << kb);
+      for (int b = kb - 1; b >= 0;) {
+        const int ns = b >= RB ? b - (RB - 1) : 0;
+        if (ns != s) {
+          relayout(v, sh, t, s, ns);
+          s = ns;
+          base = tile_base(t, s);
+        }
+        for (; b >= ns; --b) {
+          switch (b - ns) {
+            case 0: reg_step<0>(v, base, s, mask); break;
+            case 1: reg_step<1>(v, base, s, mask); break;
+            case 2: reg_step<2>(v, base, s, mask); break;
+            default: reg_step<RB - 1>(v, base, s, mask); break;  // 3 (TILE 4096)
+          }
+        }
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int m = 0; m < R; ++m) sh[PAD(t * R + m)] = v[m];
+    __syncthreads();
+    for (int e = t; e < TILE; e += blockDim.x) {
+      const int64_t r = r0 + (e >> logp);
+      const int l = e & (P - 1);
+      if (r < rows && l < K) {
+        const int64_t src = e_index(sh[PAD(e)]);
+        vals[elem_at(r, l, K, inner)] = x[elem_at(r, src, D, inner)];
+        idxs[elem_at(r, l, K, inner)] = src;
+      }
+    }
+  }
+}
+#undef PAD
+#undef R
+#undef RB
+
 // ---- long rows: buf holds rows * P entries ----
 extern "C" __global__ void gsort_init(E* __restrict__ buf, const T* __restrict__ x, int64_t rows, int64_t D,
                                       int64_t inner, int64_t P, int flip) {
@@ -333,6 +434,12 @@ std::vector<PrimitivePtr> sort_common(CudaBackend& be, Op& op, bool topk) {
     const int64_t rpb = kSelectThreads / tpr;
     be.launch(fn("topk_select"), unsigned(ceil_div(rows, rpb)), kSelectThreads, 0, vp, ip, x, rows, D, inner, K,
               tpr, flip);
+    return {vals, idx};
+  }
+  if (P <= tile && rows * P >= tile) {  // full tiles
+    const int rpb = int(tile / P);
+    const unsigned grid = unsigned(std::min<int64_t>(ceil_div(rows, rpb), int64_t(be.sm_count()) * 8));
+    be.launch(fn("sort_tile"), grid, 256, 0, vp, ip, x, rows, D, inner, K, int(P), rpb, flip);
     return {vals, idx};
   }
   if (P <= tile) {

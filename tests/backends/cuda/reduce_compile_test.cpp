@@ -400,7 +400,9 @@ TEST(CudaSort, SortAndTopkMatchTheCpu) {
   for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i64, DType::i32, DType::i16, DType::i8,
                    DType::u8, DType::boolean}) {
     const std::string n(dtype_name(dt));
-    for (Shape s : {Shape{5, 1000}, Shape{40, 7}, Shape{2, 10000}, Shape{1, 5000}, Shape{30, 4, 3}, Shape{1}}) {
+    // (full tiles of many short rows and of one TILE-long row: the register-resident sort)
+    for (Shape s : {Shape{5, 1000}, Shape{40, 7}, Shape{2, 10000}, Shape{1, 5000}, Shape{30, 4, 3}, Shape{1},
+                    Shape{3000, 40}, Shape{9, 4096}}) {
       // few distinct values: many duplicates, so stability matters
       auto x = is_float(dt) ? DynTensor::randint(s, -5, 5, DType::i64, cpu()).cast(dt) : sample(s, dt);
       auto g = x.to(gpu());
