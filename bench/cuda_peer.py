@@ -290,6 +290,19 @@ def _(r):
         with torch.no_grad():
             F.scaled_dot_product_attention(q0, k0, v0, is_causal=True)
     r["peer_forward_us"] = time_ms(forward) * 1e3
+    # The backend PyTorch picks differs between installs (cuDNN's attention where its cuDNN
+    # offers it, else FlashAttention-2): report it, and the FlashAttention-2 backend's time.
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            step()
+            torch.cuda.synchronize()
+        names = " ".join(e.key for e in prof.key_averages())
+        r["peer_backend"] = "cudnn" if "cudnn" in names else "flash" if "flash" in names else "other"
+        with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+            r["peer_flash_ms"] = time_ms(step)
+    except Exception as e:  # older torch: no sdpa_kernel / profiler names
+        r["peer_backend_error"] = str(e)[:200]
 
 
 def resnet18_folded():

@@ -48,6 +48,8 @@ for name, e in ember.items():
         row["target_met"] = met
     if name == "overhead_add_1" and row.get("driver_launch_us") is not None and row["peer_ms"]:
         row["peer_own_us"] = row["peer_ms"] * 1e3 - row["driver_launch_us"]
+    if name == "attention_bf16" and row.get("peer_flash_ms") and row["ember_ms"]:
+        row["ratio_vs_flash"] = row["peer_flash_ms"] / row["ember_ms"]
     if name == "mlp_train_step_f32" and "memory_growth_bytes" in row:
         row["no_memory_growth"] = row["memory_growth_bytes"] == 0
     rows.append(row)
@@ -81,7 +83,10 @@ for r in rows:
         extra = f" ({r['gbps']:.0f} GB/s; copy {r.get('copy_gbps', 0):.0f} GB/s)"
     if r["name"] == "overhead_add_1" and r.get("driver_launch_us") is not None:
         extra = f" (driver launch {r['driver_launch_us']:.2f} us + ember {r['ember_own_us']:.2f} us)"
-    print(f"| {r['name']} | {fmt(em * 1e3 if em else None, ' us')}{extra} | {fmt(pm * 1e3 if pm else None, ' us')} | "
+    pextra = ""
+    if r["name"] == "attention_bf16" and r.get("peer_backend"):
+        pextra = f" ({r['peer_backend']}; flash {fmt(r['peer_flash_ms'] * 1e3, ' us')})" if r.get("peer_flash_ms") else ""
+    print(f"| {r['name']} | {fmt(em * 1e3 if em else None, ' us')}{extra} | {fmt(pm * 1e3 if pm else None, ' us')}{pextra} | "
           f"{fmt(r['ratio'], 'x')} | {tgt} |")
     if r.get("error"):
         print(f"|  ember error: {r['error'][:150]} | | | | |")

@@ -727,6 +727,9 @@ CudaTensorPtr permuted_output(CudaBackend& be, Op& op, size_t first, size_t last
   return std::make_shared<CudaTensor>(m, std::move(buf), strides, 0);
 }
 
+// Elements from which a transposed operand is copied first (ew_kernel).
+constexpr int64_t kTransposeCopyMin = int64_t(1) << 22;
+
 bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 // Runs the flat entry (vectorised when every non-broadcast pointer is aligned to its pack).
@@ -780,9 +783,24 @@ std::vector<PrimitivePtr> ew_kernel(CudaBackend& be, Op& op) {
       return {out};
     }
   }
+  const Shape& shape = meta.shape;
+  // Large operands that are a dense permutation read across the output's innermost dim
+  // (x + y.T): a tiled transposing copy (copy.cpp) and then the flat kernel read and write whole
+  // lines, where the strided kernel would read a line for every element. (The copy may then
+  // hold the output in place.)
+  if (n >= kTransposeCopyMin) {
+    int last = shape.rank() - 1;
+    while (last >= 0 && shape[last] == 1) --last;
+    for (int i = 0; i < nin && last >= 0; ++i) {
+      const CudaTensor& t = as_cuda(op.inputs[size_t(i)]);
+      if (!(scal >> i & 1u) && t.shape() == shape && t.strides[size_t(last)] != 1 && permuted_dense(t)) {
+        op.inputs[size_t(i)] = contiguous(be, op.inputs[size_t(i)]);
+        in[i] = as_cuda(op.inputs[size_t(i)]).raw();
+      }
+    }
+  }
   CudaTensorPtr out = ew_output(be, op, reuse_first, reuse_last);
   if (n == 0) return {out};
-  const Shape& shape = meta.shape;
   // the common case first (every operand contiguous in the output's shape, or one element):
   // no stride bookkeeping, which keeps the host cost of small ops low
   {

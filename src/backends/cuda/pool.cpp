@@ -3,9 +3,9 @@
 // problems are lifted to 3-d by prepending spatial dims of size 1 (kernel 1, stride 1, no
 // padding), so one kernel serves every rank. avg_pool and max_pool are compiled for their window
 // (PoolWindow: kernel, stride, padding, dilation as constants), so that the taps unroll and
-// the window arithmetic divides by constants. One thread per output element (consecutive
-// threads take consecutive outputs of the last spatial dim: coalesced), computing its window
-// per dim with the CPU's rules:
+// the window arithmetic divides by constants. A thread computes two consecutive outputs of the
+// last spatial dim (adaptive_avg_pool: one), consecutive threads the next ones (coalesced), each
+// output's window per dim with the CPU's rules:
 //   start = o * stride - pad; the first tap is the first one at a position >= 0 (the ceil_mode
 //   rule: a window may start in the padding), taps run while < size; the avg_pool divisor is the
 //   number of taps inside the padded input [-pad, size + pad) (count_include_pad) or inside the
@@ -22,6 +22,9 @@
 namespace ember::cuda {
 
 namespace {
+
+// avg_pool / max_pool outputs a thread computes (consecutive along the last dim).
+constexpr int kPoolG = 2;
 
 // The kernels' PoolArgs (all 64-bit: the same layout on both sides).
 struct PoolArgs {
@@ -92,6 +95,7 @@ std::string pool_source(DType dt, PoolKernel kind, const PoolWindow& w) {
     // taps unrolled in full up to 64 a window (their loads then issue together)
     s += std::string("#define UNROLL_TAPS _Pragma(\"") + (w.k[0] * w.k[1] * w.k[2] <= 64 ? "unroll" : "unroll 1") +
          "\")\n";
+    s += "#define POOL_G " + std::to_string(kPoolG) + "\n";
     s += R"CUDA(
 // The window of output o along one dim: first tap position lo, taps inside the input n, taps
 // inside the padded input cnt.
@@ -121,11 +125,29 @@ __device__ __forceinline__ void window(I o, I in, I k, I s, I p, I d, I& lo, I& 
     out[j] = I(a.out[j]);                                                            \
   }                                                                                  \
   const I in_plane = in[0] * in[1] * in[2];
-#define POOL_WINDOWS                                                                 \
-  I pl, o[3], lo[3], nt[3], cnt[3];                                                  \
-  decode(i, out, pl, o);                                                             \
-  for (int j = 0; j < 3; ++j) window(o[j], in[j], k[j], st[j], pd[j], dl[j], lo[j], nt[j], cnt[j]); \
-  const T* xp = x + pl * in_plane;
+// A thread takes POOL_G consecutive outputs along the last dim: they share the decoding of
+// their index and the windows of the two leading dims. Opens the loop over those groups and, in
+// it, the loop over the group's outputs, each with its index i and windows lo, nt, cnt; the
+// body ends with POOL_GROUP_END.
+#define POOL_GROUP_LOOP                                                              \
+  const I out2g = (out[2] + POOL_G - 1) / POOL_G;                                    \
+  const I groups = n / out[2] * out2g;                                               \
+  GRID_LOOP(I, gi, groups) {                                                         \
+    const I r = gi / out2g, o2_first = (gi - r * out2g) * POOL_G;                    \
+    const I q = r / out[1], o1 = r - q * out[1];                                     \
+    const I pl = q / out[0], o0 = q - pl * out[0];                                   \
+    I lo[3], nt[3], cnt[3];                                                          \
+    window(o0, in[0], k[0], st[0], pd[0], dl[0], lo[0], nt[0], cnt[0]);              \
+    window(o1, in[1], k[1], st[1], pd[1], dl[1], lo[1], nt[1], cnt[1]);              \
+    const T* xp = x + pl * in_plane;                                                 \
+    _Pragma("unroll") for (int g = 0; g < POOL_G; ++g) {                             \
+      const I o2 = o2_first + I(g);                                                  \
+      if (o2 >= out[2]) break;                                                       \
+      window(o2, in[2], k[2], st[2], pd[2], dl[2], lo[2], nt[2], cnt[2]);            \
+      const I i = r * out[2] + o2;
+#define POOL_GROUP_END                                                               \
+    }                                                                                \
+  }
 )CUDA";
   }
   if (kind == PoolKernel::avg) {
@@ -134,8 +156,7 @@ template <class I>
 __device__ __forceinline__ void pool_body(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ yi,
                                           PoolArgs a, I n) {
   POOL_SETUP
-  GRID_LOOP(I, i, n) {
-    POOL_WINDOWS
+  POOL_GROUP_LOOP
     A sum = 0;
     // taps t < nt of the k (constant) of each dim
     UNROLL_TAPS for (I t0 = 0; t0 < k[0]; ++t0) {
@@ -151,7 +172,7 @@ __device__ __forceinline__ void pool_body(const T* __restrict__ x, T* __restrict
     }
     const I div = a.flag ? cnt[0] * cnt[1] * cnt[2] : nt[0] * nt[1] * nt[2];
     y[i] = T(sum / A(div));
-  }
+  POOL_GROUP_END
   (void)yi;
 }
 )CUDA";
@@ -175,8 +196,7 @@ template <class I>
 __device__ __forceinline__ void pool_body(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ yi,
                                           PoolArgs a, I n) {
   POOL_SETUP
-  GRID_LOOP(I, i, n) {
-    POOL_WINDOWS
+  POOL_GROUP_LOOP
     A best = LOWEST;
     I bi = (lo[0] * in[1] + lo[1]) * in[2] + lo[2];
     UNROLL_TAPS for (I t0 = 0; t0 < k[0]; ++t0) {
@@ -197,7 +217,7 @@ __device__ __forceinline__ void pool_body(const T* __restrict__ x, T* __restrict
     }
     y[i] = T(best);
     yi[i] = int64_t(bi);
-  }
+  POOL_GROUP_END
 }
 )CUDA";
   } else {  // adaptive_avg
@@ -359,7 +379,7 @@ std::vector<PrimitivePtr> window_pool(CudaBackend& be, Op& op, PoolKernel kind) 
   if (yi) result.push_back(yi);
   if (n == 0) return result;
   const std::string key = std::string(op.name()) + "/" + std::string(dtype_name(dt)) + "/" + w.key();
-  launch_n(be, key, "pool", [&] { return pool_source(dt, kind, w); }, n, x->numel(), grid_for(be, n, kThreads),
+  launch_n(be, key, "pool", [&] { return pool_source(dt, kind, w); }, n, x->numel(), grid_for(be, n, kThreads, kPoolG),
            static_cast<const void*>(x->raw()), y->raw(), static_cast<int64_t*>(yi ? yi->raw() : nullptr), a);
   return result;
 }

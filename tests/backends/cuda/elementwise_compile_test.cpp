@@ -191,6 +191,19 @@ TEST(CudaElementwise, AddWithBroadcastingOnPermutedInputsMatchesCpu) {
   expect_same(add(bhg, bhg), add(bh, bh), "f16 add");
   auto bi = big.cast(DType::i32), big_i = bigg.cast(DType::i32);
   expect_same(mul(add(big_i, 7), big_i), mul(add(bi, 7), bi), "i32");
+  // past 4M elements a transposed operand is copied through tiles first: x + y.T, y.T - x, a
+  // transposed condition of where, and a batched transpose with a broadcast operand
+  auto x = DynTensor::normal({2048, 3000}, 0, 1, DType::f32, cpu);
+  auto y = DynTensor::normal({3000, 2048}, 0, 1, DType::f32, cpu);
+  auto xg = x.to(gpu), yg = y.to(gpu);
+  expect_same(add(xg, transpose(yg, 0, 1)), add(x, transpose(y, 0, 1)), "x + y.T");
+  expect_same(sub(transpose(yg, 0, 1), xg), sub(transpose(y, 0, 1), x), "y.T - x");
+  expect_same(where(greater(transpose(yg, 0, 1), 0.0), xg, mul(xg, 0.5)),
+              where(greater(transpose(y, 0, 1), 0.0), x, mul(x, 0.5)), "where on y.T > 0");
+  auto z = DynTensor::normal({3, 1200, 1300}, 0, 1, DType::f16, cpu);
+  auto w = DynTensor::normal({1300}, 0, 1, DType::f16, cpu);
+  expect_same(add(transpose(contiguous(transpose(z.to(gpu), 1, 2)), 1, 2), w.to(gpu)), add(z, w),
+              "batched transpose + bias");
 }
 
 TEST(CudaElementwise, UnaryOpsMatchCpuOnSpecialValues) {
