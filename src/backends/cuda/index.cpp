@@ -161,6 +161,16 @@ std::string entries(const std::string& name, const std::string& params, const st
 
 const char* index_type(DType dt) { return dt == DType::i32 ? "int32_t" : "int64_t"; }
 
+// atomic_add_value as a PTX reduction (`red`: no value returned) of `type`, the value passed as
+// `operand`. NVRTC compiled atomicAdd with an unused result as a returning atomic (ATOM), whose
+// round trips through the L2 made scatter_add 1.4x slower than the same pattern with RED
+// (H200, ncu).
+std::string red_add(const char* type, const char* operand) {
+  return std::string("__device__ __forceinline__ void atomic_add_value(T* p, T v) {\n"
+                     "  asm volatile(\"red.global.add.") +
+         type + " [%0], %1;\" ::\"l\"(p), " + operand + " : \"memory\");\n}\n";
+}
+
 // The parts of the scatter source that depend on the dtype of the adding ops: T + T with the
 // CPU backend's rules (ints wrap, bool is or, half types round through float) and an atomic add.
 std::string add_helpers(DType dt) {
@@ -168,17 +178,16 @@ std::string add_helpers(DType dt) {
   switch (dt) {
     case DType::f64:
     case DType::f32:
-      s = "__device__ __forceinline__ T add_values(T a, T b) { return a + b; }\n"
-          "__device__ __forceinline__ void atomic_add_value(T* p, T v) { atomicAdd(p, v); }\n";
+      s = "__device__ __forceinline__ T add_values(T a, T b) { return a + b; }\n" +
+          (dt == DType::f64 ? red_add("f64", "\"d\"(v)") : red_add("f32", "\"f\"(v)"));
       break;
     case DType::i64:
-      s = "__device__ __forceinline__ T add_values(T a, T b) { return T((unsigned long long)a + (unsigned long long)b); }\n"
-          "__device__ __forceinline__ void atomic_add_value(T* p, T v) {\n"
-          "  atomicAdd((unsigned long long*)p, (unsigned long long)v);\n}\n";
+      s = "__device__ __forceinline__ T add_values(T a, T b) { return T((unsigned long long)a + (unsigned long long)b); }\n" +
+          red_add("u64", "\"l\"((unsigned long long)v)");
       break;
     case DType::i32:
-      s = "__device__ __forceinline__ T add_values(T a, T b) { return T((unsigned)a + (unsigned)b); }\n"
-          "__device__ __forceinline__ void atomic_add_value(T* p, T v) { atomicAdd((unsigned*)p, (unsigned)v); }\n";
+      s = "__device__ __forceinline__ T add_values(T a, T b) { return T((unsigned)a + (unsigned)b); }\n" +
+          red_add("u32", "\"r\"((unsigned)v)");
       break;
     case DType::boolean:
       // (T is uint8_t) or: every concurrent writer stores the same 1, so a byte store is enough
