@@ -439,11 +439,14 @@ __device__ __forceinline__ void elem_add_body(T* out, const T* __restrict__ src,
     s += R"CUDA(
 // Last write wins, in parallel: claim[target] = max over its writers of (row-major position + 1)
 // (the writers of one target differ only in their position along dim), then each update
-// writes only if it holds the claim. out is contiguous: targets are element indices.
+// writes only if it holds the claim. out is contiguous: targets are element indices. (PTX
+// reductions: see red_add.)
 template <class W> __device__ __forceinline__ void claim_max(W* p, W v);
-template <> __device__ __forceinline__ void claim_max<unsigned>(unsigned* p, unsigned v) { atomicMax(p, v); }
+template <> __device__ __forceinline__ void claim_max<unsigned>(unsigned* p, unsigned v) {
+  asm volatile("red.global.max.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
 template <> __device__ __forceinline__ void claim_max<unsigned long long>(unsigned long long* p, unsigned long long v) {
-  atomicMax(p, v);
+  asm volatile("red.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 template <class IDX> struct claim_word { typedef unsigned long long type; };
 template <> struct claim_word<unsigned> { typedef unsigned type; };
