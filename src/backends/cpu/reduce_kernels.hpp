@@ -10,6 +10,7 @@
 #include "cpu_backend.hpp"
 #include "cpu_features.hpp"
 #include "reduce_simd.hpp"
+#include "thread_pool.hpp"
 
 namespace ember::cpu {
 
@@ -21,6 +22,14 @@ void register_sort_kernels(KernelTable& t);     // sort.cpp
 inline constexpr int64_t kReduceGrain = 32768;
 
 inline bool use_avx512() { return features().avx512; }
+
+// Runs body(unit_begin, unit_end) over [0, units), in parallel chunks of about kReduceGrain
+// elements of work when the total is large.
+template <class F>
+void run_units(int64_t units, int64_t work_per_unit, F&& body) {
+  if (units * work_per_unit <= kReduceGrain) body(0, units);
+  else parallel_for(0, units, std::max<int64_t>(1, kReduceGrain / std::max<int64_t>(1, work_per_unit)), body);
+}
 
 // A tensor seen as [outer, size, inner] around one dim (rank 0 counts as [1, 1, 1]).
 struct DimGeom {

@@ -17,13 +17,6 @@ namespace {
 
 constexpr int64_t kW = 256;  // inner block
 
-// Runs body(unit_begin, unit_end) in parallel when the total work is large.
-template <class F>
-void run_units(int64_t units, int64_t work_per_unit, F&& body) {
-  if (units * work_per_unit <= kReduceGrain) body(0, units);
-  else parallel_for(0, units, std::max<int64_t>(1, kReduceGrain / std::max<int64_t>(1, work_per_unit)), body);
-}
-
 template <class T, bool IsProd>
 void cum_scan(const T* x, void* yraw, const DimGeom& g) {
   constexpr bool kFloat = is_floating_v<T>;

@@ -57,8 +57,7 @@ void softmax_last(const C* x, C* y, int64_t rows, int64_t n, bool log) {
       row_generic(x + r * n, y + r * n, n, log);
     }
   };
-  if (rows * n <= kReduceGrain) body(0, rows);
-  else parallel_for(0, rows, std::max<int64_t>(1, kReduceGrain / n), body);
+  run_units(rows, n, body);
 }
 
 template <class C>
@@ -89,9 +88,7 @@ void softmax_inner(const C* x, C* y, const DimGeom& g, bool log) {
           rsimd::softmax_cols_f32(x + o * D * I + j0, y + o * D * I + j0, D, I, std::min<int64_t>(32, I - j0), log);
         }
       };
-      const int64_t per = D * std::min<int64_t>(32, I);
-      if (bunits * per <= kReduceGrain) blocks(0, bunits);
-      else parallel_for(0, bunits, std::max<int64_t>(1, kReduceGrain / per), blocks);
+      run_units(bunits, D * std::min<int64_t>(32, I), blocks);
       return;
     }
   }
@@ -134,9 +131,7 @@ void softmax_inner(const C* x, C* y, const DimGeom& g, bool log) {
       }
     }
   };
-  const int64_t per_unit = D * std::min(W, I);
-  if (units * per_unit <= kReduceGrain) body(0, units);
-  else parallel_for(0, units, std::max<int64_t>(1, kReduceGrain / per_unit), body);
+  run_units(units, D * std::min(W, I), body);
 }
 
 // x and y may be the same buffer.
@@ -189,18 +184,11 @@ std::vector<PrimitivePtr> log_softmax_kernel(CpuBackend&, Op& op) { return softm
 template <class T>
 using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;  // compute type; lse's dtype
 
-// Runs f(b, e) over the rows in parallel chunks of about kReduceGrain elements.
-template <class F>
-void over_rows(int64_t rows, int64_t n, F&& f) {
-  if (rows * n <= kReduceGrain) f(0, rows);
-  else parallel_for(0, rows, std::max<int64_t>(1, kReduceGrain / std::max<int64_t>(n, 1)), f);
-}
-
 template <class T>
 void cross_entropy_rows(const T* x, const int64_t* t, T* loss, Acc<T>* lse, T* valid, int64_t rows, int64_t n,
                         int64_t ignore) {
   using C = Acc<T>;
-  over_rows(rows, n, [&](int64_t b, int64_t e) {
+  run_units(rows, n, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const T* xr = x + r * n;
       C m = -std::numeric_limits<C>::infinity();
@@ -226,7 +214,7 @@ template <class T>
 void cross_entropy_grad(const T* x, const int64_t* t, const Acc<T>* lse, const T* g, T* dx, int64_t rows, int64_t n,
                         int64_t ignore) {
   using C = Acc<T>;
-  over_rows(rows, n, [&](int64_t b, int64_t e) {
+  run_units(rows, n, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const T* xr = x + r * n;
       T* d = dx + r * n;

@@ -107,6 +107,12 @@ __device__ __forceinline__ E e_shfl_xor(const E& e, int m) {
 )CUDA";
 
 const char* kSortKernels = R"CUDA(
+// Element l of row r of an [outer, n, inner] tensor (no division when inner == 1).
+__device__ __forceinline__ int64_t elem_at(int64_t r, int64_t l, int64_t n, int64_t inner) {
+  if (inner == 1) return r * n + l;
+  const int64_t o = r / inner;
+  return (o * n + l) * inner + (r - o * inner);
+}
 // One compare-exchange of the bitonic network: positions i < i + j; `l` = i's index within its
 // (padded) row, whose bit k gives the direction.
 __device__ __forceinline__ void cmp_swap(E* s, int64_t i, int64_t j, int64_t l, int64_t k) {
@@ -126,12 +132,7 @@ extern "C" __global__ void sort_block(T* __restrict__ vals, int64_t* __restrict_
   for (int64_t r0 = int64_t(blockIdx.x) * rpb; r0 < rows; r0 += int64_t(gridDim.x) * rpb) {
     for (int e = threadIdx.x; e < n; e += blockDim.x) {
       const int64_t r = r0 + e / P, l = e % P;
-      if (r < rows && l < D) {
-        const int64_t o = r / inner, j = r - o * inner;
-        sh[e] = e_make(x[(o * D + l) * inner + j], l, flip);
-      } else {
-        sh[e] = e_sentinel();
-      }
+      sh[e] = r < rows && l < D ? e_make(x[elem_at(r, l, D, inner)], l, flip) : e_sentinel();
     }
     __syncthreads();
     for (int k = 2; k <= P; k <<= 1) {
@@ -146,10 +147,9 @@ extern "C" __global__ void sort_block(T* __restrict__ vals, int64_t* __restrict_
     for (int e = threadIdx.x; e < n; e += blockDim.x) {
       const int64_t r = r0 + e / P, l = e % P;
       if (r < rows && l < K) {
-        const int64_t o = r / inner, j = r - o * inner;
         const int64_t src = e_index(sh[e]);
-        vals[(o * K + l) * inner + j] = x[(o * D + src) * inner + j];
-        idxs[(o * K + l) * inner + j] = src;
+        vals[elem_at(r, l, K, inner)] = x[elem_at(r, src, D, inner)];
+        idxs[elem_at(r, l, K, inner)] = src;
       }
     }
     __syncthreads();
@@ -166,12 +166,6 @@ extern "C" __global__ void sort_block(T* __restrict__ vals, int64_t* __restrict_
 #define RB (TILE == 4096 ? 4 : 3)
 #define R (1 << RB)
 #define PAD(i) ((i) + ((i) >> 3))
-// Element l of row r of an [outer, n, inner] tensor (no division when inner == 1).
-__device__ __forceinline__ int64_t elem_at(int64_t r, int64_t l, int64_t n, int64_t inner) {
-  if (inner == 1) return r * n + l;
-  const int64_t o = r / inner;
-  return (o * n + l) * inner + (r - o * inner);
-}
 // idx(t, m, s) = base(t, s) | m << s
 __device__ __forceinline__ int tile_base(int t, int s) { return ((t >> s) << (s + RB)) | (t & ((1 << s) - 1)); }
 // One step at register bit JB of layout s in stage k: the pair (m, m | 2^JB) ends descending where
@@ -263,12 +257,7 @@ extern "C" __global__ void gsort_init(E* __restrict__ buf, const T* __restrict__
   const int64_t n = rows * P;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = e / P, l = e - r * P;
-    if (l < D) {
-      const int64_t o = r / inner, j = r - o * inner;
-      buf[e] = e_make(x[(o * D + l) * inner + j], l, flip);
-    } else {
-      buf[e] = e_sentinel();
-    }
+    buf[e] = l < D ? e_make(x[elem_at(r, l, D, inner)], l, flip) : e_sentinel();
   }
 }
 
@@ -308,10 +297,9 @@ extern "C" __global__ void gsort_emit(T* __restrict__ vals, int64_t* __restrict_
   const int64_t n = rows * K;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = e / K, l = e - r * K;
-    const int64_t o = r / inner, j = r - o * inner;
     const int64_t src = e_index(buf[r * P + l]);
-    vals[(o * K + l) * inner + j] = x[(o * D + src) * inner + j];
-    idxs[(o * K + l) * inner + j] = src;
+    vals[elem_at(r, l, K, inner)] = x[elem_at(r, src, D, inner)];
+    idxs[elem_at(r, l, K, inner)] = src;
   }
 }
 )CUDA";
@@ -357,8 +345,7 @@ extern "C" __global__ void __launch_bounds__(256) topk_select(T* __restrict__ va
   E L[KSEL];
 #pragma unroll
   for (int i = 0; i < KSEL; ++i) L[i] = e_sentinel();
-  const int64_t o = r / inner, j = r - o * inner;
-  const T* xr = x + o * D * inner + j;
+  const T* xr = x + elem_at(r, 0, D, inner);  // element l at xr[l * inner]
   if (r < rows) {
     // 8 loads in flight before any of them is compared
     int64_t l = threadIdx.x % tpr;
@@ -391,8 +378,8 @@ extern "C" __global__ void __launch_bounds__(256) topk_select(T* __restrict__ va
     for (int i = 0; i < KSEL; ++i) {
       if (i < K) {
         const int64_t src = e_index(L[i]);
-        vals[(o * K + i) * inner + j] = xr[src * inner];
-        idxs[(o * K + i) * inner + j] = src;
+        vals[elem_at(r, i, K, inner)] = xr[src * inner];
+        idxs[elem_at(r, i, K, inner)] = src;
       }
     }
   }
