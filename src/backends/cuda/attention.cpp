@@ -6,6 +6,9 @@
 // keys 0..i whatever L and S), a bool mask keeps where true, a float mask is added, a row whose
 // every key is masked gives NaN, S = 0 gives zeros.
 //
+// cuDNN path (f16 / bf16 without a mask, E == Ev, where cuDNN has an engine; attention_cudnn.cpp):
+// cuDNN's fused attention, tried first. Every problem it declines takes the paths below.
+//
 // Fused path (f32, f16, bf16 with E, Ev <= 256): a flash-attention kernel. For f16 / bf16 it
 // has three versions, chosen per call by EMBER_CUDA_ATTN_FWD (for A/B runs and the tests): the
 // default, v3, runs v2's source with 128 query rows over 8 warps a block, warps skipping key
@@ -865,6 +868,7 @@ std::vector<PrimitivePtr> attention_kernel(CudaBackend& be, Op& op) {
     fill_bits(be, lse->raw(), lse->numel(), sizeof(float), 0xff800000u);
     return {out, lse};
   }
+  if (cudnn_attention(be, op, in, *out, *lse)) return {out, lse};
   const DType dt = in.q->dtype();
   if (dt != DType::f64 && in.E <= kMaxFusedDim && in.Ev <= kMaxFusedDim && in.L < (int64_t(1) << 30) &&
       in.S < (int64_t(1) << 30))  // (the flash kernels index rows and keys in 32 bits)

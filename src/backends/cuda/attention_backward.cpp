@@ -1,8 +1,9 @@
 // Scaled dot-product attention, backward (the forward and the shared conventions are in
 // attention.cpp).
 //
-// attention_backward (q, k, v, out, dout, mask -> dq, dk, dv): for f16 / bf16 with
-// E == Ev in {32, 64, 128} a flash-attention-2 style backward on tensor cores (three kernels,
+// attention_backward (q, k, v, out, dout, mask -> dq, dk, dv): first cuDNN's fused backward
+// where it applies (attention_cudnn.cpp: f16 / bf16 without a mask, given the forward's lse, no
+// EMBER_CUDA_ATTN_BWD set); else for f16 / bf16 with E == Ev in {32, 64, 128} a flash-attention-2 style backward on tensor cores (three kernels,
 // see kBackwardTcKernel; by default 8 warps and 128 keys a block, 128-row prep blocks, mask
 // arithmetic only where needed and vector dq reductions; EMBER_CUDA_ATTN_BWD=v1 selects the
 // 4-warp, 64-key kernel, =generic the materialised path; EMBER_CUDA_ATTN_BWD_BLOCKS=n sets the
@@ -680,6 +681,8 @@ std::vector<PrimitivePtr> attention_backward_kernel(CudaBackend& be, Op& op) {
         EMBER_CUDA_CHECK(cudaMemsetAsync(t->raw(), 0, size_t(t->numel()) * dtype_size(t->dtype()), be.stream()));
     return {grads[0], grads[1], grads[2]};
   }
+  if (fwd_lse && cudnn_attention_backward(be, op, in, *out, dout, *fwd_lse, *grads[0], *grads[1], *grads[2]))
+    return {grads[0], grads[1], grads[2]};
   if (flash_backward_applies(in))
     flash_backward(be, op, in, out, dout, fwd_lse, *grads[0], *grads[1], *grads[2]);
   else

@@ -69,6 +69,17 @@ inline void allow_smem(CUfunction f, size_t smem) {
 // cp.async, pack2, fast_exp2; attention.cpp): a source adds them after its MMA_TYPE.
 extern const char* const kTensorCoreHelpers;
 
+// cuDNN's fused attention (attention_cudnn.cpp): f16 / bf16 without a mask, where cuDNN has an
+// engine for the problem. False (nothing done) where it does not apply; the caller runs its own
+// kernels. lse is written / read in the op's convention (natural log, f32, one per query row).
+bool cudnn_attention(CudaBackend& be, const Op& op, const AttnInputs& in, CudaTensor& out, CudaTensor& lse);
+bool cudnn_attention_backward(CudaBackend& be, const Op& op, const AttnInputs& in, const CudaTensor& out,
+                              const CudaTensorPtr& dout, const CudaTensor& lse, CudaTensor& dq, CudaTensor& dk,
+                              CudaTensor& dv);
+
+// How many forward and backward calls cuDNN's attention has run in the process (for the tests).
+int64_t cudnn_attention_runs();
+
 // The attention_backward kernel (attention_backward.cpp).
 std::vector<PrimitivePtr> attention_backward_kernel(CudaBackend& be, Op& op);
 

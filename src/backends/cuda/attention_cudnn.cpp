@@ -1,0 +1,508 @@
+// Attention through cuDNN's fused attention engines (f16 / bf16, no mask, causal or not), where
+// cuDNN has one for the device: the forward and the backward are each one operation graph of
+// cuDNN's graph API, which cuDNN matches as a whole to its flash-attention kernels (on Hopper,
+// with cuDNN 9.x, warp-specialised kernels on wgmma and TMA that ember's mma.sync kernels do not
+// reach). The graphs are the ones cuDNN documents for "scaled dot product attention" and its
+// frontend library emits (matmul, pointwise and reduction nodes; the frontend is not a Debian
+// package, so they are built here on the backend API):
+//
+//   forward:  S = q k^T * scale, causal: S = (row >= col) ? S : -inf,
+//             M = max_j S, E = exp(S - M), Z = sum_j E, lse = M + log Z, P = E / Z (bf16),
+//             out = P v
+//   backward: D = rowsum(dout * out), P = exp(q k^T * scale - lse) (causal as above),
+//             dv = P^T dout, dS = P (dout v^T - D) * scale, dk = dS^T q, dq = dS k
+//
+// lse is the op's second output in ember's own convention (natural log, f32, one per query row),
+// so a forward on either path pairs with a backward on either. Each problem (dims, strides,
+// dtype, causal) gets its plan once: cuDNN's heuristics (mode A) rank the engines and the first
+// whose plan finalizes is kept. Where cuDNN has no engine (another GPU, another cuDNN, a layout
+// it refuses), the problem is remembered as declined and ember's own kernels run it.
+// EMBER_CUDA_ATTN_CUDNN=0 turns the path off; EMBER_CUDNN_DEBUG=1 prints why a graph was declined.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include "attention_internal.hpp"
+
+namespace ember::cuda {
+
+namespace {
+
+using Desc = cudnnBackendDescriptor_t;
+using Dims = std::vector<int64_t>;
+
+bool debug() {
+  static const bool on = [] {
+    const char* e = std::getenv("EMBER_CUDNN_DEBUG");
+    return e && *e && std::string(e) != "0";
+  }();
+  return on;
+}
+
+// One operation graph under construction. A failed call records what failed and turns every
+// later call into a no-op; the descriptors are never destroyed (a plan is kept for the process,
+// and cuDNN does not promise that a plan outlives the graph it was made from).
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(cudnnHandle_t h) : handle_(h) {}
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+
+  Desc tensor(int64_t uid, const Dims& dims, const Dims& strides, cudnnDataType_t type, bool is_virtual,
+              bool by_value = false) {
+    Desc d = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    const int64_t align = 16;
+    set(d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
+    set(d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, int64_t(dims.size()), dims.data());
+    set(d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, int64_t(strides.size()), strides.data());
+    set(d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+    set(d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
+    if (is_virtual) set(d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
+    if (by_value) set(d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value);
+    finalize(d, "tensor " + std::to_string(uid));
+    return d;
+  }
+  // An intermediate the graph keeps inside its kernels (a fresh uid).
+  Desc inner(const Dims& dims, const Dims& strides, cudnnDataType_t type = CUDNN_DATA_FLOAT) {
+    return tensor(next_uid_++, dims, strides, type, true);
+  }
+  // A float scalar passed by value (a host pointer in the variant pack).
+  Desc scalar(int64_t uid) { return tensor(uid, {1, 1, 1, 1}, {1, 1, 1, 1}, CUDNN_DATA_FLOAT, false, true); }
+
+  void pointwise(cudnnPointwiseMode_t mode, Desc x, Desc b, Desc y, Desc t = nullptr,
+                 cudnnDataType_t prec = CUDNN_DATA_FLOAT, int64_t axis = -1) {
+    Desc pw = make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+    set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+    set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+    if (axis >= 0) set(pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis);
+    finalize(pw, "pointwise descriptor");
+    Desc op = make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+    const float one = 1.0f;
+    set(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw);
+    set(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+    if (b) set(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
+    if (t) set(op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t);
+    set(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+    set(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &one);
+    set(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &one);
+    add_op(op, "pointwise " + std::to_string(int(mode)));
+  }
+  // c[..., m, n] = sum_k a[..., m, k] b[..., k, n] in f32
+  void matmul(Desc a, Desc b, Desc c) {
+    Desc mm = make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+    const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+    const double pad = 0.0;
+    set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
+    set(mm, CUDNN_ATTR_MATMUL_PADDING_VALUE, CUDNN_TYPE_DOUBLE, 1, &pad);
+    finalize(mm, "matmul descriptor");
+    Desc op = make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+    set(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a);
+    set(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
+    set(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c);
+    set(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm);
+    add_op(op, "matmul");
+  }
+  // y = x reduced over the dims where y has size 1
+  void reduction(cudnnReduceTensorOp_t mode, Desc x, Desc y) {
+    Desc red = make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
+    const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+    const bool deterministic = false;
+    set(red, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode);
+    set(red, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
+    if (cudnnGetVersion() >= 91100)
+      set(red, CUDNN_ATTR_REDUCTION_IS_DETERMINISTIC, CUDNN_TYPE_BOOLEAN, 1, &deterministic);
+    finalize(red, "reduction descriptor");
+    Desc op = make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
+    set(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+    set(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+    set(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &red);
+    add_op(op, "reduction");
+  }
+  // y: the same memory as x under other dims / strides (a transpose)
+  void reshape(Desc x, Desc y) {
+    Desc op = make(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
+    set(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+    set(op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+    add_op(op, "reshape");
+  }
+
+  // The execution plan of the first engine configuration of heuristics mode A that finalizes,
+  // and its workspace bytes (nullptr when none does).
+  Desc plan(int64_t& workspace) {
+    if (!ok()) return nullptr;
+    Desc graph = make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, int64_t(ops_.size()), ops_.data());
+    set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_);
+    finalize(graph, "operation graph");
+    Desc heur = make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+    const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+    set(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
+    set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+    finalize(heur, "engine heuristics");
+    if (!ok()) return nullptr;
+    int64_t count = 0;
+    if (cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
+                                 nullptr) != CUDNN_STATUS_SUCCESS || count == 0) {
+      fail("heuristics returned no engine");
+      return nullptr;
+    }
+    std::vector<Desc> cfgs(static_cast<size_t>(count));
+    for (Desc& c : cfgs) c = make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+    int64_t got = 0;
+    if (!ok() || cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
+                                          &got, cfgs.data()) != CUDNN_STATUS_SUCCESS) {
+      fail("reading the heuristics' engines");
+      return nullptr;
+    }
+    cudnnStatus_t last = CUDNN_STATUS_SUCCESS;
+    for (int64_t i = 0; i < got; ++i) {
+      Desc p = make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+      set(p, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_);
+      set(p, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfgs[size_t(i)]);
+      if (!ok()) return nullptr;
+      last = cudnnBackendFinalize(p);
+      int64_t n = 0;
+      if (last == CUDNN_STATUS_SUCCESS &&
+          cudnnBackendGetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
+                                   &workspace) == CUDNN_STATUS_SUCCESS &&
+          workspace >= 0)
+        return p;
+    }
+    fail(std::string("no engine's plan finalized (") + std::to_string(got) + " tried; last: " +
+         cudnnGetErrorString(last) + ")");
+    return nullptr;
+  }
+
+ private:
+  Desc make(cudnnBackendDescriptorType_t type) {
+    Desc d = nullptr;
+    if (ok() && cudnnBackendCreateDescriptor(type, &d) != CUDNN_STATUS_SUCCESS)
+      fail("creating descriptor type " + std::to_string(int(type)));
+    return d;
+  }
+  void set(Desc d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count,
+           const void* values) {
+    if (!ok()) return;
+    const cudnnStatus_t s = cudnnBackendSetAttribute(d, name, type, count, values);
+    if (s != CUDNN_STATUS_SUCCESS)
+      fail("setting attribute " + std::to_string(int(name)) + ": " + cudnnGetErrorString(s));
+  }
+  void finalize(Desc d, const std::string& what) {
+    if (!ok()) return;
+    const cudnnStatus_t s = cudnnBackendFinalize(d);
+    if (s != CUDNN_STATUS_SUCCESS) fail("finalizing " + what + ": " + cudnnGetErrorString(s));
+  }
+  void add_op(Desc op, const std::string& what) {
+    finalize(op, what + " (op " + std::to_string(ops_.size()) + ")");
+    ops_.push_back(op);
+  }
+  void fail(const std::string& why) {
+    if (error_.empty()) error_ = why;
+  }
+  cudnnHandle_t handle_;
+  std::vector<Desc> ops_;
+  std::string error_;
+  int64_t next_uid_ = 100;
+};
+
+// The uids of the graphs' tensors in memory (the variant packs'); intermediates count from 100.
+enum : int64_t {
+  kQ = 1, kK, kV, kO, kLse, kDout, kDq, kDk, kDv, kScale, kNegInf, kOne, kRowDot, kDqAcc
+};
+
+// An operand of the graphs: dims [B, H, rows, cols] and strides (cols stride 1).
+struct Operand {
+  Dims dims, strides;
+  // the last two dims swapped (k^T, v^T)
+  Operand t() const {
+    return {{dims[0], dims[1], dims[3], dims[2]}, {strides[0], strides[1], strides[3], strides[2]}};
+  }
+};
+
+// One problem's shape as the graphs see it: the batch dims collapsed to [B, H].
+struct Problem {
+  int64_t B = 1, H = 1, L = 0, S = 0, E = 0;
+  cudnnDataType_t io = CUDNN_DATA_BFLOAT16;
+  bool causal = false;
+  Operand q, k, v, o, dout;  // o and dout: only for the backward (the forward's o is dense)
+  bool dense_dout = false;   // dout is to be copied to dense strides first
+  std::string key;
+};
+
+Dims dense_strides(int64_t H, int64_t rows, int64_t cols) { return {H * rows * cols, rows * cols, cols, 1}; }
+
+// [B, H, rows, cols] strides of `t` from the collapsed batch strides `bs` (nullopt where cuDNN
+// cannot take them: a broadcast or reversed batch or row, an unaligned row or base).
+std::optional<Operand> operand(const CudaTensor& t, const StridesArg& bs, const Collapsed& cb, int64_t rows,
+                               int64_t cols) {
+  const int r = t.shape().rank();
+  const int64_t rs = t.strides[size_t(r - 2)], cs = t.strides[size_t(r - 1)];
+  if (cs != 1 || (rows > 1 && (rs < cols || rs % 8 != 0)) || reinterpret_cast<uintptr_t>(t.raw()) % 16 != 0)
+    return std::nullopt;
+  Operand o;
+  o.dims = {1, 1, rows, cols};
+  o.strides = {rows * rs, rows * rs, rs, 1};
+  for (int d = 0; d < cb.shape.rank; ++d) {
+    const int64_t s = bs.v[d];
+    if (s <= 0 || s % 8 != 0) return std::nullopt;
+    const size_t at = size_t(2 - cb.shape.rank + d);  // rank 1 -> H; rank 2 -> B, H
+    o.dims[at] = cb.shape.size[d];
+    o.strides[at] = s;
+  }
+  if (cb.shape.rank == 1) o.strides[0] = o.dims[1] * o.strides[1];
+  return o;
+}
+
+std::string dims_key(const Operand& o) {
+  std::string s;
+  for (int64_t v : o.dims) s += std::to_string(v) + ",";
+  for (int64_t v : o.strides) s += std::to_string(v) + ",";
+  return s;
+}
+
+// The problem of an attention op with q, k, v (and for the backward out, dout), or nullopt where
+// the cuDNN path does not apply.
+std::optional<Problem> problem(std::string_view name, const AttnInputs& in, const CudaTensor* out,
+                               const CudaTensor* dout) {
+  const DType dt = in.q->dtype();
+  if (dt != DType::f16 && dt != DType::bf16) return std::nullopt;
+  if (in.mask || in.E != in.Ev || in.E % 8 != 0 || in.E > 256 || in.L == 0 || in.S == 0) return std::nullopt;
+  const int r = in.q->shape().rank(), nb = r - 2;
+  std::vector<std::vector<int64_t>> bst = {lead_strides(in.q->strides, nb), lead_strides(in.k->strides, nb),
+                                           lead_strides(in.v->strides, nb)};
+  if (out) bst.push_back(lead_strides(out->strides, nb));
+  if (dout) bst.push_back(lead_strides(dout->strides, nb));
+  Collapsed cb = collapse(name, in.batch, bst);
+  if (cb.shape.rank > 2) return std::nullopt;
+  Problem p;
+  p.io = dt == DType::f16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
+  p.L = in.L, p.S = in.S, p.E = in.E, p.causal = in.causal;
+  auto q = operand(*in.q, cb.strides[0], cb, in.L, in.E), k = operand(*in.k, cb.strides[1], cb, in.S, in.E),
+       v = operand(*in.v, cb.strides[2], cb, in.S, in.E);
+  if (!q || !k || !v) return std::nullopt;
+  p.q = *q, p.k = *k, p.v = *v;
+  p.B = p.q.dims[0], p.H = p.q.dims[1];
+  if (out) {
+    auto o = operand(*out, cb.strides[3], cb, in.L, in.E), d = operand(*dout, cb.strides[4], cb, in.L, in.E);
+    if (!o) return std::nullopt;
+    p.o = *o;
+    // a dout cuDNN cannot read (the broadcast gradient of a sum) is copied dense first
+    p.dense_dout = !d;
+    p.dout = d ? *d : Operand{{p.B, p.H, in.L, in.E}, dense_strides(p.H, in.L, in.E)};
+  }
+  p.key = std::string(dt == DType::f16 ? "f16" : "bf16") + (in.causal ? "/causal/" : "/full/") + dims_key(p.q) +
+          dims_key(p.k) + dims_key(p.v) + dims_key(p.o) + dims_key(p.dout);
+  return p;
+}
+
+bool enabled() {
+  const char* e = std::getenv("EMBER_CUDA_ATTN_CUDNN");
+  return !(e && std::string(e) == "0");
+}
+
+// A built plan (or a declined problem: plan == nullptr).
+struct Plan {
+  Desc plan = nullptr;
+  int64_t workspace = 0;
+};
+
+std::mutex g_mu;
+std::map<std::string, Plan>& plans() {
+  static auto* m = new std::map<std::string, Plan>();
+  return *m;
+}
+
+// The plan of `key`, built by `build` on first use (declined problems are remembered too).
+template <class F>
+Plan plan_of(const std::string& key, F build) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = plans().find(key);
+  if (it != plans().end()) return it->second;
+  Plan p;
+  std::string why;
+  p.plan = build(p.workspace, why);
+  if (!p.plan && debug()) std::fprintf(stderr, "ember: cuDNN attention declined %s: %s\n", key.c_str(), why.c_str());
+  if (p.plan && debug()) std::fprintf(stderr, "ember: cuDNN attention plan for %s (workspace %lld bytes)\n",
+                                      key.c_str(), static_cast<long long>(p.workspace));
+  plans()[key] = p;
+  return p;
+}
+
+// The causal block: s2 = (row >= col) ? s : -inf over [B, H, L, S].
+Desc causal_mask(GraphBuilder& g, const Problem& p, Desc s, Desc neg_inf) {
+  const Dims dims = {p.B, p.H, p.L, p.S}, st = dense_strides(p.H, p.L, p.S);
+  Desc row = g.inner(dims, st, CUDNN_DATA_INT32), col = g.inner(dims, st, CUDNN_DATA_INT32);
+  g.pointwise(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, row, nullptr, CUDNN_DATA_FLOAT, 2);
+  g.pointwise(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, col, nullptr, CUDNN_DATA_FLOAT, 3);
+  Desc keep = g.inner(dims, st, CUDNN_DATA_BOOLEAN);
+  g.pointwise(CUDNN_POINTWISE_CMP_GE, row, col, keep, nullptr, CUDNN_DATA_BOOLEAN);
+  Desc out = g.inner(dims, st);
+  g.pointwise(CUDNN_POINTWISE_BINARY_SELECT, s, neg_inf, out, keep);
+  return out;
+}
+
+Desc forward_plan(CudaBackend& be, const Problem& p, int64_t& workspace, std::string& why) {
+  GraphBuilder g(be.cudnn());
+  const Dims sdims = {p.B, p.H, p.L, p.S}, sst = dense_strides(p.H, p.L, p.S);
+  const Dims rdims = {p.B, p.H, p.L, 1}, rst = dense_strides(p.H, p.L, 1);
+  const Operand kt = p.k.t();
+  Desc q = g.tensor(kQ, p.q.dims, p.q.strides, p.io, false);
+  Desc k = g.tensor(kK, kt.dims, kt.strides, p.io, false);
+  Desc v = g.tensor(kV, p.v.dims, p.v.strides, p.io, false);
+  Desc o = g.tensor(kO, {p.B, p.H, p.L, p.E}, dense_strides(p.H, p.L, p.E), p.io, false);
+  Desc lse = g.tensor(kLse, rdims, rst, CUDNN_DATA_FLOAT, false);
+  Desc scale = g.scalar(kScale);
+  Desc s1 = g.inner(sdims, sst), s2 = g.inner(sdims, sst);
+  g.matmul(q, k, s1);
+  g.pointwise(CUDNN_POINTWISE_MUL, s1, scale, s2);
+  Desc s3 = p.causal ? causal_mask(g, p, s2, g.scalar(kNegInf)) : s2;
+  Desc m = g.inner(rdims, rst), s4 = g.inner(sdims, sst), e = g.inner(sdims, sst);
+  g.reduction(CUDNN_REDUCE_TENSOR_MAX, s3, m);
+  g.pointwise(CUDNN_POINTWISE_SUB, s3, m, s4);
+  g.pointwise(CUDNN_POINTWISE_EXP, s4, nullptr, e);
+  Desc z = g.inner(rdims, rst), logz = g.inner(rdims, rst);
+  g.reduction(CUDNN_REDUCE_TENSOR_ADD, e, z);
+  g.pointwise(CUDNN_POINTWISE_LOG, z, nullptr, logz);
+  g.pointwise(CUDNN_POINTWISE_ADD, m, logz, lse);
+  Desc prob = g.inner(sdims, sst, p.io);  // the second product takes P in the input type
+  g.pointwise(CUDNN_POINTWISE_DIV, e, z, prob);
+  g.matmul(prob, v, o);
+  Desc plan = g.plan(workspace);
+  why = g.error();
+  return plan;
+}
+
+// The part of the backward's workspace the graph's own memory tensors take: dq's f32 accumulator
+// and the row dot products rowsum(dout * out), each rounded up to 256 bytes.
+int64_t round256(int64_t n) { return (n + 255) / 256 * 256; }
+int64_t dq_acc_bytes(const Problem& p) { return round256(p.B * p.H * p.L * p.E * 4); }
+int64_t own_bytes(const Problem& p) { return dq_acc_bytes(p) + round256(p.B * p.H * p.L * 4); }
+
+Desc backward_plan(CudaBackend& be, const Problem& p, int64_t& workspace, std::string& why) {
+  GraphBuilder g(be.cudnn());
+  const Dims sdims = {p.B, p.H, p.L, p.S}, sst = dense_strides(p.H, p.L, p.S);
+  const Dims tdims = {p.B, p.H, p.S, p.L}, tst = {p.H * p.L * p.S, p.L * p.S, 1, p.S};  // [S, L] views of S
+  const Dims rdims = {p.B, p.H, p.L, 1}, rst = dense_strides(p.H, p.L, 1);
+  const Dims qdims = {p.B, p.H, p.L, p.E}, kdims = {p.B, p.H, p.S, p.E};
+  const Operand kt = p.k.t(), vt = p.v.t();
+  Desc q = g.tensor(kQ, p.q.dims, p.q.strides, p.io, false);
+  Desc k = g.tensor(kK, kt.dims, kt.strides, p.io, false);
+  Desc v = g.tensor(kV, vt.dims, vt.strides, p.io, false);
+  Desc o = g.tensor(kO, p.o.dims, p.o.strides, p.io, false);
+  Desc dout = g.tensor(kDout, p.dout.dims, p.dout.strides, p.io, false);
+  Desc lse = g.tensor(kLse, rdims, rst, CUDNN_DATA_FLOAT, false);
+  Desc dq = g.tensor(kDq, qdims, dense_strides(p.H, p.L, p.E), p.io, false);
+  Desc dk = g.tensor(kDk, kdims, dense_strides(p.H, p.S, p.E), p.io, false);
+  Desc dv = g.tensor(kDv, kdims, dense_strides(p.H, p.S, p.E), p.io, false);
+  Desc scale = g.scalar(kScale), one = g.scalar(kOne);
+  // D = rowsum(dout * out)
+  Desc prod = g.inner(qdims, dense_strides(p.H, p.L, p.E)), rowsum = g.inner(rdims, rst);
+  g.pointwise(CUDNN_POINTWISE_MUL, dout, o, prod);
+  g.reduction(CUDNN_REDUCE_TENSOR_ADD, prod, rowsum);
+  Desc rowdot = g.tensor(kRowDot, rdims, rst, CUDNN_DATA_FLOAT, false);
+  g.pointwise(CUDNN_POINTWISE_MUL, rowsum, one, rowdot);
+  // P = exp(q k^T * scale - lse), masked
+  Desc s = g.inner(sdims, sst), s1 = g.inner(sdims, sst), s2 = g.inner(sdims, sst);
+  g.matmul(q, k, s);
+  g.pointwise(CUDNN_POINTWISE_MUL, s, scale, s1);
+  g.pointwise(CUDNN_POINTWISE_SUB, s1, lse, s2);
+  Desc s3 = p.causal ? causal_mask(g, p, s2, g.scalar(kNegInf)) : s2;
+  Desc prob = g.inner(sdims, sst);
+  g.pointwise(CUDNN_POINTWISE_EXP, s3, nullptr, prob);
+  // dv = P^T dout
+  Desc prob_t = g.inner(tdims, tst, p.io);
+  g.reshape(prob, prob_t);
+  g.matmul(prob_t, dout, dv);
+  // dS = P (dout v^T - D) * scale
+  Desc dp = g.inner(sdims, sst), t1 = g.inner(sdims, sst), t2 = g.inner(sdims, sst), ds = g.inner(sdims, sst);
+  g.matmul(dout, v, dp);
+  g.pointwise(CUDNN_POINTWISE_SUB, dp, rowdot, t1);
+  g.pointwise(CUDNN_POINTWISE_MUL, t1, prob, t2);
+  g.pointwise(CUDNN_POINTWISE_MUL, t2, scale, ds);
+  // dk = dS^T q
+  Desc ds_t = g.inner(tdims, tst, p.io);
+  g.reshape(ds, ds_t);
+  g.matmul(ds_t, q, dk);
+  // dq = dS k, accumulated in f32 and converted
+  Desc k_rows = g.inner(p.k.dims, p.k.strides);
+  g.reshape(k, k_rows);
+  Desc dq_acc = g.tensor(kDqAcc, qdims, dense_strides(p.H, p.L, p.E), CUDNN_DATA_FLOAT, false);
+  g.matmul(ds, k_rows, dq_acc);
+  g.pointwise(CUDNN_POINTWISE_IDENTITY, dq_acc, nullptr, dq);
+  Desc plan = g.plan(workspace);
+  why = g.error();
+  return plan;
+}
+
+std::atomic<int64_t> g_runs{0};
+
+void execute(CudaBackend& be, const Plan& plan, std::vector<int64_t> uids, std::vector<void*> ptrs, void* ws,
+             const char* what) {
+  Desc pack = nullptr;
+  cudnnStatus_t s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack);
+  if (s == CUDNN_STATUS_SUCCESS)
+    s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, int64_t(uids.size()),
+                                 uids.data());
+  if (s == CUDNN_STATUS_SUCCESS)
+    s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
+                                 int64_t(ptrs.size()), ptrs.data());
+  if (s == CUDNN_STATUS_SUCCESS)
+    s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+  if (s == CUDNN_STATUS_SUCCESS) s = cudnnBackendFinalize(pack);
+  if (s == CUDNN_STATUS_SUCCESS) s = cudnnBackendExecute(be.cudnn(), plan.plan, pack);
+  if (pack) cudnnBackendDestroyDescriptor(pack);
+  EMBER_CHECK(s == CUDNN_STATUS_SUCCESS, what, ": cuDNN's attention failed: ", cudnnGetErrorString(s));
+  ++g_runs;
+}
+
+}  // namespace
+
+int64_t cudnn_attention_runs() { return g_runs.load(); }
+
+bool cudnn_attention(CudaBackend& be, const Op& op, const AttnInputs& in, CudaTensor& out, CudaTensor& lse) {
+  if (!enabled() || std::getenv("EMBER_CUDA_ATTN_FWD") || !lse.is_contiguous()) return false;  // (FWD: own kernel)
+  auto p = problem(op.name(), in, nullptr, nullptr);
+  if (!p) return false;
+  const Plan plan = plan_of("fwd/" + p->key, [&](int64_t& ws, std::string& why) { return forward_plan(be, *p, ws, why); });
+  if (!plan.plan) return false;
+  float scale = float(in.scale), neg_inf = -std::numeric_limits<float>::infinity();
+  void* ws = plan.workspace > 0 ? be.workspace(size_t(plan.workspace)) : nullptr;
+  std::vector<int64_t> uids = {kQ, kK, kV, kO, kLse, kScale};
+  std::vector<void*> ptrs = {in.q->raw(), in.k->raw(), in.v->raw(), out.raw(), lse.raw(), &scale};
+  if (p->causal) uids.push_back(kNegInf), ptrs.push_back(&neg_inf);
+  execute(be, plan, uids, ptrs, ws, "scaled_dot_product_attention");
+  return true;
+}
+
+bool cudnn_attention_backward(CudaBackend& be, const Op& op, const AttnInputs& in, const CudaTensor& out,
+                              const CudaTensorPtr& dout_t, const CudaTensor& lse, CudaTensor& dq, CudaTensor& dk,
+                              CudaTensor& dv) {
+  if (!enabled() || std::getenv("EMBER_CUDA_ATTN_BWD") || !lse.is_contiguous()) return false;
+  auto p = problem(op.name(), in, &out, dout_t.get());
+  // (a single score has no engine; cuDNN 9.14 / 9.15 need key counts in whole 128s, which the
+  // frontend pads with a mask this graph does not add)
+  if (!p || (p->L == 1 && p->S == 1) || (cudnnGetVersion() < 91600 && p->S % 128 != 0)) return false;
+  const Plan plan = plan_of("bwd/" + p->key, [&](int64_t& ws, std::string& why) { return backward_plan(be, *p, ws, why); });
+  if (!plan.plan) return false;
+  const CudaTensorPtr dout = p->dense_dout ? alloc(be, {dout_t->shape(), dout_t->dtype()}) : dout_t;
+  if (p->dense_dout) copy_view(be, view_of(*dout), view_of(*dout_t));
+  float scale = float(in.scale), one = 1.0f, neg_inf = -std::numeric_limits<float>::infinity();
+  auto* base = static_cast<char*>(be.workspace(size_t(own_bytes(*p) + plan.workspace)));
+  void* dq_acc = base;
+  void* rowdot = base + dq_acc_bytes(*p);
+  if (const char* e = std::getenv("EMBER_CUDNN_POISON"); e && *e == '1')  // (tests: the graph must not
+    EMBER_CUDA_CHECK(cudaMemsetAsync(base, 0xff, size_t(own_bytes(*p)), be.stream()));  // read them first)
+  std::vector<int64_t> uids = {kQ, kK, kV, kO, kDout, kLse, kDq, kDk, kDv, kScale, kOne, kRowDot, kDqAcc};
+  std::vector<void*> ptrs = {in.q->raw(), in.k->raw(), in.v->raw(), out.raw(),
+                             dout->raw(), lse.raw(), dq.raw(), dk.raw(),
+                             dv.raw(), &scale, &one, rowdot, dq_acc};
+  if (p->causal) uids.push_back(kNegInf), ptrs.push_back(&neg_inf);
+  execute(be, plan, uids, ptrs, base + own_bytes(*p), "attention_backward");
+  return true;
+}
+
+}  // namespace ember::cuda
