@@ -146,7 +146,8 @@ class GraphBuilder {
     if (!ok()) return nullptr;
     int64_t count = 0;
     if (cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
-                                 nullptr) != CUDNN_STATUS_SUCCESS || count == 0) {
+                                 nullptr) != CUDNN_STATUS_SUCCESS ||
+        count == 0) {
       fail("heuristics returned no engine");
       return nullptr;
     }
@@ -167,13 +168,13 @@ class GraphBuilder {
       last = cudnnBackendFinalize(p);
       int64_t n = 0;
       if (last == CUDNN_STATUS_SUCCESS &&
-          cudnnBackendGetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
-                                   &workspace) == CUDNN_STATUS_SUCCESS &&
+          cudnnBackendGetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &workspace) ==
+              CUDNN_STATUS_SUCCESS &&
           workspace >= 0)
         return p;
     }
-    fail(std::string("no engine's plan finalized (") + std::to_string(got) + " tried; last: " +
-         cudnnGetErrorString(last) + ")");
+    fail(std::string("no engine's plan finalized (") + std::to_string(got) +
+         " tried; last: " + cudnnGetErrorString(last) + ")");
     return nullptr;
   }
 
@@ -210,17 +211,13 @@ class GraphBuilder {
 };
 
 // The uids of the graphs' tensors in memory (the variant packs'); intermediates count from 100.
-enum : int64_t {
-  kQ = 1, kK, kV, kO, kLse, kDout, kDq, kDk, kDv, kScale, kNegInf, kOne, kRowDot, kDqAcc
-};
+enum : int64_t { kQ = 1, kK, kV, kO, kLse, kDout, kDq, kDk, kDv, kScale, kNegInf, kOne, kRowDot, kDqAcc };
 
 // An operand of the graphs: dims [B, H, rows, cols] and strides (cols stride 1).
 struct Operand {
   Dims dims, strides;
   // the last two dims swapped (k^T, v^T)
-  Operand t() const {
-    return {{dims[0], dims[1], dims[3], dims[2]}, {strides[0], strides[1], strides[3], strides[2]}};
-  }
+  Operand t() const { return {{dims[0], dims[1], dims[3], dims[2]}, {strides[0], strides[1], strides[3], strides[2]}}; }
 };
 
 // One problem's shape as the graphs see it: the batch dims collapsed to [B, H].
@@ -326,8 +323,9 @@ Plan plan_of(const std::string& key, F build) {
   std::string why;
   p.plan = build(p.workspace, why);
   if (!p.plan && debug()) std::fprintf(stderr, "ember: cuDNN attention declined %s: %s\n", key.c_str(), why.c_str());
-  if (p.plan && debug()) std::fprintf(stderr, "ember: cuDNN attention plan for %s (workspace %lld bytes)\n",
-                                      key.c_str(), static_cast<long long>(p.workspace));
+  if (p.plan && debug())
+    std::fprintf(stderr, "ember: cuDNN %zu attention plan for %s (workspace %lld bytes)\n", cudnnGetVersion(),
+                 key.c_str(), static_cast<long long>(p.workspace));
   plans()[key] = p;
   return p;
 }
@@ -448,8 +446,8 @@ void execute(CudaBackend& be, const Plan& plan, std::vector<int64_t> uids, std::
     s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, int64_t(uids.size()),
                                  uids.data());
   if (s == CUDNN_STATUS_SUCCESS)
-    s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
-                                 int64_t(ptrs.size()), ptrs.data());
+    s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, int64_t(ptrs.size()),
+                                 ptrs.data());
   if (s == CUDNN_STATUS_SUCCESS)
     s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
   if (s == CUDNN_STATUS_SUCCESS) s = cudnnBackendFinalize(pack);
@@ -467,7 +465,8 @@ bool cudnn_attention(CudaBackend& be, const Op& op, const AttnInputs& in, CudaTe
   if (!enabled() || std::getenv("EMBER_CUDA_ATTN_FWD") || !lse.is_contiguous()) return false;  // (FWD: own kernel)
   auto p = problem(op.name(), in, nullptr, nullptr);
   if (!p) return false;
-  const Plan plan = plan_of("fwd/" + p->key, [&](int64_t& ws, std::string& why) { return forward_plan(be, *p, ws, why); });
+  const Plan plan = plan_of(std::to_string(be.index()) + "/fwd/" + p->key,
+                            [&](int64_t& ws, std::string& why) { return forward_plan(be, *p, ws, why); });
   if (!plan.plan) return false;
   float scale = float(in.scale), neg_inf = -std::numeric_limits<float>::infinity();
   void* ws = plan.workspace > 0 ? be.workspace(size_t(plan.workspace)) : nullptr;
@@ -486,7 +485,8 @@ bool cudnn_attention_backward(CudaBackend& be, const Op& op, const AttnInputs& i
   // (a single score has no engine; cuDNN 9.14 / 9.15 need key counts in whole 128s, which the
   // frontend pads with a mask this graph does not add)
   if (!p || (p->L == 1 && p->S == 1) || (cudnnGetVersion() < 91600 && p->S % 128 != 0)) return false;
-  const Plan plan = plan_of("bwd/" + p->key, [&](int64_t& ws, std::string& why) { return backward_plan(be, *p, ws, why); });
+  const Plan plan = plan_of(std::to_string(be.index()) + "/bwd/" + p->key,
+                            [&](int64_t& ws, std::string& why) { return backward_plan(be, *p, ws, why); });
   if (!plan.plan) return false;
   const CudaTensorPtr dout = p->dense_dout ? alloc(be, {dout_t->shape(), dout_t->dtype()}) : dout_t;
   if (p->dense_dout) copy_view(be, view_of(*dout), view_of(*dout_t));
@@ -494,12 +494,11 @@ bool cudnn_attention_backward(CudaBackend& be, const Op& op, const AttnInputs& i
   auto* base = static_cast<char*>(be.workspace(size_t(own_bytes(*p) + plan.workspace)));
   void* dq_acc = base;
   void* rowdot = base + dq_acc_bytes(*p);
-  if (const char* e = std::getenv("EMBER_CUDNN_POISON"); e && *e == '1')  // (tests: the graph must not
+  if (const char* e = std::getenv("EMBER_CUDNN_POISON"); e && *e == '1')                // (tests: the graph must not
     EMBER_CUDA_CHECK(cudaMemsetAsync(base, 0xff, size_t(own_bytes(*p)), be.stream()));  // read them first)
   std::vector<int64_t> uids = {kQ, kK, kV, kO, kDout, kLse, kDq, kDk, kDv, kScale, kOne, kRowDot, kDqAcc};
-  std::vector<void*> ptrs = {in.q->raw(), in.k->raw(), in.v->raw(), out.raw(),
-                             dout->raw(), lse.raw(), dq.raw(), dk.raw(),
-                             dv.raw(), &scale, &one, rowdot, dq_acc};
+  std::vector<void*> ptrs = {in.q->raw(), in.k->raw(), in.v->raw(), out.raw(), dout->raw(), lse.raw(), dq.raw(),
+                             dk.raw(),    dv.raw(),    &scale,      &one,      rowdot,      dq_acc};
   if (p->causal) uids.push_back(kNegInf), ptrs.push_back(&neg_inf);
   execute(be, plan, uids, ptrs, base + own_bytes(*p), "attention_backward");
   return true;

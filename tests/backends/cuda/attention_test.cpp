@@ -212,7 +212,8 @@ TEST(CudaAttentionBackward, WithAndWithoutForwardLse) {
           auto fwd = detail::run_op(OpKind::attention, {q, k, v, mask}, a);
           auto with = detail::run_op(OpKind::attention_backward, {q, k, v, fwd[0], g, mask, fwd[1]}, a);
           auto without = detail::run_op(OpKind::attention_backward, {q, k, v, fwd[0], g, mask}, a);
-          const std::string what = describe(dt, c, std::string(causal ? "causal" : "plain") + (masked ? " + mask" : ""));
+          const std::string what =
+              describe(dt, c, std::string(causal ? "causal" : "plain") + (masked ? " + mask" : ""));
           const char* names[] = {"dq", "dk", "dv"};
           for (int i = 0; i < 3; ++i)
             expect_grad_close(with[size_t(i)], without[size_t(i)].to(Device::cpu()).cast(DType::f64), 1e-2,
@@ -300,8 +301,8 @@ TEST(CudaAttentionCudnn, TakenOnHopperAndAgreesWithOwnKernels) {
         const int64_t runs = cuda::cudnn_attention_runs() - before;
         use_versions({"v3", "v2"});
         auto fwd_own = detail::run_op(OpKind::attention, {q, k, v, DynTensor(nullptr, gpu)}, a);
-        auto bwd_own =
-            detail::run_op(OpKind::attention_backward, {q, k, v, fwd_own[0], g, DynTensor(nullptr, gpu), fwd_own[1]}, a);
+        auto bwd_own = detail::run_op(OpKind::attention_backward,
+                                      {q, k, v, fwd_own[0], g, DynTensor(nullptr, gpu), fwd_own[1]}, a);
         use_versions(kVersions[0]);
         const std::string what = describe(dt, c, causal ? "causal" : "plain");
         const int64_t want = 1 + (cudnnGetVersion() >= 91600 || c.S % 128 == 0 ? 1 : 0);
