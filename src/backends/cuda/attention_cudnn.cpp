@@ -14,11 +14,14 @@
 //
 // lse is the op's second output in ember's own convention (natural log, f32, one per query row),
 // so a forward on either path pairs with a backward on either. Each problem (dims, strides,
-// dtype, causal) gets its plan once: cuDNN's heuristics (mode A) rank the engines and the first
-// whose plan finalizes is kept. Where cuDNN has no engine (another GPU, another cuDNN, a layout
+// dtype, causal) gets its plans once: cuDNN's heuristics (mode A) rank the engines, the first
+// 4 whose plans finalize are timed on the problem's first call and the fastest is kept (with
+// cuda::set_autotune(false), the first is). Where cuDNN has no engine (another GPU, another cuDNN, a layout
 // it refuses), the problem is remembered as declined and ember's own kernels run it.
 // EMBER_CUDA_ATTN_CUDNN=0 turns the path off; EMBER_CUDNN_DEBUG=1 prints why a graph was declined.
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -130,10 +133,11 @@ class GraphBuilder {
     add_op(op, "reshape");
   }
 
-  // The execution plan of the first engine configuration of heuristics mode A that finalizes,
-  // and its workspace bytes (nullptr when none does).
-  Desc plan(int64_t& workspace) {
-    if (!ok()) return nullptr;
+  // The execution plans of the engine configurations of heuristics mode A that finalize, in the
+  // heuristics' order (at most `max`), each with its workspace bytes; empty when none does.
+  std::vector<std::pair<Desc, int64_t>> plans(size_t max) {
+    std::vector<std::pair<Desc, int64_t>> out;
+    if (!ok()) return out;
     Desc graph = make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
     set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, int64_t(ops_.size()), ops_.data());
     set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_);
@@ -143,13 +147,13 @@ class GraphBuilder {
     set(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
     set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
     finalize(heur, "engine heuristics");
-    if (!ok()) return nullptr;
+    if (!ok()) return out;
     int64_t count = 0;
     if (cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
                                  nullptr) != CUDNN_STATUS_SUCCESS ||
         count == 0) {
       fail("heuristics returned no engine");
-      return nullptr;
+      return out;
     }
     std::vector<Desc> cfgs(static_cast<size_t>(count));
     for (Desc& c : cfgs) c = make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
@@ -157,25 +161,26 @@ class GraphBuilder {
     if (!ok() || cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
                                           &got, cfgs.data()) != CUDNN_STATUS_SUCCESS) {
       fail("reading the heuristics' engines");
-      return nullptr;
+      return out;
     }
     cudnnStatus_t last = CUDNN_STATUS_SUCCESS;
-    for (int64_t i = 0; i < got; ++i) {
+    for (int64_t i = 0; i < got && out.size() < max; ++i) {
       Desc p = make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
       set(p, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_);
       set(p, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfgs[size_t(i)]);
-      if (!ok()) return nullptr;
+      if (!ok()) return out;
       last = cudnnBackendFinalize(p);
-      int64_t n = 0;
+      int64_t n = 0, workspace = 0;
       if (last == CUDNN_STATUS_SUCCESS &&
           cudnnBackendGetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &workspace) ==
               CUDNN_STATUS_SUCCESS &&
           workspace >= 0)
-        return p;
+        out.emplace_back(p, workspace);
     }
+    if (!out.empty()) return out;
     fail(std::string("no engine's plan finalized (") + std::to_string(got) +
          " tried; last: " + cudnnGetErrorString(last) + ")");
-    return nullptr;
+    return out;
   }
 
  private:
@@ -301,33 +306,72 @@ bool enabled() {
   return !(e && std::string(e) == "0");
 }
 
-// A built plan (or a declined problem: plan == nullptr).
+// One execution plan of a problem and the workspace bytes it needs.
 struct Plan {
   Desc plan = nullptr;
   int64_t workspace = 0;
 };
+// A problem's plans: the candidates until the first call times them (autotuning), then the
+// fastest alone; none where cuDNN declined the problem.
+struct Plans {
+  std::vector<Plan> cands;
+  bool chosen = false;
+};
+constexpr size_t kMaxCandidates = 4;
 
 std::mutex g_mu;
-std::map<std::string, Plan>& plans() {
-  static auto* m = new std::map<std::string, Plan>();
+std::map<std::string, Plans>& plans() {
+  static auto* m = new std::map<std::string, Plans>();
   return *m;
 }
 
-// The plan of `key`, built by `build` on first use (declined problems are remembered too).
-template <class F>
-Plan plan_of(const std::string& key, F build) {
+// The plan of `key` to run now: `build` makes the candidates on first use (declined problems are
+// remembered too); the first call that finds several times each with `run` (3 loops of 2 calls
+// after a warm-up, the median loop) and keeps the fastest. `run` executes one candidate with the
+// call's operands (the chosen one runs last: the caller runs it again for the result). Null:
+// declined.
+template <class Build, class Run>
+const Plan* plan_of(CudaBackend& be, const std::string& key, Build build, Run run) {
   std::lock_guard<std::mutex> lock(g_mu);
-  auto it = plans().find(key);
-  if (it != plans().end()) return it->second;
-  Plan p;
-  std::string why;
-  p.plan = build(p.workspace, why);
-  if (!p.plan && debug()) std::fprintf(stderr, "ember: cuDNN attention declined %s: %s\n", key.c_str(), why.c_str());
-  if (p.plan && debug())
+  auto [it, fresh] = plans().try_emplace(key);
+  Plans& e = it->second;
+  if (fresh) {
+    std::string why;
+    GraphBuilder g(be.cudnn());
+    build(g);
+    for (auto [plan, ws] : g.plans(autotune_enabled() ? kMaxCandidates : 1)) e.cands.push_back({plan, ws});
+    if (e.cands.empty() && debug())
+      std::fprintf(stderr, "ember: cuDNN attention declined %s: %s\n", key.c_str(), g.error().c_str());
+  }
+  if (e.cands.empty()) return nullptr;
+  if (!e.chosen && e.cands.size() > 1) {
+    size_t best = 0;
+    double best_ms = -1;
+    for (size_t i = 0; i < e.cands.size(); ++i) {
+      try {
+        run(e.cands[i]);
+      } catch (const Error&) {  // (an engine that finalizes but fails on the operands: passed over)
+        continue;
+      }
+      EMBER_CUDA_CHECK(cudaStreamSynchronize(be.stream()));
+      double t[3];
+      for (double& ti : t) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int k = 0; k < 2; ++k) run(e.cands[i]);
+        EMBER_CUDA_CHECK(cudaStreamSynchronize(be.stream()));
+        ti = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 2;
+      }
+      std::sort(t, t + 3);
+      if (debug()) std::fprintf(stderr, "ember: cuDNN attention %s candidate %zu: %.4f ms\n", key.c_str(), i, t[1]);
+      if (best_ms < 0 || t[1] < best_ms) best = i, best_ms = t[1];
+    }
+    e.cands = {e.cands[best]};
+  }
+  if (!e.chosen && debug())
     std::fprintf(stderr, "ember: cuDNN %zu attention plan for %s (workspace %lld bytes)\n", cudnnGetVersion(),
-                 key.c_str(), static_cast<long long>(p.workspace));
-  plans()[key] = p;
-  return p;
+                 key.c_str(), static_cast<long long>(e.cands[0].workspace));
+  e.chosen = true;
+  return &e.cands[0];
 }
 
 // The causal block: s2 = (row >= col) ? s : -inf over [B, H, L, S].
@@ -343,8 +387,7 @@ Desc causal_mask(GraphBuilder& g, const Problem& p, Desc s, Desc neg_inf) {
   return out;
 }
 
-Desc forward_plan(CudaBackend& be, const Problem& p, int64_t& workspace, std::string& why) {
-  GraphBuilder g(be.cudnn());
+void forward_graph(GraphBuilder& g, const Problem& p) {
   const Dims sdims = {p.B, p.H, p.L, p.S}, sst = dense_strides(p.H, p.L, p.S);
   const Dims rdims = {p.B, p.H, p.L, 1}, rst = dense_strides(p.H, p.L, 1);
   const Operand kt = p.k.t();
@@ -369,9 +412,6 @@ Desc forward_plan(CudaBackend& be, const Problem& p, int64_t& workspace, std::st
   Desc prob = g.inner(sdims, sst, p.io);  // the second product takes P in the input type
   g.pointwise(CUDNN_POINTWISE_DIV, e, z, prob);
   g.matmul(prob, v, o);
-  Desc plan = g.plan(workspace);
-  why = g.error();
-  return plan;
 }
 
 // The part of the backward's workspace the graph's own memory tensors take: dq's f32 accumulator
@@ -380,8 +420,7 @@ int64_t round256(int64_t n) { return (n + 255) / 256 * 256; }
 int64_t dq_acc_bytes(const Problem& p) { return round256(p.B * p.H * p.L * p.E * 4); }
 int64_t own_bytes(const Problem& p) { return dq_acc_bytes(p) + round256(p.B * p.H * p.L * 4); }
 
-Desc backward_plan(CudaBackend& be, const Problem& p, int64_t& workspace, std::string& why) {
-  GraphBuilder g(be.cudnn());
+void backward_graph(GraphBuilder& g, const Problem& p) {
   const Dims sdims = {p.B, p.H, p.L, p.S}, sst = dense_strides(p.H, p.L, p.S);
   const Dims tdims = {p.B, p.H, p.S, p.L}, tst = {p.H * p.L * p.S, p.L * p.S, 1, p.S};  // [S, L] views of S
   const Dims rdims = {p.B, p.H, p.L, 1}, rst = dense_strides(p.H, p.L, 1);
@@ -431,12 +470,9 @@ Desc backward_plan(CudaBackend& be, const Problem& p, int64_t& workspace, std::s
   Desc dq_acc = g.tensor(kDqAcc, qdims, dense_strides(p.H, p.L, p.E), CUDNN_DATA_FLOAT, false);
   g.matmul(ds, k_rows, dq_acc);
   g.pointwise(CUDNN_POINTWISE_IDENTITY, dq_acc, nullptr, dq);
-  Desc plan = g.plan(workspace);
-  why = g.error();
-  return plan;
 }
 
-std::atomic<int64_t> g_runs{0};
+std::atomic<int64_t> g_runs{0};  // calls that ran on cuDNN (not counting autotuning's)
 
 void execute(CudaBackend& be, const Plan& plan, std::vector<int64_t> uids, std::vector<void*> ptrs, void* ws,
              const char* what) {
@@ -454,7 +490,6 @@ void execute(CudaBackend& be, const Plan& plan, std::vector<int64_t> uids, std::
   if (s == CUDNN_STATUS_SUCCESS) s = cudnnBackendExecute(be.cudnn(), plan.plan, pack);
   if (pack) cudnnBackendDestroyDescriptor(pack);
   EMBER_CHECK(s == CUDNN_STATUS_SUCCESS, what, ": cuDNN's attention failed: ", cudnnGetErrorString(s));
-  ++g_runs;
 }
 
 }  // namespace
@@ -465,15 +500,19 @@ bool cudnn_attention(CudaBackend& be, const Op& op, const AttnInputs& in, CudaTe
   if (!enabled() || std::getenv("EMBER_CUDA_ATTN_FWD") || !lse.is_contiguous()) return false;  // (FWD: own kernel)
   auto p = problem(op.name(), in, nullptr, nullptr);
   if (!p) return false;
-  const Plan plan = plan_of(std::to_string(be.index()) + "/fwd/" + p->key,
-                            [&](int64_t& ws, std::string& why) { return forward_plan(be, *p, ws, why); });
-  if (!plan.plan) return false;
   float scale = float(in.scale), neg_inf = -std::numeric_limits<float>::infinity();
-  void* ws = plan.workspace > 0 ? be.workspace(size_t(plan.workspace)) : nullptr;
   std::vector<int64_t> uids = {kQ, kK, kV, kO, kLse, kScale};
   std::vector<void*> ptrs = {in.q->raw(), in.k->raw(), in.v->raw(), out.raw(), lse.raw(), &scale};
   if (p->causal) uids.push_back(kNegInf), ptrs.push_back(&neg_inf);
-  execute(be, plan, uids, ptrs, ws, "scaled_dot_product_attention");
+  auto run = [&](const Plan& plan) {
+    void* ws = plan.workspace > 0 ? be.workspace(size_t(plan.workspace)) : nullptr;
+    execute(be, plan, uids, ptrs, ws, "scaled_dot_product_attention");
+  };
+  const Plan* plan = plan_of(
+      be, std::to_string(be.index()) + "/fwd/" + p->key, [&](GraphBuilder& g) { forward_graph(g, *p); }, run);
+  if (!plan) return false;
+  run(*plan);
+  ++g_runs;
   return true;
 }
 
@@ -485,22 +524,30 @@ bool cudnn_attention_backward(CudaBackend& be, const Op& op, const AttnInputs& i
   // (a single score has no engine; cuDNN 9.14 / 9.15 need key counts in whole 128s, which the
   // frontend pads with a mask this graph does not add)
   if (!p || (p->L == 1 && p->S == 1) || (cudnnGetVersion() < 91600 && p->S % 128 != 0)) return false;
-  const Plan plan = plan_of(std::to_string(be.index()) + "/bwd/" + p->key,
-                            [&](int64_t& ws, std::string& why) { return backward_plan(be, *p, ws, why); });
-  if (!plan.plan) return false;
-  const CudaTensorPtr dout = p->dense_dout ? alloc(be, {dout_t->shape(), dout_t->dtype()}) : dout_t;
-  if (p->dense_dout) copy_view(be, view_of(*dout), view_of(*dout_t));
+  CudaTensorPtr dout = dout_t;
   float scale = float(in.scale), one = 1.0f, neg_inf = -std::numeric_limits<float>::infinity();
-  auto* base = static_cast<char*>(be.workspace(size_t(own_bytes(*p) + plan.workspace)));
-  void* dq_acc = base;
-  void* rowdot = base + dq_acc_bytes(*p);
-  if (const char* e = std::getenv("EMBER_CUDNN_POISON"); e && *e == '1')                // (tests: the graph must not
-    EMBER_CUDA_CHECK(cudaMemsetAsync(base, 0xff, size_t(own_bytes(*p)), be.stream()));  // read them first)
   std::vector<int64_t> uids = {kQ, kK, kV, kO, kDout, kLse, kDq, kDk, kDv, kScale, kOne, kRowDot, kDqAcc};
-  std::vector<void*> ptrs = {in.q->raw(), in.k->raw(), in.v->raw(), out.raw(), dout->raw(), lse.raw(), dq.raw(),
-                             dk.raw(),    dv.raw(),    &scale,      &one,      rowdot,      dq_acc};
-  if (p->causal) uids.push_back(kNegInf), ptrs.push_back(&neg_inf);
-  execute(be, plan, uids, ptrs, base + own_bytes(*p), "attention_backward");
+  if (p->causal) uids.push_back(kNegInf);
+  auto run = [&](const Plan& plan) {
+    if (p->dense_dout && dout == dout_t) {  // (once, when a plan runs)
+      dout = alloc(be, {dout_t->shape(), dout_t->dtype()});
+      copy_view(be, view_of(*dout), view_of(*dout_t));
+    }
+    auto* base = static_cast<char*>(be.workspace(size_t(own_bytes(*p) + plan.workspace)));
+    void* dq_acc = base;
+    void* rowdot = base + dq_acc_bytes(*p);
+    if (const char* e = std::getenv("EMBER_CUDNN_POISON"); e && *e == '1')                // (tests: the graph must not
+      EMBER_CUDA_CHECK(cudaMemsetAsync(base, 0xff, size_t(own_bytes(*p)), be.stream()));  // read them first)
+    std::vector<void*> ptrs = {in.q->raw(), in.k->raw(), in.v->raw(), out.raw(), dout->raw(), lse.raw(), dq.raw(),
+                               dk.raw(),    dv.raw(),    &scale,      &one,      rowdot,      dq_acc};
+    if (p->causal) ptrs.push_back(&neg_inf);
+    execute(be, plan, uids, ptrs, base + own_bytes(*p), "attention_backward");
+  };
+  const Plan* plan = plan_of(
+      be, std::to_string(be.index()) + "/bwd/" + p->key, [&](GraphBuilder& g) { backward_graph(g, *p); }, run);
+  if (!plan) return false;
+  run(*plan);
+  ++g_runs;
   return true;
 }
 
