@@ -66,6 +66,9 @@ View view_of(const CudaTensor& t);
 // dst[i] = cast(src[i]) for every index of dst.shape (copy.cpp). src's strides may be 0
 // (broadcast) or negative; dtypes may differ (PyTorch's conversion rules, as the CPU cast).
 void copy_view(CudaBackend& be, const View& dst, const View& src);
+// dsts[i] = srcs[i] for every i in as few launches as the copies allow, where each is a
+// same-dtype copy of rows in whole 16-byte packs (cat): false, with nothing done, where one is not.
+bool copy_rows_batched(CudaBackend& be, const std::vector<View>& dsts, const std::vector<View>& srcs);
 
 // ---- kernel arguments (the same layout as the Shape/Strides structs of the JIT prelude) ----
 inline constexpr int kMaxRank = 8;

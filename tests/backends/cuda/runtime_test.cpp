@@ -137,6 +137,17 @@ TEST(CudaDevice, PitchedRowCopiesMatchTheCpu) {
   check(contiguous(slice(a2, {{}, Slice{4, 68}})), contiguous(slice(ga2, {{}, Slice{4, 68}})));
   auto i = DynTensor::randint({6, 10}, 0, 100, DType::i64, Device::cpu());
   check(cat({i, i}, 1), cat({i.to(Device::cuda(0)), i.to(Device::cuda(0))}, 1));
+  // all inputs in packed rows: one launch per 8 inputs (11 inputs of widths 4..44 f32, 3 x 7 rows;
+  // an empty input among them; and a cat along dim 0 of [2, 3, 8] blocks)
+  std::vector<DynTensor> parts, gparts;
+  for (int64_t k = 0; k < 11; ++k) {
+    parts.push_back(DynTensor::normal({3, 7, k == 5 ? 0 : 4 * (k + 1)}, 0, 1, DType::f32, Device::cpu()));
+    gparts.push_back(parts.back().to(Device::cuda(0)));
+  }
+  check(cat(parts, 2), cat(gparts, 2));
+  auto h = DynTensor::normal({2, 3, 8}, 0, 1, DType::f16, Device::cpu());
+  check(cat({h, h, h}, 0), cat({h.to(Device::cuda(0)), h.to(Device::cuda(0)), h.to(Device::cuda(0))}, 0));
+  check(cat({h, h}, 1), cat({h.to(Device::cuda(0)), h.to(Device::cuda(0))}, 1));
 }
 
 TEST(CudaDevice, OpsOnTwoDevicesFailClearly) {
