@@ -402,7 +402,7 @@ TEST(CudaSort, SortAndTopkMatchTheCpu) {
     const std::string n(dtype_name(dt));
     // (full tiles of many short rows and of one TILE-long row: the register-resident sort)
     for (Shape s : {Shape{5, 1000}, Shape{40, 7}, Shape{2, 10000}, Shape{1, 5000}, Shape{30, 4, 3}, Shape{1},
-                    Shape{3000, 40}, Shape{9, 4096}}) {
+                    Shape{3000, 40}, Shape{9, 4096}, Shape{3, 3000}, Shape{2, 4000, 3}}) {
       // few distinct values: many duplicates, so stability matters
       auto x = is_float(dt) ? DynTensor::randint(s, -5, 5, DType::i64, cpu()).cast(dt) : sample(s, dt);
       auto g = x.to(gpu());
@@ -428,6 +428,21 @@ TEST(CudaSort, SortAndTopkMatchTheCpu) {
     auto [sv, si] = sort(n, 0, desc);
     auto [gv, gi] = sort(n.to(gpu()), 0, desc);
     expect_equal(si, gi, "sort nan indices");
+  }
+  // the one-row tiles (radix sort, bitonic by EMBER_CUDA_SORT) with NaN, infinities and signed zeros
+  std::vector<float> specials(2 * 4096);
+  for (size_t i = 0; i < specials.size(); ++i) specials[i] = v[(i * 7919) % v.size()];
+  auto sp = DynTensor::from_vector(specials, {2, 4096}, cpu());
+  for (const char* alg : {"", "bitonic"}) {
+    if (*alg) setenv("EMBER_CUDA_SORT", alg, 1);
+    for (bool desc : {false, true}) {
+      auto [sv, si] = sort(sp, 1, desc);
+      auto [gv, gi] = sort(sp.to(gpu()), 1, desc);
+      expect_equal(si, gi, std::string("sort specials ") + alg);
+      auto x = DynTensor::randint({3, 4096}, -20, 20, DType::i64, cpu()).cast(DType::bf16);
+      expect_equal(std::get<1>(sort(x, 1, desc)), std::get<1>(sort(x.to(gpu()), 1, desc)), std::string("bf16 ") + alg);
+    }
+    unsetenv("EMBER_CUDA_SORT");
   }
   auto big = sample({3, 70000}, DType::f32);
   auto [bv, bi] = topk(big, 10, 1);
@@ -491,6 +506,10 @@ TEST(CudaReducePerf, RowKernelsAtLargeSizes) {
   std::printf("[perf] sort [8192,1024] f32: %.1f us\n", time_us([&] { return sort(xs, -1); }));
   auto xl = sample({4, 1 << 20}, DType::f32).to(g);
   std::printf("[perf] sort [4,1M] f32: %.1f us\n", time_us([&] { return sort(xl, -1); }));
+  std::printf("[perf] sort [8192,4096] f32: %.1f us\n", time_us([&] { return sort(x, -1); }));
+  setenv("EMBER_CUDA_SORT", "bitonic", 1);
+  std::printf("[perf] sort [8192,4096] f32 bitonic: %.1f us\n", time_us([&] { return sort(x, -1); }));
+  unsetenv("EMBER_CUDA_SORT");
   std::printf("[perf] topk k=10 [8192,1024] f32: %.1f us\n", time_us([&] { return topk(xs, 10, -1); }));
 }
 
