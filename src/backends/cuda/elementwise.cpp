@@ -747,8 +747,12 @@ void launch_flat(CudaBackend& be, const Op& op, DType dt, const std::string& key
   const void* p1 = nin > 1 ? in[1] : nullptr;
   const void* p2 = nin > 2 ? in[2] : nullptr;
   if (use_vec) {
+    // one pass of blocks over the packs (2 a thread), not a grid capped at 32 blocks an SM that
+    // loops: H200, add_f32_256M 777 -> 739 us (PyTorch 740), gelu [32, 512, 2048] 69.1 -> 66.7 us
+    // (PyTorch 66.2); 4 packs a thread in flight measured the same as 2
     CUfunction f = be.jit().get(key, "flat_vec", source);
-    be.launch(f, grid_for(be, n / vec, kThreads), kThreads, 0, out, p0, p1, p2, scal, n, attr);
+    const unsigned grid = unsigned(std::clamp<int64_t>(ceil_div(n / vec, 2 * int64_t(kThreads)), 1, 0x7fffffff));
+    be.launch(f, grid, kThreads, 0, out, p0, p1, p2, scal, n, attr);
   } else {
     CUfunction f = be.jit().get(key, "flat", source);
     be.launch(f, grid_for(be, n, kThreads), kThreads, 0, out, p0, p1, p2, scal, n, attr);
