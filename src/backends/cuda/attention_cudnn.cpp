@@ -21,7 +21,6 @@
 // EMBER_CUDA_ATTN_CUDNN=0 turns the path off; EMBER_CUDNN_DEBUG=1 prints why a graph was declined.
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -30,13 +29,16 @@
 #include <optional>
 
 #include "attention_internal.hpp"
+#include "cudnn_graph.hpp"
 
 namespace ember::cuda {
 
 namespace {
 
-using Desc = cudnnBackendDescriptor_t;
-using Dims = std::vector<int64_t>;
+using cudnn_graph::Desc;
+using cudnn_graph::Dims;
+using cudnn_graph::GraphBuilder;
+using cudnn_graph::Plan;
 
 bool debug() {
   static const bool on = [] {
@@ -45,175 +47,6 @@ bool debug() {
   }();
   return on;
 }
-
-// One operation graph under construction. A failed call records what failed and turns every
-// later call into a no-op; the descriptors are never destroyed (a plan is kept for the process,
-// and cuDNN does not promise that a plan outlives the graph it was made from).
-class GraphBuilder {
- public:
-  explicit GraphBuilder(cudnnHandle_t h) : handle_(h) {}
-  bool ok() const { return error_.empty(); }
-  const std::string& error() const { return error_; }
-
-  Desc tensor(int64_t uid, const Dims& dims, const Dims& strides, cudnnDataType_t type, bool is_virtual,
-              bool by_value = false) {
-    Desc d = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-    const int64_t align = 16;
-    set(d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
-    set(d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, int64_t(dims.size()), dims.data());
-    set(d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, int64_t(strides.size()), strides.data());
-    set(d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
-    set(d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
-    if (is_virtual) set(d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
-    if (by_value) set(d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value);
-    finalize(d, "tensor " + std::to_string(uid));
-    return d;
-  }
-  // An intermediate the graph keeps inside its kernels (a fresh uid).
-  Desc inner(const Dims& dims, const Dims& strides, cudnnDataType_t type = CUDNN_DATA_FLOAT) {
-    return tensor(next_uid_++, dims, strides, type, true);
-  }
-  // A float scalar passed by value (a host pointer in the variant pack).
-  Desc scalar(int64_t uid) { return tensor(uid, {1, 1, 1, 1}, {1, 1, 1, 1}, CUDNN_DATA_FLOAT, false, true); }
-
-  void pointwise(cudnnPointwiseMode_t mode, Desc x, Desc b, Desc y, Desc t = nullptr,
-                 cudnnDataType_t prec = CUDNN_DATA_FLOAT, int64_t axis = -1) {
-    Desc pw = make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
-    set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
-    set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
-    if (axis >= 0) set(pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis);
-    finalize(pw, "pointwise descriptor");
-    Desc op = make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-    const float one = 1.0f;
-    set(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw);
-    set(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-    if (b) set(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
-    if (t) set(op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t);
-    set(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-    set(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &one);
-    set(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &one);
-    add_op(op, "pointwise " + std::to_string(int(mode)));
-  }
-  // c[..., m, n] = sum_k a[..., m, k] b[..., k, n] in f32
-  void matmul(Desc a, Desc b, Desc c) {
-    Desc mm = make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
-    const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
-    const double pad = 0.0;
-    set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
-    set(mm, CUDNN_ATTR_MATMUL_PADDING_VALUE, CUDNN_TYPE_DOUBLE, 1, &pad);
-    finalize(mm, "matmul descriptor");
-    Desc op = make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
-    set(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a);
-    set(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
-    set(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c);
-    set(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm);
-    add_op(op, "matmul");
-  }
-  // y = x reduced over the dims where y has size 1
-  void reduction(cudnnReduceTensorOp_t mode, Desc x, Desc y) {
-    Desc red = make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
-    const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
-    const bool deterministic = false;
-    set(red, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode);
-    set(red, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
-    if (cudnnGetVersion() >= 91100)
-      set(red, CUDNN_ATTR_REDUCTION_IS_DETERMINISTIC, CUDNN_TYPE_BOOLEAN, 1, &deterministic);
-    finalize(red, "reduction descriptor");
-    Desc op = make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
-    set(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-    set(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-    set(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &red);
-    add_op(op, "reduction");
-  }
-  // y: the same memory as x under other dims / strides (a transpose)
-  void reshape(Desc x, Desc y) {
-    Desc op = make(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
-    set(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-    set(op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-    add_op(op, "reshape");
-  }
-
-  // The execution plans of the engine configurations of heuristics mode A that finalize, in the
-  // heuristics' order (at most `max`), each with its workspace bytes; empty when none does.
-  std::vector<std::pair<Desc, int64_t>> plans(size_t max) {
-    std::vector<std::pair<Desc, int64_t>> out;
-    if (!ok()) return out;
-    Desc graph = make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-    set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, int64_t(ops_.size()), ops_.data());
-    set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_);
-    finalize(graph, "operation graph");
-    Desc heur = make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-    const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-    set(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
-    set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-    finalize(heur, "engine heuristics");
-    if (!ok()) return out;
-    int64_t count = 0;
-    if (cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
-                                 nullptr) != CUDNN_STATUS_SUCCESS ||
-        count == 0) {
-      fail("heuristics returned no engine");
-      return out;
-    }
-    std::vector<Desc> cfgs(static_cast<size_t>(count));
-    for (Desc& c : cfgs) c = make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-    int64_t got = 0;
-    if (!ok() || cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
-                                          &got, cfgs.data()) != CUDNN_STATUS_SUCCESS) {
-      fail("reading the heuristics' engines");
-      return out;
-    }
-    cudnnStatus_t last = CUDNN_STATUS_SUCCESS;
-    for (int64_t i = 0; i < got && out.size() < max; ++i) {
-      Desc p = make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-      set(p, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_);
-      set(p, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfgs[size_t(i)]);
-      if (!ok()) return out;
-      last = cudnnBackendFinalize(p);
-      int64_t n = 0, workspace = 0;
-      if (last == CUDNN_STATUS_SUCCESS &&
-          cudnnBackendGetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &workspace) ==
-              CUDNN_STATUS_SUCCESS &&
-          workspace >= 0)
-        out.emplace_back(p, workspace);
-    }
-    if (!out.empty()) return out;
-    fail(std::string("no engine's plan finalized (") + std::to_string(got) +
-         " tried; last: " + cudnnGetErrorString(last) + ")");
-    return out;
-  }
-
- private:
-  Desc make(cudnnBackendDescriptorType_t type) {
-    Desc d = nullptr;
-    if (ok() && cudnnBackendCreateDescriptor(type, &d) != CUDNN_STATUS_SUCCESS)
-      fail("creating descriptor type " + std::to_string(int(type)));
-    return d;
-  }
-  void set(Desc d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count,
-           const void* values) {
-    if (!ok()) return;
-    const cudnnStatus_t s = cudnnBackendSetAttribute(d, name, type, count, values);
-    if (s != CUDNN_STATUS_SUCCESS)
-      fail("setting attribute " + std::to_string(int(name)) + ": " + cudnnGetErrorString(s));
-  }
-  void finalize(Desc d, const std::string& what) {
-    if (!ok()) return;
-    const cudnnStatus_t s = cudnnBackendFinalize(d);
-    if (s != CUDNN_STATUS_SUCCESS) fail("finalizing " + what + ": " + cudnnGetErrorString(s));
-  }
-  void add_op(Desc op, const std::string& what) {
-    finalize(op, what + " (op " + std::to_string(ops_.size()) + ")");
-    ops_.push_back(op);
-  }
-  void fail(const std::string& why) {
-    if (error_.empty()) error_ = why;
-  }
-  cudnnHandle_t handle_;
-  std::vector<Desc> ops_;
-  std::string error_;
-  int64_t next_uid_ = 100;
-};
 
 // The uids of the graphs' tensors in memory (the variant packs'); intermediates count from 100.
 enum : int64_t { kQ = 1, kK, kV, kO, kLse, kDout, kDq, kDk, kDv, kScale, kNegInf, kOne, kRowDot, kDqAcc };
@@ -306,17 +139,16 @@ bool enabled() {
   return !(e && std::string(e) == "0");
 }
 
-// One execution plan of a problem and the workspace bytes it needs.
-struct Plan {
-  Desc plan = nullptr;
-  int64_t workspace = 0;
-};
 // A problem's plans: the candidates until the first call times them (autotuning), then the
 // fastest alone; none where cuDNN declined the problem.
 struct Plans {
   std::vector<Plan> cands;
   bool chosen = false;
 };
+// (On an H200 with cuDNN 9.14 the heuristics' first 4 hold the fastest configuration: timing every
+// value of the engines' one knob, CUDNN_KNOB_TYPE_KERNEL_CFG (0..36), found no faster one for
+// [8, 12, 1024, 64] causal bf16: forward 48.1 us at best, the heuristics' first 51.3 us; backward
+// 156.7 us, the heuristics' first.)
 constexpr size_t kMaxCandidates = 4;
 
 std::mutex g_mu;
@@ -326,46 +158,39 @@ std::map<std::string, Plans>& plans() {
 }
 
 // The plan of `key` to run now: `build` makes the candidates on first use (declined problems are
-// remembered too); the first call that finds several times each with `run` (3 loops of 2 calls
-// after a warm-up, the median loop) and keeps the fastest. `run` executes one candidate with the
-// call's operands (the chosen one runs last: the caller runs it again for the result). Null:
-// declined.
+// remembered too); the first call that finds several keeps the fastest (cudnn_graph::fastest,
+// timing each with `run`, which executes one candidate with the call's operands). Null: declined.
 template <class Build, class Run>
 const Plan* plan_of(CudaBackend& be, const std::string& key, Build build, Run run) {
   std::lock_guard<std::mutex> lock(g_mu);
   auto [it, fresh] = plans().try_emplace(key);
   Plans& e = it->second;
   if (fresh) {
-    std::string why;
     GraphBuilder g(be.cudnn());
     build(g);
-    for (auto [plan, ws] : g.plans(autotune_enabled() ? kMaxCandidates : 1)) e.cands.push_back({plan, ws});
+    e.cands = g.plans(autotune_enabled() ? kMaxCandidates : 1);
     if (e.cands.empty() && debug())
       std::fprintf(stderr, "ember: cuDNN attention declined %s: %s\n", key.c_str(), g.error().c_str());
   }
   if (e.cands.empty()) return nullptr;
   if (!e.chosen && e.cands.size() > 1) {
-    size_t best = 0;
-    double best_ms = -1;
-    for (size_t i = 0; i < e.cands.size(); ++i) {
-      try {
-        run(e.cands[i]);
-      } catch (const Error&) {  // (an engine that finalizes but fails on the operands: passed over)
-        continue;
-      }
-      EMBER_CUDA_CHECK(cudaStreamSynchronize(be.stream()));
-      double t[3];
-      for (double& ti : t) {
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int k = 0; k < 2; ++k) run(e.cands[i]);
-        EMBER_CUDA_CHECK(cudaStreamSynchronize(be.stream()));
-        ti = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 2;
-      }
-      std::sort(t, t + 3);
-      if (debug()) std::fprintf(stderr, "ember: cuDNN attention %s candidate %zu: %.4f ms\n", key.c_str(), i, t[1]);
-      if (best_ms < 0 || t[1] < best_ms) best = i, best_ms = t[1];
-    }
-    e.cands = {e.cands[best]};
+    auto best = cudnn_graph::fastest(
+        be.stream(), e.cands.size(),
+        [&](size_t i) {
+          try {
+            run(e.cands[i]);
+            return true;
+          } catch (const Error&) {  // (an engine that finalizes but fails on the operands: passed over)
+            return false;
+          }
+        },
+        [&](size_t i, double ms) {
+          if (debug()) std::fprintf(stderr, "ember: cuDNN attention %s candidate %zu: %.4f ms\n", key.c_str(), i, ms);
+        });
+    const Plan kept = e.cands[best.value_or(0)];
+    for (const Plan& c : e.cands)
+      if (c.plan != kept.plan) cudnnBackendDestroyDescriptor(c.plan);
+    e.cands = {kept};
   }
   if (!e.chosen && debug())
     std::fprintf(stderr, "ember: cuDNN %zu attention plan for %s (workspace %lld bytes)\n", cudnnGetVersion(),
@@ -474,21 +299,9 @@ void backward_graph(GraphBuilder& g, const Problem& p) {
 
 std::atomic<int64_t> g_runs{0};  // calls that ran on cuDNN (not counting autotuning's)
 
-void execute(CudaBackend& be, const Plan& plan, std::vector<int64_t> uids, std::vector<void*> ptrs, void* ws,
-             const char* what) {
-  Desc pack = nullptr;
-  cudnnStatus_t s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack);
-  if (s == CUDNN_STATUS_SUCCESS)
-    s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, int64_t(uids.size()),
-                                 uids.data());
-  if (s == CUDNN_STATUS_SUCCESS)
-    s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, int64_t(ptrs.size()),
-                                 ptrs.data());
-  if (s == CUDNN_STATUS_SUCCESS)
-    s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
-  if (s == CUDNN_STATUS_SUCCESS) s = cudnnBackendFinalize(pack);
-  if (s == CUDNN_STATUS_SUCCESS) s = cudnnBackendExecute(be.cudnn(), plan.plan, pack);
-  if (pack) cudnnBackendDestroyDescriptor(pack);
+void execute(CudaBackend& be, const Plan& plan, const std::vector<int64_t>& uids, const std::vector<void*>& ptrs,
+             void* ws, const char* what) {
+  const cudnnStatus_t s = cudnn_graph::execute(be.cudnn(), plan.plan, uids, ptrs, ws);
   EMBER_CHECK(s == CUDNN_STATUS_SUCCESS, what, ": cuDNN's attention failed: ", cudnnGetErrorString(s));
 }
 

@@ -27,7 +27,6 @@
 #include <cudnn.h>
 
 #include <algorithm>
-#include <chrono>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -36,6 +35,7 @@
 
 #include "attention_sources.hpp"
 #include "cuda_backend.hpp"
+#include "cudnn_graph.hpp"
 #include "matmul.hpp"
 
 namespace ember::cuda {
@@ -185,65 +185,42 @@ ConvPlan* make_plan(const ConvProblem& p) {
   return plan;
 }
 
-// ---- cuDNN's graph API: the problem as an operation graph, its engine configurations, plans ----
+// ---- cuDNN's graph API (cudnn_graph.hpp): the problem as an operation graph, its engines ----
 
-using GraphDesc = cudnnBackendDescriptor_t;
-
-GraphDesc graph_desc(cudnnBackendDescriptorType_t type, const ConvProblem& p) {
-  GraphDesc d = nullptr;
-  check(cudnnBackendCreateDescriptor(type, &d), p, "cudnnBackendCreateDescriptor");
-  return d;
-}
-void graph_set(GraphDesc d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count,
-               const void* values, const ConvProblem& p) {
-  check(cudnnBackendSetAttribute(d, name, type, count, values), p, "cudnnBackendSetAttribute");
-}
+using cudnn_graph::Desc;
+using cudnn_graph::GraphBuilder;
 
 // Unique ids of the tensors in a graph and its variant packs (kUidConv: the conv's output before
 // the bias, which stays inside the kernel).
 enum : int64_t { kUidX = 1, kUidW = 2, kUidY = 3, kUidBias = 4, kUidConv = 5 };
 
-// A packed tensor of the problem's dtype (nullptr if cuDNN rejects it).
-GraphDesc graph_tensor(int64_t uid, const std::vector<int>& dims, const ConvProblem& p, bool is_virtual = false) {
-  GraphDesc d = graph_desc(CUDNN_BACKEND_TENSOR_DESCRIPTOR, p);
-  std::vector<int64_t> dim(dims.begin(), dims.end()), stride(dims.size(), 1);
+// A packed tensor of the problem's dtype.
+Desc graph_tensor(GraphBuilder& g, int64_t uid, const std::vector<int>& dims, const ConvProblem& p,
+                  bool is_virtual = false) {
+  cudnn_graph::Dims dim(dims.begin(), dims.end()), stride(dims.size(), 1);
   for (int i = int(dims.size()) - 2; i >= 0; --i) stride[size_t(i)] = stride[size_t(i + 1)] * dim[size_t(i + 1)];
-  const cudnnDataType_t t = cudnn_type(p.dtype);
-  const int64_t align = int64_t(kGraphAlignment);
-  graph_set(d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &t, p);
-  graph_set(d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, int64_t(dim.size()), dim.data(), p);
-  graph_set(d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, int64_t(stride.size()), stride.data(), p);
-  graph_set(d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, p);
-  graph_set(d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align, p);
-  graph_set(d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual, p);
-  if (cudnnBackendFinalize(d) != CUDNN_STATUS_SUCCESS) return nullptr;
-  return d;
+  return g.tensor(uid, dim, stride, cudnn_type(p.dtype), is_virtual, false, int64_t(kGraphAlignment));
 }
 
 // The operation graph of the problem's convolution, followed with `fused` by the bias's addition
-// (nullptr where cuDNN has no graph for it).
-GraphDesc conv_graph(CudaBackend& be, const ConvProblem& p, bool fused) {
-  GraphDesc x = graph_tensor(kUidX, p.x, p), w = graph_tensor(kUidW, p.w, p), y = graph_tensor(kUidY, p.y, p);
-  if (!x || !w || !y) return nullptr;
-  GraphDesc conv_out = y;
-  if (fused) {
-    conv_out = graph_tensor(kUidConv, p.y, p, true);
-    if (!conv_out) return nullptr;
-  }
-  GraphDesc conv = graph_desc(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, p);
+// (g.ok() false where cuDNN has no graph for it).
+void conv_graph(GraphBuilder& g, const ConvProblem& p, bool fused) {
+  Desc x = graph_tensor(g, kUidX, p.x, p), w = graph_tensor(g, kUidW, p.w, p), y = graph_tensor(g, kUidY, p.y, p);
+  Desc conv_out = fused ? graph_tensor(g, kUidConv, p.y, p, true) : y;
+  Desc conv = g.make(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
   const cudnnDataType_t compute = p.dtype == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
   const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
   const int64_t nd = p.nd;
   const std::vector<int64_t> pad(p.pad.begin(), p.pad.end()), stride(p.stride.begin(), p.stride.end()),
       dilation(p.dilation.begin(), p.dilation.end());
-  graph_set(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute, p);
-  graph_set(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode, p);
-  graph_set(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &nd, p);
-  graph_set(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, nd, dilation.data(), p);
-  graph_set(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, nd, stride.data(), p);
-  graph_set(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, nd, pad.data(), p);
-  graph_set(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, nd, pad.data(), p);
-  if (cudnnBackendFinalize(conv) != CUDNN_STATUS_SUCCESS) return nullptr;
+  g.set(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
+  g.set(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+  g.set(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &nd);
+  g.set(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, nd, dilation.data());
+  g.set(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, nd, stride.data());
+  g.set(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, nd, pad.data());
+  g.set(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, nd, pad.data());
+  g.finalize(conv, "convolution descriptor");
   // conv: y = conv(x, w). conv_transpose: the backward data of a conv, dx = y from dy = x.
   struct OpAttrs {
     cudnnBackendDescriptorType_t type;
@@ -260,46 +237,28 @@ GraphDesc conv_graph(CudaBackend& be, const ConvProblem& p, bool fused) {
                     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
                     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA};
   const cudnnBackendAttributeType_t scalar = p.dtype == DType::f64 ? CUDNN_TYPE_DOUBLE : CUDNN_TYPE_FLOAT;
-  GraphDesc op = graph_desc(at.type, p);
-  graph_set(op, at.in, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x, p);
-  graph_set(op, at.w, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w, p);
-  graph_set(op, at.out, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv_out, p);
-  graph_set(op, at.conv, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv, p);
-  graph_set(op, at.alpha, scalar, 1, unit_scalar(p, true), p);
-  graph_set(op, at.beta, scalar, 1, unit_scalar(p, false), p);
-  if (cudnnBackendFinalize(op) != CUDNN_STATUS_SUCCESS) return nullptr;
-  std::vector<GraphDesc> ops = {op};
+  Desc op = g.make(at.type);
+  g.set(op, at.in, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+  g.set(op, at.w, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w);
+  g.set(op, at.out, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv_out);
+  g.set(op, at.conv, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv);
+  g.set(op, at.alpha, scalar, 1, unit_scalar(p, true));
+  g.set(op, at.beta, scalar, 1, unit_scalar(p, false));
+  g.add_op(op, "convolution");
   if (fused) {  // y = conv_out + bias, the bias a [1, K, 1, ...] tensor broadcast over the rest
     std::vector<int> bias_dims(p.y.size(), 1);
     bias_dims[1] = p.y[1];
-    GraphDesc bias = graph_tensor(kUidBias, bias_dims, p);
-    GraphDesc add = graph_desc(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, p);
-    const cudnnPointwiseMode_t mode_add = CUDNN_POINTWISE_ADD;
-    graph_set(add, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode_add, p);
-    graph_set(add, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &compute, p);
-    if (!bias || cudnnBackendFinalize(add) != CUDNN_STATUS_SUCCESS) return nullptr;
-    GraphDesc add_op = graph_desc(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, p);
-    graph_set(add_op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &add, p);
-    graph_set(add_op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv_out, p);
-    graph_set(add_op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &bias, p);
-    graph_set(add_op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y, p);
-    if (cudnnBackendFinalize(add_op) != CUDNN_STATUS_SUCCESS) return nullptr;
-    ops.push_back(add_op);
+    g.pointwise(CUDNN_POINTWISE_ADD, conv_out, graph_tensor(g, kUidBias, bias_dims, p), y, nullptr, compute);
   }
-  GraphDesc graph = graph_desc(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, p);
-  cudnnHandle_t handle = be.cudnn();
-  graph_set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, int64_t(ops.size()), ops.data(), p);
-  graph_set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, p);
-  if (cudnnBackendFinalize(graph) != CUDNN_STATUS_SUCCESS) return nullptr;
-  return graph;
 }
 
 // Whether an engine keeps the problem's precision (as algo_ok: exact f32 takes no TF32 tensor
 // cores, and neither exact f32 nor f64 a reduced-precision reduction, an FFT or a Winograd
 // transform over a kernel larger than 3; no f32 or f64 input is converted down) and compiles
 // nothing at run time (that takes seconds a plan).
-bool engine_ok(const ConvProblem& p, GraphDesc cfg) {
-  GraphDesc engine = graph_desc(CUDNN_BACKEND_ENGINE_DESCRIPTOR, p);
+bool engine_ok(const ConvProblem& p, Desc cfg) {
+  Desc engine = nullptr;
+  if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine) != CUDNN_STATUS_SUCCESS) return false;
   int64_t n = 0;
   bool ok = cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
                                      &engine) == CUDNN_STATUS_SUCCESS;
@@ -332,69 +291,14 @@ bool engine_ok(const ConvProblem& p, GraphDesc cfg) {
   return ok;
 }
 
-// The engine configurations cuDNN's heuristics (mode A) rank first for the problem (with `fused`,
-// for the conv and its bias), those that keep its precision, in the heuristics' order (empty
-// where the graph API cannot run it).
-std::vector<GraphDesc> graph_candidates(CudaBackend& be, const ConvProblem& p, bool fused) {
-  GraphDesc graph = conv_graph(be, p, fused);
-  if (!graph) return {};
-  GraphDesc heur = graph_desc(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, p);
-  const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-  graph_set(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph, p);
-  graph_set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, p);
-  int64_t count = 0;
-  if (cudnnBackendFinalize(heur) != CUDNN_STATUS_SUCCESS ||
-      cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
-                               nullptr) != CUDNN_STATUS_SUCCESS)
-    return {};
-  std::vector<GraphDesc> cfgs(static_cast<size_t>(count));
-  for (GraphDesc& c : cfgs) c = graph_desc(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, p);
-  int64_t got = 0;
-  if (cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
-                               cfgs.data()) != CUDNN_STATUS_SUCCESS)
-    got = 0;
-  std::vector<GraphDesc> out;
-  for (int64_t i = 0; i < got; ++i) {
-    if (int(out.size()) < kMaxGraphCandidates && engine_ok(p, cfgs[size_t(i)])) out.push_back(cfgs[size_t(i)]);
-    else cudnnBackendDestroyDescriptor(cfgs[size_t(i)]);
-  }
-  for (int64_t i = got; i < count; ++i) cudnnBackendDestroyDescriptor(cfgs[size_t(i)]);
-  return out;
-}
-
-// A finalized execution plan of `cfg` and its workspace (nullptr where the engine rejects it).
-GraphDesc graph_plan(CudaBackend& be, const ConvProblem& p, GraphDesc cfg, size_t& ws) {
-  GraphDesc plan = graph_desc(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, p);
-  cudnnHandle_t handle = be.cudnn();
-  graph_set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, p);
-  graph_set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg, p);
-  int64_t bytes = 0, n = 0;
-  if (cudnnBackendFinalize(plan) != CUDNN_STATUS_SUCCESS ||
-      cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &bytes) !=
-          CUDNN_STATUS_SUCCESS ||
-      bytes < 0) {
-    cudnnBackendDestroyDescriptor(plan);
-    return nullptr;
-  }
-  ws = size_t(bytes);
-  return plan;
-}
-
 // One call of a plan: x, w, y and (for a fused plan) the bias bound to the graph's tensors in a
 // variant pack.
-cudnnStatus_t run_graph(CudaBackend& be, const ConvProblem& p, GraphDesc plan, const void* x, const void* w,
-                        void* y, const void* bias, void* ws) {
-  GraphDesc pack = graph_desc(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, p);
-  const int64_t uids[4] = {kUidX, kUidW, kUidY, kUidBias};
-  void* ptrs[4] = {const_cast<void*>(x), const_cast<void*>(w), y, const_cast<void*>(bias)};
-  const int64_t n = bias ? 4 : 3;
-  graph_set(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids, p);
-  graph_set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs, p);
-  graph_set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws, p);
-  cudnnStatus_t s = cudnnBackendFinalize(pack);
-  if (s == CUDNN_STATUS_SUCCESS) s = cudnnBackendExecute(be.cudnn(), plan, pack);
-  cudnnBackendDestroyDescriptor(pack);
-  return s;
+cudnnStatus_t run_graph(CudaBackend& be, Desc plan, const void* x, const void* w, void* y, const void* bias,
+                        void* ws) {
+  std::vector<int64_t> uids = {kUidX, kUidW, kUidY};
+  std::vector<void*> ptrs = {const_cast<void*>(x), const_cast<void*>(w), y};
+  if (bias) uids.push_back(kUidBias), ptrs.push_back(const_cast<void*>(bias));
+  return cudnn_graph::execute(be.cudnn(), plan, uids, ptrs, ws);
 }
 
 bool graph_aligned(const void* x, const void* w, const void* y, const void* bias) {
@@ -470,7 +374,7 @@ cudnnStatus_t run_legacy(CudaBackend& be, const ConvProblem& p, const ConvPlan& 
 struct Candidate {
   int algo = 0;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
-  GraphDesc exec = nullptr;
+  Desc exec = nullptr;
   int graph_index = -1;
   bool fused = false;
   size_t ws = 0;
@@ -491,40 +395,26 @@ struct ConvArgs {
 
 cudnnStatus_t run_candidate(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan, const Candidate& c,
                             const ConvArgs& a, void* ws) {
-  cudnnStatus_t s = c.exec ? run_graph(be, p, c.exec, a.x, a.w, a.y, c.fused ? a.bias : nullptr, ws)
+  cudnnStatus_t s = c.exec ? run_graph(be, c.exec, a.x, a.w, a.y, c.fused ? a.bias : nullptr, ws)
                            : run_legacy(be, p, plan, c.algo, a.x, a.w, a.y, ws, c.ws);
   if (s == CUDNN_STATUS_SUCCESS && p.bias && !c.fused) add_bias(be, *a.out, *a.bias_t);
   return s;
 }
 
-// The fastest of `cands` by the wall-clock time of a call (with its bias) in a loop of 4
-// back-to-back calls ended by a synchronisation (the median of 3 loops, after one warm-up call):
-// GPU time where the GPU is the slower side, host time where the host is (a small conv's legacy
-// call plans again on the host every time). A candidate whose warm-up call fails is passed over:
-// cudnnFind reports some (algorithm, math type) pairs that the plain call then rejects (bf16
-// backward data: CUDNN_STATUS_BAD_PARAM).
+// The fastest of `cands` (cudnn_graph::fastest: the wall-clock time of a call with its bias in
+// loops of back-to-back calls, so GPU time where the GPU is the slower side, host time where the
+// host is: a small conv's legacy call plans again on the host every time). A candidate whose
+// call fails is passed over: cudnnFind reports some (algorithm, math type) pairs that the plain
+// call then rejects (bf16 backward data: CUDNN_STATUS_BAD_PARAM).
 std::optional<Candidate> fastest(CudaBackend& be, const ConvProblem& p, const ConvPlan& plan,
                                  const std::vector<Candidate>& cands, const ConvArgs& a, void* ws) {
-  std::optional<Candidate> best;
-  double best_ms = 0;
-  for (const Candidate& c : cands) {
+  auto best = cudnn_graph::fastest(be.stream(), cands.size(), [&](size_t i) {
+    const Candidate& c = cands[i];
     if (!c.exec) check(cudnnSetConvolutionMathType(plan.conv, c.math), p, "cudnnSetConvolutionMathType");
-    if (run_candidate(be, p, plan, c, a, ws) != CUDNN_STATUS_SUCCESS) continue;
-    EMBER_CUDA_CHECK(cudaStreamSynchronize(be.stream()));
-    double t[3];
-    for (double& ti : t) {
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < 4; ++i) check(run_candidate(be, p, plan, c, a, ws), p, "a timed call");
-      EMBER_CUDA_CHECK(cudaStreamSynchronize(be.stream()));
-      ti = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 4;
-    }
-    std::sort(t, t + 3);
-    if (!best || t[1] < best_ms) {
-      best = c;
-      best_ms = t[1];
-    }
-  }
-  return best;
+    return run_candidate(be, p, plan, c, a, ws) == CUDNN_STATUS_SUCCESS;
+  });
+  if (!best) return std::nullopt;
+  return cands[*best];
 }
 
 // Picks the plan's way to run (once per problem): saved winner, autotuned, or heuristic.
@@ -535,17 +425,25 @@ void choose_algo(CudaBackend& be, const ConvProblem& p, ConvPlan& plan, const Co
   // Graph-API plans, of the conv alone and (with a bias) of the conv and its bias; the ones not
   // chosen are destroyed once the choice is made.
   std::vector<Candidate> graph;
+  // (the engine configurations cuDNN's heuristics rank first, kMaxGraphCandidates of those that
+  // keep the problem's precision, in the heuristics' order: graph_index)
   for (bool fused : {false, true}) {
     if (!aligned || (fused && !p.bias)) continue;
-    const std::vector<GraphDesc> cfgs = graph_candidates(be, p, fused);
-    for (size_t i = 0; i < cfgs.size(); ++i) {
+    GraphBuilder g(be.cudnn());
+    conv_graph(g, p, fused);
+    int index = 0;
+    for (Desc cfg : g.configs()) {
+      if (index == kMaxGraphCandidates) break;
+      if (!engine_ok(p, cfg)) continue;
       Candidate c;
-      c.graph_index = int(i);
+      c.graph_index = index++;
       c.fused = fused;
-      c.exec = graph_plan(be, p, cfgs[i], c.ws);
-      if (c.exec && c.ws <= kFindWorkspaceCap) graph.push_back(c);
-      else if (c.exec) cudnnBackendDestroyDescriptor(c.exec);
-      cudnnBackendDestroyDescriptor(cfgs[i]);
+      if (auto plan_i = g.plan(cfg)) {
+        c.exec = plan_i->plan;
+        c.ws = size_t(plan_i->workspace);
+        if (c.ws <= kFindWorkspaceCap) graph.push_back(c);
+        else cudnnBackendDestroyDescriptor(c.exec);
+      }
     }
   }
   auto take = [&](const Candidate& c) {
@@ -665,7 +563,7 @@ void run_conv(CudaBackend& be, const ConvProblem& p, const ConvArgs& args) {
   }
   void* ws = plan->ws ? be.workspace(plan->ws) : nullptr;
   if (plan->exec) {
-    check(run_graph(be, p, plan->exec, args.x, args.w, args.y, plan->fused ? args.bias : nullptr, ws), p,
+    check(run_graph(be, plan->exec, args.x, args.w, args.y, plan->fused ? args.bias : nullptr, ws), p,
           "cudnnBackendExecute");
   } else {
     check(run_legacy(be, p, *plan, plan->algo, args.x, args.w, args.y, ws, plan->ws), p,

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "cuda_backend.hpp"
+#include "elementwise_sources.hpp"
 
 namespace ember::cuda {
 
@@ -26,25 +27,6 @@ extern "C" __global__ void strided64(D* out, const S* in, EMBER_GC Shape sh, EMB
                                      int64_t n) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     out[offset_of(i, sh, so)] = cast_value<D>(in[offset_of(i, sh, si)]);
-}
-// Rows of w 16-byte packs at pitches dp and sp (in packs): blockIdx.y strides over the rows,
-// and each thread copies 4 packs of its row, loaded before any is stored.
-extern "C" __global__ void rows16(uint4* __restrict__ out, const uint4* __restrict__ in, int64_t rows, int64_t w,
-                                  int64_t dp, int64_t sp) {
-  const int64_t span = int64_t(gridDim.x) * blockDim.x * 4;
-  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-    const uint4* src = in + r * sp;
-    uint4* dst = out + r * dp;
-    for (int64_t c = int64_t(blockIdx.x) * blockDim.x * 4 + threadIdx.x; c < w; c += span) {
-      uint4 v[4];
-#pragma unroll
-      for (int u = 0; u < 4; ++u)
-        if (c + u * blockDim.x < w) v[u] = src[c + u * blockDim.x];
-#pragma unroll
-      for (int u = 0; u < 4; ++u)
-        if (c + u * blockDim.x < w) dst[c + u * blockDim.x] = v[u];
-    }
-  }
 }
 // A batch of transposes: out[b][k][j] = in[b][k][j] where `in` has stride 1 along k (si_j along
 // j) and `out` stride 1 along j (so_k along k); b indexes the other dims (bsh, with the strides
@@ -182,7 +164,8 @@ std::optional<PitchedRows> pitched_rows(const Collapsed& c, const View& dst, con
 }
 
 // Up to kBatchRows copies of rows into one destination pitch, in one launch: copy i moves `rows`
-// rows of w[i] 16-byte packs from src[i] (pitch sp[i]) to dst[i] (pitch dp), as rows16.
+// rows of w[i] 16-byte packs from src[i] (pitch sp[i]) to dst[i] (pitch dp). blockIdx.y strides
+// over the rows, and each thread copies 4 packs of its row, loaded before any is stored.
 constexpr int kBatchRows = 8;
 struct RowCopies {
   int32_t n = 0;
@@ -228,7 +211,26 @@ dim3 rows_grid(CudaBackend& be, int64_t w, int64_t rows) {
   return dim3(gx, gy);
 }
 
+std::string copy_key(DType to, DType from) {
+  return std::string("copy/") + std::string(dtype_name(to)) + "/" + std::string(dtype_name(from));
+}
+
+void launch_rows(CudaBackend& be, const RowCopies& b) {
+  const int64_t w = *std::max_element(b.w, b.w + b.n);
+  be.launch(be.jit().get("copy/rows16_batch", "rows16_batch", [] { return std::string(kRowsBatchSource); }),
+            rows_grid(be, w, b.rows), 256, 0, b);
+}
+
 }  // namespace
+
+std::vector<KernelSource> copy_kernel_sources() {
+  std::vector<KernelSource> out;
+  for (int to = 0; to < kNumDTypes; ++to)
+    for (int from = 0; from < kNumDTypes; ++from)
+      out.push_back({copy_key(DType(to), DType(from)), copy_source(DType(to), DType(from))});
+  out.push_back({"copy/rows16_batch", kRowsBatchSource});
+  return out;
+}
 
 bool copy_rows_batched(CudaBackend& be, const std::vector<View>& dsts, const std::vector<View>& srcs) {
   std::vector<RowCopies> batches;
@@ -250,11 +252,7 @@ bool copy_rows_batched(CudaBackend& be, const std::vector<View>& dsts, const std
     b.sp[b.n] = r->sp;
     ++b.n;
   }
-  for (const RowCopies& b : batches) {
-    const int64_t w = *std::max_element(b.w, b.w + b.n);
-    be.launch(be.jit().get("copy/rows16_batch", "rows16_batch", [] { return std::string(kRowsBatchSource); }),
-              rows_grid(be, w, b.rows), 256, 0, b);
-  }
+  for (const RowCopies& b : batches) launch_rows(be, b);
   return true;
 }
 
@@ -269,14 +267,18 @@ void copy_view(CudaBackend& be, const View& dst, const View& src) {
     EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.ptr, src.ptr, size_t(n) * esz, cudaMemcpyDeviceToDevice, be.stream()));
     return;
   }
-  std::string key = std::string("copy/") + std::string(dtype_name(dst.dtype)) + "/" + std::string(dtype_name(src.dtype));
+  const std::string key = copy_key(dst.dtype, src.dtype);
   auto source = [&] { return copy_source(dst.dtype, src.dtype); };
   if (auto r = pitched_rows(c, dst, src)) {
     // rows of contiguous bytes at two pitches (cat, column slices), 16-byte packs. H200, cat of
     // two f32 [4096, 4096] along dim 1: 200.6 us element by element, 164 us through the
     // runtime's cudaMemcpy2DAsync, 74.5 us here (PyTorch 69.8 us)
-    be.launch(be.jit().get(key, "rows16", source), rows_grid(be, r->w, r->rows), 256, 0, dst.ptr, src.ptr, r->rows,
-              r->w, r->dp, r->sp);
+    RowCopies one;
+    one.n = 1;
+    one.rows = r->rows, one.dp = r->dp;
+    one.src[0] = src.ptr, one.dst[0] = dst.ptr;
+    one.w[0] = r->w, one.sp[0] = r->sp;
+    launch_rows(be, one);
     return;
   }
   constexpr int kThreads = 256;

@@ -64,4 +64,10 @@ std::vector<KernelSource> layout_kernel_sources();
 std::string pad_source(size_t elem_bytes);              // "pad/b<N>": pad32, pad64
 std::string tri_source(bool lower, size_t elem_bytes);  // "tril/b<N>", "triu/b<N>": contig, strided
 
+// ---- copy.cpp ----
+
+// Every (key, source) pair copy_view can generate: "copy/<to>/<from>" (linear, strided32,
+// strided64, tiles) for every pair of dtypes, and "copy/rows16_batch".
+std::vector<KernelSource> copy_kernel_sources();
+
 }  // namespace ember::cuda

@@ -111,6 +111,14 @@ TEST(CudaElementwiseCompile, EveryLayoutSourceCompiles) {
   for (const auto& e : errors) ADD_FAILURE() << e;
 }
 
+TEST(CudaElementwiseCompile, EveryCopySourceCompiles) {
+  auto sources = cuda::copy_kernel_sources();
+  EXPECT_EQ(sources.size(), size_t(kNumDTypes * kNumDTypes + 1));
+  expect_unique_keys(sources);
+  auto errors = compile_all(sources);
+  for (const auto& e : errors) ADD_FAILURE() << e;
+}
+
 // ------------------------------------------------------------------------------ GPU tests
 
 // Values of a tensor as doubles, on the host.
