@@ -107,14 +107,9 @@ PrimitivePtr CudaBackend::constant(Op& op) {
   return std::make_shared<CudaTensor>(meta, it->second, contiguous_strides(meta.shape), 0);
 }
 
-// The calling thread's current device (cudaSetDevice only when it changes).
-void CudaBackend::make_current() const {
-  thread_local int current = -1;
-  if (current != index_) {
-    set_device(index_);
-    current = index_;
-  }
-}
+// The calling thread's current device (set_device calls cudaSetDevice only when it changes; it
+// keeps the one record of the thread's device, which every switch goes through).
+void CudaBackend::make_current() const { set_device(index_); }
 
 void CudaBackend::launch_raw(CUfunction f, dim3 grid, dim3 block, unsigned smem, void** params) {
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;
