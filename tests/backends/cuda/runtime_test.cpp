@@ -150,18 +150,32 @@ TEST(CudaDevice, PitchedRowCopiesMatchTheCpu) {
   check(cat({h, h}, 1), cat({h.to(Device::cuda(0)), h.to(Device::cuda(0))}, 1));
 }
 
-TEST(CudaDevice, OpsOnTwoDevicesFailClearly) {
-  REQUIRE_GPU();
-  auto a = DynTensor::ones({3}, DType::f32, Device::cpu());
-  auto b = DynTensor::ones({3}, DType::f32, Device::cuda(0));
+// a + b with a on `da` and b on `db`: an Error naming both devices, which both stay usable.
+void expect_mixing_fails(const Device& da, const Device& db) {
+  auto a = DynTensor::ones({3}, DType::f32, da);
+  auto b = DynTensor::ones({3}, DType::f32, db);
   try {
     (void)(a + b);
     FAIL() << "expected an Error";
   } catch (const Error& e) {
     std::string m = e.what();
-    EXPECT_NE(m.find("cuda:0"), std::string::npos) << m;
-    EXPECT_NE(m.find("cpu"), std::string::npos) << m;
+    EXPECT_NE(m.find(da.name()), std::string::npos) << m;
+    EXPECT_NE(m.find(db.name()), std::string::npos) << m;
   }
+  EXPECT_DOUBLE_EQ(sum(a + a).item(), 6.0);
+  EXPECT_DOUBLE_EQ(sum(b + b).item(), 6.0);
+}
+
+TEST(CudaDevice, OpsOnTwoDevicesFailClearly) {
+  REQUIRE_GPU();
+  EXPECT_EQ(Device::cuda(0).name(), "cuda:0");
+  expect_mixing_fails(Device::cpu(), Device::cuda(0));
+}
+
+// (the other tests of several GPUs: multi_device_test.cpp)
+TEST(CudaMultiDevice, OpsOnTwoGpusFailClearly) {
+  if (cuda::device_count() < 2) GTEST_SKIP() << "needs 2 CUDA devices: " << cuda::describe_devices();
+  expect_mixing_fails(Device::cuda(0), Device::cuda(1));
 }
 
 TEST(CudaMemory, OutOfMemoryIsAnErrorAndTheDeviceStaysUsable) {
