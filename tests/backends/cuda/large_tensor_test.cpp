@@ -1,0 +1,154 @@
+// Tensors of more than 2^31 elements on the GPU: the kernels' 64-bit index paths (elementwise
+// flat and broadcast, copies that cast, transpose, flip or concatenate, reductions and argmax,
+// nonzero / masked_select, index_select, slice_assign at offsets past 2^31, cumsum, topk across
+// 2^31 elements, and a gather whose output passes 2^31). A u8 tensor of n = 2^31 + 4098 zeros holds a few markers;
+// every expected value follows from them, so no reference of that size is computed on the CPU.
+// Skips where the GPU has less than 32 GiB free.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ember/backends/cuda.hpp"
+#include "ember/ember.hpp"
+
+namespace ember {
+namespace {
+
+constexpr int64_t kTwo31 = int64_t(1) << 31;
+constexpr int64_t kN = kTwo31 + 4098;  // even: two rows of kC
+constexpr int64_t kC = kN / 2;
+
+// position -> value of the markers (every other element is 0)
+const std::map<int64_t, int64_t> kMarkers = {{0, 5},          {kC, 3},           {kTwo31 - 1, 7},
+                                             {kTwo31, 9},     {kTwo31 + 17, 11}, {kN - 1, 13}};
+
+// element `pos` of the flat view of `t`, as an integer
+int64_t at(const DynTensor& t, int64_t pos) {
+  return int64_t(slice(reshape(t, {-1}), {Slice{pos, pos + 1}}).cast(DType::f64).item());
+}
+
+DynTensor u8(const std::vector<uint8_t>& v, Shape s, const Device& d) {
+  return DynTensor::from_vector<uint8_t>(v, std::move(s), d);
+}
+
+class CudaLarge : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda::available()) GTEST_SKIP() << "no CUDA device";
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess || free_bytes < (size_t(32) << 30))
+      GTEST_SKIP() << "needs 32 GiB of free device memory; " << (free_bytes >> 20) << " MiB free";
+    gpu = Device::cuda(0);
+    x = DynTensor::zeros({kN}, DType::u8, gpu);
+    for (auto [pos, v] : kMarkers) x = slice_assign(x, {Slice{pos, pos + 1}}, u8({uint8_t(v)}, {1}, gpu));
+  }
+  void TearDown() override {
+    x = DynTensor();
+    if (cuda::available()) gpu.memory_cleanup();
+  }
+  Device gpu = Device::cpu();
+  DynTensor x;
+};
+
+TEST_F(CudaLarge, ElementwiseFlatAndBroadcast) {
+  for (auto [pos, v] : kMarkers) EXPECT_EQ(at(x, pos), v) << "slice_assign at " << pos;
+  {
+    DynTensor y = x * 2 + 1;  // flat, with a scalar
+    for (auto [pos, v] : kMarkers) EXPECT_EQ(at(y, pos), 2 * v + 1) << pos;
+    EXPECT_EQ(at(y, kTwo31 + 1), 1);
+    EXPECT_EQ(sum(y).item(), double(kN + 2 * 48));
+  }
+  {
+    DynTensor z = reshape(x, {2, kC}) + u8({10, 20}, {2, 1}, gpu);  // broadcast along the rows
+    for (auto [pos, v] : kMarkers) EXPECT_EQ(at(z, pos), v + (pos < kC ? 10 : 20)) << pos;
+    EXPECT_EQ(at(z, kN - 2), 20);
+  }
+  {
+    DynTensor w = where(greater(x, 4), x, DynTensor::full({}, 1, DType::u8, gpu));
+    for (auto [pos, v] : kMarkers) EXPECT_EQ(at(w, pos), v > 4 ? v : 1) << pos;
+  }
+}
+
+TEST_F(CudaLarge, CopiesCastTransposeFlipCat) {
+  {
+    DynTensor h = x.cast(DType::f16);
+    for (auto [pos, v] : kMarkers) EXPECT_EQ(at(h, pos), v) << pos;
+  }
+  {
+    DynTensor t = contiguous(transpose(reshape(x, {2, kC}), 0, 1));  // [kC, 2]: t[j][i] = x[i kC + j]
+    for (auto [pos, v] : kMarkers) EXPECT_EQ(at(t, (pos % kC) * 2 + pos / kC), v) << pos;
+  }
+  {
+    DynTensor f = flip(x, {0});
+    for (auto [pos, v] : kMarkers) EXPECT_EQ(at(f, kN - 1 - pos), v) << pos;
+  }
+  {
+    DynTensor c = cat({slice(x, {Slice{kC, kN}}), slice(x, {Slice{0, kC}})}, 0);  // the halves swapped
+    for (auto [pos, v] : kMarkers) EXPECT_EQ(at(c, (pos + kC) % kN), v) << pos;
+  }
+}
+
+TEST_F(CudaLarge, ReductionsAndSelection) {
+  EXPECT_EQ(sum(x).item(), 48.0);
+  EXPECT_EQ(max(x).item(), 13.0);
+  EXPECT_EQ(argmax(x).item(), double(kN - 1));
+  EXPECT_EQ(sum(reshape(x, {2, kC}), {1}).cast(DType::i64).to_vector<int64_t>(), (std::vector<int64_t>{5, 43}));
+  EXPECT_EQ(argmax(reshape(x, {2, kC}), 1).to_vector<int64_t>(), (std::vector<int64_t>{0, kC - 1}));
+  std::vector<int64_t> where_nz, values;
+  for (auto [pos, v] : kMarkers) where_nz.push_back(pos), values.push_back(v);
+  EXPECT_EQ(nonzero(x).to_vector<int64_t>(), where_nz);
+  EXPECT_EQ(masked_select(x, greater(x, 0)).cast(DType::i64).to_vector<int64_t>(), values);
+  auto idx = DynTensor::from_vector<int64_t>({kN - 1, kTwo31, 5, kTwo31 + 17}, {4}, gpu);
+  EXPECT_EQ(index_select(x, 0, idx).cast(DType::i64).to_vector<int64_t>(), (std::vector<int64_t>{13, 9, 0, 11}));
+}
+
+TEST_F(CudaLarge, ScanTopkAndLargeGather) {
+  {
+    DynTensor c = cumsum(x, 0);  // i64, 17 GB
+    int64_t running = 0;
+    for (auto [pos, v] : kMarkers) {
+      running += v;
+      EXPECT_EQ(at(c, pos), running) << pos;
+      if (pos > 0) {
+        EXPECT_EQ(at(c, pos - 1), running - v) << pos - 1;
+      }
+    }
+  }
+  {
+    // a row of 2^31 or more elements is past sort's and topk's 32-bit element indices: an
+    // Error naming the op and the length; across such rows (rows of two) both work
+    try {
+      (void)topk(x, 3);
+      FAIL() << "expected an Error";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("topk"), std::string::npos) << m;
+      EXPECT_NE(m.find(std::to_string(kN)), std::string::npos) << m;
+    }
+    auto [values, indices] = topk(reshape(x, {kC, 2}), 1, 0);  // [1, 2]: the largest of each column
+    // column 0: the even positions (5 at 0, 9 at 2^31); column 1: the odd ones (13 at n - 1 the largest)
+    EXPECT_EQ(values.cast(DType::i64).to_vector<int64_t>(), (std::vector<int64_t>{9, 13}));
+    EXPECT_EQ(indices.to_vector<int64_t>(), (std::vector<int64_t>{kTwo31 / 2, (kN - 2) / 2}));
+  }
+  {
+    // an embedding-style lookup whose output has more than 2^31 elements: rows of a [4, 4096]
+    // table (row r filled with r + 1), 2^19 + 3 lookups cycling through the rows
+    auto table = reshape(DynTensor::arange(1, 5, 1, DType::i64, gpu).cast(DType::u8), {4, 1}) *
+                 DynTensor::ones({4, 4096}, DType::u8, gpu);
+    const int64_t n = (int64_t(1) << 19) + 3;
+    auto idx = remainder(DynTensor::arange(0, n, 1, DType::i64, gpu), 4);
+    DynTensor out = index_select(table, 0, idx);
+    ASSERT_EQ(out.shape(), (Shape{n, 4096}));
+    for (int64_t row : {int64_t(0), n / 2 + 1, n - 2, n - 1})
+      for (int64_t col : {int64_t(0), int64_t(4095)}) EXPECT_EQ(at(out, row * 4096 + col), row % 4 + 1) << row;
+    EXPECT_EQ(sum(out).item(), double((n / 4) * 10 + 1 + 2 + 3) * 4096);
+  }
+}
+
+}  // namespace
+}  // namespace ember
