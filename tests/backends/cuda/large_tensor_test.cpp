@@ -8,6 +8,8 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -36,7 +38,8 @@ DynTensor u8(const std::vector<uint8_t>& v, Shape s, const Device& d) {
   return DynTensor::from_vector<uint8_t>(v, std::move(s), d);
 }
 
-class CudaLarge : public ::testing::Test {
+// A GPU with 32 GiB free, else the test skips (saying so).
+class LargeGpu : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!cuda::available()) GTEST_SKIP() << "no CUDA device";
@@ -44,14 +47,26 @@ class CudaLarge : public ::testing::Test {
     if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess || free_bytes < (size_t(32) << 30))
       GTEST_SKIP() << "needs 32 GiB of free device memory; " << (free_bytes >> 20) << " MiB free";
     gpu = Device::cuda(0);
+  }
+  void TearDown() override {
+    if (cuda::available()) gpu.memory_cleanup();
+  }
+  Device gpu = Device::cpu();
+};
+
+// The u8 tensor of kN elements with its markers.
+class CudaLarge : public LargeGpu {
+ protected:
+  void SetUp() override {
+    LargeGpu::SetUp();
+    if (IsSkipped()) return;
     x = DynTensor::zeros({kN}, DType::u8, gpu);
     for (auto [pos, v] : kMarkers) x = slice_assign(x, {Slice{pos, pos + 1}}, u8({uint8_t(v)}, {1}, gpu));
   }
   void TearDown() override {
     x = DynTensor();
-    if (cuda::available()) gpu.memory_cleanup();
+    LargeGpu::TearDown();
   }
-  Device gpu = Device::cpu();
   DynTensor x;
 };
 
@@ -147,6 +162,73 @@ TEST_F(CudaLarge, ScanTopkAndLargeGather) {
     for (int64_t row : {int64_t(0), n / 2 + 1, n - 2, n - 1})
       for (int64_t col : {int64_t(0), int64_t(4095)}) EXPECT_EQ(at(out, row * 4096 + col), row % 4 + 1) << row;
     EXPECT_EQ(sum(out).item(), double((n / 4) * 10 + 1 + 2 + 3) * 4096);
+  }
+}
+
+// Rows i of `got` (a GPU result) against `want_row(i)` (computed on the CPU from row i alone).
+template <class F>
+void expect_rows(const DynTensor& got, const std::vector<int64_t>& rows, F want_row, double tol, const char* what) {
+  for (int64_t r : rows) {
+    auto g = slice(got, {Slice{r, r + 1}}).to(Device::cpu()).cast(DType::f32).to_vector<float>();
+    const DynTensor want = want_row(r);
+    auto w = want.cast(DType::f32).to_vector<float>();
+    ASSERT_EQ(g.size(), w.size()) << what << " row " << r;
+    double worst = 0;
+    for (size_t i = 0; i < g.size(); ++i) worst = std::max(worst, double(std::abs(g[i] - w[i])));
+    EXPECT_LE(worst, tol) << what << " row " << r;
+  }
+}
+
+// Language-model-sized float work past 2^31 elements: bf16 logits [65541, 32771] (2.1e9
+// elements) through softmax, log_softmax and the fused cross-entropy; a batched matmul whose
+// operands pass 2^31 elements (cuBLASLt with 64-bit batch strides); layer_norm over the logits.
+// Rows on both sides of the 2^31 boundary are checked against the CPU on those rows alone.
+TEST_F(LargeGpu, LogitsMatmulAndNormsPast2To31) {
+  const int64_t N = 65541, V = 32771;  // N * V = 2147844111 > 2^31
+  gpu.seed(3);
+  DynTensor logits = DynTensor::normal({N, V}, 0, 2, DType::bf16, gpu);
+  const std::vector<int64_t> rows = {0, kTwo31 / V, kTwo31 / V + 1, N - 1};  // row 65529 holds element 2^31
+  auto row = [&](int64_t r) { return slice(logits, {Slice{r, r + 1}}).to(Device::cpu()).cast(DType::f32); };
+  {
+    DynTensor p = softmax(logits, -1);
+    expect_rows(p, rows, [&](int64_t r) { return softmax(row(r), -1); }, 2e-3, "softmax");
+  }
+  {
+    DynTensor lp = log_softmax(logits, -1);
+    expect_rows(lp, rows, [&](int64_t r) { return log_softmax(row(r), -1); }, 0.15, "log_softmax");
+  }
+  {
+    DynTensor ln = layer_norm(logits, {V});
+    expect_rows(ln, rows, [&](int64_t r) { return layer_norm(row(r), {V}); }, 5e-2, "layer_norm");
+  }
+  {
+    auto target = remainder(DynTensor::arange(0, N, 1, DType::i64, gpu) * 7919, V);
+    CrossEntropyRows ce = cross_entropy_rows(logits, target);
+    auto t_cpu = target.to(Device::cpu());
+    expect_rows(reshape(ce.loss, {N, 1}), rows,
+                [&](int64_t r) {
+                  auto x = row(r);
+                  auto lse = log(sum(exp(x - max(x)), {-1}, true)) + max(x);
+                  auto t = slice(t_cpu, {Slice{r, r + 1}});
+                  return reshape(lse - index_select(reshape(x, {V}), 0, t), {1, 1});
+                },
+                2e-1, "cross_entropy_rows");
+  }
+  logits = DynTensor();
+  {
+    // [16385, 128, 1024] @ [16385, 1024, 64]: a holds 2.1e9 elements
+    const int64_t B = 16385;
+    DynTensor a = DynTensor::normal({B, 128, 1024}, 0, 1, DType::bf16, gpu);
+    DynTensor b = DynTensor::normal({B, 1024, 64}, 0, 1, DType::bf16, gpu);
+    DynTensor c = matmul(a, b);
+    for (int64_t i : {int64_t(0), B / 2, B - 1}) {
+      auto ai = slice(a, {Slice{i, i + 1}}).to(Device::cpu()).cast(DType::f32);
+      auto bi = slice(b, {Slice{i, i + 1}}).to(Device::cpu()).cast(DType::f32);
+      auto want = matmul(ai, bi);
+      auto got = slice(c, {Slice{i, i + 1}}).to(Device::cpu()).cast(DType::f32);
+      auto err = max(abs(got - want)).item(), scale = max(abs(want)).item();
+      EXPECT_LE(err, 1e-2 * scale) << "batch " << i;
+    }
   }
 }
 
