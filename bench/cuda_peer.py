@@ -143,6 +143,12 @@ def _(r):
     r["peer_ms"] = time_ms(lambda: torch.topk(x, 10, -1))
 
 
+@bench("topk_f32_4x1M_k10")
+def _(r):
+    x = torch.randn(4, 1 << 20, device=dev)
+    r["peer_ms"] = time_ms(lambda: torch.topk(x, 10, -1))
+
+
 @bench("maxpool2d_f32_32x64x112x112")
 def _(r):
     x = torch.randn(32, 64, 112, 112, device=dev)

@@ -29,6 +29,8 @@ namespace {
 
 constexpr int64_t kSelectMax = 16;  // KSEL of topk_select
 constexpr int kSelectThreads = 256;
+constexpr int64_t kPartMin = int64_t(1) << 15;  // elements of a topk_part block at least (H200, [4, 1M]
+                                                // k = 10: 53.6 us; 2^13: 65.8 us; a block a row: 523 us)
 
 bool wide_keys(DType dt) { return dt == DType::f64 || dt == DType::i64; }
 int tile_of(DType dt) { return wide_keys(dt) ? 2048 : 4096; }
@@ -89,16 +91,19 @@ __device__ __forceinline__ int64_t e_index(const E& e) { return int64_t(e & 0xff
 __device__ __forceinline__ E e_shfl_xor(const E& e, int m) { return __shfl_xor_sync(0xffffffffu, e, m); }
 )CUDA";
 
+// (key, index) with a 64-bit key (the key of a 32-bit dtype widened); EIDX, the index type, is
+// unsigned (sort and topk of 64-bit dtypes) or unsigned long long (topk along a dim of 2^31
+// elements or more, every dtype: the selection kernels only).
 const char* kWide = R"CUDA(
-struct E { unsigned long long k; unsigned i; };
+struct E { unsigned long long k; EIDX i; };
 __device__ __forceinline__ E e_make(T v, int64_t l, int flip) {
   E e;
-  e.k = key_of(v);
+  e.k = (unsigned long long)key_of(v);
   if (flip) e.k = ~e.k;
-  e.i = (unsigned)l;
+  e.i = (EIDX)l;
   return e;
 }
-__device__ __forceinline__ E e_sentinel() { E e; e.k = ~0ull; e.i = 0xffffffffu; return e; }
+__device__ __forceinline__ E e_sentinel() { E e; e.k = ~0ull; e.i = (EIDX)~0ull; return e; }
 __device__ __forceinline__ bool e_less(const E& a, const E& b) { return a.k < b.k || (a.k == b.k && a.i < b.i); }
 __device__ __forceinline__ int64_t e_index(const E& e) { return int64_t(e.i); }
 __device__ __forceinline__ E e_shfl_xor(const E& e, int m) {
@@ -109,13 +114,16 @@ __device__ __forceinline__ E e_shfl_xor(const E& e, int m) {
 }
 )CUDA";
 
-const char* kSortKernels = R"CUDA(
+const char* kElemAt = R"CUDA(
 // Element l of row r of an [outer, n, inner] tensor (no division when inner == 1).
 __device__ __forceinline__ int64_t elem_at(int64_t r, int64_t l, int64_t n, int64_t inner) {
   if (inner == 1) return r * n + l;
   const int64_t o = r / inner;
   return (o * n + l) * inner + (r - o * inner);
 }
+)CUDA";
+
+const char* kSortKernels = R"CUDA(
 // One compare-exchange of the bitonic network: positions i < i + j; `l` = i's index within its
 // (padded) row, whose bit k gives the direction.
 __device__ __forceinline__ void cmp_swap(E* s, int64_t i, int64_t j, int64_t l, int64_t k) {
@@ -431,6 +439,22 @@ __device__ __forceinline__ void sel_merge_lanes(E (&L)[KSEL], int m) {
   }
 }
 
+// The block's lists (each warp's merged already) merged into warp 0's through shared memory
+// `sh` (KSEL entries a warp).
+__device__ __forceinline__ void block_merge(E (&L)[KSEL], E* sh) {
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  if (lane == 0) {
+#pragma unroll
+    for (int i = 0; i < KSEL; ++i) sh[w * KSEL + i] = L[i];
+  }
+  __syncthreads();
+  if (w != 0) return;
+#pragma unroll
+  for (int i = 0; i < KSEL; ++i) L[i] = lane < nw ? sh[lane * KSEL + i] : e_sentinel();
+#pragma unroll 1
+  for (int m = 1; m < nw; m <<= 1) sel_merge_lanes(L, m);
+}
+
 // tpr threads per row: 32 (a warp per row, blockDim / 32 rows per block) or blockDim (a block
 // per row, whose warps merge their lists through shared memory). The first K <= KSEL pairs
 // of the row's merged list are its outputs.
@@ -458,19 +482,66 @@ extern "C" __global__ void __launch_bounds__(256) topk_select(T* __restrict__ va
 #pragma unroll 1
   for (int m = 1; m < 32; m <<= 1) sel_merge_lanes(L, m);
   if (tpr > 32) {
-    const int w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    if (lane == 0) {
-#pragma unroll
-      for (int i = 0; i < KSEL; ++i) sh[w * KSEL + i] = L[i];
-    }
-    __syncthreads();
-    if (w != 0) return;
-#pragma unroll
-    for (int i = 0; i < KSEL; ++i) L[i] = lane < nw ? sh[lane * KSEL + i] : e_sentinel();
-#pragma unroll 1
-    for (int m = 1; m < nw; m <<= 1) sel_merge_lanes(L, m);
+    block_merge(L, sh);
+    if (threadIdx.x >= 32) return;
   }
   if (r < rows && lane == 0) {
+#pragma unroll
+    for (int i = 0; i < KSEL; ++i) {
+      if (i < K) {
+        const int64_t src = e_index(L[i]);
+        vals[elem_at(r, i, K, inner)] = xr[src * inner];
+        idxs[elem_at(r, i, K, inner)] = src;
+      }
+    }
+  }
+}
+
+// Few long rows: row blockIdx.y splits into gridDim.x parts of `chunk` elements; each block
+// writes its part's KSEL best entries to parts[(row * gridDim.x + part) * KSEL + i], and
+// topk_merge takes a row's parts (a block per row).
+extern "C" __global__ void __launch_bounds__(256) topk_part(E* __restrict__ parts, const T* __restrict__ x,
+    int64_t rows, int64_t D, int64_t inner, int64_t chunk, int flip) {
+  __shared__ E sh[(256 / 32) * KSEL];
+  const int64_t r = blockIdx.y, c0 = int64_t(blockIdx.x) * chunk, c1 = min(D, c0 + chunk);
+  E L[KSEL];
+#pragma unroll
+  for (int i = 0; i < KSEL; ++i) L[i] = e_sentinel();
+  const T* xr = x + elem_at(r, 0, D, inner);
+  const int64_t step = blockDim.x;
+  int64_t l = c0 + threadIdx.x;
+  for (; l + 7 * step < c1; l += 8 * step) {
+    T v[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) v[u] = xr[(l + u * step) * inner];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) sel_push(L, e_make(v[u], l + u * step, flip));
+  }
+  for (; l < c1; l += step) sel_push(L, e_make(xr[l * inner], l, flip));
+#pragma unroll 1
+  for (int m = 1; m < 32; m <<= 1) sel_merge_lanes(L, m);
+  block_merge(L, sh);
+  if (threadIdx.x == 0) {
+    E* out = parts + (r * gridDim.x + blockIdx.x) * KSEL;
+#pragma unroll
+    for (int i = 0; i < KSEL; ++i) out[i] = L[i];
+  }
+}
+extern "C" __global__ void __launch_bounds__(256) topk_merge(T* __restrict__ vals, int64_t* __restrict__ idxs,
+    const E* __restrict__ parts, const T* __restrict__ x, int64_t rows, int64_t D, int64_t inner, int64_t K,
+    int64_t nparts) {
+  __shared__ E sh[(256 / 32) * KSEL];
+  const int64_t r = blockIdx.x;
+  E L[KSEL];
+#pragma unroll
+  for (int i = 0; i < KSEL; ++i) L[i] = e_sentinel();
+  const E* pr = parts + r * nparts * KSEL;
+  for (int64_t j = threadIdx.x; j < nparts * KSEL; j += blockDim.x) sel_push(L, pr[j]);
+#pragma unroll 1
+  for (int m = 1; m < 32; m <<= 1) sel_merge_lanes(L, m);
+  block_merge(L, sh);
+  if (threadIdx.x == 0) {
+    const T* xr = x + elem_at(r, 0, D, inner);
 #pragma unroll
     for (int i = 0; i < KSEL; ++i) {
       if (i < K) {
@@ -484,6 +555,11 @@ extern "C" __global__ void __launch_bounds__(256) topk_select(T* __restrict__ va
 )CUDA";
 
 std::string key_of(DType dt) { return "sort/" + std::string(dtype_name(dt)); }
+// The selection kernels over 64-bit entries (topk along a dim of 2^31 elements or more).
+std::string huge_select_source(DType dt) {
+  return "typedef " + std::string(device_type(dt)) + " T;\ntypedef unsigned long long EIDX;\n" + key_code(dt) + kWide +
+         kElemAt + kSelectKernel;
+}
 
 
 std::vector<PrimitivePtr> sort_common(CudaBackend& be, Op& op, bool topk) {
@@ -500,11 +576,16 @@ std::vector<PrimitivePtr> sort_common(CudaBackend& be, Op& op, bool topk) {
   // k: outputs per row (a 0-d input always has its one element, like torch)
   const int64_t K = topk && s.rank() > 0 ? a.k : D;
   if (s.numel() == 0 || K == 0 || op.outputs[0].shape.numel() == 0) return {vals, idx};
-  EMBER_CHECK(D < (int64_t(1) << 31), op.name(), ": rows of ", D, " elements are too long for the CUDA backend");
+  const bool huge = D >= (int64_t(1) << 31);  // past the entries' 32-bit indices
+  EMBER_CHECK(!huge || (topk && K <= kSelectMax), op.name(), ": rows of ", D,
+              " elements are too long for the CUDA backend (topk with k <= ", kSelectMax, " takes them)");
   auto xc = contiguous(be, op.inputs[0]);
   const DType dt = xc->dtype();
   const std::string key = key_of(dt);
-  auto fn = [&](const char* entry) { return be.jit().get(key, entry, [&] { return sort_source(dt); }); };
+  auto fn = [&](const char* entry) {
+    if (huge) return be.jit().get(key + "/huge", entry, [&] { return huge_select_source(dt); });
+    return be.jit().get(key, entry, [&] { return sort_source(dt); });
+  };
   const int64_t rows = outer * inner;
   const int64_t P = pow2_ceil(D);
   const int tile = tile_of(dt);
@@ -513,6 +594,24 @@ std::vector<PrimitivePtr> sort_common(CudaBackend& be, Op& op, bool topk) {
   void* vp = vals->raw();
   void* ip = idx->raw();
   if (topk && K <= kSelectMax) {
+    // few long rows: each row splits over several blocks (parts of at least kPartMin elements,
+    // about 4 blocks an SM in all), whose best entries a second kernel merges
+    // (EMBER_CUDA_TOPK=rows: a block per row, for A/B runs)
+    const int64_t blocks = int64_t(be.sm_count()) * 4;
+    const char* alg = std::getenv("EMBER_CUDA_TOPK");
+    const bool split_ok = !(alg && std::string(alg) == "rows");
+    if (huge || (split_ok && rows < blocks && D >= 2 * kPartMin && rows <= 65535)) {
+      int64_t parts = std::clamp<int64_t>(ceil_div(blocks, rows), 2, std::max<int64_t>(2, D / kPartMin));
+      parts = std::min<int64_t>(parts, 65535);
+      const int64_t chunk = ceil_div(D, parts);
+      parts = ceil_div(D, chunk);
+      const size_t entry = huge || wide_keys(dt) ? 16 : 8;
+      Buffer buf(be.allocator(), size_t(rows * parts * kSelectMax) * entry);
+      be.launch(fn("topk_part"), dim3(unsigned(parts), unsigned(rows)), kSelectThreads, 0, buf.ptr, x, rows, D,
+                inner, chunk, flip);
+      be.launch(fn("topk_merge"), unsigned(rows), kSelectThreads, 0, vp, ip, buf.ptr, x, rows, D, inner, K, parts);
+      return {vals, idx};
+    }
     // a warp per row when that fills the GPU, else a block per row
     const int tpr = rows >= int64_t(be.sm_count()) * 32 ? 32 : kSelectThreads;
     const int64_t rpb = kSelectThreads / tpr;
@@ -569,7 +668,8 @@ std::string sort_source(DType dt) {
   std::string s = "typedef " + std::string(device_type(dt)) + " T;\n";
   s += "#define TILE " + std::to_string(tile_of(dt)) + "\n";
   s += key_code(dt);
-  s += wide_keys(dt) ? kWide : kPacked;
+  s += wide_keys(dt) ? std::string("typedef unsigned EIDX;\n") + kWide : std::string(kPacked);
+  s += kElemAt;
   s += kSortKernels;
   if (!wide_keys(dt)) s += kRadixKernel;
   s += kSelectKernel;
@@ -579,8 +679,10 @@ std::string sort_source(DType dt) {
 std::vector<KernelSource> sort_variants() {
   std::vector<KernelSource> v;
   for (DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::i16, DType::i8,
-                   DType::u8, DType::boolean})
+                   DType::u8, DType::boolean}) {
     v.push_back({key_of(dt), sort_source(dt)});
+    v.push_back({key_of(dt) + "/huge", huge_select_source(dt)});
+  }
   return v;
 }
 

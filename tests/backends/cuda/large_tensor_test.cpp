@@ -1,7 +1,7 @@
 // Tensors of more than 2^31 elements on the GPU: the kernels' 64-bit index paths (elementwise
 // flat and broadcast, copies that cast, transpose, flip or concatenate, reductions and argmax,
-// nonzero / masked_select, index_select, slice_assign at offsets past 2^31, cumsum, topk across
-// 2^31 elements, and a gather whose output passes 2^31). A u8 tensor of n = 2^31 + 4098 zeros holds a few markers;
+// nonzero / masked_select, index_select, slice_assign at offsets past 2^31, cumsum, topk along
+// and across 2^31 elements, and a gather whose output passes 2^31). A u8 tensor of n = 2^31 + 4098 zeros holds a few markers;
 // every expected value follows from them, so no reference of that size is computed on the CPU.
 // Skips where the GPU has less than 32 GiB free.
 #include <gtest/gtest.h>
@@ -135,20 +135,25 @@ TEST_F(CudaLarge, ScanTopkAndLargeGather) {
     }
   }
   {
-    // a row of 2^31 or more elements is past sort's and topk's 32-bit element indices: an
-    // Error naming the op and the length; across such rows (rows of two) both work
+    // topk along the whole row (64-bit entries, split over many blocks); sort along it is an
+    // Error naming the op and the length
+    auto [values, indices] = topk(x, 3);
+    EXPECT_EQ(values.cast(DType::i64).to_vector<int64_t>(), (std::vector<int64_t>{13, 11, 9}));
+    EXPECT_EQ(indices.to_vector<int64_t>(), (std::vector<int64_t>{kN - 1, kTwo31 + 17, kTwo31}));
+    auto [lo, lo_i] = topk(x, 2, 0, false);  // the smallest: zeros, the lowest index first
+    EXPECT_EQ(lo_i.to_vector<int64_t>(), (std::vector<int64_t>{1, 2}));
     try {
-      (void)topk(x, 3);
+      (void)argsort(x);
       FAIL() << "expected an Error";
     } catch (const Error& e) {
       const std::string m = e.what();
-      EXPECT_NE(m.find("topk"), std::string::npos) << m;
+      EXPECT_NE(m.find("sort"), std::string::npos) << m;
       EXPECT_NE(m.find(std::to_string(kN)), std::string::npos) << m;
     }
-    auto [values, indices] = topk(reshape(x, {kC, 2}), 1, 0);  // [1, 2]: the largest of each column
+    auto [cv, ci] = topk(reshape(x, {kC, 2}), 1, 0);  // [1, 2]: the largest of each column
     // column 0: the even positions (5 at 0, 9 at 2^31); column 1: the odd ones (13 at n - 1 the largest)
-    EXPECT_EQ(values.cast(DType::i64).to_vector<int64_t>(), (std::vector<int64_t>{9, 13}));
-    EXPECT_EQ(indices.to_vector<int64_t>(), (std::vector<int64_t>{kTwo31 / 2, (kN - 2) / 2}));
+    EXPECT_EQ(cv.cast(DType::i64).to_vector<int64_t>(), (std::vector<int64_t>{9, 13}));
+    EXPECT_EQ(ci.to_vector<int64_t>(), (std::vector<int64_t>{kTwo31 / 2, (kN - 2) / 2}));
   }
   {
     // an embedding-style lookup whose output has more than 2^31 elements: rows of a [4, 4096]

@@ -451,24 +451,35 @@ TEST(CudaSort, SortAndTopkMatchTheCpu) {
   expect_equal(bi, hi, "topk long rows indices");
   auto strided = transpose(sample({50, 60}, DType::f32), 0, 1);
   expect_equal(std::get<1>(sort(strided, 1)), std::get<1>(sort(strided.to(gpu()), 1)), "sort strided input");
-  // topk's selection (k <= 16) at its edges, a warp per row (many rows) and a block per row (few),
-  // against the sort path (k = 17); duplicates so that ties must go to the lower index
-  for (DType dt : {DType::f32, DType::f64, DType::bf16, DType::i64}) {
-    for (Shape s : {Shape{6000, 300}, Shape{7, 3000}, Shape{3, 40, 20}}) {  // along dim 1
-      auto x = DynTensor::randint(s, -50, 50, DType::i64, cpu()).cast(dt);
-      auto g = x.to(gpu());
-      for (int64_t k : {1, 16, 17}) {
-        for (bool largest : {true, false}) {
-          std::string what = std::string(dtype_name(dt)) + " k " + std::to_string(k) + (largest ? " largest" : "") +
-                             " of " + std::to_string(s.numel());
-          auto [tv, ti] = topk(x, k, 1, largest);
-          auto [uv, ui] = topk(g, k, 1, largest);
-          expect_equal(tv, uv, "topk values " + what);
-          expect_equal(ti, ui, "topk indices " + what);
+  // topk along dim 1 against the CPU for every (dtype, shape, k, largest), values drawn from
+  // [lo, hi) so that ties must go to the lower index
+  auto topk_cases = [&](std::vector<DType> dts, std::vector<Shape> shapes, int64_t lo, int64_t hi,
+                        std::vector<int64_t> ks, const std::string& tag) {
+    for (DType dt : dts) {
+      for (const Shape& s : shapes) {
+        auto x = DynTensor::randint(s, lo, hi, DType::i64, cpu()).cast(dt);
+        auto g = x.to(gpu());
+        for (int64_t k : ks) {
+          for (bool largest : {true, false}) {
+            std::string what = tag + " " + std::string(dtype_name(dt)) + " k " + std::to_string(k) +
+                               (largest ? " largest" : "") + " of " + std::to_string(s.numel());
+            auto [tv, ti] = topk(x, k, 1, largest);
+            auto [uv, ui] = topk(g, k, 1, largest);
+            expect_equal(tv, uv, "topk values " + what);
+            expect_equal(ti, ui, "topk indices " + what);
+          }
         }
       }
     }
-  }
+  };
+  // the selection (k <= 16) at its edges, a warp per row (many rows) and a block per row (few),
+  // against the sort path (k = 17)
+  topk_cases({DType::f32, DType::f64, DType::bf16, DType::i64}, {Shape{6000, 300}, Shape{7, 3000}, Shape{3, 40, 20}},
+             -50, 50, {1, 16, 17}, "select");
+  // few long rows: each row splits over many blocks (topk_part) whose lists topk_merge merges;
+  // across parts too the lower index must win; also along a strided dim
+  topk_cases({DType::f32, DType::f16, DType::i64, DType::u8},
+             {Shape{2, 1 << 20}, Shape{1, 3000001}, Shape{5, 300000, 2}}, 0, 100, {1, 7, 16}, "split");
   auto col = transpose(sample({4000, 64}, DType::f32), 0, 1);  // rows along a strided dim
   expect_equal(std::get<1>(topk(col, 8, 1)), std::get<1>(topk(col.to(gpu()), 8, 1)), "topk strided input");
 }
@@ -506,6 +517,10 @@ TEST(CudaReducePerf, RowKernelsAtLargeSizes) {
   std::printf("[perf] sort [8192,1024] f32: %.1f us\n", time_us([&] { return sort(xs, -1); }));
   auto xl = sample({4, 1 << 20}, DType::f32).to(g);
   std::printf("[perf] sort [4,1M] f32: %.1f us\n", time_us([&] { return sort(xl, -1); }));
+  std::printf("[perf] topk k=10 [4,1M] f32: %.1f us\n", time_us([&] { return topk(xl, 10, -1); }));
+  setenv("EMBER_CUDA_TOPK", "rows", 1);
+  std::printf("[perf] topk k=10 [4,1M] f32 a block per row: %.1f us\n", time_us([&] { return topk(xl, 10, -1); }));
+  unsetenv("EMBER_CUDA_TOPK");
   std::printf("[perf] sort [8192,4096] f32: %.1f us\n", time_us([&] { return sort(x, -1); }));
   setenv("EMBER_CUDA_SORT", "bitonic", 1);
   std::printf("[perf] sort [8192,4096] f32 bitonic: %.1f us\n", time_us([&] { return sort(x, -1); }));
