@@ -288,6 +288,10 @@ int main(int argc, char** argv) {
     auto x = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
     r.ms = time_ms(gpu, [&] { (void)topk(x, 10, -1); });
   });
+  bench("sort_f32_4x1M", [&](Result& r) {  // few long rows
+    auto x = DynTensor::normal({4, int64_t(1) << 20}, 0, 1, DType::f32, gpu);
+    r.ms = time_ms(gpu, [&] { (void)sort(x, -1); });
+  });
   bench("topk_f32_4x1M_k10", [&](Result& r) {  // few long rows
     auto x = DynTensor::normal({4, int64_t(1) << 20}, 0, 1, DType::f32, gpu);
     r.ms = time_ms(gpu, [&] { (void)topk(x, 10, -1); });

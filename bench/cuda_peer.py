@@ -143,6 +143,12 @@ def _(r):
     r["peer_ms"] = time_ms(lambda: torch.topk(x, 10, -1))
 
 
+@bench("sort_f32_4x1M")
+def _(r):
+    x = torch.randn(4, 1 << 20, device=dev)
+    r["peer_ms"] = time_ms(lambda: torch.sort(x, dim=-1, stable=True))
+
+
 @bench("topk_f32_4x1M_k10")
 def _(r):
     x = torch.randn(4, 1 << 20, device=dev)

@@ -422,7 +422,35 @@ TEST(CudaSort, SortAndTopkMatchTheCpu) {
       }
     }
   }
+  // long rows (more than a tile): the global radix sort for 32-bit keys (4 passes through
+  // global memory), the global bitonic network by EMBER_CUDA_SORT and for 64-bit keys; ties in
+  // every row, tails of partial tiles, a strided dim
+  for (const char* alg : {"", "bitonic"}) {
+    if (*alg) setenv("EMBER_CUDA_SORT", alg, 1);
+    for (DType dt : {DType::f32, DType::bf16, DType::i32, DType::u8, DType::i64}) {
+      for (Shape s : {Shape{3, 100003}, Shape{1, 1 << 20}, Shape{4, 20000, 2}}) {
+        auto x = DynTensor::randint(s, 0, 200, DType::i64, cpu()).cast(dt);
+        auto g = x.to(gpu());
+        for (bool desc : {false, true}) {
+          std::string what = std::string(alg) + " " + std::string(dtype_name(dt)) + (desc ? " desc" : "") + " of " +
+                             std::to_string(s.numel());
+          auto [sv, si] = sort(x, 1, desc);
+          auto [gv, gi] = sort(g, 1, desc);
+          expect_equal(sv, gv, "long sort values " + what);
+          expect_equal(si, gi, "long sort indices " + what);
+        }
+      }
+    }
+    unsetenv("EMBER_CUDA_SORT");
+  }
   std::vector<float> v = {3, NAN, -0.0f, 0, -INFINITY, INFINITY, NAN, 1, 0, -0.0f};
+  {  // the same specials in a long row
+    std::vector<float> lv(30011);
+    for (size_t i = 0; i < lv.size(); ++i) lv[i] = v[(i * 7919) % v.size()];
+    auto l = DynTensor::from_vector(lv, {30011}, cpu());
+    for (bool desc : {false, true})
+      expect_equal(std::get<1>(sort(l, 0, desc)), std::get<1>(sort(l.to(gpu()), 0, desc)), "long sort specials");
+  }
   auto n = DynTensor::from_vector(v, {10}, cpu());
   for (bool desc : {false, true}) {
     auto [sv, si] = sort(n, 0, desc);
