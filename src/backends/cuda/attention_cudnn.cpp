@@ -150,6 +150,7 @@ struct Plans {
 // [8, 12, 1024, 64] causal bf16: forward 48.1 us at best, the heuristics' first 51.3 us; backward
 // 156.7 us, the heuristics' first.)
 constexpr size_t kMaxCandidates = 4;
+std::atomic<int64_t> g_runs{0};  // calls that ran on cuDNN (not counting autotuning's)
 
 std::mutex g_mu;
 std::map<std::string, Plans>& plans() {
@@ -160,6 +161,19 @@ std::map<std::string, Plans>& plans() {
 // The plan of `key` to run now: `build` makes the candidates on first use (declined problems are
 // remembered too); the first call that finds several keeps the fastest (cudnn_graph::fastest,
 // timing each with `run`, which executes one candidate with the call's operands). Null: declined.
+template <class Build, class Run>
+const Plan* plan_of(CudaBackend& be, const std::string& key, Build build, Run run);
+
+// Runs the call on the plan of `key` (plan_of) and counts it; false where cuDNN declined.
+template <class Build, class Run>
+bool run_planned(CudaBackend& be, const std::string& key, Build build, Run run) {
+  const Plan* plan = plan_of(be, key, build, run);
+  if (!plan) return false;
+  run(*plan);
+  ++g_runs;
+  return true;
+}
+
 template <class Build, class Run>
 const Plan* plan_of(CudaBackend& be, const std::string& key, Build build, Run run) {
   std::lock_guard<std::mutex> lock(g_mu);
@@ -297,7 +311,6 @@ void backward_graph(GraphBuilder& g, const Problem& p) {
   g.pointwise(CUDNN_POINTWISE_IDENTITY, dq_acc, nullptr, dq);
 }
 
-std::atomic<int64_t> g_runs{0};  // calls that ran on cuDNN (not counting autotuning's)
 
 void execute(CudaBackend& be, const Plan& plan, const std::vector<int64_t>& uids, const std::vector<void*>& ptrs,
              void* ws, const char* what) {
@@ -321,12 +334,8 @@ bool cudnn_attention(CudaBackend& be, const Op& op, const AttnInputs& in, CudaTe
     void* ws = plan.workspace > 0 ? be.workspace(size_t(plan.workspace)) : nullptr;
     execute(be, plan, uids, ptrs, ws, "scaled_dot_product_attention");
   };
-  const Plan* plan = plan_of(
+  return run_planned(
       be, std::to_string(be.index()) + "/fwd/" + p->key, [&](GraphBuilder& g) { forward_graph(g, *p); }, run);
-  if (!plan) return false;
-  run(*plan);
-  ++g_runs;
-  return true;
 }
 
 bool cudnn_attention_backward(CudaBackend& be, const Op& op, const AttnInputs& in, const CudaTensor& out,
@@ -356,12 +365,8 @@ bool cudnn_attention_backward(CudaBackend& be, const Op& op, const AttnInputs& i
     if (p->causal) ptrs.push_back(&neg_inf);
     execute(be, plan, uids, ptrs, base + own_bytes(*p), "attention_backward");
   };
-  const Plan* plan = plan_of(
+  return run_planned(
       be, std::to_string(be.index()) + "/bwd/" + p->key, [&](GraphBuilder& g) { backward_graph(g, *p); }, run);
-  if (!plan) return false;
-  run(*plan);
-  ++g_runs;
-  return true;
 }
 
 }  // namespace ember::cuda

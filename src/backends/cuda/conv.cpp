@@ -295,10 +295,10 @@ bool engine_ok(const ConvProblem& p, Desc cfg) {
 // variant pack.
 cudnnStatus_t run_graph(CudaBackend& be, Desc plan, const void* x, const void* w, void* y, const void* bias,
                         void* ws) {
-  std::vector<int64_t> uids = {kUidX, kUidW, kUidY};
-  std::vector<void*> ptrs = {const_cast<void*>(x), const_cast<void*>(w), y};
-  if (bias) uids.push_back(kUidBias), ptrs.push_back(const_cast<void*>(bias));
-  return cudnn_graph::execute(be.cudnn(), plan, uids, ptrs, ws);
+  const int64_t uids[4] = {kUidX, kUidW, kUidY, kUidBias};
+  void* const ptrs[4] = {const_cast<void*>(x), const_cast<void*>(w), y, const_cast<void*>(bias)};
+  const size_t n = bias ? 4 : 3;
+  return cudnn_graph::execute(be.cudnn(), plan, {uids, n}, {ptrs, n}, ws);
 }
 
 bool graph_aligned(const void* x, const void* w, const void* y, const void* bias) {

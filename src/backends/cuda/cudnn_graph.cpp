@@ -182,7 +182,7 @@ std::vector<Plan> GraphBuilder::plans(size_t max) {
   return out;
 }
 
-cudnnStatus_t execute(cudnnHandle_t h, Desc plan, const std::vector<int64_t>& uids, const std::vector<void*>& ptrs,
+cudnnStatus_t execute(cudnnHandle_t h, Desc plan, std::span<const int64_t> uids, std::span<void* const> ptrs,
                       void* ws) {
   Desc pack = nullptr;
   cudnnStatus_t s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack);

@@ -16,6 +16,7 @@
 #include <functional>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -91,7 +92,7 @@ class GraphBuilder {
 };
 
 // One call of `plan` with the variant pack (uids[i] bound to ptrs[i]) and workspace `ws`.
-cudnnStatus_t execute(cudnnHandle_t h, Desc plan, const std::vector<int64_t>& uids, const std::vector<void*>& ptrs,
+cudnnStatus_t execute(cudnnHandle_t h, Desc plan, std::span<const int64_t> uids, std::span<void* const> ptrs,
                       void* ws);
 
 // Autotuning: the index of the fastest of `n` candidates by the wall-clock time of a call in a

@@ -574,6 +574,19 @@ __device__ __forceinline__ void sel_push(E (&L)[KSEL], E e) {
 #pragma unroll
   for (int i = 0; i < KSEL; ++i) e_swap_if_less(L[i], e);
 }
+// Pushes elements l, l + step, ... (< end) of the row at xr (element l at xr[l * inner]) into L,
+// 8 loads in flight before any of them is compared.
+__device__ __forceinline__ void sel_scan(E (&L)[KSEL], const T* __restrict__ xr, int64_t inner, int64_t l,
+                                         int64_t end, int64_t step, int flip) {
+  for (; l + 7 * step < end; l += 8 * step) {
+    T v[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) v[u] = xr[(l + u * step) * inner];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) sel_push(L, e_make(v[u], l + u * step, flip));
+  }
+  for (; l < end; l += step) sel_push(L, e_make(xr[l * inner], l, flip));
+}
 // L becomes the KSEL smallest of L and of lane (lane ^ m)'s list, ascending: the elementwise
 // min of one ascending list and the other reversed holds them and is bitonic, so a bitonic
 // merge (distances KSEL/2 .. 1) sorts it.
@@ -620,18 +633,7 @@ extern "C" __global__ void __launch_bounds__(256) topk_select(T* __restrict__ va
 #pragma unroll
   for (int i = 0; i < KSEL; ++i) L[i] = e_sentinel();
   const T* xr = x + elem_at(r, 0, D, inner);  // element l at xr[l * inner]
-  if (r < rows) {
-    // 8 loads in flight before any of them is compared
-    int64_t l = threadIdx.x % tpr;
-    for (; l + 7 * tpr < D; l += 8 * tpr) {
-      T v[8];
-#pragma unroll
-      for (int u = 0; u < 8; ++u) v[u] = xr[(l + u * tpr) * inner];
-#pragma unroll
-      for (int u = 0; u < 8; ++u) sel_push(L, e_make(v[u], l + u * tpr, flip));
-    }
-    for (; l < D; l += tpr) sel_push(L, e_make(xr[l * inner], l, flip));
-  }
+  if (r < rows) sel_scan(L, xr, inner, threadIdx.x % tpr, D, tpr, flip);
 #pragma unroll 1
   for (int m = 1; m < 32; m <<= 1) sel_merge_lanes(L, m);
   if (tpr > 32) {
@@ -661,16 +663,7 @@ extern "C" __global__ void __launch_bounds__(256) topk_part(E* __restrict__ part
 #pragma unroll
   for (int i = 0; i < KSEL; ++i) L[i] = e_sentinel();
   const T* xr = x + elem_at(r, 0, D, inner);
-  const int64_t step = blockDim.x;
-  int64_t l = c0 + threadIdx.x;
-  for (; l + 7 * step < c1; l += 8 * step) {
-    T v[8];
-#pragma unroll
-    for (int u = 0; u < 8; ++u) v[u] = xr[(l + u * step) * inner];
-#pragma unroll
-    for (int u = 0; u < 8; ++u) sel_push(L, e_make(v[u], l + u * step, flip));
-  }
-  for (; l < c1; l += step) sel_push(L, e_make(xr[l * inner], l, flip));
+  sel_scan(L, xr, inner, c0 + threadIdx.x, c1, blockDim.x, flip);
 #pragma unroll 1
   for (int m = 1; m < 32; m <<= 1) sel_merge_lanes(L, m);
   block_merge(L, sh);
