@@ -711,23 +711,14 @@ void launch_flash(CudaBackend& be, Op& op, const AttnInputs& in, CudaTensor& out
   c.head_dim = pad_dim(in.E);
   c.value_dim = pad_dim(in.Ev);
   c.tensor_cores = use_tensor_cores(dt);
-  const AttnMask mask_kind =
-      !in.mask ? AttnMask::none : in.mask->dtype() == DType::boolean ? AttnMask::boolean : AttnMask::additive;
+  const AttnMask mask_kind = mask_kind_of(in);
   const int r = in.q->shape().rank();
   const int nb = r - 2;
-  std::vector<int64_t> ms(size_t(nb), 0);
-  int64_t m_rs = 0, m_cs = 0;
-  if (in.mask) {
-    Shape ss = in.q->shape();
-    ss[-1] = in.S;
-    auto st = broadcast_strides(*in.mask, ss);
-    ms = lead_strides(st, nb);
-    m_rs = st[size_t(r - 2)];
-    m_cs = st[size_t(r - 1)];
-  }
+  const MaskLayout ml = mask_layout(in);
+  const int64_t m_rs = ml.rs, m_cs = ml.cs;
   Collapsed cb = collapse(op.name(), in.batch,
                           {lead_strides(in.q->strides, nb), lead_strides(in.k->strides, nb),
-                           lead_strides(in.v->strides, nb), ms});
+                           lead_strides(in.v->strides, nb), ml.batch});
   const int64_t nbatch = in.batch.numel();
   auto rs = [&](const CudaTensor& t) { return t.strides[size_t(r - 2)]; };
   auto cs = [&](const CudaTensor& t) { return t.strides[size_t(r - 1)]; };
@@ -772,6 +763,55 @@ void launch_flash(CudaBackend& be, Op& op, const AttnInputs& in, CudaTensor& out
             scale_log2, int32_t(mask_kind), int32_t(in.causal ? 1 : 0), vec);
 }
 
+}  // namespace
+
+void gemm_or_zero(CudaBackend& be, const GemmArgs& g, std::string_view op) {
+  if (g.M == 0 || g.N == 0 || g.batch == 0) return;
+  if (g.K == 0) {
+    EMBER_CUDA_CHECK(
+        cudaMemsetAsync(g.C, 0, size_t(g.batch * g.M * g.N) * dtype_size(g.dtype), be.stream()));
+    return;
+  }
+  gemm_lt(be, g, op);
+}
+
+MaskLayout mask_layout(const AttnInputs& in) {
+  const int r = in.q->shape().rank();
+  MaskLayout m;
+  m.batch.assign(size_t(r - 2), 0);
+  if (in.mask) {
+    Shape full = in.q->shape();
+    full[-1] = in.S;
+    const auto st = broadcast_strides(*in.mask, full);
+    m.batch = lead_strides(st, r - 2);
+    m.rs = st[size_t(r - 2)];
+    m.cs = st[size_t(r - 1)];
+  }
+  return m;
+}
+
+void attention_softmax(CudaBackend& be, Op& op, const AttnInputs& in, DType ct, void* P, float* lse, int64_t rows,
+                       int64_t b0) {
+  const AttnMask mk = mask_kind_of(in);
+  const DType mdt = in.mask ? in.mask->dtype() : DType::boolean;
+  const MaskLayout ml = mask_layout(in);
+  const Collapsed cb = collapse(op.name(), in.batch, {ml.batch});
+  const std::string key = "attention/softmax/" + std::string(dtype_name(ct)) + "/" +
+                          (mk == AttnMask::none ? std::string("none") : std::string(dtype_name(mdt)));
+  CUfunction f = be.jit().get(key, "attn_softmax", [&] { return attention_softmax_source(ct, mk, mdt); });
+  const dim3 grid(unsigned(std::min<int64_t>(rows, int64_t(be.sm_count()) * 16)));
+  const void* mask_ptr = in.mask ? in.mask->raw() : nullptr;
+  const int32_t causal = in.causal ? 1 : 0;
+  if (ct == DType::f64)
+    be.launch(f, grid, dim3(256), 0, P, lse, mask_ptr, rows, b0, in.L, in.S, cb.shape, cb.strides[0], ml.rs, ml.cs,
+              in.scale, causal);
+  else
+    be.launch(f, grid, dim3(256), 0, P, lse, mask_ptr, rows, b0, in.L, in.S, cb.shape, cb.strides[0], ml.rs, ml.cs,
+              float(in.scale), causal);
+}
+
+namespace {
+
 // Materialised scores: P = softmax(q k^T * scale + mask), then out = P v (in f32 for the half
 // types, f64 for f64).
 void attention_fallback(CudaBackend& be, Op& op, const AttnInputs& in, CudaTensorPtr& out, CudaTensor& lse) {
@@ -779,81 +819,23 @@ void attention_fallback(CudaBackend& be, Op& op, const AttnInputs& in, CudaTenso
   const DType ct = dt == DType::f64 ? DType::f64 : DType::f32;
   auto q = contiguous_as(be, in.q, ct), k = contiguous_as(be, in.k, ct), v = contiguous_as(be, in.v, ct);
   const int64_t B = in.batch.numel(), L = in.L, S = in.S, E = in.E, Ev = in.Ev;
-  const size_t esz = dtype_size(ct);
   Shape ss = in.batch;
   ss.dims().push_back(L);
   ss.dims().push_back(S);
   auto scores = alloc(be, {ss, ct});
-  if (E == 0) {
-    EMBER_CUDA_CHECK(cudaMemsetAsync(scores->raw(), 0, size_t(B * L * S) * esz, be.stream()));
-  } else {
-    GemmArgs g;
-    g.dtype = ct;
-    g.M = L;
-    g.N = S;
-    g.K = E;
-    g.A = q->raw();
-    g.lda = E;
-    g.stride_a = L * E;
-    g.B = k->raw();
-    g.ldb = E;
-    g.tb = true;
-    g.stride_b = S * E;
-    g.C = scores->raw();
-    g.ldc = S;
-    g.stride_c = L * S;
-    g.batch = B;
-    gemm_lt(be, g, op.name());
-  }
+  gemm_or_zero(be,
+               {.dtype = ct, .M = L, .N = S, .K = E, .A = q->raw(), .lda = E, .stride_a = L * E, .B = k->raw(),
+                .ldb = E, .stride_b = S * E, .tb = true, .C = scores->raw(), .ldc = S, .stride_c = L * S, .batch = B},
+               op.name());
   // masked, scaled softmax over each row
-  AttnMask mk = !in.mask ? AttnMask::none : in.mask->dtype() == DType::boolean ? AttnMask::boolean : AttnMask::additive;
-  const DType mdt = in.mask ? in.mask->dtype() : DType::boolean;
-  const int r = in.q->shape().rank(), nb = r - 2;
-  std::vector<int64_t> ms(size_t(nb), 0);
-  int64_t m_rs = 0, m_cs = 0;
-  if (in.mask) {
-    Shape full = in.q->shape();
-    full[-1] = S;
-    auto st = broadcast_strides(*in.mask, full);
-    ms = lead_strides(st, nb);
-    m_rs = st[size_t(r - 2)];
-    m_cs = st[size_t(r - 1)];
-  }
-  Collapsed cb = collapse(op.name(), in.batch, {ms});
-  const std::string key = "attention/softmax/" + std::string(dtype_name(ct)) + "/" +
-                          (mk == AttnMask::none ? std::string("none") : std::string(dtype_name(mdt)));
-  CUfunction f = be.jit().get(key, "attn_softmax", [&] { return attention_softmax_source(ct, mk, mdt); });
-  const int64_t rows = B * L;
-  dim3 grid(unsigned(std::min<int64_t>(rows, int64_t(be.sm_count()) * 16)));
-  const void* mask_ptr = in.mask ? in.mask->raw() : nullptr;
-  const int32_t causal = in.causal ? 1 : 0;
-  if (ct == DType::f64)
-    be.launch(f, grid, dim3(256), 0, scores->raw(), lse.raw(), mask_ptr, rows, int64_t(0), L, S, cb.shape,
-              cb.strides[0], m_rs,
-              m_cs, in.scale, causal);
-  else
-    be.launch(f, grid, dim3(256), 0, scores->raw(), lse.raw(), mask_ptr, rows, int64_t(0), L, S, cb.shape,
-              cb.strides[0], m_rs,
-              m_cs, float(in.scale), causal);
+  attention_softmax(be, op, in, ct, scores->raw(), static_cast<float*>(lse.raw()), B * L, 0);
   // out = P v
   if (Ev == 0) return;  // (the scores were only needed for lse)
   CudaTensorPtr res = ct == dt ? out : alloc(be, {out->shape(), ct});
-  GemmArgs g;
-  g.dtype = ct;
-  g.M = L;
-  g.N = Ev;
-  g.K = S;
-  g.A = scores->raw();
-  g.lda = S;
-  g.stride_a = L * S;
-  g.B = v->raw();
-  g.ldb = Ev;
-  g.stride_b = S * Ev;
-  g.C = res->raw();
-  g.ldc = Ev;
-  g.stride_c = L * Ev;
-  g.batch = B;
-  gemm_lt(be, g, op.name());
+  gemm_lt(be,
+          {.dtype = ct, .M = L, .N = Ev, .K = S, .A = scores->raw(), .lda = S, .stride_a = L * S, .B = v->raw(),
+           .ldb = Ev, .stride_b = S * Ev, .C = res->raw(), .ldc = Ev, .stride_c = L * Ev, .batch = B},
+          op.name());
   if (res != out) copy_view(be, view_of(*out), view_of(*res));
 }
 

@@ -467,32 +467,6 @@ CudaTensorPtr dense_aligned(CudaBackend& be, const CudaTensorPtr& t) {
   return out;
 }
 
-// The mask's strides seen from the score shape [batch.., L, S]: collapsed batch dims (shape and
-// strides in `cb`), row and column strides.
-struct MaskStrides {
-  Collapsed cb;
-  int64_t rs = 0, cs = 0;
-};
-MaskStrides mask_strides(Op& op, const AttnInputs& in) {
-  const int r = in.q->shape().rank(), nb = r - 2;
-  std::vector<int64_t> ms(size_t(nb), 0);
-  MaskStrides m;
-  if (in.mask) {
-    Shape full = in.q->shape();
-    full[-1] = in.S;
-    auto st = broadcast_strides(*in.mask, full);
-    ms = lead_strides(st, nb);
-    m.rs = st[size_t(r - 2)];
-    m.cs = st[size_t(r - 1)];
-  }
-  m.cb = collapse(op.name(), in.batch, {ms});
-  return m;
-}
-
-AttnMask mask_kind_of(const AttnInputs& in) {
-  return !in.mask ? AttnMask::none : in.mask->dtype() == DType::boolean ? AttnMask::boolean : AttnMask::additive;
-}
-
 // The flash backward: f16 / bf16, E == Ev in {32, 64, 128}, a bool mask or one of q's dtype.
 bool flash_backward_applies(const AttnInputs& in) {
   const DType dt = in.q->dtype();
@@ -525,7 +499,8 @@ void flash_backward(CudaBackend& be, Op& op, const AttnInputs& in, const CudaTen
   auto dsum = alloc(be, {Shape{B * L}, DType::f32});
   auto dq_acc = alloc(be, {Shape{B * L * D}, DType::f32});
   EMBER_CUDA_CHECK(cudaMemsetAsync(dq_acc->raw(), 0, size_t(B * L * D) * sizeof(float), be.stream()));
-  const MaskStrides m = mask_strides(op, in);
+  const MaskLayout m = mask_layout(in);
+  const Collapsed mcb = collapse(op.name(), in.batch, {m.batch});
   const void* mask_ptr = in.mask ? in.mask->raw() : nullptr;
   const float scale_log2 = float(in.scale * 1.4426950408889634);
 
@@ -546,7 +521,7 @@ void flash_backward(CudaBackend& be, Op& op, const AttnInputs& in, const CudaTen
     // both kernels walk (tile, batch entry) pairs over a 1-D grid
     be.launch(prep, dim3(unsigned(std::min<int64_t>((L + bn - 1) / bn * B, 0x7fffffff))), dim3(nt),
               unsigned(prep_smem), lse->raw(), dsum->raw(), q->raw(), k->raw(), out->raw(), dout->raw(), mask_ptr, B,
-              L, S, m.rs, m.cs, m.cb.shape, m.cb.strides[0], scale_log2);
+              L, S, m.rs, m.cs, mcb.shape, mcb.strides[0], scale_log2);
   }
 
   CUfunction kv = be.jit().get(key, "attn_bwd_kv", source);
@@ -554,23 +529,11 @@ void flash_backward(CudaBackend& be, Op& op, const AttnInputs& in, const CudaTen
   allow_smem(kv, kv_smem);
   be.launch(kv, dim3(unsigned(std::min<int64_t>((S + bn - 1) / bn * B, 0x7fffffff))), dim3(nt), unsigned(kv_smem),
             dk.raw(), dv.raw(), dq_acc->raw(), q->raw(), k->raw(), v->raw(), dout->raw(), lse->raw(), dsum->raw(),
-            mask_ptr, B, L, S, m.rs, m.cs, m.cb.shape, m.cb.strides[0], scale_log2, float(in.scale));
+            mask_ptr, B, L, S, m.rs, m.cs, mcb.shape, mcb.strides[0], scale_log2, float(in.scale));
 
   CUfunction fin = be.jit().get(key, "attn_bwd_dq", source);
   const int64_t n4 = B * L * D / 4;
   be.launch(fin, dim3(grid_for(be, n4, 256)), dim3(256), 0, dq.raw(), dq_acc->raw(), n4, float(in.scale));
-}
-
-// C = op(A) op(B) with cuBLASLt, or zeros when the inner dim is empty (C dense: ldc = N and
-// stride_c = M N).
-void gemm_or_zero(CudaBackend& be, const GemmArgs& g, std::string_view op) {
-  if (g.M == 0 || g.N == 0 || g.batch == 0) return;
-  if (g.K == 0) {
-    EMBER_CUDA_CHECK(
-        cudaMemsetAsync(g.C, 0, size_t(g.batch * g.M * g.N) * dtype_size(g.dtype), be.stream()));
-    return;
-  }
-  gemm_lt(be, g, op);
 }
 
 // Materialised backward (f32 for the half types, f64 for f64), over chunks of the batch so
@@ -591,76 +554,46 @@ void attention_backward_fallback(CudaBackend& be, Op& op, const AttnInputs& in, 
   const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(B, budget / std::max<int64_t>(1, L * S * esz)));
   auto P = alloc(be, {Shape{chunk, L, S}, ct}), dP = alloc(be, {Shape{chunk, L, S}, ct});
 
-  const AttnMask mk = mask_kind_of(in);
-  const DType mdt = in.mask ? in.mask->dtype() : DType::boolean;
-  const MaskStrides m = mask_strides(op, in);
-  const std::string sm_key = "attention/softmax/" + std::string(dtype_name(ct)) + "/" +
-                             (mk == AttnMask::none ? std::string("none") : std::string(dtype_name(mdt)));
-  CUfunction softmax = be.jit().get(sm_key, "attn_softmax", [&] { return attention_softmax_source(ct, mk, mdt); });
   const std::string ds_key = "attention_backward/ds/" + std::string(dtype_name(ct));
   CUfunction ds = be.jit().get(ds_key, "attn_bwd_ds", [&] { return attention_backward_ds_source(ct); });
-  const void* mask_ptr = in.mask ? in.mask->raw() : nullptr;
-  const int32_t causal = in.causal ? 1 : 0;
   auto at = [&](const CudaTensorPtr& t, int64_t elems) { return static_cast<char*>(t->raw()) + elems * esz; };
 
   for (int64_t b0 = 0; b0 < B; b0 += chunk) {
-    const int64_t n = std::min(chunk, B - b0);
+    const int64_t n = std::min(chunk, B - b0), rows = n * L;
     char *qb = at(q, b0 * L * E), *kb = at(k, b0 * S * E), *vb = at(v, b0 * S * Ev), *gb = at(g, b0 * L * Ev);
-    GemmArgs a;  // scores = q k^T
-    a.dtype = ct;
-    a.batch = n;
-    a.M = L, a.N = S, a.K = E;
-    a.A = qb, a.lda = E, a.stride_a = L * E;
-    a.B = kb, a.ldb = E, a.stride_b = S * E, a.tb = true;
-    a.C = P->raw(), a.ldc = S, a.stride_c = L * S;
-    gemm_or_zero(be, a, op.name());
-    const int64_t rows = n * L;
+    const std::string_view name = op.name();
+    // P = softmax(q k^T scale + mask)
+    gemm_or_zero(be,
+                 {.dtype = ct, .M = L, .N = S, .K = E, .A = qb, .lda = E, .stride_a = L * E, .B = kb, .ldb = E,
+                  .stride_b = S * E, .tb = true, .C = P->raw(), .ldc = S, .stride_c = L * S, .batch = n},
+                 name);
+    attention_softmax(be, op, in, ct, P->raw(), nullptr, rows, b0);
+    // dv = P^T g
+    gemm_or_zero(be,
+                 {.dtype = ct, .M = S, .N = Ev, .K = L, .A = P->raw(), .lda = S, .stride_a = L * S, .ta = true,
+                  .B = gb, .ldb = Ev, .stride_b = L * Ev, .C = at(res[2], b0 * S * Ev), .ldc = Ev,
+                  .stride_c = S * Ev, .batch = n},
+                 name);
+    // dP = g v^T, then dS in place
+    gemm_or_zero(be,
+                 {.dtype = ct, .M = L, .N = S, .K = Ev, .A = gb, .lda = Ev, .stride_a = L * Ev, .B = vb, .ldb = Ev,
+                  .stride_b = S * Ev, .tb = true, .C = dP->raw(), .ldc = S, .stride_c = L * S, .batch = n},
+                 name);
     const dim3 grid(unsigned(std::min<int64_t>(rows, int64_t(be.sm_count()) * 16)));
-    if (ct == DType::f64) {
-      be.launch(softmax, grid, dim3(256), 0, P->raw(), static_cast<float*>(nullptr), mask_ptr, rows, b0, L, S,
-                m.cb.shape, m.cb.strides[0], m.rs,
-                m.cs, in.scale, causal);
-    } else {
-      be.launch(softmax, grid, dim3(256), 0, P->raw(), static_cast<float*>(nullptr), mask_ptr, rows, b0, L, S,
-                m.cb.shape, m.cb.strides[0], m.rs,
-                m.cs, float(in.scale), causal);
-    }
-    GemmArgs d;  // dv = P^T g
-    d.dtype = ct;
-    d.batch = n;
-    d.M = S, d.N = Ev, d.K = L;
-    d.A = P->raw(), d.lda = S, d.stride_a = L * S, d.ta = true;
-    d.B = gb, d.ldb = Ev, d.stride_b = L * Ev;
-    d.C = at(res[2], b0 * S * Ev), d.ldc = Ev, d.stride_c = S * Ev;
-    gemm_or_zero(be, d, op.name());
-    GemmArgs p;  // dP = g v^T
-    p.dtype = ct;
-    p.batch = n;
-    p.M = L, p.N = S, p.K = Ev;
-    p.A = gb, p.lda = Ev, p.stride_a = L * Ev;
-    p.B = vb, p.ldb = Ev, p.stride_b = S * Ev, p.tb = true;
-    p.C = dP->raw(), p.ldc = S, p.stride_c = L * S;
-    gemm_or_zero(be, p, op.name());
     if (ct == DType::f64)
       be.launch(ds, grid, dim3(256), 0, dP->raw(), P->raw(), rows, S, in.scale);
     else
       be.launch(ds, grid, dim3(256), 0, dP->raw(), P->raw(), rows, S, float(in.scale));
-    GemmArgs x;  // dq = dS k
-    x.dtype = ct;
-    x.batch = n;
-    x.M = L, x.N = E, x.K = S;
-    x.A = dP->raw(), x.lda = S, x.stride_a = L * S;
-    x.B = kb, x.ldb = E, x.stride_b = S * E;
-    x.C = at(res[0], b0 * L * E), x.ldc = E, x.stride_c = L * E;
-    gemm_or_zero(be, x, op.name());
-    GemmArgs y;  // dk = dS^T q
-    y.dtype = ct;
-    y.batch = n;
-    y.M = S, y.N = E, y.K = L;
-    y.A = dP->raw(), y.lda = S, y.stride_a = L * S, y.ta = true;
-    y.B = qb, y.ldb = E, y.stride_b = L * E;
-    y.C = at(res[1], b0 * S * E), y.ldc = E, y.stride_c = S * E;
-    gemm_or_zero(be, y, op.name());
+    // dq = dS k, dk = dS^T q
+    gemm_or_zero(be,
+                 {.dtype = ct, .M = L, .N = E, .K = S, .A = dP->raw(), .lda = S, .stride_a = L * S, .B = kb,
+                  .ldb = E, .stride_b = S * E, .C = at(res[0], b0 * L * E), .ldc = E, .stride_c = L * E, .batch = n},
+                 name);
+    gemm_or_zero(be,
+                 {.dtype = ct, .M = S, .N = E, .K = L, .A = dP->raw(), .lda = S, .stride_a = L * S, .ta = true,
+                  .B = qb, .ldb = E, .stride_b = L * E, .C = at(res[1], b0 * S * E), .ldc = E, .stride_c = S * E,
+                  .batch = n},
+                 name);
   }
   for (size_t i = 0; i < 3; ++i)
     if (res[i] != grads[i]) copy_view(be, view_of(*grads[i]), view_of(*res[i]));

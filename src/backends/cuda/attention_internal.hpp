@@ -7,7 +7,9 @@
 #include <set>
 #include <vector>
 
+#include "attention_sources.hpp"
 #include "cuda_backend.hpp"
+#include "matmul.hpp"
 
 namespace ember::cuda {
 
@@ -53,6 +55,28 @@ inline CudaTensorPtr contiguous_as(CudaBackend& be, const CudaTensorPtr& t, DTyp
   copy_view(be, view_of(*out), view_of(*t));
   return out;
 }
+
+// How the mask is read (AttnMask::none without one).
+inline AttnMask mask_kind_of(const AttnInputs& in) {
+  return !in.mask ? AttnMask::none : in.mask->dtype() == DType::boolean ? AttnMask::boolean : AttnMask::additive;
+}
+
+// The mask's strides seen from the score shape [batch.., L, S]: one per batch dim (zeros without
+// a mask), and its row and column strides.
+struct MaskLayout {
+  std::vector<int64_t> batch;
+  int64_t rs = 0, cs = 0;
+};
+MaskLayout mask_layout(const AttnInputs& in);
+
+// The materialised paths' masked, scaled softmax over rows [0, rows) of P (n batch entries of
+// [L, S] from entry b0, in place; f32 or f64 as `ct`), writing lse where it is not null.
+void attention_softmax(CudaBackend& be, Op& op, const AttnInputs& in, DType ct, void* P, float* lse, int64_t rows,
+                       int64_t b0);
+
+// C = op(A) op(B) with cuBLASLt, or zeros when the inner dim is empty (C dense: ldc = N and
+// stride_c = M N).
+void gemm_or_zero(CudaBackend& be, const GemmArgs& g, std::string_view op);
 
 // Launches need more than the default 48 KiB of dynamic shared memory set per function once.
 inline void allow_smem(CUfunction f, size_t smem) {
