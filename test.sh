@@ -112,6 +112,19 @@ else
   echo "   $gpu"
 fi
 
+# The examples run end to end, briefly: tensor_basics, and char_transformer for a few steps
+# (it exits non-zero unless its reloaded model gives the trained one's loss).
+echo "== examples"
+ex_dir=build/test-logs/examples; rm -rf "$ex_dir"; mkdir -p "$ex_dir"
+ex_p=0; ex_f=0
+for ex in "tensor_basics" "char_transformer --steps 30 --sample 40"; do
+  name=${ex%% *}
+  if (cd "$ex_dir" && ../../examples/$ex) >"$ex_dir/$name.log" 2>&1; then ex_p=$((ex_p + 1))
+  else echo "   $name failed:"; tail -5 "$ex_dir/$name.log"; ex_f=$((ex_f + 1)); fi
+done
+echo "   $ex_p passed, $ex_f failed ($ex_dir)"
+passed=$((passed + ex_p)); failed=$((failed + ex_f))
+
 # The model-file parsers under libFuzzer (clang, ASan + UBSan) for a bounded time: 60 s in
 # all, 30 s for the store parsers (15 s each) and 30 s for the ONNX reader.
 echo "== fuzz (safetensors, pytorch: 30 s)"

@@ -31,9 +31,20 @@ Args parse(int argc, char** argv) {
       EMBER_CHECK(i + 1 < argc, "fashion_mnist: ", k, " needs a value");
       return std::string(argv[++i]);
     };
+    auto count = [&] {  // a positive whole number
+      const std::string v = value();
+      size_t used = 0;
+      int64_t n = 0;
+      try {
+        n = std::stoll(v, &used);
+      } catch (const std::exception&) {
+      }
+      EMBER_CHECK(used == v.size() && n > 0, "fashion_mnist: ", k, " takes a positive whole number, not '", v, "'");
+      return n;
+    };
     if (k == "--device") a.device = value();
-    else if (k == "--epochs") a.epochs = std::stoll(value());
-    else if (k == "--batch-size") a.batch_size = std::stoll(value());
+    else if (k == "--epochs") a.epochs = count();
+    else if (k == "--batch-size") a.batch_size = count();
     else if (k == "--out") a.out = value();
     else EMBER_FAIL("fashion_mnist: unknown argument ", k, " (use --device, --epochs, --batch-size, --out)");
   }
@@ -42,7 +53,10 @@ Args parse(int argc, char** argv) {
 
 Device pick_device(const std::string& name) {
   if (name == "cpu") return Device::cpu();
-  if (name == "cuda" || name.rfind("cuda:", 0) == 0) return Device::cuda(name.size() > 5 ? std::stoi(name.substr(5)) : 0);
+  if (name == "cuda") return Device::cuda(0);
+  if (name.rfind("cuda:", 0) == 0 && name.size() > 5 &&
+      name.find_first_not_of("0123456789", 5) == std::string::npos && name.size() < 9)
+    return Device::cuda(std::stoi(name.substr(5)));
   EMBER_FAIL("fashion_mnist: unknown device '", name, "'; use --device cpu, cuda or cuda:N");
 }
 

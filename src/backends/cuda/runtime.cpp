@@ -82,7 +82,10 @@ std::string describe_devices() {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     (void)cudaGetLastError();
-    return std::string("none (") + (e == cudaSuccess ? "no GPU" : cudaGetErrorString(e)) + ")";
+    if (e == cudaSuccess || e == cudaErrorNoDevice) return "none (no GPU)";
+    if (e == cudaErrorInsufficientDriver)  // (also what CUDA says where no driver is installed at all)
+      return "none (no NVIDIA driver, or one older than the CUDA runtime ember was built with)";
+    return std::string("none (") + cudaGetErrorString(e) + ")";
   }
   std::ostringstream os;
   for (int i = 0; i < n; ++i) {
