@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ember/ember.hpp>
 #include <ember/nn.hpp>
 #include <fstream>
@@ -38,19 +39,22 @@ Args parse(int argc, char** argv) {
       EMBER_CHECK(i + 1 < argc, "char_transformer: ", k, " needs a value");
       return std::string(argv[++i]);
     };
-    auto number = [&](auto parse) {  // the whole value as a positive number
+    // a positive number, the whole value (strtoll / strtod report where they stopped reading)
+    auto real = [&] {
       const std::string v = value();
-      size_t used = 0;
-      decltype(parse(v, &used)) n = 0;
-      try {
-        n = parse(v, &used);
-      } catch (const std::exception&) {
-      }
-      EMBER_CHECK(used == v.size() && n > 0, "char_transformer: ", k, " takes a positive number, not '", v, "'");
-      return n;
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      EMBER_CHECK(!v.empty() && *end == 0 && x > 0, "char_transformer: ", k, " takes a positive number, not '", v, "'");
+      return x;
     };
-    auto count = [&] { return number([](const std::string& v, size_t* used) { return std::stoll(v, used); }); };
-    auto real = [&] { return number([](const std::string& v, size_t* used) { return std::stod(v, used); }); };
+    auto count = [&] {
+      const std::string v = value();
+      char* end = nullptr;
+      const long long n = std::strtoll(v.c_str(), &end, 10);
+      EMBER_CHECK(!v.empty() && *end == 0 && n > 0, "char_transformer: ", k, " takes a positive whole number, not '",
+                  v, "'");
+      return int64_t(n);
+    };
     if (k == "--device")
       a.device = value();
     else if (k == "--text")

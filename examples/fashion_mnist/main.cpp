@@ -3,6 +3,7 @@
 //
 //   ./build/examples/fashion_mnist [--device cpu|cuda] [--epochs N] [--batch-size N] [--out DIR]
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
@@ -31,16 +32,13 @@ Args parse(int argc, char** argv) {
       EMBER_CHECK(i + 1 < argc, "fashion_mnist: ", k, " needs a value");
       return std::string(argv[++i]);
     };
-    auto count = [&] {  // a positive whole number
+    auto count = [&] {  // a positive whole number, the whole value
       const std::string v = value();
-      size_t used = 0;
-      int64_t n = 0;
-      try {
-        n = std::stoll(v, &used);
-      } catch (const std::exception&) {
-      }
-      EMBER_CHECK(used == v.size() && n > 0, "fashion_mnist: ", k, " takes a positive whole number, not '", v, "'");
-      return n;
+      char* end = nullptr;
+      const long long n = std::strtoll(v.c_str(), &end, 10);
+      EMBER_CHECK(!v.empty() && *end == 0 && n > 0, "fashion_mnist: ", k, " takes a positive whole number, not '", v,
+                  "'");
+      return int64_t(n);
     };
     if (k == "--device") a.device = value();
     else if (k == "--epochs") a.epochs = count();
@@ -54,9 +52,11 @@ Args parse(int argc, char** argv) {
 Device pick_device(const std::string& name) {
   if (name == "cpu") return Device::cpu();
   if (name == "cuda") return Device::cuda(0);
-  if (name.rfind("cuda:", 0) == 0 && name.size() > 5 &&
-      name.find_first_not_of("0123456789", 5) == std::string::npos && name.size() < 9)
-    return Device::cuda(std::stoi(name.substr(5)));
+  if (name.rfind("cuda:", 0) == 0) {
+    char* end = nullptr;
+    const long i = std::strtol(name.c_str() + 5, &end, 10);
+    if (name.size() > 5 && *end == 0 && i >= 0 && i <= 1024) return Device::cuda(int(i));
+  }
   EMBER_FAIL("fashion_mnist: unknown device '", name, "'; use --device cpu, cuda or cuda:N");
 }
 

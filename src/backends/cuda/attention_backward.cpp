@@ -558,10 +558,10 @@ void attention_backward_fallback(CudaBackend& be, Op& op, const AttnInputs& in, 
   CUfunction ds = be.jit().get(ds_key, "attn_bwd_ds", [&] { return attention_backward_ds_source(ct); });
   auto at = [&](const CudaTensorPtr& t, int64_t elems) { return static_cast<char*>(t->raw()) + elems * esz; };
 
+  const std::string_view name = op.name();
   for (int64_t b0 = 0; b0 < B; b0 += chunk) {
     const int64_t n = std::min(chunk, B - b0), rows = n * L;
     char *qb = at(q, b0 * L * E), *kb = at(k, b0 * S * E), *vb = at(v, b0 * S * Ev), *gb = at(g, b0 * L * Ev);
-    const std::string_view name = op.name();
     // P = softmax(q k^T scale + mask)
     gemm_or_zero(be,
                  {.dtype = ct, .M = L, .N = S, .K = E, .A = qb, .lda = E, .stride_a = L * E, .B = kb, .ldb = E,
