@@ -367,8 +367,8 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
     case OpKind::adaptive_avg_pool:
     case OpKind::interpolate: {
       expect_inputs(op, in, 1, 1);
-      const auto& size = kind == OpKind::interpolate ? std::get<InterpolateAttrs>(attrs).size
-                                                     : std::get<ShapeAttrs>(attrs).shape.dims();
+      const std::vector<int64_t> size = kind == OpKind::interpolate ? std::get<InterpolateAttrs>(attrs).size
+                                                                    : std::get<ShapeAttrs>(attrs).shape.dims().vec();
       const auto& x = *in[0];
       int nd = static_cast<int>(size.size());
       expect_float(op, x, "input");

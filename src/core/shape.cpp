@@ -24,8 +24,8 @@ std::ostream& operator<<(std::ostream& os, const Shape& s) {
   return os << ']';
 }
 
-std::vector<int64_t> contiguous_strides(const Shape& s) {
-  std::vector<int64_t> st(s.rank());
+ShapeDims contiguous_strides(const Shape& s) {
+  ShapeDims st(size_t(s.rank()), 0);
   int64_t acc = 1;
   for (int i = s.rank() - 1; i >= 0; --i) {
     st[i] = acc;
@@ -34,9 +34,9 @@ std::vector<int64_t> contiguous_strides(const Shape& s) {
   return st;
 }
 
-std::optional<std::vector<int64_t>> view_strides(const Shape& old, const std::vector<int64_t>& strides,
+std::optional<std::vector<int64_t>> view_strides(const Shape& old, std::span<const int64_t> strides,
                                                  const Shape& shape) {
-  if (old.numel() == 0) return contiguous_strides(shape);
+  if (old.numel() == 0) return contiguous_strides(shape).vec();
   struct Group {
     int64_t size, inner_stride;
   };
@@ -83,7 +83,7 @@ int normalize_dim(int64_t dim, int rank, std::string_view op) {
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op) {
   int r = std::max(a.rank(), b.rank());
-  std::vector<int64_t> out(r);
+  ShapeDims out(size_t(r), 0);
   for (int i = 0; i < r; ++i) {
     int64_t da = i < r - a.rank() ? 1 : a[i - (r - a.rank())];
     int64_t db = i < r - b.rank() ? 1 : b[i - (r - b.rank())];

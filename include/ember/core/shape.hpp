@@ -7,18 +7,25 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ember/core/small_vec.hpp"
+
 namespace ember {
+
+// A shape's dims: inline up to rank 6 (no heap allocation for the shapes of almost every op).
+using ShapeDims = SmallVec<int64_t, 6>;
 
 class Shape {
  public:
   Shape() = default;
   Shape(std::initializer_list<int64_t> dims) : dims_(dims) {}
-  explicit Shape(std::vector<int64_t> dims) : dims_(std::move(dims)) {}
+  explicit Shape(const std::vector<int64_t>& dims) : dims_(dims) {}
+  explicit Shape(ShapeDims dims) : dims_(std::move(dims)) {}
   template <class It>
   Shape(It first, It last) : dims_(first, last) {}
 
@@ -27,26 +34,26 @@ class Shape {
   // Negative indices count from the end, like Python.
   int64_t operator[](int i) const { return dims_[i < 0 ? i + rank() : i]; }
   int64_t& operator[](int i) { return dims_[i < 0 ? i + rank() : i]; }
-  const std::vector<int64_t>& dims() const { return dims_; }
-  std::vector<int64_t>& dims() { return dims_; }
+  const ShapeDims& dims() const { return dims_; }
+  ShapeDims& dims() { return dims_; }
   auto begin() const { return dims_.begin(); }
   auto end() const { return dims_.end(); }
   bool operator==(const Shape&) const = default;
   std::string str() const;
 
  private:
-  std::vector<int64_t> dims_;
+  ShapeDims dims_;
 };
 
 std::ostream& operator<<(std::ostream& os, const Shape& s);
 
 // Row-major (C-contiguous) strides in elements.
-std::vector<int64_t> contiguous_strides(const Shape& s);
+ShapeDims contiguous_strides(const Shape& s);
 // Strides that view a tensor of shape `old` with `strides` as `shape` (same numel) without a
 // copy, if the strides allow it (every strided backend's reshape): the old dims are grouped
 // into maximal runs that are contiguous among themselves, and the new dims must split those
 // runs exactly, in order. Empty when a copy is needed.
-std::optional<std::vector<int64_t>> view_strides(const Shape& old, const std::vector<int64_t>& strides,
+std::optional<std::vector<int64_t>> view_strides(const Shape& old, std::span<const int64_t> strides,
                                                  const Shape& shape);
 // Normalises a possibly negative dim for a tensor of `rank`; throws an Error naming `op`.
 int normalize_dim(int64_t dim, int rank, std::string_view op);

@@ -12,7 +12,7 @@ CpuTensor::CpuTensor(TensorMeta m)
       storage(std::make_shared<Storage>(size_t(shape().numel()) * dtype_size(dtype()))),
       strides(contiguous_strides(shape())) {}
 
-CpuTensor::CpuTensor(TensorMeta m, std::shared_ptr<Storage> s, std::vector<int64_t> st, int64_t off)
+CpuTensor::CpuTensor(TensorMeta m, std::shared_ptr<Storage> s, ShapeDims st, int64_t off)
     : Primitive(std::move(m)), storage(std::move(s)), strides(std::move(st)), offset(off) {}
 
 bool CpuTensor::is_contiguous() const {

@@ -38,10 +38,10 @@ class CpuTensor : public Primitive {
   // A new contiguous, uninitialised tensor.
   explicit CpuTensor(TensorMeta meta);
   // A view of `storage`.
-  CpuTensor(TensorMeta meta, std::shared_ptr<Storage> storage, std::vector<int64_t> strides, int64_t offset);
+  CpuTensor(TensorMeta meta, std::shared_ptr<Storage> storage, ShapeDims strides, int64_t offset);
 
   std::shared_ptr<Storage> storage;
-  std::vector<int64_t> strides;  // in elements; 0 for broadcast dims
+  ShapeDims strides;  // in elements; 0 for broadcast dims
   int64_t offset = 0;            // in elements
 
   template <class T>

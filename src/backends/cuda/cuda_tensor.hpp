@@ -28,11 +28,11 @@ struct Buffer {
 
 class CudaTensor : public Primitive {
  public:
-  CudaTensor(TensorMeta meta, std::shared_ptr<Buffer> buffer, std::vector<int64_t> strides, int64_t offset)
+  CudaTensor(TensorMeta meta, std::shared_ptr<Buffer> buffer, ShapeDims strides, int64_t offset)
       : Primitive(std::move(meta)), buffer(std::move(buffer)), strides(std::move(strides)), offset(offset) {}
 
   std::shared_ptr<Buffer> buffer;
-  std::vector<int64_t> strides;  // in elements; 0 on broadcast dims; may be negative (flip)
+  ShapeDims strides;  // in elements; 0 on broadcast dims; may be negative (flip)
   int64_t offset = 0;            // in elements
 
   // Device address of element 0 of the view.

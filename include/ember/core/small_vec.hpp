@@ -1,0 +1,210 @@
+// SmallVec<T, N>: a vector of trivially copyable values that keeps up to N of them inline, so
+// the dims of a shape cost no heap allocation (every op builds a few shapes; an allocation and
+// its free are a large share of a tiny op's host cost). Beyond N it moves to the heap like
+// std::vector. It converts to std::vector<T> for the APIs that take one.
+//
+//   SmallVec<int64_t, 6> d{2, 3};  d.push_back(4);  std::vector<int64_t> v = d;  d == v;
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <iterator>
+#include <new>
+#include <type_traits>
+#include <vector>
+
+namespace ember {
+
+template <class T, size_t N>
+class SmallVec {
+  static_assert(std::is_trivially_copyable_v<T> && N > 0);
+
+ public:
+  using value_type = T;
+  using size_type = size_t;
+  using difference_type = std::ptrdiff_t;
+  using reference = T&;
+  using const_reference = const T&;
+  using pointer = T*;
+  using const_pointer = const T*;
+  using iterator = T*;
+  using const_iterator = const T*;
+  using reverse_iterator = std::reverse_iterator<iterator>;
+  using const_reverse_iterator = std::reverse_iterator<const_iterator>;
+
+  SmallVec() = default;
+  explicit SmallVec(size_t n, const T& v = T()) { assign(n, v); }
+  SmallVec(std::initializer_list<T> il) { assign(il.begin(), il.end()); }
+  template <class It, class = typename std::iterator_traits<It>::iterator_category>
+  SmallVec(It first, It last) {
+    assign(first, last);
+  }
+  SmallVec(const std::vector<T>& v) { assign(v.begin(), v.end()); }  // NOLINT: implicit by design
+  SmallVec(const SmallVec& o) { assign(o.begin(), o.end()); }
+  SmallVec(SmallVec&& o) noexcept { take(o); }
+  SmallVec& operator=(const SmallVec& o) {
+    if (this != &o) assign(o.begin(), o.end());
+    return *this;
+  }
+  SmallVec& operator=(SmallVec&& o) noexcept {
+    if (this != &o) {
+      release();
+      take(o);
+    }
+    return *this;
+  }
+  SmallVec& operator=(std::initializer_list<T> il) {
+    assign(il.begin(), il.end());
+    return *this;
+  }
+  ~SmallVec() { release(); }
+
+  operator std::vector<T>() const { return std::vector<T>(begin(), end()); }  // NOLINT
+  std::vector<T> vec() const { return *this; }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  size_t capacity() const { return cap_; }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  iterator begin() { return data_; }
+  iterator end() { return data_ + size_; }
+  const_iterator begin() const { return data_; }
+  const_iterator end() const { return data_ + size_; }
+  const_iterator cbegin() const { return data_; }
+  const_iterator cend() const { return data_ + size_; }
+  reverse_iterator rbegin() { return reverse_iterator(end()); }
+  reverse_iterator rend() { return reverse_iterator(begin()); }
+  const_reverse_iterator rbegin() const { return const_reverse_iterator(end()); }
+  const_reverse_iterator rend() const { return const_reverse_iterator(begin()); }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
+  T& front() { return data_[0]; }
+  const T& front() const { return data_[0]; }
+  T& back() { return data_[size_ - 1]; }
+  const T& back() const { return data_[size_ - 1]; }
+
+  void reserve(size_t n) {
+    if (n > cap_) move_to_heap(n);
+  }
+  void clear() { size_ = 0; }
+  void resize(size_t n, const T& v = T()) {
+    reserve(n);
+    for (size_t i = size_; i < n; ++i) data_[i] = v;
+    size_ = n;
+  }
+  void assign(size_t n, const T& v) {
+    clear();
+    resize(n, v);
+  }
+  template <class It>
+  void assign(It first, It last) {
+    const auto n = size_t(std::distance(first, last));
+    if (n > cap_) {
+      // (`first` may point into this vector only when n <= size, so growing never reads freed memory)
+      clear();
+      reserve(n);
+    }
+    std::copy(first, last, data_);  // (an overlapping source is a prefix move to the front: safe)
+    size_ = n;
+  }
+  void push_back(const T& v) {
+    if (size_ == cap_) {
+      const T copy = v;  // (v may live in this vector)
+      grow(size_ + 1);
+      data_[size_++] = copy;
+      return;
+    }
+    data_[size_++] = v;
+  }
+  template <class... A>
+  T& emplace_back(A&&... a) {
+    push_back(T(std::forward<A>(a)...));
+    return back();
+  }
+  void pop_back() { --size_; }
+  iterator insert(const_iterator pos, const T& v) { return insert(pos, size_t(1), v); }
+  iterator insert(const_iterator pos, size_t n, const T& v) {
+    const T copy = v;
+    const size_t i = open(pos, n);
+    std::fill_n(data_ + i, n, copy);
+    return data_ + i;
+  }
+  template <class It, class = typename std::iterator_traits<It>::iterator_category>
+  iterator insert(const_iterator pos, It first, It last) {
+    const std::vector<T> src(first, last);  // (the range may live in this vector)
+    const size_t i = open(pos, src.size());
+    std::copy(src.begin(), src.end(), data_ + i);
+    return data_ + i;
+  }
+  iterator insert(const_iterator pos, std::initializer_list<T> il) { return insert(pos, il.begin(), il.end()); }
+  iterator erase(const_iterator pos) { return erase(pos, pos + 1); }
+  iterator erase(const_iterator first, const_iterator last) {
+    const size_t i = size_t(first - data_), n = size_t(last - first);
+    std::copy(data_ + i + n, data_ + size_, data_ + i);
+    size_ -= n;
+    return data_ + i;
+  }
+
+  friend bool operator==(const SmallVec& a, const SmallVec& b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
+  friend bool operator==(const SmallVec& a, const std::vector<T>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+  friend bool operator<(const SmallVec& a, const SmallVec& b) {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  bool on_heap() const { return data_ != inline_; }
+  void release() {
+    if (on_heap()) std::free(data_);
+    data_ = inline_;
+    cap_ = N;
+    size_ = 0;
+  }
+  void take(SmallVec& o) {
+    if (o.on_heap()) {
+      data_ = o.data_;
+      cap_ = o.cap_;
+      size_ = o.size_;
+      o.data_ = o.inline_;
+      o.cap_ = N;
+    } else {
+      std::memcpy(inline_, o.inline_, o.size_ * sizeof(T));
+      size_ = o.size_;
+    }
+    o.size_ = 0;
+  }
+  void grow(size_t need) {
+    if (need > cap_) move_to_heap(std::max(need, 2 * cap_));
+  }
+  void move_to_heap(size_t cap) {
+    T* p = static_cast<T*>(std::malloc(cap * sizeof(T)));
+    if (!p) throw std::bad_alloc();
+    const size_t n = size_;
+    if (n) std::memcpy(p, data_, n * sizeof(T));
+    release();
+    data_ = p;
+    cap_ = cap;
+    size_ = n;
+  }
+  // Makes room for n values at pos; returns pos's index.
+  size_t open(const_iterator pos, size_t n) {
+    const size_t i = size_t(pos - data_);
+    grow(size_ + n);
+    std::copy_backward(data_ + i, data_ + size_, data_ + size_ + n);
+    size_ += n;
+    return i;
+  }
+
+  T* data_ = inline_;
+  size_t size_ = 0;
+  size_t cap_ = N;
+  T inline_[N];
+};
+
+}  // namespace ember
