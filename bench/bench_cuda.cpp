@@ -174,6 +174,37 @@ struct Mlp {
   }
 };
 
+// A small GPT-style model (the char_transformer example's): token and position embeddings, two
+// pre-norm causal TransformerEncoder layers (d_model 128, 4 heads, feed-forward 512, GELU), a final
+// LayerNorm and a linear head. Its training step is a few hundred small kernels, so it measures the
+// per-op cost of a whole framework (dispatch, autodiff, optimizer) more than the GPU.
+struct TinyGpt {
+  nn::Embedding token, position;
+  nn::TransformerEncoder layers;
+  nn::Linear head;
+  EMBER_MODULE(token, position, layers, head)
+  DynTensor forward(const DynTensor& tokens) const {
+    DynTensor positions = DynTensor::arange(0, tokens.size(1), 1, DType::i64, tokens.device());
+    DynTensor x = token.forward(tokens) + position.forward(positions);
+    return head.forward(layers.forward(x, {.is_causal = true}));
+  }
+};
+
+TinyGpt tiny_gpt(int64_t vocab, int64_t context, const Device& device) {
+  const int64_t d = 128;
+  nn::TransformerEncoderLayerConfig layer{.d_model = d,
+                                          .nhead = 4,
+                                          .dim_feedforward = 4 * d,
+                                          .dropout = 0,
+                                          .activation = nn::FeedForwardActivation::gelu,
+                                          .batch_first = true,
+                                          .norm_first = true};
+  return TinyGpt{nn::EmbeddingConfig{.num_embeddings = vocab, .embedding_dim = d}.init(device),
+                 nn::EmbeddingConfig{.num_embeddings = context, .embedding_dim = d}.init(device),
+                 nn::TransformerEncoderConfig{.layer = layer, .num_layers = 2, .final_norm = true}.init(device),
+                 nn::LinearConfig{.in_features = d, .out_features = vocab}.init(device)};
+}
+
 // ResNet-18 inference on a batch of 3x224x224 images from the ONNX file that
 // bench/export_resnet18.py writes (BatchNorm folded into the convs; its weights travel as f16 and
 // bench.sh cuda expands them). The PyTorch side runs the same weights in a plain eager definition.
@@ -429,6 +460,23 @@ int main(int argc, char** argv) {
     r.set("reserved_bytes_step_10100", reserved_10k);
     r.set("memory_growth_bytes", reserved_10k - reserved_100);
     r.set("steps", double(steps));
+  });
+
+  bench("transformer_train_step_f32", [&](Result& r) {
+    // vocabulary 96, 32 sequences of 64 tokens; AdamW (weight decay 0.01) with the gradients
+    // clipped to norm 1 (torch.nn.utils.clip_grad_norm_); no read-back in the step
+    Device dev = gpu.autodiff();
+    dev.seed(1);
+    TinyGpt m = tiny_gpt(96, 64, dev);
+    optim::AdamW opt({.weight_decay = 0.01, .clipping = optim::GradientClipping::by_norm(1.0)});
+    auto x = DynTensor::randint({32, 64}, 0, 96, DType::i64, dev);
+    auto y = DynTensor::randint({32 * 64}, 0, 96, DType::i64, dev);
+    r.ms = time_ms(gpu, [&] {
+      DynTensor logits = m.forward(x);
+      DynTensor loss = nn::cross_entropy(reshape(logits, {-1, 96}), y);
+      m = opt.step(std::move(m), loss.backward(), 3e-3);
+    });
+    r.set_text("shape", "2 layers, d_model 128, 4 heads, batch 32 x 64 tokens, AdamW + clip");
   });
 
   bench("attention_bf16", [&](Result& r) {

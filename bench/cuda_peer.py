@@ -287,6 +287,38 @@ def _(r):
     r["peer_ms"] = time_ms(step)
 
 
+@bench("transformer_train_step_f32")
+def _(r):
+    d, vocab, ctx = 128, 96, 64
+
+    class TinyGpt(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.token, self.position = torch.nn.Embedding(vocab, d), torch.nn.Embedding(ctx, d)
+            layer = torch.nn.TransformerEncoderLayer(d, 4, 4 * d, dropout=0.0, activation="gelu", batch_first=True,
+                                                     norm_first=True)
+            self.layers = torch.nn.TransformerEncoder(layer, 2, norm=torch.nn.LayerNorm(d), enable_nested_tensor=False)
+            self.head = torch.nn.Linear(d, vocab)
+
+        def forward(self, tokens):
+            n = tokens.size(1)
+            x = self.token(tokens) + self.position(torch.arange(n, device=tokens.device))
+            mask = torch.nn.Transformer.generate_square_subsequent_mask(n, device=tokens.device)
+            return self.head(self.layers(x, mask=mask, is_causal=True))
+
+    model = TinyGpt().to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    x = torch.randint(0, vocab, (32, ctx), device=dev)
+    y = torch.randint(0, vocab, (32 * ctx,), device=dev)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x).reshape(-1, vocab), y).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    r["peer_ms"] = time_ms(step)
+
+
 @bench("attention_bf16")
 def _(r):
     mk = lambda: torch.randn(8, 12, 1024, 64, device=dev).to(torch.bfloat16)  # noqa: E731
