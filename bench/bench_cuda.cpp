@@ -174,11 +174,12 @@ struct Mlp {
   }
 };
 
-// A small GPT-style model (the char_transformer example's): token and position embeddings, two
-// pre-norm causal TransformerEncoder layers (d_model 128, 4 heads, feed-forward 512, GELU), a final
-// LayerNorm and a linear head. Its training step is a few hundred small kernels, so it measures the
-// per-op cost of a whole framework (dispatch, autodiff, optimizer) more than the GPU.
-struct TinyGpt {
+// A GPT-style model: token and position embeddings, pre-norm causal TransformerEncoder layers
+// (GELU feed-forward of 4 * d), a final LayerNorm and a linear head. Small (the char_transformer
+// example's: 2 layers, d 128), its training step is a few hundred small kernels and measures the
+// per-op cost of the whole framework (dispatch, autodiff, optimizer) more than the GPU; shaped like
+// GPT-2 small (12 layers, d 768, 12 heads, 50257 tokens, context 1024) it measures the GPU work.
+struct Gpt {
   nn::Embedding token, position;
   nn::TransformerEncoder layers;
   nn::Linear head;
@@ -190,19 +191,49 @@ struct TinyGpt {
   }
 };
 
-TinyGpt tiny_gpt(int64_t vocab, int64_t context, const Device& device) {
-  const int64_t d = 128;
-  nn::TransformerEncoderLayerConfig layer{.d_model = d,
-                                          .nhead = 4,
-                                          .dim_feedforward = 4 * d,
+struct GptShape {
+  int64_t vocab, context, d, heads, layers;
+};
+
+Gpt gpt(const GptShape& g, const Device& device) {
+  nn::TransformerEncoderLayerConfig layer{.d_model = g.d,
+                                          .nhead = g.heads,
+                                          .dim_feedforward = 4 * g.d,
                                           .dropout = 0,
                                           .activation = nn::FeedForwardActivation::gelu,
                                           .batch_first = true,
                                           .norm_first = true};
-  return TinyGpt{nn::EmbeddingConfig{.num_embeddings = vocab, .embedding_dim = d}.init(device),
-                 nn::EmbeddingConfig{.num_embeddings = context, .embedding_dim = d}.init(device),
-                 nn::TransformerEncoderConfig{.layer = layer, .num_layers = 2, .final_norm = true}.init(device),
-                 nn::LinearConfig{.in_features = d, .out_features = vocab}.init(device)};
+  return Gpt{nn::EmbeddingConfig{.num_embeddings = g.vocab, .embedding_dim = g.d}.init(device),
+             nn::EmbeddingConfig{.num_embeddings = g.context, .embedding_dim = g.d}.init(device),
+             nn::TransformerEncoderConfig{.layer = layer, .num_layers = g.layers, .final_norm = true}.init(device),
+             nn::LinearConfig{.in_features = g.d, .out_features = g.vocab}.init(device)};
+}
+
+// One training step of `g` on `batch` sequences of the full context: forward, cross-entropy,
+// backward, AdamW (weight decay 0.01) with the gradients clipped to norm 1
+// (torch.nn.utils.clip_grad_norm_); no read-back in the step.
+void gpt_train_bench(const std::string& name, const Device& gpu, const GptShape& g, int64_t batch, bool tf32) {
+  bench(name, [&](Result& r) {
+    cuda::set_allow_tf32(tf32);
+    Device dev = gpu.autodiff();
+    dev.seed(1);
+    Gpt m = gpt(g, dev);
+    optim::AdamW opt({.weight_decay = 0.01, .clipping = optim::GradientClipping::by_norm(1.0)});
+    auto x = DynTensor::randint({batch, g.context}, 0, g.vocab, DType::i64, dev);
+    auto y = DynTensor::randint({batch * g.context}, 0, g.vocab, DType::i64, dev);
+    r.ms = time_ms(gpu, [&] {
+      DynTensor logits = m.forward(x);
+      DynTensor loss = nn::cross_entropy(reshape(logits, {-1, g.vocab}), y);
+      m = opt.step(std::move(m), loss.backward(), 3e-4);
+    });
+    cuda::set_allow_tf32(false);
+    std::ostringstream shape;
+    shape << g.layers << " layers, d_model " << g.d << ", " << g.heads << " heads, vocabulary " << g.vocab << ", batch "
+          << batch << " x " << g.context << " tokens, AdamW + clip" << (tf32 ? ", TF32 matmuls" : "");
+    r.set_text("shape", shape.str());
+    r.set("tokens_per_s", double(batch * g.context) / (r.ms * 1e-3));
+    r.set("peak_bytes", double(gpu.memory_stats().peak));
+  });
 }
 
 // ResNet-18 inference on a batch of 3x224x224 images from the ONNX file that
@@ -462,22 +493,10 @@ int main(int argc, char** argv) {
     r.set("steps", double(steps));
   });
 
-  bench("transformer_train_step_f32", [&](Result& r) {
-    // vocabulary 96, 32 sequences of 64 tokens; AdamW (weight decay 0.01) with the gradients
-    // clipped to norm 1 (torch.nn.utils.clip_grad_norm_); no read-back in the step
-    Device dev = gpu.autodiff();
-    dev.seed(1);
-    TinyGpt m = tiny_gpt(96, 64, dev);
-    optim::AdamW opt({.weight_decay = 0.01, .clipping = optim::GradientClipping::by_norm(1.0)});
-    auto x = DynTensor::randint({32, 64}, 0, 96, DType::i64, dev);
-    auto y = DynTensor::randint({32 * 64}, 0, 96, DType::i64, dev);
-    r.ms = time_ms(gpu, [&] {
-      DynTensor logits = m.forward(x);
-      DynTensor loss = nn::cross_entropy(reshape(logits, {-1, 96}), y);
-      m = opt.step(std::move(m), loss.backward(), 3e-3);
-    });
-    r.set_text("shape", "2 layers, d_model 128, 4 heads, batch 32 x 64 tokens, AdamW + clip");
-  });
+  gpt_train_bench("transformer_train_step_f32", gpu, {.vocab = 96, .context = 64, .d = 128, .heads = 4, .layers = 2}, 32,
+                  false);
+  gpt_train_bench("gpt2_small_train_step_tf32", gpu,
+                  {.vocab = 50257, .context = 1024, .d = 768, .heads = 12, .layers = 12}, 8, true);
 
   bench("attention_bf16", [&](Result& r) {
     Device dev = gpu.autodiff();

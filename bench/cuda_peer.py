@@ -287,17 +287,16 @@ def _(r):
     r["peer_ms"] = time_ms(step)
 
 
-@bench("transformer_train_step_f32")
-def _(r):
-    d, vocab, ctx = 128, 96, 64
-
-    class TinyGpt(torch.nn.Module):
+def gpt_train(name, vocab, ctx, d, heads, layers, batch, tf32):
+    """The same model and step as bench_cuda.cpp's gpt_train_bench."""
+    class Gpt(torch.nn.Module):
         def __init__(self):
             super().__init__()
             self.token, self.position = torch.nn.Embedding(vocab, d), torch.nn.Embedding(ctx, d)
-            layer = torch.nn.TransformerEncoderLayer(d, 4, 4 * d, dropout=0.0, activation="gelu", batch_first=True,
+            layer = torch.nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0, activation="gelu", batch_first=True,
                                                      norm_first=True)
-            self.layers = torch.nn.TransformerEncoder(layer, 2, norm=torch.nn.LayerNorm(d), enable_nested_tensor=False)
+            self.layers = torch.nn.TransformerEncoder(layer, layers, norm=torch.nn.LayerNorm(d),
+                                                      enable_nested_tensor=False)
             self.head = torch.nn.Linear(d, vocab)
 
         def forward(self, tokens):
@@ -306,17 +305,31 @@ def _(r):
             mask = torch.nn.Transformer.generate_square_subsequent_mask(n, device=tokens.device)
             return self.head(self.layers(x, mask=mask, is_causal=True))
 
-    model = TinyGpt().to(dev)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
-    x = torch.randint(0, vocab, (32, ctx), device=dev)
-    y = torch.randint(0, vocab, (32 * ctx,), device=dev)
+    @bench(name)
+    def _(r):
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+        try:
+            model = Gpt().to(dev)
+            opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)
+            x = torch.randint(0, vocab, (batch, ctx), device=dev)
+            y = torch.randint(0, vocab, (batch * ctx,), device=dev)
 
-    def step():
-        opt.zero_grad(set_to_none=True)
-        F.cross_entropy(model(x).reshape(-1, vocab), y).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-    r["peer_ms"] = time_ms(step)
+            def step():
+                opt.zero_grad(set_to_none=True)
+                F.cross_entropy(model(x).reshape(-1, vocab), y).backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+            torch.cuda.reset_peak_memory_stats()
+            r["peer_ms"] = time_ms(step)
+            r["peer_peak_bytes"] = torch.cuda.max_memory_allocated()
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+
+
+gpt_train("transformer_train_step_f32", 96, 64, 128, 4, 2, 32, False)
+gpt_train("gpt2_small_train_step_tf32", 50257, 1024, 768, 12, 12, 8, True)
 
 
 @bench("attention_bf16")
