@@ -113,15 +113,21 @@ MhaOutput mha_forward(const MultiHeadAttention& m, const DynTensor& query, const
   const std::optional<DynTensor> b = m.in_proj_bias ? std::optional<DynTensor>(m.in_proj_bias->value()) : std::nullopt;
 
   DynTensor q, k, v;
-  if (self) {
+  // rows [first * E, (first + parts) * E) of the packed projection
+  auto project = [&](const DynTensor& x, int64_t first, int64_t parts) {
+    return nn::linear(batch_major(x), narrow(w, 0, first * E, parts * E),
+                      b ? std::optional<DynTensor>(narrow(*b, 0, first * E, parts * E)) : std::nullopt);
+  };
+  if (self && !w.is_require_grad()) {
     std::vector<DynTensor> qkv = chunk(nn::linear(qn, w, b), 3, -1);
     q = qkv[0], k = qkv[1], v = qkv[2];
+  } else if (self) {
+    // Training: three products on the weight's row blocks rather than one product cut in three.
+    // The gradient of a cut is a zero tensor of the whole product with the part written in, and
+    // the three are then added: on GPT-2 small's layers ([8, 1024, 2304]) that was 0.34 ms a
+    // layer of copies; through the weight's blocks the zeros and the sums are the weight's size.
+    q = project(query, 0, 1), k = project(query, 1, 1), v = project(query, 2, 1);
   } else {
-    // rows [first * E, (first + parts) * E) of the packed projection
-    auto project = [&](const DynTensor& x, int64_t first, int64_t parts) {
-      return nn::linear(batch_major(x), narrow(w, 0, first * E, parts * E),
-                        b ? std::optional<DynTensor>(narrow(*b, 0, first * E, parts * E)) : std::nullopt);
-    };
     q = project(query, 0, 1);
     if (key.primitive() == value.primitive()) {  // attention over a memory: one matmul for both
       std::vector<DynTensor> kv = chunk(project(key, 1, 2), 2, -1);

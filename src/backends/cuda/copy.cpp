@@ -65,6 +65,19 @@ extern "C" __global__ void tiles(D* __restrict__ out, const S* __restrict__ in, 
   return s;
 }
 
+// Same-dtype copies whose innermost dim is contiguous on both sides, a whole number of 16-byte
+// packs long, with every other stride and both addresses on 16-byte boundaries (the heads of
+// attention merged back: [B, H, L, E] viewed as [B, L, H, E]): the strided walk moves 16-byte
+// packs instead of elements. H200, f32 [8, 1024, 12, 64] from [8, 12, 1024, 64]: 68 us element
+// by element (PyTorch 25 us).
+const char* kPackedCopySource = R"CUDA(
+extern "C" __global__ void packed32(uint4* out, const uint4* in, EMBER_GC Shape sh, EMBER_GC Strides so,
+                                    EMBER_GC Strides si, uint32_t n) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    out[offset_of32(i, sh, so)] = in[offset_of32(i, sh, si)];
+}
+)CUDA";
+
 std::vector<PrimitivePtr> reshape_kernel(CudaBackend& be, Op& op) {
   auto& x = as_cuda(op.inputs[0]);
   const Shape& s = op.outputs[0].shape;
@@ -229,6 +242,7 @@ std::vector<KernelSource> copy_kernel_sources() {
     for (int from = 0; from < kNumDTypes; ++from)
       out.push_back({copy_key(DType(to), DType(from)), copy_source(DType(to), DType(from))});
   out.push_back({"copy/rows16_batch", kRowsBatchSource});
+  out.push_back({"copy/packed16", kPackedCopySource});
   return out;
 }
 
@@ -257,6 +271,25 @@ bool copy_rows_batched(CudaBackend& be, const std::vector<View>& dsts, const std
 }
 
 View view_of(const CudaTensor& t) { return View{t.raw(), t.dtype(), t.shape(), t.strides}; }
+
+
+// The collapsed layout `c` of a copy in 16-byte packs, when it has one (see kPackedCopySource).
+std::optional<Collapsed> packed(const Collapsed& c, const View& dst, const View& src) {
+  const int r = c.shape.rank;
+  const int64_t esz = int64_t(dtype_size(dst.dtype)), per = 16 / esz;
+  if (src.dtype != dst.dtype || r < 2 || 16 % esz != 0 || c.strides[0].v[r - 1] != 1 || c.strides[1].v[r - 1] != 1 ||
+      c.shape.size[r - 1] % per != 0 || reinterpret_cast<uintptr_t>(dst.ptr) % 16 != 0 ||
+      reinterpret_cast<uintptr_t>(src.ptr) % 16 != 0)
+    return std::nullopt;
+  Collapsed p = c;
+  p.shape.size[r - 1] /= per;
+  for (int k = 0; k < 2; ++k)
+    for (int d = 0; d + 1 < r; ++d) {
+      if (c.strides[size_t(k)].v[d] % per != 0) return std::nullopt;
+      p.strides[size_t(k)].v[d] = c.strides[size_t(k)].v[d] / per;
+    }
+  return p;
+}
 
 void copy_view(CudaBackend& be, const View& dst, const View& src) {
   const int64_t n = dst.shape.numel();
@@ -292,6 +325,11 @@ void copy_view(CudaBackend& be, const View& dst, const View& src) {
     const unsigned g = unsigned(std::min<int64_t>(tiles, int64_t(be.sm_count()) * 8));
     be.launch(be.jit().get(key, "tiles", source), g, dim3(32, 8), 0, dst.ptr, src.ptr, t->bsh, t->bso, t->bsi, t->K,
               t->J, t->so_k, t->si_j, t->nb);
+  } else if (auto p = n < (int64_t(1) << 31) ? packed(c, dst, src) : std::nullopt) {
+    const int64_t packs = n * int64_t(esz) / 16;
+    be.launch(be.jit().get("copy/packed16", "packed32", [] { return std::string(kPackedCopySource); }),
+              grid_for(be, packs, kThreads, 4), kThreads, 0, dst.ptr, src.ptr, p->shape, p->strides[0],
+              p->strides[1], uint32_t(packs));
   } else if (n < (int64_t(1) << 31)) {
     be.launch(be.jit().get(key, "strided32", source), grid, kThreads, 0, dst.ptr, src.ptr, c.shape, c.strides[0],
               c.strides[1], uint32_t(n));

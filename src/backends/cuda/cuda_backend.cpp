@@ -11,7 +11,12 @@
 namespace ember::cuda {
 
 namespace {
-bool g_autotune = true;
+// EMBER_CUDA_AUTOTUNE=0 starts with autotuning off (each library's first choice; set_autotune
+// changes it at run time)
+bool g_autotune = [] {
+  const char* e = std::getenv("EMBER_CUDA_AUTOTUNE");
+  return !(e && std::string(e) == "0");
+}();
 
 // Set once the process is exiting. The backends live in Device::cuda's static map, which is
 // destroyed after the statics that cuDNN, cuBLASLt and the CUDA runtime create lazily on first

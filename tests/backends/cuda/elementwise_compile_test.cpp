@@ -113,7 +113,7 @@ TEST(CudaElementwiseCompile, EveryLayoutSourceCompiles) {
 
 TEST(CudaElementwiseCompile, EveryCopySourceCompiles) {
   auto sources = cuda::copy_kernel_sources();
-  EXPECT_EQ(sources.size(), size_t(kNumDTypes * kNumDTypes + 1));
+  EXPECT_EQ(sources.size(), size_t(kNumDTypes * kNumDTypes + 2));
   expect_unique_keys(sources);
   auto errors = compile_all(sources);
   for (const auto& e : errors) ADD_FAILURE() << e;
@@ -322,6 +322,29 @@ TEST(CudaElementwise, FloatBinaryWhereLerpPreluMatchCpu) {
     expect_close(prelu(x.to(gpu), pw.to(gpu)), prelu(x, pw), rtol, 0, "prelu/" + n);
     auto p1 = DynTensor::full({1}, 0.25, dt, cpu);
     expect_close(prelu(x.to(gpu), p1.to(gpu)), prelu(x, p1), rtol, 0, "prelu one weight/" + n);
+  }
+}
+
+// Copies of views whose innermost dim stays contiguous (attention's heads merged back, a flip of
+// an outer dim, a broadcast outer dim) go through the 16-byte-pack kernel where sizes and
+// alignment allow, element by element otherwise (odd inner sizes, an offset view): both give
+// the CPU's values exactly.
+TEST(CudaLayout, CopiesOfInnerContiguousViewsMatchCpu) {
+  REQUIRE_GPU();
+  const Device gpu = Device::cuda(0), cpu = Device::cpu();
+  for (DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16, DType::u8}) {
+    for (int64_t e : {64, 8, 6, 3}) {
+      const std::string n = std::string(dtype_name(dt)) + " inner " + std::to_string(e);
+      auto x = reshape(DynTensor::arange(0, 2 * 3 * 5 * e, 1, DType::f64, cpu).cast(dt), {2, 3, 5, e});
+      auto xg = x.to(gpu);
+      expect_same(contiguous(permute(xg, {0, 2, 1, 3})), contiguous(permute(x, {0, 2, 1, 3})), "heads " + n);
+      expect_same(contiguous(flip(xg, {1})), contiguous(flip(x, {1})), "flip " + n);
+      auto b = reshape(DynTensor::arange(0, 5 * e, 1, DType::f64, cpu).cast(dt), {1, 5, e});
+      expect_same(contiguous(expand(b.to(gpu), {4, 5, e})), contiguous(expand(b, {4, 5, e})), "broadcast " + n);
+      // an offset view: column 1 onwards of the last dim breaks the 16-byte alignment
+      auto s = narrow(xg, 3, 1, e - 1), sc = narrow(x, 3, 1, e - 1);
+      expect_same(contiguous(permute(s, {0, 2, 1, 3})), contiguous(permute(sc, {0, 2, 1, 3})), "offset " + n);
+    }
   }
 }
 
