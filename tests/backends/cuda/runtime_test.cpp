@@ -5,6 +5,7 @@
 #include "cuda_backend.hpp"
 #include "ember/backends/cuda.hpp"
 #include "ember/tensor/ops.hpp"
+#include "profile.hpp"
 
 namespace ember {
 namespace {
@@ -176,6 +177,18 @@ TEST(CudaDevice, OpsOnTwoDevicesFailClearly) {
 TEST(CudaMultiDevice, OpsOnTwoGpusFailClearly) {
   if (cuda::device_count() < 2) GTEST_SKIP() << "needs 2 CUDA devices: " << cuda::describe_devices();
   expect_mixing_fails(Device::cuda(0), Device::cuda(1));
+}
+
+// The op profiler (EMBER_CUDA_PROFILE=1) groups ops by name, dtype, input shapes (strided inputs
+// marked) and output shapes.
+TEST(CudaProfile, KeyNamesTheOpAndItsShapes) {
+  REQUIRE_GPU();
+  Device gpu = Device::cuda(0);
+  auto a = DynTensor::ones({2, 3}, DType::f32, gpu), b = DynTensor::ones({3, 2}, DType::f32, gpu);
+  Op plain = make_op(OpKind::add, {a.primitive(), a.primitive()});
+  EXPECT_EQ(cuda::profile_key(plain), "add f32 [2, 3], [2, 3] -> [2, 3]");
+  Op strided = make_op(OpKind::matmul, {transpose(b, 0, 1).primitive(), b.primitive()});
+  EXPECT_EQ(cuda::profile_key(strided), "matmul f32 [2, 3](strided), [3, 2] -> [2, 2]");
 }
 
 TEST(CudaMemory, OutOfMemoryIsAnErrorAndTheDeviceStaysUsable) {
