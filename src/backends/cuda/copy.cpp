@@ -69,7 +69,7 @@ extern "C" __global__ void tiles(D* __restrict__ out, const S* __restrict__ in, 
 // packs long, with every other stride and both addresses on 16-byte boundaries (the heads of
 // attention merged back: [B, H, L, E] viewed as [B, L, H, E]): the strided walk moves 16-byte
 // packs instead of elements. H200, f32 [8, 1024, 12, 64] from [8, 12, 1024, 64]: 68 us element
-// by element (PyTorch 25 us).
+// by element, 24 us in packs.
 const char* kPackedCopySource = R"CUDA(
 extern "C" __global__ void packed32(uint4* out, const uint4* in, EMBER_GC Shape sh, EMBER_GC Strides so,
                                     EMBER_GC Strides si, uint32_t n) {

@@ -89,15 +89,7 @@ std::vector<PrimitivePtr> CudaBackend::execute(Op op) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   make_current();
   if (op.kind == OpKind::full && op.outputs[0].shape.numel() == 1) return {constant(op)};
-  if (OpProfiler* prof = OpProfiler::get()) {  // EMBER_CUDA_PROFILE=1 (profile.hpp)
-    struct Timed {
-      OpProfiler* prof;
-      OpProfiler::Mark mark;
-      cudaStream_t stream;
-      ~Timed() { prof->end(mark, stream); }
-    } timed{prof, prof->begin(op, stream_), stream_};
-    return k(*this, op);
-  }
+  OpProfiler::Scope timed(op, stream_);  // EMBER_CUDA_PROFILE=1 (profile.hpp)
   return k(*this, op);
 }
 

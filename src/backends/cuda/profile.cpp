@@ -18,12 +18,6 @@ namespace {
 
 thread_local int t_depth = 0;  // ops in progress on this thread (only the outermost is timed)
 
-void put_shape(std::ostringstream& os, const Shape& s) {
-  os << '[';
-  for (int i = 0; i < s.rank(); ++i) os << (i ? ", " : "") << s[i];
-  os << ']';
-}
-
 }  // namespace
 
 std::string profile_key(const Op& op) {
@@ -36,14 +30,11 @@ std::string profile_key(const Op& op) {
     os << (first ? " " : ", ");
     if (first) os << dtype_name(t.dtype()) << ' ';
     first = false;
-    put_shape(os, t.shape());
+    os << t.shape();
     if (!t.is_contiguous()) os << "(strided)";
   }
   os << " ->";
-  for (const auto& m : op.outputs) {
-    os << ' ';
-    put_shape(os, m.shape);
-  }
+  for (const auto& m : op.outputs) os << ' ' << m.shape;
   return os.str();
 }
 
@@ -122,6 +113,14 @@ OpProfiler* OpProfiler::get() {
     return prof;
   }();
   return p;
+}
+
+OpProfiler::Scope::Scope(const Op& op, cudaStream_t stream) : prof_(get()), stream_(stream) {
+  if (prof_) mark_ = prof_->begin(op, stream);
+}
+
+OpProfiler::Scope::~Scope() {
+  if (prof_) prof_->end(mark_, stream_);
 }
 
 OpProfiler::Mark OpProfiler::begin(const Op& op, cudaStream_t stream) {

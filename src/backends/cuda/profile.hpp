@@ -30,6 +30,20 @@ class OpProfiler {
   Mark begin(const Op& op, cudaStream_t stream);
   void end(const Mark& m, cudaStream_t stream);
 
+  // begin() on construction and end() on destruction when profiling is on; nothing otherwise.
+  class Scope {
+   public:
+    Scope(const Op& op, cudaStream_t stream);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    OpProfiler* prof_;
+    cudaStream_t stream_;
+    Mark mark_;
+  };
+
  private:
   OpProfiler() = default;
   struct Impl;
