@@ -383,6 +383,34 @@ struct Hypot {
   template <class T> static constexpr bool ok = kFloat<T>;
   template <class C> C operator()(C a, C b) const { return std::hypot(a, b); }
 };
+// Fused activation derivatives: (x, g) -> g f'(x), in the formulas of torch's kernels (so
+// their NaNs at x = +-inf are torch's too).
+struct GeluBackward {
+  template <class T> static constexpr bool ok = kFloat<T>;
+  template <class C> C operator()(C x, C g) const {
+    const C cdf = C(0.5) * (C(1) + std::erf(x * C(std::numbers::sqrt2 / 2)));
+    const C pdf = std::exp(C(-0.5) * x * x) * C(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+    return g * (cdf + x * pdf);
+  }
+};
+struct GeluTanhBackward {
+  template <class T> static constexpr bool ok = kFloat<T>;
+  template <class C> C operator()(C x, C g) const {
+    constexpr C kBeta = C(std::numbers::sqrt2 * std::numbers::inv_sqrtpi), kKappa = C(0.044715);
+    const C x2 = x * x;
+    const C th = std::tanh(kBeta * (x + kKappa * x2 * x));
+    const C left = C(0.5) * (C(1) + th);
+    const C right = C(0.5) * x * (C(1) - th * th) * kBeta * (C(1) + C(3) * kKappa * x2);
+    return g * (left + right);
+  }
+};
+struct SiluBackward {
+  template <class T> static constexpr bool ok = kFloat<T>;
+  template <class C> C operator()(C x, C g) const {
+    const C s = C(1) / (C(1) + std::exp(-x));
+    return g * s * (C(1) + x * (C(1) - s));
+  }
+};
 
 #define EMBER_COMPARE(Name, expr)                                          \
   struct Name {                                                            \
@@ -635,6 +663,7 @@ void register_elementwise_kernels(KernelTable& t) {
 #define CMP(name, F) t[size_t(OpKind::name)] = binary_kernel<F, true, kGrainCheap>;
   B(add, Add) B(sub, Sub) B(mul, Mul) B(div, Div) BH(fmod, Fmod) BH(remainder, Remainder)
   B(minimum, Minimum) B(maximum, Maximum) BH(atan2, Atan2) BH(hypot, Hypot)
+  BH(gelu_backward, GeluBackward) BH(gelu_tanh_backward, GeluTanhBackward) BH(silu_backward, SiluBackward)
   CMP(equal, Equal) CMP(not_equal, NotEqual) CMP(greater, Greater) CMP(greater_equal, GreaterEqual)
   CMP(lower, Lower) CMP(lower_equal, LowerEqual) CMP(bool_and, BoolAnd) CMP(bool_or, BoolOr) CMP(bool_xor, BoolXor)
   B(bitwise_and, BitAnd) B(bitwise_or, BitOr) B(bitwise_xor, BitXor) B(shift_left, ShiftLeft)

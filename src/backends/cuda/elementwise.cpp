@@ -426,6 +426,17 @@ std::string binary_body(OpKind k, const BodyGen& g) {
       return "return x < y ? y : x;";
     case OpKind::atan2: return "return O(" + F("atan2") + "(x, y));";
     case OpKind::hypot: return "return O(" + F("hypot") + "(x, y));";
+    // fused activation derivatives, x = the input, y = the output's gradient (torch's formulas)
+    case OpKind::gelu_backward:
+      return "const C cdf = C(0.5) * ew_erfc(-x * C(0.70710678118654752440));\n"
+             "  const C pdf = " + F("exp") + "(C(-0.5) * x * x) * C(0.39894228040143267794);\n"
+             "  return O(y * (cdf + x * pdf));";
+    case OpKind::gelu_tanh_backward:
+      return "const C kb = C(0.79788456080286535588), kk = C(0.044715), x2 = x * x;\n"
+             "  const C th = " + F("tanh") + "(kb * (x + kk * x2 * x));\n"
+             "  return O(y * (C(0.5) * (C(1) + th) + C(0.5) * x * (C(1) - th * th) * kb * (C(1) + C(3) * kk * x2)));";
+    case OpKind::silu_backward:
+      return "const C s = ew_sigmoid(x);\n  return O(y * s * (C(1) + x * (C(1) - s)));";
     case OpKind::equal: return "return x == y;";
     case OpKind::not_equal: return "return x != y;";
     case OpKind::greater: return "return x > y;";

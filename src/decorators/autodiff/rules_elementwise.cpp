@@ -5,7 +5,8 @@
 // kinks and ties: relu'(0) = 0, abs'(0) = 0, clamp passes the gradient on min <= x <= max,
 // minimum/maximum split ties half each, pow gives the exponent no gradient where base == 0
 // and exponent >= 0. Every formula is built from differentiable IR ops, so the same rules
-// give second-order gradients when they run on the autodiff backend.
+// give second-order gradients when they run on the autodiff backend; gelu, gelu_tanh and silu
+// emit one fused backward op instead, except under create_graph.
 #include <cmath>
 #include <numbers>
 #include <utility>
@@ -52,6 +53,15 @@ void with_input(RuleTable& t, OpKind k, F f) {
 template <class F>
 void with_output(RuleTable& t, OpKind k, F f) {
   elementwise(t, k, kNone, kFirst, {[f](BackwardCtx& c, const Val& g) { return f(c.output(0), g); }});
+}
+// d/dx f(x) with a fused backward op (x, g) -> g f'(x): one kernel where the formula is a chain
+// of elementwise ones. Under create_graph the composed formula runs instead (the fused op has no
+// rule of its own, and a gradient that will be differentiated again must be made of ops that do).
+template <class F>
+void with_input_fused(RuleTable& t, OpKind k, OpKind fused, F composed) {
+  elementwise(t, k, kFirst, kNone, {[composed, fused](BackwardCtx& c, const Val& g) {
+                return c.create_graph() ? composed(c.input(0), g) : run(fused, {c.input(0), g});
+              }});
 }
 // Piecewise-constant ops: a zero gradient (PyTorch still hands the input a gradient tensor).
 void zero_gradient(RuleTable& t, OpKind k) {
@@ -134,14 +144,14 @@ void register_activations(RuleTable& t) {
   with_output(t, OpKind::relu,
               [](const Val& y, const Val& g) { return where(cmp(OpKind::lower_equal, y, 0.0), 0.0, g); });
   // gelu: g (Phi(x) + x phi(x)), Phi(x) = (1 + erf(x / sqrt2)) / 2, phi(x) = exp(-x^2 / 2) / sqrt(2 pi)
-  with_input(t, OpKind::gelu, [](const Val& x, const Val& g) {
+  with_input_fused(t, OpKind::gelu, OpKind::gelu_backward, [](const Val& x, const Val& g) {
     Val cdf = (un(OpKind::erf, x * kInvSqrt2) + 1.0) * 0.5;
     Val pdf = un(OpKind::exp, x * x * -0.5) * kInvSqrt2Pi;
     return g * (cdf + x * pdf);
   });
   // gelu_tanh: y = x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + k x^3), k = 0.044715
   //   y' = (1 + tanh u) / 2 + x/2 (1 - tanh^2 u) sqrt(2/pi) (1 + 3k x^2)
-  with_input(t, OpKind::gelu_tanh, [](const Val& x, const Val& g) {
+  with_input_fused(t, OpKind::gelu_tanh, OpKind::gelu_tanh_backward, [](const Val& x, const Val& g) {
     constexpr double kKappa = 0.044715;
     Val x2 = x * x;
     Val th = un(OpKind::tanh, (x + x2 * x * kKappa) * kSqrt2OverPi);
@@ -150,7 +160,7 @@ void register_activations(RuleTable& t) {
     return g * (left + right);
   });
   // silu: g s (1 + x (1 - s)), s = sigmoid(x)
-  with_input(t, OpKind::silu, [](const Val& x, const Val& g) {
+  with_input_fused(t, OpKind::silu, OpKind::silu_backward, [](const Val& x, const Val& g) {
     Val s = sigmoid(x);
     return g * (s * (x * (1.0 - s) + 1.0));
   });
