@@ -399,6 +399,22 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
         }
       return {x};
     }
+    case OpKind::layer_norm_backward: {
+      EMBER_CHECK(in.size() == 3 && in[0] && in[2], op,
+                  ": takes the input, the weight or null, and the output's gradient");
+      const auto& a = std::get<NormAttrs>(attrs);
+      const auto& x = *in[0];
+      expect_float(op, x, "input");
+      EMBER_CHECK(a.axes >= 1 && a.axes <= x.shape.rank(), op, ": cannot normalise ", a.axes,
+                  " trailing dims of shape ", x.shape);
+      Shape ns(x.shape.end() - a.axes, x.shape.end());
+      EMBER_CHECK(*in[2] == x, op, ": the gradient must be ", x.dtype, x.shape, ", got ", in[2]->dtype, in[2]->shape);
+      if (in[1]) {
+        expect_same_dtype(op, x, *in[1], "input and weight");
+        EMBER_CHECK(in[1]->shape == ns, op, ": weight has shape ", in[1]->shape, ", expected ", ns);
+      }
+      return {x, {ns, x.dtype}, {ns, x.dtype}};
+    }
     case OpKind::batch_norm: {
       expect_inputs(op, in, 3, 5);
       const auto& x = *in[0];

@@ -142,6 +142,92 @@ std::vector<PrimitivePtr> layer_norm_kernel(CpuBackend&, Op& op) {
   return {y};
 }
 
+// layer_norm_backward: with xh = (x - mean) * rstd and gh = g * w over each row of D,
+//   dx = rstd * (gh - mean(gh) - xh * mean(gh * xh)),
+//   dw = sum over the rows of g * xh, db = sum over the rows of g.
+// Rows in parallel for dx (each row's mean and rstd kept), then column blocks in parallel for
+// dw and db, walking the rows in order (the same sums for every thread count).
+template <class T>
+void layer_norm_backward_impl(const T* x, const T* w, const T* g, T* dx, T* dw, T* db, int64_t rows, int64_t D,
+                              double eps) {
+  using A = compute_t<T>;
+  std::vector<A> wa;
+  if (w) {
+    wa.resize(static_cast<size_t>(D));
+    for (int64_t i = 0; i < D; ++i) wa[size_t(i)] = A(w[i]);
+  }
+  std::vector<A> mean(static_cast<size_t>(rows)), rstd(static_cast<size_t>(rows));
+  auto row_body = [&](int64_t r0, int64_t r1) {
+    std::vector<A> xb(static_cast<size_t>(D)), gb(static_cast<size_t>(D));
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* xr = x + r * D;
+      const T* gr = g + r * D;
+      for (int64_t i = 0; i < D; ++i) {
+        xb[size_t(i)] = A(xr[i]);
+        gb[size_t(i)] = w ? A(gr[i]) * wa[size_t(i)] : A(gr[i]);
+      }
+      const A m = lane_sum(xb.data(), D) / A(D);
+      const A var = lane_sq_dev(xb.data(), D, m) / A(D);
+      const A rs = A(1) / std::sqrt(std::max(var, A(0)) + A(eps));
+      mean[size_t(r)] = m;
+      rstd[size_t(r)] = rs;
+      A sg = 0, sgx = 0;
+      for (int64_t i = 0; i < D; ++i) {
+        const A xh = (xb[size_t(i)] - m) * rs;
+        xb[size_t(i)] = xh;
+        sg += gb[size_t(i)];
+        sgx += gb[size_t(i)] * xh;
+      }
+      const A mg = sg / A(D), mgx = sgx / A(D);
+      T* o = dx + r * D;
+      for (int64_t i = 0; i < D; ++i) o[i] = T(rs * (gb[size_t(i)] - mg - xb[size_t(i)] * mgx));
+    }
+  };
+  if (rows * D <= kGrain || rows == 1) row_body(0, rows);
+  else parallel_for(0, rows, std::max<int64_t>(1, kGrain / D), row_body);
+
+  auto col_body = [&](int64_t c0, int64_t c1) {
+    const size_t n = size_t(c1 - c0);
+    std::vector<A> sw(n, A(0)), sb(n, A(0));
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* xr = x + r * D + c0;
+      const T* gr = g + r * D + c0;
+      const A m = mean[size_t(r)], rs = rstd[size_t(r)];
+      for (size_t i = 0; i < n; ++i) {
+        const A gv = A(gr[i]);
+        sw[i] += gv * ((A(xr[i]) - m) * rs);
+        sb[i] += gv;
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      dw[c0 + int64_t(i)] = T(sw[i]);
+      db[c0 + int64_t(i)] = T(sb[i]);
+    }
+  };
+  if (rows * D <= kGrain || D < 64) col_body(0, D);
+  else parallel_for(0, D, std::max<int64_t>(16, kGrain / std::max<int64_t>(1, rows)), col_body);
+}
+
+std::vector<PrimitivePtr> layer_norm_backward_kernel(CpuBackend&, Op& op) {
+  const auto& a = op.attr<NormAttrs>();
+  // (new buffers: x and g are read again after dx is written)
+  auto dx = alloc(op.outputs[0]), dw = alloc(op.outputs[1]), db = alloc(op.outputs[2]);
+  auto x = contiguous(op.inputs[0]);
+  CpuTensorPtr w = op.inputs[1] ? contiguous(op.inputs[1]) : nullptr;
+  auto g = contiguous(op.inputs[2]);
+  const int64_t D = op.outputs[1].shape.numel(), n = x->numel();
+  visit_float_dtype(x->dtype(), op.name(), [&]<class T>() {
+    if (n == 0) {  // no rows: dweight and dbias are sums of nothing
+      std::fill_n(dw->data<T>(), D, T(0.0f));
+      std::fill_n(db->data<T>(), D, T(0.0f));
+      return;
+    }
+    layer_norm_backward_impl<T>(x->data<T>(), w ? w->data<T>() : nullptr, g->data<T>(), dx->data<T>(),
+                                dw->data<T>(), db->data<T>(), n / D, D, a.eps);
+  });
+  return {dx, dw, db};
+}
+
 // ---------------------------------------------------------------------------------------
 // batch_norm (inference) and prelu: per-channel affine maps over [N, C, *inner].
 
@@ -284,6 +370,7 @@ std::vector<PrimitivePtr> prelu_kernel(CpuBackend&, Op& op) {
 
 void register_norm_kernels(KernelTable& t) {
   t[size_t(OpKind::layer_norm)] = layer_norm_kernel;
+  t[size_t(OpKind::layer_norm_backward)] = layer_norm_backward_kernel;
   t[size_t(OpKind::batch_norm)] = batch_norm_kernel;
   t[size_t(OpKind::prelu)] = prelu_kernel;
 }

@@ -197,6 +197,170 @@ extern "C" __global__ void rows_stream(const T* __restrict__ x, T* __restrict__ 
 }
 )CUDA";
 
+// layer_norm_backward, with xh = (x - mean) * rstd and gh = g * w over a row of D:
+//   dx = rstd * (gh - mean(gh) - xh * mean(gh * xh)); dw = sum over rows of g * xh, db = of g.
+// A row pass (a group of `tpr` threads per row, its x and gh in registers; the statistics
+// recomputed two-pass as the forward's) writes dx and each row's mean and rstd; then a column
+// pass: blocks of 32 columns x 8 row lanes over chunks of rows write partial sums, and a last
+// kernel adds the chunks in order (deterministic, no atomics).
+const char* kLayerNormBackwardKernels = R"CUDA(
+template <int NV>
+__device__ __forceinline__ void lnb_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ g,
+                                         T* __restrict__ dx, C* __restrict__ stats, int64_t rows, int64_t D,
+                                         double eps, int tpr) {
+  __shared__ C red[32 * 2];
+  const int lane = tpr > 32 ? int(threadIdx.x) : int(threadIdx.x) & (tpr - 1);
+  const int rpb = tpr > 32 ? 1 : int(blockDim.x) / tpr;
+  const C n = C(D);
+  for (int64_t r0 = int64_t(blockIdx.x) * rpb; r0 < rows; r0 += int64_t(gridDim.x) * rpb) {
+    const int64_t r = r0 + (tpr > 32 ? 0 : int(threadIdx.x) / tpr);
+    const bool valid = r < rows;
+    const T* xr = x + r * D;
+    const T* gr = g + r * D;
+    C xv[NV], gv[NV], sx = C(0);
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int64_t i = int64_t(k) * tpr + lane;
+      xv[k] = C(0);
+      gv[k] = C(0);
+      if (valid && i < D) {
+        xv[k] = C(xr[i]);
+        gv[k] = w ? C(gr[i]) * C(w[i]) : C(gr[i]);
+        sx += xv[k];
+      }
+    }
+    const C mean = group_sum(sx, tpr, red) / n;
+    C q = C(0);
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int64_t i = int64_t(k) * tpr + lane;
+      if (valid && i < D) {
+        const C d = xv[k] - mean;
+        q += d * d;
+      }
+    }
+    const C var = group_sum(q, tpr, red) / n;
+    const C rstd = C(1) / m_sqrt((var > C(0) ? var : C(0)) + C(eps));
+    C s[2] = {C(0), C(0)};
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int64_t i = int64_t(k) * tpr + lane;
+      if (valid && i < D) {
+        xv[k] = (xv[k] - mean) * rstd;
+        s[0] += gv[k];
+        s[1] += gv[k] * xv[k];
+      }
+    }
+    group_reduce_n<2>(s, tpr, red, ReduceAdd());
+    const C mg = s[0] / n, mgx = s[1] / n;
+    if (!valid) continue;
+    T* o = dx + r * D;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int64_t i = int64_t(k) * tpr + lane;
+      if (i < D) o[i] = T(rstd * (gv[k] - mg - xv[k] * mgx));
+    }
+    if (lane == 0) {
+      stats[2 * r] = mean;
+      stats[2 * r + 1] = rstd;
+    }
+  }
+}
+#define LNB_KERNEL(NV)                                                                                     \
+  extern "C" __global__ void __launch_bounds__(1024) rows_##NV(                                            \
+      const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ g, T* __restrict__ dx,        \
+      C* __restrict__ stats, int64_t rows, int64_t D, double eps, int tpr) {                                \
+    lnb_rows<NV>(x, w, g, dx, stats, rows, D, eps, tpr);                                                    \
+  }
+LNB_KERNEL(1)
+LNB_KERNEL(2)
+LNB_KERNEL(4)
+LNB_KERNEL(8)
+
+// Long rows: one block per row, its values read again in each pass.
+extern "C" __global__ void rows_stream(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ g,
+                                       T* __restrict__ dx, C* __restrict__ stats, int64_t rows, int64_t D,
+                                       double eps) {
+  __shared__ C red[32 * 2];
+  const C n = C(D);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * D;
+    const T* gr = g + r * D;
+    C sx = C(0);
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x) sx += C(xr[i]);
+    const C mean = group_sum(sx, blockDim.x, red) / n;
+    C q = C(0);
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
+      const C d = C(xr[i]) - mean;
+      q += d * d;
+    }
+    const C var = group_sum(q, blockDim.x, red) / n;
+    const C rstd = C(1) / m_sqrt((var > C(0) ? var : C(0)) + C(eps));
+    C s[2] = {C(0), C(0)};
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
+      const C gh = w ? C(gr[i]) * C(w[i]) : C(gr[i]);
+      s[0] += gh;
+      s[1] += gh * ((C(xr[i]) - mean) * rstd);
+    }
+    group_reduce_n<2>(s, blockDim.x, red, ReduceAdd());
+    const C mg = s[0] / n, mgx = s[1] / n;
+    T* o = dx + r * D;
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
+      const C gh = w ? C(gr[i]) * C(w[i]) : C(gr[i]);
+      o[i] = T(rstd * (gh - mg - (C(xr[i]) - mean) * rstd * mgx));
+    }
+    if (threadIdx.x == 0) {
+      stats[2 * r] = mean;
+      stats[2 * r + 1] = rstd;
+    }
+  }
+}
+
+// Blocks of (32 columns, 8 row lanes); blockIdx.y = the chunk of rows. part: [2][chunks][D].
+extern "C" __global__ void __launch_bounds__(256) cols_partial(const T* __restrict__ x, const T* __restrict__ g,
+                                                               const C* __restrict__ stats, C* __restrict__ part,
+                                                               int64_t rows, int64_t D, int64_t chunk) {
+  __shared__ C sw[8][33], sb[8][33];
+  const int64_t j = int64_t(blockIdx.x) * 32 + threadIdx.x;
+  const int64_t r0 = int64_t(blockIdx.y) * chunk;
+  const int64_t r1 = r0 + chunk < rows ? r0 + chunk : rows;
+  C aw = C(0), ab = C(0);
+  if (j < D) {
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += 8) {
+      const C gv = C(g[r * D + j]);
+      aw += gv * ((C(x[r * D + j]) - stats[2 * r]) * stats[2 * r + 1]);
+      ab += gv;
+    }
+  }
+  sw[threadIdx.y][threadIdx.x] = aw;
+  sb[threadIdx.y][threadIdx.x] = ab;
+  __syncthreads();
+  if (threadIdx.y == 0 && j < D) {
+#pragma unroll
+    for (int k = 1; k < 8; ++k) {
+      aw += sw[k][threadIdx.x];
+      ab += sb[k][threadIdx.x];
+    }
+    part[int64_t(blockIdx.y) * D + j] = aw;
+    part[(int64_t(gridDim.y) + blockIdx.y) * D + j] = ab;
+  }
+}
+
+// dw, db: the chunks' partial sums added in order (chunks = 0: no rows, zeros).
+extern "C" __global__ void cols_final(const C* __restrict__ part, T* __restrict__ dw, T* __restrict__ db, int64_t D,
+                                      int chunks) {
+  for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < D; j += int64_t(gridDim.x) * blockDim.x) {
+    C aw = C(0), ab = C(0);
+    for (int c = 0; c < chunks; ++c) {
+      aw += part[int64_t(c) * D + j];
+      ab += part[int64_t(chunks + c) * D + j];
+    }
+    dw[j] = T(aw);
+    db[j] = T(ab);
+  }
+}
+)CUDA";
+
 const char* kBatchNormKernels = R"CUDA(
 union VecT { uint4 u; T v[VW]; };
 
@@ -315,6 +479,62 @@ std::vector<PrimitivePtr> layer_norm_kernel(CudaBackend& be, Op& op) {
   return {y};
 }
 
+std::string lnb_key(DType dt) { return "layer_norm_backward/" + std::string(dtype_name(dt)); }
+
+std::vector<PrimitivePtr> layer_norm_backward_kernel(CudaBackend& be, Op& op) {
+  const auto& a = op.attr<NormAttrs>();
+  const DType dt = op.outputs[0].dtype;
+  EMBER_CHECK(is_float(dt), op.name(), ": needs a floating input, got ", dt);
+  // (new buffers: the column pass reads x and g after dx is written)
+  auto dx = alloc(be, op.outputs[0]), dw = alloc(be, op.outputs[1]), db = alloc(be, op.outputs[2]);
+  auto x = contiguous(be, op.inputs[0]);
+  auto w = optional_input(be, op, 1);
+  auto g = contiguous(be, op.inputs[2]);
+  const int64_t D = op.outputs[1].shape.numel(), n = x->numel();
+  if (D == 0) return {dx, dw, db};
+  const int64_t rows = n / D;
+  const std::string key = lnb_key(dt);
+  auto fn = [&](const char* entry) {
+    return be.jit().get(key, entry, [&] { return layer_norm_backward_source(dt); });
+  };
+  const size_t cb = dt == DType::f64 ? 8 : 4;
+  const int64_t sms = be.sm_count();
+  int64_t chunks = 0;
+  std::unique_ptr<Buffer> part;
+  if (rows > 0) {
+    Buffer stats(be.allocator(), size_t(2 * rows) * cb);
+    const void* wp = w ? w->raw() : nullptr;
+    // a group of tpr threads per row, up to 8 values of the row per thread
+    constexpr int64_t kMaxNv = 8;
+    if (D <= 1024 * kMaxNv) {
+      int64_t tpr = 1;
+      while (tpr < 1024 && tpr * kMaxNv < D) tpr *= 2;
+      int64_t nv = (D + tpr - 1) / tpr;
+      nv = nv <= 1 ? 1 : nv <= 2 ? 2 : nv <= 4 ? 4 : 8;
+      const int threads = int(tpr > 32 ? tpr : 256);
+      const int64_t rpb = threads / tpr;
+      const std::string entry = "rows_" + std::to_string(nv);
+      const unsigned grid = unsigned(std::min<int64_t>((rows + rpb - 1) / rpb, sms * 32));
+      be.launch(fn(entry.c_str()), grid, threads, 0, x->raw(), wp, g->raw(), dx->raw(), stats.ptr, rows, D, a.eps,
+                int(tpr));
+    } else {
+      be.launch(fn("rows_stream"), unsigned(std::min<int64_t>(rows, sms * 2)), 1024, 0, x->raw(), wp, g->raw(),
+                dx->raw(), stats.ptr, rows, D, a.eps);
+    }
+    // chunks of rows so that about 4 blocks per SM run the column pass
+    const int64_t col_blocks = (D + 31) / 32;
+    chunks = std::clamp<int64_t>((4 * sms + col_blocks - 1) / col_blocks, 1, std::min<int64_t>((rows + 7) / 8, 1024));
+    const int64_t chunk = (rows + chunks - 1) / chunks;
+    chunks = (rows + chunk - 1) / chunk;
+    part = std::make_unique<Buffer>(be.allocator(), size_t(2 * chunks * D) * cb);
+    be.launch(fn("cols_partial"), dim3(unsigned(col_blocks), unsigned(chunks)), dim3(32, 8), 0, x->raw(),
+              g->raw(), stats.ptr, part->ptr, rows, D, chunk);
+  }
+  be.launch(fn("cols_final"), grid_for(be, D, 256), 256, 0, part ? part->ptr : nullptr, dw->raw(), db->raw(), D,
+            int(chunks));
+  return {dx, dw, db};
+}
+
 std::vector<PrimitivePtr> batch_norm_kernel(CudaBackend& be, Op& op) {
   const auto& a = op.attr<NormAttrs>();
   const TensorMeta meta = op.outputs[0];
@@ -361,18 +581,21 @@ std::vector<PrimitivePtr> batch_norm_kernel(CudaBackend& be, Op& op) {
 
 std::string layer_norm_source(DType dt) { return header(dt) + kLayerNormKernels; }
 std::string batch_norm_source(DType dt) { return header(dt) + kBatchNormKernels; }
+std::string layer_norm_backward_source(DType dt) { return header(dt) + kLayerNormBackwardKernels; }
 
 std::vector<KernelSource> norm_variants() {
   std::vector<KernelSource> v;
   for (DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
     v.push_back({ln_key(dt), layer_norm_source(dt)});
     v.push_back({bn_key(dt), batch_norm_source(dt)});
+    v.push_back({lnb_key(dt), layer_norm_backward_source(dt)});
   }
   return v;
 }
 
 void register_norm_kernels(KernelTable& t) {
   t[size_t(OpKind::layer_norm)] = layer_norm_kernel;
+  t[size_t(OpKind::layer_norm_backward)] = layer_norm_backward_kernel;
   t[size_t(OpKind::batch_norm)] = batch_norm_kernel;
 }
 

@@ -51,8 +51,9 @@ std::string softmax_source(DType dt);
 std::string cross_entropy_source(DType dt);
 std::vector<KernelSource> softmax_variants();
 
-// norm.cpp: layer_norm and batch_norm.
+// norm.cpp: layer_norm, its backward and batch_norm.
 std::string layer_norm_source(DType dt);
+std::string layer_norm_backward_source(DType dt);
 std::string batch_norm_source(DType dt);
 std::vector<KernelSource> norm_variants();
 

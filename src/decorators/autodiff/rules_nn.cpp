@@ -366,6 +366,8 @@ void register_nn_rules(RuleTable& t) {
   // (biased var), y = xh * w + b.
   //   db = sum of g over the leading dims, dw = sum of g * xh over the leading dims,
   //   dx = rstd * (gh - mean_D(gh) - xh * mean_D(gh * xh)),  gh = g * w
+  // The fused layer_norm_backward op computes all three in two passes over x and g; under
+  // create_graph the composed form runs (the fused op has no rule of its own).
   {
     Rule& r = t[size_t(OpKind::layer_norm)];
     r.save_inputs = 0b011;
@@ -374,6 +376,14 @@ void register_nn_rules(RuleTable& t) {
       Grads out(c.num_inputs());
       bool has_w = c.num_inputs() > 1 && c.has_input(1), has_b = c.num_inputs() > 2 && c.has_input(2);
       bool need_x = c.needs_grad(0), need_w = has_w && c.needs_grad(1), need_b = has_b && c.needs_grad(2);
+      if (!c.create_graph() && (need_x || need_w)) {
+        std::vector<Val> d =
+            run_all(OpKind::layer_norm_backward, {c.input(0), has_w ? c.input(1) : Val(), c.grad(0)}, a);
+        if (need_x) out[0] = d[0];
+        if (need_w) out[1] = d[1];
+        if (need_b) out[2] = d[2];
+        return out;
+      }
       DType dt = c.in(0).dtype;
       Val g = up(c.grad(0));
       const Shape& xs = c.in(0).shape;

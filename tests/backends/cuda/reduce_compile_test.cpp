@@ -356,6 +356,58 @@ TEST(CudaNorm, LayerNormAndBatchNormMatchTheCpu) {
   }
 }
 
+// The fused layer_norm_backward (what the autodiff rule emits): dx, dweight and dbias against the
+// CPU backend's (itself checked against torch by the gradient conformance suite). Widths for
+// each row layout (a thread per row up to whole blocks, and rows past 8192 read in passes),
+// row counts that split the column sums into several chunks, no rows, and strided inputs.
+TEST(CudaNorm, LayerNormBackwardMatchesTheCpu) {
+  REQUIRE_GPU();
+  const Device cad = cpu().autodiff(), gad = gpu().autodiff();
+  for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
+    const double t = 4 * tol_of(dt);
+    for (Shape s : {Shape{5, 37}, Shape{1000, 3}, Shape{33, 1024}, Shape{4097, 768}, Shape{64, 4096},
+                    Shape{9, 20000}, Shape{2, 1}, Shape{0, 16}, Shape{2, 3, 40}}) {
+      for (bool affine : {true, false}) {
+        auto x = sample(s, dt), up = sample(s, dt, 3);
+        auto w = sample({s[-1]}, dt, 7), b = sample({s[-1]}, dt, 8);
+        std::string what = std::string(dtype_name(dt)) + " " + std::to_string(s.numel()) + (affine ? " affine" : "");
+        auto run = [&](const Device& d) {
+          auto xd = x.to(d).require_grad();
+          auto wd = w.to(d).require_grad(), bd = b.to(d).require_grad();
+          auto y = affine ? layer_norm(xd, {s[-1]}, wd, bd) : layer_norm(xd, {s[-1]});
+          Gradients gr = y.backward(up.to(d));
+          std::vector<DynTensor> out{*xd.grad(gr)};
+          if (affine) {
+            out.push_back(*wd.grad(gr));
+            out.push_back(*bd.grad(gr));
+          }
+          return out;
+        };
+        auto want = run(cad), got = run(gad);
+        ASSERT_EQ(want.size(), got.size());
+        expect_close(want[0].to(cpu()), got[0], t, t, "dx " + what);
+        // dw and db are sums over the rows, which the CPU adds in order and the GPU in chunks:
+        // rounding differences grow with the row count
+        const double ts = t * std::sqrt(double(std::max<int64_t>(1, s.numel() / s[-1])));
+        for (size_t i = 1; i < want.size(); ++i)
+          expect_close(want[i].to(cpu()), got[i], t, ts, std::string(i == 1 ? "dw " : "db ") + what);
+      }
+    }
+  }
+  // a transposed input and gradient (made contiguous by the op) and two normalised dims
+  auto x = sample({40, 12}, DType::f32), up = sample({12, 40}, DType::f32, 4);
+  auto w = sample({4, 10}, DType::f32, 5);
+  auto run = [&](const Device& d) {
+    auto xd = x.to(d).require_grad(), wd = w.to(d).require_grad();
+    auto y = layer_norm(reshape(transpose(xd, 0, 1), {3, 4, 10}), {4, 10}, wd);
+    Gradients gr = y.backward(reshape(up.to(d), {3, 4, 10}));
+    return std::vector<DynTensor>{*xd.grad(gr), *wd.grad(gr)};
+  };
+  auto want = run(cad), got = run(gad);
+  expect_close(want[0].to(cpu()), got[0], 1e-4, 1e-4, "dx strided");
+  expect_close(want[1].to(cpu()), got[1], 1e-4, 1e-4, "dw two dims");
+}
+
 TEST(CudaScan, MatchesTheCpu) {
   REQUIRE_GPU();
   for (DType dt : {DType::f32, DType::f64, DType::f16, DType::i32, DType::i64, DType::u8, DType::boolean}) {
