@@ -168,8 +168,14 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
       return {{s, in[0]->dtype}, {s, DType::i64}};
     }
     case OpKind::matmul: {
-      expect_inputs(op, in, 2, 2);
+      expect_inputs(op, in, 2, 3);
       const auto &a = *in[0], &b = *in[1];
+      if (in.size() > 2 && in[2]) {
+        expect_same_dtype(op, a, *in[2], "lhs and bias");
+        EMBER_CHECK(is_float(a.dtype), op, ": a bias needs floating operands, got ", a.dtype);
+        EMBER_CHECK(in[2]->shape == Shape{b.shape[-1]}, op, ": bias has shape ", in[2]->shape, ", expected [",
+                    b.shape[-1], "]");
+      }
       expect_same_dtype(op, a, b, "lhs and rhs");
       EMBER_CHECK(!is_bool(a.dtype), op, ": bool tensors are not supported");
       expect_rank(op, a, 2, 64, "lhs");

@@ -207,9 +207,8 @@ DynTensor upsample(DynTensor x, double scale_factor, InterpMode mode, bool align
 DynTensor linear(DynTensor x, DynTensor weight, std::optional<DynTensor> bias) {
   EMBER_CHECK(weight.rank() == 2 && x.rank() >= 1 && x.size(-1) == weight.size(1), "linear: input ", x.shape(),
               " does not match weight [out, in] ", weight.shape());
-  DynTensor y = matmul(std::move(x), transpose(std::move(weight), 0, 1));
-  if (bias) y = y + *bias;
-  return y;
+  if (bias) return matmul(std::move(x), transpose(std::move(weight), 0, 1), *bias);
+  return matmul(std::move(x), transpose(std::move(weight), 0, 1));
 }
 
 DynTensor bilinear(DynTensor x1, DynTensor x2, DynTensor weight, std::optional<DynTensor> bias) {

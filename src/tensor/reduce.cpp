@@ -83,6 +83,14 @@ DynTensor matmul(DynTensor a, DynTensor b) {
   return out;
 }
 
+DynTensor matmul(DynTensor a, DynTensor b, DynTensor bias) {
+  DType dt = promote_types(promote_types(a.dtype(), b.dtype()), bias.dtype());
+  // one op (a GEMM with a bias epilogue on the GPU) for matrices and a bias along their columns
+  if (a.rank() >= 2 && b.rank() >= 2 && bias.rank() == 1 && bias.size(0) == b.size(-1) && is_float(dt))
+    return run1(OpKind::matmul, {cast_to(std::move(a), dt), cast_to(std::move(b), dt), cast_to(std::move(bias), dt)});
+  return matmul(std::move(a), std::move(b)) + bias;
+}
+
 DynTensor dot(DynTensor a, DynTensor b) {
   EMBER_CHECK(a.rank() == 1 && b.rank() == 1, "dot: expects two 1-d tensors, got ", a.shape(), " and ", b.shape());
   EMBER_CHECK(a.numel() == b.numel(), "dot: sizes differ: ", a.shape(), " and ", b.shape());

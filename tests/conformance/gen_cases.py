@@ -63,7 +63,7 @@ GRAD_OPS = set("""
     relu leaky_relu gelu gelu_tanh silu softplus hard_sigmoid log_sigmoid prelu softmax log_softmax
     sum mean prod max min max_dim min_dim var std norm logsumexp
     cumsum cumprod cummax cummin sort topk
-    matmul dot outer
+    matmul dot outer linear
     reshape flatten unsqueeze squeeze permute transpose swap_dims movedim flip roll expand repeat tile narrow slice
     slice_assign chunk split cat stack pad tril triu contiguous
     gather scatter scatter_add select select_assign select_add index_select take masked_select
@@ -1337,6 +1337,16 @@ def gen_linalg(f):
             f.case("outer/%s/%d_%d" % (dt, na, nb), "outer", [a, b], torch.outer, f32acc=True)
     f.case("matmul/f32/special", "matmul", [torch.tensor([[1.0, NAN], [INF, 1.0]]), torch.tensor([[1.0, 0.0], [0.0, 1.0]])],
            torch.matmul)
+    # a product with a bias along its columns (one GEMM with a bias epilogue on the GPU): matrices,
+    # batches folded into rows, a vector input, an empty inner dim (the bias alone)
+    doc("linear", "linalg", "torch.nn.functional.linear(x, weight, bias)", "")
+    lin = [([3, 5], [4, 5]), ([2, 3, 5], [4, 5]), ([5], [4, 5]), ([3, 0], [4, 0]), ([33, 65], [17, 65]),
+           ([2, 1, 7], [9, 7])]
+    for dt in FLOATS:
+        for sx, sw in (lin if dt == "f32" else lin[:2]):
+            x, w, b = f.uniform(sx, -1, 1, dt), f.uniform(sw, -1, 1, dt), f.uniform([sw[0]], -1, 1, dt)
+            r, at = acc_tol(dt, sx[-1] + 1, 1.0)
+            f.case("linear/%s/%s_%s" % (dt, sh(sx), sh(sw)), "linear", [x, w, b], F.linear, rtol=r, atol=at, f32acc=True)
 
 
 # ----------------------------------------------------------------------------

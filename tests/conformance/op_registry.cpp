@@ -200,6 +200,7 @@ const std::map<std::string, OpFn>& op_registry() {
       {"matmul", [](V& in, const Json&, const Device&) { return V{matmul(in[0], in[1])}; }},
       {"dot", [](V& in, const Json&, const Device&) { return V{dot(in[0], in[1])}; }},
       {"outer", [](V& in, const Json&, const Device&) { return V{outer(in[0], in[1])}; }},
+      {"linear", [](V& in, const Json&, const Device&) { return V{matmul(in[0], transpose(in[1], 0, 1), in[2])}; }},
       // shape
       {"reshape", [](V& in, const Json& a, const Device&) { return V{reshape(in[0], sizes(a["shape"]))}; }},
       {"flatten", [](V& in, const Json& a, const Device&) { return V{flatten(in[0], a.value("start_dim", 0), a.value("end_dim", -1))}; }},

@@ -94,6 +94,9 @@ TensorPair topk(DynTensor x, int64_t k, int dim = -1, bool largest = true);
 
 // ---- linear algebra ----
 DynTensor matmul(DynTensor a, DynTensor b);  // torch.matmul rules for 1-d and batched operands
+// matmul(a, b) + bias; one op when both are matrices (or batches) and bias is a vector along b's
+// columns (on the GPU one GEMM with cuBLASLt's bias epilogue), else the two ops.
+DynTensor matmul(DynTensor a, DynTensor b, DynTensor bias);
 DynTensor dot(DynTensor a, DynTensor b);
 DynTensor outer(DynTensor a, DynTensor b);
 

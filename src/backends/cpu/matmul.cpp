@@ -223,7 +223,22 @@ CpuTensorPtr to_f32(const CpuTensor& t) {
   return out;
 }
 
-std::vector<PrimitivePtr> matmul_kernel(CpuBackend&, Op& op) {
+// out (contiguous, rows of n) += bias [n], rounded as the elementwise add rounds.
+template <class T>
+void add_bias_rows(T* out, const T* bias, int64_t total, int64_t n) {
+  using A = compute_t<T>;
+  parallel_for(0, total / n, std::max<int64_t>(1, 32768 / n), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      T* o = out + r * n;
+      for (int64_t j = 0; j < n; ++j) o[j] = T(A(o[j]) + A(bias[j]));
+    }
+  });
+}
+
+std::vector<PrimitivePtr> matmul_bias_kernel(CpuBackend& be, Op& op);
+
+std::vector<PrimitivePtr> matmul_kernel(CpuBackend& be, Op& op) {
+  if (op.inputs.size() > 2 && op.inputs[2]) return matmul_bias_kernel(be, op);
   const TensorMeta& om = op.outputs[0];
   auto out = alloc(om);
   const int64_t total = om.shape.numel();
@@ -277,6 +292,18 @@ std::vector<PrimitivePtr> matmul_kernel(CpuBackend&, Op& op) {
       }
     }
   });
+  return {out};
+}
+
+// The product, then the bias added to each row (the CPU has no epilogue to fold it into).
+std::vector<PrimitivePtr> matmul_bias_kernel(CpuBackend& be, Op& op) {
+  PrimitivePtr bias = op.inputs[2];
+  op.inputs.resize(2);
+  auto out = as_cpu_ptr(matmul_kernel(be, op)[0]);
+  const int64_t total = out->numel(), n = op.outputs[0].shape[-1];
+  if (total == 0) return {out};
+  auto b = contiguous(bias);
+  visit_float_dtype(out->dtype(), op.name(), [&]<class T>() { add_bias_rows<T>(out->data<T>(), b->data<T>(), total, n); });
   return {out};
 }
 

@@ -235,7 +235,9 @@ CudaTensorPtr materialize(CudaBackend& be, const CudaTensor& t, const Shape& bat
   return out;
 }
 
-void matmul_float(CudaBackend& be, Op& op, CudaTensorPtr a, CudaTensorPtr b, CudaTensor& out) {
+// bias: null, or [N] added to every row through cuBLASLt's bias epilogue.
+void matmul_float(CudaBackend& be, Op& op, CudaTensorPtr a, CudaTensorPtr b, const CudaTensor* bias,
+                  CudaTensor& out) {
   const Shape& os = out.shape();
   const int nb = os.rank() - 2;
   const int64_t M = a->shape()[-2], K = a->shape()[-1], N = b->shape()[-1];
@@ -247,6 +249,10 @@ void matmul_float(CudaBackend& be, Op& op, CudaTensorPtr a, CudaTensorPtr b, Cud
   g.M = M;
   g.N = N;
   g.K = K;
+  if (bias) {
+    g.epilogue = Epilogue::bias;
+    g.bias = bias->raw();
+  }
   auto set_a = [&](const CudaTensor& t) {
     const int r = t.shape().rank();
     return matrix_layout(M, K, t.strides[size_t(r - 2)], t.strides[size_t(r - 1)], g.ta, g.lda);
@@ -318,6 +324,8 @@ void matmul_float(CudaBackend& be, Op& op, CudaTensorPtr a, CudaTensorPtr b, Cud
   f.ldc = N;
   f.stride_c = M * N;
   f.batch = batch.numel();
+  f.epilogue = g.epilogue;
+  f.bias = g.bias;
   gemm_lt(be, f, op.name());
 }
 
@@ -353,12 +361,17 @@ std::vector<PrimitivePtr> matmul_kernel(CudaBackend& be, Op& op) {
   if (total == 0) return {out};
   auto a = as_cuda_ptr(op.inputs[0]), b = as_cuda_ptr(op.inputs[1]);
   EMBER_CHECK(om.dtype != DType::boolean, op.name(), ": bool tensors are not supported");
-  if (a->shape()[-1] == 0) {  // empty sums
-    EMBER_CUDA_CHECK(cudaMemsetAsync(out->raw(), 0, size_t(total) * dtype_size(om.dtype), be.stream()));
+  // (inference admits a bias for floating dtypes only)
+  CudaTensorPtr bias = op.inputs.size() > 2 && op.inputs[2] ? contiguous(be, op.inputs[2]) : nullptr;
+  if (a->shape()[-1] == 0) {  // empty sums: zeros, or the bias in every row
+    if (bias)
+      copy_view(be, view_of(*out), View{bias->raw(), om.dtype, om.shape, broadcast_strides(*bias, om.shape)});
+    else
+      EMBER_CUDA_CHECK(cudaMemsetAsync(out->raw(), 0, size_t(total) * dtype_size(om.dtype), be.stream()));
     return {out};
   }
   if (is_float(om.dtype))
-    matmul_float(be, op, a, b, *out);
+    matmul_float(be, op, a, b, bias.get(), *out);
   else
     matmul_int(be, op, *a, *b, *out);
   return {out};

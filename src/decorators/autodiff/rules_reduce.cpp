@@ -326,10 +326,12 @@ void register_reduce_rules(RuleTable& t) {
   // difference between one [768, 8192] x [8192, 3072] GEMM and eight GEMMs plus an 8-way sum over
   // a [8, 768, 3072] intermediate.
   t[size_t(OpKind::matmul)].save_inputs = 0b11;
+  // A bias (third input, [N] added to every row) gets g summed over the rows.
   t[size_t(OpKind::matmul)].fn = [](BackwardCtx& c) -> Grads {
-    if (!floating(c)) return {Val{}, Val{}};
+    Grads out(c.num_inputs());
+    if (!floating(c)) return out;
     Val g = c.grad(0);
-    Grads out(2);
+    if (c.num_inputs() > 2 && c.has_input(2) && c.needs_grad(2)) out[2] = sum_to(g, c.in(2).shape);
     if (c.needs_grad(0)) out[0] = sum_to(matmul(g, transpose(c.input(1), -1, -2)), c.in(0).shape);
     if (c.needs_grad(1)) {
       const Shape& as = c.in(0).shape;
