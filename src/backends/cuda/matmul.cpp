@@ -235,8 +235,9 @@ CudaTensorPtr materialize(CudaBackend& be, const CudaTensor& t, const Shape& bat
   return out;
 }
 
-// bias: null, or [N] added to every row through cuBLASLt's bias epilogue.
-void matmul_float(CudaBackend& be, Op& op, CudaTensorPtr a, CudaTensorPtr b, const CudaTensor* bias,
+// bias: null, or [N] added to every row through cuBLASLt's bias epilogue. Returns false (the
+// caller adds the bias) when cuBLASLt has no algorithm with that epilogue for the problem.
+bool matmul_float(CudaBackend& be, Op& op, CudaTensorPtr a, CudaTensorPtr b, const CudaTensor* bias,
                   CudaTensor& out) {
   const Shape& os = out.shape();
   const int nb = os.rank() - 2;
@@ -305,7 +306,7 @@ void matmul_float(CudaBackend& be, Op& op, CudaTensorPtr a, CudaTensorPtr b, con
     return true;
   };
   // (The first launch is the only one that can fail: every entry has the same plan.)
-  if (batch_ok && run_all(g)) return;
+  if (batch_ok && run_all(g)) return true;
 
   // Fallback: both operands materialised as contiguous [batch..., rows, cols], one batch.
   auto af = materialize(be, *a, batch), bf = materialize(be, *b, batch);
@@ -326,7 +327,9 @@ void matmul_float(CudaBackend& be, Op& op, CudaTensorPtr a, CudaTensorPtr b, con
   f.batch = batch.numel();
   f.epilogue = g.epilogue;
   f.bias = g.bias;
+  if (bias) return try_gemm_lt(be, f, op.name());
   gemm_lt(be, f, op.name());
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -370,10 +373,14 @@ std::vector<PrimitivePtr> matmul_kernel(CudaBackend& be, Op& op) {
       EMBER_CUDA_CHECK(cudaMemsetAsync(out->raw(), 0, size_t(total) * dtype_size(om.dtype), be.stream()));
     return {out};
   }
-  if (is_float(om.dtype))
-    matmul_float(be, op, a, b, bias.get(), *out);
-  else
+  if (is_float(om.dtype)) {
+    if (!matmul_float(be, op, a, b, bias.get(), *out)) {  // no epilogue for this problem: a separate add
+      matmul_float(be, op, a, b, nullptr, *out);
+      return be.execute(make_op(OpKind::add, {out, bias}));
+    }
+  } else {
     matmul_int(be, op, *a, *b, *out);
+  }
   return {out};
 }
 
