@@ -394,18 +394,29 @@ TEST(CudaNorm, LayerNormBackwardMatchesTheCpu) {
       }
     }
   }
-  // a transposed input and gradient (made contiguous by the op) and two normalised dims
-  auto x = sample({40, 12}, DType::f32), up = sample({12, 40}, DType::f32, 4);
-  auto w = sample({4, 10}, DType::f32, 5);
+  // a transposed input and gradient (strided views, made contiguous by the op) ...
+  auto x = sample({40, 12}, DType::f32), up = sample({40, 12}, DType::f32, 4);
+  auto w = sample({40}, DType::f32, 5);
   auto run = [&](const Device& d) {
     auto xd = x.to(d).require_grad(), wd = w.to(d).require_grad();
-    auto y = layer_norm(reshape(transpose(xd, 0, 1), {3, 4, 10}), {4, 10}, wd);
-    Gradients gr = y.backward(reshape(up.to(d), {3, 4, 10}));
+    auto y = layer_norm(transpose(xd, 0, 1), {40}, wd);
+    Gradients gr = y.backward(transpose(up.to(d), 0, 1));
     return std::vector<DynTensor>{*xd.grad(gr), *wd.grad(gr)};
   };
   auto want = run(cad), got = run(gad);
   expect_close(want[0].to(cpu()), got[0], 1e-4, 1e-4, "dx strided");
-  expect_close(want[1].to(cpu()), got[1], 1e-4, 1e-4, "dw two dims");
+  expect_close(want[1].to(cpu()), got[1], 1e-4, 1e-4, "dw strided");
+  // ... and two normalised dims
+  auto x3 = sample({3, 4, 10}, DType::f32), up3 = sample({3, 4, 10}, DType::f32, 6);
+  auto w2 = sample({4, 10}, DType::f32, 7);
+  auto run2 = [&](const Device& d) {
+    auto xd = x3.to(d).require_grad(), wd = w2.to(d).require_grad();
+    Gradients gr = layer_norm(xd, {4, 10}, wd).backward(up3.to(d));
+    return std::vector<DynTensor>{*xd.grad(gr), *wd.grad(gr)};
+  };
+  auto want2 = run2(cad), got2 = run2(gad);
+  expect_close(want2[0].to(cpu()), got2[0], 1e-4, 1e-4, "dx two dims");
+  expect_close(want2[1].to(cpu()), got2[1], 1e-4, 1e-4, "dw two dims");
 }
 
 TEST(CudaScan, MatchesTheCpu) {
