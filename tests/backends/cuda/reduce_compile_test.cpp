@@ -617,6 +617,18 @@ TEST(CudaReducePerf, RowKernelsAtLargeSizes) {
   std::printf("[perf] sort [8192,4096] f32 bitonic: %.1f us\n", time_us([&] { return sort(x, -1); }));
   unsetenv("EMBER_CUDA_SORT");
   std::printf("[perf] topk k=10 [8192,1024] f32: %.1f us\n", time_us([&] { return topk(xs, 10, -1); }));
+  // GPT-2 small's layer norm: the forward alone, then forward + fused backward (autodiff)
+  const Device gad = g.autodiff();
+  auto xm = sample({8192, 768}, DType::f32).to(gad), up = sample({8192, 768}, DType::f32, 4).to(gad);
+  auto wm = sample({768}, DType::f32, 5).to(gad).require_grad(), bm = sample({768}, DType::f32, 6).to(gad).require_grad();
+  std::printf("[perf] layer_norm [8192,768] f32: %.1f us\n", time_us([&] { return layer_norm(xm, {768}, wm, bm); }));
+  std::printf("[perf] layer_norm forward + backward [8192,768] f32: %.1f us\n", time_us([&] {
+                auto xr = xm.require_grad();
+                return layer_norm(xr, {768}, wm, bm).backward(up);
+              }));
+  // a bias's gradient: g [8, 1024, 768] summed to [768]
+  auto g3 = sample({8, 1024, 768}, DType::f32).to(g);
+  std::printf("[perf] sum dims 0,1 [8,1024,768] f32: %.1f us\n", time_us([&] { return sum(g3, {0, 1}); }));
 }
 
 }  // namespace
