@@ -389,36 +389,29 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
         EMBER_CHECK(nd <= 2, op, ": linear/cubic modes support 1 or 2 spatial dims");
       return {{Shape(out), x.dtype}};
     }
-    case OpKind::layer_norm: {
-      expect_inputs(op, in, 1, 3);
+    case OpKind::layer_norm:
+    case OpKind::layer_norm_backward: {
+      // layer_norm: x, weight or null, bias or null; its backward: x, weight or null, grad of out
+      const bool bwd = kind == OpKind::layer_norm_backward;
+      if (bwd)
+        EMBER_CHECK(in.size() == 3 && in[0] && in[2], op,
+                    ": takes the input, the weight or null, and the output's gradient");
+      else
+        expect_inputs(op, in, 1, 3);
       const auto& a = std::get<NormAttrs>(attrs);
       const auto& x = *in[0];
       expect_float(op, x, "input");
       EMBER_CHECK(a.axes >= 1 && a.axes <= x.shape.rank(), op, ": cannot normalise ", a.axes,
                   " trailing dims of shape ", x.shape);
       Shape ns(x.shape.end() - a.axes, x.shape.end());
-      for (size_t i = 1; i < in.size(); ++i)
+      for (size_t i = 1; i < (bwd ? 2 : in.size()); ++i)
         if (in[i]) {
           expect_same_dtype(op, x, *in[i], i == 1 ? "input and weight" : "input and bias");
           EMBER_CHECK(in[i]->shape == ns, op, ": ", i == 1 ? "weight" : "bias", " has shape ", in[i]->shape,
                       ", expected ", ns);
         }
-      return {x};
-    }
-    case OpKind::layer_norm_backward: {
-      EMBER_CHECK(in.size() == 3 && in[0] && in[2], op,
-                  ": takes the input, the weight or null, and the output's gradient");
-      const auto& a = std::get<NormAttrs>(attrs);
-      const auto& x = *in[0];
-      expect_float(op, x, "input");
-      EMBER_CHECK(a.axes >= 1 && a.axes <= x.shape.rank(), op, ": cannot normalise ", a.axes,
-                  " trailing dims of shape ", x.shape);
-      Shape ns(x.shape.end() - a.axes, x.shape.end());
+      if (!bwd) return {x};
       EMBER_CHECK(*in[2] == x, op, ": the gradient must be ", x.dtype, x.shape, ", got ", in[2]->dtype, in[2]->shape);
-      if (in[1]) {
-        expect_same_dtype(op, x, *in[1], "input and weight");
-        EMBER_CHECK(in[1]->shape == ns, op, ": weight has shape ", in[1]->shape, ", expected ", ns);
-      }
       return {x, {ns, x.dtype}, {ns, x.dtype}};
     }
     case OpKind::batch_norm: {

@@ -235,14 +235,12 @@ void add_bias_rows(T* out, const T* bias, int64_t total, int64_t n) {
   });
 }
 
-std::vector<PrimitivePtr> matmul_bias_kernel(CpuBackend& be, Op& op);
-
-std::vector<PrimitivePtr> matmul_kernel(CpuBackend& be, Op& op) {
-  if (op.inputs.size() > 2 && op.inputs[2]) return matmul_bias_kernel(be, op);
+// The product of inputs 0 and 1.
+CpuTensorPtr matmul_product(const Op& op) {
   const TensorMeta& om = op.outputs[0];
   auto out = alloc(om);
   const int64_t total = om.shape.numel();
-  if (total == 0) return {out};
+  if (total == 0) return out;
   const auto& a = as_cpu(op.inputs[0]);
   const auto& b = as_cpu(op.inputs[1]);
   const MatmulPlan plan = make_plan(a.shape(), a.strides, b.shape(), b.strides, om.shape);
@@ -292,18 +290,19 @@ std::vector<PrimitivePtr> matmul_kernel(CpuBackend& be, Op& op) {
       }
     }
   });
-  return {out};
+  return out;
 }
 
-// The product, then the bias added to each row (the CPU has no epilogue to fold it into).
-std::vector<PrimitivePtr> matmul_bias_kernel(CpuBackend& be, Op& op) {
-  PrimitivePtr bias = op.inputs[2];
-  op.inputs.resize(2);
-  auto out = as_cpu_ptr(matmul_kernel(be, op)[0]);
-  const int64_t total = out->numel(), n = op.outputs[0].shape[-1];
-  if (total == 0) return {out};
-  auto b = contiguous(bias);
-  visit_float_dtype(out->dtype(), op.name(), [&]<class T>() { add_bias_rows<T>(out->data<T>(), b->data<T>(), total, n); });
+// The product, then a bias (optional input 2) added to each row: the CPU has no epilogue to
+// fold it into.
+std::vector<PrimitivePtr> matmul_kernel(CpuBackend&, Op& op) {
+  CpuTensorPtr out = matmul_product(op);
+  if (op.inputs.size() > 2 && op.inputs[2] && out->numel() > 0) {
+    auto b = contiguous(op.inputs[2]);
+    const int64_t n = op.outputs[0].shape[-1];
+    visit_float_dtype(out->dtype(), op.name(),
+                      [&]<class T>() { add_bias_rows<T>(out->data<T>(), b->data<T>(), out->numel(), n); });
+  }
   return {out};
 }
 
