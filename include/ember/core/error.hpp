@@ -16,12 +16,27 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
+// An op, dtype, attribute or mode that exists (in ember's IR, in the ONNX spec) but that this
+// backend or importer does not implement. It is an Error, so callers that catch Error still do;
+// callers that sort failures (the ONNX node tests, a router falling back to another backend)
+// catch this type instead of matching words in a message.
+class NotImplemented : public Error {
+ public:
+  explicit NotImplemented(const std::string& what) : Error(what) {}
+};
+
 namespace detail {
 template <class... Args>
 [[noreturn]] void throw_error(const Args&... args) {
   std::ostringstream os;
   (os << ... << args);
   throw Error(os.str());
+}
+template <class... Args>
+[[noreturn]] void throw_not_implemented(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  throw NotImplemented(os.str());
 }
 }  // namespace detail
 
@@ -33,3 +48,5 @@ template <class... Args>
   } while (0)
 
 #define EMBER_FAIL(...) ::ember::detail::throw_error(__VA_ARGS__)
+// Throws ember::NotImplemented: for what is valid but not implemented here.
+#define EMBER_NOT_IMPLEMENTED(...) ::ember::detail::throw_not_implemented(__VA_ARGS__)
