@@ -1,9 +1,13 @@
 // The backend-agnostic conformance suite: every case of tests/conformance/cases/*.json
 // (expected values produced by PyTorch, see gen_cases.py) runs on every backend stack, once
-// with contiguous inputs and once with the same values behind non-contiguous strided views.
-// Writes <reports>/conformance.json: {"ops", "cases", "failed", "backends", "per_backend"}.
+// per input layout (Layout below): contiguous, and the same values behind views with real
+// gaps and repeats (a transpose, a step-2 slice, an offset inside a larger buffer, an expand).
+// Writes <reports>/conformance.json: {"ops", "cases", "failed", "backends", "per_backend",
+// "variants", "stride0_inputs"}.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -42,16 +46,151 @@ DynTensor strided_view(const DynTensor& t) {
   return transpose(contiguous(transpose(t, 0, -1)), 0, -1);
 }
 
+// The input layouts each case runs with. Every one but `contiguous` hands the op the same
+// values through a view, built with ember's public view ops so that it is a real strided view
+// on every backend:
+//   strided: the transpose of a materialised transpose (rank >= 2; permuted but dense);
+//   step2:   a step-2 slice of the last dim, garbage at the skipped positions (rank >= 1);
+//   offset:  a block starting at [1, 1, ...] inside a larger garbage-filled buffer, so the
+//            offset is nonzero and rows have gaps (rank >= 1);
+//   expand:  each dim whose slices are all equal is narrowed to its first slice and expanded
+//            back (stride 0). Registered only for cases with such an input, or with a derived
+//            input (derive_repeated_case).
+enum class Layout { contiguous, strided, step2, offset, expand };
+constexpr Layout kLayouts[] = {Layout::contiguous, Layout::strided, Layout::step2, Layout::offset, Layout::expand};
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::contiguous: return "contiguous";
+    case Layout::strided: return "strided";
+    case Layout::step2: return "step2";
+    case Layout::offset: return "offset";
+    case Layout::expand: return "expand";
+  }
+  return "?";
+}
+
+// One element that a kernel must never read: NaN for floats (it propagates), a large value for
+// integers (an out-of-range index, a sum far off), true for bool.
+TensorData garbage_element(DType dt) {
+  double g = std::nan("");
+  switch (dt) {
+    case DType::boolean: g = 1; break;
+    case DType::u8: g = 201; break;
+    case DType::i8: g = 101; break;
+    case DType::i16: g = 30001; break;
+    case DType::i32: g = 1000000007; break;
+    case DType::i64: g = 1000000000000007.0; break;
+    default: break;
+  }
+  return TensorData::from_doubles({g}, Shape{1}, dt);
+}
+
+// t's values at positions start + i * step (per dim) of a garbage-filled buffer of shape `outer`.
+TensorData embed(const TensorData& t, const Shape& outer, const std::vector<int64_t>& start,
+                 const std::vector<int64_t>& step) {
+  const size_t es = dtype_size(t.dtype());
+  TensorData g = garbage_element(t.dtype());
+  std::vector<std::byte> bytes(size_t(outer.numel()) * es);
+  for (size_t i = 0; i < bytes.size(); i += es) std::memcpy(&bytes[i], g.bytes().data(), es);
+  const int r = t.shape().rank();
+  std::vector<int64_t> ostride(r, 1), idx(r, 0);
+  for (int d = r - 2; d >= 0; --d) ostride[d] = ostride[d + 1] * outer[d + 1];
+  for (int64_t k = 0; k < t.numel(); ++k) {
+    int64_t o = 0;
+    for (int d = 0; d < r; ++d) o += (start[d] + idx[d] * step[d]) * ostride[d];
+    std::memcpy(&bytes[size_t(o) * es], &t.bytes()[size_t(k) * es], es);
+    for (int d = r - 1; d >= 0 && ++idx[d] == t.shape()[d]; --d) idx[d] = 0;
+  }
+  return TensorData(outer, t.dtype(), std::move(bytes));
+}
+
+// Whether every slice of t along `dim` (of size > 1) equals the first, bit for bit.
+bool repeated_along(const TensorData& t, int dim) {
+  const Shape& s = t.shape();
+  if (s[dim] < 2) return false;
+  int64_t outer = 1, inner = int64_t(dtype_size(t.dtype()));
+  for (int d = 0; d < dim; ++d) outer *= s[d];
+  for (int d = dim + 1; d < s.rank(); ++d) inner *= s[d];
+  if (inner == 0) return false;
+  const std::byte* p = t.bytes().data();
+  for (int64_t o = 0; o < outer; ++o) {
+    const std::byte* first = p + o * s[dim] * inner;
+    for (int64_t i = 1; i < s[dim]; ++i)
+      if (std::memcmp(first + i * inner, first, size_t(inner)) != 0) return false;
+  }
+  return true;
+}
+bool has_repeated_dim(const TensorData& t) {
+  for (int d = 0; d < t.shape().rank(); ++d)
+    if (repeated_along(t, d)) return true;
+  return false;
+}
+
+// t on `dev`, behind the view that `layout` describes (rank-0 tensors stay as they are).
+DynTensor layout_view(const TensorData& t, Layout layout, const Device& dev, int64_t& stride0_inputs) {
+  const int r = t.shape().rank();
+  if (layout == Layout::contiguous || r == 0) return DynTensor::from_data(t, dev);
+  if (layout == Layout::strided) return strided_view(DynTensor::from_data(t, dev));
+  if (layout == Layout::expand) {
+    DynTensor x = DynTensor::from_data(t, dev);
+    bool any = false;
+    for (int d = 0; d < r; ++d)
+      if (repeated_along(t, d)) {
+        x = narrow(x, d, 0, 1);
+        any = true;
+      }
+    if (!any) return x;
+    ++stride0_inputs;
+    return expand(x, Sizes(t.shape().dims().begin(), t.shape().dims().end()));
+  }
+  Shape outer = t.shape();
+  std::vector<int64_t> start(r, 0), step(r, 1);
+  if (layout == Layout::step2) {
+    outer[r - 1] *= 2;
+    step[r - 1] = 2;
+  } else {  // offset
+    for (int d = 0; d < r; ++d) {
+      outer[d] += d == r - 1 ? 3 : 1;
+      start[d] = 1;
+    }
+  }
+  std::vector<Slice> ranges;
+  for (int d = 0; d < r; ++d) ranges.push_back(Slice{start[d], start[d] + t.shape()[d] * step[d], step[d]});
+  return slice(DynTensor::from_data(embed(t, outer, start, step), dev), std::move(ranges));
+}
+
+// For an elementwise op with one input (each output element depends only on the input element
+// at the same position), a case whose input and expected output are both their first slice
+// along dim 0, repeated: still PyTorch's values, now with a repeated dim for Layout::expand.
+std::optional<Json> derive_repeated_case(const Json& c, const std::string& family) {
+  if (family != "unary" && family != "activation") return std::nullopt;
+  if (c["inputs"].size() != 1 || c["outputs"].size() != 1 || c["attrs"].contains("dim")) return std::nullopt;
+  const Json &in = c["inputs"][0], &out = c["outputs"][0];
+  if (in["shape"] != out["shape"] || in["data"].is_null() || out["data"].is_null()) return std::nullopt;
+  const auto shape = in["shape"].get<std::vector<int64_t>>();
+  if (shape.empty() || shape[0] < 2) return std::nullopt;
+  const size_t n = in["data"].size(), k = n / size_t(shape[0]);
+  if (k == 0) return std::nullopt;
+  Json d = c;
+  for (Json* data : {&d["inputs"][0]["data"], &d["outputs"][0]["data"]}) {
+    Json rep = Json::array();
+    for (size_t i = 0; i < n; ++i) rep.push_back((*data)[i % k]);
+    *data = std::move(rep);
+  }
+  return d;
+}
+
 struct Stats {
   std::set<std::string> ops;
   int64_t cases = 0, failed = 0;
   std::map<std::string, std::pair<int64_t, int64_t>> per_backend;  // name -> (cases, failed)
+  int64_t stride0_inputs = 0;  // inputs that Layout::expand turned into a stride-0 view
 } g_stats;
 
 class CaseTest : public testing::Test {
  public:
-  CaseTest(Json c, std::string stack, Device d, bool strided)
-      : case_(std::move(c)), stack_(std::move(stack)), device_(std::move(d)), strided_(strided) {}
+  CaseTest(Json c, std::string stack, Device d, Layout layout)
+      : case_(std::move(c)), stack_(std::move(stack)), device_(std::move(d)), layout_(layout) {}
   void TestBody() override {
     const std::string op = case_["op"].get<std::string>();
     g_stats.ops.insert(op);
@@ -73,12 +212,9 @@ class CaseTest : public testing::Test {
       return false;
     }
     std::vector<DynTensor> inputs;
-    for (const auto& j : case_["inputs"]) {
-      DynTensor t = DynTensor::from_data(parse_tensor(j), device_);
-      inputs.push_back(strided_ ? strided_view(t) : t);
-    }
     std::vector<DynTensor> out;
     try {
+      for (const auto& j : case_["inputs"]) inputs.push_back(layout_view(parse_tensor(j), layout_, device_, g_stats.stride0_inputs));
       out = it->second(inputs, case_["attrs"], device_);
     } catch (const std::exception& e) {
       ADD_FAILURE() << op << " threw: " << e.what();
@@ -119,7 +255,7 @@ class CaseTest : public testing::Test {
   Json case_;
   std::string stack_;
   Device device_;
-  bool strided_;
+  Layout layout_;
 };
 
 void register_cases(const std::filesystem::path& dir) {
@@ -132,14 +268,26 @@ void register_cases(const std::filesystem::path& dir) {
       std::ifstream in(f);
       Json doc = Json::parse(in);
       std::string family = doc["family"].get<std::string>();
-      for (const auto& c : doc["cases"]) {
-        for (bool strided : {false, true}) {
-          std::string name = test_name(c["name"].get<std::string>() + (strided ? "/strided" : ""));
+      for (const auto& case_json : doc["cases"]) {
+        for (Layout layout : kLayouts) {
+          Json c = case_json;
+          if (layout == Layout::expand) {  // only where some input can be a stride-0 view
+            bool repeated = false;
+            for (const auto& j : c["inputs"]) repeated = repeated || has_repeated_dim(parse_tensor(j));
+            if (!repeated) {
+              auto derived = derive_repeated_case(c, family);
+              if (!derived) continue;
+              c = std::move(*derived);
+            }
+          }
+          std::string name = c["name"].get<std::string>();
+          if (layout != Layout::contiguous) name += std::string("/") + layout_name(layout);
+          name = test_name(name);
           Device dev = stack.device;
           std::string sname = stack.name;
           testing::RegisterTest(("conformance_" + test_name(stack.name) + "_" + family).c_str(), name.c_str(), nullptr,
                                 nullptr, __FILE__, __LINE__,
-                                [c, sname, dev, strided]() -> testing::Test* { return new CaseTest(c, sname, dev, strided); });
+                                [c, sname, dev, layout]() -> testing::Test* { return new CaseTest(c, sname, dev, layout); });
         }
       }
     }
@@ -158,6 +306,10 @@ void write_report(const std::filesystem::path& dir) {
   Json per = Json::object();
   for (const auto& [name, cf] : g_stats.per_backend) per[name] = {{"cases", cf.first}, {"failed", cf.second}};
   j["per_backend"] = per;
+  Json variants = Json::array();
+  for (Layout l : kLayouts) variants.push_back(layout_name(l));
+  j["variants"] = variants;
+  j["stride0_inputs"] = g_stats.stride0_inputs;
   auto tmp = dir / "conformance.json.tmp";
   std::ofstream(tmp) << j.dump(2) << "\n";
   std::filesystem::rename(tmp, dir / "conformance.json");
