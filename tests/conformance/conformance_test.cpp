@@ -3,7 +3,7 @@
 // per input layout (Layout below): contiguous, and the same values behind views with real
 // gaps and repeats (a transpose, a step-2 slice, an offset inside a larger buffer, an expand).
 // Writes <reports>/conformance.json: {"ops", "cases", "failed", "backends", "per_backend",
-// "variants", "stride0_inputs"}.
+// "variants", "stride0_inputs", "expand_cases"}.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -185,6 +185,7 @@ struct Stats {
   int64_t cases = 0, failed = 0;
   std::map<std::string, std::pair<int64_t, int64_t>> per_backend;  // name -> (cases, failed)
   int64_t stride0_inputs = 0;  // inputs that Layout::expand turned into a stride-0 view
+  int64_t expand_repeated = 0, expand_derived = 0;  // Layout::expand cases registered, by origin
 } g_stats;
 
 class CaseTest : public testing::Test {
@@ -279,6 +280,7 @@ void register_cases(const std::filesystem::path& dir) {
               if (!derived) continue;
               c = std::move(*derived);
             }
+            ++(repeated ? g_stats.expand_repeated : g_stats.expand_derived);
           }
           std::string name = c["name"].get<std::string>();
           if (layout != Layout::contiguous) name += std::string("/") + layout_name(layout);
@@ -310,6 +312,7 @@ void write_report(const std::filesystem::path& dir) {
   for (Layout l : kLayouts) variants.push_back(layout_name(l));
   j["variants"] = variants;
   j["stride0_inputs"] = g_stats.stride0_inputs;
+  j["expand_cases"] = {{"repeated_input", g_stats.expand_repeated}, {"derived", g_stats.expand_derived}};
   auto tmp = dir / "conformance.json.tmp";
   std::ofstream(tmp) << j.dump(2) << "\n";
   std::filesystem::rename(tmp, dir / "conformance.json");
