@@ -58,30 +58,19 @@ DynTensor strided_view(const DynTensor& t) {
 //            input (derive_repeated_case).
 enum class Layout { contiguous, strided, step2, offset, expand };
 constexpr Layout kLayouts[] = {Layout::contiguous, Layout::strided, Layout::step2, Layout::offset, Layout::expand};
-const char* layout_name(Layout l) {
-  switch (l) {
-    case Layout::contiguous: return "contiguous";
-    case Layout::strided: return "strided";
-    case Layout::step2: return "step2";
-    case Layout::offset: return "offset";
-    case Layout::expand: return "expand";
-  }
-  return "?";
-}
+constexpr const char* kLayoutNames[] = {"contiguous", "strided", "step2", "offset", "expand"};
+const char* layout_name(Layout l) { return kLayoutNames[int(l)]; }
 
 // One element that a kernel must never read: NaN for floats (it propagates), a large value for
 // integers (an out-of-range index, a sum far off), true for bool.
 TensorData garbage_element(DType dt) {
-  double g = std::nan("");
-  switch (dt) {
-    case DType::boolean: g = 1; break;
-    case DType::u8: g = 201; break;
-    case DType::i8: g = 101; break;
-    case DType::i16: g = 30001; break;
-    case DType::i32: g = 1000000007; break;
-    case DType::i64: g = 1000000000000007.0; break;
-    default: break;
-  }
+  double g = dt == DType::boolean ? 1
+             : dt == DType::u8    ? 201
+             : dt == DType::i8    ? 101
+             : dt == DType::i16   ? 30001
+             : dt == DType::i32   ? 1000000007
+             : dt == DType::i64   ? 1000000000000007.0
+                                  : std::nan("");
   return TensorData::from_doubles({g}, Shape{1}, dt);
 }
 
@@ -184,7 +173,7 @@ struct Stats {
   std::set<std::string> ops;
   int64_t cases = 0, failed = 0;
   std::map<std::string, std::pair<int64_t, int64_t>> per_backend;  // name -> (cases, failed)
-  int64_t stride0_inputs = 0;  // inputs that Layout::expand turned into a stride-0 view
+  int64_t stride0_inputs = 0;                       // inputs that Layout::expand turned into a stride-0 view
   int64_t expand_repeated = 0, expand_derived = 0;  // Layout::expand cases registered, by origin
 } g_stats;
 
@@ -215,7 +204,8 @@ class CaseTest : public testing::Test {
     std::vector<DynTensor> inputs;
     std::vector<DynTensor> out;
     try {
-      for (const auto& j : case_["inputs"]) inputs.push_back(layout_view(parse_tensor(j), layout_, device_, g_stats.stride0_inputs));
+      for (const auto& j : case_["inputs"])
+        inputs.push_back(layout_view(parse_tensor(j), layout_, device_, g_stats.stride0_inputs));
       out = it->second(inputs, case_["attrs"], device_);
     } catch (const std::exception& e) {
       ADD_FAILURE() << op << " threw: " << e.what();
@@ -287,9 +277,9 @@ void register_cases(const std::filesystem::path& dir) {
           name = test_name(name);
           Device dev = stack.device;
           std::string sname = stack.name;
-          testing::RegisterTest(("conformance_" + test_name(stack.name) + "_" + family).c_str(), name.c_str(), nullptr,
-                                nullptr, __FILE__, __LINE__,
-                                [c, sname, dev, layout]() -> testing::Test* { return new CaseTest(c, sname, dev, layout); });
+          testing::RegisterTest(
+              ("conformance_" + test_name(stack.name) + "_" + family).c_str(), name.c_str(), nullptr, nullptr, __FILE__,
+              __LINE__, [c, sname, dev, layout]() -> testing::Test* { return new CaseTest(c, sname, dev, layout); });
         }
       }
     }

@@ -9,9 +9,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <ember/backends/cuda.hpp>
 #include <ember/ember.hpp>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numbers>
@@ -66,8 +66,10 @@ void expect_moments(const std::vector<double>& v, double mu, double sigma2, doub
 // The neighbours of v in dtype dt (v is a value of dt): where rounding to dt maps an interval.
 double next_toward(double v, DType dt, double dir) {
   switch (dt) {
-    case DType::f64: return std::nextafter(v, dir);
-    case DType::f32: return std::nextafter(float(v), float(dir));
+    case DType::f64:
+      return std::nextafter(v, dir);
+    case DType::f32:
+      return std::nextafter(float(v), float(dir));
     case DType::f16:
     case DType::bf16: {
       // the 16-bit formats keep a float's sign, exponent and leading mantissa bits: step the
@@ -75,11 +77,14 @@ double next_toward(double v, DType dt, double dir) {
       uint16_t bits = dt == DType::f16 ? f16(v).bits : bf16(v).bits;
       bool neg = bits & 0x8000u;
       bool away = (dir > v) != neg;  // magnitude grows
-      if ((bits & 0x7fffu) == 0 && !away) bits = uint16_t(0x8001u ^ (neg ? 0x8000u : 0));
-      else bits = uint16_t(away ? bits + 1 : bits - 1);
+      if ((bits & 0x7fffu) == 0 && !away)
+        bits = uint16_t(0x8001u ^ (neg ? 0x8000u : 0));
+      else
+        bits = uint16_t(away ? bits + 1 : bits - 1);
       return dt == DType::f16 ? double(float(f16::from_bits(bits))) : double(float(bf16::from_bits(bits)));
     }
-    default: return v;
+    default:
+      return v;
   }
 }
 
@@ -230,7 +235,9 @@ TEST_P(Random, SeedReproducible) {
   };
   const Shape s{37, 29};
   std::vector<Draw> draws = {
-      {"uniform", [&](DType dt) { return DynTensor::uniform(s, -1, 2, dt, dev); }, {kFloatTypes, std::end(kFloatTypes)}},
+      {"uniform",
+       [&](DType dt) { return DynTensor::uniform(s, -1, 2, dt, dev); },
+       {kFloatTypes, std::end(kFloatTypes)}},
       {"normal", [&](DType dt) { return DynTensor::normal(s, 1, 3, dt, dev); }, {kFloatTypes, std::end(kFloatTypes)}},
       {"bernoulli", [&](DType dt) { return DynTensor::bernoulli(s, 0.5, dt, dev); }, {DType::f32, DType::boolean}},
       {"randint", [&](DType dt) { return DynTensor::randint(s, 0, 1000, dt, dev); }, {DType::i64, DType::i32}},
@@ -254,9 +261,9 @@ TEST_P(Random, SeedReproducible) {
 
 TEST_P(Random, Shapes) {
   for (Shape s : {Shape{0}, Shape{3, 0, 2}, Shape{}, Shape{1}, Shape{2, 3, 4}, Shape{1000, 3}}) {
-    std::vector<DynTensor> ts = {DynTensor::uniform(s, 2, 3, DType::f32, dev), DynTensor::normal(s, 0, 1, DType::f64, dev),
-                                 DynTensor::bernoulli(s, 0.5, DType::f16, dev),
-                                 DynTensor::randint(s, 2, 3, DType::i32, dev)};
+    std::vector<DynTensor> ts = {
+        DynTensor::uniform(s, 2, 3, DType::f32, dev), DynTensor::normal(s, 0, 1, DType::f64, dev),
+        DynTensor::bernoulli(s, 0.5, DType::f16, dev), DynTensor::randint(s, 2, 3, DType::i32, dev)};
     for (const auto& t : ts) {
       EXPECT_EQ(t.shape(), s);
       auto v = sample(t);
