@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 
+#include "coverage.hpp"
 #include "op_registry.hpp"
 
 namespace ember::conformance {
@@ -34,7 +35,7 @@ std::vector<BackendStack> backend_stacks() {
     }
     std::vector<BackendStack> chosen;
     for (auto& s : all)
-      if (stack_selected(s.name)) chosen.push_back(s);
+      if (stack_selected(s.name)) chosen.push_back({s.name, counted(s.name, s.device)});  // coverage.hpp
     return chosen;
   }();
   return stacks;
@@ -303,6 +304,7 @@ void write_report(const std::filesystem::path& dir) {
   j["variants"] = variants;
   j["stride0_inputs"] = g_stats.stride0_inputs;
   j["expand_cases"] = {{"repeated_input", g_stats.expand_repeated}, {"derived", g_stats.expand_derived}};
+  add_coverage_report(j);
   auto tmp = dir / "conformance.json.tmp";
   std::ofstream(tmp) << j.dump(2) << "\n";
   std::filesystem::rename(tmp, dir / "conformance.json");
@@ -317,6 +319,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i)
     if (std::string(argv[i]) == "--reports") reports = argv[i + 1];
   ember::conformance::register_cases(EMBER_CONFORMANCE_DIR "/cases");
+  ember::conformance::register_coverage_tests();  // after the cases, so it runs last
   int rc = RUN_ALL_TESTS();
   ember::conformance::write_report(reports);
   return rc;

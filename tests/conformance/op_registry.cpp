@@ -1,5 +1,6 @@
 #include "op_registry.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -73,6 +74,45 @@ std::vector<Slice> slices(const Json& a) {
   return r;
 }
 V pair(TensorPair p) { return {std::move(p.first), std::move(p.second)}; }
+
+// The IR op `kind` executed straight on the inputs' backend: for the fused ops that the autodiff
+// rules, losses and optimizers emit and no tensor-level function exposes whole (family "ir").
+// attrs["null_inputs"] lists the op's input positions that are absent (null); the case's inputs
+// fill the other positions in order.
+V run_ir(OpKind kind, V& in, const Json& a, OpAttrs attrs) {
+  std::vector<size_t> nulls;
+  if (a.contains("null_inputs")) nulls = a["null_inputs"].get<std::vector<size_t>>();
+  auto is_null = [&](size_t i) { return std::find(nulls.begin(), nulls.end(), i) != nulls.end(); };
+  std::vector<PrimitivePtr> prims;
+  for (size_t i = 0, next = 0; next < in.size() || is_null(i); ++i)
+    prims.push_back(is_null(i) ? nullptr : in[next++].primitive());
+  Device dev = in.at(0).device();
+  V out;
+  for (auto& p : dev.backend().execute(make_op(kind, std::move(prims), std::move(attrs)))) out.emplace_back(std::move(p), dev);
+  return out;
+}
+#define IR(name, attrs_of) {#name, [](V& in, const Json& a, const Device&) { return run_ir(OpKind::name, in, a, attrs_of(a)); }}
+OpAttrs no_attrs(const Json&) { return NoAttrs{}; }
+OpAttrs norm_attrs(const Json& a) { return NormAttrs{a["axes"].get<int>(), num(a["eps"])}; }
+OpAttrs attention_attrs(const Json& a) {
+  AttentionAttrs r;
+  r.causal = flag(a, "is_causal", false);
+  if (a.contains("scale") && !a["scale"].is_null()) r.scale = num(a["scale"]);
+  return r;
+}
+OpAttrs cross_entropy_attrs(const Json& a) { return DimAttrs{1, false, a.value("ignore_index", int64_t(-100))}; }
+OpAttrs adam_attrs(const Json& a) {
+  AdamAttrs r;
+  r.lr = num(a["lr"]);
+  r.beta1 = num(a["betas"][0]);
+  r.beta2 = num(a["betas"][1]);
+  r.eps = num(a["eps"]);
+  r.weight_decay = num(a["weight_decay"]);
+  r.step = i64(a["step"]);
+  r.decoupled = flag(a, "decoupled", false);
+  r.maximize = flag(a, "maximize", false);
+  return r;
+}
 
 #define U(name) {#name, [](V& in, const Json&, const Device&) { return V{name(in[0])}; }}
 #define B(name)                                                                                   \
@@ -270,6 +310,10 @@ const std::map<std::string, OpFn>& op_registry() {
          std::optional<double> scale;
          if (a.contains("scale") && !a["scale"].is_null()) scale = num(a["scale"]);
          return V{scaled_dot_product_attention(in[0], in[1], in[2], opt(in, 3), flag(a, "is_causal", false), scale)}; }},
+      // ir: fused IR ops run directly (see run_ir)
+      IR(gelu_backward, no_attrs), IR(gelu_tanh_backward, no_attrs), IR(silu_backward, no_attrs),
+      IR(layer_norm_backward, norm_attrs), IR(attention_backward, attention_attrs),
+      IR(cross_entropy, cross_entropy_attrs), IR(cross_entropy_backward, cross_entropy_attrs), IR(adam_step, adam_attrs),
   };
   return table;
 }
