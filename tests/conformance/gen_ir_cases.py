@@ -53,9 +53,12 @@ def uniform(shape, dt, lo, hi, g):
     return (torch.rand(shape, generator=g, dtype=torch.float64) * (hi - lo) + lo).to(DT[dt])
 
 
-def tol(dt, K=1, mag=1.0, atol_floor=0.0):
-    """README rules: default per dtype; accumulating ops get max(atol, u sqrt(K) mag)."""
+def tol(dt, K=None, mag=1.0, atol_floor=0.0):
+    """README rules: the default per dtype; an op accumulating K terms of magnitude <= mag gets
+    atol = max(default, u sqrt(K) mag)."""
     r, a = TOL[dt]
+    if K is None:
+        return r, max(a, atol_floor)
     return r, max(a, atol_floor, ACC_UNIT[dt] * math.sqrt(max(K, 1)) * mag)
 
 
@@ -73,7 +76,7 @@ def add(name, op, inputs, outs, attrs, rtol, atol, outs64=None):
         for o, p in zip(outs, outs64):
             if o.is_floating_point() and o.dtype != torch.float64:
                 v = violation(o, p.detach().to(o.dtype), rtol, atol)
-                if v > 0.25:  # torch's rounding within a quarter of the tolerance of the f64 value
+                if v > 1:  # the tolerance accepts the correctly rounded f64 value too
                     CHECK_FAIL.append((name, v))
     CASES.append({"name": name, "op": op, "inputs": [ser(t) for t in inputs], "attrs": ser_attr(attrs),
                   "outputs": [ser(o) for o in outs], "rtol": rtol, "atol": atol})
@@ -250,9 +253,9 @@ def gen_cross_entropy():
             lse_dt = torch.float64 if dt == "f64" else torch.float32
             outs = [loss.to(DT[dt]), lse.to(lse_dt), valid.to(DT[dt])]
             attrs = {} if ignore is None else {"ignore_index": ignore}
-            # lse: a sum of C exponentials (terms <= 1 after the max shift), then a log
-            mag = max(1.0, float(lse.abs().max())) if lse.numel() else 1.0
-            r, a = tol(dt, C, mag)
+            # lse: a sum of C exponentials (terms <= 1 after the max shift), then a log; rtol covers
+            # the rounding of a large lse itself
+            r, a = tol(dt, C)
             add(name, "cross_entropy", [x, t], outs, attrs, r, a)
 
             name = "cross_entropy_backward/%s/%s" % (dt, cname)
@@ -325,7 +328,7 @@ def main():
         fh.write("]}\n")
     ops = sorted({c["op"] for c in CASES})
     print("ir: %d cases, %d ops (%s), %.1f KB" % (len(CASES), len(ops), " ".join(ops), os.path.getsize(OUT) / 1024))
-    print("f64 cross-check: %d cases use more than 1/4 of their tolerance" % len(CHECK_FAIL))
+    print("f64 cross-check: %d cases outside tolerance" % len(CHECK_FAIL))
     for n, v in CHECK_FAIL:
         print("   %s (%.3g of tolerance)" % (n, v))
 
