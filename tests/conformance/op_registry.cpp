@@ -88,10 +88,12 @@ V run_ir(OpKind kind, V& in, const Json& a, OpAttrs attrs) {
     prims.push_back(is_null(i) ? nullptr : in[next++].primitive());
   Device dev = in.at(0).device();
   V out;
-  for (auto& p : dev.backend().execute(make_op(kind, std::move(prims), std::move(attrs)))) out.emplace_back(std::move(p), dev);
+  for (auto& p : dev.backend().execute(make_op(kind, std::move(prims), std::move(attrs))))
+    out.emplace_back(std::move(p), dev);
   return out;
 }
-#define IR(name, attrs_of) {#name, [](V& in, const Json& a, const Device&) { return run_ir(OpKind::name, in, a, attrs_of(a)); }}
+#define IR(name, attrs_of) \
+  {#name, [](V& in, const Json& a, const Device&) { return run_ir(OpKind::name, in, a, attrs_of(a)); }}
 OpAttrs no_attrs(const Json&) { return NoAttrs{}; }
 OpAttrs norm_attrs(const Json& a) { return NormAttrs{a["axes"].get<int>(), num(a["eps"])}; }
 OpAttrs attention_attrs(const Json& a) {
