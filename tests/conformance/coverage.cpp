@@ -15,10 +15,10 @@ namespace {
 // IR ops whose conformance test lives outside this runner, with where. Their values cannot be
 // compared bit for bit with PyTorch's (another generator), so they have no case here.
 const std::map<std::string_view, std::string_view> kCoveredElsewhere = {
-    {"random_uniform", "tests/conformance/random_test (distribution)"},
-    {"random_normal", "tests/conformance/random_test (distribution)"},
-    {"random_bernoulli", "tests/conformance/random_test (distribution)"},
-    {"random_randint", "tests/conformance/random_test (distribution)"},
+    {"random_uniform", "tests/tensor/random_test.cpp (distribution, bounds, per-seed reproducibility)"},
+    {"random_normal", "tests/tensor/random_test.cpp (distribution, bounds, per-seed reproducibility)"},
+    {"random_bernoulli", "tests/tensor/random_test.cpp (distribution, bounds, per-seed reproducibility)"},
+    {"random_randint", "tests/tensor/random_test.cpp (distribution, bounds, per-seed reproducibility)"},
 };
 
 // A decorator that forwards everything to `inner` and counts the kinds of the executed ops.
