@@ -46,9 +46,10 @@ std::vector<AutodiffStack> autodiff_stacks() {
 // Where a finite difference says nothing about the rule, the case's FD check is not run (its
 // gradients are still compared with PyTorch's on every stack). Every entry was seen to fail
 // without it. Kinks and ties are hit only by the dedicated cases that the generator names for
-// them ("/ties", "/zeros", "/on_bounds", sort's "_ties"), exempted here by that name part; the
-// other cases of those ops (relu, abs, clamp, maximum, max, sort, ...) keep their inputs away
-// from kinks and ties, so the FD check runs on them.
+// them ("/ties", "/zeros", "/on_bounds", sort's "_ties"); the other cases of those ops keep
+// their inputs away from kinks and ties. A central difference averages the two one-sided
+// slopes, which is PyTorch's convention for abs at 0 and for two-way ties (maximum/minimum
+// "/ties", max/min "/pair_ties"): those cases keep the FD check, which then checks the rule.
 struct FdExemption {
   std::string_view op;
   std::string_view name_part;  // "" = every case of the op
@@ -64,8 +65,6 @@ const FdExemption kFdExemptions[] = {
     {"trunc", "", false, kSteps},
     {"cast", "", false, "rounds to the target dtype: L of nearby f64 inputs differs by rounding noise only"},
     {"sort", "_ties", false, "stability cases: equal values along the sorted dim, where L has a kink"},
-    {"maximum", "/ties", false, kKink},
-    {"minimum", "/ties", false, kKink},
     {"max", "/ties", false, kKink},
     {"min", "/ties", false, kKink},
     {"max_dim", "/ties", false, kKink},
@@ -73,7 +72,6 @@ const FdExemption kFdExemptions[] = {
     {"relu", "/zeros", false, kKink},
     {"leaky_relu", "/zeros", false, kKink},
     {"prelu", "/zeros", false, kKink},
-    {"abs", "/zeros", false, kKink},
     {"clamp", "/on_bounds", false, kKink},
     {"clamp_min", "/on_bounds", false, kKink},
     {"clamp_max", "/on_bounds", false, kKink},

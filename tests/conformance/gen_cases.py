@@ -638,7 +638,8 @@ def gen_unary(f):
         if op in ("neg", "abs"):
             f.case("%s/i32/empty" % op, op, [torch.zeros([0], dtype=torch.int32)], fn)
         if op == "abs":
-            # abs'(0) = 0 (PyTorch's convention at the kink; no finite-difference check, name part "/zeros")
+            # abs'(0) = 0 (PyTorch's convention at the kink; the average of the one-sided slopes,
+            # as a central finite difference gives, so these keep the finite-difference check)
             for dt in FLOATS:
                 f.case("abs/%s/zeros" % dt, op, [torch.tensor([[0.0, -0.0, 1.5, 0.0], [-2.0, 0.0, -0.0, 0.25]], dtype=DT[dt])], fn)
 
@@ -762,9 +763,9 @@ def gen_binary(f):
                 f.case("%s/%s/special" % (op, dt), op, [a, b], lambda x, y, fa=fa: fa(x, y, alpha=1.0), {"alpha": 1.0})
             else:
                 f.case("%s/%s/special" % (op, dt), op, [a, b], B[op][0])
-    # ties: a == b at some elements. The gradient follows PyTorch's convention (g / 2 to each
-    # operand), not the one-sided slopes, so these cases are exempt from the finite-difference
-    # check (name part "/ties").
+    # ties: a == b at some elements. The gradient follows PyTorch's convention, g / 2 to each
+    # operand: the average of the one-sided slopes, which the central finite difference of
+    # autodiff_conformance_test.cpp also gives, so these keep that check.
     ta = torch.tensor([[1.0, 2.0, -0.5, 3.0], [0.0, -1.5, 2.0, 2.0], [4.0, -2.0, -2.0, 1.25]])
     tb = torch.tensor([[1.0, 2.5, -0.5, 1.0], [0.0, -1.5, 2.0, -3.0], [4.5, -2.0, -2.5, 1.25]])
     for op in ("maximum", "minimum"):
@@ -1228,16 +1229,17 @@ def gen_reduce(f):
         y = torch.tensor([[1.0, INF, 3.0], [-INF, 2.0, -3.0]], dtype=DT[dt])
         call("max", torch.max, amax, y, 1, False, "max/%s/inf_dim1" % dt)
         call("min", torch.min, amin, y, 1, False, "min/%s/inf_dim1" % dt)
-    # ties: PyTorch shares the gradient evenly among the tied extremes (a convention: exempt
-    # from the finite-difference check, name part "/ties")
+    # ties: PyTorch shares the gradient evenly among the tied extremes. With three or more tied
+    # the one-sided slopes and their average (a central difference) differ from that, so these
+    # are exempt from the finite-difference check (name part "/ties"); the "pair_ties" case has
+    # two-way ties only, where the central difference equals the even share, and keeps it.
     tx = torch.tensor([[3.0, -2.0, 3.0, -2.0], [2.0, 2.0, 2.0, 2.0], [-2.0, 3.0, 0.5, 3.0], [3.0, 3.0, -2.0, 1.0]])
     for dt in FLOATS:
-        x = tx.to(DT[dt])
-        for op, ffull, fdim in (("max", torch.max, amax), ("min", torch.min, amin)):
+        for op, ffull, fdim, x in (("max", torch.max, amax, tx.to(DT[dt])), ("min", torch.min, amin, -tx.to(DT[dt]))):
             call(op, ffull, fdim, x, None, False, "%s/%s/ties_full" % (op, dt))
             call(op, ffull, fdim, x, 1, False, "%s/%s/ties_dim1" % (op, dt))
             if dt in ("f32", "f64"):
-                call(op, ffull, fdim, x, 0, True, "%s/%s/ties_dim0_keep" % (op, dt))
+                call(op, ffull, fdim, x, 0, True, "%s/%s/pair_ties_dim0_keep" % (op, dt))
                 call(op, ffull, fdim, x.reshape(2, 2, 4), [0, 2], False, "%s/%s/ties_2x2x4_dim[0, 2]" % (op, dt))
     # argmax / argmin
     for op, tfn in (("argmax", torch.argmax), ("argmin", torch.argmin)):
@@ -1280,7 +1282,8 @@ def gen_reduce(f):
             for d, k in ((1, False), (0, True)):
                 if d == 0 and dt not in ("f32", "f64"):
                     continue
-                f.case("%s/%s/ties_first_dim%d%s" % (op, dt, d, "_keep" if k else ""), op, [tx.to(DT[dt])],
+                x = tx.to(DT[dt]) if op == "max_dim" else -tx.to(DT[dt])
+                f.case("%s/%s/ties_first_dim%d%s" % (op, dt, d, "_keep" if k else ""), op, [x],
                        lambda t, d=d, k=k, tfn=tfn: tuple(tfn(t, d, k)), {"dim": d, "keepdim": k})
     # var / std
     for op, tfn in (("var", torch.var), ("std", torch.std)):
@@ -2233,13 +2236,17 @@ compares the same gradients with central finite differences in f64):
   among tied maxima, `max_dim`/`min_dim`/`sort`/`topk`/`cummax`/`cummin`/`max_pool*d` route it by
   the returned indices (`max_dim`/`min_dim`: the first extreme; `sort`: stable order for ties).
   Dedicated cases put inputs on these points: `maximum/*/ties*`, `minimum/*/ties*`,
-  `max/*/ties_*`, `min/*/ties_*`, `max_dim/*/ties_first_*`, `min_dim/*/ties_first_*`,
-  `relu/*/zeros`, `leaky_relu/*/zeros`, `prelu/*/zeros_*`, `abs/*/zeros`, `clamp/*/on_bounds*`,
-  `clamp_min/*/on_bounds`, `clamp_max/*/on_bounds`, and the `sort` cases with equal values along
-  the sorted dim (name suffix `_ties`). At a kink or tie the one-sided slopes differ, so the
-  finite-difference check of `autodiff_conformance_test.cpp` skips exactly these (by name part);
-  their expected gradients are PyTorch's. All other inputs of these ops keep away from kinks and
-  ties.
+  `max/*/ties_*`, `min/*/ties_*`, `max/*/pair_ties_*`, `min/*/pair_ties_*`,
+  `max_dim/*/ties_first_*`, `min_dim/*/ties_first_*`, `relu/*/zeros`, `leaky_relu/*/zeros`,
+  `prelu/*/zeros_*`, `abs/*/zeros`, `clamp/*/on_bounds*`, `clamp_min/*/on_bounds`,
+  `clamp_max/*/on_bounds`, and the `sort` cases with equal values along the sorted dim (name
+  suffix `_ties`); their expected gradients are PyTorch's. At a kink or tie the one-sided slopes
+  differ. The finite-difference check of `autodiff_conformance_test.cpp` (a central difference:
+  the average of the two one-sided slopes) agrees with PyTorch's convention for `abs` at 0 and
+  for two-way ties (`maximum`/`minimum`, `pair_ties`), so those cases keep it; it skips the
+  others by name part (`/ties` of max, min, max_dim, min_dim; `/zeros` of relu, leaky_relu,
+  prelu; `/on_bounds` of the clamps; `_ties` of sort). All other inputs of these ops keep away
+  from kinks and ties.
 * `batch_norm`: torch 1.13 cannot differentiate `F.batch_norm` with respect to the running
   statistics, so its gradients come from the same formula written with differentiable ops,
   `(x - running_mean) / sqrt(running_var + eps) * weight + bias` (gradients for all five inputs).
