@@ -21,8 +21,22 @@ DynTensor reduce(DynTensor loss, Reduction r) {
   return loss;
 }
 
-void check_same_shape(const DynTensor& a, const DynTensor& b, std::string_view op) {
-  EMBER_CHECK(a.shape() == b.shape(), op, ": input ", a.shape(), " and target ", b.shape(), " must have one shape");
+// Element-wise losses take input and target of one shape. Broadcasting them would silently
+// compute something else (an [N, 1] prediction against an [N] target gives an [N, N] loss), so
+// unlike PyTorch, which warns and broadcasts for some losses, a difference is refused.
+void check_same_shape(const DynTensor& a, const DynTensor& b, std::string_view op, std::string_view a_name = "input",
+                      std::string_view b_name = "target") {
+  EMBER_CHECK(a.shape() == b.shape(), op, ": ", a_name, " ", a.shape(), " and ", b_name, " ", b.shape(),
+              " must have one shape (a loss does not broadcast them; reshape one of them)");
+}
+
+// An optional element weight broadcasts to the input's shape and may not enlarge it.
+void check_weight_fits(const std::optional<DynTensor>& w, const DynTensor& input, std::string_view op,
+                       std::string_view name = "weight") {
+  if (!w) return;
+  bool fits = w->rank() <= input.rank();
+  for (int i = 1; fits && i <= w->rank(); ++i) fits = w->size(-i) == 1 || w->size(-i) == input.size(-i);
+  EMBER_CHECK(fits, op, ": ", name, " ", w->shape(), " does not broadcast to input ", input.shape());
 }
 
 void check_float(const DynTensor& x, std::string_view op, std::string_view what) {
@@ -78,12 +92,11 @@ DynTensor nll(DynTensor log_probs, DynTensor target, const NllLossOptions& o, st
     log_probs = unsqueeze(std::move(log_probs), 0);
     target = unsqueeze(std::move(target), 0);
   }
-  EMBER_CHECK(log_probs.rank() >= 2 && target.rank() == log_probs.rank() - 1, op, ": input ", log_probs.shape(),
-              " needs a target of rank ", log_probs.rank() - 1, ", got ", target.shape());
+  EMBER_CHECK(log_probs.rank() >= 2, op, ": input must be [N, C, d...] or [C], got ", log_probs.shape());
   Sizes expect = log_probs.shape().dims();
   expect.erase(expect.begin() + 1);
-  EMBER_CHECK(target.shape().dims() == expect, op, ": input ", log_probs.shape(), " and target ", target.shape(),
-              " do not match");
+  EMBER_CHECK(target.shape().dims() == expect, op, ": input ", log_probs.shape(), " needs a target of shape ",
+              Shape(expect), ", got ", target.shape());
   const int64_t classes = log_probs.size(1);
   auto [ignored, safe] = class_targets(target, classes, o.ignore_index, op);
   DynTensor picked = squeeze(gather(log_probs, 1, unsqueeze(safe, 1)), 1);
@@ -174,6 +187,7 @@ DynTensor binary_cross_entropy(DynTensor probs, DynTensor target, std::optional<
                                Reduction reduction) {
   check_float(probs, "binary_cross_entropy", "input");
   check_same_shape(probs, target, "binary_cross_entropy");
+  check_weight_fits(weight, probs, "binary_cross_entropy");
   // log clamped at -100; where the probability is 0, log sees 1 instead, so that the gradient
   // there is 0 rather than 0 / 0.
   auto clamped_log = [](const DynTensor& p) {
@@ -190,6 +204,8 @@ DynTensor binary_cross_entropy(DynTensor probs, DynTensor target, std::optional<
 DynTensor binary_cross_entropy_with_logits(DynTensor logits, DynTensor target, const BceWithLogitsOptions& o) {
   check_float(logits, "binary_cross_entropy_with_logits", "input");
   check_same_shape(logits, target, "binary_cross_entropy_with_logits");
+  check_weight_fits(o.weight, logits, "binary_cross_entropy_with_logits");
+  check_weight_fits(o.pos_weight, logits, "binary_cross_entropy_with_logits", "pos_weight");
   // (1 - t) x + lw * softplus(-x), with softplus(-x) = -log_sigmoid(x) and lw = 1 + (pos_weight - 1) t.
   DynTensor softplus_neg = -log_sigmoid(logits);
   if (o.pos_weight) softplus_neg = softplus_neg * ((*o.pos_weight - 1.0) * target + 1.0);
@@ -229,6 +245,7 @@ DynTensor multilabel_soft_margin_loss(DynTensor input, DynTensor target, std::op
                                       Reduction reduction) {
   check_float(input, "multilabel_soft_margin_loss", "input");
   check_same_shape(input, target, "multilabel_soft_margin_loss");
+  check_weight_fits(weight, input, "multilabel_soft_margin_loss");
   DynTensor loss = -(target * log_sigmoid(input) + (1.0 - target) * log_sigmoid(-input));
   if (weight) loss = loss * *weight;
   const int class_dim = input.rank() - 1;
@@ -244,15 +261,18 @@ DynTensor soft_margin_loss(DynTensor input, DynTensor target, Reduction reductio
 
 // ---- regression ----
 DynTensor mse_loss(DynTensor input, DynTensor target, Reduction reduction) {
+  check_same_shape(input, target, "mse_loss");
   return reduce(square(input - target), reduction);
 }
 
 DynTensor l1_loss(DynTensor input, DynTensor target, Reduction reduction) {
+  check_same_shape(input, target, "l1_loss");
   return reduce(abs(input - target), reduction);
 }
 
 DynTensor huber_loss(DynTensor input, DynTensor target, Reduction reduction, double delta) {
   EMBER_CHECK(delta > 0, "huber_loss: delta must be positive, got ", delta);
+  check_same_shape(input, target, "huber_loss");
   DynTensor d = input - target;
   DynTensor a = abs(d);
   DynTensor loss = where(lower(a, delta), square(d) * 0.5, (a - 0.5 * delta) * delta);
@@ -261,6 +281,7 @@ DynTensor huber_loss(DynTensor input, DynTensor target, Reduction reduction, dou
 
 DynTensor smooth_l1_loss(DynTensor input, DynTensor target, Reduction reduction, double beta) {
   EMBER_CHECK(beta >= 0, "smooth_l1_loss: beta must be >= 0, got ", beta);
+  check_same_shape(input, target, "smooth_l1_loss");
   if (beta == 0) return l1_loss(std::move(input), std::move(target), reduction);
   DynTensor d = input - target;
   DynTensor a = abs(d);
@@ -270,6 +291,7 @@ DynTensor smooth_l1_loss(DynTensor input, DynTensor target, Reduction reduction,
 
 DynTensor poisson_nll_loss(DynTensor input, DynTensor target, const PoissonNllOptions& o) {
   check_float(input, "poisson_nll_loss", "input");
+  check_same_shape(input, target, "poisson_nll_loss");
   DynTensor loss = o.log_input ? exp(input) - target * input : input - target * log(input + o.eps);
   if (o.full) {
     // Stirling's log(t!) ~ t log t - t + log(2 pi t) / 2, only where t > 1 (t <= 1 gives 0; the
@@ -285,6 +307,15 @@ DynTensor poisson_nll_loss(DynTensor input, DynTensor target, const PoissonNllOp
 DynTensor gaussian_nll_loss(DynTensor input, DynTensor target, DynTensor var, bool full, double eps,
                             Reduction reduction) {
   check_float(input, "gaussian_nll_loss", "input");
+  // PyTorch's documented target: input's shape, or input's shape with one dim of 1.
+  if (target.shape() != input.shape()) {
+    int differ = 0;
+    if (target.rank() == input.rank())
+      for (int i = 0; i < input.rank(); ++i)
+        differ += target.size(i) != input.size(i) ? (target.size(i) == 1 ? 1 : 2) : 0;
+    EMBER_CHECK(target.rank() == input.rank() && differ == 1, "gaussian_nll_loss: input ", input.shape(),
+                " and target ", target.shape(), " must have one shape, or target one dim of 1 where input has more");
+  }
   if (var.shape() != input.shape()) {
     Sizes lead(input.shape().begin(), input.shape().end() - (input.rank() > 0 ? 1 : 0));
     if (var.shape().dims() == lead) {
@@ -306,6 +337,7 @@ DynTensor gaussian_nll_loss(DynTensor input, DynTensor target, DynTensor var, bo
 // ---- distributions ----
 DynTensor kl_div(DynTensor input, DynTensor target, KlReduction reduction, bool log_target) {
   check_float(input, "kl_div", "input");
+  check_same_shape(input, target, "kl_div");
   DynTensor loss;
   if (log_target) {
     loss = exp(target) * (target - input);
@@ -332,6 +364,8 @@ DynTensor cosine_embedding_loss(DynTensor x1, DynTensor x2, DynTensor y, double 
   check_float(x1, "cosine_embedding_loss", "input1");
   EMBER_CHECK(x1.shape() == x2.shape() && (x1.rank() == 1 || x1.rank() == 2), "cosine_embedding_loss: inputs ",
               x1.shape(), " and ", x2.shape(), " must both be [N, D] or [D]");
+  EMBER_CHECK(y.shape() == (x1.rank() == 2 ? Shape{x1.size(0)} : Shape{}), "cosine_embedding_loss: inputs ", x1.shape(),
+              " need a target of shape ", x1.rank() == 2 ? Shape{x1.size(0)} : Shape{}, ", got ", y.shape());
   constexpr double kEps = 1e-12;
   const int dim = x1.rank() - 1;
   DynTensor dot_product = sum(x1 * x2, {dim});
@@ -346,11 +380,14 @@ DynTensor cosine_embedding_loss(DynTensor x1, DynTensor x2, DynTensor y, double 
 
 DynTensor margin_ranking_loss(DynTensor x1, DynTensor x2, DynTensor y, double margin, Reduction reduction) {
   check_float(x1, "margin_ranking_loss", "input1");
+  check_same_shape(x1, x2, "margin_ranking_loss", "input1", "input2");
+  check_same_shape(x1, y, "margin_ranking_loss", "input1", "target");
   return reduce(clamp_min(-y * (x1 - x2) + margin, 0.0), reduction);
 }
 
 DynTensor hinge_embedding_loss(DynTensor input, DynTensor y, double margin, Reduction reduction) {
   check_float(input, "hinge_embedding_loss", "input");
+  check_same_shape(input, y, "hinge_embedding_loss");
   DynTensor zeros = input * 0.0;
   DynTensor margin_part = where(not_equal(y, 1), clamp_min(margin - input, 0.0), zeros);
   DynTensor self_part = where(not_equal(y, -1), input, zeros);
@@ -367,9 +404,10 @@ DynTensor pairwise_distance(const DynTensor& a, const DynTensor& b, double p, do
 DynTensor triplet_margin_loss(DynTensor anchor, DynTensor positive, DynTensor negative, const TripletMarginOptions& o) {
   check_float(anchor, "triplet_margin_loss", "anchor");
   EMBER_CHECK(o.margin > 0, "triplet_margin_loss: margin must be positive, got ", o.margin);
-  EMBER_CHECK(anchor.rank() == positive.rank() && anchor.rank() == negative.rank(), "triplet_margin_loss: anchor ",
-              anchor.shape(), ", positive ", positive.shape(), " and negative ", negative.shape(),
-              " must have one rank");
+  EMBER_CHECK(anchor.shape() == positive.shape() && anchor.shape() == negative.shape() &&
+                  (anchor.rank() == 1 || anchor.rank() == 2),
+              "triplet_margin_loss: anchor ", anchor.shape(), ", positive ", positive.shape(), " and negative ",
+              negative.shape(), " must have one shape, [N, D] or [D] (a loss does not broadcast them)");
   DynTensor d_pos = pairwise_distance(anchor, positive, o.p, o.eps);
   DynTensor d_neg = pairwise_distance(anchor, negative, o.p, o.eps);
   if (o.swap) d_neg = minimum(d_neg, pairwise_distance(positive, negative, o.p, o.eps));

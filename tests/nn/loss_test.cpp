@@ -452,7 +452,7 @@ TEST(LossErrors, BadArguments) {
   expect_error([&] { nll_loss(logits, i64({0, 1})); }, "nll_loss");
   expect_error([&] { cross_entropy(logits, i64({0, 1, 2}), {.weight = DynTensor::ones({3})}); }, "weight");
   expect_error([&] { cross_entropy(logits, DynTensor::zeros({3, 5})); }, "probability targets");
-  expect_error([&] { mse_loss(logits, DynTensor::zeros({2, 4})); }, "sub");
+  expect_error([&] { mse_loss(logits, DynTensor::zeros({2, 4})); }, "mse_loss");
   expect_error([&] { binary_cross_entropy(logits, DynTensor::zeros({4, 3})); }, "binary_cross_entropy");
   expect_error([&] { gaussian_nll_loss(logits, logits, DynTensor::ones({3, 2})); }, "gaussian_nll_loss");
   expect_error([&] { gaussian_nll_loss(logits, logits, -DynTensor::ones({3, 4})); }, "negative");
@@ -461,6 +461,111 @@ TEST(LossErrors, BadArguments) {
   expect_error([&] { ctc_loss(lp, DynTensor::ones({2, 3}, DType::i64), {5, 5}, {3, 4}); }, "padded targets");
   expect_error([&] { ctc_loss(lp, DynTensor::full({2, 3}, 7, DType::i64), {5, 5}, {3, 3}); }, "label 7");
   expect_error([&] { multi_margin_loss(logits, i64({0, 1, 9})); }, "multi_margin_loss");
+}
+
+// Element-wise losses refuse an input and a target whose shapes differ, even where they broadcast:
+// PyTorch 1.13 warns and returns a [4, 4] loss for mse_loss([4, 1], [4]) with reduction none (and
+// its mean), a silent wrong answer. Each loss names itself and both shapes.
+TEST(LossErrors, ShapesThatOnlyBroadcastAreRefused) {
+  using Loss = std::function<DynTensor(DynTensor, DynTensor, Reduction)>;
+  const std::vector<std::pair<std::string, Loss>> losses = {
+      {"mse_loss", [](DynTensor a, DynTensor b, Reduction r) { return mse_loss(a, b, r); }},
+      {"l1_loss", [](DynTensor a, DynTensor b, Reduction r) { return l1_loss(a, b, r); }},
+      {"huber_loss", [](DynTensor a, DynTensor b, Reduction r) { return huber_loss(a, b, r); }},
+      {"smooth_l1_loss", [](DynTensor a, DynTensor b, Reduction r) { return smooth_l1_loss(a, b, r); }},
+      {"binary_cross_entropy", [](DynTensor a, DynTensor b, Reduction r) { return binary_cross_entropy(a, b, {}, r); }},
+      {"binary_cross_entropy_with_logits",
+       [](DynTensor a, DynTensor b, Reduction r) {
+         BceWithLogitsOptions o;
+         o.reduction = r;
+         return binary_cross_entropy_with_logits(a, b, o);
+       }},
+      {"soft_margin_loss", [](DynTensor a, DynTensor b, Reduction r) { return soft_margin_loss(a, b, r); }},
+      {"multilabel_soft_margin_loss",
+       [](DynTensor a, DynTensor b, Reduction r) { return multilabel_soft_margin_loss(a, b, {}, r); }},
+      {"poisson_nll_loss",
+       [](DynTensor a, DynTensor b, Reduction r) {
+         PoissonNllOptions o;
+         o.reduction = r;
+         return poisson_nll_loss(a, b, o);
+       }},
+      {"gaussian_nll_loss",
+       [](DynTensor a, DynTensor b, Reduction r) {
+         return gaussian_nll_loss(a, b, DynTensor::ones(a.shape()), false, 1e-6, r);
+       }},
+      {"kl_div",
+       [](DynTensor a, DynTensor b, Reduction r) {
+         return kl_div(a, b, r == Reduction::none ? KlReduction::none : KlReduction::mean);
+       }},
+      {"hinge_embedding_loss",
+       [](DynTensor a, DynTensor b, Reduction r) { return hinge_embedding_loss(a, b, 1.0, r); }},
+      {"margin_ranking_loss (input2)",
+       [](DynTensor a, DynTensor b, Reduction r) { return margin_ranking_loss(a, b, a, 0, r); }},
+      {"margin_ranking_loss (target)",
+       [](DynTensor a, DynTensor b, Reduction r) { return margin_ranking_loss(a, a, b, 0, r); }},
+  };
+  const auto column = DynTensor::full({4, 1}, 0.5, DType::f32);
+  const auto row = DynTensor::full({4}, 0.5, DType::f32);
+  for (const auto& [name, loss] : losses) {
+    const std::string op = name.substr(0, name.find(' '));
+    for (Reduction r : {Reduction::mean, Reduction::none}) {
+      for (const auto& [a, b] : {std::pair{column, row}, std::pair{row, column}}) {
+        try {
+          const DynTensor l = loss(a, b, r);
+          ADD_FAILURE() << name << ": " << a.shape() << " vs " << b.shape() << " gave a loss of shape " << l.shape();
+        } catch (const Error& e) {
+          const std::string m = e.what();
+          EXPECT_EQ(m.rfind(op + ": ", 0), 0u) << m;
+          EXPECT_NE(m.find(a.shape().str()), std::string::npos) << m;
+          EXPECT_NE(m.find(b.shape().str()), std::string::npos) << m;
+        }
+      }
+    }
+    // The same shape still works, with the input's shape under Reduction::none.
+    const Shape per_element = op == "multilabel_soft_margin_loss" ? Shape{4} : column.shape();  // mean over classes
+    EXPECT_EQ(loss(column, column, Reduction::none).shape(), per_element) << name;
+    EXPECT_EQ(loss(row, row, Reduction::mean).shape(), Shape{}) << name;
+  }
+  // Values of the same-shape case, from the formulas: d = 1 everywhere.
+  const auto zeros = DynTensor::zeros({4, 1}, DType::f64), ones = DynTensor::ones({4, 1}, DType::f64);
+  EXPECT_DOUBLE_EQ(mse_loss(zeros, ones).item(), 1.0);
+  EXPECT_DOUBLE_EQ(l1_loss(zeros, ones, Reduction::sum).item(), 4.0);
+  EXPECT_DOUBLE_EQ(huber_loss(zeros, ones * 2.0).item(), 1.5);        // |d| - delta / 2
+  EXPECT_DOUBLE_EQ(smooth_l1_loss(zeros, ones * 0.5).item(), 0.125);  // d^2 / (2 beta)
+
+  // Element weights broadcast to the input and may not enlarge it.
+  expect_error([&] { binary_cross_entropy(row, row, DynTensor::ones({4, 1})); }, "weight [4, 1]");
+  BceWithLogitsOptions pos;
+  pos.pos_weight = DynTensor::ones({2, 4});
+  expect_error([&] { binary_cross_entropy_with_logits(row, row, pos); }, "pos_weight [2, 4]");
+  EXPECT_EQ(binary_cross_entropy(column, column, DynTensor::ones({1})).shape(), Shape{});
+  // Targets of other shapes than PyTorch's rules allow.
+  expect_error(
+      [&] {
+        cosine_embedding_loss(DynTensor::ones({4, 3}), DynTensor::ones({4, 3}), DynTensor::ones({1}));
+      },
+      "cosine_embedding_loss: inputs [4, 3] need a target of shape [4], got [1]");
+  expect_error(
+      [&] {
+        triplet_margin_loss(DynTensor::ones({4, 3}), DynTensor::ones({1, 3}), DynTensor::ones({4, 3}));
+      },
+      "positive [1, 3]");
+  expect_error([&] { gaussian_nll_loss(zeros, DynTensor::ones({4}), ones); }, "target [4]");
+  EXPECT_EQ(gaussian_nll_loss(DynTensor::zeros({4, 3}), DynTensor::ones({4, 1}), DynTensor::ones({4, 3}), false, 1e-6,
+                              Reduction::none)
+                .shape(),
+            (Shape{4, 3}));  // one dim of 1: allowed
+  // Class-index targets: [N, C] logits take [N] targets.
+  const auto logits = DynTensor::zeros({4, 3}, DType::f32);
+  for (const auto& t : {DynTensor::zeros({3}, DType::i64), DynTensor::zeros({4, 1}, DType::i64)}) {
+    expect_error([&] { cross_entropy(logits, t); },
+                 "cross_entropy: input [4, 3] needs a target of shape [4], got " + t.shape().str());
+    expect_error([&] { nll_loss(logits, t); }, "nll_loss: input [4, 3]");
+  }
+  expect_error([&] { cross_entropy(logits, DynTensor::zeros({1, 3})); }, "probability targets [1, 3]");
+  CrossEntropyOptions per_sample;
+  per_sample.reduction = Reduction::none;
+  EXPECT_EQ(cross_entropy(logits, DynTensor::zeros({4}, DType::i64), per_sample).shape(), Shape{4});
 }
 
 TEST(FunctionalErrors, BadArguments) {
