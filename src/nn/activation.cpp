@@ -2,33 +2,40 @@
 #include "ember/nn/activation.hpp"
 
 #include "ember/core/error.hpp"
+#include "layer_util.hpp"
 
 namespace ember::nn {
 
-DynTensor Relu::forward(DynTensor x) const { return ember::relu(std::move(x)); }
-DynTensor Relu6::forward(DynTensor x) const { return nn::relu6(std::move(x)); }
-DynTensor LeakyRelu::forward(DynTensor x) const { return ember::leaky_relu(std::move(x), negative_slope); }
-DynTensor Gelu::forward(DynTensor x) const { return nn::gelu(std::move(x), approximate); }
-DynTensor Silu::forward(DynTensor x) const { return ember::silu(std::move(x)); }
-DynTensor Mish::forward(DynTensor x) const { return nn::mish(std::move(x)); }
-DynTensor Elu::forward(DynTensor x) const { return nn::elu(std::move(x), alpha); }
-DynTensor Selu::forward(DynTensor x) const { return nn::selu(std::move(x)); }
-DynTensor Celu::forward(DynTensor x) const { return nn::celu(std::move(x), alpha); }
-DynTensor Softplus::forward(DynTensor x) const { return ember::softplus(std::move(x), beta, threshold); }
-DynTensor Softsign::forward(DynTensor x) const { return nn::softsign(std::move(x)); }
-DynTensor Tanh::forward(DynTensor x) const { return ember::tanh(std::move(x)); }
-DynTensor Sigmoid::forward(DynTensor x) const { return ember::sigmoid(std::move(x)); }
-DynTensor LogSigmoid::forward(DynTensor x) const { return ember::log_sigmoid(std::move(x)); }
-DynTensor HardSigmoid::forward(DynTensor x) const { return nn::hard_sigmoid(std::move(x)); }
-DynTensor HardSwish::forward(DynTensor x) const { return nn::hard_swish(std::move(x)); }
-DynTensor HardTanh::forward(DynTensor x) const { return nn::hard_tanh(std::move(x), min_val, max_val); }
-DynTensor TanhShrink::forward(DynTensor x) const { return nn::tanh_shrink(std::move(x)); }
-DynTensor SoftShrink::forward(DynTensor x) const { return nn::soft_shrink(std::move(x), lambd); }
-DynTensor HardShrink::forward(DynTensor x) const { return nn::hard_shrink(std::move(x), lambd); }
-DynTensor Glu::forward(DynTensor x) const { return nn::glu(std::move(x), dim); }
-DynTensor SwiGlu::forward(DynTensor x) const { return nn::swiglu(std::move(x), dim); }
-DynTensor Softmax::forward(DynTensor x) const { return ember::softmax(std::move(x), dim); }
-DynTensor LogSoftmax::forward(DynTensor x) const { return ember::log_softmax(std::move(x), dim); }
+// Each forward names its layer in an error (detail::in_module).
+#define EMBER_ACTIVATION_FORWARD(Name, expr)                              \
+  DynTensor Name::forward(DynTensor x) const {                            \
+    return detail::in_module(ember_module_, #Name, [&] { return expr; }); \
+  }
+
+EMBER_ACTIVATION_FORWARD(Relu, ember::relu(std::move(x)))
+EMBER_ACTIVATION_FORWARD(Relu6, nn::relu6(std::move(x)))
+EMBER_ACTIVATION_FORWARD(LeakyRelu, ember::leaky_relu(std::move(x), negative_slope))
+EMBER_ACTIVATION_FORWARD(Gelu, nn::gelu(std::move(x), approximate))
+EMBER_ACTIVATION_FORWARD(Silu, ember::silu(std::move(x)))
+EMBER_ACTIVATION_FORWARD(Mish, nn::mish(std::move(x)))
+EMBER_ACTIVATION_FORWARD(Elu, nn::elu(std::move(x), alpha))
+EMBER_ACTIVATION_FORWARD(Selu, nn::selu(std::move(x)))
+EMBER_ACTIVATION_FORWARD(Celu, nn::celu(std::move(x), alpha))
+EMBER_ACTIVATION_FORWARD(Softplus, ember::softplus(std::move(x), beta, threshold))
+EMBER_ACTIVATION_FORWARD(Softsign, nn::softsign(std::move(x)))
+EMBER_ACTIVATION_FORWARD(Tanh, ember::tanh(std::move(x)))
+EMBER_ACTIVATION_FORWARD(Sigmoid, ember::sigmoid(std::move(x)))
+EMBER_ACTIVATION_FORWARD(LogSigmoid, ember::log_sigmoid(std::move(x)))
+EMBER_ACTIVATION_FORWARD(HardSigmoid, nn::hard_sigmoid(std::move(x)))
+EMBER_ACTIVATION_FORWARD(HardSwish, nn::hard_swish(std::move(x)))
+EMBER_ACTIVATION_FORWARD(HardTanh, nn::hard_tanh(std::move(x), min_val, max_val))
+EMBER_ACTIVATION_FORWARD(TanhShrink, nn::tanh_shrink(std::move(x)))
+EMBER_ACTIVATION_FORWARD(SoftShrink, nn::soft_shrink(std::move(x), lambd))
+EMBER_ACTIVATION_FORWARD(HardShrink, nn::hard_shrink(std::move(x), lambd))
+EMBER_ACTIVATION_FORWARD(Glu, nn::glu(std::move(x), dim))
+EMBER_ACTIVATION_FORWARD(SwiGlu, nn::swiglu(std::move(x), dim))
+EMBER_ACTIVATION_FORWARD(Softmax, ember::softmax(std::move(x), dim))
+EMBER_ACTIVATION_FORWARD(LogSoftmax, ember::log_softmax(std::move(x), dim))
 
 PRelu PReluConfig::init(const Device& device) const {
   EMBER_CHECK(num_parameters > 0, "PRelu: num_parameters must be positive, got ", num_parameters);
@@ -38,8 +45,12 @@ PRelu PReluConfig::init(const Device& device) const {
 }
 
 DynTensor PRelu::forward(DynTensor x) const {
-  DynTensor w = weight.value().dtype() == x.dtype() ? weight.value() : cast(weight.value(), x.dtype());
-  return ember::prelu(std::move(x), std::move(w));
+  return detail::in_module(ember_module_, "PRelu", [&] {
+    internal::check_dtype("PRelu", x, weight);
+    return ember::prelu(std::move(x), weight);
+  });
 }
+
+#undef EMBER_ACTIVATION_FORWARD
 
 }  // namespace ember::nn

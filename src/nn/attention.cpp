@@ -11,6 +11,7 @@
 #include "ember/core/error.hpp"
 #include "ember/nn/functional.hpp"
 #include "ember/nn/init.hpp"
+#include "layer_util.hpp"
 
 namespace ember::nn {
 
@@ -102,6 +103,9 @@ MhaOutput mha_forward(const MultiHeadAttention& m, const DynTensor& query, const
               query.shape(), ", key ", key.shape(), " and value ", value.shape(), " must end in embed_dim ", E);
   EMBER_CHECK(key.shape() == value.shape(), "MultiHeadAttention: key ", key.shape(), " and value ", value.shape(),
               " must have the same shape");
+  internal::check_dtype("MultiHeadAttention", query, m.in_proj_weight, "in_proj_weight", "query");
+  internal::check_dtype("MultiHeadAttention", key, m.in_proj_weight, "in_proj_weight", "key");
+  internal::check_dtype("MultiHeadAttention", value, m.in_proj_weight, "in_proj_weight", "value");
   const bool unbatched = query.rank() == 2;
   const bool self = query.primitive() == key.primitive() && key.primitive() == value.primitive();
   auto batch_major = [&](const DynTensor& x) {
@@ -175,45 +179,50 @@ MhaOutput mha_forward(const MultiHeadAttention& m, const DynTensor& query, const
 
 DynTensor MultiHeadAttention::forward(const DynTensor& query, const DynTensor& key, const DynTensor& value,
                                       const AttentionMasks& masks) const {
-  return mha_forward(*this, query, key, value, masks, false, true).output;
+  return detail::in_module(ember_module_, "MultiHeadAttention",
+                           [&] { return mha_forward(*this, query, key, value, masks, false, true).output; });
 }
 
 MhaOutput MultiHeadAttention::forward_with_weights(const DynTensor& query, const DynTensor& key, const DynTensor& value,
                                                    const AttentionMasks& masks, bool average_attn_weights) const {
-  return mha_forward(*this, query, key, value, masks, true, average_attn_weights);
+  return detail::in_module(ember_module_, "MultiHeadAttention",
+                           [&] { return mha_forward(*this, query, key, value, masks, true, average_attn_weights); });
 }
 
 DynTensor MultiHeadAttention::forward_cached(const DynTensor& x, MhaCache& cache) const {
-  const int64_t E = embed_dim(), H = num_heads;
-  EMBER_CHECK((x.rank() == 2 || x.rank() == 3) && x.size(-1) == E, "MultiHeadAttention::forward_cached: input ",
-              x.shape(), " must be ", batch_first ? "[N, T, " : "[T, N, ", E, "] or [T, ", E, "]");
-  const bool unbatched = x.rank() == 2;
-  const DynTensor xn = unbatched ? unsqueeze(x, 0) : batch_first ? x : transpose(x, 0, 1);
-  const int64_t N = xn.size(0), T = xn.size(1);
-  const std::optional<DynTensor> b = in_proj_bias ? std::optional<DynTensor>(in_proj_bias->value()) : std::nullopt;
-  std::vector<DynTensor> qkv = chunk(nn::linear(xn, in_proj_weight.value(), b), 3, -1);
-  DynTensor q = split_heads(qkv[0], H), k = split_heads(qkv[1], H), v = split_heads(qkv[2], H);
-  const int64_t past = cache.length();
-  if (past > 0) {
-    EMBER_CHECK(cache.key.size(0) == N && cache.key.size(1) == H && cache.key.size(3) == E / H,
-                "MultiHeadAttention::forward_cached: cache holds ", cache.key.shape(), ", input needs [", N, ", ", H,
-                ", S, ", E / H, "]");
-    k = cat({cache.key, k}, 2);
-    v = cat({cache.value, v}, 2);
-  }
-  cache.key = k;
-  cache.value = v;
-  std::optional<DynTensor> mask;
-  bool causal = false;
-  if (T > 1) {
-    if (past == 0)
-      causal = true;
-    else
-      mask = causal_keep(T, past + T, past, q.device());
-  }
-  const double p = mode.training ? dropout : 0.0;
-  DynTensor y = out_proj.forward(merge_heads(attend(q, k, v, mask, causal, p, false).first));
-  return unbatched ? squeeze(y, 0) : batch_first ? y : transpose(y, 0, 1);
+  return detail::in_module(ember_module_, "MultiHeadAttention", [&] {
+    const int64_t E = embed_dim(), H = num_heads;
+    EMBER_CHECK((x.rank() == 2 || x.rank() == 3) && x.size(-1) == E, "MultiHeadAttention::forward_cached: input ",
+                x.shape(), " must be ", batch_first ? "[N, T, " : "[T, N, ", E, "] or [T, ", E, "]");
+    const bool unbatched = x.rank() == 2;
+    const DynTensor xn = unbatched ? unsqueeze(x, 0) : batch_first ? x : transpose(x, 0, 1);
+    const int64_t N = xn.size(0), T = xn.size(1);
+    internal::check_dtype("MultiHeadAttention", x, in_proj_weight, "in_proj_weight");
+    const std::optional<DynTensor> b = in_proj_bias ? std::optional<DynTensor>(in_proj_bias->value()) : std::nullopt;
+    std::vector<DynTensor> qkv = chunk(nn::linear(xn, in_proj_weight.value(), b), 3, -1);
+    DynTensor q = split_heads(qkv[0], H), k = split_heads(qkv[1], H), v = split_heads(qkv[2], H);
+    const int64_t past = cache.length();
+    if (past > 0) {
+      EMBER_CHECK(cache.key.size(0) == N && cache.key.size(1) == H && cache.key.size(3) == E / H,
+                  "MultiHeadAttention::forward_cached: cache holds ", cache.key.shape(), ", input needs [", N, ", ", H,
+                  ", S, ", E / H, "]");
+      k = cat({cache.key, k}, 2);
+      v = cat({cache.value, v}, 2);
+    }
+    cache.key = k;
+    cache.value = v;
+    std::optional<DynTensor> mask;
+    bool causal = false;
+    if (T > 1) {
+      if (past == 0)
+        causal = true;
+      else
+        mask = causal_keep(T, past + T, past, q.device());
+    }
+    const double p = mode.training ? dropout : 0.0;
+    DynTensor y = out_proj.forward(merge_heads(attend(q, k, v, mask, causal, p, false).first));
+    return unbatched ? squeeze(y, 0) : batch_first ? y : transpose(y, 0, 1);
+  });
 }
 
 }  // namespace ember::nn

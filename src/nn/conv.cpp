@@ -10,8 +10,15 @@ namespace ember::nn {
 
 namespace {
 
-std::string conv_name(int n, bool transposed) {
-  return std::string(transposed ? "ConvTranspose" : "Conv") + std::to_string(n) + "d";
+const char* conv_name(int n, bool transposed) {
+  static constexpr const char* kConv[] = {"Conv1d", "Conv2d", "Conv3d"};
+  static constexpr const char* kTransposed[] = {"ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"};
+  return (transposed ? kTransposed : kConv)[n - 1];
+}
+
+void check_dtypes(const char* name, const DynTensor& x, const Param& weight, const std::optional<Param>& bias) {
+  internal::check_dtype(name, x, weight);
+  internal::check_dtype(name, x, bias, "bias");
 }
 
 DynTensor conv_op(int n, bool transposed, DynTensor x, DynTensor w, std::optional<DynTensor> b, const ConvOptions& o) {
@@ -76,40 +83,43 @@ Conv<N> ConvConfig<N>::init(const Device& device) const {
 
 template <int N>
 DynTensor Conv<N>::forward(DynTensor x) const {
-  const std::string name = conv_name(N, false);
-  bool unbatched = false;
-  x = internal::batch_if_unbatched(std::move(x), N + 2, unbatched);
-  EMBER_CHECK(x.rank() == N + 2, name, ": input must be [N, C, *spatial] or [C, *spatial] with ", N,
-              " spatial dims, got ", x.shape());
-  const ConvConfig<N>& c = config;
-  const Sizes dilation = internal::expand_sizes(c.dilation, N, name, "dilation");
-  Sizes before(N), after(N);
-  if (c.padding_same) {
-    for (int i = 0; i < N; ++i) {
-      const int64_t total = dilation[i] * (weight.shape()[2 + i] - 1);
-      before[i] = total / 2;
-      after[i] = total - before[i];
-    }
-  } else {
-    before = after = internal::expand_sizes(c.padding, N, name, "padding");
-  }
-  ConvOptions o{c.stride, before, dilation, {0}, c.groups};
-  if (c.padding_mode != ConvPaddingMode::zeros || before != after) {
-    // Pad explicitly, then convolve without padding (as PyTorch does for these cases).
-    if (c.padding_mode == ConvPaddingMode::circular) {
-      x = circular_pad(std::move(x), before, after, name);
+  return detail::in_module(ember_module_, conv_name(N, false), [&] {
+    const char* name = conv_name(N, false);
+    bool unbatched = false;
+    x = internal::batch_if_unbatched(std::move(x), N + 2, unbatched);
+    EMBER_CHECK(x.rank() == N + 2, name, ": input must be [N, C, *spatial] or [C, *spatial] with ", N,
+                " spatial dims, got ", x.shape());
+    check_dtypes(name, x, weight, bias);
+    const ConvConfig<N>& c = config;
+    const Sizes dilation = internal::expand_sizes(c.dilation, N, name, "dilation");
+    Sizes before(N), after(N);
+    if (c.padding_same) {
+      for (int i = 0; i < N; ++i) {
+        const int64_t total = dilation[i] * (weight.shape()[2 + i] - 1);
+        before[i] = total / 2;
+        after[i] = total - before[i];
+      }
     } else {
-      Sizes pads;  // PyTorch order: last dim first
-      for (int i = N - 1; i >= 0; --i) pads.insert(pads.end(), {before[i], after[i]});
-      const PadMode mode = c.padding_mode == ConvPaddingMode::reflect     ? PadMode::reflect
-                           : c.padding_mode == ConvPaddingMode::replicate ? PadMode::replicate
-                                                                          : PadMode::constant;
-      x = pad(std::move(x), std::move(pads), mode);
+      before = after = internal::expand_sizes(c.padding, N, name, "padding");
     }
-    o.padding = {0};
-  }
-  DynTensor y = conv_op(N, false, std::move(x), weight, internal::value_of(bias), o);
-  return unbatched ? squeeze(std::move(y), 0) : y;
+    ConvOptions o{c.stride, before, dilation, {0}, c.groups};
+    if (c.padding_mode != ConvPaddingMode::zeros || before != after) {
+      // Pad explicitly, then convolve without padding (as PyTorch does for these cases).
+      if (c.padding_mode == ConvPaddingMode::circular) {
+        x = circular_pad(std::move(x), before, after, name);
+      } else {
+        Sizes pads;  // PyTorch order: last dim first
+        for (int i = N - 1; i >= 0; --i) pads.insert(pads.end(), {before[i], after[i]});
+        const PadMode mode = c.padding_mode == ConvPaddingMode::reflect     ? PadMode::reflect
+                             : c.padding_mode == ConvPaddingMode::replicate ? PadMode::replicate
+                                                                            : PadMode::constant;
+        x = pad(std::move(x), std::move(pads), mode);
+      }
+      o.padding = {0};
+    }
+    DynTensor y = conv_op(N, false, std::move(x), weight, internal::value_of(bias), o);
+    return unbatched ? squeeze(std::move(y), 0) : y;
+  });
 }
 
 template <int N>
@@ -131,41 +141,46 @@ ConvTranspose<N> ConvTransposeConfig<N>::init(const Device& device) const {
 
 template <int N>
 DynTensor ConvTranspose<N>::forward(DynTensor x) const {
-  const std::string name = conv_name(N, true);
-  bool unbatched = false;
-  x = internal::batch_if_unbatched(std::move(x), N + 2, unbatched);
-  EMBER_CHECK(x.rank() == N + 2, name, ": input must be [N, C, *spatial] or [C, *spatial] with ", N,
-              " spatial dims, got ", x.shape());
-  const ConvTransposeConfig<N>& c = config;
-  ConvOptions o{c.stride, c.padding, c.dilation, c.output_padding, c.groups};
-  DynTensor y = conv_op(N, true, std::move(x), weight, internal::value_of(bias), o);
-  return unbatched ? squeeze(std::move(y), 0) : y;
+  return detail::in_module(ember_module_, conv_name(N, true), [&] {
+    const char* name = conv_name(N, true);
+    bool unbatched = false;
+    x = internal::batch_if_unbatched(std::move(x), N + 2, unbatched);
+    EMBER_CHECK(x.rank() == N + 2, name, ": input must be [N, C, *spatial] or [C, *spatial] with ", N,
+                " spatial dims, got ", x.shape());
+    check_dtypes(name, x, weight, bias);
+    const ConvTransposeConfig<N>& c = config;
+    ConvOptions o{c.stride, c.padding, c.dilation, c.output_padding, c.groups};
+    DynTensor y = conv_op(N, true, std::move(x), weight, internal::value_of(bias), o);
+    return unbatched ? squeeze(std::move(y), 0) : y;
+  });
 }
 
 template <int N>
 DynTensor ConvTranspose<N>::forward(DynTensor x, Sizes output_size) const {
-  const std::string name = conv_name(N, true);
-  const ConvTransposeConfig<N>& c = config;
-  if (static_cast<int>(output_size.size()) > N) output_size.erase(output_size.begin(), output_size.end() - N);
-  EMBER_CHECK(static_cast<int>(output_size.size()) == N, name, ": output_size needs ", N, " spatial sizes, got ",
-              Shape(output_size));
-  EMBER_CHECK(x.rank() >= N, name, ": input ", x.shape(), " has fewer than ", N, " dims");
-  const Sizes stride = internal::expand_sizes(c.stride, N, name, "stride");
-  const Sizes padding = internal::expand_sizes(c.padding, N, name, "padding");
-  const Sizes dilation = internal::expand_sizes(c.dilation, N, name, "dilation");
-  Sizes output_padding(N);
-  for (int i = 0; i < N; ++i) {
-    const int64_t in = x.size(x.rank() - N + i), k = weight.shape()[2 + i];
-    const int64_t min_size = (in - 1) * stride[i] - 2 * padding[i] + dilation[i] * (k - 1) + 1;
-    const int64_t max_size = min_size + stride[i] - 1;
-    EMBER_CHECK(output_size[i] >= min_size && output_size[i] <= max_size, name, ": requested output size ",
-                Shape(output_size), " is not reachable: dim ", i, " must be in [", min_size, ", ", max_size,
-                "] for input ", x.shape());
-    output_padding[i] = output_size[i] - min_size;
-  }
-  ConvTranspose<N> with_padding = *this;
-  with_padding.config.output_padding = output_padding;
-  return with_padding.forward(std::move(x));
+  return detail::in_module(ember_module_, conv_name(N, true), [&] {
+    const char* name = conv_name(N, true);
+    const ConvTransposeConfig<N>& c = config;
+    if (static_cast<int>(output_size.size()) > N) output_size.erase(output_size.begin(), output_size.end() - N);
+    EMBER_CHECK(static_cast<int>(output_size.size()) == N, name, ": output_size needs ", N, " spatial sizes, got ",
+                Shape(output_size));
+    EMBER_CHECK(x.rank() >= N, name, ": input ", x.shape(), " has fewer than ", N, " dims");
+    const Sizes stride = internal::expand_sizes(c.stride, N, name, "stride");
+    const Sizes padding = internal::expand_sizes(c.padding, N, name, "padding");
+    const Sizes dilation = internal::expand_sizes(c.dilation, N, name, "dilation");
+    Sizes output_padding(N);
+    for (int i = 0; i < N; ++i) {
+      const int64_t in = x.size(x.rank() - N + i), k = weight.shape()[2 + i];
+      const int64_t min_size = (in - 1) * stride[i] - 2 * padding[i] + dilation[i] * (k - 1) + 1;
+      const int64_t max_size = min_size + stride[i] - 1;
+      EMBER_CHECK(output_size[i] >= min_size && output_size[i] <= max_size, name, ": requested output size ",
+                  Shape(output_size), " is not reachable: dim ", i, " must be in [", min_size, ", ", max_size,
+                  "] for input ", x.shape());
+      output_padding[i] = output_size[i] - min_size;
+    }
+    ConvTranspose<N> with_padding = *this;
+    with_padding.config.output_padding = output_padding;
+    return with_padding.forward(std::move(x));
+  });
 }
 
 template struct ConvConfig<1>;

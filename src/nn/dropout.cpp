@@ -5,6 +5,8 @@
 
 namespace ember::nn {
 
-DynTensor Dropout::forward(DynTensor x) const { return dropout(std::move(x), p, mode.training); }
+DynTensor Dropout::forward(DynTensor x) const {
+  return detail::in_module(ember_module_, "Dropout", [&] { return dropout(std::move(x), p, mode.training); });
+}
 
 }  // namespace ember::nn

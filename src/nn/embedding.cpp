@@ -42,24 +42,26 @@ Embedding Embedding::from_pretrained(DynTensor embeddings, bool freeze, std::opt
 }
 
 DynTensor Embedding::forward(DynTensor indices) const {
-  EMBER_CHECK(!is_float(indices.dtype()) && indices.dtype() != DType::boolean,
-              "Embedding: indices must be an integer tensor, got ", indices.dtype());
-  if (indices.dtype() != DType::i64) indices = cast(std::move(indices), DType::i64);
-  DynTensor out = embedding(weight, indices);
-  if (max_norm) {
-    // PyTorch renormalises the weight under no_grad before the lookup, so the gradient still
-    // reaches the weight unscaled: add the scaling as a constant offset.
-    DynTensor rows = out.detach();
-    DynTensor n = norm(rows, norm_type, {-1}, true);
-    DynTensor scale =
-        where(greater(n, *max_norm), *max_norm / (n + 1e-7), DynTensor::ones(n.shape(), n.dtype(), n.device()));
-    out = out + rows * (scale - 1.0);
-  }
-  if (padding_idx && out.is_require_grad()) {
-    DynTensor is_padding = unsqueeze(equal(indices, *padding_idx), -1);
-    out = where(std::move(is_padding), out.detach(), out);
-  }
-  return out;
+  return detail::in_module(ember_module_, "Embedding", [&] {
+    EMBER_CHECK(!is_float(indices.dtype()) && indices.dtype() != DType::boolean,
+                "Embedding: indices must be an integer tensor, got ", indices.dtype());
+    if (indices.dtype() != DType::i64) indices = cast(std::move(indices), DType::i64);
+    DynTensor out = embedding(weight, indices);
+    if (max_norm) {
+      // PyTorch renormalises the weight under no_grad before the lookup, so the gradient still
+      // reaches the weight unscaled: add the scaling as a constant offset.
+      DynTensor rows = out.detach();
+      DynTensor n = norm(rows, norm_type, {-1}, true);
+      DynTensor scale =
+          where(greater(n, *max_norm), *max_norm / (n + 1e-7), DynTensor::ones(n.shape(), n.dtype(), n.device()));
+      out = out + rows * (scale - 1.0);
+    }
+    if (padding_idx && out.is_require_grad()) {
+      DynTensor is_padding = unsqueeze(equal(indices, *padding_idx), -1);
+      out = where(std::move(is_padding), out.detach(), out);
+    }
+    return out;
+  });
 }
 
 }  // namespace ember::nn

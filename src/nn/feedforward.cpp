@@ -33,8 +33,10 @@ PositionWiseFeedForward PositionWiseFeedForwardConfig::init(const Device& device
 }
 
 DynTensor PositionWiseFeedForward::forward(const DynTensor& x) const {
-  DynTensor h = apply_activation(linear_inner.forward(x), activation);
-  return linear_outer.forward(nn::dropout(std::move(h), dropout, mode.training));
+  return detail::in_module(ember_module_, "PositionWiseFeedForward", [&] {
+    DynTensor h = apply_activation(linear_inner.forward(x), activation);
+    return linear_outer.forward(nn::dropout(std::move(h), dropout, mode.training));
+  });
 }
 
 }  // namespace ember::nn

@@ -28,6 +28,22 @@ inline DynTensor fan_in_uniform(Shape shape, int64_t fan_in, const Device& d) {
   return DynTensor::uniform(std::move(shape), -bound, bound, kDefaultFloat, d);
 }
 
+// A layer refuses an input whose dtype differs from its parameters', as PyTorch does ("mat1 and
+// mat2 must have the same dtype"): the ops would promote, and an f32 layer would run in f64 silently.
+inline void check_dtype(std::string_view layer, const DynTensor& input, const DynTensor& param,
+                        std::string_view param_name = "weight", std::string_view input_name = "input") {
+  EMBER_CHECK(input.dtype() == param.dtype(), layer, ": ", input_name, " is ", input.dtype(), ", ", param_name, " is ",
+              param.dtype(), "; cast the input or the layer's parameters to one dtype");
+}
+inline void check_dtype(std::string_view layer, const DynTensor& input, const Param& param,
+                        std::string_view param_name = "weight", std::string_view input_name = "input") {
+  check_dtype(layer, input, param.value(), param_name, input_name);
+}
+inline void check_dtype(std::string_view layer, const DynTensor& input, const std::optional<Param>& param,
+                        std::string_view param_name, std::string_view input_name = "input") {
+  if (param) check_dtype(layer, input, param->value(), param_name, input_name);
+}
+
 // Adds a batch dim of 1 to an unbatched input (rank == batched_rank - 1), as PyTorch layers accept
 // both; `unbatched` tells the caller to remove it again.
 inline DynTensor batch_if_unbatched(DynTensor x, int batched_rank, bool& unbatched) {

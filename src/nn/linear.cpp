@@ -17,7 +17,11 @@ Linear LinearConfig::init(const Device& device) const {
 }
 
 DynTensor Linear::forward(DynTensor x) const {
-  return linear(std::move(x), weight, bias ? std::optional<DynTensor>(bias->value()) : std::nullopt);
+  return detail::in_module(ember_module_, "Linear", [&] {
+    internal::check_dtype("Linear", x, weight);
+    internal::check_dtype("Linear", x, bias, "bias");
+    return linear(std::move(x), weight, internal::value_of(bias));
+  });
 }
 
 Bilinear BilinearConfig::init(const Device& device) const {
@@ -30,21 +34,30 @@ Bilinear BilinearConfig::init(const Device& device) const {
 }
 
 DynTensor Bilinear::forward(DynTensor x1, DynTensor x2) const {
-  return bilinear(std::move(x1), std::move(x2), weight, bias ? std::optional<DynTensor>(bias->value()) : std::nullopt);
+  return detail::in_module(ember_module_, "Bilinear", [&] {
+    internal::check_dtype("Bilinear", x1, weight, "weight", "input1");
+    internal::check_dtype("Bilinear", x2, weight, "weight", "input2");
+    internal::check_dtype("Bilinear", x1, bias, "bias", "input1");
+    return bilinear(std::move(x1), std::move(x2), weight, internal::value_of(bias));
+  });
 }
 
 DynTensor Flatten::forward(DynTensor x) const {
-  if (x.rank() == 0) return reshape(std::move(x), {1});
-  return flatten(std::move(x), start_dim, end_dim);
+  return detail::in_module(ember_module_, "Flatten", [&] {
+    if (x.rank() == 0) return reshape(std::move(x), {1});
+    return flatten(std::move(x), start_dim, end_dim);
+  });
 }
 
 DynTensor Unflatten::forward(DynTensor x) const {
-  const int d = normalize_dim(dim, x.rank(), "Unflatten");
-  Sizes shape(x.shape().begin(), x.shape().begin() + d);
-  shape.insert(shape.end(), unflattened_size.begin(), unflattened_size.end());
-  shape.insert(shape.end(), x.shape().begin() + d + 1, x.shape().end());
-  EMBER_CHECK(!unflattened_size.empty(), "Unflatten: unflattened_size is empty");
-  return reshape(std::move(x), std::move(shape));
+  return detail::in_module(ember_module_, "Unflatten", [&] {
+    const int d = normalize_dim(dim, x.rank(), "Unflatten");
+    Sizes shape(x.shape().begin(), x.shape().begin() + d);
+    shape.insert(shape.end(), unflattened_size.begin(), unflattened_size.end());
+    shape.insert(shape.end(), x.shape().begin() + d + 1, x.shape().end());
+    EMBER_CHECK(!unflattened_size.empty(), "Unflatten: unflattened_size is empty");
+    return reshape(std::move(x), std::move(shape));
+  });
 }
 
 }  // namespace ember::nn

@@ -1,13 +1,141 @@
 // Param, the module visitor's helpers, the summary table and state-dict loading.
 #include "ember/nn/module.hpp"
 
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
 #include <regex>
+#include <set>
 #include <sstream>
 
 namespace ember::nn {
 
 namespace {
 std::atomic<uint64_t> g_next_param{1};
+
+// ---- module checks ----
+bool checks_default() {
+  if (const char* env = std::getenv("EMBER_CHECK_MODULES"); env != nullptr && *env != '\0')
+    return std::string_view(env) != "0";
+#ifdef NDEBUG
+  return false;
+#else
+  return true;
+#endif
+}
+
+struct ChecksFlags {
+  std::atomic<bool> on{checks_default()};
+  std::atomic<bool> track{on.load()};  // stays on once the checks were on, so that no address goes stale
+};
+ChecksFlags& flags() {
+  static ChecksFlags f;
+  return f;
+}
+
+// The addresses of the live Params (while tracking).
+struct ParamRegistry {
+  std::mutex mutex;
+  std::set<const Param*> live;
+};
+ParamRegistry& registry() {
+  static auto* r = new ParamRegistry;  // never destroyed: Params of static modules die after it
+  return *r;
+}
+
+std::string demangle(const std::type_info& t) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(t.name(), nullptr, nullptr, &status), std::free);
+  return status == 0 && name ? std::string(name.get()) : std::string(t.name());
+}
+
+// The state of one outermost visit under the module checks.
+struct CheckState;
+thread_local CheckState* g_check = nullptr;
+
+struct ModuleRange {
+  const char* base;
+  size_t size;
+  const std::type_info* type;
+  const char* fields;
+  const detail::ModuleInfo* info;
+};
+
+struct CheckState final : Visitor {
+  Visitor* inner = nullptr;
+  std::vector<ModuleRange> modules;
+  std::vector<const Param*> reached;
+
+  // The user's visitor may itself visit other modules: those get a check of their own.
+  struct Suspend {
+    CheckState* saved = g_check;
+    Suspend() { g_check = nullptr; }
+    ~Suspend() { g_check = saved; }
+    Suspend(const Suspend&) = delete;
+    Suspend& operator=(const Suspend&) = delete;
+  };
+  void param(const std::string& path, Param& p) override {
+    reached.push_back(&p);
+    Suspend s;
+    inner->param(path, p);
+  }
+  void buffer(const std::string& path, Buffer& b) override {
+    Suspend s;
+    inner->buffer(path, b);
+  }
+  void mode(Mode& m) override {
+    Suspend s;
+    inner->mode(m);
+  }
+
+  // Throws when a registered, defined Param inside a visited module's memory was not reached.
+  void check() const {
+    std::vector<const Param*> reached_sorted = reached;
+    std::sort(reached_sorted.begin(), reached_sorted.end());
+    struct Miss {
+      const Param* p;
+      const ModuleRange* owner;
+    };
+    std::vector<Miss> misses;
+    std::set<const Param*> seen;
+    {
+      ParamRegistry& r = registry();
+      std::lock_guard lock(r.mutex);
+      for (const ModuleRange& m : modules) {
+        for (auto it = r.live.lower_bound(reinterpret_cast<const Param*>(m.base));
+             it != r.live.end() && reinterpret_cast<const char*>(*it) < m.base + m.size; ++it) {
+          const Param* p = *it;
+          if (!p->defined() || std::binary_search(reached_sorted.begin(), reached_sorted.end(), p)) continue;
+          if (!seen.insert(p).second) continue;
+          misses.push_back({p, nullptr});
+        }
+      }
+    }
+    if (misses.empty()) return;
+    auto inside = [](const ModuleRange& m, const void* p) {
+      const char* c = static_cast<const char*>(p);
+      return c >= m.base && c < m.base + m.size;
+    };
+    for (Miss& miss : misses)  // the innermost visited module holding it
+      for (const ModuleRange& m : modules)
+        if (inside(m, miss.p) && (miss.owner == nullptr || m.size < miss.owner->size)) miss.owner = &m;
+    std::sort(misses.begin(), misses.end(), [](const Miss& a, const Miss& b) { return a.p < b.p; });
+    const Miss& first = misses.front();
+    const ModuleRange& m = *first.owner;
+    std::ostringstream os;
+    os << "module " << demangle(*m.type);
+    if (const std::string* path = m.info->path()) os << " (at " << *path << ")";
+    os << ": the Param at byte offset " << (reinterpret_cast<const char*>(first.p) - m.base)
+       << " is not listed in EMBER_MODULE(" << m.fields
+       << ") (nor inside a listed field), so it is never trained, saved or moved; add its field to the list";
+    if (misses.size() > 1) os << " (" << misses.size() - 1 << " more Params are missed as well)";
+    throw Error(os.str());
+  }
+};
 
 DynTensor track(DynTensor v, bool frozen) {
   v = v.detach();
@@ -17,7 +145,30 @@ DynTensor track(DynTensor v, bool frozen) {
 }  // namespace
 
 Param::Param(DynTensor value, bool frozen)
-    : value_(track(std::move(value), frozen)), id_(g_next_param.fetch_add(1)), frozen_(frozen) {}
+    : value_(track(std::move(value), frozen)), id_(g_next_param.fetch_add(1)), frozen_(frozen) {
+  track_address();
+}
+
+void Param::track_address() {
+  if (!flags().track.load(std::memory_order_relaxed)) return;
+  ParamRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.live.insert(this);
+}
+
+void Param::untrack_address() noexcept {
+  if (!flags().track.load(std::memory_order_relaxed)) return;
+  ParamRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.live.erase(this);
+}
+
+void set_module_checks(bool on) {
+  if (on) flags().track.store(true);
+  flags().on.store(on);
+}
+
+bool module_checks() { return flags().on.load(std::memory_order_relaxed); }
 
 void Param::set(DynTensor v) { value_ = track(std::move(v), frozen_); }
 
@@ -32,6 +183,61 @@ std::optional<DynTensor> Param::grad(const Gradients& g) const {
 }
 
 namespace detail {
+void ModuleCheck::begin(const void* self, size_t size, const std::type_info& type, const char* fields,
+                        const ModuleInfo& info) {
+  if (g_check == nullptr) {  // the outermost visit: wrap the visitor
+    auto* state = new CheckState;
+    state->inner = visitor_;
+    g_check = state;
+    visitor_ = state;
+    root_ = state;
+  }
+  g_check->modules.push_back({static_cast<const char*>(self), size, &type, fields, &info});
+}
+
+void ModuleCheck::end(bool check) {
+  std::unique_ptr<CheckState> state(static_cast<CheckState*>(root_));
+  root_ = nullptr;
+  g_check = nullptr;
+  if (check) state->check();
+}
+
+const std::string* intern_path(const std::string& path) {
+  static std::mutex mutex;
+  static auto* paths = new std::set<std::string>;  // a few per model; kept for the program's life
+  std::lock_guard lock(mutex);
+  return &*paths->insert(path).first;
+}
+
+[[noreturn]] void rethrow_in_module(const ModuleInfo& info, const char* type) {
+  // The innermost layer names itself; the layers around it let the error pass unchanged.
+  thread_local std::exception_ptr attributed;
+  std::exception_ptr current = std::current_exception();
+  if (current == attributed) std::rethrow_exception(current);
+  bool not_implemented = false;
+  std::string message;
+  try {
+    std::rethrow_exception(current);
+  } catch (const NotImplemented& e) {
+    not_implemented = true;
+    message = e.what();
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  const std::string own = std::string(type) + ": ";
+  const bool named_by_layer = message.rfind(own, 0) == 0;  // the layer's own check: "Linear: ..."
+  const std::string* path = info.path();
+  if (path == nullptr && named_by_layer) {
+    attributed = current;
+    std::rethrow_exception(current);
+  }
+  if (named_by_layer) message.erase(0, own.size());
+  message = (path != nullptr ? *path + " (" + type + "): " : own) + message;
+  attributed =
+      not_implemented ? std::make_exception_ptr(NotImplemented(message)) : std::make_exception_ptr(Error(message));
+  std::rethrow_exception(attributed);
+}
+
 std::vector<std::string> split_names(std::string_view list) {
   std::vector<std::string> out;
   std::string cur;

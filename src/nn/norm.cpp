@@ -12,6 +12,21 @@ namespace ember::nn {
 namespace {
 
 std::string norm_name(const char* base, int n) { return base + std::to_string(n) + "d"; }
+const char* batch_norm_name(int n) {
+  static constexpr const char* kNames[] = {"BatchNorm1d", "BatchNorm2d", "BatchNorm3d"};
+  return kNames[n - 1];
+}
+const char* instance_norm_name(int n) {
+  static constexpr const char* kNames[] = {"InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"};
+  return kNames[n - 1];
+}
+
+// The affine parameters' dtype must be the input's (the running statistics are cast instead).
+void check_affine_dtype(const char* name, const DynTensor& x, const std::optional<Param>& weight,
+                        const std::optional<Param>& bias) {
+  internal::check_dtype(name, x, weight, "weight");
+  internal::check_dtype(name, x, bias, "bias");
+}
 
 struct NormState {
   std::optional<Param> weight, bias;
@@ -81,35 +96,41 @@ BatchNorm<N> BatchNormConfig<N>::init(const Device& device) const {
 
 template <int N>
 std::pair<DynTensor, BatchNorm<N>> BatchNorm<N>::forward_train(DynTensor x) const {
-  check_batch_norm_input(x, N, config.num_features, norm_name("BatchNorm", N));
-  BatchNormTrainResult r =
-      batch_norm_train(std::move(x), internal::value_of(weight), internal::value_of(bias), config.eps);
-  BatchNorm next = *this;
-  if (running_mean && running_var) {
-    NoGradGuard no_grad;
-    double factor = config.momentum.value_or(0.0);
-    if (num_batches_tracked) {
-      next.num_batches_tracked->value = num_batches_tracked->value + 1;
-      if (!config.momentum) factor = 1.0 / next.num_batches_tracked->value.item();
+  return detail::in_module(ember_module_, batch_norm_name(N), [&]() -> std::pair<DynTensor, BatchNorm<N>> {
+    check_batch_norm_input(x, N, config.num_features, norm_name("BatchNorm", N));
+    check_affine_dtype(batch_norm_name(N), x, weight, bias);
+    BatchNormTrainResult r =
+        batch_norm_train(std::move(x), internal::value_of(weight), internal::value_of(bias), config.eps);
+    BatchNorm next = *this;
+    if (running_mean && running_var) {
+      NoGradGuard no_grad;
+      double factor = config.momentum.value_or(0.0);
+      if (num_batches_tracked) {
+        next.num_batches_tracked->value = num_batches_tracked->value + 1;
+        if (!config.momentum) factor = 1.0 / next.num_batches_tracked->value.item();
+      }
+      next.running_mean->value = running_average(running_mean->value, r.mean, factor);
+      next.running_var->value = running_average(running_var->value, r.var, factor);
     }
-    next.running_mean->value = running_average(running_mean->value, r.mean, factor);
-    next.running_var->value = running_average(running_var->value, r.var, factor);
-  }
-  return {std::move(r.y), std::move(next)};
+    return {std::move(r.y), std::move(next)};
+  });
 }
 
 template <int N>
 DynTensor BatchNorm<N>::forward(DynTensor x) const {
-  const std::string name = norm_name("BatchNorm", N);
-  const bool tracking = running_mean && running_var;
-  EMBER_CHECK(!(mode.training && tracking), name,
-              ": a training-mode forward updates running_mean/running_var, which a const module cannot do; "
-              "call forward on a non-const module, use forward_train, or set eval mode");
-  if (!tracking) return forward_train(std::move(x)).first;
-  check_batch_norm_input(x, N, config.num_features, name);
-  DynTensor mean = as_dtype_of(x, *running_mean), var = as_dtype_of(x, *running_var);
-  return batch_norm(std::move(x), std::move(mean), std::move(var), internal::value_of(weight), internal::value_of(bias),
-                    config.eps);
+  return detail::in_module(ember_module_, batch_norm_name(N), [&] {
+    const std::string name = norm_name("BatchNorm", N);
+    const bool tracking = running_mean && running_var;
+    EMBER_CHECK(!(mode.training && tracking), name,
+                ": a training-mode forward updates running_mean/running_var, which a const module cannot do; "
+                "call forward on a non-const module, use forward_train, or set eval mode");
+    if (!tracking) return forward_train(std::move(x)).first;
+    check_batch_norm_input(x, N, config.num_features, name);
+    check_affine_dtype(batch_norm_name(N), x, weight, bias);
+    DynTensor mean = as_dtype_of(x, *running_mean), var = as_dtype_of(x, *running_var);
+    return batch_norm(std::move(x), std::move(mean), std::move(var), internal::value_of(weight),
+                      internal::value_of(bias), config.eps);
+  });
 }
 
 template <int N>
@@ -151,38 +172,44 @@ void check_spatial(const DynTensor& x, const std::string& name) {
 
 template <int N>
 std::pair<DynTensor, InstanceNorm<N>> InstanceNorm<N>::forward_train(DynTensor x) const {
-  bool unbatched = false;
-  x = batched_instance_input<N>(std::move(x), config.num_features, unbatched);
-  check_spatial(x, norm_name("InstanceNorm", N));
-  InstanceNorm next = *this;
-  if (running_mean && running_var) {
-    NoGradGuard no_grad;
-    Dims spatial;
-    for (int d = 2; d < x.rank(); ++d) spatial.push_back(d);
-    DynTensor xs = x.detach();
-    DynTensor mean_c = mean(mean(xs, spatial), {0});
-    DynTensor var_c = mean(var(xs, spatial, 1), {0});
-    next.running_mean->value = running_average(running_mean->value, mean_c, config.momentum);
-    next.running_var->value = running_average(running_var->value, var_c, config.momentum);
-  }
-  DynTensor y = instance_norm(std::move(x), internal::value_of(weight), internal::value_of(bias), config.eps);
-  return {unbatched ? squeeze(std::move(y), 0) : std::move(y), std::move(next)};
+  return detail::in_module(ember_module_, instance_norm_name(N), [&]() -> std::pair<DynTensor, InstanceNorm<N>> {
+    bool unbatched = false;
+    x = batched_instance_input<N>(std::move(x), config.num_features, unbatched);
+    check_spatial(x, norm_name("InstanceNorm", N));
+    check_affine_dtype(instance_norm_name(N), x, weight, bias);
+    InstanceNorm next = *this;
+    if (running_mean && running_var) {
+      NoGradGuard no_grad;
+      Dims spatial;
+      for (int d = 2; d < x.rank(); ++d) spatial.push_back(d);
+      DynTensor xs = x.detach();
+      DynTensor mean_c = mean(mean(xs, spatial), {0});
+      DynTensor var_c = mean(var(xs, spatial, 1), {0});
+      next.running_mean->value = running_average(running_mean->value, mean_c, config.momentum);
+      next.running_var->value = running_average(running_var->value, var_c, config.momentum);
+    }
+    DynTensor y = instance_norm(std::move(x), internal::value_of(weight), internal::value_of(bias), config.eps);
+    return {unbatched ? squeeze(std::move(y), 0) : std::move(y), std::move(next)};
+  });
 }
 
 template <int N>
 DynTensor InstanceNorm<N>::forward(DynTensor x) const {
-  const std::string name = norm_name("InstanceNorm", N);
-  const bool tracking = running_mean && running_var;
-  EMBER_CHECK(!(mode.training && tracking), name,
-              ": a training-mode forward updates running_mean/running_var, which a const module cannot do; "
-              "call forward on a non-const module, use forward_train, or set eval mode");
-  if (!tracking) return forward_train(std::move(x)).first;
-  bool unbatched = false;
-  x = batched_instance_input<N>(std::move(x), config.num_features, unbatched);
-  DynTensor mean = as_dtype_of(x, *running_mean), var = as_dtype_of(x, *running_var);
-  DynTensor y = batch_norm(std::move(x), std::move(mean), std::move(var), internal::value_of(weight),
-                           internal::value_of(bias), config.eps);
-  return unbatched ? squeeze(std::move(y), 0) : y;
+  return detail::in_module(ember_module_, instance_norm_name(N), [&] {
+    const std::string name = norm_name("InstanceNorm", N);
+    const bool tracking = running_mean && running_var;
+    EMBER_CHECK(!(mode.training && tracking), name,
+                ": a training-mode forward updates running_mean/running_var, which a const module cannot do; "
+                "call forward on a non-const module, use forward_train, or set eval mode");
+    if (!tracking) return forward_train(std::move(x)).first;
+    bool unbatched = false;
+    x = batched_instance_input<N>(std::move(x), config.num_features, unbatched);
+    check_affine_dtype(instance_norm_name(N), x, weight, bias);
+    DynTensor mean = as_dtype_of(x, *running_mean), var = as_dtype_of(x, *running_var);
+    DynTensor y = batch_norm(std::move(x), std::move(mean), std::move(var), internal::value_of(weight),
+                             internal::value_of(bias), config.eps);
+    return unbatched ? squeeze(std::move(y), 0) : y;
+  });
 }
 
 template <int N>
@@ -223,8 +250,11 @@ LayerNorm LayerNormConfig::init(const Device& device) const {
 }
 
 DynTensor LayerNorm::forward(DynTensor x) const {
-  return layer_norm(std::move(x), config.normalized_shape, internal::value_of(weight), internal::value_of(bias),
-                    config.eps);
+  return detail::in_module(ember_module_, "LayerNorm", [&] {
+    check_affine_dtype("LayerNorm", x, weight, bias);
+    return layer_norm(std::move(x), config.normalized_shape, internal::value_of(weight), internal::value_of(bias),
+                      config.eps);
+  });
 }
 
 GroupNorm GroupNormConfig::init(const Device& device) const {
@@ -240,9 +270,13 @@ GroupNorm GroupNormConfig::init(const Device& device) const {
 }
 
 DynTensor GroupNorm::forward(DynTensor x) const {
-  EMBER_CHECK(x.rank() >= 2 && x.size(1) == config.num_channels, "GroupNorm: input ", x.shape(), " must be [N, ",
-              config.num_channels, ", *]");
-  return group_norm(std::move(x), config.num_groups, internal::value_of(weight), internal::value_of(bias), config.eps);
+  return detail::in_module(ember_module_, "GroupNorm", [&] {
+    EMBER_CHECK(x.rank() >= 2 && x.size(1) == config.num_channels, "GroupNorm: input ", x.shape(), " must be [N, ",
+                config.num_channels, ", *]");
+    check_affine_dtype("GroupNorm", x, weight, bias);
+    return group_norm(std::move(x), config.num_groups, internal::value_of(weight), internal::value_of(bias),
+                      config.eps);
+  });
 }
 
 RmsNorm RmsNormConfig::init(const Device& device) const {
@@ -254,7 +288,10 @@ RmsNorm RmsNormConfig::init(const Device& device) const {
 }
 
 DynTensor RmsNorm::forward(DynTensor x) const {
-  return rms_norm(std::move(x), config.normalized_shape, internal::value_of(weight), config.eps);
+  return detail::in_module(ember_module_, "RmsNorm", [&] {
+    check_affine_dtype("RmsNorm", x, weight, std::nullopt);
+    return rms_norm(std::move(x), config.normalized_shape, internal::value_of(weight), config.eps);
+  });
 }
 
 }  // namespace ember::nn

@@ -29,19 +29,21 @@ PositionalEncoding PositionalEncodingConfig::init(const Device& device) const {
 }
 
 DynTensor PositionalEncoding::forward(const DynTensor& x) const {
-  const int64_t max_len = pe.value.size(0), d = pe.value.size(2);
-  EMBER_CHECK((x.rank() == 2 || x.rank() == 3) && x.size(-1) == d, "PositionalEncoding: input must be [L, N, ", d,
-              "] (or [N, L, ", d, "] with batch_first, or [L, ", d, "]), got ", x.shape());
-  const int seq_dim = x.rank() == 3 && batch_first ? 1 : 0;
-  const int64_t len = x.size(seq_dim);
-  EMBER_CHECK(len <= max_len, "PositionalEncoding: sequence length ", len, " exceeds max_len ", max_len);
-  DynTensor table = narrow(pe.value, 0, 0, len);  // [L, 1, d]
-  if (x.rank() == 2)
-    table = squeeze(table, 1);
-  else if (batch_first)
-    table = transpose(table, 0, 1);  // [1, L, d]
-  if (table.dtype() != x.dtype()) table = table.cast(x.dtype());
-  return nn::dropout(x + table, dropout, mode.training);
+  return detail::in_module(ember_module_, "PositionalEncoding", [&] {
+    const int64_t max_len = pe.value.size(0), d = pe.value.size(2);
+    EMBER_CHECK((x.rank() == 2 || x.rank() == 3) && x.size(-1) == d, "PositionalEncoding: input must be [L, N, ", d,
+                "] (or [N, L, ", d, "] with batch_first, or [L, ", d, "]), got ", x.shape());
+    const int seq_dim = x.rank() == 3 && batch_first ? 1 : 0;
+    const int64_t len = x.size(seq_dim);
+    EMBER_CHECK(len <= max_len, "PositionalEncoding: sequence length ", len, " exceeds max_len ", max_len);
+    DynTensor table = narrow(pe.value, 0, 0, len);  // [L, 1, d]
+    if (x.rank() == 2)
+      table = squeeze(table, 1);
+    else if (batch_first)
+      table = transpose(table, 0, 1);  // [1, L, d]
+    if (table.dtype() != x.dtype()) table = table.cast(x.dtype());
+    return nn::dropout(x + table, dropout, mode.training);
+  });
 }
 
 RotaryEncoding RotaryEncodingConfig::init(const Device& device) const {
@@ -64,28 +66,30 @@ RotaryEncoding RotaryEncodingConfig::init(const Device& device) const {
 }
 
 DynTensor RotaryEncoding::forward(const DynTensor& x, int64_t start) const {
-  const int64_t max_len = cos.size(0), half = cos.size(1), d = 2 * half;
-  EMBER_CHECK(x.rank() >= 2 && x.size(-1) == d, "RotaryEncoding: input must be [..., L, ", d, "], got ", x.shape());
-  const int64_t len = x.size(-2);
-  EMBER_CHECK(start >= 0 && start + len <= max_len, "RotaryEncoding: positions [", start, ", ", start + len,
-              ") exceed max_len ", max_len);
-  auto table = [&](const DynTensor& t) {
-    DynTensor r = narrow(t, 0, start, len);  // [L, d/2]
-    if (!(r.device() == x.device())) r = r.to(x.device());
-    if (r.dtype() != x.dtype()) r = r.cast(x.dtype());
-    return r;
-  };
-  const DynTensor c = table(cos), s = table(sin);
-  if (interleaved) {
-    Sizes pairs(x.shape().begin(), x.shape().end());
-    pairs.back() = half;
-    pairs.push_back(2);
-    const DynTensor xp = reshape(x, pairs);  // [..., L, d/2, 2]
-    const DynTensor a = select(xp, -1, 0), b = select(xp, -1, 1);
-    return reshape(stack({a * c - b * s, a * s + b * c}, -1), Sizes(x.shape().begin(), x.shape().end()));
-  }
-  const DynTensor a = narrow(x, -1, 0, half), b = narrow(x, -1, half, half);
-  return cat({a * c - b * s, a * s + b * c}, -1);
+  return detail::in_module(ember_module_, "RotaryEncoding", [&] {
+    const int64_t max_len = cos.size(0), half = cos.size(1), d = 2 * half;
+    EMBER_CHECK(x.rank() >= 2 && x.size(-1) == d, "RotaryEncoding: input must be [..., L, ", d, "], got ", x.shape());
+    const int64_t len = x.size(-2);
+    EMBER_CHECK(start >= 0 && start + len <= max_len, "RotaryEncoding: positions [", start, ", ", start + len,
+                ") exceed max_len ", max_len);
+    auto table = [&](const DynTensor& t) {
+      DynTensor r = narrow(t, 0, start, len);  // [L, d/2]
+      if (!(r.device() == x.device())) r = r.to(x.device());
+      if (r.dtype() != x.dtype()) r = r.cast(x.dtype());
+      return r;
+    };
+    const DynTensor c = table(cos), s = table(sin);
+    if (interleaved) {
+      Sizes pairs(x.shape().begin(), x.shape().end());
+      pairs.back() = half;
+      pairs.push_back(2);
+      const DynTensor xp = reshape(x, pairs);  // [..., L, d/2, 2]
+      const DynTensor a = select(xp, -1, 0), b = select(xp, -1, 1);
+      return reshape(stack({a * c - b * s, a * s + b * c}, -1), Sizes(x.shape().begin(), x.shape().end()));
+    }
+    const DynTensor a = narrow(x, -1, 0, half), b = narrow(x, -1, half, half);
+    return cat({a * c - b * s, a * s + b * c}, -1);
+  });
 }
 
 }  // namespace ember::nn

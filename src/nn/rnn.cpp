@@ -6,6 +6,7 @@
 
 #include "ember/core/error.hpp"
 #include "ember/nn/functional.hpp"
+#include "layer_util.hpp"
 
 namespace ember::nn {
 
@@ -109,6 +110,7 @@ RecurrentResult run_recurrent(CellKind kind, const detail::RecurrentLayout& l, c
               "] (or batch-first, or unbatched [L, ", l.input_size, "]), got ", x.shape());
   EMBER_CHECK(x.size(-1) == l.input_size, name, ": input has ", x.size(-1), " features, expected input_size ",
               l.input_size, " (input ", x.shape(), ")");
+  if (!cells.empty()) internal::check_dtype(name, x, cells[0].weight_ih, "weight_ih_l0");
   const bool unbatched = x.rank() == 2;
   if (unbatched)
     x = unsqueeze(x, 1);
@@ -187,30 +189,39 @@ Gru GruConfig::init(const Device& device) const {
 }
 
 void Rnn::visit(Visitor& v, const std::string& prefix) {
+  ember_module_.set_path(prefix);
   detail::visit_recurrent(v, prefix, cells, mode, layout_of(config));
 }
 void Lstm::visit(Visitor& v, const std::string& prefix) {
+  ember_module_.set_path(prefix);
   detail::visit_recurrent(v, prefix, cells, mode, layout_of(config));
 }
 void Gru::visit(Visitor& v, const std::string& prefix) {
+  ember_module_.set_path(prefix);
   detail::visit_recurrent(v, prefix, cells, mode, layout_of(config));
 }
 
 RnnOutput Rnn::forward(const DynTensor& input, const std::optional<DynTensor>& h0) const {
-  const CellKind kind = config.nonlinearity == RnnNonlinearity::relu ? CellKind::rnn_relu : CellKind::rnn_tanh;
-  RecurrentResult r = run_recurrent(kind, layout_of(config), cells, mode.training, input, h0, std::nullopt);
-  return {std::move(r.output), std::move(r.h_n)};
+  return detail::in_module(ember_module_, "Rnn", [&] {
+    const CellKind kind = config.nonlinearity == RnnNonlinearity::relu ? CellKind::rnn_relu : CellKind::rnn_tanh;
+    RecurrentResult r = run_recurrent(kind, layout_of(config), cells, mode.training, input, h0, std::nullopt);
+    return RnnOutput{std::move(r.output), std::move(r.h_n)};
+  });
 }
 
 LstmOutput Lstm::forward(const DynTensor& input, const std::optional<DynTensor>& h0,
                          const std::optional<DynTensor>& c0) const {
-  RecurrentResult r = run_recurrent(CellKind::lstm, layout_of(config), cells, mode.training, input, h0, c0);
-  return {std::move(r.output), std::move(r.h_n), std::move(r.c_n)};
+  return detail::in_module(ember_module_, "Lstm", [&] {
+    RecurrentResult r = run_recurrent(CellKind::lstm, layout_of(config), cells, mode.training, input, h0, c0);
+    return LstmOutput{std::move(r.output), std::move(r.h_n), std::move(r.c_n)};
+  });
 }
 
 RnnOutput Gru::forward(const DynTensor& input, const std::optional<DynTensor>& h0) const {
-  RecurrentResult r = run_recurrent(CellKind::gru, layout_of(config), cells, mode.training, input, h0, std::nullopt);
-  return {std::move(r.output), std::move(r.h_n)};
+  return detail::in_module(ember_module_, "Gru", [&] {
+    RecurrentResult r = run_recurrent(CellKind::gru, layout_of(config), cells, mode.training, input, h0, std::nullopt);
+    return RnnOutput{std::move(r.output), std::move(r.h_n)};
+  });
 }
 
 }  // namespace ember::nn

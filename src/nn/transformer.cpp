@@ -75,35 +75,39 @@ TransformerDecoderLayer TransformerDecoderLayerConfig::init(const Device& device
 }
 
 DynTensor TransformerEncoderLayer::forward(const DynTensor& src, const AttentionMasks& src_masks) const {
-  const bool training = mode.training;
-  auto sa = [&](const DynTensor& x) { return nn::dropout(self_attn.forward(x, x, x, src_masks), dropout, training); };
-  auto ff = [&](const DynTensor& x) { return feed_forward(linear1, linear2, activation, dropout, training, x); };
-  DynTensor x = src;
-  if (norm_first) {
-    x = x + sa(norm1.forward(x));
-    return x + ff(norm2.forward(x));
-  }
-  x = norm1.forward(x + sa(x));
-  return norm2.forward(x + ff(x));
+  return detail::in_module(ember_module_, "TransformerEncoderLayer", [&] {
+    const bool training = mode.training;
+    auto sa = [&](const DynTensor& x) { return nn::dropout(self_attn.forward(x, x, x, src_masks), dropout, training); };
+    auto ff = [&](const DynTensor& x) { return feed_forward(linear1, linear2, activation, dropout, training, x); };
+    DynTensor x = src;
+    if (norm_first) {
+      x = x + sa(norm1.forward(x));
+      return x + ff(norm2.forward(x));
+    }
+    x = norm1.forward(x + sa(x));
+    return norm2.forward(x + ff(x));
+  });
 }
 
 DynTensor TransformerDecoderLayer::forward(const DynTensor& tgt, const DynTensor& memory,
                                            const AttentionMasks& tgt_masks, const AttentionMasks& memory_masks) const {
-  const bool training = mode.training;
-  auto sa = [&](const DynTensor& x) { return nn::dropout(self_attn.forward(x, x, x, tgt_masks), dropout, training); };
-  auto mha = [&](const DynTensor& x) {
-    return nn::dropout(multihead_attn.forward(x, memory, memory, memory_masks), dropout, training);
-  };
-  auto ff = [&](const DynTensor& x) { return feed_forward(linear1, linear2, activation, dropout, training, x); };
-  DynTensor x = tgt;
-  if (norm_first) {
-    x = x + sa(norm1.forward(x));
-    x = x + mha(norm2.forward(x));
-    return x + ff(norm3.forward(x));
-  }
-  x = norm1.forward(x + sa(x));
-  x = norm2.forward(x + mha(x));
-  return norm3.forward(x + ff(x));
+  return detail::in_module(ember_module_, "TransformerDecoderLayer", [&] {
+    const bool training = mode.training;
+    auto sa = [&](const DynTensor& x) { return nn::dropout(self_attn.forward(x, x, x, tgt_masks), dropout, training); };
+    auto mha = [&](const DynTensor& x) {
+      return nn::dropout(multihead_attn.forward(x, memory, memory, memory_masks), dropout, training);
+    };
+    auto ff = [&](const DynTensor& x) { return feed_forward(linear1, linear2, activation, dropout, training, x); };
+    DynTensor x = tgt;
+    if (norm_first) {
+      x = x + sa(norm1.forward(x));
+      x = x + mha(norm2.forward(x));
+      return x + ff(norm3.forward(x));
+    }
+    x = norm1.forward(x + sa(x));
+    x = norm2.forward(x + mha(x));
+    return norm3.forward(x + ff(x));
+  });
 }
 
 TransformerEncoder TransformerEncoderConfig::init(const Device& device) const {
@@ -123,16 +127,20 @@ TransformerDecoder TransformerDecoderConfig::init(const Device& device) const {
 }
 
 DynTensor TransformerEncoder::forward(const DynTensor& src, const AttentionMasks& masks) const {
-  DynTensor x = src;
-  for (const auto& l : layers) x = l.forward(x, masks);
-  return norm ? norm->forward(x) : x;
+  return detail::in_module(ember_module_, "TransformerEncoder", [&] {
+    DynTensor x = src;
+    for (const auto& l : layers) x = l.forward(x, masks);
+    return norm ? norm->forward(x) : x;
+  });
 }
 
 DynTensor TransformerDecoder::forward(const DynTensor& tgt, const DynTensor& memory, const AttentionMasks& tgt_masks,
                                       const AttentionMasks& memory_masks) const {
-  DynTensor x = tgt;
-  for (const auto& l : layers) x = l.forward(x, memory, tgt_masks, memory_masks);
-  return norm ? norm->forward(x) : x;
+  return detail::in_module(ember_module_, "TransformerDecoder", [&] {
+    DynTensor x = tgt;
+    for (const auto& l : layers) x = l.forward(x, memory, tgt_masks, memory_masks);
+    return norm ? norm->forward(x) : x;
+  });
 }
 
 }  // namespace ember::nn

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -543,6 +544,82 @@ TEST(LayerSequential, GradientsReachEveryParameter) {
     ++n;
   });
   EXPECT_EQ(n, 6);
+}
+
+// ---- an input whose dtype is not the layer's ----
+// PyTorch 1.13 refuses each of these (f64 input, f32 parameters): Linear "expected scalar type
+// Double but found Float", MultiheadAttention/RNNs "mat1 and mat2 must have the same dtype", the
+// convs, LayerNorm, GroupNorm, BatchNorm, affine InstanceNorm and PReLU likewise; LayerNorm without
+// affine parameters and Embedding (integer indices) accept it.
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(LayerDtype, AnInputOfAnotherDtypeIsRefused) {
+  auto f64 = [](Sizes s) { return DynTensor::ones(Shape(std::move(s)), DType::f64); };
+  auto expect_refused = [&](const std::string& layer, const std::function<void()>& f,
+                            const std::string& what = "input is f64, weight is f32") {
+    const std::string msg = error_of(f);
+    EXPECT_EQ(msg.rfind(layer + ": " + what, 0), 0u) << msg;
+  };
+  expect_refused("Linear", [&] { LinearConfig{3, 2}.init().forward(f64({4, 3})); });
+  expect_refused("Linear", [&] { LinearConfig{3, 2, false}.init().forward(f64({4, 3})); });
+  expect_refused(
+      "Linear",
+      [&] {
+        LinearConfig{3, 2}.init().forward(DynTensor::ones({4, 3}, DType::i64));
+      },
+      "input is i64, weight is f32");
+  expect_refused(
+      "Bilinear",
+      [&] {
+        BilinearConfig{3, 3, 2}.init().forward(f64({4, 3}), f64({4, 3}));
+      },
+      "input1 is f64, weight is f32");
+  expect_refused("Conv2d", [&] {
+    Conv2dConfig{.in_channels = 2, .out_channels = 3, .kernel_size = {3}}.init().forward(f64({1, 2, 5, 5}));
+  });
+  expect_refused("Conv1d", [&] {
+    Conv1dConfig{.in_channels = 2, .out_channels = 3, .kernel_size = {3}, .bias = false}.init().forward(f64({1, 2, 5}));
+  });
+  expect_refused("ConvTranspose2d", [&] {
+    ConvTranspose2dConfig{.in_channels = 2, .out_channels = 3, .kernel_size = {3}}.init().forward(f64({1, 2, 5, 5}));
+  });
+  expect_refused("LayerNorm", [&] { LayerNormConfig{.normalized_shape = {5}}.init().forward(f64({2, 5})); });
+  expect_refused("GroupNorm", [&] {
+    GroupNormConfig{.num_groups = 1, .num_channels = 2}.init().forward(f64({3, 2, 4}));
+  });
+  expect_refused("RmsNorm", [&] { RmsNormConfig{.normalized_shape = {5}}.init().forward(f64({2, 5})); });
+  expect_refused("BatchNorm2d", [&] { BatchNorm2dConfig{.num_features = 2}.init().forward(f64({3, 2, 2, 2})); });
+  expect_refused("BatchNorm2d", [&] {  // eval mode: the const forward with running statistics
+    auto bn = BatchNorm2dConfig{.num_features = 2}.init();
+    set_training(bn, false);
+    std::as_const(bn).forward(f64({3, 2, 2, 2}));
+  });
+  expect_refused("InstanceNorm2d", [&] {
+    InstanceNorm2dConfig{.num_features = 2, .affine = true}.init().forward(f64({3, 2, 2, 2}));
+  });
+  expect_refused("PRelu", [&] { PReluConfig{.num_parameters = 2}.init().forward(f64({3, 2})); });
+
+  // The same layers take an input of their own dtype; f64 parameters take an f64 input.
+  Linear lin64;
+  lin64.weight = Param(f64({2, 3}));
+  const auto y = lin64.forward(DynTensor::from_vector(std::vector<double>{1, 2, 3}, Shape{1, 3}));
+  EXPECT_EQ(y.dtype(), DType::f64);
+  EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{6, 6}));  // 1 + 2 + 3 per output
+  EXPECT_EQ((LinearConfig{3, 2}.init().forward(DynTensor::ones({4, 3})).dtype()), DType::f32);
+  // Where PyTorch accepts it: no affine parameters, and integer indices of any integer dtype.
+  const auto plain_ln = LayerNormConfig{.normalized_shape = {5}, .elementwise_affine = false}.init();
+  EXPECT_EQ(plain_ln.forward(f64({2, 5})).dtype(), DType::f64);
+  const auto plain_in = InstanceNorm2dConfig{.num_features = 2}.init();
+  EXPECT_EQ(plain_in.forward(f64({3, 2, 2, 2})).dtype(), DType::f64);
+  const auto emb = EmbeddingConfig{.num_embeddings = 4, .embedding_dim = 2}.init();
+  EXPECT_EQ(emb.forward(DynTensor::zeros({3}, DType::i32)).dtype(), DType::f32);
 }
 
 }  // namespace

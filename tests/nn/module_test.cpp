@@ -13,6 +13,7 @@
 #include "ember/ember.hpp"
 #include "ember/nn/file.hpp"
 #include "ember/nn/layers.hpp"
+#include "ember/nn/rnn.hpp"
 #include "ember/nn/transformer.hpp"
 
 namespace ember {
@@ -199,6 +200,177 @@ TEST(Module, GradientsReachEveryParameterOfANestedModule) {
   nn::for_each_param(m, [&](const std::string& path, nn::Param& p) {
     EXPECT_TRUE(p.grad(g).has_value()) << path;
   });
+}
+
+// ---- module checks: a Param that EMBER_MODULE does not list ----
+// (The nn test programs switch the checks on: module_checks_on.cpp.)
+
+struct Forgetful {
+  nn::Linear fc;
+  nn::Param scale;  // not listed below: never trained, saved or moved
+  EMBER_MODULE(fc)
+};
+struct HoldsForgetful {
+  Forgetful inner;
+  EMBER_MODULE(inner)
+};
+struct ForgetsALayer {
+  nn::Linear a, b;  // b is not listed
+  EMBER_MODULE(a)
+};
+
+std::string visit_error(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+ptrdiff_t offset_in(const void* base, const void* field) {
+  return static_cast<const char*>(field) - static_cast<const char*>(base);
+}
+
+TEST(ModuleChecks, AParamMissingFromEmberModuleIsNamed) {
+  ASSERT_TRUE(nn::module_checks());
+  Forgetful m{nn::LinearConfig{2, 3}.init(), nn::Param(DynTensor::ones({1}))};
+  const std::string where = "byte offset " + std::to_string(offset_in(&m, &m.scale));
+  for (const auto& visit : std::vector<std::function<void()>>{[&] { nn::num_params(m); }, [&] { nn::state_dict(m); },
+                                                              [&] { m = nn::to_device(m, Device::cpu()); },
+                                                              [&] { nn::set_training(m, false); }}) {
+    const std::string msg = visit_error(visit);
+    EXPECT_NE(msg.find("module ember::(anonymous namespace)::Forgetful: the Param at " + where), std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("is not listed in EMBER_MODULE(fc)"), std::string::npos) << msg;
+  }
+  // Nested: the innermost module holding it is named, with its path.
+  HoldsForgetful outer{m};
+  const std::string msg = visit_error([&] { nn::num_params(outer); });
+  EXPECT_NE(msg.find("Forgetful (at inner): the Param at " + where), std::string::npos) << msg;
+  // A whole layer left out: its weight, and one more (its bias).
+  ForgetsALayer f{nn::LinearConfig{2, 3}.init(), nn::LinearConfig{2, 3}.init()};
+  const std::string layer = visit_error([&] { nn::named_parameters(f); });
+  EXPECT_NE(layer.find("ForgetsALayer: the Param at byte offset " + std::to_string(offset_in(&f, &f.b.weight))),
+            std::string::npos)
+      << layer;
+  EXPECT_NE(layer.find("1 more"), std::string::npos) << layer;
+  // An undefined Param holds nothing to lose; with the checks off nothing is checked.
+  Forgetful empty{nn::LinearConfig{2, 3}.init(), nn::Param()};
+  EXPECT_EQ(nn::num_params(empty), 9);
+  nn::set_module_checks(false);
+  EXPECT_EQ(nn::num_params(m), 9);
+  nn::set_module_checks(true);
+}
+
+// Every built-in layer lists all of its Params (the suites also run every layer they build with
+// the checks on); a visitor that visits another module inside its callback is checked separately.
+TEST(ModuleChecks, BuiltInLayersPass) {
+  struct Everything {
+    nn::Linear linear;
+    nn::Bilinear bilinear;
+    nn::Conv2d conv;
+    nn::ConvTranspose1d deconv;
+    nn::BatchNorm2d bn;
+    nn::InstanceNorm1d in;
+    nn::LayerNorm ln;
+    nn::GroupNorm gn;
+    nn::RmsNorm rms;
+    nn::Embedding emb;
+    nn::PRelu prelu;
+    nn::MultiHeadAttention mha;
+    nn::TransformerEncoder enc;
+    nn::TransformerDecoder dec;
+    nn::Lstm lstm;
+    nn::Sequential seq;
+    EMBER_MODULE(linear, bilinear, conv, deconv, bn, in, ln, gn, rms, emb, prelu, mha, enc, dec, lstm, seq)
+  };
+  nn::TransformerEncoderLayerConfig el{.d_model = 4, .nhead = 2, .dim_feedforward = 8};
+  nn::TransformerDecoderLayerConfig dl{.d_model = 4, .nhead = 2, .dim_feedforward = 8};
+  Everything e{nn::LinearConfig{2, 3}.init(),
+               nn::BilinearConfig{2, 2, 3}.init(),
+               nn::Conv2dConfig{.in_channels = 1, .out_channels = 2, .kernel_size = {3}}.init(),
+               nn::ConvTranspose1dConfig{.in_channels = 1, .out_channels = 2, .kernel_size = {3}}.init(),
+               nn::BatchNorm2dConfig{.num_features = 2}.init(),
+               nn::InstanceNorm1dConfig{.num_features = 2, .affine = true}.init(),
+               nn::LayerNormConfig{.normalized_shape = {4}}.init(),
+               nn::GroupNormConfig{.num_groups = 1, .num_channels = 2}.init(),
+               nn::RmsNormConfig{.normalized_shape = {4}}.init(),
+               nn::EmbeddingConfig{.num_embeddings = 5, .embedding_dim = 2}.init(),
+               nn::PReluConfig{}.init(),
+               nn::MultiHeadAttentionConfig{.embed_dim = 4, .num_heads = 2}.init(),
+               nn::TransformerEncoderConfig{.layer = el, .num_layers = 2, .final_norm = true}.init(),
+               nn::TransformerDecoderConfig{.layer = dl, .num_layers = 1}.init(),
+               nn::LstmConfig{.input_size = 2, .hidden_size = 3, .num_layers = 2, .bidirectional = true}.init(),
+               nn::Sequential(nn::LinearConfig{2, 2}.init(), nn::Relu{}, nn::LinearConfig{2, 1}.init())};
+  ASSERT_TRUE(nn::module_checks());
+  EXPECT_NO_THROW(nn::num_params(e));
+  // A visitor callback that visits another (forgetful) module: that visit is checked on its own.
+  Forgetful bad{nn::LinearConfig{2, 3}.init(), nn::Param(DynTensor::ones({1}))};
+  int inner_errors = 0;
+  nn::for_each_param(e.linear, [&](const std::string&, nn::Param&) {
+    inner_errors += visit_error([&] { nn::num_params(bad); }).find("Forgetful") != std::string::npos;
+    EXPECT_GT(nn::num_params(e.ln), 0);  // and a good one passes inside a callback
+  });
+  EXPECT_EQ(inner_errors, 2);
+}
+
+// ---- errors inside a layer's forward name the layer by its path ----
+
+struct TwoLayers {
+  nn::Linear fc1, fc2;
+  EMBER_MODULE(fc1, fc2)
+  DynTensor forward(const DynTensor& x) const { return fc2.forward(relu(fc1.forward(x))); }
+};
+
+TEST(LayerErrors, NameTheFailingLayerByItsPath) {
+  const Device ad = Device::cpu().autodiff();
+  // The case: the model moved to an autodiff device (a visit: it learns its layers' names),
+  // an input left on the plain CPU device.
+  TwoLayers m = nn::to_device(TwoLayers{nn::LinearConfig{4, 3}.init(), nn::LinearConfig{3, 2}.init()}, ad);
+  const auto plain = DynTensor::ones({2, 4});
+  std::string msg = visit_error([&] { m.forward(plain); });
+  EXPECT_EQ(msg.rfind("fc1 (Linear): ", 0), 0u) << msg;
+  std::string op_msg;  // the op's own message follows, unchanged
+  try {
+    nn::linear(plain, m.fc1.weight, m.fc1.bias->value());
+  } catch (const Error& e) {
+    op_msg = e.what();
+  }
+  ASSERT_FALSE(op_msg.empty());
+  EXPECT_EQ(msg, "fc1 (Linear): " + op_msg);
+  // The second layer: a feature count error from the matmul, named once.
+  msg = visit_error([&] { m.fc2.forward(DynTensor::ones({2, 4}, DType::f32, ad)); });
+  EXPECT_EQ(msg.rfind("fc2 (Linear): ", 0), 0u) << msg;
+  EXPECT_EQ(msg.find("(Linear)", 5), std::string::npos) << msg;
+  // The layer's own check keeps one name: "fc1 (Linear): input is f64, ...".
+  msg = visit_error([&] { m.forward(DynTensor::ones({2, 4}, DType::f64, ad)); });
+  EXPECT_EQ(msg, "fc1 (Linear): input is f64, weight is f32; cast the input or the layer's parameters to one dtype");
+  // A layer that was never visited inside a model names its type only.
+  nn::Linear alone = nn::LinearConfig{4, 3}.init();
+  msg = visit_error([&] { alone.forward(DynTensor::ones({2, 5})); });
+  EXPECT_EQ(msg.rfind("Linear: ", 0), 0u) << msg;
+  EXPECT_EQ(msg.rfind("Linear: Linear", 0), std::string::npos) << msg;
+}
+
+TEST(LayerErrors, NestedLayersGiveTheDottedPathOfTheInnermost) {
+  Model m = make_model(Device::cpu());
+  nn::num_params(m);  // any visit names the layers
+  const std::string msg = visit_error([&] { m.forward(DynTensor::ones({1, 3, 5})); });
+  EXPECT_EQ(msg.rfind("encoder.layers.0.self_attn (MultiHeadAttention): ", 0), 0u) << msg;
+  EXPECT_NE(msg.find("[1, 3, 5]"), std::string::npos) << msg;  // the attention's own message
+  // Inside a Sequential the path is the index; the exception keeps its type.
+  struct Holder {
+    nn::Sequential body;
+    EMBER_MODULE(body)
+  } h{nn::Sequential(nn::Relu{}, nn::Lambda{[](DynTensor) -> DynTensor { EMBER_NOT_IMPLEMENTED("op: not here"); }})};
+  nn::set_training(h, false);
+  try {
+    h.body.forward(DynTensor::ones({2}));
+    ADD_FAILURE() << "no error";
+  } catch (const NotImplemented& e) {
+    EXPECT_STREQ(e.what(), "body.1 (Lambda): op: not here");
+  }
 }
 
 }  // namespace

@@ -479,5 +479,33 @@ TEST(FeedForward, KeysAndComputation) {
   EXPECT_LT(max(abs(ff.forward(x) - want)).item(), 1e-6);
 }
 
+// PyTorch 1.13 refuses an f64 input to f32 attention and recurrent layers ("mat1 and mat2 must have
+// the same dtype"); so does ember, naming the layer and both dtypes.
+TEST(SequenceDtype, AnInputOfAnotherDtypeIsRefused) {
+  auto message = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  const auto x = DynTensor::ones({3, 2, 4}, DType::f64);
+  const auto mha = nn::MultiHeadAttentionConfig{.embed_dim = 4, .num_heads = 2}.init();
+  std::string msg = message([&] { mha.forward(x, x, x); });
+  EXPECT_EQ(msg.rfind("MultiHeadAttention: query is f64, in_proj_weight is f32", 0), 0u) << msg;
+  nn::MhaCache cache;
+  msg = message([&] { mha.forward_cached(x, cache); });
+  EXPECT_EQ(msg.rfind("MultiHeadAttention: input is f64, in_proj_weight is f32", 0), 0u) << msg;
+  msg = message([&] { nn::LstmConfig{.input_size = 4, .hidden_size = 3}.init().forward(x); });
+  EXPECT_EQ(msg.rfind("Lstm: input is f64, weight_ih_l0 is f32", 0), 0u) << msg;
+  msg = message([&] { nn::GruConfig{.input_size = 4, .hidden_size = 3}.init().forward(x); });
+  EXPECT_EQ(msg.rfind("Gru: input is f64, weight_ih_l0 is f32", 0), 0u) << msg;
+  const auto layer = nn::TransformerEncoderLayerConfig{.d_model = 4, .nhead = 2, .dim_feedforward = 8}.init();
+  msg = message([&] { layer.forward(x); });
+  EXPECT_EQ(msg.rfind("MultiHeadAttention: query is f64", 0), 0u) << msg;  // its first sublayer refuses
+  EXPECT_EQ(mha.forward(x.cast(DType::f32), x.cast(DType::f32), x.cast(DType::f32)).dtype(), DType::f32);
+}
+
 }  // namespace
 }  // namespace ember::nn

@@ -13,6 +13,16 @@
 // statistics), Mode (train/eval flag), any module (a type with EMBER_MODULE), std::optional and
 // std::vector of those. Paths join field names with '.', vector elements by index, so they match
 // PyTorch's state_dict keys when fields are named like PyTorch's (a trailing '_' is dropped).
+// EMBER_MODULE also adds one field (the module's path, for error messages), so place it after the
+// data fields: aggregate initialisation `Mlp{fc1, fc2, drop}` then stays as it was.
+//
+// Module checks (set_module_checks, on by default in debug builds, or EMBER_CHECK_MODULES=1): a
+// visit of a module fails when the module holds a Param, directly or inside a field that is not
+// visitable, that its EMBER_MODULE list does not reach, since such a parameter is never trained,
+// saved or moved. Params inside a std::vector or other heap memory are not seen by this check.
+//
+// Errors inside a built-in layer's forward name the layer by its path from the last visit of the
+// enclosing model: "fc1 (Linear): matmul: ..." (see detail::in_module).
 #pragma once
 
 #include <atomic>
@@ -24,9 +34,11 @@
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
+#include "ember/core/error.hpp"
 #include "ember/tensor/autodiff.hpp"
 #include "ember/tensor/ops.hpp"
 
@@ -38,8 +50,14 @@ using NamedTensors = std::vector<std::pair<std::string, DynTensor>>;
 // On an autodiff device a trainable (not frozen) parameter requires grad.
 class Param {
  public:
-  Param() = default;
+  Param() { track_address(); }
   explicit Param(DynTensor value, bool frozen = false);
+  // Copies and moves are member-wise; while module checks are on, each Param's address is recorded.
+  Param(const Param& o) : value_(o.value_), id_(o.id_), frozen_(o.frozen_) { track_address(); }
+  Param(Param&& o) noexcept : value_(std::move(o.value_)), id_(o.id_), frozen_(o.frozen_) { track_address(); }
+  Param& operator=(const Param&) = default;
+  Param& operator=(Param&&) noexcept = default;
+  ~Param() { untrack_address(); }
   const DynTensor& value() const { return value_; }
   operator const DynTensor&() const { return value_; }  // NOLINT: use a parameter like a tensor
   uint64_t id() const { return id_; }
@@ -52,10 +70,19 @@ class Param {
   std::optional<DynTensor> grad(const Gradients& g) const;
 
  private:
+  void track_address();
+  void untrack_address() noexcept;
+
   DynTensor value_;
   uint64_t id_ = 0;
   bool frozen_ = false;
 };
+
+// Module checks (see the top of this file): on by default where the library is built without
+// NDEBUG; the environment variable EMBER_CHECK_MODULES=1 (or 0) overrides that default. Switch them
+// on before the modules are built: Params made while they were off are not checked.
+void set_module_checks(bool on);
+bool module_checks();
 
 // Non-trainable module state saved with the module (running statistics, counters).
 struct Buffer {
@@ -113,14 +140,87 @@ void visit_tuple(Visitor& v, const std::string& prefix, const std::vector<std::s
                  std::index_sequence<I...>) {
   (visit_field(v, join(prefix, names[I]), std::get<I>(t)), ...);
 }
+
+const std::string* intern_path(const std::string& path);
+
+// The field EMBER_MODULE adds: the path at which the module was last visited inside a larger one
+// ("encoder.layers.0.self_attn"), so that its forward can name it in an error. A visit as the
+// top-level module (empty path) keeps an earlier name; copies keep it too.
+class ModuleInfo {
+ public:
+  ModuleInfo() = default;
+  ModuleInfo(const ModuleInfo& o) noexcept : path_(o.path_.load(std::memory_order_relaxed)) {}
+  ModuleInfo& operator=(const ModuleInfo& o) noexcept {
+    path_.store(o.path_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    return *this;
+  }
+  ~ModuleInfo() = default;
+  void set_path(const std::string& path) {
+    if (path.empty()) return;
+    const std::string* cur = path_.load(std::memory_order_relaxed);
+    if (cur == nullptr || *cur != path) path_.store(intern_path(path), std::memory_order_relaxed);
+  }
+  const std::string* path() const { return path_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<const std::string*> path_{nullptr};
+};
+
+// Runs one module's visit under the module checks: while they are on, the outermost visit wraps
+// the visitor to record the Params it reaches and every EMBER_MODULE visit inside records its
+// memory range; at the end, a registered Param inside a visited module's range that was not
+// reached is an error. While the checks are off it does nothing.
+class ModuleCheck {
+ public:
+  ModuleCheck(Visitor& v, const void* self, size_t size, const std::type_info& type, const char* fields,
+              const ModuleInfo& info)
+      : visitor_(&v) {
+    if (module_checks()) [[unlikely]]
+      begin(self, size, type, fields, info);
+  }
+  ModuleCheck(const ModuleCheck&) = delete;
+  ModuleCheck& operator=(const ModuleCheck&) = delete;
+  ~ModuleCheck() {
+    if (root_) end(false);
+  }
+  Visitor& visitor() { return *visitor_; }
+  // After the fields were visited: runs the check (the outermost visit only); throws on a miss.
+  void finish() {
+    if (root_) end(true);
+  }
+
+ private:
+  void begin(const void* self, size_t size, const std::type_info& type, const char* fields, const ModuleInfo& info);
+  void end(bool check);
+  Visitor* visitor_;
+  void* root_ = nullptr;  // the check's state, held by the outermost visit
+};
+
+// A layer's forward body, run so that an ember::Error raised inside names the layer: the message
+// gains the prefix "<path> (<type>): " (or "<type>: " when the layer was never visited inside a
+// model), once, by the innermost layer. Costs nothing unless an error is thrown.
+[[noreturn]] void rethrow_in_module(const ModuleInfo& info, const char* type);
+template <class F>
+decltype(auto) in_module(const ModuleInfo& info, const char* type, F&& body) {
+  try {
+    return std::forward<F>(body)();
+  } catch (const Error&) {
+    rethrow_in_module(info, type);
+  }
+}
 }  // namespace detail
 
-#define EMBER_MODULE(...)                                                                                  \
-  void visit(::ember::nn::Visitor& ember_v_, const std::string& ember_prefix_ = {}) {                     \
-    static const std::vector<std::string> ember_names_ = ::ember::nn::detail::split_names(#__VA_ARGS__); \
-    auto ember_fields_ = std::tie(__VA_ARGS__);                                                            \
-    ::ember::nn::detail::visit_tuple(ember_v_, ember_prefix_, ember_names_, ember_fields_,                 \
+#define EMBER_MODULE(...)                                                                                     \
+  mutable ::ember::nn::detail::ModuleInfo ember_module_{};                                                    \
+  void visit(::ember::nn::Visitor& ember_v_, const std::string& ember_prefix_ = {}) {                         \
+    static const std::vector<std::string> ember_names_ = ::ember::nn::detail::split_names(#__VA_ARGS__);      \
+    ember_module_.set_path(ember_prefix_);                                                                    \
+    ::ember::nn::detail::ModuleCheck ember_check_(ember_v_, this, sizeof(*this), typeid(*this), #__VA_ARGS__, \
+                                                  ember_module_);                                             \
+    auto ember_fields_ = std::tie(__VA_ARGS__);                                                               \
+    ::ember::nn::detail::visit_tuple(ember_check_.visitor(), ember_prefix_, ember_names_, ember_fields_,      \
                                      std::make_index_sequence<std::tuple_size_v<decltype(ember_fields_)>>{}); \
+    ember_check_.finish();                                                                                    \
   }
 
 // ---- generic module operations (any visitable type) ----

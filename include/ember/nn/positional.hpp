@@ -58,7 +58,8 @@ struct RotaryEncodingConfig {
 struct RotaryEncoding {
   DynTensor cos, sin;  // [max_len, d_model / 2] (f32), not part of the state_dict
   bool interleaved = true;
-  void visit(Visitor& /*v*/, const std::string& /*prefix*/ = {}) {}
+  mutable detail::ModuleInfo ember_module_{};  // its path, for errors (no EMBER_MODULE: nothing to visit)
+  void visit(Visitor& /*v*/, const std::string& prefix = {}) { ember_module_.set_path(prefix); }
   // x [..., L, d_model]: row l gets position start + l (start + L <= max_len).
   DynTensor forward(const DynTensor& x, int64_t start = 0) const;
 };

@@ -103,6 +103,7 @@ struct Rnn {
   RnnConfig config;
   std::vector<RnnCellParams> cells;  // layer-major, forward direction before reverse
   Mode mode;
+  mutable detail::ModuleInfo ember_module_{};  // its path, for errors
   void visit(Visitor& v, const std::string& prefix = {});
   RnnOutput forward(const DynTensor& input, const std::optional<DynTensor>& h0 = std::nullopt) const;
 };
@@ -111,6 +112,7 @@ struct Lstm {
   LstmConfig config;
   std::vector<RnnCellParams> cells;
   Mode mode;
+  mutable detail::ModuleInfo ember_module_{};  // its path, for errors
   void visit(Visitor& v, const std::string& prefix = {});
   LstmOutput forward(const DynTensor& input, const std::optional<DynTensor>& h0 = std::nullopt,
                      const std::optional<DynTensor>& c0 = std::nullopt) const;
@@ -120,6 +122,7 @@ struct Gru {
   GruConfig config;
   std::vector<RnnCellParams> cells;
   Mode mode;
+  mutable detail::ModuleInfo ember_module_{};  // its path, for errors
   void visit(Visitor& v, const std::string& prefix = {});
   RnnOutput forward(const DynTensor& input, const std::optional<DynTensor>& h0 = std::nullopt) const;
 };

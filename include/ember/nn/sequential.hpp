@@ -116,7 +116,9 @@ class Sequential {
 struct Lambda {
   std::function<DynTensor(DynTensor)> fn{};
   EMBER_MODULE()
-  DynTensor forward(DynTensor x) const { return fn(std::move(x)); }
+  DynTensor forward(DynTensor x) const {
+    return detail::in_module(ember_module_, "Lambda", [&] { return fn(std::move(x)); });
+  }
 };
 
 }  // namespace ember::nn
