@@ -132,7 +132,7 @@ struct CheckState final : Visitor {
     os << ": the Param at byte offset " << (reinterpret_cast<const char*>(first.p) - m.base)
        << " is not listed in EMBER_MODULE(" << m.fields
        << ") (nor inside a listed field), so it is never trained, saved or moved; add its field to the list";
-    if (misses.size() > 1) os << " (" << misses.size() - 1 << " more Params are missed as well)";
+    if (misses.size() > 1) os << " (and " << misses.size() - 1 << " more unlisted Param(s) in this visit)";
     throw Error(os.str());
   }
 };
