@@ -179,7 +179,8 @@ std::string hex_of(std::span<const std::byte> bytes) {
 }
 
 std::string tensor_expr(const TensorProto& t, const std::string& what) {
-  if (!to_dtype(t.data_type)) EMBER_FAIL("onnx codegen: unsupported dtype ", data_type_name(t.data_type), " of ", what);
+  if (!to_dtype(t.data_type))
+    EMBER_NOT_IMPLEMENTED("onnx codegen: unsupported dtype ", data_type_name(t.data_type), " of ", what);
   TensorData d = to_tensor_data(t);
   return "gen::tensor(" + std::to_string(t.data_type) + " /* " + data_type_name(t.data_type) + " */, " +
          list(t.dims, int_literal) + ", " + quote(hex_of(d.bytes())) + ")";
@@ -188,7 +189,7 @@ std::string tensor_expr(const TensorProto& t, const std::string& what) {
 std::string attribute_expr(const AttributeProto& a, const NodeProto& n) {
   const std::string nm = quote(a.name);
   const std::string what = "attribute '" + a.name + "' of node '" + n.name + "' (" + n.op_type + ")";
-  if (!a.ref_attr_name.empty()) EMBER_FAIL("onnx codegen: unsupported reference ", what);
+  if (!a.ref_attr_name.empty()) EMBER_NOT_IMPLEMENTED("onnx codegen: unsupported reference ", what);
   switch (a.type) {
     case AttributeType::int_:
       return "gen::attr_int(" + nm + ", " + int_literal(a.i) + ")";
@@ -205,7 +206,7 @@ std::string attribute_expr(const AttributeProto& a, const NodeProto& n) {
     case AttributeType::tensor:
       return "gen::attr_tensor(" + nm + ", " + tensor_expr(a.t, what) + ")";
     default:
-      EMBER_FAIL("onnx codegen: unsupported ", attribute_type_name(a.type), " ", what);
+      EMBER_NOT_IMPLEMENTED("onnx codegen: unsupported ", attribute_type_name(a.type), " ", what);
   }
 }
 
@@ -908,7 +909,8 @@ void generate(const ModelProto& model, const std::string& out_dir, const std::st
     for (const AttributeProto& a : n.attributes) attribute_expr(a, n);
   for (const TensorProto& t : g.initializers)
     if (!to_dtype(t.data_type))
-      EMBER_FAIL("onnx codegen: unsupported dtype ", data_type_name(t.data_type), " of initializer '", t.name, "'");
+      EMBER_NOT_IMPLEMENTED("onnx codegen: unsupported dtype ", data_type_name(t.data_type), " of initializer '",
+                            t.name, "'");
 
   Names names(name);
   const std::string nodes_ns = name + "_nodes";
@@ -1035,10 +1037,10 @@ void generate(const ModelProto& model, const std::string& out_dir, const std::st
     if (!init_names.count(v.name)) inputs.push_back(&v);
   for (const ValueInfoProto* v : inputs)
     if (v->type.kind != TypeProto::Kind::tensor)
-      EMBER_FAIL("onnx codegen: unsupported non-tensor input '", v->name, "' (", type_string(v->type), ")");
+      EMBER_NOT_IMPLEMENTED("onnx codegen: unsupported non-tensor input '", v->name, "' (", type_string(v->type), ")");
   for (const ValueInfoProto& v : g.outputs)
     if (v.type.kind != TypeProto::Kind::tensor && v.has_type)
-      EMBER_FAIL("onnx codegen: unsupported non-tensor output '", v.name, "' (", type_string(v.type), ")");
+      EMBER_NOT_IMPLEMENTED("onnx codegen: unsupported non-tensor output '", v.name, "' (", type_string(v.type), ")");
 
   std::string params, def_params;
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -192,7 +192,7 @@ void parse_optional(ProtoReader r, OptionalProto& o);
 int32_t value_kind(ProtoReader& r) {
   const int32_t kind = r.int32("elem_type");
   if (kind == int32_t(ValueKind::sparse_tensor) || kind == int32_t(ValueKind::map))
-    r.fail("elem_type", "unsupported element kind ", kind, " (sparse tensors and maps are not read)");
+    r.not_implemented("elem_type", "unsupported element kind ", kind, " (sparse tensors and maps are not read)");
   if (kind < 0 || kind > int32_t(ValueKind::optional))
     r.fail("elem_type", "unknown element kind ", kind, " (0 = UNDEFINED, 1 = TENSOR, 3 = SEQUENCE, 5 = OPTIONAL)");
   return kind;
@@ -217,9 +217,9 @@ void parse_sequence(ProtoReader r, SequenceProto& s) {
       case 1: s.name = r.string("name"); break;
       case 2: s.elem_type = value_kind(r); break;
       case 3: parse_next(r, "tensor_values", where, s.tensor_values, parse_tensor); break;
-      case 4: r.fail("sparse_tensor_values", "unsupported: sequences of sparse tensors are not read");
+      case 4: r.not_implemented("sparse_tensor_values", "unsupported: sequences of sparse tensors are not read");
       case 5: parse_next(r, "sequence_values", where, s.sequence_values, parse_sequence); break;
-      case 6: r.fail("map_values", "unsupported: sequences of maps are not read");
+      case 6: r.not_implemented("map_values", "unsupported: sequences of maps are not read");
       case 7: parse_next(r, "optional_values", where, s.optional_values, parse_optional); break;
       default: r.skip();
     }
@@ -244,7 +244,7 @@ void parse_optional(ProtoReader r, OptionalProto& o) {
         reset();
         parse_tensor(r.message("tensor_value", where + ".tensor_value"), o.tensor_value.emplace());
         break;
-      case 4: r.fail("sparse_tensor_value", "unsupported: optional sparse tensors are not read");
+      case 4: r.not_implemented("sparse_tensor_value", "unsupported: optional sparse tensors are not read");
       case 5: {
         reset();
         auto seq = std::make_shared<SequenceProto>();
@@ -252,7 +252,7 @@ void parse_optional(ProtoReader r, OptionalProto& o) {
         o.sequence_value = std::move(seq);
         break;
       }
-      case 6: r.fail("map_value", "unsupported: optional maps are not read");
+      case 6: r.not_implemented("map_value", "unsupported: optional maps are not read");
       case 7: {
         reset();
         auto opt = std::make_shared<OptionalProto>();
@@ -342,8 +342,8 @@ void parse_attribute(ProtoReader r, AttributeProto& a) {
                 ": the type is missing and cannot be inferred (", seen == 0 ? "no value" : "several values", ")");
     a.type = static_cast<AttributeType>(std::countr_zero(seen));
   }
-  EMBER_CHECK(a.type != AttributeType::sparse_tensor && a.type != AttributeType::sparse_tensors, what, ": ",
-              attribute_type_name(a.type), " attributes are not supported");
+  if (a.type == AttributeType::sparse_tensor || a.type == AttributeType::sparse_tensors)
+    EMBER_NOT_IMPLEMENTED(what, ": ", attribute_type_name(a.type), " attributes are not supported");
   if (a.ref_attr_name.empty()) {
     EMBER_CHECK(a.type != AttributeType::tensor || (seen & kT), what, ": type TENSOR but no tensor value (field t)");
     EMBER_CHECK(a.type != AttributeType::graph || (seen & kG), what, ": type GRAPH but no graph value (field g)");
@@ -383,7 +383,7 @@ void parse_graph(ProtoReader r, GraphProto& g) {
       case 5:
         parse_next(r, "initializer", where, g.initializers, parse_tensor);
         break;
-      case 15: r.fail("sparse_initializer", "sparse initializers are not supported");
+      case 15: r.not_implemented("sparse_initializer", "sparse initializers are not supported");
       case 10: g.doc_string = r.string("doc_string"); break;
       case 11:
         parse_next(r, "input", where, g.inputs, parse_value_info);
@@ -592,6 +592,8 @@ ModelProto load_model(const std::string& path) {
   const std::vector<std::byte> bytes = detail::read_whole_file(path);
   try {
     return parse_model(bytes, detail::directory_of(path));
+  } catch (const NotImplemented& e) {
+    EMBER_NOT_IMPLEMENTED(path, ": ", e.what());
   } catch (const Error& e) {
     EMBER_FAIL(path, ": ", e.what());
   }

@@ -47,10 +47,16 @@ struct OpContext {
   // A shape-valued input read on the host (nullopt when omitted).
   std::optional<std::vector<int64_t>> ints_input(size_t i) const;
   std::vector<int64_t> required_ints(size_t i) const;  // the same; an error when omitted
-  // "unsupported" errors naming the op and the node.
+  // An attribute, mode, dtype or input the handler does not implement: ember::NotImplemented,
+  // "onnx: unsupported <what> in op '<type>' (node '<name>')".
   [[noreturn]] void unsupported(const std::string& what) const;
+  // An invalid node (a plain ember::Error naming the op and the node).
   [[noreturn]] void fail(const std::string& what) const;
 };
+
+// Rethrows an Error raised while running `node`, prefixed with "onnx: op '<type>' (node
+// '<name>'): " unless it already starts with "onnx:"; a NotImplemented stays one.
+[[noreturn]] void rethrow_naming_node(const Error& e, const NodeProto& node);
 
 using OpResult = std::vector<Value>;  // undefined tensors for outputs not produced
 using OpHandler = std::function<OpResult(OpContext&)>;

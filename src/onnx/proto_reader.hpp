@@ -68,6 +68,12 @@ class ProtoReader {
   [[noreturn]] void fail(std::string_view name, const Args&... args) const {
     EMBER_FAIL("onnx: ", where_, ": field ", field_, " (", name, ") at byte ", field_offset_, ": ", args...);
   }
+  // Throws ember::NotImplemented, worded as fail(): for valid content the reader does not read
+  // (sparse tensors, maps), as opposed to a malformed file.
+  template <class... Args>
+  [[noreturn]] void not_implemented(std::string_view name, const Args&... args) const {
+    EMBER_NOT_IMPLEMENTED("onnx: ", where_, ": field ", field_, " (", name, ") at byte ", field_offset_, ": ", args...);
+  }
   // Throws an Error naming the message and a byte offset (not tied to a field).
   template <class... Args>
   [[noreturn]] void fail_at(uint64_t offset, const Args&... args) const {

@@ -70,7 +70,13 @@ std::vector<int64_t> OpContext::required_ints(size_t i) const {
   return *ints_input(i);
 }
 void OpContext::unsupported(const std::string& what) const {
-  EMBER_FAIL("onnx: unsupported ", what, " in op '", node.op_type, "' (node '", node.name, "')");
+  EMBER_NOT_IMPLEMENTED("onnx: unsupported ", what, " in op '", node.op_type, "' (node '", node.name, "')");
+}
+[[noreturn]] void rethrow_naming_node(const Error& e, const NodeProto& node) {
+  const std::string msg = e.what();
+  if (msg.rfind("onnx:", 0) == 0) throw;  // called from a handler: rethrows `e`, whatever its type
+  if (dynamic_cast<const NotImplemented*>(&e)) EMBER_NOT_IMPLEMENTED("onnx: op '", node.op_type, "' (node '", node.name, "'): ", msg);
+  EMBER_FAIL("onnx: op '", node.op_type, "' (node '", node.name, "'): ", msg);
 }
 void OpContext::fail(const std::string& what) const {
   EMBER_FAIL("onnx: op '", node.op_type, "' (node '", node.name, "'): ", what);
@@ -109,7 +115,7 @@ void run_nodes(const GraphProto& graph, std::map<std::string, Value>& values, in
     const bool std_domain = node.domain.empty() || node.domain == "ai.onnx";
     const std::string key = std_domain ? node.op_type : node.domain + "::" + node.op_type;
     auto h = table.find(key);
-    if (h == table.end()) EMBER_FAIL("onnx: unsupported op '", key, "' (node '", node.name, "')");
+    if (h == table.end()) EMBER_NOT_IMPLEMENTED("onnx: unsupported op '", key, "' (node '", node.name, "')");
     OpContext ctx{node, opset, device, base_dir, {}};
     ctx.scope = &values;
     for (const std::string& in : node.inputs) {
@@ -127,14 +133,12 @@ void run_nodes(const GraphProto& graph, std::map<std::string, Value>& values, in
     try {
       outs = h->second(ctx);
     } catch (const Error& e) {
-      std::string msg = e.what();
-      if (msg.rfind("onnx:", 0) == 0) throw;
-      EMBER_FAIL("onnx: op '", node.op_type, "' (node '", node.name, "'): ", msg);
+      rethrow_naming_node(e, node);
     }
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       if (node.outputs[k].empty()) continue;
-      EMBER_CHECK(k < outs.size() && outs[k].defined(), "onnx: unsupported output ", k, " of op '", node.op_type,
-                  "' (node '", node.name, "')");
+      if (k >= outs.size() || !outs[k].defined())
+        EMBER_NOT_IMPLEMENTED("onnx: unsupported output ", k, " of op '", node.op_type, "' (node '", node.name, "')");
       values[node.outputs[k]] = outs[k];
     }
   }
@@ -300,8 +304,9 @@ std::string proto_label(const std::string& kind, const std::string& name) {
 }  // namespace
 
 Value to_value(const SequenceProto& s, const Device& device) {
-  EMBER_CHECK(s.sequence_values.empty() && s.optional_values.empty(), proto_label("sequence", s.name),
-              ": unsupported: sequences of sequences or of optionals (the runtime holds sequences of tensors)");
+  if (!s.sequence_values.empty() || !s.optional_values.empty())
+    EMBER_NOT_IMPLEMENTED(proto_label("sequence", s.name),
+                          ": unsupported: sequences of sequences or of optionals (the runtime holds sequences of tensors)");
   std::vector<DynTensor> elements;
   for (const TensorProto& t : s.tensor_values) elements.push_back(DynTensor::from_data(to_tensor_data(t), device));
   return Value::sequence(std::move(elements));
@@ -310,8 +315,8 @@ Value to_value(const SequenceProto& s, const Device& device) {
 Value to_value(const OptionalProto& o, const Device& device) {
   if (o.tensor_value) return Value::optional(DynTensor::from_data(to_tensor_data(*o.tensor_value), device));
   if (o.sequence_value) return Value::optional(to_value(*o.sequence_value, device));
-  EMBER_CHECK(!o.optional_value, proto_label("optional", o.name),
-              ": unsupported: an optional of an optional");
+  if (o.optional_value)
+    EMBER_NOT_IMPLEMENTED(proto_label("optional", o.name), ": unsupported: an optional of an optional");
   return Value::optional();
 }
 
@@ -322,7 +327,7 @@ std::vector<DynTensor> run_node(const NodeProto& node, const std::vector<DynTens
   const std::string key = default_domain(node.domain) ? node.op_type : node.domain + "::" + node.op_type;
   const detail::OpTable& table = detail::op_table();
   auto h = table.find(key);
-  if (h == table.end()) EMBER_FAIL("onnx: unsupported op '", key, "' (node '", node.name, "')");
+  if (h == table.end()) EMBER_NOT_IMPLEMENTED("onnx: unsupported op '", key, "' (node '", node.name, "')");
   std::map<std::string, Value> scope;
   detail::OpContext ctx{node, opset, device, "", {}};
   ctx.scope = &scope;
@@ -335,18 +340,17 @@ std::vector<DynTensor> run_node(const NodeProto& node, const std::vector<DynTens
   try {
     outs = h->second(ctx);
   } catch (const Error& e) {
-    std::string msg = e.what();
-    if (msg.rfind("onnx:", 0) == 0) throw;
-    EMBER_FAIL("onnx: op '", node.op_type, "' (node '", node.name, "'): ", msg);
+    detail::rethrow_naming_node(e, node);
   }
   outs.resize(node.outputs.size());
   std::vector<DynTensor> tensors(node.outputs.size());
   for (size_t k = 0; k < node.outputs.size(); ++k) {
     if (node.outputs[k].empty()) continue;
-    EMBER_CHECK(outs[k].defined(), "onnx: unsupported output ", k, " of op '", node.op_type, "' (node '", node.name,
-                "')");
-    EMBER_CHECK(outs[k].is_tensor(), "onnx: unsupported ", outs[k].describe(), " output ", k, " of op '",
-                node.op_type, "' (node '", node.name, "'): run_node passes tensors only");
+    if (!outs[k].defined())
+      EMBER_NOT_IMPLEMENTED("onnx: unsupported output ", k, " of op '", node.op_type, "' (node '", node.name, "')");
+    if (!outs[k].is_tensor())
+      EMBER_NOT_IMPLEMENTED("onnx: unsupported ", outs[k].describe(), " output ", k, " of op '", node.op_type,
+                            "' (node '", node.name, "'): run_node passes tensors only");
     tensors[k] = outs[k].tensor();
   }
   return tensors;
@@ -368,8 +372,8 @@ Model Model::from_proto(ModelProto proto, Device device, std::string base_dir) {
   fold_constants(proto.graph, m.opset_, m.device_, m.base_dir_);
   for (const TensorProto& t : proto.graph.initializers) {
     std::optional<DType> dt = to_dtype(t.data_type);
-    EMBER_CHECK(dt.has_value(), "onnx: unsupported dtype ", data_type_name(t.data_type), " of initializer '", t.name,
-                "'");
+    if (!dt)
+      EMBER_NOT_IMPLEMENTED("onnx: unsupported dtype ", data_type_name(t.data_type), " of initializer '", t.name, "'");
     m.initializers_[t.name] = DynTensor::from_data(to_tensor_data(t, m.base_dir_), m.device_);
   }
   for (const ValueInfoProto& v : proto.graph.inputs)
@@ -416,8 +420,8 @@ std::string kind_name(TypeProto::Kind kind) {
 void check_tensor_input(const ValueInfo& in, const DynTensor& t) {
   EMBER_CHECK(t.defined(), "onnx: input '", in.name, "' is an undefined tensor");
   if (in.elem_type) {
-    EMBER_CHECK(in.dtype.has_value(), "onnx: unsupported dtype ", data_type_name(in.elem_type), " of input '", in.name,
-                "'");
+    if (!in.dtype)
+      EMBER_NOT_IMPLEMENTED("onnx: unsupported dtype ", data_type_name(in.elem_type), " of input '", in.name, "'");
     EMBER_CHECK(t.dtype() == *in.dtype, "onnx: input '", in.name, "' has dtype ", t.dtype(), ", the model declares ",
                 *in.dtype, " (", in.type, ")");
   }
@@ -445,7 +449,7 @@ Value bind_input(const ValueInfo& in, const Value& v) {
     case TypeProto::Kind::optional: return v.is_optional() ? v : Value::optional(v);
     case TypeProto::Kind::map:
     case TypeProto::Kind::sparse_tensor:
-      EMBER_FAIL("onnx: unsupported input '", in.name, "' of type ", in.type, " (", kind_name(in.kind), ")");
+      EMBER_NOT_IMPLEMENTED("onnx: unsupported input '", in.name, "' of type ", in.type, " (", kind_name(in.kind), ")");
     case TypeProto::Kind::undefined: break;
   }
   return v;

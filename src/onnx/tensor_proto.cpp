@@ -222,10 +222,11 @@ void check_dims(const std::vector<int64_t>& dims, const std::string& what) {
 TensorData to_tensor_data(const TensorProto& t, const std::string& base_dir) {
   const std::string what = "onnx: tensor '" + t.name + "'";
   const std::optional<DType> maybe = to_dtype(t.data_type);
-  EMBER_CHECK(maybe.has_value(), what, ": unsupported dtype ", data_type_name(t.data_type),
-              " (ember reads FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, INT32, INT16, INT8, UINT8 and BOOL)");
+  if (!maybe)
+    EMBER_NOT_IMPLEMENTED(what, ": unsupported dtype ", data_type_name(t.data_type),
+                          " (ember reads FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, INT32, INT16, INT8, UINT8 and BOOL)");
   const DType dtype = *maybe;
-  EMBER_CHECK(!t.has_segment, what, ": segmented tensors are not supported");
+  if (t.has_segment) EMBER_NOT_IMPLEMENTED(what, ": segmented tensors are not supported");
   detail::check_dims(t.dims, what);
   const uint64_t numel = static_cast<uint64_t>(t.numel());
   uint64_t nbytes = 0;

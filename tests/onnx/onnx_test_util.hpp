@@ -52,6 +52,35 @@ void expect_error(F&& f, std::initializer_list<std::string> fragments) {
   }
 }
 
+// expect_error, and the error must be an ember::NotImplemented (valid, but not implemented: the
+// node-test runner counts the case as unsupported) ...
+template <class F>
+void expect_not_implemented(F&& f, std::initializer_list<std::string> fragments) {
+  try {
+    f();
+    ADD_FAILURE() << "no error thrown";
+  } catch (const ember::NotImplemented& e) {
+    std::string msg = e.what();
+    for (const auto& frag : fragments) EXPECT_NE(msg.find(frag), std::string::npos) << "message: " << msg;
+  } catch (const ember::Error& e) {
+    ADD_FAILURE() << "a plain Error, expected a NotImplemented: " << e.what();
+  }
+}
+
+// ... or must not be one (a malformed or invalid model: the runner counts the case as failed).
+template <class F>
+void expect_plain_error(F&& f, std::initializer_list<std::string> fragments) {
+  try {
+    f();
+    ADD_FAILURE() << "no error thrown";
+  } catch (const ember::NotImplemented& e) {
+    ADD_FAILURE() << "a NotImplemented, expected a plain Error: " << e.what();
+  } catch (const ember::Error& e) {
+    std::string msg = e.what();
+    for (const auto& frag : fragments) EXPECT_NE(msg.find(frag), std::string::npos) << "message: " << msg;
+  }
+}
+
 class TempDir {
  public:
   TempDir() {

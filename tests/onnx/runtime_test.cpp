@@ -98,7 +98,13 @@ TEST(OnnxRuntime, UnsupportedOpIsNamed) {
   Model m = Model::load(fixture("runtime_unsupported.onnx"), Device::cpu());
   EXPECT_EQ(m.unsupported_ops(), std::vector<std::string>{"FancyOp"});
   DynTensor x = DynTensor::from_vector<float>({1, -2}, Shape{2}, Device::cpu());
-  expect_error([&] { m.run({{"x", x}}); }, {"onnx: unsupported op 'FancyOp'", "node 'fancy'"});
+  expect_not_implemented([&] { m.run({{"x", x}}); }, {"onnx: unsupported op 'FancyOp'", "node 'fancy'"});
+  // run_node looks ops up in the same table.
+  NodeProto fancy;
+  fancy.op_type = "FancyOp";
+  fancy.inputs = {"x"};
+  fancy.outputs = {"y"};
+  expect_not_implemented([&] { run_node(fancy, {x}, 17, Device::cpu()); }, {"onnx: unsupported op 'FancyOp'"});
 }
 
 TEST(OnnxRuntime, BadInputsAreNamed) {
@@ -162,8 +168,8 @@ TEST(OnnxRuntime, UnsupportedAttributeCombinationSaysSo) {
                              return t;
                            }()});
   Model m = Model::from_proto(p, Device::cpu());
-  expect_error([&] { m.run({{"x", DynTensor::ones(Shape{2}, DType::f32, Device::cpu())}}); },
-               {"unsupported", "reduction 'mul'", "'ScatterElements'", "node 'n0'"});
+  expect_not_implemented([&] { m.run({{"x", DynTensor::ones(Shape{2}, DType::f32, Device::cpu())}}); },
+                         {"unsupported", "reduction 'mul'", "'ScatterElements'", "node 'n0'"});
   EXPECT_TRUE(has_op_handler("Conv"));
   EXPECT_FALSE(has_op_handler("FancyOp"));
 }
@@ -364,8 +370,8 @@ TEST(OnnxRuntime, SequenceAndOptionalProtos) {
   // truncated messages.
   Writer with_map;
   with_map.varint(2, 1).message(6, Writer());
-  expect_error([&] { parse_sequence_proto(as_bytes(with_map.str())); },
-               {"onnx: sequence: field 6 (map_values) at byte 2", "unsupported"});
+  expect_not_implemented([&] { parse_sequence_proto(as_bytes(with_map.str())); },
+                         {"onnx: sequence: field 6 (map_values) at byte 2", "unsupported"});
   expect_error([&] { parse_optional_proto(as_bytes(Writer().varint(2, 3).message(3, tensor(1)).str())); },
                {"onnx: optional", "elem_type is 3"});
   const std::string& bytes = seq.str();
@@ -374,4 +380,26 @@ TEST(OnnxRuntime, SequenceAndOptionalProtos) {
   Writer deep = Writer().varint(2, 1);
   for (int i = 0; i < kMaxMessageDepth + 2; ++i) deep = Writer().varint(2, 3).message(5, deep);
   expect_error([&] { parse_sequence_proto(as_bytes(deep.str())); }, {"nest deeper than"});
+}
+
+// What the node-test runner sorts by type: an invalid node or model is a plain Error (a failure),
+// never a NotImplemented (which it would count as unsupported).
+TEST(OnnxRuntime, InvalidModelsArePlainErrors) {
+  AttributeProto axis;
+  axis.name = "axis";
+  axis.type = AttributeType::int_;
+  axis.i = 5;
+  Model bad_axis = Model::from_proto(one_node("Softmax", {"x"}, 13, {axis}), Device::cpu());
+  expect_plain_error([&] { bad_axis.run({{"x", DynTensor::ones(Shape{2, 3}, DType::f32, Device::cpu())}}); },
+                     {"'Softmax'", "axis 5 out of range for rank 2"});
+  // An error from the tensor layer under an op handler (a shape mismatch) stays plain too.
+  TensorProto four;
+  four.name = "w";
+  four.data_type = int32_t(DataType::float32);
+  four.dims = {4};
+  four.float_data = {1, 2, 3, 4};
+  Model add = Model::from_proto(one_node("Add", {"x", "w"}, 14, {}, {four}), Device::cpu());
+  expect_plain_error([&] { add.run({{"x", DynTensor::ones(Shape{2, 3}, DType::f32, Device::cpu())}}); },
+                     {"onnx: op 'Add' (node 'n0')"});
+  expect_plain_error([] { Model::load(fixture("does_not_exist.onnx"), Device::cpu()); }, {"does_not_exist.onnx"});
 }

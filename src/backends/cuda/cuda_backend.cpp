@@ -85,7 +85,7 @@ CudaBackend::~CudaBackend() {
 
 std::vector<PrimitivePtr> CudaBackend::execute(Op op) {
   Kernel k = kernels_[size_t(op.kind)];
-  EMBER_CHECK(k != nullptr, op.name(), ": not supported on ", name());
+  if (k == nullptr) EMBER_NOT_IMPLEMENTED(op.name(), ": not supported on ", name());
   std::lock_guard<std::recursive_mutex> lock(mu_);
   make_current();
   if (op.kind == OpKind::full && op.outputs[0].shape.numel() == 1) return {constant(op)};
