@@ -39,7 +39,7 @@
 // left out; the remaining initializers are DynTensor members, stored under their ONNX names.
 // forward() expects its inputs on the device the struct was loaded onto. Code with layers links
 // ember::nn besides ember::onnx.
-// Not supported (an ember::Error "codegen: unsupported ..."): graph attributes (If, Loop,
+// Not supported (an ember::NotImplemented "codegen: unsupported ..."): graph attributes (If, Loop,
 // Scan), sparse tensor and type attributes, initializers of dtypes ember has no type for.
 #pragma once
 

@@ -263,8 +263,9 @@ SequenceProto parse_sequence_proto(std::span<const std::byte> bytes);
 OptionalProto parse_optional_proto(std::span<const std::byte> bytes);
 
 // Converts a tensor's data (raw, typed fields or external file) to host TensorData. Errors
-// name the tensor: unsupported dtypes (UINT16, UINT32, UINT64, complex, STRING), data that does
-// not match the dims, external files outside base_dir or too short.
+// name the tensor: unsupported dtypes (UINT16, UINT32, UINT64, complex, STRING: an
+// ember::NotImplemented), data that does not match the dims, external files outside base_dir or
+// too short (plain Errors).
 TensorData to_tensor_data(const TensorProto& tensor, const std::string& base_dir = "");
 
 }  // namespace ember::onnx
