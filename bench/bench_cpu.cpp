@@ -696,11 +696,26 @@ void bench_load_safetensors(Ctx& cx) {
           auto m = ember::nn::read_tensors(st);
           std::vector<at::Tensor> v;
           torch::load(v, pt);
-          // safetensors files list tensors by name, so look the tensor up
-          auto it = std::find_if(m.begin(), m.end(), [](const auto& kv) { return kv.first == "layer24.weight"; });
+          // Every tensor, each looked up by name (safetensors files list tensors by name, not in
+          // the order written), against the peer's tensor of the same index.
           bench::Check c;
-          if (it == m.end()) c.detail = "layer24.weight missing";
-          else c = check_close(it->second, v[24], {});
+          if (m.size() != tensors.size() || v.size() != tensors.size())
+            c.detail = std::to_string(m.size()) + " tensors read (peer " + std::to_string(v.size()) + "), wrote " +
+                       std::to_string(tensors.size());
+          for (size_t i = 0; i < tensors.size() && c.detail.empty(); ++i) {
+            const std::string& key = tensors[i].first;
+            auto it = std::find_if(m.begin(), m.end(), [&](const auto& kv) { return kv.first == key; });
+            bench::Check one;
+            if (it == m.end()) one.detail = key + " missing";
+            else one = check_close(it->second, v[i], {});
+            if (!one.ok) {
+              one.detail = key + ": " + one.detail;
+              c = one;
+              break;
+            }
+            c.ok = true;
+            c.max_abs_diff = std::max(c.max_abs_diff, one.max_abs_diff);
+          }
           sink += double(m.size());
           return c;
         });

@@ -6,6 +6,11 @@
 // Method: warm up (JIT compilation, cuBLASLt/cuDNN plans and autotuning stay out of the numbers),
 // calibrate a loop of `reps` calls to last >= 20 ms, then take samples of that loop, each ended
 // by a device synchronisation; the time is the median over samples of (sample time / reps).
+//
+// Correctness: every row first computes its operation once on inputs that it writes, with
+// ember's outputs, to --check-dir (save_check); cuda_peer.py runs PyTorch on those inputs and
+// compares, and cuda_report.py fails the run on a mismatch. Where the benchmark's shape is too
+// large to write, the check runs the same code on a smaller shape (fewer rows, same row length).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -128,6 +133,45 @@ double driver_launch_ms(const Device& dev) {
 
 std::vector<Result> g_results;
 std::string g_filter;
+std::string g_check_dir = "build/reports/bench-cuda-check";
+
+// A row's correctness check: its inputs and ember's outputs on them, as "in.<name>" and
+// "out.<name>" in <check dir>/<row>.safetensors, for cuda_peer.py's check() to run PyTorch on the
+// same inputs and compare (its tolerances are per row and dtype).
+void save_check(const Result& r, const nn::NamedTensors& inputs, const nn::NamedTensors& outputs) {
+  nn::NamedTensors all;
+  auto host = [](const DynTensor& t) { return contiguous(t.detach().to(Device::cpu())); };
+  for (const auto& [k, t] : inputs) all.emplace_back("in." + k, host(t));
+  for (const auto& [k, t] : outputs) all.emplace_back("out." + k, host(t));
+  std::filesystem::create_directories(g_check_dir);
+  nn::write_tensors((std::filesystem::path(g_check_dir) / (r.name + ".safetensors")).string(), all);
+}
+
+// The check of one training step of `m`: the parameters before it ("in.param.<path>") and the
+// step's `inputs`; the loss, the gradients ("out.grad.<path>") and the parameters after the
+// optimizer's update ("out.param.<path>"). Parameter paths are PyTorch's state_dict keys.
+template <class M>
+void save_step_check(const Result& r, M m, nn::NamedTensors inputs, const std::function<DynTensor(const M&)>& loss_of,
+                     const std::function<M(M, const Gradients&)>& update) {
+  for (const auto& [k, t] : nn::named_parameters(m)) inputs.emplace_back("param." + k, t);
+  DynTensor loss = loss_of(m);
+  Gradients g = loss.backward();
+  nn::NamedTensors outputs{{"loss", loss}};
+  nn::for_each_param(m, [&](const std::string& p, nn::Param& w) {
+    if (auto gw = w.grad(g)) outputs.emplace_back("grad." + p, *gw);
+  });
+  m = update(std::move(m), g);
+  for (const auto& [k, t] : nn::named_parameters(m)) outputs.emplace_back("param." + k, t);
+  save_check(r, inputs, outputs);
+}
+
+// sort and topk: values and indices of f32 normals of `shape`.
+void save_sort_check(const Result& r, const Shape& shape, const Device& gpu,
+                     const std::function<TensorPair(const DynTensor&)>& f) {
+  auto x = DynTensor::normal(shape, 0, 1, DType::f32, gpu);
+  auto [values, indices] = f(x);
+  save_check(r, {{"x", x}}, {{"values", values}, {"indices", indices}});
+}
 
 bool wanted(const std::string& name) {
   if (g_filter.empty()) return true;
@@ -157,6 +201,9 @@ void matmul_bench(const std::string& name, DType dt, int64_t n, bool tf32) {
   bench(name, [&](Result& r) {
     Device gpu = Device::cuda(0);
     cuda::set_allow_tf32(tf32);
+    auto ca = DynTensor::normal({512, 512}, 0, 1, DType::f32, gpu).cast(dt);
+    auto cb = DynTensor::normal({512, 512}, 0, 1, DType::f32, gpu).cast(dt);
+    save_check(r, {{"a", ca}, {"b", cb}}, {{"c", matmul(ca, cb)}});
     auto a = DynTensor::normal({n, n}, 0, 1, DType::f32, gpu).cast(dt);
     auto b = DynTensor::normal({n, n}, 0, 1, DType::f32, gpu).cast(dt);
     r.ms = time_ms(gpu, [&] { (void)matmul(a, b); });
@@ -212,13 +259,26 @@ Gpt gpt(const GptShape& g, const Device& device) {
 // One training step of `g` on `batch` sequences of the full context: forward, cross-entropy,
 // backward, AdamW (weight decay 0.01) with the gradients clipped to norm 1
 // (torch.nn.utils.clip_grad_norm_); no read-back in the step.
-void gpt_train_bench(const std::string& name, const Device& gpu, const GptShape& g, int64_t batch, bool tf32) {
+// The check runs one step of a model of shape `check` on 2 sequences.
+void gpt_train_bench(const std::string& name, const Device& gpu, const GptShape& g, int64_t batch, bool tf32,
+                     const GptShape& check) {
   bench(name, [&](Result& r) {
     cuda::set_allow_tf32(tf32);
     Device dev = gpu.autodiff();
     dev.seed(1);
     Gpt m = gpt(g, dev);
-    optim::AdamW opt({.weight_decay = 0.01, .clipping = optim::GradientClipping::by_norm(1.0)});
+    const optim::AdamWConfig adamw{.weight_decay = 0.01, .clipping = optim::GradientClipping::by_norm(1.0)};
+    {  // the check: one step of a model of `check` shape (GPT-2 small's is too large to write)
+      Gpt c = gpt(check, dev);
+      optim::AdamW copt(adamw);
+      auto cx = DynTensor::randint({2, check.context}, 0, check.vocab, DType::i64, dev);
+      auto cy = DynTensor::randint({2 * check.context}, 0, check.vocab, DType::i64, dev);
+      save_step_check<Gpt>(
+          r, std::move(c), {{"x", cx}, {"y", cy}},
+          [&](const Gpt& model) { return nn::cross_entropy(reshape(model.forward(cx), {-1, check.vocab}), cy); },
+          [&](Gpt model, const Gradients& grads) { return copt.step(std::move(model), grads, 3e-4); });
+    }
+    optim::AdamW opt(adamw);
     auto x = DynTensor::randint({batch, g.context}, 0, g.vocab, DType::i64, dev);
     auto y = DynTensor::randint({batch * g.context}, 0, g.vocab, DType::i64, dev);
     r.ms = time_ms(gpu, [&] {
@@ -287,7 +347,12 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "--out" && i + 1 < argc) out = argv[++i];
     else if (a == "--filter" && i + 1 < argc) g_filter = argv[++i];
+    else if (a == "--check-dir" && i + 1 < argc) g_check_dir = argv[++i];
   }
+  // No stale check data: cuda_peer.py must find only what this run wrote.
+  if (std::filesystem::is_directory(g_check_dir))
+    for (const auto& e : std::filesystem::directory_iterator(g_check_dir))
+      if (e.path().extension() == ".safetensors") std::filesystem::remove(e.path());
   if (!cuda::available()) {
     std::cerr << "bench_cuda: no GPU: " << cuda::describe_devices() << "\n";
     return 2;
@@ -300,6 +365,9 @@ int main(int argc, char** argv) {
   matmul_bench("matmul_tf32_4096", DType::f32, 4096, true);
 
   bench("add_f32_256M", [&](Result& r) {
+    auto ca = DynTensor::normal({int64_t(1) << 20}, 0, 1, DType::f32, gpu);
+    auto cb = DynTensor::normal({int64_t(1) << 20}, 0, 1, DType::f32, gpu);
+    save_check(r, {{"a", ca}, {"b", cb}}, {{"y", ca + cb}});
     const int64_t n = int64_t(256) << 20;
     auto a = DynTensor::normal({n}, 0, 1, DType::f32, gpu);
     auto b = DynTensor::normal({n}, 0, 1, DType::f32, gpu);
@@ -310,17 +378,24 @@ int main(int argc, char** argv) {
   // broadcast and strided elementwise (not targets): a bias row added to every row, and an
   // operand read through a transpose
   bench("add_bias_f32_8192x4096", [&](Result& r) {
+    auto cx = DynTensor::normal({64, 4096}, 0, 1, DType::f32, gpu);
     auto x = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
     auto b = DynTensor::normal({4096}, 0, 1, DType::f32, gpu);
+    save_check(r, {{"x", cx}, {"b", b}}, {{"y", cx + b}});
     r.ms = time_ms(gpu, [&] { (void)(x + b); });
   });
   bench("add_transposed_f32_8192x4096", [&](Result& r) {
+    auto cx = DynTensor::normal({64, 4096}, 0, 1, DType::f32, gpu);
+    auto cyt = DynTensor::normal({4096, 64}, 0, 1, DType::f32, gpu);  // the check reads its transpose
+    save_check(r, {{"x", cx}, {"yt", cyt}}, {{"y", cx + transpose(cyt, 0, 1)}});
     auto x = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
     auto y = transpose(DynTensor::normal({4096, 8192}, 0, 1, DType::f32, gpu), 0, 1);
     r.ms = time_ms(gpu, [&] { (void)(x + y); });
   });
 
   bench("contiguous_transposed_f32_8192x4096", [&](Result& r) {
+    auto cyt = DynTensor::normal({4096, 64}, 0, 1, DType::f32, gpu);
+    save_check(r, {{"yt", cyt}}, {{"y", contiguous(transpose(cyt, 0, 1))}});
     auto y = transpose(DynTensor::normal({4096, 8192}, 0, 1, DType::f32, gpu), 0, 1);
     r.ms = time_ms(gpu, [&] { (void)contiguous(y); });
   });
@@ -328,33 +403,46 @@ int main(int argc, char** argv) {
   // more of the op surface (not targets): lookups, scatters, scans, sorting, pooling, losses,
   // concatenation, resampling, inference batch norm
   bench("embedding_f32_50257x1024_8192", [&](Result& r) {
+    auto cw = DynTensor::normal({1000, 1024}, 0, 1, DType::f32, gpu);
+    auto cix = DynTensor::randint({512}, 0, 1000, DType::i64, gpu);
+    save_check(r, {{"w", cw}, {"ix", cix}}, {{"y", embedding(cw, cix)}});
     auto w = DynTensor::normal({50257, 1024}, 0, 1, DType::f32, gpu);
     auto ix = DynTensor::randint({8192}, 0, 50257, DType::i64, gpu);
     r.ms = time_ms(gpu, [&] { (void)embedding(w, ix); });
   });
   bench("scatter_add_f32_8192x4096_into_1024", [&](Result& r) {
+    auto cz = DynTensor::normal({64, 4096}, 0, 1, DType::f32, gpu);
+    auto cix = DynTensor::randint({256, 4096}, 0, 64, DType::i64, gpu);
+    auto csrc = DynTensor::normal({256, 4096}, 0, 1, DType::f32, gpu);
+    save_check(r, {{"z", cz}, {"ix", cix}, {"src", csrc}}, {{"y", scatter_add(cz, 0, cix, csrc)}});
     auto z = DynTensor::zeros({1024, 4096}, DType::f32, gpu);
     auto ix = DynTensor::randint({8192, 4096}, 0, 1024, DType::i64, gpu);
     auto src = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
     r.ms = time_ms(gpu, [&] { (void)scatter_add(z, 0, ix, src); });
   });
   bench("cumsum_f32_8192x4096", [&](Result& r) {
+    auto cx = DynTensor::normal({16, 4096}, 0, 1, DType::f32, gpu);
+    save_check(r, {{"x", cx}}, {{"y", cumsum(cx, -1)}});
     auto x = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
     r.ms = time_ms(gpu, [&] { (void)cumsum(x, -1); });
   });
   bench("sort_f32_8192x4096", [&](Result& r) {
+    save_sort_check(r, {16, 4096}, gpu, [](const DynTensor& x) { return sort(x, -1); });
     auto x = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
     r.ms = time_ms(gpu, [&] { (void)sort(x, -1); });
   });
   bench("topk_f32_8192x4096_k10", [&](Result& r) {
+    save_sort_check(r, {16, 4096}, gpu, [](const DynTensor& x) { return topk(x, 10, -1); });
     auto x = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
     r.ms = time_ms(gpu, [&] { (void)topk(x, 10, -1); });
   });
   bench("sort_f32_4x1M", [&](Result& r) {  // few long rows
+    save_sort_check(r, {1, int64_t(1) << 20}, gpu, [](const DynTensor& x) { return sort(x, -1); });
     auto x = DynTensor::normal({4, int64_t(1) << 20}, 0, 1, DType::f32, gpu);
     r.ms = time_ms(gpu, [&] { (void)sort(x, -1); });
   });
   bench("topk_f32_4x1M_k10", [&](Result& r) {  // few long rows
+    save_sort_check(r, {1, int64_t(1) << 20}, gpu, [](const DynTensor& x) { return topk(x, 10, -1); });
     auto x = DynTensor::normal({4, int64_t(1) << 20}, 0, 1, DType::f32, gpu);
     r.ms = time_ms(gpu, [&] { (void)topk(x, 10, -1); });
   });
@@ -364,19 +452,29 @@ int main(int argc, char** argv) {
     o.kernel_size = {3};
     o.stride = {2};
     o.padding = {1};
+    auto cx = DynTensor::normal({2, 8, 112, 112}, 0, 1, DType::f32, gpu);
+    save_check(r, {{"x", cx}}, {{"y", max_pool2d(cx, o)}});
     r.ms = time_ms(gpu, [&] { (void)max_pool2d(x, o); });
   });
   bench("cross_entropy_f32_8192x1000", [&](Result& r) {
+    auto cx = DynTensor::normal({256, 1000}, 0, 1, DType::f32, gpu);
+    auto cy = DynTensor::randint({256}, 0, 1000, DType::i64, gpu);
+    save_check(r, {{"x", cx}, {"y", cy}}, {{"loss", nn::cross_entropy(cx, cy)}});
     auto x = DynTensor::normal({8192, 1000}, 0, 1, DType::f32, gpu);
     auto y = DynTensor::randint({8192}, 0, 1000, DType::i64, gpu);
     r.ms = time_ms(gpu, [&] { (void)nn::cross_entropy(x, y); });
   });
   bench("cat_f32_2x4096x4096_dim1", [&](Result& r) {
+    auto ca = DynTensor::normal({64, 4096}, 0, 1, DType::f32, gpu);
+    auto cb = DynTensor::normal({64, 4096}, 0, 1, DType::f32, gpu);
+    save_check(r, {{"a", ca}, {"b", cb}}, {{"y", cat({ca, cb}, 1)}});
     auto a = DynTensor::normal({4096, 4096}, 0, 1, DType::f32, gpu);
     auto b = DynTensor::normal({4096, 4096}, 0, 1, DType::f32, gpu);
     r.ms = time_ms(gpu, [&] { (void)cat({a, b}, 1); });
   });
   bench("interpolate_bilinear_f32_16x64x112x112_x2", [&](Result& r) {
+    auto cx = DynTensor::normal({1, 4, 112, 112}, 0, 1, DType::f32, gpu);
+    save_check(r, {{"x", cx}}, {{"y", interpolate(cx, {224, 224}, InterpMode::linear)}});
     auto x = DynTensor::normal({16, 64, 112, 112}, 0, 1, DType::f32, gpu);
     r.ms = time_ms(gpu, [&] { (void)interpolate(x, {224, 224}, InterpMode::linear); });
   });
@@ -386,10 +484,15 @@ int main(int argc, char** argv) {
     auto v = DynTensor::uniform({64}, 0.5, 2, DType::f32, gpu);
     auto w = DynTensor::normal({64}, 1, 0.1, DType::f32, gpu);
     auto b = DynTensor::normal({64}, 0, 0.1, DType::f32, gpu);
+    auto cx = DynTensor::normal({1, 64, 112, 112}, 0, 1, DType::f32, gpu);
+    save_check(r, {{"x", cx}, {"mean", m}, {"var", v}, {"weight", w}, {"bias", b}},
+               {{"y", batch_norm(cx, m, v, w, b)}});
     r.ms = time_ms(gpu, [&] { (void)batch_norm(x, m, v, w, b); });
   });
 
   bench("softmax_f32_8192x4096", [&](Result& r) {
+    auto cx = DynTensor::normal({16, 4096}, 0, 1, DType::f32, gpu);
+    save_check(r, {{"x", cx}}, {{"y", softmax(cx, -1)}});
     auto x = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
     r.ms = time_ms(gpu, [&] { (void)softmax(x, -1); });
     r.set("us", r.ms * 1e3);
@@ -403,6 +506,8 @@ int main(int argc, char** argv) {
                                 std::tuple{int64_t(8192), int64_t(4096), DType::bf16}}) {
     bench("softmax_" + std::string(dtype_name(dt)) + "_" + std::to_string(rows) + "x" + std::to_string(cols),
           [&](Result& r) {
+            auto cx = DynTensor::normal({16, cols}, 0, 1, dt, gpu);
+            save_check(r, {{"x", cx}}, {{"y", softmax(cx, -1)}});
             auto x = DynTensor::normal({rows, cols}, 0, 1, dt, gpu);
             r.ms = time_ms(gpu, [&] { (void)softmax(x, -1); });
             r.set("us", r.ms * 1e3);
@@ -413,6 +518,8 @@ int main(int argc, char** argv) {
     auto x = DynTensor::normal({8192, 4096}, 0, 1, DType::f32, gpu);
     auto w = DynTensor::normal({4096}, 1, 0.1, DType::f32, gpu);
     auto b = DynTensor::normal({4096}, 0, 0.1, DType::f32, gpu);
+    auto cx = DynTensor::normal({16, 4096}, 0, 1, DType::f32, gpu);
+    save_check(r, {{"x", cx}, {"weight", w}, {"bias", b}}, {{"y", layer_norm(cx, {4096}, w, b)}});
     r.ms = time_ms(gpu, [&] { (void)layer_norm(x, {4096}, w, b); });
     r.set("us", r.ms * 1e3);
     r.set("gbps", 2.0 * 8192 * 4096 * 4 / (r.ms * 1e-3) / 1e9);
@@ -427,18 +534,24 @@ int main(int argc, char** argv) {
             auto x = DynTensor::normal({rows, cols}, 0, 1, dt, gpu);
             auto w = DynTensor::normal({cols}, 1, 0.1, dt, gpu);
             auto b = DynTensor::normal({cols}, 0, 0.1, dt, gpu);
+            auto cx = DynTensor::normal({16, cols}, 0, 1, dt, gpu);
+            save_check(r, {{"x", cx}, {"weight", w}, {"bias", b}}, {{"y", layer_norm(cx, {cols}, w, b)}});
             r.ms = time_ms(gpu, [&] { (void)layer_norm(x, {cols}, w, b); });
             r.set("us", r.ms * 1e3);
           });
   }
 
   bench("gelu_f32_32x512x2048", [&](Result& r) {
+    auto cx = DynTensor::normal({1, 512, 2048}, 0, 1, DType::f32, gpu);
+    save_check(r, {{"x", cx}}, {{"y", gelu(cx)}});
     auto x = DynTensor::normal({32, 512, 2048}, 0, 1, DType::f32, gpu);
     r.ms = time_ms(gpu, [&] { (void)gelu(x); });
     r.set("us", r.ms * 1e3);
   });
 
   bench("sum_f32_64M", [&](Result& r) {
+    auto cx = DynTensor::normal({int64_t(1) << 20}, 0, 1, DType::f32, gpu);
+    save_check(r, {{"x", cx}}, {{"y", sum(cx)}});
     auto x = DynTensor::normal({int64_t(64) << 20}, 0, 1, DType::f32, gpu);
     r.ms = time_ms(gpu, [&] { (void)sum(x); });
     r.set("gbps", double(int64_t(64) << 20) * 4 / (r.ms * 1e-3) / 1e9);
@@ -450,6 +563,7 @@ int main(int argc, char** argv) {
     // "ember_own_us" is ember's share: dispatch, shape inference, allocation, kernel lookup.
     auto a = DynTensor::ones({1}, DType::f32, gpu);
     auto b = DynTensor::ones({1}, DType::f32, gpu);
+    save_check(r, {{"a", a}, {"b", b}}, {{"y", a + b}});
     r.ms = burst_ms(gpu, [&] { (void)(a + b); });
     r.set("us", r.ms * 1e3);
     r.set("throughput_us", time_ms(gpu, [&] { (void)(a + b); }) * 1e3);
@@ -463,6 +577,9 @@ int main(int argc, char** argv) {
     auto w = DynTensor::normal({64, 64, 3, 3}, 0, 0.05, DType::f32, gpu);
     ConvOptions o;
     o.padding = {1, 1};
+    cuda::set_allow_tf32(false);
+    auto cx = DynTensor::normal({2, 64, 56, 56}, 0, 1, DType::f32, gpu);
+    save_check(r, {{"x", cx}, {"w", w}}, {{"y", conv2d(cx, w, std::nullopt, o)}});
     r.ms = time_ms(gpu, [&] { (void)conv2d(x, w, std::nullopt, o); });
   });
 
@@ -473,6 +590,10 @@ int main(int argc, char** argv) {
     auto opt = optim::AdamConfig{}.init();
     auto x = DynTensor::normal({256, 784}, 0, 1, DType::f32, dev);
     auto y = DynTensor::randint({256}, 0, 10, DType::i64, dev);
+    auto check_opt = optim::AdamConfig{}.init();  // the check: the first step, of a copy of m
+    save_step_check<Mlp>(
+        r, m, {{"x", x}, {"y", y}}, [&](const Mlp& c) { return nn::cross_entropy(c.forward(x), y); },
+        [&](Mlp c, const Gradients& g) { return check_opt.step(std::move(c), g, 1e-3); });
     int64_t steps = 0;
     auto step = [&] {
       DynTensor loss = nn::cross_entropy(m.forward(x), y);
@@ -493,15 +614,25 @@ int main(int argc, char** argv) {
     r.set("steps", double(steps));
   });
 
-  gpt_train_bench("transformer_train_step_f32", gpu, {.vocab = 96, .context = 64, .d = 128, .heads = 4, .layers = 2}, 32,
-                  false);
+  const GptShape small{.vocab = 96, .context = 64, .d = 128, .heads = 4, .layers = 2};
+  gpt_train_bench("transformer_train_step_f32", gpu, small, 32, false, small);
+  // checked on 2 layers of width 256 (head size 64, as GPT-2's) and a vocabulary of 512
   gpt_train_bench("gpt2_small_train_step_tf32", gpu,
-                  {.vocab = 50257, .context = 1024, .d = 768, .heads = 12, .layers = 12}, 8, true);
+                  {.vocab = 50257, .context = 1024, .d = 768, .heads = 12, .layers = 12}, 8, true,
+                  {.vocab = 512, .context = 128, .d = 256, .heads = 4, .layers = 2});
 
   bench("attention_bf16", [&](Result& r) {
     Device dev = gpu.autodiff();
     auto mk = [&] { return DynTensor::normal({8, 12, 1024, 64}, 0, 1, DType::f32, dev).cast(DType::bf16); };
     auto q0 = mk(), k0 = mk(), v0 = mk(), up = mk();
+    {  // the check: forward and backward on 256 positions
+      auto ck = [&] { return DynTensor::normal({2, 12, 256, 64}, 0, 1, DType::f32, dev).cast(DType::bf16); };
+      DynTensor q = ck().require_grad(), k = ck().require_grad(), v = ck().require_grad(), cup = ck();
+      DynTensor o = scaled_dot_product_attention(q, k, v, std::nullopt, true);
+      Gradients g = o.backward(cup);
+      save_check(r, {{"q", q}, {"k", k}, {"v", v}, {"up", cup}},
+                 {{"o", o}, {"dq", *g.get(q)}, {"dk", *g.get(k)}, {"dv", *g.get(v)}});
+    }
     r.ms = time_ms(gpu, [&] {
       DynTensor q = q0.require_grad(), k = k0.require_grad(), v = v0.require_grad();
       DynTensor o = scaled_dot_product_attention(q, k, v, std::nullopt, true);

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Joins the ember and PyTorch sides of ./bench.sh cuda into build/reports/bench-cuda.json (the
 format of bench-cpu.json: name, ember_ms, peer, peer_ms, ratio = peer_ms / ember_ms, extras)
-and prints a markdown table with the issue's targets."""
+and prints a markdown table with the issue's targets.
+
+Every row carries its correctness check (cuda_peer.py's check(): "check" is "ok", "mismatch" or
+"missing", with "check_detail"). Exit status 1, after the report is written, when a row's check
+failed, or when a row that neither side failed on was not checked."""
 import json
 import sys
 
@@ -52,6 +56,8 @@ for name, e in ember.items():
         row["ratio_vs_flash"] = row["peer_flash_ms"] / row["ember_ms"]
     if name == "mlp_train_step_f32" and "memory_growth_bytes" in row:
         row["no_memory_growth"] = row["memory_growth_bytes"] == 0
+    if row.get("check") != "ok" and (row.get("check") == "mismatch" or not (row.get("error") or row.get("peer_error"))):
+        row["check_failed"] = True
     rows.append(row)
 
 with open(out_path + ".tmp", "w") as f:
@@ -90,7 +96,17 @@ for r in rows:
           f"{fmt(r['ratio'], 'x')} | {tgt} |")
     if r.get("error"):
         print(f"|  ember error: {r['error'][:150]} | | | | |")
+    if r.get("check_failed"):
+        print(f"|  CHECK FAILED ({r.get('check', 'not checked')}): {r.get('check_detail', '')[:150]} | | | | |")
 mlp = next((r for r in rows if r["name"] == "mlp_train_step_f32"), None)
 if mlp and "memory_growth_bytes" in mlp:
     print(f"\nmlp reserved bytes after step 100: {mlp['reserved_bytes_step_100']:.0f}, after 10,100: "
           f"{mlp['reserved_bytes_step_10100']:.0f} (growth {mlp['memory_growth_bytes']:.0f})")
+
+failed = [r for r in rows if r.get("check_failed")]
+for r in failed:
+    print(f"bench-cuda: {r['name']}: ember's result was not confirmed by PyTorch's: "
+          f"{r.get('check', 'not checked')}: {r.get('check_detail', 'no check recorded')}", file=sys.stderr)
+if failed:
+    print(f"bench-cuda: {len(failed)} of {len(rows)} rows failed their correctness check ({out_path})", file=sys.stderr)
+    sys.exit(1)
