@@ -1,0 +1,228 @@
+# The planted bugs (mutants) that tests/mutation/run.sh applies one at a time to a scratch copy
+# of the source tree. Each is a one-line bug a person could really write. Every suite listed
+# for a mutant must pass on the unmutated tree; a mutant is caught when one of them fails.
+#
+# Fields of a mutant:
+#   id           short unique name (run.sh --only ID)
+#   family       the op family it belongs to (elementwise, reduction, ...)
+#   file         path relative to the repository root
+#   search       exact text that must occur exactly once in `file` (run.sh refuses to run
+#                otherwise, so a mutant cannot rot silently when the code around it changes)
+#   replace      what it becomes
+#   description  the bug, in words
+#   suites       run in this order, stopping at the first that fails; see the helpers below
+#   note         optional: why the mutant is expected to survive today, or which hole it probes
+#
+# Suites are dicts: name (for the table), binary (relative to the build dir; its file name is
+# the CMake target that run.sh builds), args (list; "{reports}" is a scratch report dir and
+# "{onnx_node}" the generated ONNX node-test dir), filter (--gtest_filter, gtest binaries only),
+# env (extra environment variables) and kind ("gtest" or "onnx_node": how failures are read).
+
+CPU_STACKS = "cpu,autodiff-cpu"
+
+
+def conformance(filter, stacks=CPU_STACKS):
+    """The op conformance runner on the CPU stacks, restricted to some case families/ops."""
+    return {"name": "conformance", "binary": "tests/conformance/ember_conformance",
+            "args": ["--reports", "{reports}"], "filter": filter, "env": {"EMBER_STACKS": stacks}}
+
+
+def autodiff(filter, stacks="autodiff-cpu,autodiff-balanced-cpu,fd"):
+    """The gradient conformance runner (autodiff stacks plus the finite-difference checks)."""
+    return {"name": "autodiff-conformance", "binary": "tests/autodiff/ember_autodiff_conformance",
+            "args": ["--reports", "{reports}"], "filter": filter, "env": {"EMBER_STACKS": stacks}}
+
+
+def unit(binary, filter=None):
+    """A unit-test binary, e.g. unit("tests/backends/cpu/ember_cpu_tests")."""
+    name = binary.rsplit("/", 1)[-1]
+    return {"name": name, "binary": binary, "args": [], "filter": filter, "env": {}}
+
+
+def onnx_node(substring):
+    """The official ONNX backend node tests whose directory name contains `substring`."""
+    return {"name": "onnx-node", "binary": "tests/onnx/ember_onnx_node", "kind": "onnx_node",
+            "args": ["{onnx_node}", "--report", "{reports}/onnx-node.json", "--filter", substring],
+            "filter": None, "env": {}}
+
+
+CPU_TESTS = "tests/backends/cpu/ember_cpu_tests"
+TENSOR_TESTS = "tests/tensor/ember_tensor_tests"
+
+MUTANTS = [
+    {
+        "id": "strided-unary-last",
+        "family": "elementwise (strided)",
+        "file": "src/backends/cpu/elementwise_simd.cpp",
+        "search": "vec_unary<T>(fn, buf, y + i, k);",
+        "replace": "vec_unary<T>(fn, buf, y + i, k - 1);",
+        "description": "unary_strided_impl: the last element of each gathered block is never computed",
+        "note": "issue 24 hole 1: the strided conformance variant never reaches the gather path",
+        "suites": [conformance("*_unary.*:*_activation.*"), unit(CPU_TESTS), unit(TENSOR_TESTS)],
+    },
+    {
+        "id": "autodiff-max-tie",
+        "family": "autodiff",
+        "file": "src/decorators/autodiff/rules_elementwise.cpp",
+        "search": "where(cmp(OpKind::equal, x, y), g * 0.5, g)",
+        "replace": "where(cmp(OpKind::equal, x, y), g, g)",
+        "description": "maximum/minimum backward: a tie gives g to both inputs instead of g/2 each",
+        "note": "issue 24 hole 2: no maximum/minimum case has a tie",
+        "suites": [autodiff("*.maximum/*:*.minimum/*"), unit("tests/autodiff/ember_autodiff_tests")],
+    },
+    {
+        "id": "simd-binary-tail",
+        "family": "elementwise",
+        "file": "src/backends/cpu/vec/vec_math_drivers.inl",
+        "search": "Simd::store_n(y + i, k(Simd::load_n(a + i, r), Simd::load_n(b + i, r)), r);",
+        "replace": "Simd::store_n(y + i, k(Simd::load_n(a + i, r), Simd::load_n(a + i, r)), r);",
+        "description": "f32 binary SIMD loop: the tail (n not a multiple of the vector width) reads a for b",
+        "suites": [conformance("*_binary.*", "cpu"), unit(CPU_TESTS)],
+    },
+    {
+        "id": "reduce-column-last-row",
+        "family": "reduction",
+        "file": "src/backends/cpu/reduce.cpp",
+        "search": "fold(o2, j0, w, 0, g.red_n, acc.get());",
+        "replace": "fold(o2, j0, w, 0, g.red_n - 1, acc.get());",
+        "description": "reduction over a non-last dim (column mode, serial): the last reduced row is skipped",
+        "suites": [conformance("*_reduce.*", "cpu"), unit(CPU_TESTS)],
+    },
+    {
+        "id": "var-correction-ignored",
+        "family": "reduction",
+        "file": "src/backends/cpu/reduce.cpp",
+        "search": "double(g.red_n) - double(rattrs(op).correction)",
+        "replace": "double(g.red_n) - 1.0",
+        "description": "var/std: the correction argument is ignored (always unbiased, n - 1)",
+        "suites": [conformance("*_reduce.var/*:*_reduce.std/*", "cpu"), unit(CPU_TESTS)],
+    },
+    {
+        "id": "roll-dest-offset",
+        "family": "layout/index",
+        "file": "src/backends/cpu/layout.cpp",
+        "search": "doff += sh * out->strides[d];",
+        "replace": "doff += (sh - 1) * out->strides[d];",
+        "description": "roll along a dim: the wrapped block is written one position early",
+        "suites": [conformance("*_shape.roll/*", "cpu"), unit(CPU_TESTS)],
+    },
+    {
+        "id": "slice-step-start",
+        "family": "layout/index",
+        "file": "src/backends/cpu/views.cpp",
+        "search": "if (r[d].length() > 0) off += r[d].start * x.strides[d];",
+        "replace": "if (r[d].length() > 0) off += r[d].start * st[d];",
+        "description": "slice view: the start offset is scaled by the step (wrong start when step > 1)",
+        "suites": [conformance("*_shape.*:*_index.*", "cpu"), unit(CPU_TESTS), unit(TENSOR_TESTS)],
+    },
+    {
+        "id": "gemm-tail-mask",
+        "family": "linalg",
+        "file": "src/backends/cpu/gemm_avx2.cpp",
+        "search": "const typename v::M mk = v::mask(n - j * W);",
+        "replace": "const typename v::M mk = v::mask(n - j * W - 1);",
+        "description": "AVX2 GEMM micro-kernel: a partial tile (n not a multiple of 16/8) never stores its last column",
+        "suites": [conformance("*_linalg.*", "cpu"), unit(CPU_TESTS)],
+    },
+    {
+        "id": "conv-dilation-h",
+        "family": "conv",
+        "file": "src/backends/cpu/conv.cpp",
+        "search": "const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];\n      const int64_t e = ow + n;",
+        "replace": "const int64_t ih = oh * g.s[1] - g.p[1] + kh;\n      const int64_t e = ow + n;",
+        "description": "im2col: the dilation along the height is ignored",
+        "suites": [conformance("*_nn.conv*", "cpu"), unit(CPU_TESTS)],
+    },
+    {
+        "id": "layer-norm-unbiased",
+        "family": "norm",
+        "file": "src/backends/cpu/norm.cpp",
+        "search": "A var = lane_sq_dev(xr, D, mean) / A(D);",
+        "replace": "A var = lane_sq_dev(xr, D, mean) / A(D - 1);",
+        "description": "layer_norm forward: unbiased variance (D - 1) where torch uses the biased one",
+        "suites": [conformance("*_nn.layer_norm/*", "cpu"), unit("tests/nn/ember_nn_layers_tests")],
+    },
+    {
+        "id": "layer-norm-eps-outside-sqrt",
+        "family": "norm",
+        "file": "src/backends/cpu/norm.cpp",
+        "search": "A rstd = A(1) / std::sqrt(std::max(var, A(0)) + A(eps));",
+        "replace": "A rstd = A(1) / (std::sqrt(std::max(var, A(0))) + A(eps));",
+        "description": "layer_norm forward: eps added after the square root instead of under it",
+        "suites": [conformance("*_nn.layer_norm/*", "cpu"), unit("tests/nn/ember_nn_layers_tests")],
+    },
+    {
+        "id": "attention-causal-off-by-one",
+        "family": "attention",
+        "file": "src/backends/cpu/attention.cpp",
+        "search": "int64_t n = P.causal ? std::min(Se, i + 1) : Se;",
+        "replace": "int64_t n = P.causal ? std::min(Se, i + 2) : Se;",
+        "description": "CPU attention: the causal mask lets each query see one future key",
+        "suites": [conformance("*_nn.scaled_dot_product_attention/*", "cpu"),
+                   unit("tests/nn/ember_nn_layers_tests")],
+    },
+    {
+        "id": "attention-scale",
+        "family": "attention",
+        "file": "src/backends/cpu/attention.cpp",
+        "search": "1.0 / std::sqrt(double(P.E))",
+        "replace": "1.0 / double(P.E)",
+        "description": "CPU attention: the default scale is 1/E instead of 1/sqrt(E)",
+        "suites": [conformance("*_nn.scaled_dot_product_attention/*", "cpu"),
+                   unit("tests/nn/ember_nn_layers_tests")],
+    },
+    {
+        "id": "adamw-decoupling-swapped",
+        "family": "optimizer",
+        "file": "src/backends/cpu/optim.cpp",
+        "search": "if (decoupled) p = p * one_minus_lr_wd;",
+        "replace": "if (!decoupled) p = p * one_minus_lr_wd;",
+        "description": "fused adam_step: Adam decays the weights directly and AdamW adds the L2 term to the gradient",
+        "suites": [unit("tests/optim/ember_optim_optimizer_tests")],
+    },
+    {
+        "id": "adam-bias-correction-step",
+        "family": "optimizer",
+        "file": "src/backends/cpu/optim.cpp",
+        "search": "double t = double(a.step);",
+        "replace": "double t = double(a.step + 1);",
+        "description": "fused adam_step: the bias corrections 1 - beta^t use t + 1 (one step ahead)",
+        "suites": [unit("tests/optim/ember_optim_optimizer_tests")],
+    },
+    {
+        "id": "cross-entropy-ignore-counted",
+        "family": "loss",
+        "file": "src/backends/cpu/softmax.cpp",
+        "search": "valid[r] = T(counts ? 1.0f : 0.0f);",
+        "replace": "valid[r] = T(1.0f);",
+        "description": "fused cross_entropy: rows with target == ignore_index still count in the mean's divisor",
+        "suites": [unit("tests/nn/ember_nn_loss_tests")],
+    },
+    {
+        "id": "bf16-round-ties-up",
+        "family": "cast",
+        "file": "src/backends/cpu/vec/vec_math_drivers.inl",
+        "search": "I r = Simd::isrl<16>(Simd::iadd(u, Simd::iadd(lsb, Simd::iset(0x7fff))));",
+        "replace": "I r = Simd::isrl<16>(Simd::iadd(u, Simd::iset(0x8000)));",
+        "description": "vectorised f32 -> bf16: ties round away (up in magnitude) instead of to even",
+        "suites": [conformance("*_cast.*", "cpu"), unit(CPU_TESTS), unit(TENSOR_TESTS)],
+    },
+    {
+        "id": "onnx-slice-negative-step-end",
+        "family": "onnx",
+        "file": "src/onnx/ops_shape.cpp",
+        "search": "e = std::clamp<int64_t>(e, -1, n - 1);",
+        "replace": "e = std::clamp<int64_t>(e, 0, n - 1);",
+        "description": "ONNX Slice with a negative step: an end before the first element is clamped to 0, so element 0 is dropped",
+        "suites": [onnx_node("test_slice"), unit("tests/onnx/ember_onnx_tests")],
+    },
+    {
+        "id": "onnx-gemm-beta-ignored",
+        "family": "onnx",
+        "file": "src/onnx/ops_nn.cpp",
+        "search": "if (c.has(2)) y = add(y, beta == 1.0 ? c.in(2) : mul(c.in(2), beta));",
+        "replace": "if (c.has(2)) y = add(y, c.in(2));",
+        "description": "ONNX Gemm: the beta attribute is ignored (C added unscaled)",
+        "suites": [onnx_node("test_gemm"), unit("tests/onnx/ember_onnx_tests")],
+    },
+]
