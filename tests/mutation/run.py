@@ -224,6 +224,9 @@ def main():
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
     ap.add_argument("--check", action="store_true", help="only check that every search text occurs exactly once")
     args = ap.parse_args()
+    # SIGTERM / SIGHUP unwind like Ctrl-C, so a mutated file is always written back
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, frame: sys.exit(128 + signum))
 
     mutants = mutant_list.MUTANTS
     errors = check_mutants(mutants)
