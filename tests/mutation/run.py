@@ -124,7 +124,7 @@ def build(targets, jobs, env, logfile):
 
 def build_errors(logfile, limit=6):
     lines = Path(logfile).read_text(errors="replace").splitlines()
-    errs = [l for l in lines if "error" in l.lower()]
+    errs = [l for l in lines if "error:" in l] or [l for l in lines if "error" in l.lower()]
     return errs[:limit] or lines[-limit:]
 
 
@@ -161,7 +161,7 @@ def first_failure(output, kind):
         return m.group(1) if m else None
     m = re.search(r"^\[  FAILED  \] (\S+)", output, re.M)
     if m:
-        return m.group(1)
+        return m.group(1).rstrip(",")
     # a crash: the last test that started and did not finish
     running = None
     for line in output.splitlines():
