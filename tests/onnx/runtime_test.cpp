@@ -1,6 +1,7 @@
 // onnx::Model: the runtime fixtures of gen_fixtures.py (NumPy expected values), hand-built
 // protos for opset-dependent semantics, and the errors for bad inputs and unknown ops.
 #include <ember/onnx/runtime.hpp>
+#include <limits>
 #include <ember/tensor/ops.hpp>
 
 #include "onnx_test_util.hpp"
@@ -402,4 +403,29 @@ TEST(OnnxRuntime, InvalidModelsArePlainErrors) {
   expect_plain_error([&] { add.run({{"x", DynTensor::ones(Shape{2, 3}, DType::f32, Device::cpu())}}); },
                      {"onnx: op 'Add' (node 'n0')"});
   expect_plain_error([] { Model::load(fixture("does_not_exist.onnx"), Device::cpu()); }, {"does_not_exist.onnx"});
+}
+
+// Slice with a negative step down to the first element: the ONNX spec clamps an end below the
+// first element to -1 for a negative step (NumPy's x[::-1]), so element 0 is included. No node
+// test of ONNX 1.12 slices that far (test_slice_neg_steps ends at index 0, exclusive); the
+// mutation list (tests/mutation, onnx-slice-negative-step-end) found the gap.
+TEST(OnnxRuntime, SliceWithNegativeStepReachesTheFirstElement) {
+  DynTensor x = DynTensor::from_vector<float>({1, 2, 3, 4, 5}, Shape{5}, Device::cpu());
+  for (int64_t end : {std::numeric_limits<int64_t>::min(), int64_t(-6), int64_t(-100)}) {
+    Model m = Model::from_proto(one_node("Slice", {"x", "starts", "ends", "axes", "steps"}, 13, {},
+                                         {i64_tensor("starts", {-1}), i64_tensor("ends", {end}),
+                                          i64_tensor("axes", {0}), i64_tensor("steps", {-1})}),
+                                Device::cpu());
+    EXPECT_EQ(m.run({{"x", x}}).at("y").to_vector<float>(), (std::vector<float>{5, 4, 3, 2, 1})) << "end " << end;
+  }
+  // two dims, step -2 on the second: rows 0..1, columns 4, 2, 0 (x[:, ::-2] in NumPy)
+  DynTensor y = DynTensor::from_vector<float>({0, 1, 2, 3, 4, 10, 11, 12, 13, 14}, Shape{2, 5}, Device::cpu());
+  Model m = Model::from_proto(one_node("Slice", {"x", "starts", "ends", "axes", "steps"}, 13, {},
+                                       {i64_tensor("starts", {std::numeric_limits<int64_t>::max()}),
+                                        i64_tensor("ends", {std::numeric_limits<int64_t>::min()}),
+                                        i64_tensor("axes", {1}), i64_tensor("steps", {-2})}),
+                              Device::cpu());
+  DynTensor out = m.run({{"x", y}}).at("y");
+  EXPECT_EQ(out.shape(), (Shape{2, 3}));
+  EXPECT_EQ(out.to_vector<float>(), (std::vector<float>{4, 2, 0, 14, 12, 10}));
 }
