@@ -7,6 +7,9 @@ cd "$(dirname "$0")"
 scripts/install-deps.sh build || exit 1
 jobs=$(nproc)
 export CCACHE_DIR="${CCACHE_DIR:-$PWD/.cache/ccache}"
+# Every suite and example runs with the module checks on: a Param left out of an EMBER_MODULE list
+# fails the first visit of its module (include/ember/nn/module.hpp).
+export EMBER_CHECK_MODULES=1
 
 cmake --preset default >/dev/null || exit 1
 cmake --build --preset default -j "$jobs" || exit 1
