@@ -22,38 +22,21 @@ const std::map<std::string_view, std::string_view> kCoveredElsewhere = {
 };
 
 // A decorator that forwards everything to `inner` and counts the kinds of the executed ops.
-class CountingBackend final : public Backend {
+class CountingBackend final : public ForwardingBackend {
  public:
-  explicit CountingBackend(std::shared_ptr<Backend> inner) : inner_(std::move(inner)) {
+  explicit CountingBackend(std::shared_ptr<Backend> inner) : ForwardingBackend(std::move(inner)) {
     for (auto& c : counts_) c = 0;
   }
-  std::string name() const override { return inner_->name(); }
   std::vector<PrimitivePtr> execute(Op op) override {
     counts_[static_cast<size_t>(op.kind)].fetch_add(1, std::memory_order_relaxed);
     return inner_->execute(std::move(op));
   }
-  TensorData read(const PrimitivePtr& p) override { return inner_->read(p); }
-  PrimitivePtr write(const TensorData& data) override { return inner_->write(data); }
-  PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) override {
-    return inner_->write_bytes(meta, bytes);
-  }
-  PrimitivePtr wrap_bytes(const TensorMeta& meta, std::span<const std::byte> bytes,
-                          std::shared_ptr<const void> owner) override {
-    return inner_->wrap_bytes(meta, bytes, std::move(owner));
-  }
-  bool supports(const Op& op) const override { return inner_->supports(op); }
-  void sync() override { inner_->sync(); }
-  void seed(uint64_t s) override { inner_->seed(s); }
-  MemoryStats memory_stats() const override { return inner_->memory_stats(); }
-  void reset_peak_memory() override { inner_->reset_peak_memory(); }
-  void memory_cleanup() override { inner_->memory_cleanup(); }
 
   int64_t count(OpKind k) const { return counts_[static_cast<size_t>(k)].load(std::memory_order_relaxed); }
   // Whether the backend runs ops of kind `k` (the backends decide by kind alone).
   bool supports_kind(OpKind k) const { return inner_->supports(Op{k, {}, NoAttrs{}, {}}); }
 
  private:
-  std::shared_ptr<Backend> inner_;
   std::array<std::atomic<int64_t>, kNumOps> counts_;
 };
 

@@ -54,4 +54,40 @@ class Backend {
   virtual void memory_cleanup() {}
 };
 
+// The base of a decorator: every call is forwarded to the backend it wraps. A decorator
+// overrides what it changes (execute, and read/write where its tensors wrap the inner ones) and
+// inherits the rest, so a method added to Backend is forwarded by every decorator at once.
+//
+//   class CountingBackend final : public ForwardingBackend {
+//     using ForwardingBackend::ForwardingBackend;
+//     std::vector<PrimitivePtr> execute(Op op) override { ++count_; return inner()->execute(std::move(op)); }
+//   };
+class ForwardingBackend : public Backend {
+ public:
+  explicit ForwardingBackend(std::shared_ptr<Backend> inner) : inner_(std::move(inner)) {}
+  // The backend this decorator wraps.
+  const std::shared_ptr<Backend>& inner() const { return inner_; }
+
+  std::string name() const override { return inner_->name(); }
+  std::vector<PrimitivePtr> execute(Op op) override { return inner_->execute(std::move(op)); }
+  TensorData read(const PrimitivePtr& p) override { return inner_->read(p); }
+  PrimitivePtr write(const TensorData& data) override { return inner_->write(data); }
+  PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) override {
+    return inner_->write_bytes(meta, bytes);
+  }
+  PrimitivePtr wrap_bytes(const TensorMeta& meta, std::span<const std::byte> bytes,
+                          std::shared_ptr<const void> owner) override {
+    return inner_->wrap_bytes(meta, bytes, std::move(owner));
+  }
+  bool supports(const Op& op) const override { return inner_->supports(op); }
+  void sync() override { inner_->sync(); }
+  void seed(uint64_t seed) override { inner_->seed(seed); }
+  MemoryStats memory_stats() const override { return inner_->memory_stats(); }
+  void reset_peak_memory() override { inner_->reset_peak_memory(); }
+  void memory_cleanup() override { inner_->memory_cleanup(); }
+
+ protected:
+  std::shared_ptr<Backend> inner_;
+};
+
 }  // namespace ember

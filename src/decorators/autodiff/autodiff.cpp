@@ -100,15 +100,15 @@ void Node::release() {
 // ---------------------------------------------------------------------------------------
 namespace {
 
-class AutodiffBackend final : public Backend {
+// Tensors of this backend wrap the inner backend's (AdPrimitive: the inner value and the graph
+// edge), so execute, read, write and supports unwrap or wrap them; the rest is forwarded.
+class AutodiffBackend final : public ForwardingBackend {
  public:
-  AutodiffBackend(std::shared_ptr<Backend> inner, Checkpointing c) : inner_(std::move(inner)), strategy_(c) {
-    name_ = inner_->name() + "+autodiff" + (c == Checkpointing::balanced ? "(balanced)" : "");
+  AutodiffBackend(const std::shared_ptr<Backend>& inner, Checkpointing c) : ForwardingBackend(inner), strategy_(c) {
+    name_ = inner->name() + "+autodiff" + (c == Checkpointing::balanced ? "(balanced)" : "");
   }
 
   std::string name() const override { return name_; }
-  Backend& inner() const { return *inner_; }
-  const std::shared_ptr<Backend>& inner_ptr() const { return inner_; }
 
   std::vector<PrimitivePtr> execute(Op op) override {
     const size_t n = op.inputs.size();
@@ -156,11 +156,6 @@ class AutodiffBackend final : public Backend {
     for (const auto& p : op.inputs) o.inputs.push_back(p ? ad(p).inner : nullptr);
     return inner_->supports(o);
   }
-  void sync() override { inner_->sync(); }
-  void seed(uint64_t s) override { inner_->seed(s); }
-  MemoryStats memory_stats() const override { return inner_->memory_stats(); }
-  void reset_peak_memory() override { inner_->reset_peak_memory(); }
-  void memory_cleanup() override { inner_->memory_cleanup(); }
 
  private:
   std::shared_ptr<Node> record(const Op& op, const Rule& rule) {
@@ -194,7 +189,6 @@ class AutodiffBackend final : public Backend {
     return node;
   }
 
-  std::shared_ptr<Backend> inner_;
   Checkpointing strategy_;
   std::string name_;
 };
@@ -214,7 +208,7 @@ bool is_autodiff(const Backend& b) { return dynamic_cast<const AutodiffBackend*>
 std::shared_ptr<Backend> inner_of(const Backend& b) {
   auto* a = dynamic_cast<const AutodiffBackend*>(&b);
   EMBER_CHECK(a, "autodiff: ", b.name(), " has no autodiff decorator");
-  return a->inner_ptr();
+  return a->inner();
 }
 
 PrimitivePtr require_grad(Backend& b, const PrimitivePtr& p) {
@@ -324,7 +318,7 @@ class Engine {
                 " does not require grad (no input of the ops that made it called require_grad())");
     const bool create = opts.create_graph;
     const bool retain = opts.retain_graph || create;
-    Backend* be = create ? static_cast<Backend*>(&self) : &self.inner();
+    Backend* be = create ? static_cast<Backend*>(&self) : self.inner().get();
     auto wrap_in = [&](const PrimitivePtr& p) { return create ? Val(be, p) : Val(be, ad(p).inner); };
 
     Val seed;
