@@ -61,6 +61,17 @@ DynTensor circular_pad(DynTensor x, const Sizes& before, const Sizes& after, con
   return x;
 }
 
+// A convolution layer's input: batched (a batch dim of 1 added to an unbatched one, `unbatched`
+// says so), of rank N + 2, and of the parameters' dtype.
+DynTensor conv_input(DynTensor x, int n, const char* name, const Param& weight, const std::optional<Param>& bias,
+                     bool& unbatched) {
+  x = internal::batch_if_unbatched(std::move(x), n + 2, unbatched);
+  EMBER_CHECK(x.rank() == n + 2, name, ": input must be [N, C, *spatial] or [C, *spatial] with ", n,
+              " spatial dims, got ", x.shape());
+  check_dtypes(name, x, weight, bias);
+  return x;
+}
+
 }  // namespace
 
 template <int N>
@@ -86,10 +97,7 @@ DynTensor Conv<N>::forward(DynTensor x) const {
   return detail::in_module(ember_module_, conv_name(N, false), [&] {
     const char* name = conv_name(N, false);
     bool unbatched = false;
-    x = internal::batch_if_unbatched(std::move(x), N + 2, unbatched);
-    EMBER_CHECK(x.rank() == N + 2, name, ": input must be [N, C, *spatial] or [C, *spatial] with ", N,
-                " spatial dims, got ", x.shape());
-    check_dtypes(name, x, weight, bias);
+    x = conv_input(std::move(x), N, name, weight, bias, unbatched);
     const ConvConfig<N>& c = config;
     const Sizes dilation = internal::expand_sizes(c.dilation, N, name, "dilation");
     Sizes before(N), after(N);
@@ -144,10 +152,7 @@ DynTensor ConvTranspose<N>::forward(DynTensor x) const {
   return detail::in_module(ember_module_, conv_name(N, true), [&] {
     const char* name = conv_name(N, true);
     bool unbatched = false;
-    x = internal::batch_if_unbatched(std::move(x), N + 2, unbatched);
-    EMBER_CHECK(x.rank() == N + 2, name, ": input must be [N, C, *spatial] or [C, *spatial] with ", N,
-                " spatial dims, got ", x.shape());
-    check_dtypes(name, x, weight, bias);
+    x = conv_input(std::move(x), N, name, weight, bias, unbatched);
     const ConvTransposeConfig<N>& c = config;
     ConvOptions o{c.stride, c.padding, c.dilation, c.output_padding, c.groups};
     DynTensor y = conv_op(N, true, std::move(x), weight, internal::value_of(bias), o);

@@ -11,7 +11,6 @@ namespace ember::nn {
 
 namespace {
 
-std::string norm_name(const char* base, int n) { return base + std::to_string(n) + "d"; }
 const char* batch_norm_name(int n) {
   static constexpr const char* kNames[] = {"BatchNorm1d", "BatchNorm2d", "BatchNorm3d"};
   return kNames[n - 1];
@@ -19,6 +18,13 @@ const char* batch_norm_name(int n) {
 const char* instance_norm_name(int n) {
   static constexpr const char* kNames[] = {"InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"};
   return kNames[n - 1];
+}
+
+// A const module cannot update its running statistics, which a training-mode forward does.
+void check_const_forward(const char* name, bool training, bool tracking) {
+  EMBER_CHECK(!(training && tracking), name,
+              ": a training-mode forward updates running_mean/running_var, which a const module cannot do; "
+              "call forward on a non-const module, use forward_train, or set eval mode");
 }
 
 // The affine parameters' dtype must be the input's (the running statistics are cast instead).
@@ -87,7 +93,7 @@ void adopt_state(M& m, NormState s) {
 
 template <int N>
 BatchNorm<N> BatchNormConfig<N>::init(const Device& device) const {
-  NormState s = make_norm_state(norm_name("BatchNorm", N), num_features, affine, track_running_stats, device);
+  NormState s = make_norm_state(batch_norm_name(N), num_features, affine, track_running_stats, device);
   BatchNorm<N> m;
   adopt_state(m, std::move(s));
   m.config = *this;
@@ -97,7 +103,7 @@ BatchNorm<N> BatchNormConfig<N>::init(const Device& device) const {
 template <int N>
 std::pair<DynTensor, BatchNorm<N>> BatchNorm<N>::forward_train(DynTensor x) const {
   return detail::in_module(ember_module_, batch_norm_name(N), [&]() -> std::pair<DynTensor, BatchNorm<N>> {
-    check_batch_norm_input(x, N, config.num_features, norm_name("BatchNorm", N));
+    check_batch_norm_input(x, N, config.num_features, batch_norm_name(N));
     check_affine_dtype(batch_norm_name(N), x, weight, bias);
     BatchNormTrainResult r =
         batch_norm_train(std::move(x), internal::value_of(weight), internal::value_of(bias), config.eps);
@@ -119,11 +125,9 @@ std::pair<DynTensor, BatchNorm<N>> BatchNorm<N>::forward_train(DynTensor x) cons
 template <int N>
 DynTensor BatchNorm<N>::forward(DynTensor x) const {
   return detail::in_module(ember_module_, batch_norm_name(N), [&] {
-    const std::string name = norm_name("BatchNorm", N);
+    const char* name = batch_norm_name(N);
     const bool tracking = running_mean && running_var;
-    EMBER_CHECK(!(mode.training && tracking), name,
-                ": a training-mode forward updates running_mean/running_var, which a const module cannot do; "
-                "call forward on a non-const module, use forward_train, or set eval mode");
+    check_const_forward(name, mode.training, tracking);
     if (!tracking) return forward_train(std::move(x)).first;
     check_batch_norm_input(x, N, config.num_features, name);
     check_affine_dtype(batch_norm_name(N), x, weight, bias);
@@ -147,7 +151,7 @@ DynTensor BatchNorm<N>::forward(DynTensor x) {
 
 template <int N>
 InstanceNorm<N> InstanceNormConfig<N>::init(const Device& device) const {
-  NormState s = make_norm_state(norm_name("InstanceNorm", N), num_features, affine, track_running_stats, device);
+  NormState s = make_norm_state(instance_norm_name(N), num_features, affine, track_running_stats, device);
   InstanceNorm<N> m;
   adopt_state(m, std::move(s));
   m.config = *this;
@@ -157,7 +161,7 @@ InstanceNorm<N> InstanceNormConfig<N>::init(const Device& device) const {
 namespace {
 template <int N>
 DynTensor batched_instance_input(DynTensor x, int64_t c, bool& unbatched) {
-  const std::string name = norm_name("InstanceNorm", N);
+  const char* name = instance_norm_name(N);
   x = internal::batch_if_unbatched(std::move(x), N + 2, unbatched);
   EMBER_CHECK(x.rank() == N + 2, name, ": input must be [N, C, *spatial] or [C, *spatial] with ", N,
               " spatial dims, got ", x.shape());
@@ -175,7 +179,7 @@ std::pair<DynTensor, InstanceNorm<N>> InstanceNorm<N>::forward_train(DynTensor x
   return detail::in_module(ember_module_, instance_norm_name(N), [&]() -> std::pair<DynTensor, InstanceNorm<N>> {
     bool unbatched = false;
     x = batched_instance_input<N>(std::move(x), config.num_features, unbatched);
-    check_spatial(x, norm_name("InstanceNorm", N));
+    check_spatial(x, instance_norm_name(N));
     check_affine_dtype(instance_norm_name(N), x, weight, bias);
     InstanceNorm next = *this;
     if (running_mean && running_var) {
@@ -196,11 +200,9 @@ std::pair<DynTensor, InstanceNorm<N>> InstanceNorm<N>::forward_train(DynTensor x
 template <int N>
 DynTensor InstanceNorm<N>::forward(DynTensor x) const {
   return detail::in_module(ember_module_, instance_norm_name(N), [&] {
-    const std::string name = norm_name("InstanceNorm", N);
+    const char* name = instance_norm_name(N);
     const bool tracking = running_mean && running_var;
-    EMBER_CHECK(!(mode.training && tracking), name,
-                ": a training-mode forward updates running_mean/running_var, which a const module cannot do; "
-                "call forward on a non-const module, use forward_train, or set eval mode");
+    check_const_forward(name, mode.training, tracking);
     if (!tracking) return forward_train(std::move(x)).first;
     bool unbatched = false;
     x = batched_instance_input<N>(std::move(x), config.num_features, unbatched);
