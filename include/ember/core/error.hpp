@@ -48,5 +48,5 @@ template <class... Args>
   } while (0)
 
 #define EMBER_FAIL(...) ::ember::detail::throw_error(__VA_ARGS__)
-// Throws ember::NotImplemented: for what is valid but not implemented here.
+// Throws ember::NotImplemented: for what is valid but has no implementation here.
 #define EMBER_NOT_IMPLEMENTED(...) ::ember::detail::throw_not_implemented(__VA_ARGS__)

@@ -15,8 +15,8 @@
 // honour the model's opset (axes as attributes before opset 13, Slice/Pad/Clip inputs, ...).
 // Values flowing between nodes are tensors, sequences of tensors or optionals (Value below);
 // sequences and optionals cross If / Loop / Scan / SequenceMap bodies like tensors do.
-// Errors are ember::Errors. What is valid ONNX but not implemented (an op without a handler, an
-// attribute combination, mode or dtype a handler does not implement, a value ember has no type
+// Errors are ember::Errors. What is valid ONNX that ember lacks (an op without a handler, an
+// attribute combination, mode or dtype a handler does not cover, a value ember has no type
 // for) throws ember::NotImplemented, says "onnx: unsupported ..." and names the op type and the
 // node; an invalid model or input throws a plain Error: missing inputs, inputs of the wrong
 // dtype, rank or kind (a sequence where a tensor belongs) name the input.
