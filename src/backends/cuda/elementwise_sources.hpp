@@ -11,13 +11,9 @@
 #include <vector>
 
 #include "ember/core/op.hpp"
+#include "jit.hpp"
 
 namespace ember::cuda {
-
-struct KernelSource {
-  std::string key;
-  std::string source;
-};
 
 // ---- elementwise.cpp ----
 

@@ -38,6 +38,12 @@ const char* compute_type(DType dt);
 // copy into the same slots stay before it.
 const std::string& async_copy_helpers();
 
+// One generated kernel: what the compile tests and compile_cubin() take.
+struct KernelSource {
+  std::string key;     // the Jit cache key (starts with the op name)
+  std::string source;  // compiled after the prelude
+};
+
 // Compiles prelude + `source` for sm_<arch> to a cubin (no GPU needed) and stores it in the disk
 // cache, so a machine can be warmed by compiling ahead (the compile tests do). `name` appears in
 // the error message (use the cache key). Throws Error on failure.

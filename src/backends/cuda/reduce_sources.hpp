@@ -10,13 +10,9 @@
 
 #include "ember/core/dtype.hpp"
 #include "ember/core/op.hpp"
+#include "jit.hpp"
 
 namespace ember::cuda {
-
-struct KernelSource {
-  std::string key;     // the Jit cache key (starts with the op name)
-  std::string source;  // compiled after the JIT prelude
-};
 
 // Device helpers shared by every source of these files (warp shuffles of any scalar type,
 // float/double math overloads). Defined in reduce.cpp.

@@ -5,14 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
-#include <mutex>
-#include <thread>
 
+#include "compile_all.hpp"
 #include "cuda_backend.hpp"
 #include "elementwise_sources.hpp"
 #include "ember/backends/cuda.hpp"
@@ -24,29 +22,7 @@ namespace {
 #define REQUIRE_GPU() \
   if (!cuda::available()) GTEST_SKIP() << "no CUDA device: " << cuda::describe_devices()
 
-// Compiles every source for sm_90 on a few threads; returns the failures' messages.
-std::vector<std::string> compile_all(const std::vector<cuda::KernelSource>& sources) {
-  std::vector<std::string> errors;
-  std::mutex mu;
-  std::atomic<size_t> next{0};
-  unsigned nt = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> threads;
-  for (unsigned t = 0; t < nt; ++t) {
-    threads.emplace_back([&] {
-      for (size_t i = next++; i < sources.size(); i = next++) {
-        try {
-          auto cubin = cuda::compile_cubin(sources[i].key, sources[i].source, 90);
-          if (cubin.size() < 100) throw Error(sources[i].key + ": empty cubin");
-        } catch (const std::exception& e) {
-          std::lock_guard<std::mutex> lock(mu);
-          errors.push_back(e.what());
-        }
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  return errors;
-}
+using cuda_test::compile_all;
 
 void expect_unique_keys(const std::vector<cuda::KernelSource>& sources) {
   std::vector<std::string> keys;

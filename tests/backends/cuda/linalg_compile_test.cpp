@@ -11,6 +11,7 @@
 #include <set>
 
 #include "attention_sources.hpp"
+#include "compile_all.hpp"
 #include "cuda_backend.hpp"
 #include "ember/backends/cuda.hpp"
 #include "ember/tensor/ops.hpp"
@@ -39,20 +40,21 @@ TEST(CudaLinalgCompile, ConvBiasEveryDType) {
   }
 }
 
-// With EMBER_DUMP_CUBIN_DIR set, the attention cubins are written there as <key with '_'>.cubin
-// (for `cuobjdump --dump-resource-usage`: registers, spills, shared memory).
-void compile_attention(const std::string& key, const std::string& source) {
-  std::vector<char> cubin;
-  EXPECT_NO_THROW(cubin = cuda::compile_cubin(key, source, 90)) << key;
+// Compiles the sources on every core. With EMBER_DUMP_CUBIN_DIR set, the attention cubins are
+// written there as <key with '_'>.cubin (for `cuobjdump --dump-resource-usage`: registers,
+// spills, shared memory).
+void compile_attention(const std::vector<cuda::KernelSource>& sources) {
   const char* dir = std::getenv("EMBER_DUMP_CUBIN_DIR");
-  if (!dir || cubin.empty()) return;
-  std::string name = key;
-  for (char& ch : name)
-    if (ch == '/') ch = '_';
-  if (FILE* f = std::fopen((std::string(dir) + "/" + name + ".cubin").c_str(), "wb")) {
-    std::fwrite(cubin.data(), 1, cubin.size(), f);
-    std::fclose(f);
-  }
+  auto dump = [dir](const cuda::KernelSource& s, const std::vector<char>& cubin) {
+    std::string name = s.key;
+    for (char& ch : name)
+      if (ch == '/') ch = '_';
+    if (FILE* f = std::fopen((std::string(dir) + "/" + name + ".cubin").c_str(), "wb")) {
+      std::fwrite(cubin.data(), 1, cubin.size(), f);
+      std::fclose(f);
+    }
+  };
+  for (const auto& e : cuda_test::compile_all(sources, dir ? cuda_test::CubinSink(dump) : nullptr)) ADD_FAILURE() << e;
 }
 
 TEST(CudaLinalgCompile, FlashAttentionEveryConfig) {
@@ -61,16 +63,19 @@ TEST(CudaLinalgCompile, FlashAttentionEveryConfig) {
   std::set<std::string> keys;       // the JIT key tells every variant apart
   for (const auto& c : configs) keys.insert(c.key());
   EXPECT_EQ(keys.size(), configs.size());
+  std::vector<cuda::KernelSource> sources;
   for (const auto& c : configs) {
-    compile_attention(c.key(), cuda::flash_attention_source(c));
+    sources.push_back({c.key(), cuda::flash_attention_source(c)});
     // the shared memory a block asks for fits an H100 / H200 SM (227 KiB)
     EXPECT_LE(cuda::flash_smem_bytes(c), size_t(227) * 1024) << c.key();
   }
+  compile_attention(sources);
 }
 
 // The register budgets the A/B variables pick besides the defaults (EMBER_CUDA_ATTN_FWD_BLOCKS for
 // v3, EMBER_CUDA_ATTN_BWD_BLOCKS for the backward v2), for the head dims that matter most.
 TEST(CudaLinalgCompileAttention, RegisterBudgetVariants) {
+  std::vector<cuda::KernelSource> sources;
   for (int d : {64, 128}) {
     cuda::FlashConfig c;
     c.dtype = DType::bf16;
@@ -79,7 +84,7 @@ TEST(CudaLinalgCompileAttention, RegisterBudgetVariants) {
     c.version = 3;
     for (int mb : {1, 2}) {
       c.min_blocks = mb;
-      compile_attention(c.key(), cuda::flash_attention_source(c));
+      sources.push_back({c.key(), cuda::flash_attention_source(c)});
     }
     for (int mb : {1, 2}) {
       cuda::FlashBackwardConfig b;
@@ -88,12 +93,13 @@ TEST(CudaLinalgCompileAttention, RegisterBudgetVariants) {
       b.causal = true;
       b.version = 2;
       b.min_blocks = mb;
-      compile_attention(b.key(), cuda::flash_backward_source(b));
+      sources.push_back({b.key(), cuda::flash_backward_source(b)});
       b.query_rows = 64;
-      compile_attention(b.key(), cuda::flash_backward_source(b));
+      sources.push_back({b.key(), cuda::flash_backward_source(b)});
       EXPECT_LE(cuda::flash_backward_smem_bytes(b, 1), size_t(227) * 1024) << b.key();
     }
   }
+  compile_attention(sources);
 }
 
 TEST(CudaLinalgCompile, AttentionSoftmaxEveryVariant) {
@@ -120,14 +126,14 @@ TEST(CudaLinalgCompile, FlashAttentionBackwardEveryConfig) {
   std::set<std::string> keys;
   for (const auto& c : configs) keys.insert(c.key());
   EXPECT_EQ(keys.size(), configs.size());
+  std::vector<cuda::KernelSource> sources;
   for (const auto& c : configs) {
-    compile_attention(c.key(), cuda::flash_backward_source(c));
+    sources.push_back({c.key(), cuda::flash_backward_source(c)});
     for (int kernel : {0, 1}) EXPECT_LE(cuda::flash_backward_smem_bytes(c, kernel), size_t(227) * 1024) << c.key();
   }
-  for (DType dt : {DType::f32, DType::f64}) {
-    std::string key = "attention_backward/ds/" + std::string(dtype_name(dt));
-    EXPECT_NO_THROW(cuda::compile_cubin(key, cuda::attention_backward_ds_source(dt), 90)) << key;
-  }
+  for (DType dt : {DType::f32, DType::f64})
+    sources.push_back({"attention_backward/ds/" + std::string(dtype_name(dt)), cuda::attention_backward_ds_source(dt)});
+  compile_attention(sources);
 }
 
 // ---- GPU results against the CPU backend ----

@@ -8,10 +8,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <future>
 #include <set>
-#include <thread>
 
+#include "compile_all.hpp"
 #include "cuda_backend.hpp"
 #include "ember/backends/cuda.hpp"
 #include "ember/nn/loss.hpp"
@@ -22,26 +21,8 @@
 namespace ember {
 namespace {
 
-// Compiles every variant, a few at a time (NVRTC is thread-safe).
 void compile_all(const std::vector<cuda::KernelSource>& variants) {
-  const size_t nt = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
-  std::vector<std::future<std::vector<std::string>>> jobs;
-  for (size_t t = 0; t < nt; ++t) {
-    jobs.push_back(std::async(std::launch::async, [&, t] {
-      std::vector<std::string> errors;
-      for (size_t i = t; i < variants.size(); i += nt) {
-        try {
-          auto cubin = cuda::compile_cubin(variants[i].key, variants[i].source, 90);
-          if (cubin.empty()) errors.push_back(variants[i].key + ": empty cubin");
-        } catch (const std::exception& e) {
-          errors.push_back(e.what());
-        }
-      }
-      return errors;
-    }));
-  }
-  for (auto& j : jobs)
-    for (const auto& e : j.get()) ADD_FAILURE() << e;
+  for (const auto& e : cuda_test::compile_all(variants)) ADD_FAILURE() << e;
 }
 
 bool keys_unique(const std::vector<cuda::KernelSource>& v) {
