@@ -30,10 +30,12 @@ struct AutodiffStack {
 std::vector<AutodiffStack> autodiff_stacks() {
   static const std::vector<AutodiffStack> stacks = [] {
     std::vector<AutodiffStack> all = {{"autodiff-cpu", Device::cpu().autodiff()},
-                                      {"autodiff-balanced-cpu", Device::cpu().autodiff(Checkpointing::balanced)}};
+                                      {"autodiff-balanced-cpu", Device::cpu().autodiff(Checkpointing::balanced)},
+                                      {"autodiff-fusion-cpu", Device::cpu().fusion().autodiff()}};
     if (cuda::available()) {
       all.push_back({"autodiff-cuda", Device::cuda(0).autodiff()});
       all.push_back({"autodiff-balanced-cuda", Device::cuda(0).autodiff(Checkpointing::balanced)});
+      all.push_back({"autodiff-fusion-cuda", Device::cuda(0).fusion().autodiff()});
     }
     std::vector<AutodiffStack> chosen;
     for (auto& s : all)

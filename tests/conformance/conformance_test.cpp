@@ -28,10 +28,15 @@ struct BackendStack {
 // (a comma-separated list) runs only the named ones.
 std::vector<BackendStack> backend_stacks() {
   static const std::vector<BackendStack> stacks = [] {
-    std::vector<BackendStack> all = {{"cpu", Device::cpu()}, {"autodiff-cpu", Device::cpu().autodiff()}};
+    std::vector<BackendStack> all = {{"cpu", Device::cpu()},
+                                     {"autodiff-cpu", Device::cpu().autodiff()},
+                                     {"fusion-cpu", Device::cpu().fusion()},
+                                     {"autodiff-fusion-cpu", Device::cpu().fusion().autodiff()}};
     if (cuda::available()) {
       all.push_back({"cuda", Device::cuda(0)});
       all.push_back({"autodiff-cuda", Device::cuda(0).autodiff()});
+      all.push_back({"fusion-cuda", Device::cuda(0).fusion()});
+      all.push_back({"autodiff-fusion-cuda", Device::cuda(0).fusion().autodiff()});
     }
     std::vector<BackendStack> chosen;
     for (auto& s : all)

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/core/fused.hpp"
 #include "ember/core/op.hpp"
 #include "ember/core/tensor_data.hpp"
 
@@ -52,6 +53,10 @@ class Backend {
   virtual MemoryStats memory_stats() const { return {}; }
   virtual void reset_peak_memory() {}
   virtual void memory_cleanup() {}
+  // Optional services. The kernels that run fused elementwise groups (the fusion decorator's
+  // code generator); nullptr when the backend has none, and the decorator then runs every op
+  // as it comes.
+  virtual FusedKernels* fused_kernels() { return nullptr; }
 };
 
 // The base of a decorator: every call is forwarded to the backend it wraps. A decorator
@@ -85,6 +90,7 @@ class ForwardingBackend : public Backend {
   MemoryStats memory_stats() const override { return inner_->memory_stats(); }
   void reset_peak_memory() override { inner_->reset_peak_memory(); }
   void memory_cleanup() override { inner_->memory_cleanup(); }
+  FusedKernels* fused_kernels() override { return inner_->fused_kernels(); }
 
  protected:
   std::shared_ptr<Backend> inner_;

@@ -35,6 +35,13 @@ class Device {
   // with the same strategy gives the same device; on an autodiff device it changes nothing.
   Device autodiff(Checkpointing strategy = Checkpointing::none) const;
   bool is_autodiff() const;
+  // This device with the fusion decorator (defined by the tensor layer): elementwise ops are
+  // queued and run as fused kernels (ember/decorators/fusion.hpp). Calling it twice gives the
+  // same device; on a fusion device it changes nothing. Put autodiff on top
+  // (`Device::cuda(0).fusion().autodiff()`) so the backward pass fuses too; on an autodiff
+  // device it throws an Error saying so.
+  Device fusion() const;
+  bool is_fusion() const;  // the fusion decorator is in the stack (under autodiff or not)
   // The device under the autodiff decorator (itself when it has none).
   Device inner() const;
 

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <atomic>
+#include <memory>
 #include <mutex>
 
 #include "cpu_tensor.hpp"
@@ -29,6 +30,9 @@ void register_norm_kernels(KernelTable& t);         // norm.cpp
 void register_attention_kernels(KernelTable& t);    // attention.cpp
 void register_optim_kernels(KernelTable& t);        // optim.cpp (fused optimizer updates)
 
+// The fused elementwise groups of the fusion decorator (fused.cpp).
+std::unique_ptr<FusedKernels> make_fused_kernels(CpuBackend& be);
+
 class CpuBackend final : public Backend {
  public:
   CpuBackend();
@@ -44,6 +48,7 @@ class CpuBackend final : public Backend {
   MemoryStats memory_stats() const override;
   void reset_peak_memory() override;
   void memory_cleanup() override;
+  FusedKernels* fused_kernels() override { return fused_.get(); }
 
   // Random streams: a Philox key and a fresh counter range of `n` 128-bit blocks per call.
   struct RandomStream {
@@ -54,6 +59,7 @@ class CpuBackend final : public Backend {
 
  private:
   KernelTable kernels_{};
+  std::unique_ptr<FusedKernels> fused_;
   std::mutex rng_mu_;
   uint64_t seed_ = 0x853c49e6748fea9bULL;
   uint64_t counter_ = 0;

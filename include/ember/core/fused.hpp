@@ -1,0 +1,58 @@
+// A fused group of elementwise ops: what the fusion decorator hands a backend to run as one
+// kernel, and the optional backend service that runs it.
+//
+//   FusedProgram p;                       // y = exp(x0 - x1), broadcasting x1 over rows
+//   p.shape = {8192, 4096};
+//   p.inputs = {{{8192, 4096}, DType::f32}, {{8192, 1}, DType::f32}};
+//   p.nodes = {{OpKind::sub, NoAttrs{}, {~0, ~1}, DType::f32}, {OpKind::exp, NoAttrs{}, {0}, DType::f32}};
+//   p.outputs = {1};
+//   auto out = backend.fused_kernels()->run(p, {x0, x1});
+//
+// Every node's output has the shape `shape` (the group's iteration domain); an input has any
+// shape that broadcasts to it (numpy rules) and any strides, so views of materialised tensors
+// (transposes, slices, expands) are read through index arithmetic, not copied. The nodes are in
+// topological order and each is a valid elementwise op (make_op accepted it).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ember/core/op.hpp"
+
+namespace ember {
+
+struct FusedProgram {
+  struct Node {
+    OpKind kind;
+    OpAttrs attrs;
+    std::vector<int32_t> args;  // a >= 0: node a (earlier); a < 0: input ~a
+    DType dtype;                // the output dtype (the shape is the group's)
+  };
+  Shape shape;                    // the iteration domain
+  std::vector<TensorMeta> inputs; // each broadcastable to `shape`
+  std::vector<Node> nodes;
+  std::vector<int32_t> outputs;   // the nodes materialised, in the order run() returns them
+
+  // The plan cache key: ops, attributes, dtypes, the dataflow and each input's dtype and
+  // broadcast pattern; not the tensors' ids, and not the sizes (only the rank).
+  std::string signature() const;
+  // One line per node for EMBER_LOG=fusion: "t2 = exp(t1) f32".
+  std::string describe() const;
+};
+
+// The service a backend offers the fusion decorator (Backend::fused_kernels()).
+class FusedKernels {
+ public:
+  virtual ~FusedKernels() = default;
+  // Whether `op` (an elementwise op with validated metadata) may join a fused group.
+  virtual bool can_fuse(const Op& op) const = 0;
+  // Runs `p` over `inputs` (this backend's primitives, in the order of p.inputs) and returns
+  // the outputs in the order of p.outputs. An input whose use_count() is 1 belongs to the call:
+  // its buffer may become an output's.
+  virtual std::vector<PrimitivePtr> run(const FusedProgram& p, std::vector<PrimitivePtr> inputs) = 0;
+  // A name for logs and traces of the kernel that runs `p` ("cpu_fused" or a CUDA kernel name).
+  virtual std::string kernel_name(const FusedProgram& p) const = 0;
+};
+
+}  // namespace ember

@@ -1,0 +1,381 @@
+// The fusion decorator: lazy per-thread queues of elementwise ops, cut into groups at flush
+// time and run as one kernel per group (FusedKernels of the wrapped backend).
+//
+// Every primitive above the decorator is a FusionTensor: a computed value of the inner
+// backend, or a pending entry of a queue. A queue entry holds its output's handle weakly, so
+// at a flush the decorator knows which results something outside the queue still holds (they
+// are materialised) and which died (never computed, or kept inside a kernel's registers). The
+// inputs it holds strongly; an input the queue holds alone may become an output's buffer.
+//
+// Grouping, in queue order: a node joins the latest group of its output shape when every other
+// group it reads from was made before that group, else it starts a group. Groups run in the
+// order they were made, which is then a topological order. A value read by a later group, or
+// held outside, is an output of its group.
+#include "ember/decorators/fusion.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "ember/core/error.hpp"
+
+namespace ember::fusion {
+
+namespace {
+
+struct Queue;
+
+class FusionTensor final : public Primitive {
+ public:
+  FusionTensor(TensorMeta meta, PrimitivePtr v) : Primitive(std::move(meta)), value(std::move(v)) {}
+  FusionTensor(TensorMeta meta, std::shared_ptr<Queue> q, int32_t i)
+      : Primitive(std::move(meta)), queue(std::move(q)), index(i) {}
+  PrimitivePtr value;            // the inner backend's primitive, once computed
+  std::shared_ptr<Queue> queue;  // while pending: the queue and the entry's index in it
+  int32_t index = -1;
+};
+
+FusionTensor& ft(const PrimitivePtr& p) { return static_cast<FusionTensor&>(*p); }
+
+struct Arg {
+  int32_t node = -1;  // >= 0: a pending entry of the same queue
+  PrimitivePtr leaf;  // else: an inner primitive
+};
+
+struct Entry {
+  OpKind kind;
+  OpAttrs attrs;
+  TensorMeta out;
+  std::vector<Arg> args;
+  std::weak_ptr<Primitive> handle;  // the FusionTensor handed out
+};
+
+struct Queue {
+  std::vector<Entry> entries;
+  int64_t bytes = 0;  // of the queued results
+};
+
+int64_t max_ops() {
+  static const int64_t n = [] {
+    const char* e = std::getenv("EMBER_FUSION_MAX_OPS");
+    long long v = e ? std::atoll(e) : 0;
+    return v > 0 ? int64_t(v) : int64_t(512);
+  }();
+  return n;
+}
+constexpr int64_t kMaxBytes = int64_t(4) << 30;
+
+bool log_fusion() {
+  static const bool on = [] {
+    const char* e = std::getenv("EMBER_LOG");
+    return e && std::string(e).find("fusion") != std::string::npos;
+  }();
+  return on;
+}
+
+class FusionBackend final : public ForwardingBackend {
+ public:
+  explicit FusionBackend(const std::shared_ptr<Backend>& inner)
+      : ForwardingBackend(inner), name_(inner->name() + "+fusion"), kernels_(inner->fused_kernels()) {}
+
+  std::string name() const override { return name_; }
+
+  std::vector<PrimitivePtr> execute(Op op) override {
+    if (kernels_ && kernels_->can_fuse(op)) return {enqueue(std::move(op))};
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& p : op.inputs)
+        if (p) p = take_value(p);
+      ++stats_.ops_eager;
+    }
+    std::vector<PrimitivePtr> outs = inner_->execute(std::move(op));
+    for (auto& o : outs)
+      if (o) o = wrap_value(std::move(o));
+    return outs;
+  }
+
+  TensorData read(const PrimitivePtr& p) override {
+    PrimitivePtr v;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      v = value_of(p);
+    }
+    return inner_->read(v);
+  }
+  PrimitivePtr write(const TensorData& data) override { return wrap_value(inner_->write(data)); }
+  PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) override {
+    return wrap_value(inner_->write_bytes(meta, bytes));
+  }
+  PrimitivePtr wrap_bytes(const TensorMeta& meta, std::span<const std::byte> bytes,
+                          std::shared_ptr<const void> owner) override {
+    return wrap_value(inner_->wrap_bytes(meta, bytes, std::move(owner)));
+  }
+  void sync() override {
+    flush_all();
+    inner_->sync();
+  }
+  MemoryStats memory_stats() const override {
+    const_cast<FusionBackend*>(this)->flush_all();
+    return inner_->memory_stats();
+  }
+  void memory_cleanup() override {
+    flush_all();
+    inner_->memory_cleanup();
+  }
+  // A decorator above this one sees no fused kernels: its primitives are FusionTensors.
+  FusedKernels* fused_kernels() override { return nullptr; }
+
+  Stats stats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+  void reset_stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_ = {};
+  }
+
+ private:
+  static PrimitivePtr wrap_value(PrimitivePtr v) {
+    TensorMeta m = v->meta();
+    return std::make_shared<FusionTensor>(std::move(m), std::move(v));
+  }
+
+  // The inner value of `p`, flushing its queue when it is pending (mu_ held).
+  PrimitivePtr value_of(const PrimitivePtr& p) {
+    FusionTensor& t = ft(p);
+    if (t.queue) flush(t.queue);
+    EMBER_CHECK(t.value != nullptr, "fusion: tensor of shape ", p->shape(),
+                " has no value (an earlier error interrupted the group that computes it)");
+    return t.value;
+  }
+  // Same, giving the value up when the caller holds the only handle (so the inner backend may
+  // reuse the buffer in place).
+  PrimitivePtr take_value(PrimitivePtr& p) {
+    FusionTensor& t = ft(p);
+    if (t.queue) flush(t.queue);
+    EMBER_CHECK(t.value != nullptr, "fusion: tensor of shape ", p->shape(),
+                " has no value (an earlier error interrupted the group that computes it)");
+    return p.use_count() == 1 ? std::move(t.value) : t.value;
+  }
+
+  std::shared_ptr<Queue>& my_queue() {
+    auto& q = queues_[std::this_thread::get_id()];
+    if (!q) q = std::make_shared<Queue>();
+    return q;
+  }
+
+  PrimitivePtr enqueue(Op op) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::shared_ptr<Queue> q = my_queue();
+    Entry e{op.kind, std::move(op.attrs), op.outputs[0], {}, {}};
+    e.args.reserve(op.inputs.size());
+    for (auto& p : op.inputs) {
+      FusionTensor& t = ft(p);
+      if (t.queue && t.queue != q) flush(t.queue);  // pending on another thread: compute it now
+      if (t.queue == q) {
+        e.args.push_back({t.index, nullptr});
+      } else {
+        EMBER_CHECK(t.value != nullptr, "fusion: ", op_name(e.kind), ": an input has no value (an earlier error)");
+        e.args.push_back({-1, p.use_count() == 1 ? std::move(t.value) : t.value});
+      }
+    }
+    op.inputs.clear();
+    const int32_t index = int32_t(q->entries.size());
+    auto out = std::make_shared<FusionTensor>(e.out, q, index);
+    e.handle = out;
+    q->bytes += e.out.shape.numel() * int64_t(dtype_size(e.out.dtype));
+    q->entries.push_back(std::move(e));
+    ++stats_.ops_queued;
+    if (int64_t(q->entries.size()) >= max_ops() || q->bytes >= kMaxBytes) flush(q);
+    return out;
+  }
+
+  void flush_all() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::shared_ptr<Queue>> qs;
+    for (auto& [id, q] : queues_)
+      if (q && !q->entries.empty()) qs.push_back(q);
+    for (auto& q : qs) flush(q);
+  }
+
+  // Runs every entry of `q` that something still needs, in groups (mu_ held).
+  void flush(const std::shared_ptr<Queue>& q) {
+    if (q->entries.empty()) return;
+    std::vector<Entry> entries = std::move(q->entries);
+    q->entries.clear();
+    q->bytes = 0;
+    ++stats_.flushes;
+    const size_t n = entries.size();
+    std::vector<PrimitivePtr> handles(n);  // the live FusionTensors (kept alive through the flush)
+    for (size_t j = 0; j < n; ++j) handles[j] = entries[j].handle.lock();
+    try {
+      run_entries(entries, handles);
+    } catch (...) {
+      for (auto& h : handles)
+        if (h) ft(h).queue.reset();
+      throw;
+    }
+  }
+
+  void run_entries(std::vector<Entry>& entries, const std::vector<PrimitivePtr>& handles) {
+    const size_t n = entries.size();
+    // needed: held outside, or read by a needed entry
+    std::vector<char> needed(n, 0);
+    for (size_t j = n; j-- > 0;) {
+      if (handles[j]) needed[j] = 1;
+      if (!needed[j]) continue;
+      for (const Arg& a : entries[j].args)
+        if (a.node >= 0) needed[size_t(a.node)] = 1;
+    }
+    // groups
+    struct Group {
+      Shape shape;
+      std::vector<int32_t> members;
+    };
+    std::vector<Group> groups;
+    std::vector<int32_t> group_of(n, -1);
+    std::vector<std::pair<Shape, int32_t>> latest;  // the latest group of each shape (few shapes)
+    for (size_t j = 0; j < n; ++j) {
+      if (!needed[j]) {
+        ++stats_.ops_dropped;
+        continue;
+      }
+      const Entry& e = entries[j];
+      int32_t g = -1;
+      auto it = std::find_if(latest.begin(), latest.end(), [&](const auto& l) { return l.first == e.out.shape; });
+      if (it != latest.end()) {
+        g = it->second;
+        for (const Arg& a : e.args)
+          if (a.node >= 0 && group_of[size_t(a.node)] != g && group_of[size_t(a.node)] > g) g = -1;
+      }
+      if (g < 0) {
+        g = int32_t(groups.size());
+        groups.push_back({e.out.shape, {}});
+        if (it != latest.end()) it->second = g;
+        else latest.emplace_back(e.out.shape, g);
+      }
+      groups[size_t(g)].members.push_back(int32_t(j));
+      group_of[j] = g;
+    }
+    // outputs: held outside, or read by another group; last_use: the last group reading a value
+    std::vector<char> is_out(n, 0);
+    std::vector<int32_t> last_use(n, -1);
+    for (size_t j = 0; j < n; ++j) {
+      if (!needed[j]) continue;
+      if (handles[j]) is_out[j] = 1;
+      for (const Arg& a : entries[j].args)
+        if (a.node >= 0 && group_of[size_t(a.node)] != group_of[j]) {
+          is_out[size_t(a.node)] = 1;
+          last_use[size_t(a.node)] = std::max(last_use[size_t(a.node)], group_of[j]);
+        }
+    }
+    std::vector<PrimitivePtr> vals(n);
+    for (int32_t g = 0; g < int32_t(groups.size()); ++g) {
+      const Group& grp = groups[size_t(g)];
+      // the group's inputs: distinct leaves and values of earlier groups
+      std::vector<PrimitivePtr> inputs;
+      std::unordered_map<const Primitive*, int32_t> input_index;
+      auto input_of = [&](PrimitivePtr v) {
+        auto [it, fresh] = input_index.emplace(v.get(), int32_t(inputs.size()));
+        if (fresh) inputs.push_back(std::move(v));
+        return it->second;
+      };
+      std::unordered_map<int32_t, int32_t> value_input;  // entry of an earlier group -> input index
+      std::unordered_map<int32_t, int32_t> local;        // entry -> node index in the program
+      FusedProgram prog;
+      prog.shape = grp.shape;
+      for (int32_t j : grp.members) {
+        Entry& e = entries[size_t(j)];
+        FusedProgram::Node node{e.kind, e.attrs, {}, e.out.dtype};
+        for (Arg& a : e.args) {
+          if (a.node >= 0 && group_of[size_t(a.node)] == g) {
+            node.args.push_back(local.at(a.node));
+          } else if (a.node >= 0) {
+            auto it = value_input.find(a.node);
+            if (it == value_input.end()) {  // the group that reads a value last takes it (in-place reuse)
+              PrimitivePtr& v = vals[size_t(a.node)];
+              it = value_input.emplace(a.node, input_of(last_use[size_t(a.node)] == g ? std::move(v) : v)).first;
+            }
+            node.args.push_back(~it->second);
+          } else {
+            node.args.push_back(~input_of(std::move(a.leaf)));
+          }
+        }
+        local[j] = int32_t(prog.nodes.size());
+        prog.nodes.push_back(std::move(node));
+        if (is_out[size_t(j)]) prog.outputs.push_back(local[j]);
+      }
+      for (const auto& in : inputs) prog.inputs.push_back(in->meta());
+      std::vector<PrimitivePtr> outs;
+      if (prog.nodes.size() == 1) {
+        ++stats_.groups_single;
+        const auto& node = prog.nodes[0];
+        std::vector<PrimitivePtr> args;
+        for (int32_t a : node.args) args.push_back(inputs[size_t(~a)]);
+        inputs.clear();  // the op holds its inputs alone now (in-place reuse)
+        outs = inner_->execute(make_op(node.kind, std::move(args), node.attrs));
+      } else {
+        ++stats_.groups_fused;
+        stats_.ops_fused += int64_t(prog.nodes.size());
+        if (log_fusion())
+          std::fprintf(stderr, "[ember fusion] %s: %zu ops, kernel %s\n%s", name_.c_str(), prog.nodes.size(),
+                       kernels_->kernel_name(prog).c_str(), prog.describe().c_str());
+        outs = kernels_->run(prog, std::move(inputs));
+      }
+      for (size_t k = 0; k < prog.outputs.size(); ++k) {
+        int32_t j = grp.members[size_t(prog.outputs[k])];
+        vals[size_t(j)] = outs[k];
+        if (handles[size_t(j)]) {
+          FusionTensor& t = ft(handles[size_t(j)]);
+          t.value = std::move(outs[k]);
+          t.queue.reset();
+          t.index = -1;
+        }
+      }
+    }
+    for (size_t j = 0; j < n; ++j)
+      if (handles[j]) ft(handles[j]).queue.reset();  // entries nothing needed are gone too
+  }
+
+  std::string name_;
+  FusedKernels* kernels_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::thread::id, std::shared_ptr<Queue>> queues_;
+  Stats stats_;
+};
+
+const FusionBackend* as_fusion(const Backend& b) { return dynamic_cast<const FusionBackend*>(&b); }
+
+}  // namespace
+
+std::shared_ptr<Backend> wrap(std::shared_ptr<Backend> inner) {
+  EMBER_CHECK(inner != nullptr, "fusion: no backend to wrap");
+  EMBER_CHECK(!is_fusion(*inner), "fusion: ", inner->name(), " already has the fusion decorator");
+  return std::make_shared<FusionBackend>(std::move(inner));
+}
+
+bool is_fusion(const Backend& b) { return as_fusion(b) != nullptr; }
+
+std::shared_ptr<Backend> inner_of(const Backend& b) {
+  const FusionBackend* f = as_fusion(b);
+  EMBER_CHECK(f, "fusion: ", b.name(), " has no fusion decorator");
+  return f->inner();
+}
+
+Stats stats(const Backend& b) {
+  const FusionBackend* f = as_fusion(b);
+  EMBER_CHECK(f, "fusion::stats: ", b.name(), " has no fusion decorator");
+  return f->stats();
+}
+
+void reset_stats(const Backend& b) {
+  const FusionBackend* f = as_fusion(b);
+  EMBER_CHECK(f, "fusion::reset_stats: ", b.name(), " has no fusion decorator");
+  const_cast<FusionBackend*>(f)->reset_stats();
+}
+
+}  // namespace ember::fusion

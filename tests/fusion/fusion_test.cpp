@@ -1,0 +1,191 @@
+// The fusion decorator on the CPU: what is queued, what flushes, how groups are cut, and that
+// fused results equal the unfused backend's (the fused CPU kernels run the eager kernels' code
+// on tiles, so equality is exact).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "ember/decorators/fusion.hpp"
+#include "ember/ember.hpp"
+
+namespace ember {
+namespace {
+
+Device fused() { return Device::cpu().fusion(); }
+fusion::Stats stats() { return fusion::stats(fused().backend()); }
+void reset() { fusion::reset_stats(fused().backend()); }
+
+DynTensor randn(Shape s, uint64_t seed, const Device& d, DType dt = DType::f32) {
+  Device::cpu().seed(seed);
+  auto x = DynTensor::normal(std::move(s), 0, 1, DType::f32, Device::cpu());
+  return DynTensor::from_data(x.cast(dt).into_data(), d);
+}
+
+void expect_same(const DynTensor& a, const DynTensor& b) {
+  ASSERT_EQ(a.shape(), b.shape());
+  ASSERT_EQ(a.dtype(), b.dtype());
+  auto da = a.into_data(), db = b.into_data();
+  EXPECT_EQ(da.bytes().size(), db.bytes().size());
+  EXPECT_TRUE(std::equal(da.bytes().begin(), da.bytes().end(), db.bytes().begin())) << "results differ";
+}
+
+template <class F>
+void check_same(F f, std::vector<Shape> shapes, DType dt = DType::f32) {
+  std::vector<DynTensor> eager, lazy;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    eager.push_back(randn(shapes[i], 100 + i, Device::cpu(), dt));
+    lazy.push_back(randn(shapes[i], 100 + i, fused(), dt));
+  }
+  expect_same(f(eager), f(lazy));
+}
+
+TEST(Fusion, DeviceFactory) {
+  EXPECT_EQ(Device::cpu().fusion(), Device::cpu().fusion());
+  EXPECT_TRUE(Device::cpu().fusion().is_fusion());
+  EXPECT_TRUE(Device::cpu().fusion().autodiff().is_fusion());
+  EXPECT_FALSE(Device::cpu().is_fusion());
+  EXPECT_EQ(Device::cpu().fusion().name(), "cpu+fusion");
+  EXPECT_THROW(Device::cpu().autodiff().fusion(), Error);
+}
+
+TEST(Fusion, GeluChainIsOneGroup) {
+  auto gelu = [](std::vector<DynTensor> v) {
+    auto& x = v[0];
+    return x * 0.5 * (1 + erf(x / std::sqrt(2.0)));
+  };
+  reset();
+  check_same(gelu, {{4, 333, 17}});
+  auto s = stats();
+  EXPECT_EQ(s.groups_fused, 1);
+  EXPECT_EQ(s.ops_fused, 5);  // mul, div, erf, add, mul
+  EXPECT_EQ(s.ops_dropped, 0);
+}
+
+TEST(Fusion, BroadcastScalarsCastsComparesWhereClamp) {
+  check_same([](std::vector<DynTensor> v) {
+    auto y = where(greater(v[0], v[1]), exp(v[0]), clamp(v[1] * 3, -1.5, 2.0));
+    return (y.cast(DType::bf16) * 2).cast(DType::f32) + v[2];
+  }, {{64, 129}, {129}, {64, 1}});
+}
+
+TEST(Fusion, HalfPrecisionChainsMatchEagerRounding) {
+  check_same([](std::vector<DynTensor> v) { return sigmoid(v[0] * v[1] - 0.25) + tanh(v[1]); }, {{3, 5000}, {3, 5000}},
+             DType::f16);
+  check_same([](std::vector<DynTensor> v) { return relu(v[0]) * v[1] + 1; }, {{7, 999}, {999}}, DType::bf16);
+}
+
+TEST(Fusion, ViewsOfMaterialisedTensorsAreReadThroughStrides) {
+  check_same([](std::vector<DynTensor> v) {
+    auto t = transpose(v[0], 0, 1);                       // [40, 30], strided
+    auto s = slice(v[1], {{}, {0, 80, 2}});                // step-2 slice: [30, 40]
+    return exp(t) * transpose(s, 0, 1) + expand(v[2], {40, 30});
+  }, {{30, 40}, {30, 80}, {1, 30}});
+}
+
+TEST(Fusion, FanOutAndIntermediateReads) {
+  reset();
+  auto x = randn({1000}, 7, fused()), xe = randn({1000}, 7, Device::cpu());
+  auto a = exp(x), ae = exp(xe);
+  auto b = a * 2, be = ae * 2;
+  auto c = a + b, ce = ae + be;
+  expect_same(b, be);  // a read in the middle of the chain flushes it
+  auto d = sin(c) * a, de = sin(ce) * ae;
+  expect_same(d, de);
+  expect_same(a, ae);
+  EXPECT_EQ(stats().flushes, 2);
+}
+
+TEST(Fusion, DeadResultsAreNeverComputed) {
+  reset();
+  auto x = randn({256}, 3, fused());
+  {
+    auto unused = exp(x) * 3;  // dropped before anything reads it
+  }
+  auto y = x + 1;
+  y.to_vector<float>();
+  auto s = stats();
+  EXPECT_EQ(s.ops_dropped, 2);
+  EXPECT_EQ(s.groups_single, 1);
+}
+
+TEST(Fusion, ReductionBetweenChainsSplitsGroups) {
+  reset();
+  check_same([](std::vector<DynTensor> v) {
+    auto m = max(v[0], {1}, true);
+    auto e = exp(v[0] - m);
+    return e / sum(e, {1}, true);
+  }, {{33, 1000}});
+  EXPECT_GE(stats().groups_fused, 0);
+}
+
+TEST(Fusion, GroupsOfDifferentShapesRunInDependencyOrder) {
+  check_same([](std::vector<DynTensor> v) {
+    auto a = v[0] * 2;          // [8, 16]
+    auto r = v[1] + 1;          // [16]
+    auto b = a + r;             // [8, 16] reads the [16] group
+    auto r2 = r * 3;            // [16] again
+    return b * r2 - exp(a);     // [8, 16]
+  }, {{8, 16}, {16}});
+}
+
+TEST(Fusion, IntegerDivisionStaysEager) {
+  auto a = DynTensor::from_vector<int32_t>({7, 8, 9}, {3}, fused());
+  auto z = DynTensor::from_vector<int32_t>({1, 0, 2}, {3}, fused());
+  reset();
+  auto y = (a + 1) * 2;
+  EXPECT_EQ(y.to_vector<int32_t>(), (std::vector<int32_t>{16, 18, 20}));
+  EXPECT_EQ(stats().groups_fused, 1);
+  (void)z;
+}
+
+TEST(Fusion, InPlaceReuseOfAnInputNobodyHolds) {
+  auto x = randn({1 << 16}, 9, fused());
+  auto before = Device::cpu().fusion().memory_stats().in_use;
+  auto y = exp(std::move(x) * 2) + 1;  // x dies into the chain: its buffer becomes y's
+  auto after = Device::cpu().fusion().memory_stats().in_use;
+  EXPECT_LE(after, before) << "a new buffer was allocated for the output";
+  EXPECT_EQ(y.shape(), Shape({1 << 16}));
+}
+
+TEST(Fusion, QueueBoundFlushes) {
+  reset();
+  auto x = randn({64}, 1, fused());
+  for (int i = 0; i < 2000; ++i) x = x * 1.0001 + 0.0001;
+  EXPECT_GE(stats().flushes, 2000 * 2 / 512);
+  auto xe = randn({64}, 1, Device::cpu());
+  for (int i = 0; i < 2000; ++i) xe = xe * 1.0001 + 0.0001;
+  expect_same(x, xe);
+}
+
+TEST(Fusion, PendingTensorReadFromAnotherThread) {
+  auto x = randn({4096}, 5, fused());
+  auto y = exp(x) * 2;  // queued on this thread
+  std::vector<float> got;
+  std::thread t([&] { got = (y + 1).to_vector<float>(); });
+  t.join();
+  auto xe = randn({4096}, 5, Device::cpu());
+  EXPECT_EQ(got, (exp(xe) * 2 + 1).to_vector<float>());
+}
+
+TEST(Fusion, ErrorsStayEager) {
+  auto a = randn({3, 4}, 1, fused()), b = randn({5}, 2, fused());
+  EXPECT_THROW(a + b, Error);  // shape error at the call, not at the flush
+}
+
+TEST(Fusion, AutodiffOnTopFusesTheBackward) {
+  Device d = fused().autodiff();
+  auto x = randn({50, 70}, 11, d).require_grad();
+  auto xe = randn({50, 70}, 11, Device::cpu().autodiff()).require_grad();
+  auto f = [](const DynTensor& x) { return sum(x * 0.5 * (1 + erf(x / std::sqrt(2.0))) * tanh(x)); };
+  reset();
+  auto g = f(x).backward().get(x).value();
+  auto ge = f(xe).backward().get(xe).value();
+  auto gv = g.to_vector<float>(), gev = ge.to_vector<float>();
+  ASSERT_EQ(gv.size(), gev.size());
+  for (size_t i = 0; i < gv.size(); ++i) ASSERT_NEAR(gv[i], gev[i], 1e-6f * (1 + std::abs(gev[i]))) << i;
+  EXPECT_GE(stats().groups_fused, 2);  // forward and backward chains
+}
+
+}  // namespace
+}  // namespace ember
