@@ -795,6 +795,87 @@ void bench_onnx_resnet18(Ctx& cx, int64_t batch) {
   });
 }
 
+// ---- user compositions of plain tensor ops, fused (Device::cpu().fusion()) ----
+//
+// Each row times the composition on the fusion device against the same composition in LibTorch
+// eager, and also times ember without fusion (`unfused_ms`, `speedup_vs_unfused`).
+
+// Median time of `fn` (samples of at least 20 ms, 5 of them).
+double time_ms(const std::function<void()>& fn) {
+  fn();
+  int reps = 1;
+  for (;;) {
+    double t0 = bench::now_ms();
+    for (int i = 0; i < reps; ++i) fn();
+    if (bench::now_ms() - t0 >= 20 || reps >= (1 << 20)) break;
+    reps *= 2;
+  }
+  std::vector<double> samples;
+  for (int s = 0; s < 5; ++s) {
+    double t0 = bench::now_ms();
+    for (int i = 0; i < reps; ++i) fn();
+    samples.push_back((bench::now_ms() - t0) / reps);
+  }
+  return bench::median(samples);
+}
+
+template <class T>
+T gelu_custom(const T& x) {
+  return x * 0.5 * (1 + erf(x / std::sqrt(2.0)));
+}
+DynTensor softmax_custom(const DynTensor& x) {
+  auto e = ember::exp(x - ember::max(x, {-1}, true));
+  return e / ember::sum(e, {-1}, true);
+}
+at::Tensor softmax_custom(const at::Tensor& x) {
+  auto e = at::exp(x - std::get<0>(at::max(x, -1, true)));
+  return e / at::sum(e, {-1}, true);
+}
+DynTensor rmsnorm_custom(const DynTensor& x, const DynTensor& w) {
+  return x * ember::rsqrt(ember::mean(x * x, {-1}, true) + 1e-6) * w;
+}
+at::Tensor rmsnorm_custom(const at::Tensor& x, const at::Tensor& w) {
+  return x * at::rsqrt(at::mean(x * x, {-1}, true) + 1e-6) * w;
+}
+
+// x (and w) on the fusion device and on the plain CPU; `fn` is the composition on DynTensors.
+void bench_custom(Ctx& cx, const std::string& name, const ember::Shape& shape,
+                  const std::function<DynTensor(const DynTensor&, const DynTensor&)>& fn,
+                  const std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>& peer, bench::Tolerance tol,
+                  double bytes_per_elem) {
+  guarded(cx, name, [&] {
+    const ember::Device fused = ember::Device::cpu().fusion();
+    DynTensor x = DynTensor::normal(shape), w = DynTensor::normal({shape[-1]});
+    DynTensor xf = DynTensor::from_data(x.into_data(), fused), wf = DynTensor::from_data(w.into_data(), fused);
+    at::Tensor tx = to_torch(x), tw = to_torch(w);
+    auto run_fused = [&] {
+      DynTensor y = fn(xf, wf);
+      fused.sync();
+      bench::keep(y);
+    };
+    auto& e = cx.compare(
+        name, run_fused, [&] { bench::keep(peer(tx, tw)); },
+        [&] { return check_close(fn(xf, wf), peer(tx, tw), tol); });
+    const double unfused = time_ms([&] { bench::keep(fn(x, w)); });
+    e.set("unfused_ms", unfused);
+    if (e.ember_ms) e.set("speedup_vs_unfused", unfused / *e.ember_ms);
+    set_gbps(e, bytes_per_elem * double(x.numel()));
+  });
+}
+
+void bench_custom_rows(Ctx& cx) {
+  bench_custom(
+      cx, "gelu_custom_f32", {4, 512, 2048}, [](const DynTensor& x, const DynTensor&) { return gelu_custom(x); },
+      [](const at::Tensor& x, const at::Tensor&) { return gelu_custom(x); }, {.rtol = 1e-5, .atol = 1e-6}, 8.0);
+  bench_custom(
+      cx, "softmax_custom_f32", {8192, 4096}, [](const DynTensor& x, const DynTensor&) { return softmax_custom(x); },
+      [](const at::Tensor& x, const at::Tensor&) { return softmax_custom(x); }, {.rtol = 1e-5, .atol = 1e-9}, 8.0);
+  bench_custom(
+      cx, "rmsnorm_custom_f32", {8192, 4096}, [](const DynTensor& x, const DynTensor& w) { return rmsnorm_custom(x, w); },
+      [](const at::Tensor& x, const at::Tensor& w) { return rmsnorm_custom(x, w); }, {.rtol = 1e-4, .atol = 1e-5},
+      8.0);
+}
+
 at::Tensor peer_exp(const at::Tensor& x) { return at::exp(x); }
 at::Tensor peer_gelu(const at::Tensor& x) { return at::gelu(x); }
 DynTensor ember_exp(DynTensor x) { return ember::exp(std::move(x)); }
@@ -908,6 +989,7 @@ int main(int argc, char** argv) {
   bench_sum(cx);
   bench_softmax(cx);
   bench_layer_norm(cx);
+  bench_custom_rows(cx);
   bench_max_pool(cx);
   bench_overhead(cx);
   bench_autodiff_overhead(cx);

@@ -27,6 +27,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include "ember/decorators/fusion.hpp"
 #include "ember/ember.hpp"
 #include "ember/nn.hpp"
 #include "ember/onnx/runtime.hpp"
@@ -548,6 +549,51 @@ int main(int argc, char** argv) {
     r.ms = time_ms(gpu, [&] { (void)gelu(x); });
     r.set("us", r.ms * 1e3);
   });
+
+  // User compositions of plain tensor ops on Device::cuda(0).fusion() (one fused kernel where
+  // the fusers take the chain), against ember without fusion (`unfused_us`) and, in
+  // cuda_peer.py, PyTorch eager and torch.compile. fusion::flush runs the queue at every call
+  // (the result is held, so it is computed) without a host synchronisation.
+  {
+    const Device fgpu = gpu.fusion();
+    auto gelu_custom = [](const DynTensor& x) { return x * 0.5 * (1 + erf(x / std::sqrt(2.0))); };
+    auto softmax_custom = [](const DynTensor& x) {
+      auto e = exp(x - max(x, {-1}, true));
+      return e / sum(e, {-1}, true);
+    };
+    auto rmsnorm_custom = [](const DynTensor& x, const DynTensor& w) {
+      return x * rsqrt(mean(x * x, {-1}, true) + 1e-6) * w;
+    };
+    auto custom_row = [&](const std::string& name, Shape shape, Shape check_shape,
+                          const std::function<DynTensor(const DynTensor&, const DynTensor&)>& f) {
+      bench(name, [&](Result& r) {
+        auto cx = DynTensor::normal(check_shape, 0, 1, DType::f32, gpu);
+        auto cw = DynTensor::normal({check_shape[-1]}, 0, 1, DType::f32, gpu);
+        auto cxf = DynTensor::from_data(cx.into_data(), fgpu), cwf = DynTensor::from_data(cw.into_data(), fgpu);
+        save_check(r, {{"x", cx}, {"w", cw}}, {{"y", f(cxf, cwf).to(gpu)}});
+        auto x = DynTensor::normal(shape, 0, 1, DType::f32, gpu);
+        auto w = DynTensor::normal({shape[-1]}, 0, 1, DType::f32, gpu);
+        auto xf = DynTensor::from_data(x.into_data(), fgpu), wf = DynTensor::from_data(w.into_data(), fgpu);
+        fusion::reset_stats(fgpu.backend());
+        r.ms = time_ms(fgpu, [&] {
+          auto y = f(xf, wf);
+          fusion::flush(fgpu.backend());
+        });
+        auto st = fusion::stats(fgpu.backend());
+        r.set("us", r.ms * 1e3);
+        r.set("fused_groups_per_call", st.flushes ? double(st.groups_fused) / double(st.flushes) : 0.0);
+        const double unfused_ms = time_ms(gpu, [&] { (void)f(x, w); });
+        r.set("unfused_us", unfused_ms * 1e3);
+        r.set("speedup_vs_unfused", unfused_ms / r.ms);
+      });
+    };
+    custom_row("gelu_custom_f32", {32, 512, 2048}, {1, 512, 2048},
+               [&](const DynTensor& x, const DynTensor&) { return gelu_custom(x); });
+    custom_row("softmax_custom_f32", {8192, 4096}, {256, 4096},
+               [&](const DynTensor& x, const DynTensor&) { return softmax_custom(x); });
+    custom_row("rmsnorm_custom_f32", {8192, 4096}, {256, 4096},
+               [&](const DynTensor& x, const DynTensor& w) { return rmsnorm_custom(x, w); });
+  }
 
   bench("sum_f32_64M", [&](Result& r) {
     auto cx = DynTensor::normal({int64_t(1) << 20}, 0, 1, DType::f32, gpu);

@@ -395,6 +395,40 @@ def _(r):
     r["peer_ms"] = time_ms(lambda: F.gelu(x))
 
 
+# User compositions of plain tensor ops (bench_cuda.cpp runs them on the fusion device): the
+# same code in PyTorch eager (peer_ms) and under torch.compile (peer_compile_ms).
+def gelu_custom(x, w):
+    return x * 0.5 * (1 + torch.erf(x / math.sqrt(2.0)))
+
+
+def softmax_custom(x, w):
+    e = torch.exp(x - x.amax(-1, keepdim=True))
+    return e / e.sum(-1, keepdim=True)
+
+
+def rmsnorm_custom(x, w):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w
+
+
+def custom_row(name, fn, shape, tol):
+    @bench(name)
+    def _(r):
+        check(r, lambda i, _: {"y": fn(i["x"], i["w"])}, tol)
+        x = torch.randn(*shape, device=dev)
+        w = torch.randn(shape[-1], device=dev)
+        r["peer_ms"] = time_ms(lambda: fn(x, w))
+        try:
+            compiled = torch.compile(fn)
+            r["peer_compile_ms"] = time_ms(lambda: compiled(x, w))
+        except Exception as e:  # noqa: BLE001 - an eager number is still a result
+            r["peer_compile_error"] = str(e)[:500]
+
+
+custom_row("gelu_custom_f32", gelu_custom, (32, 512, 2048), F32)
+custom_row("softmax_custom_f32", softmax_custom, (8192, 4096), F32)
+custom_row("rmsnorm_custom_f32", rmsnorm_custom, (8192, 4096), dict(rtol=1e-4, atol=1e-5))
+
+
 @bench("sum_f32_64M")
 def _(r):
     # a sum of 2^20 normals (about 1000 in size): an absolute tolerance, the sum may be near 0

@@ -189,3 +189,79 @@ TEST(Fusion, AutodiffOnTopFusesTheBackward) {
 
 }  // namespace
 }  // namespace ember
+
+#include "ember/backends/cuda.hpp"
+
+namespace ember {
+namespace {
+
+// On a GPU: the same chains on Device::cuda(0).fusion() against eager CUDA. The fused kernel
+// runs the eager kernels' device functions, but NVRTC may contract a multiply of one op and an
+// add of the next into one fused multiply-add, so results agree to a few ulp, not bit for bit.
+class FusionCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda::available()) GTEST_SKIP() << "no CUDA device";
+  }
+  static void expect_close(const DynTensor& got, const DynTensor& want, double rtol) {
+    ASSERT_EQ(got.shape(), want.shape());
+    ASSERT_EQ(got.dtype(), want.dtype());
+    auto g = got.to(Device::cpu()).cast(DType::f64).to_vector<double>();
+    auto w = want.to(Device::cpu()).cast(DType::f64).to_vector<double>();
+    int bad = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      bool ok = std::isnan(w[i]) ? std::isnan(g[i]) : std::abs(g[i] - w[i]) <= rtol * (1e-6 + std::abs(w[i]));
+      if (!ok && ++bad <= 5) ADD_FAILURE() << "element " << i << ": fused " << g[i] << ", eager " << w[i];
+    }
+    EXPECT_EQ(bad, 0);
+  }
+  template <class F>
+  void check(F f, std::vector<Shape> shapes, DType dt = DType::f32, double rtol = 1e-5) {
+    Device gpu = Device::cuda(0), fgpu = gpu.fusion();
+    std::vector<DynTensor> eager, lazy;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      eager.push_back(randn(shapes[i], 200 + i, gpu, dt));
+      lazy.push_back(randn(shapes[i], 200 + i, fgpu, dt));
+    }
+    fusion::reset_stats(fgpu.backend());
+    auto got = f(lazy);
+    auto want = f(eager);
+    expect_close(got, want, rtol);
+    EXPECT_GE(fusion::stats(fgpu.backend()).groups_fused, 1);
+  }
+};
+
+TEST_F(FusionCuda, GeluChain) {
+  check([](std::vector<DynTensor> v) { return v[0] * 0.5 * (1 + erf(v[0] / std::sqrt(2.0))); }, {{4, 333, 17}});
+  check([](std::vector<DynTensor> v) { return v[0] * 0.5 * (1 + erf(v[0] / std::sqrt(2.0))); }, {{8, 1024}});
+}
+
+TEST_F(FusionCuda, BroadcastCastsComparesWhereClampTwoOutputs) {
+  check([](std::vector<DynTensor> v) {
+    auto y = where(greater(v[0], v[1]), exp(v[0]), clamp(v[1] * 3, -1.5, 2.0));
+    return (y.cast(DType::bf16) * 2).cast(DType::f32) + v[2];
+  }, {{64, 129}, {129}, {64, 1}}, DType::f32, 1e-2);
+}
+
+TEST_F(FusionCuda, HalfAndStridedInputs) {
+  check([](std::vector<DynTensor> v) { return sigmoid(v[0] * v[1] - 0.25) + tanh(v[1]); }, {{3, 5000}, {3, 5000}},
+        DType::f16, 2e-3);
+  check([](std::vector<DynTensor> v) {
+    auto t = transpose(v[0], 0, 1);
+    auto s = slice(v[1], {{}, {0, 80, 2}});
+    return exp(t) * transpose(s, 0, 1) + expand(v[2], {40, 30});
+  }, {{30, 40}, {30, 80}, {1, 30}});
+}
+
+TEST_F(FusionCuda, AutodiffOnTop) {
+  Device d = Device::cuda(0).fusion().autodiff();
+  auto x = randn({50, 70}, 11, d).require_grad();
+  auto xe = randn({50, 70}, 11, Device::cuda(0).autodiff()).require_grad();
+  auto f = [](const DynTensor& x) { return sum(x * 0.5 * (1 + erf(x / std::sqrt(2.0))) * tanh(x)); };
+  auto g = f(x).backward().get(x).value();
+  auto ge = f(xe).backward().get(xe).value();
+  expect_close(g, ge, 1e-4);
+}
+
+}  // namespace
+}  // namespace ember

@@ -37,6 +37,9 @@ struct Stats {
   int64_t flushes = 0;
 };
 Stats stats(const Backend& b);
+// Runs every queued op of every thread now (what a read does), without waiting for the device:
+// for loops that keep results alive without reading them, and benchmarks.
+void flush(const Backend& b);
 void reset_stats(const Backend& b);
 
 }  // namespace ember::fusion

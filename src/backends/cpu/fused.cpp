@@ -43,6 +43,19 @@ const std::shared_ptr<const void>& borrowed() {
   return owner;
 }
 
+// Copies `run` elements of type T spaced `stride` elements apart (0: one element repeated).
+template <class T>
+inline void copy_run(const char* src, int64_t stride, char* dst, int64_t run) {
+  const T* p = reinterpret_cast<const T*>(src);
+  T* q = reinterpret_cast<T*>(dst);
+  if (stride == 0) {
+    const T v = *p;
+    for (int64_t i = 0; i < run; ++i) q[i] = v;
+  } else {
+    for (int64_t i = 0; i < run; ++i) q[i] = p[i * stride];
+  }
+}
+
 // Walks the flat index range [begin, begin + n) of `shape` and copies the input's elements
 // (strides in elements, 0 on broadcast dims) into dst.
 void gather(const Shape& shape, const std::vector<int64_t>& strides, const char* src, size_t es, int64_t begin,
@@ -68,22 +81,12 @@ void gather(const Shape& shape, const std::vector<int64_t>& strides, const char*
     char* q = dst + done * int64_t(es);
     if (st == 1) {
       std::memcpy(q, p, size_t(run) * es);
-    } else if (st == 0) {
-      for (int64_t i = 0; i < run; ++i) std::memcpy(q + i * int64_t(es), p, es);
     } else {
       switch (es) {
-        case 4:
-          for (int64_t i = 0; i < run; ++i) std::memcpy(q + 4 * i, p + 4 * i * st, 4);
-          break;
-        case 8:
-          for (int64_t i = 0; i < run; ++i) std::memcpy(q + 8 * i, p + 8 * i * st, 8);
-          break;
-        case 2:
-          for (int64_t i = 0; i < run; ++i) std::memcpy(q + 2 * i, p + 2 * i * st, 2);
-          break;
-        default:
-          for (int64_t i = 0; i < run; ++i) q[i] = p[i * st];
-          break;
+        case 4: copy_run<uint32_t>(p, st, q, run); break;
+        case 8: copy_run<uint64_t>(p, st, q, run); break;
+        case 2: copy_run<uint16_t>(p, st, q, run); break;
+        default: copy_run<uint8_t>(p, st, q, run); break;
       }
     }
     done += run;
@@ -183,8 +186,7 @@ class CpuFusedKernels final : public FusedKernels {
       char* buf = reinterpret_cast<char*>(round_up(reinterpret_cast<uintptr_t>(buf_storage.data())));
       // scalars: fill their buffers once
       for (size_t i = 0; i < nin; ++i)
-        if (ins[i].scalar)
-          for (int64_t e = 0; e < kTile; ++e) std::memcpy(buf + in_off[i] + size_t(e) * ins[i].es, ins[i].base, ins[i].es);
+        if (ins[i].scalar) gather(Shape{kTile}, {0}, ins[i].base, ins[i].es, 0, kTile, buf + in_off[i]);
       std::vector<const char*> in_ptr(nin);
       std::vector<PrimitivePtr> keep;  // generic nodes' results, alive until the tile ends
       std::vector<const char*> node_ptr(nn);

@@ -46,6 +46,7 @@ CudaBackend::CudaBackend(int index) : index_(index), allocator_(index) {
   jit_ = std::make_unique<Jit>(index, props_.major * 10 + props_.minor);
   register_copy_kernels(kernels_);
   register_elementwise_kernels(kernels_);
+  fused_ = make_fused_kernels(*this);
   register_creation_kernels(kernels_);
   register_layout_kernels(kernels_);
   register_reduce_kernels(kernels_);

@@ -43,6 +43,9 @@ void register_conv_kernels(KernelTable& t);         // conv.cpp (cuDNN): conv, c
 void register_attention_kernels(KernelTable& t);    // attention.cpp
 void register_optim_kernels(KernelTable& t);        // optim.cpp: adam_step
 
+// The fused elementwise groups of the fusion decorator (fused.cpp).
+std::unique_ptr<FusedKernels> make_fused_kernels(CudaBackend& be);
+
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int index);
@@ -58,6 +61,7 @@ class CudaBackend final : public Backend {
   MemoryStats memory_stats() const override { return allocator_.stats(); }
   void reset_peak_memory() override { allocator_.reset_peak(); }
   void memory_cleanup() override;
+  FusedKernels* fused_kernels() override { return fused_.get(); }
 
   // ---- for kernels ----
   int index() const { return index_; }
@@ -108,6 +112,7 @@ class CudaBackend final : public Backend {
   CachingAllocator allocator_;
   std::unique_ptr<Jit> jit_;
   KernelTable kernels_{};
+  std::unique_ptr<FusedKernels> fused_;
   std::map<std::tuple<CUfunction, int, size_t>, int> resident_;
   std::recursive_mutex mu_;  // one op at a time per device
   cublasLtHandle_t lt_ = nullptr;

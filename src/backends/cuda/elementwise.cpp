@@ -570,9 +570,11 @@ const std::string& cached_key(OpKind k, DType dt) {
 }
 }  // namespace
 
-std::string elementwise_source(OpKind k, DType dt) {
-  EMBER_CHECK(elementwise_supports(k, dt), op_name(k), ": not supported for ", dtype_name(dt), " tensors");
-  if (k == OpKind::prelu) return prelu_source_for(dt);
+const char* elementwise_common_source() { return kEwCommon; }
+
+std::string elementwise_op_function(OpKind k, DType dt) {
+  EMBER_CHECK(elementwise_supports(k, dt) && k != OpKind::prelu, op_name(k), ": not supported for ", dtype_name(dt),
+              " tensors");
   const int n = arity(k);
   const std::string T = device_type(dt);
   const std::string C = compute_type(dt);
@@ -584,15 +586,12 @@ std::string elementwise_source(OpKind k, DType dt) {
   s += "typedef " + (n > 2 ? T : T0) + " T2;\n";
   s += "typedef " + O + " O;\n";
   s += "typedef " + C + " C;\n";
-  s += "#define EW_ARITY " + std::to_string(n) + "\n";
-  s += "#define EW_VEC " + std::to_string(vec_width(dt)) + "\n";
-  s += kEwCommon;
   BodyGen g(dt);
   std::string body;
   if (n == 1) body = unary_body(k, g);
   else if (n == 2) body = binary_body(k, g);
   else body = ternary_body(k, g);
-  s += "\n// " + std::string(op_name(k)) + " on " + std::string(dtype_name(dt)) + "\n";
+  s += "// " + std::string(op_name(k)) + " on " + std::string(dtype_name(dt)) + "\n";
   s += "__device__ __forceinline__ O ew_op(T0 x0_, T1 x1_, T2 x2_, const Attr& p) {\n";
   s += "  (void)x1_; (void)x2_; (void)p;\n";
   if (k != OpKind::where) {
@@ -601,6 +600,18 @@ std::string elementwise_source(OpKind k, DType dt) {
     if (n > 2) s += "  C z = C(x2_);\n";
   }
   s += "  " + body + "\n}\n";
+  return s;
+}
+
+std::string elementwise_source(OpKind k, DType dt) {
+  EMBER_CHECK(elementwise_supports(k, dt), op_name(k), ": not supported for ", dtype_name(dt), " tensors");
+  if (k == OpKind::prelu) return prelu_source_for(dt);
+  std::string s;
+  s += "#define EW_ARITY " + std::to_string(arity(k)) + "\n";
+  s += "#define EW_VEC " + std::to_string(vec_width(dt)) + "\n";
+  s += kEwCommon;
+  s += "\n";
+  s += elementwise_op_function(k, dt);
   s += kEwDrivers;
   return s;
 }
@@ -635,27 +646,9 @@ int64_t clamp_bound(DType dt, double v) {
 }
 
 EwAttr make_attr(const Op& op, DType dt) {
-  EwAttr a;
-  switch (op.kind) {
-    case OpKind::clamp:
-    case OpKind::leaky_relu:
-    case OpKind::softplus: {
-      const auto& s = op.attr<ScalarAttrs>();
-      a.a = s.a;
-      a.b = s.b;
-      if (op.kind == OpKind::clamp && !is_float(dt)) {
-        a.ia = clamp_bound(dt, s.a);
-        a.ib = clamp_bound(dt, s.b);
-      }
-      break;
-    }
-    case OpKind::pow:
-      // the exponent is a single value broadcast over the base: torch's scalar fast paths
-      a.ia = is_float(dt) && op.in(1).shape.numel() == 1 && op.in(1).shape.rank() <= op.in(0).shape.rank();
-      break;
-    default: break;
-  }
-  return a;
+  const bool scalar_exponent = op.kind == OpKind::pow && op.in(1).shape.numel() == 1 &&
+                               op.in(1).shape.rank() <= op.in(0).shape.rank();
+  return elementwise_attr(op.kind, op.attrs, dt, scalar_exponent);
 }
 
 // The strides of `t` when its elements exactly fill one block of memory in a dim order other
@@ -912,6 +905,30 @@ std::vector<PrimitivePtr> prelu_kernel(CudaBackend& be, Op& op) {
 }
 
 }  // namespace
+
+EwAttr elementwise_attr(OpKind k, const OpAttrs& attrs, DType dt, bool scalar_exponent) {
+  EwAttr a;
+  switch (k) {
+    case OpKind::clamp:
+    case OpKind::leaky_relu:
+    case OpKind::softplus: {
+      const auto& s = std::get<ScalarAttrs>(attrs);
+      a.a = s.a;
+      a.b = s.b;
+      if (k == OpKind::clamp && !is_float(dt)) {
+        a.ia = clamp_bound(dt, s.a);
+        a.ib = clamp_bound(dt, s.b);
+      }
+      break;
+    }
+    case OpKind::pow:
+      // the exponent is a single value broadcast over the base: torch's scalar fast paths
+      a.ia = is_float(dt) && scalar_exponent;
+      break;
+    default: break;
+  }
+  return a;
+}
 
 void register_elementwise_kernels(KernelTable& t) {
   for (OpKind k : elementwise_ops()) t[size_t(k)] = k == OpKind::prelu ? prelu_kernel : ew_kernel;

@@ -40,6 +40,22 @@ std::string elementwise_key(OpKind kind, DType dt);
 std::string elementwise_source(OpKind kind, DType dt);
 // Every (key, source) pair the elementwise family can generate.
 std::vector<KernelSource> elementwise_kernel_sources();
+// The pieces of a source, for generators that combine several ops in one kernel (fused.cpp):
+// the code every elementwise source starts with (the Attr struct and the helpers), and the
+// typedefs T0, T1, T2, O, C plus the device function `O ew_op(T0, T1, T2, const Attr&)` of
+// (kind, dt), to be wrapped in a namespace per op.
+const char* elementwise_common_source();
+std::string elementwise_op_function(OpKind kind, DType dt);
+// The attributes of an elementwise op on inputs of dtype `dt` as its kernel takes them
+// (scalar_exponent: pow's exponent is one value broadcast over the base).
+EwAttr elementwise_attr(OpKind kind, const OpAttrs& attrs, DType dt, bool scalar_exponent);
+
+// ---- fused.cpp ----
+
+// The kernel of a fused elementwise group (entries fused_vec, fused32, fused64). `modes` has
+// one letter per input: 'd' dense (contiguous, the domain's shape), 's' one value broadcast,
+// 'g' read through its strides.
+std::string fused_kernel_source(const FusedProgram& p, const std::string& modes);
 
 // ---- creation.cpp ----
 

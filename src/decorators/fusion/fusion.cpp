@@ -129,6 +129,7 @@ class FusionBackend final : public ForwardingBackend {
   // A decorator above this one sees no fused kernels: its primitives are FusionTensors.
   FusedKernels* fused_kernels() override { return nullptr; }
 
+  void flush_all_queues() { flush_all(); }
   Stats stats() const {
     std::lock_guard<std::mutex> lock(mu_);
     return stats_;
@@ -194,7 +195,7 @@ class FusionBackend final : public ForwardingBackend {
     return out;
   }
 
-  void flush_all() {
+  void flush_all() {  // also fusion::flush
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<std::shared_ptr<Queue>> qs;
     for (auto& [id, q] : queues_)
@@ -370,6 +371,12 @@ Stats stats(const Backend& b) {
   const FusionBackend* f = as_fusion(b);
   EMBER_CHECK(f, "fusion::stats: ", b.name(), " has no fusion decorator");
   return f->stats();
+}
+
+void flush(const Backend& b) {
+  const FusionBackend* f = as_fusion(b);
+  EMBER_CHECK(f, "fusion::flush: ", b.name(), " has no fusion decorator");
+  const_cast<FusionBackend*>(f)->flush_all_queues();
 }
 
 void reset_stats(const Backend& b) {

@@ -462,3 +462,50 @@ TEST(CudaElementwise, DISABLED_AddF32Bandwidth) {
 
 }  // namespace
 }  // namespace ember
+
+namespace ember {
+namespace {
+
+// Fused groups of the fusion decorator (fused.cpp): chains over every family shape, each with
+// dense, broadcast and strided inputs, compile for sm_90.
+TEST(CudaElementwiseCompile, FusedGroupsCompile) {
+  using N = FusedProgram::Node;
+  std::vector<cuda::KernelSource> sources;
+  auto add = [&](const std::string& name, const FusedProgram& p) {
+    for (std::string modes : {std::string(p.inputs.size(), 'd'), std::string(p.inputs.size(), 'g'),
+                              std::string(p.inputs.size(), 's')})
+      sources.push_back({"fused_test/" + name + "/" + modes, cuda::fused_kernel_source(p, modes)});
+  };
+  FusedProgram gelu;  // x * 0.5 * (1 + erf(x / sqrt 2))
+  gelu.shape = Shape{32, 512, 2048};
+  gelu.inputs = {{gelu.shape, DType::f32}, {Shape{}, DType::f32}, {Shape{}, DType::f32}, {Shape{}, DType::f32}};
+  gelu.nodes = {N{OpKind::div, NoAttrs{}, {0, ~1}, DType::f32}, N{OpKind::erf, NoAttrs{}, {0}, DType::f32},
+                N{OpKind::add, NoAttrs{}, {1, ~2}, DType::f32}, N{OpKind::mul, NoAttrs{}, {~0, ~3}, DType::f32},
+                N{OpKind::mul, NoAttrs{}, {3, 2}, DType::f32}};
+  gelu.nodes[0].args = {~0, ~1};
+  gelu.outputs = {4};
+  add("gelu", gelu);
+  FusedProgram mixed;  // where(a > b, exp(a), clamp(b, -1.5, 2)) cast to bf16 and back, two outputs
+  mixed.shape = Shape{64, 129};
+  mixed.inputs = {{Shape{64, 129}, DType::f32}, {Shape{129}, DType::f32}};
+  mixed.nodes = {N{OpKind::greater, NoAttrs{}, {~0, ~1}, DType::boolean}, N{OpKind::exp, NoAttrs{}, {~0}, DType::f32},
+                 N{OpKind::clamp, ScalarAttrs{-1.5, 2.0}, {~1}, DType::f32},
+                 N{OpKind::where, NoAttrs{}, {0, 1, 2}, DType::f32}, N{OpKind::cast, CastAttrs{DType::bf16}, {3}, DType::bf16},
+                 N{OpKind::cast, CastAttrs{DType::f32}, {4}, DType::f32}};
+  mixed.nodes[2].args = {~1};
+  mixed.outputs = {0, 5};
+  add("mixed", mixed);
+  FusedProgram half;  // f16 and integer chains, pow with a scalar exponent
+  half.shape = Shape{3, 5000};
+  half.inputs = {{half.shape, DType::f16}, {Shape{1}, DType::f16}, {half.shape, DType::i32}};
+  half.nodes = {N{OpKind::pow, NoAttrs{}, {~0, ~1}, DType::f16}, N{OpKind::sigmoid, NoAttrs{}, {0}, DType::f16},
+                N{OpKind::bitwise_and, NoAttrs{}, {~2, ~2}, DType::i32}, N{OpKind::cast, CastAttrs{DType::f16}, {2}, DType::f16},
+                N{OpKind::mul, NoAttrs{}, {1, 3}, DType::f16}};
+  half.outputs = {4};
+  add("half", half);
+  auto errors = compile_all(sources);
+  for (const auto& e : errors) ADD_FAILURE() << e;
+}
+
+}  // namespace
+}  // namespace ember
