@@ -120,11 +120,20 @@ fi
 echo "== examples"
 ex_dir=build/test-logs/examples; rm -rf "$ex_dir"; mkdir -p "$ex_dir"
 ex_p=0; ex_f=0
-for ex in "tensor_basics" "char_transformer --steps 30 --sample 40"; do
+# char_transformer also runs on the fusion decorator (--fusion), which must train to the same loss.
+for ex in "tensor_basics" "char_transformer --steps 30 --sample 40" "char_transformer --steps 30 --sample 40 --fusion"; do
   name=${ex%% *}
+  [[ "$ex" == *--fusion ]] && name="$name-fusion"
   if (cd "$ex_dir" && ../../examples/$ex) >"$ex_dir/$name.log" 2>&1; then ex_p=$((ex_p + 1))
   else echo "   $name failed:"; tail -5 "$ex_dir/$name.log"; ex_f=$((ex_f + 1)); fi
 done
+loss_of() { grep -o "trained [0-9.]*" "$ex_dir/$1.log" 2>/dev/null; }
+if [ -n "$(loss_of char_transformer)" ] && [ "$(loss_of char_transformer)" == "$(loss_of char_transformer-fusion)" ]; then
+  ex_p=$((ex_p + 1))
+else
+  echo "   char_transformer --fusion: loss '$(loss_of char_transformer-fusion)', without fusion '$(loss_of char_transformer)'"
+  ex_f=$((ex_f + 1))
+fi
 echo "   $ex_p passed, $ex_f failed ($ex_dir)"
 passed=$((passed + ex_p)); failed=$((failed + ex_f))
 

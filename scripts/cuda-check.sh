@@ -21,7 +21,7 @@ t0=$(date +%s)
 if has build; then
   cmake --preset bench -DEMBER_WERROR=OFF >"$logs/configure.log" 2>&1 || { tail -30 "$logs/configure.log"; exit 1; }
   if ! cmake --build build -j "$(nproc)" --target ember_cuda_tests ember_conformance ember_autodiff_conformance \
-       ember_tensor_tests ember_bench_cuda >"$logs/build.log" 2>&1; then
+       ember_tensor_tests ember_fusion_tests ember_bench_cuda >"$logs/build.log" 2>&1; then
     grep -E "error|Error" -A3 "$logs/build.log" | head -60
     exit 1
   fi
@@ -43,6 +43,8 @@ has conformance && EMBER_STACKS=${CONF_STACKS:-cuda,autodiff-cuda} run conforman
 has autodiff && EMBER_STACKS=${AD_STACKS:-autodiff-cuda,autodiff-balanced-cuda} run autodiff \
   build/tests/autodiff/ember_autodiff_conformance --reports build/reports
 has unit && run cuda_tests build/tests/backends/cuda/ember_cuda_tests --gtest_filter='-*Compile*'
+# the fusion decorator's tests, its CUDA ones included
+has unit && run fusion build/tests/fusion/ember_fusion_tests
 # the random ops' distribution tests (tests/tensor/random_test.cpp) on the cuda stacks
 has unit && run random_cuda build/tests/tensor/ember_tensor_tests --gtest_filter='Stacks/Random.*/*cuda'
 if has bench; then

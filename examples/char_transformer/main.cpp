@@ -2,7 +2,7 @@
 // the next byte of a text file, then writes a sample continuing a prompt. The trained model is saved
 // as safetensors, reloaded into a fresh model, and checked to give the same loss.
 //
-//   ./build/examples/char_transformer [--device cpu|cuda] [--text PATH] [--steps N] [--seq N]
+//   ./build/examples/char_transformer [--device cpu|cuda] [--fusion] [--text PATH] [--steps N] [--seq N]
 //       [--batch N] [--lr X] [--prompt TEXT] [--sample N] [--temperature X]
 //
 // The default text is the GPL (/usr/share/common-licenses/GPL-3, on every Debian system); the
@@ -27,6 +27,7 @@ using namespace ember;
 
 struct Args {
   std::string device = "cpu", text = "/usr/share/common-licenses/GPL-3", prompt = "This License";
+  bool fusion = false;
   int64_t steps = 800, seq = 64, batch = 32, sample = 300;
   double lr = 3e-3, temperature = 0.8;
 };
@@ -57,6 +58,8 @@ Args parse(int argc, char** argv) {
     };
     if (k == "--device")
       a.device = value();
+    else if (k == "--fusion")
+      a.fusion = true;
     else if (k == "--text")
       a.text = value();
     else if (k == "--prompt")
@@ -172,6 +175,7 @@ int main(int argc, char** argv) try {
     return 1;
   }
   Device device = args.device == "cuda" ? Device::cuda(0) : Device::cpu();
+  if (args.fusion) device = device.fusion();  // elementwise chains run as fused kernels
   Device train_device = device.autodiff();
 
   Corpus corpus = read_corpus(args.text);

@@ -1,7 +1,7 @@
 // Fashion-MNIST: train a small CNN with the Learner (live dashboard on a terminal), evaluate it on
 // the 10,000 test images, save it as safetensors, reload it and classify a few images.
 //
-//   ./build/examples/fashion_mnist/fashion_mnist [--device cpu|cuda] [--epochs N] [--batch-size N] [--out DIR]
+//   ./build/examples/fashion_mnist/fashion_mnist [--device cpu|cuda] [--fusion] [--epochs N] [--batch-size N] [--out DIR]
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -21,6 +21,7 @@ using Batch = data::ImageBatch;
 
 struct Args {
   std::string device = "cpu", out = "build/fashion_mnist";
+  bool fusion = false;
   int64_t epochs = 5, batch_size = 64;
 };
 
@@ -41,10 +42,11 @@ Args parse(int argc, char** argv) {
       return int64_t(n);
     };
     if (k == "--device") a.device = value();
+    else if (k == "--fusion") a.fusion = true;
     else if (k == "--epochs") a.epochs = count();
     else if (k == "--batch-size") a.batch_size = count();
     else if (k == "--out") a.out = value();
-    else EMBER_FAIL("fashion_mnist: unknown argument ", k, " (use --device, --epochs, --batch-size, --out)");
+    else EMBER_FAIL("fashion_mnist: unknown argument ", k, " (use --device, --fusion, --epochs, --batch-size, --out)");
   }
   return a;
 }
@@ -74,6 +76,7 @@ double accuracy(const Cnn& model, data::DataLoader<Batch>& loader) {
 int main(int argc, char** argv) try {
   Args args = parse(argc, argv);
   Device device = pick_device(args.device);
+  if (args.fusion) device = device.fusion();  // elementwise chains run as fused kernels
   Device train_device = device.autodiff();
 
   // Data: 55,000 training images, 5,000 for validation, the 10,000 test images.

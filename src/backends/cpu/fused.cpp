@@ -77,6 +77,8 @@ void gather(const Shape& shape, const std::vector<int64_t>& strides, const char*
   int64_t done = 0;
   while (done < n) {
     int64_t run = std::min(n - done, inner - idx[r - 1]);
+    EMBER_CHECK(run > 0, "fused group: index walk of ", shape, " stopped at element ", begin + done, " of [", begin,
+                ", ", begin + n, ")");
     const char* p = src + off * int64_t(es);
     char* q = dst + done * int64_t(es);
     if (st == 1) {
@@ -238,9 +240,12 @@ class CpuFusedKernels final : public FusedKernels {
             for (size_t a = 0; a < node.args.size(); ++a) {
               int32_t x = node.args[a];
               DType dt = x < 0 ? p.inputs[size_t(~x)].dtype : p.nodes[size_t(x)].dtype;
-              size_t bytes = size_t(n) * dtype_size(dt);
-              auto st = std::make_shared<Storage>(arg(a), bytes, borrowed());
-              views.push_back(std::make_shared<CpuTensor>(TensorMeta{Shape{n}, dt}, std::move(st), ShapeDims{1}, 0));
+              // a one-value input stays one value ([1]), as the eager op saw it: its kernel
+              // takes the same paths (pow's scalar-exponent fast paths round differently)
+              const bool one = x < 0 && ins[size_t(~x)].scalar;
+              const int64_t m = one ? 1 : n;
+              auto st = std::make_shared<Storage>(arg(a), size_t(m) * dtype_size(dt), borrowed());
+              views.push_back(std::make_shared<CpuTensor>(TensorMeta{Shape{m}, dt}, std::move(st), ShapeDims{1}, 0));
             }
             PrimitivePtr r = be_.execute(make_op(node.kind, std::move(views), node.attrs))[0];
             const CpuTensor& rt = as_cpu(r);
@@ -283,7 +288,8 @@ class CpuFusedKernels final : public FusedKernels {
         if (pair) r = NodeRun::cast_simd;
       } else if (all_f32 && n.args.size() == 1 && simd::unary_block_f32(op_of(n), probe_in.data(), probe_out.data(), 0)) {
         r = NodeRun::unary_f32;
-      } else if (all_f32 && n.args.size() == 2 &&
+      } else if (all_f32 && n.args.size() == 2 && !(n.kind == OpKind::pow && n.args[1] < 0 &&
+                                                     p.inputs[size_t(~n.args[1])].shape.numel() == 1) &&
                  simd::binary_block_f32(op_of(n), probe_in.data(), probe_in.data(), probe_out.data(), 0)) {
         r = NodeRun::binary_f32;
       }
