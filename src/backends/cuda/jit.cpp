@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -199,27 +201,6 @@ std::string explain_log(std::string_view name, const std::string& log, const std
   return os.str();
 }
 
-bool read_file(const std::string& path, std::vector<char>& out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  out.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  return !out.empty();
-}
-
-void write_file_atomic(const std::string& path, const std::vector<char>& data) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) return;
-    f.write(data.data(), std::streamsize(data.size()));
-    if (!f) {
-      std::remove(tmp.c_str());
-      return;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
-}
-
 bool make_dirs(const std::string& path) {
   for (size_t i = 1; i <= path.size(); ++i) {
     if (i == path.size() || path[i] == '/') {
@@ -276,6 +257,59 @@ const char* compute_type(DType dt) {
   return (dt == DType::f16 || dt == DType::bf16) ? "float" : device_type(dt);
 }
 
+// ---- the disk cache's files ----
+// A file is "EMBC", the payload's size (8 bytes, little-endian), its FNV-1a hash (8 bytes), then
+// the payload. A file that is short, long, or fails the hash (an interrupted write by a process
+// that died, a disk error, someone else's file) reads as absent: the kernel is compiled again
+// and the file rewritten. Writes go to a unique temporary file renamed over the target, so
+// processes sharing the directory never see half a file.
+namespace {
+constexpr char kCacheMagic[4] = {'E', 'M', 'B', 'C'};
+constexpr size_t kCacheHeader = 4 + 8 + 8;
+uint64_t bytes_hash(const char* p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= uint8_t(p[i]);
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+}  // namespace
+
+bool read_cache_file(const std::string& path, std::vector<char>& out) {
+  out.clear();
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::vector<char> all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (all.size() < kCacheHeader || std::memcmp(all.data(), kCacheMagic, 4) != 0) return false;
+  uint64_t size = 0, hash = 0;
+  std::memcpy(&size, all.data() + 4, 8);
+  std::memcpy(&hash, all.data() + 12, 8);
+  if (size == 0 || size != all.size() - kCacheHeader || hash != bytes_hash(all.data() + kCacheHeader, size)) return false;
+  out.assign(all.begin() + kCacheHeader, all.end());
+  return true;
+}
+
+void write_cache_file(const std::string& path, const std::vector<char>& data) {
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) return;
+    const uint64_t size = data.size(), hash = bytes_hash(data.data(), data.size());
+    f.write(kCacheMagic, 4);
+    f.write(reinterpret_cast<const char*>(&size), 8);
+    f.write(reinterpret_cast<const char*>(&hash), 8);
+    f.write(data.data(), std::streamsize(data.size()));
+    if (!f) {
+      f.close();
+      std::remove(tmp.c_str());
+      return;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
+}
+
 std::string cache_dir() {
   static const std::string dir = [] {
     std::string d;
@@ -326,7 +360,7 @@ std::vector<char> compile_cubin(std::string_view name, const std::string& source
   nvrtc_check(nvrtcGetCUBIN(prog, cubin.data()), "nvrtcGetCUBIN");
   nvrtcDestroyProgram(&prog);
   std::string path = disk_cache_path(source, arch);
-  if (!path.empty()) write_file_atomic(path, cubin);
+  if (!path.empty()) write_cache_file(path, cubin);
   return cubin;
 }
 
@@ -355,7 +389,8 @@ Jit::Module& Jit::module_for(const std::string& key, const std::function<std::st
   std::string source = make_source();
   std::string path = disk_cache_path(source, arch_);
   std::vector<char> cubin;
-  if (!path.empty() && read_file(path, cubin)) {
+  const bool from_disk = !path.empty() && read_cache_file(path, cubin);
+  if (from_disk) {
     ++disk_hits_;
   } else {
     cubin = compile_cubin(key, source, arch_);
@@ -363,7 +398,14 @@ Jit::Module& Jit::module_for(const std::string& key, const std::function<std::st
   }
   set_device(device_);
   CUmodule m = nullptr;
-  EMBER_CU_CHECK(driver().cuModuleLoadData(&m, cubin.data()));
+  if (from_disk && driver().cuModuleLoadData(&m, cubin.data()) != CUDA_SUCCESS) {
+    // a cached cubin the driver refuses (made for another driver or toolkit): compile again,
+    // which rewrites the file
+    m = nullptr;
+    cubin = compile_cubin(key, source, arch_);
+    ++compiles_;
+  }
+  if (!m) EMBER_CU_CHECK(driver().cuModuleLoadData(&m, cubin.data()));
   Module& mod = modules_[key];
   mod.module = m;
   return mod;

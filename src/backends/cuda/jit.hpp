@@ -81,5 +81,11 @@ class Jit {
 std::string cache_dir();
 // Where the cubin of `source` for sm_<arch> is cached ("" when there is no cache directory).
 std::string disk_cache_path(const std::string& source, int arch);
+// The disk cache's file format: a checked header (magic, size, hash) before the payload.
+// read_cache_file is false, never throws, for a missing, truncated, corrupt or foreign file;
+// write_cache_file writes atomically (a unique temporary file renamed into place) and ignores
+// failures (the cache is an optimisation).
+bool read_cache_file(const std::string& path, std::vector<char>& out);
+void write_cache_file(const std::string& path, const std::vector<char>& data);
 
 }  // namespace ember::cuda

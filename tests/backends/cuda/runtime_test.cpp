@@ -2,9 +2,15 @@
 // the caching allocator, and the errors of bad input.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+
 #include "cuda_backend.hpp"
 #include "ember/backends/cuda.hpp"
 #include "ember/tensor/ops.hpp"
+#include "jit.hpp"
 #include "profile.hpp"
 
 namespace ember {
@@ -23,6 +29,44 @@ void check(const DynTensor& cpu, const DynTensor& gpu) {
 
 #define REQUIRE_GPU() \
   if (!cuda::available()) GTEST_SKIP() << "no CUDA device: " << cuda::describe_devices()
+
+// The disk cache never trusts a damaged file: truncated, flipped, foreign, empty or missing
+// files read as absent (the kernel is then compiled again and the file rewritten).
+TEST(CudaJit, DiskCacheFilesAreCheckedAndWrittenAtomically) {
+  const std::string dir = testing::TempDir() + "ember_jit_cache_test";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/k.cubin";
+  std::vector<char> payload(3000);
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = char(i * 7 + 3);
+  cuda::write_cache_file(path, payload);
+  std::vector<char> got;
+  ASSERT_TRUE(cuda::read_cache_file(path, got));
+  EXPECT_EQ(got, payload);
+  auto rewrite = [&](const std::function<void(std::vector<char>&)>& damage) {
+    std::ifstream in(path, std::ios::binary);
+    std::vector<char> all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    damage(all);
+    std::ofstream out(dir + "/bad.cubin", std::ios::binary | std::ios::trunc);
+    out.write(all.data(), std::streamsize(all.size()));
+  };
+  rewrite([](std::vector<char>& b) { b.resize(b.size() - 100); });  // truncated
+  EXPECT_FALSE(cuda::read_cache_file(dir + "/bad.cubin", got));
+  EXPECT_TRUE(got.empty());
+  rewrite([](std::vector<char>& b) { b[b.size() / 2] ^= 1; });  // one bit flipped
+  EXPECT_FALSE(cuda::read_cache_file(dir + "/bad.cubin", got));
+  rewrite([](std::vector<char>& b) { b.assign(b.begin() + 20, b.end()); });  // a bare cubin (old format)
+  EXPECT_FALSE(cuda::read_cache_file(dir + "/bad.cubin", got));
+  rewrite([](std::vector<char>& b) { b.clear(); });  // empty
+  EXPECT_FALSE(cuda::read_cache_file(dir + "/bad.cubin", got));
+  EXPECT_FALSE(cuda::read_cache_file(dir + "/missing.cubin", got));
+  // rewriting over a damaged file repairs it, and leaves no temporary file behind
+  cuda::write_cache_file(dir + "/bad.cubin", payload);
+  EXPECT_TRUE(cuda::read_cache_file(dir + "/bad.cubin", got));
+  EXPECT_EQ(got, payload);
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << "left behind: " << e.path();
+  std::filesystem::remove_all(dir);
+}
 
 TEST(CudaJit, CompilesGeneratedSourceWithThePrelude) {
   std::string src = R"(
