@@ -222,6 +222,18 @@ bool binary_block_f32(const Op& op, const float* a, const float* b, float* y, in
   return true;
 }
 
+bool binary_scalar_block_f32(const Op& op, const float* a, float s, float* y, int64_t n) {
+  auto fn = binary_of(op.kind);
+  if (!fn) return false;
+  vec::binary_scalar_f32(*fn, a, s, y, n);
+  return true;
+}
+bool scalar_binary_block_f32(const Op& op, float s, const float* b, float* y, int64_t n) {
+  auto fn = binary_of(op.kind);
+  if (!fn) return false;
+  vec::scalar_binary_f32(*fn, s, b, y, n);
+  return true;
+}
 template <class T>
 static void run_binary(vec::Binary fn, const T* a, const T* b, T* y, int64_t n, bool a_one, bool b_one,
                        int64_t grain) {

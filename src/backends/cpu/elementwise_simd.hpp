@@ -22,6 +22,10 @@ bool binary(const Op& op, const CpuTensor& a, const CpuTensor& b, CpuTensor& out
 // false when the op has no vector kernel.
 bool unary_block_f32(const Op& op, const float* x, float* y, int64_t n);
 bool binary_block_f32(const Op& op, const float* a, const float* b, float* y, int64_t n);
+// The same with one operand a single value (a op s, s op b): the eager kernels' paths for a
+// broadcast value (pow's scalar-exponent fast paths included).
+bool binary_scalar_block_f32(const Op& op, const float* a, float s, float* y, int64_t n);
+bool scalar_binary_block_f32(const Op& op, float s, const float* b, float* y, int64_t n);
 // Contiguous conversion of n elements for f32 <-> f16 / bf16; false for other pairs.
 bool cast(DType from, DType to, const void* x, void* y, int64_t n);
 

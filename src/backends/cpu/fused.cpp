@@ -31,7 +31,9 @@ constexpr int kMaxFusedRank = 64;
 size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // How a node runs, decided once per program signature.
-enum class NodeRun : uint8_t { unary_f32, binary_f32, cast_simd, generic };
+// binary_scalar_f32 / scalar_binary_f32: the second / first operand is a one-value input that
+// the eager op would see as a broadcast value (its shape is not the domain's).
+enum class NodeRun : uint8_t { unary_f32, binary_f32, binary_scalar_f32, scalar_binary_f32, cast_simd, generic };
 
 struct Plan {
   std::vector<NodeRun> runs;
@@ -235,6 +237,16 @@ class CpuFusedKernels final : public FusedKernels {
               done = simd::binary_block_f32(plan->ops[j], reinterpret_cast<const float*>(arg(0)),
                                             reinterpret_cast<const float*>(arg(1)), reinterpret_cast<float*>(dst), n);
               break;
+            case NodeRun::binary_scalar_f32:
+              done = simd::binary_scalar_block_f32(plan->ops[j], reinterpret_cast<const float*>(arg(0)),
+                                                   *reinterpret_cast<const float*>(arg(1)),
+                                                   reinterpret_cast<float*>(dst), n);
+              break;
+            case NodeRun::scalar_binary_f32:
+              done = simd::scalar_binary_block_f32(plan->ops[j], *reinterpret_cast<const float*>(arg(0)),
+                                                   reinterpret_cast<const float*>(arg(1)),
+                                                   reinterpret_cast<float*>(dst), n);
+              break;
             case NodeRun::cast_simd: {
               int32_t x = node.args[0];
               DType from = x < 0 ? p.inputs[size_t(~x)].dtype : p.nodes[size_t(x)].dtype;
@@ -302,10 +314,16 @@ class CpuFusedKernels final : public FusedKernels {
         if (pair) r = NodeRun::cast_simd;
       } else if (all_f32 && n.args.size() == 1 && simd::unary_block_f32(op_of(n), probe_in.data(), probe_out.data(), 0)) {
         r = NodeRun::unary_f32;
-      } else if (all_f32 && n.args.size() == 2 && !(n.kind == OpKind::pow && n.args[1] < 0 &&
-                                                     p.inputs[size_t(~n.args[1])].shape.numel() == 1) &&
+      } else if (all_f32 && n.args.size() == 2 &&
                  simd::binary_block_f32(op_of(n), probe_in.data(), probe_in.data(), probe_out.data(), 0)) {
-        r = NodeRun::binary_f32;
+        // as the eager kernel: a one-value operand whose shape is not the output's is a
+        // broadcast value (b first), anything else a full operand
+        auto one_value = [&](int32_t x) {
+          return x < 0 && p.inputs[size_t(~x)].shape.numel() == 1 && p.inputs[size_t(~x)].shape != p.shape;
+        };
+        r = one_value(n.args[1])   ? NodeRun::binary_scalar_f32
+            : one_value(n.args[0]) ? NodeRun::scalar_binary_f32
+                                   : NodeRun::binary_f32;
       }
       plan->runs.push_back(r);
       plan->ops.push_back(op_of(n));
