@@ -33,7 +33,11 @@ size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 // How a node runs, decided once per program signature.
 // binary_scalar_f32 / scalar_binary_f32: the second / first operand is a one-value input that
 // the eager op would see as a broadcast value (its shape is not the domain's).
-enum class NodeRun : uint8_t { unary_f32, binary_f32, binary_scalar_f32, scalar_binary_f32, cast_simd, generic };
+// unary_half / binary_half: f16 or bf16 in and out, computed as the eager kernels do: widened
+// to float, the float vector kernel, rounded back.
+enum class NodeRun : uint8_t {
+  unary_f32, binary_f32, binary_scalar_f32, scalar_binary_f32, unary_half, binary_half, cast_simd, generic
+};
 
 struct Plan {
   std::vector<NodeRun> runs;
@@ -196,6 +200,11 @@ class CpuFusedKernels final : public FusedKernels {
 
     const int64_t ntiles = (total + kTile - 1) / kTile;
     parallel_for(0, ntiles, 4, [&](int64_t tb, int64_t te) {
+      thread_local std::vector<float> half_scratch;  // the float blocks of f16/bf16 nodes
+      if (half_scratch.size() < size_t(3 * kTile)) half_scratch.resize(size_t(3 * kTile));
+      float* fa = half_scratch.data();
+      float* fb = fa + kTile;
+      float* fy = fb + kTile;
       thread_local std::vector<char> buf_storage;
       if (buf_storage.size() < scratch + kAlign) buf_storage.resize(scratch + kAlign);
       char* buf = reinterpret_cast<char*>(round_up(reinterpret_cast<uintptr_t>(buf_storage.data())));
@@ -247,6 +256,16 @@ class CpuFusedKernels final : public FusedKernels {
                                                    reinterpret_cast<const float*>(arg(1)),
                                                    reinterpret_cast<float*>(dst), n);
               break;
+            case NodeRun::unary_half:
+            case NodeRun::binary_half: {
+              const DType hd = node.dtype;
+              const bool unary = plan->runs[j] == NodeRun::unary_half;
+              done = simd::cast(hd, DType::f32, arg(0), fa, n) && (unary || simd::cast(hd, DType::f32, arg(1), fb, n)) &&
+                     (unary ? simd::unary_block_f32(plan->ops[j], fa, fy, n)
+                            : simd::binary_block_f32(plan->ops[j], fa, fb, fy, n)) &&
+                     simd::cast(DType::f32, hd, fy, dst, n);
+              break;
+            }
             case NodeRun::cast_simd: {
               int32_t x = node.args[0];
               DType from = x < 0 ? p.inputs[size_t(~x)].dtype : p.nodes[size_t(x)].dtype;
@@ -305,6 +324,8 @@ class CpuFusedKernels final : public FusedKernels {
       auto dt_of = [&](int32_t x) { return x < 0 ? p.inputs[size_t(~x)].dtype : p.nodes[size_t(x)].dtype; };
       bool all_f32 = n.dtype == DType::f32;
       for (int32_t a : n.args) all_f32 = all_f32 && dt_of(a) == DType::f32;
+      bool all_half = n.dtype == DType::f16 || n.dtype == DType::bf16;
+      for (int32_t a : n.args) all_half = all_half && dt_of(a) == n.dtype;
       NodeRun r = NodeRun::generic;
       std::vector<float> probe_in(1, 1.0f), probe_out(1);
       if (n.kind == OpKind::cast && n.args.size() == 1) {
@@ -312,6 +333,11 @@ class CpuFusedKernels final : public FusedKernels {
         bool pair = (from == DType::f32 && (to == DType::f16 || to == DType::bf16)) ||
                     (to == DType::f32 && (from == DType::f16 || from == DType::bf16));
         if (pair) r = NodeRun::cast_simd;
+      } else if (all_half && n.args.size() == 1 && simd::unary_block_f32(op_of(n), probe_in.data(), probe_out.data(), 0)) {
+        r = NodeRun::unary_half;
+      } else if (all_half && n.args.size() == 2 &&
+                 simd::binary_block_f32(op_of(n), probe_in.data(), probe_in.data(), probe_out.data(), 0)) {
+        r = NodeRun::binary_half;
       } else if (all_f32 && n.args.size() == 1 && simd::unary_block_f32(op_of(n), probe_in.data(), probe_out.data(), 0)) {
         r = NodeRun::unary_f32;
       } else if (all_f32 && n.args.size() == 2 &&
