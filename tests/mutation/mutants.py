@@ -48,6 +48,7 @@ def onnx_node(substring):
 
 CPU_TESTS = "tests/backends/cpu/ember_cpu_tests"
 TENSOR_TESTS = "tests/tensor/ember_tensor_tests"
+FUSION_TESTS = "tests/fusion/ember_fusion_tests"
 
 MUTANTS = [
     {
@@ -263,5 +264,32 @@ MUTANTS = [
         "replace": "beta = c.attr_f(\"alpha\", 1.0f);",
         "description": "ONNX Gemm: beta is read from the alpha attribute (a copy-paste slip)",
         "suites": [onnx_node("test_gemm"), unit("tests/onnx/ember_onnx_tests")],
+    },
+    {
+        "id": "fusion-gather-row-carry",
+        "family": "fusion (cpu)",
+        "file": "src/backends/cpu/fused.cpp",
+        "search": "for (int d = r - 1; d > 0 && idx[d] == shape[d]; --d) {",
+        "replace": "for (int d = r - 1; d > 1 && idx[d] == shape[d]; --d) {",
+        "description": "the fused CPU kernel's strided gather forgets to carry into dim 0 when a tile crosses rows",
+        "suites": [unit(FUSION_TESTS, "FusionProperty.*")],
+    },
+    {
+        "id": "fusion-reuse-held-input",
+        "family": "fusion (cpu)",
+        "file": "src/backends/cpu/fused.cpp",
+        "search": "if (in_reused[i] || inputs[i].use_count() != 1) continue;",
+        "replace": "if (in_reused[i]) continue;",
+        "description": "a fused group writes its output into an input buffer that someone else still holds",
+        "suites": [unit(FUSION_TESTS), conformance("*", "fusion-cpu,autodiff-fusion-cpu")],
+    },
+    {
+        "id": "fusion-live-result-dropped",
+        "family": "fusion (decorator)",
+        "file": "src/decorators/fusion/fusion.cpp",
+        "search": "if (handles[j]) needed[j] = 1;",
+        "replace": "if (handles[j] && j + 1 == n) needed[j] = 1;",
+        "description": "a flush computes only the last queued result; earlier results still held are dropped",
+        "suites": [unit(FUSION_TESTS), conformance("*", "fusion-cpu,autodiff-fusion-cpu")],
     },
 ]
