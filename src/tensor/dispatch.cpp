@@ -1,6 +1,9 @@
 #include "dispatch.hpp"
 
 #include <cmath>
+#include <sstream>
+
+#include "ember/core/trace.hpp"
 
 namespace ember::detail {
 
@@ -34,9 +37,27 @@ std::vector<DynTensor> wrap(std::vector<PrimitivePtr> outs, const Device& device
   return result;
 }
 
+// The trace's arguments of an op: its inputs' dtypes and shapes, "f32 [2, 3], f32 [3]".
+template <class Get>
+std::string describe_inputs(size_t n, Get get) {
+  std::ostringstream os;
+  for (size_t i = 0; i < n; ++i) {
+    const DynTensor& t = get(i);
+    if (i) os << ", ";
+    if (t.defined())
+      os << t.dtype() << ' ' << t.shape();
+    else
+      os << "none";
+  }
+  return os.str();
+}
+
 }  // namespace
 
 std::vector<DynTensor> run_op(OpKind kind, std::vector<DynTensor> inputs, OpAttrs attrs) {
+  trace::Scope traced("op", op_name(kind), [&] {
+    return describe_inputs(inputs.size(), [&](size_t i) -> const DynTensor& { return inputs[i]; });
+  });
   std::vector<PrimitivePtr> prims;
   Device device = take_inputs(kind, inputs.size(), [&](size_t i) -> DynTensor& { return inputs[i]; }, prims);
   inputs.clear();  // drop the remaining (moved-from) handles before executing
@@ -44,12 +65,18 @@ std::vector<DynTensor> run_op(OpKind kind, std::vector<DynTensor> inputs, OpAttr
 }
 
 std::vector<DynTensor> run_op(OpKind kind, std::initializer_list<Operand> in, OpAttrs attrs) {
+  trace::Scope traced("op", op_name(kind), [&] {
+    return describe_inputs(in.size(), [&](size_t i) -> const DynTensor& { return in.begin()[i].t; });
+  });
   std::vector<PrimitivePtr> prims;
   Device device = take_inputs(kind, in.size(), [&](size_t i) -> DynTensor& { return in.begin()[i].t; }, prims);
   return wrap(device.backend().execute(make_op(kind, std::move(prims), std::move(attrs))), device);
 }
 
 DynTensor run1(OpKind kind, std::initializer_list<Operand> in, OpAttrs attrs) {
+  trace::Scope traced("op", op_name(kind), [&] {
+    return describe_inputs(in.size(), [&](size_t i) -> const DynTensor& { return in.begin()[i].t; });
+  });
   std::vector<PrimitivePtr> prims;
   Device device = take_inputs(kind, in.size(), [&](size_t i) -> DynTensor& { return in.begin()[i].t; }, prims);
   auto outs = device.backend().execute(make_op(kind, std::move(prims), std::move(attrs)));
@@ -57,6 +84,11 @@ DynTensor run1(OpKind kind, std::initializer_list<Operand> in, OpAttrs attrs) {
 }
 
 DynTensor create(OpKind kind, CreateAttrs attrs, const Device& device) {
+  trace::Scope traced("op", op_name(kind), [&] {
+    std::ostringstream os;
+    os << "-> " << attrs.dtype << ' ' << attrs.shape;
+    return os.str();
+  });
   Op op = make_op(kind, {}, std::move(attrs));
   return DynTensor(device.backend().execute(std::move(op))[0], device);
 }

@@ -4,6 +4,7 @@
 
 #include "ember/backends/cpu.hpp"
 #include "ember/core/error.hpp"
+#include "ember/core/trace.hpp"
 #include "thread_pool.hpp"
 
 namespace ember::cpu {
@@ -24,6 +25,7 @@ CpuBackend::CpuBackend() {
 std::vector<PrimitivePtr> CpuBackend::execute(Op op) {
   Kernel k = kernels_[size_t(op.kind)];
   if (k == nullptr) EMBER_NOT_IMPLEMENTED(op.name(), ": not supported on cpu");
+  trace::Scope traced("kernel", op.name());
   return k(*this, op);
 }
 
