@@ -1,0 +1,224 @@
+#include "autotune.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+
+#include "jit.hpp"
+
+#ifndef EMBER_VERSION_STRING
+#error "EMBER_VERSION_STRING (the project's version) is set by src/CMakeLists.txt"
+#endif
+
+namespace ember::cuda {
+
+namespace {
+
+// The first line of a file: this marker, a tab, the environment key. Bump the marker when the
+// line format changes: older files then read as another environment's.
+constexpr std::string_view kHeader = "ember-autotune-v1\t";
+// A larger file is not ours (or not worth reading): it reads as empty and is replaced.
+constexpr size_t kMaxFileBytes = size_t(64) << 20;
+
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::string line_checksum(std::string_view key, std::string_view value) {
+  std::string s;
+  s.reserve(key.size() + value.size() + 1);
+  s.append(key).append(1, '\t').append(value);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(s)));
+  return hex;
+}
+
+// Tabs and line breaks would split a line: written as spaces.
+std::string clean(std::string_view s) {
+  std::string r(s);
+  for (char& c : r)
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+  return r;
+}
+
+bool write_all(int fd, const std::string& s) {
+  size_t done = 0;
+  while (done < s.size()) {
+    ssize_t n = ::write(fd, s.data() + done, s.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += size_t(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string autotune_file_path(const std::string& dir, std::string_view kind) {
+  return dir + "/autotune-" + std::string(kind) + ".txt";
+}
+
+std::map<std::string, std::string> read_autotune_file(const std::string& path, const std::string& env) {
+  std::map<std::string, std::string> out;
+  try {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return out;
+    std::string all;
+    char buf[1 << 16];
+    while (f.read(buf, sizeof buf) || f.gcount() > 0) {
+      all.append(buf, size_t(f.gcount()));
+      if (all.size() > kMaxFileBytes) return out;
+    }
+    size_t eol = all.find('\n');
+    if (eol == std::string::npos || std::string_view(all).substr(0, eol) != std::string(kHeader) + clean(env))
+      return out;  // empty, truncated inside the header, or another environment's (stale) file
+    for (size_t pos = eol + 1; pos < all.size();) {
+      size_t end = all.find('\n', pos);
+      if (end == std::string::npos) end = all.size();
+      std::string_view line(all.data() + pos, end - pos);
+      pos = end + 1;
+      const size_t t1 = line.find('\t');
+      const size_t t2 = t1 == line.npos ? line.npos : line.find('\t', t1 + 1);
+      if (t2 == line.npos || line.find('\t', t2 + 1) != line.npos) continue;
+      std::string_view key = line.substr(0, t1), value = line.substr(t1 + 1, t2 - t1 - 1);
+      if (key.empty() || line.substr(t2 + 1) != line_checksum(key, value)) continue;
+      out[std::string(key)] = std::string(value);
+    }
+  } catch (...) {  // (allocation failure: the cache is an optimisation)
+    out.clear();
+  }
+  return out;
+}
+
+bool write_autotune_file(const std::string& path, const std::string& env,
+                         const std::map<std::string, std::string>& entries) {
+  static std::atomic<uint64_t> counter{0};
+  try {
+    std::string text(kHeader);
+    text += clean(env);
+    text += '\n';
+    for (const auto& [k, v] : entries) {
+      const std::string key = clean(k), value = clean(v);
+      if (key.empty()) continue;
+      text.append(key).append(1, '\t').append(value).append(1, '\t').append(line_checksum(key, value)).append(1, '\n');
+    }
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    const bool written = write_all(fd, text);
+    if (::close(fd) != 0 || !written || std::rename(tmp.c_str(), path.c_str()) != 0) {
+      ::unlink(tmp.c_str());
+      return false;
+    }
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+AutotuneStore::AutotuneStore(std::string dir, std::string_view kind, std::string env)
+    : path_(dir.empty() ? std::string() : autotune_file_path(dir, kind)), env_(std::move(env)) {}
+
+void AutotuneStore::load_locked() {
+  if (loaded_) return;
+  loaded_ = true;
+  if (path_.empty()) return;
+  for (auto& [k, v] : read_autotune_file(path_, env_)) entries_.emplace(k, std::move(v));
+}
+
+std::optional<std::string> AutotuneStore::get(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  load_locked();
+  auto it = entries_.find(clean(key));
+  if (it == entries_.end()) return std::nullopt;
+  return it->second;
+}
+
+void AutotuneStore::put(const std::string& key, const std::string& value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  load_locked();
+  const std::string k = clean(key), v = clean(value);
+  if (k.empty()) return;
+  entries_[k] = v;
+  mine_[k] = v;
+  if (path_.empty()) return;
+  // (a file of another environment, or a damaged one, reads as empty or as its good lines:
+  // this write replaces it)
+  std::map<std::string, std::string> merged = read_autotune_file(path_, env_);
+  for (const auto& [mk, mv] : mine_) merged[mk] = mv;
+  for (const auto& [fk, fv] : merged) entries_.emplace(fk, fv);  // winners other processes found
+  write_autotune_file(path_, env_, merged);
+}
+
+AutotuneStore& autotune_store(std::string_view kind, const std::string& env) {
+  static std::mutex mu;
+  static auto* stores = new std::map<std::string, std::unique_ptr<AutotuneStore>>();  // (never destroyed)
+  std::string id = std::string(kind) + '\n' + env;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& s = (*stores)[id];
+  if (!s) s = std::make_unique<AutotuneStore>(cache_dir(), kind, env);
+  return *s;
+}
+
+std::string autotune_environment(const cudaDeviceProp& props, std::string_view library) {
+  int driver = 0, runtime = 0;
+  (void)cudaDriverGetVersion(&driver);
+  (void)cudaRuntimeGetVersion(&runtime);
+  std::ostringstream os;
+  os << props.name << " sm_" << props.major << props.minor << " driver " << driver << " runtime " << runtime << ' '
+     << library << " ember " << ember_version();
+  return os.str();
+}
+
+bool autotune_setting(const char* ember_autotune, const char* ember_cuda_autotune) {
+  if (ember_autotune && *ember_autotune) {
+    std::string v(ember_autotune);
+    for (char& c : v) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return !(v == "off" || v == "0" || v == "false" || v == "no");
+  }
+  return !(ember_cuda_autotune && std::string_view(ember_cuda_autotune) == "0");
+}
+
+std::string to_hex(const void* data, size_t n) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::string s(2 * n, '0');
+  for (size_t i = 0; i < n; ++i) {
+    s[2 * i] = kDigits[p[i] >> 4];
+    s[2 * i + 1] = kDigits[p[i] & 15];
+  }
+  return s;
+}
+
+bool from_hex(std::string_view hex, void* data, size_t n) {
+  if (hex.size() != 2 * n) return false;
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (char c : hex)
+    if (digit(c) < 0) return false;  // (`data` is left as it was)
+  auto* p = static_cast<unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<unsigned char>(digit(hex[2 * i]) << 4 | digit(hex[2 * i + 1]));
+  return true;
+}
+
+const char* ember_version() { return EMBER_VERSION_STRING; }
+
+}  // namespace ember::cuda
