@@ -19,21 +19,22 @@
 //   API has no engine for and, at some shapes, still run fastest (Winograd non-fused).
 // With autotuning on (the default) every usable candidate is timed as the wall-clock time of a
 // call (with its bias) in a loop of back-to-back calls, so that host cost counts where it
-// exceeds the GPU's, and the winner is kept in memory and in <cache_dir>/cudnn_algos.txt (one
-// line per device name, cuDNN version and problem), so later processes skip the search. With
+// exceeds the GPU's, and the winner is kept in memory and in <cache_dir>/autotune-cudnn.txt
+// (autotune.hpp: keyed by GPU model, driver, CUDA, cuDNN and ember versions, one line per
+// problem), so later processes skip the search. With
 // autotuning off, the graph API's first plan runs (else the legacy heuristics' first algorithm).
 // Where the chosen plan does not add the bias, a small generated kernel does. Batches whose
 // tensors exceed cuDNN's 32-bit element counts are split into chunks of images.
 #include <cudnn.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
 
 #include "attention_sources.hpp"
+#include "autotune.hpp"
 #include "cuda_backend.hpp"
 #include "cudnn_graph.hpp"
 #include "matmul.hpp"
@@ -306,8 +307,8 @@ bool graph_aligned(const void* x, const void* w, const void* y, const void* bias
   return ok(x) && ok(w) && ok(y) && ok(bias);
 }
 
-// ---- the persistent choice cache: "<device name> cudnn<version>\t<problem key>\t<algo> <math>"
-// lines; a negative algo -1-i names the i-th graph-API candidate ----
+// ---- the persistent choice cache (autotune.hpp's "cudnn" store): "<problem key>" ->
+// "<algo> <math>"; a negative algo -1-i names the i-th graph-API candidate ----
 
 std::mutex g_mu;
 std::map<std::string, ConvPlan*>& plans() {
@@ -315,30 +316,21 @@ std::map<std::string, ConvPlan*>& plans() {
   return *m;
 }
 
-std::map<std::string, std::pair<int, int>>& saved_algos() {
-  static auto* m = [] {
-    auto* r = new std::map<std::string, std::pair<int, int>>();
-    std::string dir = cache_dir();
-    if (dir.empty()) return r;
-    std::ifstream f(dir + "/cudnn_algos.txt");
-    for (std::string line; std::getline(f, line);) {
-      size_t a = line.find('\t'), b = a == std::string::npos ? a : line.find('\t', a + 1);
-      if (b == std::string::npos) continue;
-      std::istringstream rest(line.substr(b + 1));
-      int algo = 0, math = 0;
-      if (rest >> algo >> math) (*r)[line.substr(0, b)] = {algo, math};
-    }
-    return r;
-  }();
-  return *m;
+AutotuneStore& saved_algos(CudaBackend& be) {
+  return autotune_store("cudnn", autotune_environment(be.props(), "cuDNN " + std::to_string(cudnnGetVersion())));
 }
 
-void save_algo(const std::string& key, int algo, int math) {
-  saved_algos()[key] = {algo, math};
-  std::string dir = cache_dir();
-  if (dir.empty()) return;
-  std::ofstream f(dir + "/cudnn_algos.txt", std::ios::app);
-  if (f) f << key << '\t' << algo << ' ' << math << '\n';
+std::optional<std::pair<int, int>> saved_algo(CudaBackend& be, const std::string& key) {
+  const std::optional<std::string> v = saved_algos(be).get(key);
+  if (!v) return std::nullopt;
+  std::istringstream in(*v);
+  int algo = 0, math = 0;
+  if (!(in >> algo >> math)) return std::nullopt;
+  return std::pair{algo, math};
+}
+
+void save_algo(CudaBackend& be, const std::string& key, int algo, int math) {
+  saved_algos(be).put(key, std::to_string(algo) + ' ' + std::to_string(math));
 }
 
 // Workspace of `algo` under `math` (false when cuDNN does not support it for the problem). The
@@ -420,8 +412,7 @@ std::optional<Candidate> fastest(CudaBackend& be, const ConvProblem& p, const Co
 // Picks the plan's way to run (once per problem): saved winner, autotuned, or heuristic.
 // `aligned`: the operands meet the graph plans' alignment (else only legacy algorithms run).
 void choose_algo(CudaBackend& be, const ConvProblem& p, ConvPlan& plan, const ConvArgs& args, bool aligned) {
-  const std::string saved_key = std::string(be.props().name) + " cudnn" + std::to_string(cudnnGetVersion()) +
-                                '\t' + p.key() + (aligned ? "" : " unaligned");
+  const std::string saved_key = p.key() + (aligned ? "" : " unaligned");
   // Graph-API plans, of the conv alone and (with a bias) of the conv and its bias; the ones not
   // chosen are destroyed once the choice is made.
   std::vector<Candidate> graph;
@@ -463,13 +454,12 @@ void choose_algo(CudaBackend& be, const ConvProblem& p, ConvPlan& plan, const Co
     return true;
   };
   if (autotune_enabled()) {
-    auto it = saved_algos().find(saved_key);
-    if (it != saved_algos().end()) {
-      const int algo = it->second.first;
+    if (const auto saved = saved_algo(be, saved_key)) {
+      const auto [algo, second] = *saved;
       if (algo < 0) {  // a graph-API plan: its place among the candidates, and whether it is fused
         for (const Candidate& c : graph)
-          if (c.graph_index == -1 - algo && int(c.fused) == it->second.second) return take(c);
-      } else if (use(algo, cudnnMathType_t(it->second.second))) {
+          if (c.graph_index == -1 - algo && int(c.fused) == second) return take(c);
+      } else if (use(algo, cudnnMathType_t(second))) {
         return;
       }
     }
@@ -512,11 +502,11 @@ void choose_algo(CudaBackend& be, const ConvProblem& p, ConvPlan& plan, const Co
     if (const std::optional<Candidate> best = fastest(be, p, plan, cands, args, scratch.ptr)) {
       if (best->exec) {
         take(*best);
-        save_algo(saved_key, -1 - best->graph_index, int(best->fused));
+        save_algo(be, saved_key, -1 - best->graph_index, int(best->fused));
         return;
       }
       if (use(best->algo, best->math)) {
-        save_algo(saved_key, plan.algo, int(plan.math));
+        save_algo(be, saved_key, plan.algo, int(plan.math));
         return;
       }
     }

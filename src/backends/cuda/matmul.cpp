@@ -19,17 +19,21 @@
 // alignments), so a repeated product pays only for its launch. The algorithm is the fastest of
 // cuBLASLt's heuristic's first kLtCandidates, timed on the first call of a problem of at least
 // kTuneFlops (autotuning: on an H200, the GPT-2-small-shaped TF32 training step of
-// bench_cuda.cpp ran 1.5% faster than on the heuristic's first choices).
+// bench_cuda.cpp ran 1.5% faster than on the heuristic's first choices). The winner's bytes
+// persist in <cache_dir>/autotune-cublaslt.txt (autotune.hpp); a later process takes a saved
+// winner that is among its heuristic's candidates without timing them, and ignores any other.
 //
 // Integer dtypes use a generated tiled kernel that accumulates with wrap-around in 32 bits
 // (64 for i64) — the same values modulo 2^bits as the CPU's kernel.
 #include "matmul.hpp"
 
 #include "attention_sources.hpp"
+#include "autotune.hpp"
 #include "cudnn_graph.hpp"
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 
@@ -86,6 +90,23 @@ std::mutex g_plans_mu;
 std::unordered_map<LtKey, LtPlan*, LtKeyHash>& plans() {
   static auto* m = new std::unordered_map<LtKey, LtPlan*, LtKeyHash>();
   return *m;
+}
+
+// The problem's key in the "cublaslt" autotune store (not the device index: the store's
+// environment names the GPU model).
+std::string lt_store_key(const LtKey& k) {
+  std::string s(dtype_name(k.dtype));
+  if (k.tf32) s += " tf32";
+  s += k.ta ? " ta" : "";
+  s += k.tb ? " tb" : "";
+  s += " e" + std::to_string(k.epilogue);
+  for (int64_t v : {k.M, k.N, k.K, k.lda, k.ldb, k.ldc, k.sa, k.sb, k.sc, k.batch}) s += ' ' + std::to_string(v);
+  for (uint32_t v : {k.align_a, k.align_b, k.align_c, k.align_bias}) s += " a" + std::to_string(v);
+  return s;
+}
+
+AutotuneStore& lt_store(CudaBackend& be) {
+  return autotune_store("cublaslt", autotune_environment(be.props(), "cuBLASLt " + std::to_string(cublasLtGetVersion())));
 }
 
 // Largest power of two (<= 256) that divides the address and, in a batch, the batch stride.
@@ -180,7 +201,20 @@ LtPlan* make_plan(CudaBackend& be, const LtKey& k, const GemmArgs& g, std::strin
     p->ok = true;
     p->algo = p->candidates[0];
   }
-  if (p->candidates.size() < 2) p->candidates.clear();
+  if (p->candidates.size() < 2) {
+    p->candidates.clear();
+  } else if (const std::optional<std::string> saved = lt_store(be).get(lt_store_key(k))) {
+    // a winner an earlier process timed: used only when this heuristic offers it too (the bytes
+    // of another cuBLASLt's algorithm could mean something else)
+    cublasLtMatmulAlgo_t algo{};
+    if (from_hex(*saved, &algo, sizeof algo))
+      for (const cublasLtMatmulAlgo_t& c : p->candidates)
+        if (std::memcmp(&c, &algo, sizeof algo) == 0) {
+          p->algo = c;
+          p->candidates.clear();
+          break;
+        }
+  }
   return p;
 }
 
@@ -444,6 +478,7 @@ bool try_gemm_lt(CudaBackend& be, const GemmArgs& g, std::string_view op) {
                                      [&](size_t i) { return run(p->candidates[i]) == CUBLAS_STATUS_SUCCESS; });
     p->algo = p->candidates[best.value_or(0)];
     p->candidates.clear();
+    if (best) lt_store(be).put(lt_store_key(k), to_hex(&p->algo, sizeof p->algo));
   }
   lt_check(run(p->algo), op, "matmul", g);
   return true;
