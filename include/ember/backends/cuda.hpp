@@ -24,8 +24,13 @@ std::string describe_devices();
 // lists the devices when the index is not one of them.
 std::shared_ptr<Backend> make_backend(int index);
 
-// Kernel autotuning (conv algorithms): on by default; the winners persist in the cache
-// directory ($EMBER_CACHE_DIR, else $XDG_CACHE_HOME/ember, else ~/.cache/ember).
+// Autotuning (cuBLASLt algorithms, cuDNN convolution and attention plans): on by default, or
+// off from the start with EMBER_AUTOTUNE=off (also 0 or false; EMBER_CUDA_AUTOTUNE=0 is the
+// older name). Off: each library's first choice runs, nothing is timed and no saved winner is
+// read. The matmul and convolution winners, like the compiled kernels, persist in the cache
+// directory ($EMBER_CACHE_DIR, else $XDG_CACHE_HOME/ember, else ~/.cache/ember), keyed by GPU
+// model, driver, CUDA and library versions and ember's version; a damaged or stale cache file is
+// ignored and rewritten (docs/caches.md).
 void set_autotune(bool on);
 
 // TF32 tensor-core math for f32 matmul and convolution (off by default: f32 results are exact

@@ -5,18 +5,17 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "autotune.hpp"
 #include "ember/backends/cuda.hpp"
 #include "profile.hpp"
 
 namespace ember::cuda {
 
 namespace {
-// EMBER_CUDA_AUTOTUNE=0 starts with autotuning off (each library's first choice; set_autotune
-// changes it at run time)
-bool g_autotune = [] {
-  const char* e = std::getenv("EMBER_CUDA_AUTOTUNE");
-  return !(e && std::string(e) == "0");
-}();
+// EMBER_AUTOTUNE=off (or 0, false; the older EMBER_CUDA_AUTOTUNE=0 too) starts with autotuning
+// off: each library's first choice, nothing timed, no saved winner read (autotune.hpp;
+// set_autotune changes it at run time)
+std::atomic<bool> g_autotune{autotune_setting(std::getenv("EMBER_AUTOTUNE"), std::getenv("EMBER_CUDA_AUTOTUNE"))};
 
 // Set once the process is exiting. The backends live in Device::cuda's static map, which is
 // destroyed after the statics that cuDNN, cuBLASLt and the CUDA runtime create lazily on first
