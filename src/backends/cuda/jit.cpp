@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "autotune.hpp"
 #include "runtime.hpp"
 
 namespace ember::cuda {
@@ -367,11 +368,18 @@ std::vector<char> compile_cubin(std::string_view name, const std::string& source
 std::string disk_cache_path(const std::string& source, int arch) {
   std::string dir = cache_dir();
   if (dir.empty() || !make_dirs(dir + "/cuda")) return "";
-  int major = 0, minor = 0;
-  nvrtcVersion(&major, &minor);
+  // what else decides the cubin, or whether the driver takes it: the compiler, the driver (0
+  // without one: a cache warmed on a machine without a driver is not used with one) and ember
+  static const std::string environment = [] {
+    int major = 0, minor = 0, driver = 0;
+    nvrtcVersion(&major, &minor);
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+    return " nvrtc " + std::to_string(major) + "." + std::to_string(minor) + " driver " + std::to_string(driver) +
+           " ember " + ember_version();
+  }();
   uint64_t h = fnv1a(kernel_prelude());
   h = fnv1a(source, h);
-  h = fnv1a("sm_" + std::to_string(arch) + " nvrtc " + std::to_string(major) + "." + std::to_string(minor), h);
+  h = fnv1a("sm_" + std::to_string(arch) + environment, h);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
   return dir + "/cuda/" + hex + ".cubin";

@@ -6,8 +6,8 @@
 // Every source is compiled after the shared prelude (kernel_prelude(): fixed-width integer
 // types, half_t/bf16_t storage types that convert to and from float, Shape/Strides argument
 // structs and index helpers), for the device's own architecture (sm_XY). Modules are cached in
-// memory by key and on disk by a hash of the full source, the architecture and the NVRTC
-// version, so a program compiles each kernel once per machine. A source that fails to compile
+// memory by key and on disk by a hash of the full source, the architecture, the NVRTC and
+// driver versions and ember's version, so a program compiles each kernel once per machine. A source that fails to compile
 // throws an Error naming the key (which starts with the op) and the generated source's line.
 #pragma once
 
