@@ -72,36 +72,40 @@ std::string autotune_file_path(const std::string& dir, std::string_view kind) {
   return dir + "/autotune-" + std::string(kind) + ".txt";
 }
 
-std::map<std::string, std::string> read_autotune_file(const std::string& path, const std::string& env) {
+std::map<std::string, std::string> parse_autotune_text(std::string_view text, const std::string& env) {
   std::map<std::string, std::string> out;
+  const size_t eol = text.find('\n');
+  if (eol == text.npos || text.substr(0, eol) != std::string(kHeader) + clean(env))
+    return out;  // empty, truncated inside the header, or another environment's (stale) file
+  for (size_t pos = eol + 1; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    if (end == text.npos) end = text.size();
+    const std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    const size_t t1 = line.find('\t');
+    const size_t t2 = t1 == line.npos ? line.npos : line.find('\t', t1 + 1);
+    if (t2 == line.npos || line.find('\t', t2 + 1) != line.npos) continue;
+    const std::string_view key = line.substr(0, t1), value = line.substr(t1 + 1, t2 - t1 - 1);
+    if (key.empty() || line.substr(t2 + 1) != line_checksum(key, value)) continue;
+    out[std::string(key)] = std::string(value);
+  }
+  return out;
+}
+
+std::map<std::string, std::string> read_autotune_file(const std::string& path, const std::string& env) {
   try {
     std::ifstream f(path, std::ios::binary);
-    if (!f) return out;
+    if (!f) return {};
     std::string all;
     char buf[1 << 16];
     while (f.read(buf, sizeof buf) || f.gcount() > 0) {
       all.append(buf, size_t(f.gcount()));
-      if (all.size() > kMaxFileBytes) return out;
+      if (all.size() > kMaxFileBytes) return {};
     }
-    size_t eol = all.find('\n');
-    if (eol == std::string::npos || std::string_view(all).substr(0, eol) != std::string(kHeader) + clean(env))
-      return out;  // empty, truncated inside the header, or another environment's (stale) file
-    for (size_t pos = eol + 1; pos < all.size();) {
-      size_t end = all.find('\n', pos);
-      if (end == std::string::npos) end = all.size();
-      std::string_view line(all.data() + pos, end - pos);
-      pos = end + 1;
-      const size_t t1 = line.find('\t');
-      const size_t t2 = t1 == line.npos ? line.npos : line.find('\t', t1 + 1);
-      if (t2 == line.npos || line.find('\t', t2 + 1) != line.npos) continue;
-      std::string_view key = line.substr(0, t1), value = line.substr(t1 + 1, t2 - t1 - 1);
-      if (key.empty() || line.substr(t2 + 1) != line_checksum(key, value)) continue;
-      out[std::string(key)] = std::string(value);
-    }
+    return parse_autotune_text(all, env);
   } catch (...) {  // (allocation failure: the cache is an optimisation)
-    out.clear();
+    return {};
   }
-  return out;
 }
 
 bool write_autotune_file(const std::string& path, const std::string& env,

@@ -41,6 +41,8 @@ std::string autotune_file_path(const std::string& dir, std::string_view kind);
 // missing, unreadable, or written for another environment; lines that fail their checksum are
 // skipped. Never throws.
 std::map<std::string, std::string> read_autotune_file(const std::string& path, const std::string& env);
+// The same for the file's contents `text` (may throw std::bad_alloc).
+std::map<std::string, std::string> parse_autotune_text(std::string_view text, const std::string& env);
 
 // Writes `entries` for `env` to `path` atomically (a unique temporary file in the same
 // directory, renamed over `path`). False, with nothing left behind, on failure. Never throws.

@@ -6,9 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <string>
@@ -227,45 +229,73 @@ TEST(AutotuneStore, ThreadsShareOneStore) {
   fs::remove_all(dir);
 }
 
-// Two processes sharing the directory write 200 winners each at the same time. Updates may be
-// lost (a write merges the file as it was when read), but the file always parses in full and
-// holds only values that were written; the last writer's winners are all there.
+// Whether a snapshot of a winners file is whole: the header, then only lines that check.
+bool whole(const std::string& text) {
+  if (text.empty() || text.rfind("ember-autotune-v1\t" + kEnv + "\n", 0) != 0 || text.back() != '\n') return false;
+  return lines_of(text).size() - 1 == cuda::parse_autotune_text(text, kEnv).size();
+}
+
+// Two processes sharing the directory write 200 winners each at the same time, while a third
+// reads the file in a loop. Updates may be lost (a write merges the file as it was when read),
+// but every snapshot anyone reads, and the file at the end, parse in full and hold only values
+// that were written; the last writer's winners are all there.
 TEST(AutotuneStore, TwoProcessesWritingAtOnceNeverCorruptTheFile) {
   const std::string dir = fresh_dir("fork");
+  const std::string path = cuda::autotune_file_path(dir, "cublaslt");
   constexpr int kKeys = 200;
+  // the number of torn snapshots seen
   auto write_all = [&](const std::string& who) {
     cuda::AutotuneStore s(dir, "cublaslt", kEnv);
+    int torn = 0;
     for (int i = 0; i < kKeys; ++i) {
       s.put(who + " problem " + std::to_string(i), who + " winner " + std::to_string(i * 31));
-      // the file is whole at every moment another process may read it
-      if (i % 20 == 0) (void)cuda::read_autotune_file(s.path(), kEnv);
+      torn += !whole(slurp(path));
     }
+    return torn;
+  };
+  auto read_all = [&] {
+    int torn = 0;
+    for (int i = 0; i < 4000; ++i) {
+      std::ifstream f(path, std::ios::binary);
+      if (!f) continue;  // not written yet
+      // (a file that opens is one version: written in full before it was renamed into place)
+      torn += !whole({std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()});
+    }
+    return torn;
   };
   int go[2];
   ASSERT_EQ(::pipe(go), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(go[1]);
-    char c = 0;
-    int code = ::read(go[0], &c, 1) == 1 ? 0 : 2;
-    try {
-      write_all("child");
-    } catch (...) {
-      code = 3;
+  auto spawn = [&](const std::function<int()>& work) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(go[1]);
+      char c = 0;
+      int code = ::read(go[0], &c, 1) == 1 ? 0 : 100;
+      try {
+        code += std::min(work(), 99);
+      } catch (...) {
+        code = 101;
+      }
+      ::_exit(code);
     }
-    ::_exit(code);
-  }
+    return pid;
+  };
+  const pid_t writer = spawn([&] { return write_all("child"); });
+  const pid_t reader = spawn(read_all);
+  ASSERT_GT(writer, 0);
+  ASSERT_GT(reader, 0);
   ::close(go[0]);
-  ASSERT_EQ(::write(go[1], "x", 1), 1);  // both start together
+  ASSERT_EQ(::write(go[1], "xx", 2), 2);  // all start together
   ::close(go[1]);
-  write_all("parent");
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(write_all("parent"), 0) << "torn snapshots seen by the parent";
+  for (const pid_t pid : {writer, reader}) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << (pid == writer ? "child writer" : "reader")
+                                      << ": torn snapshots seen (100+: never started)";
+  }
 
-  const std::string path = cuda::autotune_file_path(dir, "cublaslt");
   expect_clean_file(path, kEnv);
   const auto entries = cuda::read_autotune_file(path, kEnv);
   int parent = 0, child_keys = 0;
