@@ -45,6 +45,7 @@ TEST(Trace, SessionWritesChromeTraceJson) {
     EXPECT_TRUE(trace::enabled());
     EXPECT_NE(trace::session_id(), 0u);
     trace::Scope outer("op", "outer", "f32 [2, 3]");
+    { trace::Scope lazy("fused", [] { return std::pair<std::string, std::string>("lazy_name", "t0 = exp(x0)"); }); }
     {
       trace::Scope inner("kernel", "inner");
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -57,7 +58,11 @@ TEST(Trace, SessionWritesChromeTraceJson) {
   const std::string text = test::read_text(path);
   EXPECT_EQ(text.rfind("{\"traceEvents\":[", 0), 0u);
   const auto events = read_trace(path);
-  ASSERT_EQ(events.size(), 3u);
+  ASSERT_EQ(events.size(), 4u);
+  const auto lazy = named(events, "lazy_name");
+  ASSERT_EQ(lazy.size(), 1u);
+  EXPECT_EQ(lazy[0].category, "fused");
+  EXPECT_EQ(lazy[0].detail, "t0 = exp(x0)");
   const auto outer = named(events, "outer"), inner = named(events, "inner"), dev = named(events, "device_kernel");
   ASSERT_EQ(outer.size(), 1u);
   ASSERT_EQ(inner.size(), 1u);
@@ -88,7 +93,13 @@ TEST(Trace, NothingIsRecordedOutsideASession) {
       return std::string("shapes");
     });
   }
-  EXPECT_FALSE(args_built);  // a disabled scope does not build its arguments
+  {
+    trace::Scope lazy("fused", [&] {
+      args_built = true;
+      return std::pair<std::string, std::string>("name", "args");
+    });
+  }
+  EXPECT_FALSE(args_built);  // a disabled scope does not build its name or arguments
   const std::string path = fresh_dir("disabled") + "/trace.json";
   auto straddling = std::make_unique<trace::Scope>("op", "straddling");  // begun before the session
   {

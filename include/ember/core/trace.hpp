@@ -71,6 +71,7 @@ class Session {
 //
 //   trace::Scope s("user", "load batch");
 //   trace::Scope s("op", "add", [&] { return describe(inputs); });  // args built only when on
+//   trace::Scope s("fused", [&] { return std::pair(kernel_name(p), p.describe()); });  // both
 class Scope {
  public:
   Scope(const char* category, std::string_view name) {
@@ -86,6 +87,15 @@ class Scope {
   Scope(const char* category, std::string_view name, MakeArgs&& make_args) {
     if (enabled()) [[unlikely]]
       begin(category, name, std::forward<MakeArgs>(make_args)());
+  }
+  // name and args both built only when on: make_event() returns {name, args}
+  template <class MakeEvent>
+    requires std::is_invocable_r_v<std::pair<std::string, std::string>, MakeEvent>
+  Scope(const char* category, MakeEvent&& make_event) {
+    if (enabled()) [[unlikely]] {
+      auto [name, args] = std::forward<MakeEvent>(make_event)();
+      begin(category, name, std::move(args));
+    }
   }
   ~Scope() {
     if (slot_ >= 0) [[unlikely]]
