@@ -20,6 +20,11 @@ void put_attrs(std::ostream& os, const OpAttrs& attrs) {
     os << '{' << std::hex << bits(s->a) << ',' << bits(s->b) << std::dec << '}';
   else if (const auto* c = std::get_if<CastAttrs>(&attrs))
     os << '{' << dtype_name(c->dtype) << '}';
+  else if (const auto* r = std::get_if<ReduceAttrs>(&attrs)) {
+    os << "{dims";
+    for (int d : r->dims) os << ',' << d;
+    os << (r->keepdim ? ",keep" : "") << ",c" << r->correction << '}';
+  }
   else if (!std::holds_alternative<NoAttrs>(attrs))
     os << "{attrs#" << attrs.index() << '}';
 }
@@ -33,21 +38,29 @@ void put_arg(std::ostream& os, int32_t a) {
 
 std::string FusedProgram::signature() const {
   std::ostringstream os;
-  const int r = shape.rank();
-  os << 'r' << r << ';';
-  for (const auto& in : inputs) {
-    // dtype and broadcast pattern against the domain: '1' where the input has size 1 (or no
-    // dim) and the domain does not, '.' elsewhere
-    os << dtype_name(in.dtype) << ':';
-    const int ir = in.shape.rank();
+  // broadcast pattern of `in` against `dom`: '1' where the input has size 1 (or no dim) and the
+  // domain does not, '.' elsewhere
+  auto pattern = [&](const Shape& in, const Shape& dom) {
+    const int r = dom.rank(), ir = in.rank();
     for (int d = 0; d < r; ++d) {
       int id = d - (r - ir);
-      bool bc = id < 0 || (in.shape[id] == 1 && shape[d] != 1);
+      bool bc = id < 0 || (in[id] == 1 && dom[d] != 1);
       os << (bc ? '1' : '.');
+    }
+  };
+  os << 'r' << shape.rank() << ';';
+  if (is_rows()) os << "rows" << reduce_from << ',' << reduced_shape.rank() << ';';
+  for (const auto& in : inputs) {
+    os << dtype_name(in.dtype) << (in.shape.numel() == 1 ? "=" : ":");  // '=': one value
+    pattern(in.shape, shape);
+    if (is_rows()) {
+      os << '/';
+      pattern(in.shape, reduced_shape);
     }
     os << ';';
   }
   for (const auto& n : nodes) {
+    if (n.reduced) os << 'R';
     os << op_name(n.kind);
     put_attrs(os, n.attrs);
     os << '(';
@@ -64,7 +77,9 @@ std::string FusedProgram::signature() const {
 
 std::string FusedProgram::describe() const {
   std::ostringstream os;
-  os << "domain " << shape << ", inputs";
+  os << "domain " << shape;
+  if (is_rows()) os << " rows over dims " << reduce_from << ".." << shape.rank() - 1 << " -> " << reduced_shape;
+  os << ", inputs";
   for (size_t i = 0; i < inputs.size(); ++i) os << " in" << i << ' ' << inputs[i].shape << ' ' << inputs[i].dtype;
   os << '\n';
   for (size_t j = 0; j < nodes.size(); ++j) {
@@ -76,7 +91,7 @@ std::string FusedProgram::describe() const {
       if (i) os << ", ";
       put_arg(os, n.args[i]);
     }
-    os << ") " << n.dtype;
+    os << ") " << n.dtype << (n.reduced ? " per row" : "");
     for (int32_t o : outputs)
       if (o == int32_t(j)) os << " -> out";
     os << '\n';

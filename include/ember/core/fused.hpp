@@ -12,6 +12,18 @@
 // shape that broadcasts to it (numpy rules) and any strides, so views of materialised tensors
 // (transposes, slices, expands) are read through index arithmetic, not copied. The nodes are in
 // topological order and each is a valid elementwise op (make_op accepted it).
+//
+// A row program (reduce_from >= 0) also holds reductions over the trailing dims
+// [reduce_from, rank) of `shape`: the domain is rows x cols (the leading dims' product times the
+// trailing dims'). Its nodes live on one of two levels:
+//   full     shape `shape`, one value per element (as above);
+//   reduced  shape `reduced_shape`, one value per row: the reductions (sum, mean, max, min,
+//            var, std, logsumexp of one full value over the trailing dims) and elementwise ops
+//            whose operands are reduced values or inputs broadcastable to `reduced_shape`.
+// A full node may read a reduced value when reduced_shape keeps the reduced dims (keepdim: the
+// value broadcasts along the row). Softmax written from primitives is one row program:
+//   m = max(x, -1, keepdim) [reduced]; e = exp(x - m) [full]; s = sum(e, -1, keepdim) [reduced];
+//   y = e / s [full].
 #pragma once
 
 #include <cstdint>
@@ -28,11 +40,18 @@ struct FusedProgram {
     OpAttrs attrs;
     std::vector<int32_t> args;  // a >= 0: node a (earlier); a < 0: input ~a
     DType dtype;                // the output dtype (the shape is the group's)
+    bool reduced = false;       // row programs: a per-row node (shape reduced_shape)
   };
   Shape shape;                    // the iteration domain
   std::vector<TensorMeta> inputs; // each broadcastable to `shape`
   std::vector<Node> nodes;
   std::vector<int32_t> outputs;   // the nodes materialised, in the order run() returns them
+  int reduce_from = -1;           // row programs: the first reduced dim of `shape`; else -1
+  Shape reduced_shape;            // row programs: the reduced nodes' shape
+
+  bool is_rows() const { return reduce_from >= 0; }
+  // The shape node j computes (`shape`, or `reduced_shape` for a reduced node).
+  const Shape& node_shape(size_t j) const { return nodes[j].reduced ? reduced_shape : shape; }
 
   // The plan cache key: ops, attributes, dtypes, the dataflow and each input's dtype and
   // broadcast pattern; not the tensors' ids, and not the sizes (only the rank).
@@ -45,7 +64,8 @@ struct FusedProgram {
 class FusedKernels {
  public:
   virtual ~FusedKernels() = default;
-  // Whether `op` (an elementwise op with validated metadata) may join a fused group.
+  // Whether `op` (an op with validated metadata) may join a fused group: an elementwise op, or
+  // a reduction the backend runs inside row programs (see FusedProgram).
   virtual bool can_fuse(const Op& op) const = 0;
   // Runs `p` over `inputs` (this backend's primitives, in the order of p.inputs) and returns
   // the outputs in the order of p.outputs. An input whose use_count() is 1 belongs to the call:

@@ -17,6 +17,7 @@
 
 #include "cpu_backend.hpp"
 #include "elementwise_simd.hpp"
+#include "reduce_kernels.hpp"
 #include "ember/core/error.hpp"
 #include "thread_pool.hpp"
 
@@ -25,6 +26,7 @@ namespace ember::cpu {
 namespace {
 
 constexpr int64_t kTile = 2048;  // elements per tile: an f32 buffer is 8 KiB
+constexpr int64_t kRowTile = 8192;  // row programs: the longest row kept whole (32 KiB of f32)
 constexpr size_t kAlign = 64;
 constexpr int kMaxFusedRank = 64;
 
@@ -35,14 +37,33 @@ size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 // the eager op would see as a broadcast value (its shape is not the domain's).
 // unary_half / binary_half: f16 or bf16 in and out, computed as the eager kernels do: widened
 // to float, the float vector kernel, rounded back.
+// reduce: a row program's reduction (row_fold_* of reduce.cpp).
 enum class NodeRun : uint8_t {
-  unary_f32, binary_f32, binary_scalar_f32, scalar_binary_f32, unary_half, binary_half, cast_simd, generic
+  unary_f32, binary_f32, binary_scalar_f32, scalar_binary_f32, unary_half, binary_half, cast_simd, generic, reduce
 };
 
 struct Plan {
   std::vector<NodeRun> runs;
   std::vector<Op> ops;  // each node as an Op (kind and attributes) for the vector-kernel lookups
 };
+
+DType arg_dtype(const FusedProgram& p, int32_t x) { return x < 0 ? p.inputs[size_t(~x)].dtype : p.nodes[size_t(x)].dtype; }
+
+// Per-thread float blocks for f16/bf16 nodes (a, b in; y out), at least n each.
+struct HalfScratch {
+  std::vector<float> v;
+  float *a = nullptr, *b = nullptr, *y = nullptr;
+};
+HalfScratch& half_scratch(int64_t n) {
+  thread_local HalfScratch h;
+  if (h.v.size() < size_t(3 * n)) {
+    h.v.resize(size_t(3 * n));
+    h.a = h.v.data();
+    h.b = h.a + n;
+    h.y = h.b + n;
+  }
+  return h;
+}
 
 // A non-owning storage over a tile buffer (read-only to kernels: never reused in place).
 const std::shared_ptr<const void>& borrowed() {
@@ -128,6 +149,7 @@ class CpuFusedKernels final : public FusedKernels {
   explicit CpuFusedKernels(CpuBackend& be) : be_(be) {}
 
   bool can_fuse(const Op& op) const override {
+    if (op.info().family == OpFamily::Reduce) return row_reduction(op);
     if (!is_elementwise(op.info().family) || op.outputs.size() != 1 || !be_.supports(op)) return false;
     // integer division by zero raises at the op in eager mode: those stay eager
     switch (op.kind) {
@@ -138,12 +160,33 @@ class CpuFusedKernels final : public FusedKernels {
     }
   }
 
-  std::string kernel_name(const FusedProgram&) const override { return "cpu_fused_tiles"; }
+  // A reduction a row program runs: a float sum, mean, max, min, var, std or logsumexp over
+  // trailing dims, with rows enough to spread over the pool (else the eager kernel, which splits
+  // long reductions between threads, is faster).
+  static bool row_reduction(const Op& op) {
+    const DType dt = op.in(0).dtype;
+    if (!row_fold_supported(op.kind, dt) || op.outputs[0].dtype != dt) return false;
+    const Shape& s = op.in(0).shape;
+    const auto& dims = op.attr<ReduceAttrs>().dims;
+    const int from = dims.empty() ? 0 : dims.front();
+    for (size_t k = 0; k < dims.size(); ++k)
+      if (dims[k] != from + int(k)) return false;
+    if (!dims.empty() && dims.back() != s.rank() - 1) return false;
+    int64_t rows = 1, cols = 1;
+    for (int d = 0; d < s.rank(); ++d) (d < from ? rows : cols) *= s[d];
+    if (cols < 2 || rows < 1) return false;
+    return rows >= 4 * ThreadPool::global().size() || cols <= 4 * kRowTile;
+  }
+
+  std::string kernel_name(const FusedProgram& p) const override {
+    return p.is_rows() ? "cpu_fused_rows" : "cpu_fused_tiles";
+  }
 
   std::vector<PrimitivePtr> run(const FusedProgram& p, std::vector<PrimitivePtr> inputs) override {
     EMBER_CHECK(inputs.size() == p.inputs.size(), "fused group: ", inputs.size(), " inputs for ", p.inputs.size());
     EMBER_CHECK(p.shape.rank() <= kMaxFusedRank, "fused group: rank ", p.shape.rank(), " is above ", kMaxFusedRank);
     std::shared_ptr<const Plan> plan = plan_of(p);
+    if (p.is_rows()) return run_rows(p, *plan, std::move(inputs));
     const Shape& shape = p.shape;
     const int64_t total = shape.numel();
     const size_t nin = inputs.size(), nn = p.nodes.size();
@@ -200,11 +243,7 @@ class CpuFusedKernels final : public FusedKernels {
 
     const int64_t ntiles = (total + kTile - 1) / kTile;
     parallel_for(0, ntiles, 4, [&](int64_t tb, int64_t te) {
-      thread_local std::vector<float> half_scratch;  // the float blocks of f16/bf16 nodes
-      if (half_scratch.size() < size_t(3 * kTile)) half_scratch.resize(size_t(3 * kTile));
-      float* fa = half_scratch.data();
-      float* fb = fa + kTile;
-      float* fy = fb + kTile;
+      HalfScratch& tmp = half_scratch(kTile);
       thread_local std::vector<char> buf_storage;
       if (buf_storage.size() < scratch + kAlign) buf_storage.resize(scratch + kAlign);
       char* buf = reinterpret_cast<char*>(round_up(reinterpret_cast<uintptr_t>(buf_storage.data())));
@@ -213,7 +252,8 @@ class CpuFusedKernels final : public FusedKernels {
         if (ins[i].scalar) gather(Shape{kTile}, {0}, ins[i].base, ins[i].es, 0, kTile, buf + in_off[i]);
       std::vector<const char*> in_ptr(nin);
       std::vector<PrimitivePtr> keep;  // generic nodes' results, alive until the tile ends
-      std::vector<const char*> node_ptr(nn);
+      std::vector<const char*> node_ptr(nn), arg_ptr;
+      std::vector<char> arg_one;
       for (int64_t t = tb; t < te; ++t) {
         const int64_t b = t * kTile, n = std::min(kTile, total - b);
         for (size_t i = 0; i < nin; ++i) {
@@ -230,75 +270,13 @@ class CpuFusedKernels final : public FusedKernels {
         keep.clear();
         for (size_t j = 0; j < nn; ++j) {
           const FusedProgram::Node& node = p.nodes[j];
-          auto arg = [&](size_t a) -> const char* {
-            int32_t x = node.args[a];
-            return x < 0 ? in_ptr[size_t(~x)] : node_ptr[size_t(x)];
-          };
-          // every node computes into its tile buffer; outputs are streamed out below
-          char* dst = buf + node_off[j];
-          bool done = false;
-          switch (plan->runs[j]) {
-            case NodeRun::unary_f32:
-              done = simd::unary_block_f32(plan->ops[j], reinterpret_cast<const float*>(arg(0)),
-                                           reinterpret_cast<float*>(dst), n);
-              break;
-            case NodeRun::binary_f32:
-              done = simd::binary_block_f32(plan->ops[j], reinterpret_cast<const float*>(arg(0)),
-                                            reinterpret_cast<const float*>(arg(1)), reinterpret_cast<float*>(dst), n);
-              break;
-            case NodeRun::binary_scalar_f32:
-              done = simd::binary_scalar_block_f32(plan->ops[j], reinterpret_cast<const float*>(arg(0)),
-                                                   *reinterpret_cast<const float*>(arg(1)),
-                                                   reinterpret_cast<float*>(dst), n);
-              break;
-            case NodeRun::scalar_binary_f32:
-              done = simd::scalar_binary_block_f32(plan->ops[j], *reinterpret_cast<const float*>(arg(0)),
-                                                   reinterpret_cast<const float*>(arg(1)),
-                                                   reinterpret_cast<float*>(dst), n);
-              break;
-            case NodeRun::unary_half:
-            case NodeRun::binary_half: {
-              const DType hd = node.dtype;
-              const bool unary = plan->runs[j] == NodeRun::unary_half;
-              done = simd::cast(hd, DType::f32, arg(0), fa, n) && (unary || simd::cast(hd, DType::f32, arg(1), fb, n)) &&
-                     (unary ? simd::unary_block_f32(plan->ops[j], fa, fy, n)
-                            : simd::binary_block_f32(plan->ops[j], fa, fb, fy, n)) &&
-                     simd::cast(DType::f32, hd, fy, dst, n);
-              break;
-            }
-            case NodeRun::cast_simd: {
-              int32_t x = node.args[0];
-              DType from = x < 0 ? p.inputs[size_t(~x)].dtype : p.nodes[size_t(x)].dtype;
-              done = simd::cast(from, node.dtype, arg(0), dst, n);
-              break;
-            }
-            case NodeRun::generic:
-              break;
+          arg_ptr.clear();
+          arg_one.clear();
+          for (int32_t x : node.args) {
+            arg_ptr.push_back(x < 0 ? in_ptr[size_t(~x)] : node_ptr[size_t(x)]);
+            arg_one.push_back(x < 0 && ins[size_t(~x)].scalar);
           }
-          if (!done) {
-            std::vector<PrimitivePtr> views;
-            views.reserve(node.args.size());
-            for (size_t a = 0; a < node.args.size(); ++a) {
-              int32_t x = node.args[a];
-              DType dt = x < 0 ? p.inputs[size_t(~x)].dtype : p.nodes[size_t(x)].dtype;
-              // a one-value input stays one value ([1]), as the eager op saw it: its kernel
-              // takes the same paths (pow's scalar-exponent fast paths round differently)
-              const bool one = x < 0 && ins[size_t(~x)].scalar;
-              const int64_t m = one ? 1 : n;
-              auto st = std::make_shared<Storage>(arg(a), size_t(m) * dtype_size(dt), borrowed());
-              views.push_back(std::make_shared<CpuTensor>(TensorMeta{Shape{m}, dt}, std::move(st), ShapeDims{1}, 0));
-            }
-            PrimitivePtr r = be_.execute(make_op(node.kind, std::move(views), node.attrs))[0];
-            const CpuTensor& rt = as_cpu(r);
-            if (!rt.is_contiguous()) {  // (rare) a non-contiguous result is packed
-              auto c = contiguous(r);
-              std::memcpy(dst, c->raw(), size_t(n) * dtype_size(node.dtype));
-            } else {
-              dst = static_cast<char*>(rt.raw());
-              keep.push_back(std::move(r));
-            }
-          }
-          node_ptr[j] = dst;
+          node_ptr[j] = exec_node(p, *plan, j, arg_ptr, arg_one, buf + node_off[j], n, tmp, keep);
         }
         for (size_t k = 0; k < p.outputs.size(); ++k) {
           const size_t es = dtype_size(outs[k]->dtype());
@@ -310,7 +288,322 @@ class CpuFusedKernels final : public FusedKernels {
     return {outs.begin(), outs.end()};
   }
 
+  // A row program (FusedProgram::reduce_from >= 0): rows are spread over the pool; each row is
+  // cut into tiles of at most kRowTile elements (one tile when it fits, so that every full node
+  // is computed once per row and stays in cache for the passes after it). Per row: the reduced
+  // nodes in order (a reduction folds its operand's tiles, computing the full nodes it needs;
+  // an elementwise reduced node runs on one value), then the full outputs, tile by tile.
+  std::vector<PrimitivePtr> run_rows(const FusedProgram& p, const Plan& plan, std::vector<PrimitivePtr> inputs) {
+    const Shape& shape = p.shape;
+    const int rf = p.reduce_from;
+    int64_t rows = 1, cols = 1;
+    for (int d = 0; d < shape.rank(); ++d) (d < rf ? rows : cols) *= shape[d];
+    const size_t nin = inputs.size(), nn = p.nodes.size();
+
+    // who reads what, and at which level
+    std::vector<char> in_full(nin, 0), in_red(nin, 0), red_fill(nn, 0);
+    for (size_t j = 0; j < nn; ++j) {
+      const auto& node = p.nodes[j];
+      const bool full_reader = !node.reduced || plan.runs[j] == NodeRun::reduce;
+      for (int32_t x : node.args) {
+        if (x < 0) (full_reader ? in_full : in_red)[size_t(~x)] = 1;
+        else if (full_reader && p.nodes[size_t(x)].reduced && !one_operand(plan.runs[j])) red_fill[size_t(x)] = 1;
+      }
+    }
+    // outputs: a full output may take an input's buffer (as in run()); reduced ones are new
+    std::vector<CpuTensorPtr> outs;
+    std::vector<bool> in_reused(nin, false);
+    for (int32_t o : p.outputs) {
+      const auto& node = p.nodes[size_t(o)];
+      TensorMeta meta{p.node_shape(size_t(o)), node.dtype};
+      CpuTensorPtr out;
+      for (size_t i = 0; i < nin && !out && !node.reduced; ++i) {
+        if (inputs[i].use_count() != 1 || in_reused[i]) continue;
+        const CpuTensor& t = as_cpu(inputs[i]);
+        if (t.storage.use_count() == 1 && t.storage->writable() && t.is_contiguous() && t.offset == 0 &&
+            t.shape() == shape && dtype_size(t.dtype()) == dtype_size(meta.dtype) &&
+            t.storage->bytes == size_t(shape.numel()) * dtype_size(meta.dtype)) {
+          out = std::make_shared<CpuTensor>(meta, t.storage, contiguous_strides(shape), 0);
+          in_reused[i] = true;
+        }
+      }
+      outs.push_back(out ? out : alloc(meta));
+    }
+    if (rows * cols == 0) return {outs.begin(), outs.end()};
+
+    struct In {
+      const char* base;
+      size_t es;
+      bool dense, scalar;
+      std::vector<int64_t> strides, rstrides;  // against the domain / the reduced shape
+    };
+    std::vector<In> ins(nin);
+    for (size_t i = 0; i < nin; ++i) {
+      const CpuTensor& t = as_cpu(inputs[i]);
+      In& in = ins[i];
+      in.base = static_cast<const char*>(t.raw());
+      in.es = dtype_size(t.dtype());
+      in.scalar = t.numel() == 1;
+      in.dense = !in.scalar && !in_reused[i] && t.shape() == shape && t.is_contiguous();
+      if (in_full[i] && !in.dense && !in.scalar) in.strides = broadcast_strides(t, shape);
+      if (in_red[i] && !in.scalar) in.rstrides = broadcast_strides(t, p.reduced_shape);
+    }
+    const int64_t T = std::min(cols, kRowTile), ntiles = (cols + T - 1) / T;
+    // scratch: a tile per gathered input, per full node and per filled reduced value; a slot
+    // per reduced node and per input read per row
+    constexpr size_t kSlot = 16;
+    std::vector<size_t> in_off(nin, SIZE_MAX), in_slot(nin, SIZE_MAX), node_off(nn, SIZE_MAX), fill_off(nn, SIZE_MAX);
+    size_t scratch = 0;
+    auto take = [&](size_t bytes) {
+      size_t o = scratch;
+      scratch += round_up(bytes);
+      return o;
+    };
+    for (size_t i = 0; i < nin; ++i) {
+      if (in_full[i] && !ins[i].dense) in_off[i] = take(size_t(T) * ins[i].es);
+      if (in_red[i]) in_slot[i] = take(kSlot);
+    }
+    for (size_t j = 0; j < nn; ++j) {
+      const size_t es = dtype_size(p.nodes[j].dtype);
+      node_off[j] = p.nodes[j].reduced ? take(kSlot) : take(size_t(T) * es);
+      if (red_fill[j]) fill_off[j] = take(size_t(T) * es);
+    }
+    // the full nodes each reduction (and the output pass) needs, in node order
+    auto closure = [&](const std::vector<int32_t>& roots) {
+      std::vector<char> need(nn, 0);
+      for (int32_t r : roots)
+        if (r >= 0 && !p.nodes[size_t(r)].reduced) need[size_t(r)] = 1;
+      for (size_t j = nn; j-- > 0;) {
+        if (!need[j]) continue;
+        for (int32_t x : p.nodes[j].args)
+          if (x >= 0 && !p.nodes[size_t(x)].reduced) need[size_t(x)] = 1;
+      }
+      std::vector<int32_t> list;
+      for (size_t j = 0; j < nn; ++j)
+        if (need[j]) list.push_back(int32_t(j));
+      return list;
+    };
+    std::vector<std::vector<int32_t>> needs(nn);
+    std::vector<int32_t> full_outs;
+    for (size_t j = 0; j < nn; ++j)
+      if (plan.runs[j] == NodeRun::reduce) needs[j] = closure({p.nodes[j].args[0]});
+    for (int32_t o : p.outputs)
+      if (!p.nodes[size_t(o)].reduced) full_outs.push_back(o);
+    const std::vector<int32_t> out_needs = closure(full_outs);
+
+    parallel_for(0, rows, std::max<int64_t>(1, 32768 / cols), [&](int64_t rb, int64_t re) {
+      HalfScratch& tmp = half_scratch(T);
+      thread_local std::vector<char> buf_storage;
+      if (buf_storage.size() < scratch + kAlign) buf_storage.resize(scratch + kAlign);
+      char* buf = reinterpret_cast<char*>(round_up(reinterpret_cast<uintptr_t>(buf_storage.data())));
+      for (size_t i = 0; i < nin; ++i)  // one-value inputs read as tiles: filled once
+        if (in_off[i] != SIZE_MAX && ins[i].scalar) gather(Shape{T}, {0}, ins[i].base, ins[i].es, 0, T, buf + in_off[i]);
+      std::vector<const char*> node_ptr(nn), in_ptr(nin), arg_ptr;
+      std::vector<char> arg_one, done(nn), filled(nn), loaded(nin);
+      std::vector<PrimitivePtr> keep;
+      int64_t tile = -1, b = 0, n = 0;
+      auto set_tile = [&](int64_t row, int64_t t) {
+        if (t == tile) return;
+        tile = t;
+        b = row * cols + t * T;
+        n = std::min(T, cols - t * T);
+        keep.clear();
+        for (size_t j = 0; j < nn; ++j)
+          if (!p.nodes[j].reduced) done[j] = 0;
+        std::fill(loaded.begin(), loaded.end(), 0);
+      };
+      auto input = [&](size_t i) -> const char* {
+        if (!loaded[i]) {
+          const In& in = ins[i];
+          if (in.dense) in_ptr[i] = in.base + b * int64_t(in.es);
+          else if (in.scalar) in_ptr[i] = buf + in_off[i];
+          else {
+            gather(shape, in.strides, in.base, in.es, b, n, buf + in_off[i]);
+            in_ptr[i] = buf + in_off[i];
+          }
+          loaded[i] = 1;
+        }
+        return in_ptr[i];
+      };
+      // full node j on the current tile
+      auto compute = [&](int32_t j) {
+        if (done[size_t(j)]) return;
+        const auto& node = p.nodes[size_t(j)];
+        const bool one_ok = one_operand(plan.runs[size_t(j)]);
+        arg_ptr.clear();
+        arg_one.clear();
+        for (int32_t x : node.args) {
+          if (x < 0) {
+            arg_ptr.push_back(input(size_t(~x)));
+            arg_one.push_back(ins[size_t(~x)].scalar);
+          } else if (p.nodes[size_t(x)].reduced) {  // a per-row value
+            if (one_ok) {
+              arg_ptr.push_back(node_ptr[size_t(x)]);
+              arg_one.push_back(1);
+            } else {
+              char* f = buf + fill_off[size_t(x)];
+              if (!filled[size_t(x)]) {
+                const size_t es = dtype_size(p.nodes[size_t(x)].dtype);
+                for (int64_t e = 0; e < T; ++e) std::memcpy(f + size_t(e) * es, node_ptr[size_t(x)], es);
+                filled[size_t(x)] = 1;
+              }
+              arg_ptr.push_back(f);
+              arg_one.push_back(0);
+            }
+          } else {
+            arg_ptr.push_back(node_ptr[size_t(x)]);
+            arg_one.push_back(0);
+          }
+        }
+        node_ptr[size_t(j)] = exec_node(p, plan, size_t(j), arg_ptr, arg_one, buf + node_off[size_t(j)], n, tmp, keep);
+        done[size_t(j)] = 1;
+      };
+      for (int64_t row = rb; row < re; ++row) {
+        tile = -1;
+        std::fill(filled.begin(), filled.end(), 0);
+        for (size_t i = 0; i < nin; ++i)
+          if (in_red[i]) {
+            if (ins[i].scalar) std::memcpy(buf + in_slot[i], ins[i].base, ins[i].es);
+            else gather(p.reduced_shape, ins[i].rstrides, ins[i].base, ins[i].es, row, 1, buf + in_slot[i]);
+          }
+        for (size_t j = 0; j < nn; ++j) {
+          const auto& node = p.nodes[j];
+          if (!node.reduced) continue;
+          char* slot = buf + node_off[j];
+          if (plan.runs[j] == NodeRun::reduce) {
+            const int32_t x = node.args[0];
+            const DType dt = arg_dtype(p, x);
+            RowAcc acc;
+            for (int pass = 0; pass < row_fold_passes(node.kind); ++pass) {
+              row_fold_begin(node.kind, pass, acc);
+              for (int64_t t = 0; t < ntiles; ++t) {
+                set_tile(row, t);
+                const char* v;
+                if (x < 0) {
+                  v = input(size_t(~x));
+                } else {
+                  for (int32_t k : needs[j]) compute(k);
+                  v = node_ptr[size_t(x)];
+                }
+                row_fold(node.kind, pass, dt, v, n, acc);
+              }
+              row_fold_end_pass(node.kind, pass, cols, acc);
+            }
+            row_fold_store(node.kind, std::get<ReduceAttrs>(node.attrs), cols, acc, node.dtype, slot);
+          } else {  // one value, from per-row values and inputs
+            arg_ptr.clear();
+            arg_one.clear();
+            for (int32_t x : node.args) {
+              arg_ptr.push_back(x < 0 ? buf + in_slot[size_t(~x)] : node_ptr[size_t(x)]);
+              arg_one.push_back(1);
+            }
+            std::vector<PrimitivePtr> hold;
+            const char* r = exec_node(p, plan, j, arg_ptr, arg_one, slot, 1, tmp, hold);
+            if (r != slot) std::memcpy(slot, r, dtype_size(node.dtype));
+          }
+          node_ptr[j] = slot;
+        }
+        // the outputs: per-row values, then the full ones tile by tile
+        for (size_t k = 0; k < p.outputs.size(); ++k) {
+          const size_t o = size_t(p.outputs[k]);
+          if (!p.nodes[o].reduced) continue;
+          const size_t es = dtype_size(p.nodes[o].dtype);
+          std::memcpy(static_cast<char*>(outs[k]->raw()) + row * int64_t(es), node_ptr[o], es);
+        }
+        if (full_outs.empty()) continue;
+        for (int64_t t = 0; t < ntiles; ++t) {
+          set_tile(row, t);
+          for (int32_t k : out_needs) compute(k);
+          for (size_t k = 0; k < p.outputs.size(); ++k) {
+            const size_t o = size_t(p.outputs[k]);
+            if (p.nodes[o].reduced) continue;
+            const size_t es = dtype_size(p.nodes[o].dtype);
+            stream_copy(static_cast<char*>(outs[k]->raw()) + b * int64_t(es), node_ptr[o], size_t(n) * es);
+          }
+        }
+      }
+      _mm_sfence();
+    });
+    return {outs.begin(), outs.end()};
+  }
+
+  // Whether a node's run reads a one-value operand as one value (else it needs a filled tile).
+  static bool one_operand(NodeRun r) {
+    return r == NodeRun::binary_scalar_f32 || r == NodeRun::scalar_binary_f32 || r == NodeRun::generic;
+  }
+
  private:
+  // Runs node j of `p` over n elements: arguments at arg[a] (one value where one[a]), result in
+  // dst (or in a buffer kept alive in `keep`, whose pointer is returned).
+  const char* exec_node(const FusedProgram& p, const Plan& plan, size_t j, const std::vector<const char*>& arg,
+                        const std::vector<char>& one, char* dst, int64_t n, HalfScratch& tmp,
+                        std::vector<PrimitivePtr>& keep) {
+    const FusedProgram::Node& node = p.nodes[j];
+    float* fa = tmp.a;
+    float* fb = tmp.b;
+    float* fy = tmp.y;
+    bool done = false;
+    switch (plan.runs[j]) {
+      case NodeRun::unary_f32:
+        done = simd::unary_block_f32(plan.ops[j], reinterpret_cast<const float*>(arg[0]), reinterpret_cast<float*>(dst), n);
+        break;
+      case NodeRun::binary_f32:
+        done = simd::binary_block_f32(plan.ops[j], reinterpret_cast<const float*>(arg[0]),
+                                      reinterpret_cast<const float*>(arg[1]), reinterpret_cast<float*>(dst), n);
+        break;
+      case NodeRun::binary_scalar_f32:
+        done = simd::binary_scalar_block_f32(plan.ops[j], reinterpret_cast<const float*>(arg[0]),
+                                             *reinterpret_cast<const float*>(arg[1]), reinterpret_cast<float*>(dst), n);
+        break;
+      case NodeRun::scalar_binary_f32:
+        done = simd::scalar_binary_block_f32(plan.ops[j], *reinterpret_cast<const float*>(arg[0]),
+                                             reinterpret_cast<const float*>(arg[1]), reinterpret_cast<float*>(dst), n);
+        break;
+      case NodeRun::unary_half:
+      case NodeRun::binary_half: {
+        const DType hd = node.dtype;
+        const bool unary = plan.runs[j] == NodeRun::unary_half;
+        done = simd::cast(hd, DType::f32, arg[0], fa, n) && (unary || simd::cast(hd, DType::f32, arg[1], fb, n)) &&
+               (unary ? simd::unary_block_f32(plan.ops[j], fa, fy, n) : simd::binary_block_f32(plan.ops[j], fa, fb, fy, n)) &&
+               simd::cast(DType::f32, hd, fy, dst, n);
+        break;
+      }
+      case NodeRun::cast_simd:
+        done = simd::cast(arg_dtype(p, node.args[0]), node.dtype, arg[0], dst, n);
+        break;
+      case NodeRun::generic:
+        break;
+      case NodeRun::reduce:
+        EMBER_CHECK(false, "fused group: reduction node t", j, " run as an elementwise node");
+    }
+    if (done) return dst;
+    std::vector<PrimitivePtr> views;
+    views.reserve(node.args.size());
+    for (size_t a = 0; a < node.args.size(); ++a) {
+      DType dt = arg_dtype(p, node.args[a]);
+      // a one-value operand stays one value ([1]), as the eager op saw it: its kernel takes the
+      // same paths (pow's scalar-exponent fast paths round differently)
+      const int64_t m = one[a] ? 1 : n;
+      auto st = std::make_shared<Storage>(arg[a], size_t(m) * dtype_size(dt), borrowed());
+      views.push_back(std::make_shared<CpuTensor>(TensorMeta{Shape{m}, dt}, std::move(st), ShapeDims{1}, 0));
+    }
+    PrimitivePtr r = be_.execute(make_op(node.kind, std::move(views), node.attrs))[0];
+    const CpuTensor& rt = as_cpu(r);
+    if (rt.numel() == 1 && n != 1) {  // every operand one value: the value repeated
+      const size_t es = dtype_size(node.dtype);
+      for (int64_t i = 0; i < n; ++i) std::memcpy(dst + size_t(i) * es, rt.raw(), es);
+      return dst;
+    }
+    if (!rt.is_contiguous()) {  // (rare) a non-contiguous result is packed
+      auto c = contiguous(r);
+      std::memcpy(dst, c->raw(), size_t(n) * dtype_size(node.dtype));
+      return dst;
+    }
+    const char* out = static_cast<const char*>(rt.raw());
+    keep.push_back(std::move(r));
+    return out;
+  }
+
   // A node as an Op for the vector-kernel lookups (which read kind and attributes only).
   static Op op_of(const FusedProgram::Node& n) { return Op{n.kind, {}, n.attrs, {}}; }
 
@@ -320,7 +613,13 @@ class CpuFusedKernels final : public FusedKernels {
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
     auto plan = std::make_shared<Plan>();
-    for (const auto& n : p.nodes) {
+    for (size_t j = 0; j < p.nodes.size(); ++j) {
+      const auto& n = p.nodes[j];
+      if (op_info(n.kind).family == OpFamily::Reduce) {
+        plan->runs.push_back(NodeRun::reduce);
+        plan->ops.push_back(op_of(n));
+        continue;
+      }
       auto dt_of = [&](int32_t x) { return x < 0 ? p.inputs[size_t(~x)].dtype : p.nodes[size_t(x)].dtype; };
       bool all_f32 = n.dtype == DType::f32;
       for (int32_t a : n.args) all_f32 = all_f32 && dt_of(a) == DType::f32;
@@ -344,8 +643,10 @@ class CpuFusedKernels final : public FusedKernels {
                  simd::binary_block_f32(op_of(n), probe_in.data(), probe_in.data(), probe_out.data(), 0)) {
         // as the eager kernel: a one-value operand whose shape is not the output's is a
         // broadcast value (b first), anything else a full operand
+        // (in a row program, a full node's per-row operand is one value too)
         auto one_value = [&](int32_t x) {
-          return x < 0 && p.inputs[size_t(~x)].shape.numel() == 1 && p.inputs[size_t(~x)].shape != p.shape;
+          if (x >= 0) return p.nodes[size_t(x)].reduced && !n.reduced;
+          return p.inputs[size_t(~x)].shape.numel() == 1 && p.inputs[size_t(~x)].shape != p.node_shape(j);
         };
         r = one_value(n.args[1])   ? NodeRun::binary_scalar_f32
             : one_value(n.args[0]) ? NodeRun::scalar_binary_f32

@@ -797,6 +797,105 @@ std::vector<PrimitivePtr> arg_kernel(CpuBackend&, Op& op) {
 
 }  // namespace
 
+// ---------------------------------------------------------------------------------------------
+// Row folds for the fused row programs (fused.cpp)
+// ---------------------------------------------------------------------------------------------
+
+bool row_fold_supported(OpKind kind, DType dt) {
+  switch (kind) {
+    case OpKind::sum: case OpKind::mean: case OpKind::max: case OpKind::min:
+    case OpKind::var: case OpKind::std: case OpKind::logsumexp:
+      return is_float(dt);
+    default:
+      return false;
+  }
+}
+
+int row_fold_passes(OpKind kind) {
+  return kind == OpKind::var || kind == OpKind::std || kind == OpKind::logsumexp ? 2 : 1;
+}
+
+void row_fold_begin(OpKind kind, int pass, RowAcc& a) {
+  if (pass == 0) {
+    a.prev = 0;
+    switch (kind) {
+      case OpKind::max: case OpKind::logsumexp: a.acc = -std::numeric_limits<double>::infinity(); break;
+      case OpKind::min: a.acc = std::numeric_limits<double>::infinity(); break;
+      default: a.acc = 0;
+    }
+  } else {
+    a.prev = a.acc;  // var: the mean; logsumexp: the shift
+    a.acc = 0;
+  }
+}
+
+void row_fold(OpKind kind, int pass, DType dt, const void* p, int64_t n, RowAcc& a) {
+  visit_float_dtype(dt, "fused row fold", [&]<class T>() {
+    const T* x = static_cast<const T*>(p);
+    using C = compute_t<T>;
+    switch (kind) {
+      case OpKind::sum: case OpKind::mean:
+        FSum<T, double>{nullptr, 1.0}.run(a.acc, x, n, 1, 0);
+        break;
+      case OpKind::max: case OpKind::min: {
+        C m = C(a.acc);
+        if (kind == OpKind::max) Extreme<T, true, T>{nullptr}.run(m, x, n, 1, 0);
+        else Extreme<T, false, T>{nullptr}.run(m, x, n, 1, 0);
+        a.acc = double(m);
+        break;
+      }
+      case OpKind::var: case OpKind::std:
+        if (pass == 0) {
+          FSum<T, double>{nullptr, 1.0}.run(a.acc, x, n, 1, 0);
+        } else {
+          typename VarPass<T, false>::Acc v{a.prev, a.acc};
+          VarPass<T, false>{nullptr, nullptr, 1.0}.run(v, x, n, 1, 0);
+          a.acc = v.m2;
+        }
+        break;
+      case OpKind::logsumexp:
+        if (pass == 0) {
+          C m = C(a.acc);
+          Extreme<T, true, double>{nullptr}.run(m, x, n, 1, 0);
+          a.acc = double(m);
+        } else {
+          typename LsePass<T>::Acc v{a.prev, a.acc};
+          LsePass<T>{nullptr, nullptr}.run(v, x, n, 1, 0);
+          a.acc = v.sum;
+        }
+        break;
+      default:
+        EMBER_CHECK(false, "fused row fold: ", op_name(kind), " is not a row reduction");
+    }
+  });
+}
+
+void row_fold_end_pass(OpKind kind, int pass, int64_t n, RowAcc& a) {
+  if (pass != 0) return;
+  if (kind == OpKind::var || kind == OpKind::std) a.acc /= double(n);  // the mean, as FSum's store
+  if (kind == OpKind::logsumexp && std::isinf(a.acc)) a.acc = 0;   // as logsumexp_kernel
+}
+
+void row_fold_store(OpKind kind, const ReduceAttrs& ra, int64_t n, const RowAcc& a, DType dt, void* out) {
+  visit_float_dtype(dt, "fused row fold", [&]<class T>() {
+    T* o = static_cast<T*>(out);
+    switch (kind) {
+      case OpKind::sum: FSum<T, T>{o, 1.0}.store(0, a.acc); break;
+      case OpKind::mean: FSum<T, T>{o, double(n)}.store(0, a.acc); break;
+      case OpKind::max: case OpKind::min: *o = convert_scalar<T>(compute_t<T>(a.acc)); break;
+      case OpKind::var: case OpKind::std: {
+        const double div = std::max<double>(double(n) - double(ra.correction), 0.0);
+        typename VarPass<T, false>::Acc v{a.prev, a.acc};
+        if (kind == OpKind::std) VarPass<T, true>{o, nullptr, div}.store(0, {v.mean, v.m2});
+        else VarPass<T, false>{o, nullptr, div}.store(0, v);
+        break;
+      }
+      case OpKind::logsumexp: LsePass<T>{o, nullptr}.store(0, {a.prev, a.acc}); break;
+      default: EMBER_CHECK(false, "fused row fold: ", op_name(kind), " is not a row reduction");
+    }
+  });
+}
+
 void register_reduce_kernels(KernelTable& t) {
   t[size_t(OpKind::sum)] = sum_kernel;
   t[size_t(OpKind::mean)] = mean_kernel;

@@ -18,6 +18,22 @@ void register_softmax_kernels(KernelTable& t);  // softmax.cpp
 void register_scan_kernels(KernelTable& t);     // scan.cpp
 void register_sort_kernels(KernelTable& t);     // sort.cpp
 
+// The eager reductions' arithmetic over one row, for the fused row programs (fused.cpp). A row
+// reduction folds its row in row_fold_passes() passes; each pass begins, folds contiguous runs
+// of the row in order, and ends; then the value is stored. A pass folds a run as the eager
+// kernel folds its runs, so a row folded in one run gives the eager result bit for bit.
+// Supported: sum, mean, max, min, var, std, logsumexp of a float dtype (row_fold_supported).
+struct RowAcc {
+  double acc = 0;   // the pass's accumulator
+  double prev = 0;  // the previous pass's result (var/std: the mean; logsumexp: the shift)
+};
+bool row_fold_supported(OpKind kind, DType dt);
+int row_fold_passes(OpKind kind);
+void row_fold_begin(OpKind kind, int pass, RowAcc& a);
+void row_fold(OpKind kind, int pass, DType dt, const void* p, int64_t n, RowAcc& a);
+void row_fold_end_pass(OpKind kind, int pass, int64_t n, RowAcc& a);  // n: the row's length
+void row_fold_store(OpKind kind, const ReduceAttrs& ra, int64_t n, const RowAcc& a, DType dt, void* out);
+
 // Work below this many elements runs on the calling thread.
 inline constexpr int64_t kReduceGrain = 32768;
 

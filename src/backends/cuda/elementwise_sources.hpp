@@ -56,6 +56,12 @@ EwAttr elementwise_attr(OpKind kind, const OpAttrs& attrs, DType dt, bool scalar
 // one letter per input: 'd' dense (contiguous, the domain's shape), 's' one value broadcast,
 // 'g' read through its strides.
 std::string fused_kernel_source(const FusedProgram& p, const std::string& modes);
+// The kernel of a row program (FusedProgram::reduce_from >= 0): entry fused_rows, one block of
+// `threads` threads per row; each thread keeps `items` elements of every per-element value in
+// registers across the passes (0: the passes recompute them). `modes` has two letters per input:
+// how the full level reads it (d dense, c per column, r per row, s one value, g strided, - not
+// read) and how the reduced level does (r, s, g, -).
+std::string fused_rows_source(const FusedProgram& p, const std::string& modes, int threads, int items);
 
 // ---- creation.cpp ----
 

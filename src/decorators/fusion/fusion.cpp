@@ -54,6 +54,17 @@ struct Entry {
   std::weak_ptr<Primitive> handle;  // the FusionTensor handed out
 };
 
+// A group of queued entries run as one program (see FusedProgram): its domain and, once a
+// reduction joins, the trailing dims it reduces and the per-row values' shape.
+struct Group {
+  Shape shape;
+  std::vector<int32_t> members;
+  int reduce_from = -1;
+  Shape reduced_shape;
+};
+
+bool is_reduction(OpKind k) { return op_info(k).family == OpFamily::Reduce; }
+
 struct Queue {
   std::vector<Entry> entries;
   int64_t bytes = 0;  // of the queued results
@@ -85,7 +96,8 @@ class FusionBackend final : public ForwardingBackend {
   std::string name() const override { return name_; }
 
   std::vector<PrimitivePtr> execute(Op op) override {
-    if (kernels_ && kernels_->can_fuse(op)) return {enqueue(std::move(op))};
+    if (kernels_ && kernels_->can_fuse(op) && !(is_reduction(op.kind) && op.outputs[0].shape == op.in(0).shape))
+      return {enqueue(std::move(op))};
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& p : op.inputs)
@@ -233,34 +245,81 @@ class FusionBackend final : public ForwardingBackend {
         if (a.node >= 0) needed[size_t(a.node)] = 1;
     }
     // groups
-    struct Group {
-      Shape shape;
-      std::vector<int32_t> members;
-    };
     std::vector<Group> groups;
     std::vector<int32_t> group_of(n, -1);
+    std::vector<char> reduced(n, 0);  // the entry is a per-row node of its (row) group
     std::vector<std::pair<Shape, int32_t>> latest;  // the latest group of each shape (few shapes)
+    auto latest_of = [&](const Shape& s) {
+      auto it = std::find_if(latest.begin(), latest.end(), [&](const auto& l) { return l.first == s; });
+      return it == latest.end() ? -1 : it->second;
+    };
+    auto set_latest = [&](const Shape& s, int32_t g) {
+      auto it = std::find_if(latest.begin(), latest.end(), [&](const auto& l) { return l.first == s; });
+      if (it != latest.end()) it->second = g;
+      else latest.emplace_back(s, g);
+    };
     for (size_t j = 0; j < n; ++j) {
       if (!needed[j]) {
         ++stats_.ops_dropped;
         continue;
       }
       const Entry& e = entries[j];
+      // where the entry may go: a group `g` at a level (reduced or not), when every other group
+      // it reads from was made before g and a full node reads per-row values only as keepdim
+      auto fits = [&](int32_t g, bool red) {
+        if (g < 0) return false;
+        const Group& grp = groups[size_t(g)];
+        for (const Arg& a : e.args) {
+          if (a.node < 0) continue;
+          const int32_t ag = group_of[size_t(a.node)];
+          if (ag > g) return false;
+          if (ag == g && !red && reduced[size_t(a.node)] && grp.reduced_shape.rank() != grp.shape.rank()) return false;
+        }
+        return true;
+      };
       int32_t g = -1;
-      auto it = std::find_if(latest.begin(), latest.end(), [&](const auto& l) { return l.first == e.out.shape; });
-      if (it != latest.end()) {
-        g = it->second;
-        for (const Arg& a : e.args)
-          if (a.node >= 0 && group_of[size_t(a.node)] != g && group_of[size_t(a.node)] > g) g = -1;
-      }
-      if (g < 0) {
-        g = int32_t(groups.size());
-        groups.push_back({e.out.shape, {}});
-        if (it != latest.end()) it->second = g;
-        else latest.emplace_back(e.out.shape, g);
+      bool red = false;
+      if (is_reduction(e.kind)) {
+        // a row reduction: joins the latest group over its input's shape whose reductions (if
+        // any) reduce the same dims to the same shape
+        const Shape& dom = e.args[0].node >= 0 ? entries[size_t(e.args[0].node)].out.shape : e.args[0].leaf->shape();
+        const auto& ra = std::get<ReduceAttrs>(e.attrs);
+        const int from = ra.dims.empty() ? 0 : ra.dims.front();
+        red = true;
+        g = latest_of(dom);
+        if (g >= 0) {
+          const Group& grp = groups[size_t(g)];
+          const bool same = grp.shape == dom && (grp.reduce_from < 0 || (grp.reduce_from == from && grp.reduced_shape == e.out.shape));
+          if (!same || !fits(g, false)) g = -1;  // (its operand is a full value)
+        }
+        if (g < 0) {
+          g = int32_t(groups.size());
+          groups.push_back({dom, {}, -1, {}});
+          set_latest(dom, g);
+        }
+        Group& grp = groups[size_t(g)];
+        if (grp.reduce_from < 0) {
+          grp.reduce_from = from;
+          grp.reduced_shape = e.out.shape;
+          set_latest(e.out.shape, g);
+        }
+      } else {
+        g = latest_of(e.out.shape);
+        if (g >= 0) {
+          const Group& grp = groups[size_t(g)];
+          red = grp.shape != e.out.shape;  // (then it is the group's reduced shape)
+          if (!fits(g, red)) g = -1;
+        }
+        if (g < 0) {
+          red = false;
+          g = int32_t(groups.size());
+          groups.push_back({e.out.shape, {}, -1, {}});
+          set_latest(e.out.shape, g);
+        }
       }
       groups[size_t(g)].members.push_back(int32_t(j));
       group_of[j] = g;
+      reduced[j] = red;
     }
     // outputs: held outside, or read by another group; last_use: the last group reading a value
     std::vector<char> is_out(n, 0);
@@ -289,9 +348,11 @@ class FusionBackend final : public ForwardingBackend {
       std::unordered_map<int32_t, int32_t> local;        // entry -> node index in the program
       FusedProgram prog;
       prog.shape = grp.shape;
+      prog.reduce_from = grp.reduce_from;
+      prog.reduced_shape = grp.reduced_shape;
       for (int32_t j : grp.members) {
         Entry& e = entries[size_t(j)];
-        FusedProgram::Node node{e.kind, e.attrs, {}, e.out.dtype};
+        FusedProgram::Node node{e.kind, e.attrs, {}, e.out.dtype, bool(reduced[size_t(j)])};
         for (Arg& a : e.args) {
           if (a.node >= 0 && group_of[size_t(a.node)] == g) {
             node.args.push_back(local.at(a.node));

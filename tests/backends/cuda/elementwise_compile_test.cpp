@@ -503,6 +503,51 @@ TEST(CudaElementwiseCompile, FusedGroupsCompile) {
                 N{OpKind::mul, NoAttrs{}, {1, 3}, DType::f16}};
   half.outputs = {4};
   add("half", half);
+
+  // row programs (reductions over trailing dims with a prologue and an epilogue), with the
+  // per-element values in registers (items > 0) and recomputed per pass (items 0)
+  auto add_rows = [&](const std::string& name, const FusedProgram& p, const std::vector<std::string>& modes) {
+    for (const auto& m : modes)
+      for (auto [threads, items] : {std::pair{256, 16}, std::pair{32, 3}, std::pair{1024, 0}})
+        sources.push_back({"fused_test/rows/" + name + "/" + m + "/" + std::to_string(threads) + "x" +
+                               std::to_string(items),
+                           cuda::fused_rows_source(p, m, threads, items)});
+  };
+  FusedProgram softmax;  // m = max(x); e = exp(x - m); y = e / sum(e)
+  softmax.shape = Shape{8192, 4096};
+  softmax.reduce_from = 1;
+  softmax.reduced_shape = Shape{8192, 1};
+  softmax.inputs = {{softmax.shape, DType::f32}};
+  const ReduceAttrs last{{1}, true, 2, 1};
+  softmax.nodes = {N{OpKind::max, last, {~0}, DType::f32, true}, N{OpKind::sub, NoAttrs{}, {~0, 0}, DType::f32},
+                   N{OpKind::exp, NoAttrs{}, {1}, DType::f32}, N{OpKind::sum, last, {2}, DType::f32, true},
+                   N{OpKind::div, NoAttrs{}, {2, 3}, DType::f32}};
+  softmax.outputs = {4};
+  add_rows("softmax", softmax, {"d-", "g-"});
+  FusedProgram norm;  // layer norm in bf16: (x - mean) / sqrt(var + eps) * w + b, mean and rstd out
+  norm.shape = Shape{4, 8, 512};
+  norm.reduce_from = 2;
+  norm.reduced_shape = Shape{4, 8, 1};
+  norm.inputs = {{norm.shape, DType::bf16}, {Shape{}, DType::bf16}, {Shape{512}, DType::bf16}, {Shape{512}, DType::bf16}};
+  const ReduceAttrs last0{{2}, true, 2, 0};
+  norm.nodes = {N{OpKind::mean, last0, {~0}, DType::bf16, true}, N{OpKind::var, last0, {~0}, DType::bf16, true},
+                N{OpKind::add, NoAttrs{}, {1, ~1}, DType::bf16, true}, N{OpKind::rsqrt, NoAttrs{}, {2}, DType::bf16, true},
+                N{OpKind::sub, NoAttrs{}, {~0, 0}, DType::bf16}, N{OpKind::mul, NoAttrs{}, {4, 3}, DType::bf16},
+                N{OpKind::mul, NoAttrs{}, {5, ~2}, DType::bf16}, N{OpKind::add, NoAttrs{}, {6, ~3}, DType::bf16}};
+  norm.outputs = {7, 0, 3};
+  add_rows("layer_norm_bf16", norm, {"d--sc-c-", "g--sg-g-"});
+  FusedProgram lse;  // f16 and f64 rows: logsumexp, std, min of a prologue, reduced over two dims, not kept
+  lse.shape = Shape{6, 10, 33};
+  lse.reduce_from = 1;
+  lse.reduced_shape = Shape{6};
+  lse.inputs = {{lse.shape, DType::f16}, {Shape{6}, DType::f16}, {lse.shape, DType::f64}};
+  const ReduceAttrs two{{1, 2}, false, 2, 1};
+  lse.nodes = {N{OpKind::tanh, NoAttrs{}, {~0}, DType::f16}, N{OpKind::logsumexp, two, {0}, DType::f16, true},
+               N{OpKind::std, two, {0}, DType::f16, true}, N{OpKind::mul, NoAttrs{}, {1, 2}, DType::f16, true},
+               N{OpKind::add, NoAttrs{}, {3, ~1}, DType::f16, true}, N{OpKind::min, two, {~2}, DType::f64, true}};
+  lse.outputs = {4, 5};
+  add_rows("lse_std_min", lse, {"d--rd-", "g--gg-"});
+
   auto errors = compile_all(sources);
   for (const auto& e : errors) ADD_FAILURE() << e;
 }
