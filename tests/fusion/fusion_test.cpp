@@ -367,6 +367,43 @@ TEST_F(FusionCuda, HalfAndStridedInputs) {
   }, {{30, 40}, {30, 80}, {1, 30}});
 }
 
+// Row programs (reductions with a prologue and an epilogue): one block per row, values in
+// registers (rows up to 16K elements) or recomputed per pass (longer rows).
+TEST_F(FusionCuda, RowProgramsSoftmaxNormsCrossEntropy) {
+  check([](std::vector<DynTensor> v) { return softmax_of(v[0]); }, {{256, 4096}});
+  check([](std::vector<DynTensor> v) { return softmax_of(v[0] * 0.5); }, {{3, 40000}});  // recomputing passes
+  check([](std::vector<DynTensor> v) {
+    auto& x = v[0];
+    return (x - mean(x, {-1}, true)) / sqrt(var(x, {-1}, 0, true) + 1e-5) * v[1] + v[2];
+  }, {{4, 8, 768}, {768}, {768}}, DType::bf16, 2e-2);
+  check([](std::vector<DynTensor> v) { return v[0] * rsqrt(mean(v[0] * v[0], {-1}, true) + 1e-6) * v[1]; },
+        {{128, 1000}, {1000}}, DType::f16, 4e-3);
+  check([](std::vector<DynTensor> v) {
+    auto onehot = greater(v[1], 1.5).cast(DType::f32);
+    return mean(logsumexp(v[0], {-1}, true) - sum(v[0] * onehot, {-1}, true));
+  }, {{512, 1000}, {512, 1000}});
+}
+
+TEST_F(FusionCuda, RowProgramsEveryReductionStridedAndSpecialValues) {
+  for (bool keep : {true, false})
+    check([&](std::vector<DynTensor> v) {
+      auto y = tanh(v[0]) * 2 + v[1];
+      auto r = sum(y, {-1}, keep) + mean(y, {-1}, keep) * max(y, {-1}, keep) - min(y, {-1}, keep);
+      auto q = var(y, {-1}, 1, keep) + stddev(y, {-1}, 0, keep) + logsumexp(y, {-1}, keep);
+      return exp(r * 0.01) + q;
+    }, {{70, 333}, {333}}, DType::f32, 1e-4);
+  check([](std::vector<DynTensor> v) { return v[0] - mean(v[0] * 3, {1, 2}, true); }, {{12, 17, 19}});
+  check([](std::vector<DynTensor> v) { return softmax_of(transpose(v[0], 0, 1) + v[1]); }, {{30, 40}, {40, 1}});
+  check([](std::vector<DynTensor> v) { return sum(v[0] * v[0], {-1}) + 1; }, {{1000, 7}}, DType::f64, 1e-12);
+  std::vector<float> x(3 * 5, 1.0f);
+  for (int j = 0; j < 5; ++j) x[size_t(j)] = -INFINITY;
+  x[7] = INFINITY;
+  x[12] = NAN;
+  auto f = [](const DynTensor& t) { return logsumexp(t * 1, {-1}, true) + max(t + 0, {-1}, true); };
+  expect_close(f(DynTensor::from_vector<float>(x, {3, 5}, Device::cuda(0).fusion())),
+               f(DynTensor::from_vector<float>(x, {3, 5}, Device::cuda(0))), 1e-6);
+}
+
 TEST_F(FusionCuda, AutodiffOnTop) {
   Device d = Device::cuda(0).fusion().autodiff();
   auto x = randn({50, 70}, 11, d).require_grad();

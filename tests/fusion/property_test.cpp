@@ -5,8 +5,9 @@
 // A graph mixes elementwise ops of every family (unary, binary, scalar operands, comparisons,
 // where, casts) over f32, f16, bf16, f64, i32 and bool, with operands of broadcast shapes, views
 // of materialised tensors (transpose, permute, step-2 slice, narrow, expand), operands passed by
-// std::move, values read and then built on, values dropped unread, and a few sums and matmuls
-// that cut groups. It runs until a chain is at least kMinDepth ops deep.
+// std::move, values read and then built on, values dropped unread, matmuls that cut groups, and
+// reductions along a random dim (sum, max, min, mean, var, std, logsumexp; over the last dim
+// they join row programs, whose one-tile rows fold as the eager kernels do). It runs until a chain is at least kMinDepth ops deep.
 //
 // A failure prints the seed and the graph, one op a line. To rerun one seed (and print its graph):
 //   EMBER_FUSION_PROPERTY_SEED=1234 ember_fusion_tests --gtest_filter='FusionProperty*'
@@ -551,8 +552,13 @@ class GraphBuilder {
         {"sum($0, {d}, keepdim)", 1, [d](auto& t) { return sum(std::move(t[0]), {d}, true); }},
         {"max($0, {d}, keepdim)", 1, [d](auto& t) { return max(std::move(t[0]), {d}, true); }},
     };
-    if (is_float(pool_[*x].t.dtype()))
+    if (is_float(pool_[*x].t.dtype())) {  // (over the last dim these join row programs)
       forms.push_back({"mean($0, {d}, keepdim)", 1, [d](auto& t) { return mean(std::move(t[0]), {d}, true); }});
+      forms.push_back({"min($0, {d}, keepdim)", 1, [d](auto& t) { return min(std::move(t[0]), {d}, true); }});
+      forms.push_back({"var($0, {d}, 1, keepdim)", 1, [d](auto& t) { return var(std::move(t[0]), {d}, 1, true); }});
+      forms.push_back({"stddev($0, {d}, 0, keepdim)", 1, [d](auto& t) { return stddev(std::move(t[0]), {d}, 0, true); }});
+      forms.push_back({"logsumexp($0, {d}, keepdim)", 1, [d](auto& t) { return logsumexp(std::move(t[0]), {d}, true); }});
+    }
     Form f = choose(forms);
     std::string text = f.text;
     text.replace(text.find("{d}"), 3, "{" + ds + "}");

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "cuda_backend.hpp"
+#include "profile.hpp"
 #include "elementwise_sources.hpp"
 #include "ember/core/error.hpp"
 
@@ -475,6 +476,12 @@ class CudaFusedKernels final : public FusedKernels {
   std::vector<PrimitivePtr> run(const FusedProgram& p, std::vector<PrimitivePtr> inputs) override {
     EMBER_CHECK(inputs.size() == p.inputs.size(), "fused group: ", inputs.size(), " inputs for ", p.inputs.size());
     EMBER_CHECK(p.shape.rank() <= kMaxRank, "fused group: rank ", p.shape.rank(), " is above ", kMaxRank);
+    // GPU time of the group for EMBER_TRACE and the EMBER_CUDA_PROFILE table
+    OpProfiler::Scope timed([&] {
+      const std::string name = kernel_name(p);
+      return OpProfiler::Label{name, name + " " + p.shape.str() + " (" + std::to_string(p.nodes.size()) + " ops)",
+                               p.describe()};
+    }, be_.stream());
     if (p.is_rows()) return run_rows(p, std::move(inputs));
     const Shape& shape = p.shape;
     const int64_t n = shape.numel();

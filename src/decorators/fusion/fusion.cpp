@@ -22,6 +22,7 @@
 #include <unordered_map>
 
 #include "ember/core/error.hpp"
+#include "ember/core/trace.hpp"
 
 namespace ember::fusion {
 
@@ -386,6 +387,7 @@ class FusionBackend final : public ForwardingBackend {
         if (log_fusion())
           std::fprintf(stderr, "[ember fusion] %s: %zu ops, kernel %s\n%s", name_.c_str(), prog.nodes.size(),
                        kernels_->kernel_name(prog).c_str(), prog.describe().c_str());
+        trace::Scope traced("fused", [&] { return std::pair(kernels_->kernel_name(prog), prog.describe()); });
         outs = kernels_->run(prog, std::move(inputs));
       }
       for (size_t k = 0; k < prog.outputs.size(); ++k) {
