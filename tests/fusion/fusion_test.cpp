@@ -240,6 +240,20 @@ TEST(Fusion, GroupsOfDifferentShapesRunInDependencyOrder) {
   }, {{8, 16}, {16}});
 }
 
+TEST(Fusion, ViewsOfQueuedValuesDoNotFlush) {
+  auto f = [](std::vector<DynTensor> v) {
+    auto y = exp(v[0]) * 2;                          // [6, 8, 10], queued
+    auto p = permute(y, {2, 0, 1}) + 1;              // a view of a queued value, then more ops
+    auto r = reshape(p, {10, 48}) * v[1];            // [10, 48] x [48]
+    auto s = slice(r, {{}, {1, 48, 3}});             // step slice of a queued value
+    auto m = expand(sum(v[0] * 1.5, {-1}, true), {6, 8, 10});  // expand of a queued reduction
+    return sigmoid(s) + sum(m * 0.25);
+  };
+  reset();
+  check_same(f, {{6, 8, 10}, {48}});
+  EXPECT_EQ(stats().flushes, 1);  // the final read only
+}
+
 TEST(Fusion, IntegerDivisionStaysEager) {
   auto a = DynTensor::from_vector<int32_t>({7, 8, 9}, {3}, fused());
   auto z = DynTensor::from_vector<int32_t>({1, 0, 2}, {3}, fused());

@@ -53,6 +53,7 @@ struct Entry {
   TensorMeta out;
   std::vector<Arg> args;
   std::weak_ptr<Primitive> handle;  // the FusionTensor handed out
+  bool alone = false;               // a group of its own (a view of a queued value)
 };
 
 // A group of queued entries run as one program (see FusedProgram): its domain and, once a
@@ -99,6 +100,11 @@ class FusionBackend final : public ForwardingBackend {
   std::vector<PrimitivePtr> execute(Op op) override {
     if (kernels_ && kernels_->can_fuse(op) && !(is_reduction(op.kind) && op.outputs[0].shape == op.in(0).shape))
       return {enqueue(std::move(op))};
+    // a view of a value still queued on this thread is queued too, as a group of its own: the
+    // value becomes an output of its group, the view of it an input (read through its strides)
+    // of the groups after, and the queue is not flushed
+    if (kernels_ && op.info().family == OpFamily::View && op.inputs[0] && pending_here(op.inputs[0]))
+      return {enqueue(std::move(op), true)};
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& p : op.inputs)
@@ -182,10 +188,17 @@ class FusionBackend final : public ForwardingBackend {
     return q;
   }
 
-  PrimitivePtr enqueue(Op op) {
+  // Whether `p` is pending in the calling thread's queue.
+  bool pending_here(const PrimitivePtr& p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const FusionTensor& t = ft(p);
+    return t.queue && t.queue == my_queue();
+  }
+
+  PrimitivePtr enqueue(Op op, bool alone = false) {
     std::lock_guard<std::mutex> lock(mu_);
     std::shared_ptr<Queue> q = my_queue();
-    Entry e{op.kind, std::move(op.attrs), op.outputs[0], {}, {}};
+    Entry e{op.kind, std::move(op.attrs), op.outputs[0], {}, {}, alone};
     e.args.reserve(op.inputs.size());
     for (auto& p : op.inputs) {
       FusionTensor& t = ft(p);
@@ -280,7 +293,10 @@ class FusionBackend final : public ForwardingBackend {
       };
       int32_t g = -1;
       bool red = false;
-      if (is_reduction(e.kind)) {
+      if (e.alone) {  // joins nothing and nothing joins it
+        g = int32_t(groups.size());
+        groups.push_back({e.out.shape, {}, -1, {}});
+      } else if (is_reduction(e.kind)) {
         // a row reduction: joins the latest group over its input's shape whose reductions (if
         // any) reduce the same dims to the same shape
         const Shape& dom = e.args[0].node >= 0 ? entries[size_t(e.args[0].node)].out.shape : e.args[0].leaf->shape();
