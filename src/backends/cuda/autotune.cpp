@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -195,6 +196,16 @@ bool autotune_setting(const char* ember_autotune, const char* ember_cuda_autotun
     return !(v == "off" || v == "0" || v == "false" || v == "no");
   }
   return !(ember_cuda_autotune && std::string_view(ember_cuda_autotune) == "0");
+}
+
+void autotune_note(std::string_view kind, std::string_view what, const std::string& key) {
+  static const bool verbose = [] {
+    const char* e = std::getenv("EMBER_AUTOTUNE_VERBOSE");
+    return e && *e == '1';
+  }();
+  if (verbose)
+    std::fprintf(stderr, "[ember autotune] %.*s %.*s: %s\n", int(kind.size()), kind.data(), int(what.size()),
+                 what.data(), key.c_str());
 }
 
 std::string to_hex(const void* data, size_t n) {

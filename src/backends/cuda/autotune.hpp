@@ -18,6 +18,7 @@
 // Autotuning is on by default. EMBER_AUTOTUNE=off (or 0, false) turns it off at start-up: each
 // library's first choice runs, nothing is timed and no saved winner is read. EMBER_CUDA_AUTOTUNE=0
 // is the older name for the same; ember::cuda::set_autotune changes it at run time.
+// EMBER_AUTOTUNE_VERBOSE=1 prints each problem that is timed or takes a saved winner.
 //
 // The file functions take the directory and the environment key as strings, so they are
 // tested without a GPU.
@@ -85,6 +86,10 @@ std::string autotune_environment(const cudaDeviceProp& props, std::string_view l
 // The start-up setting: EMBER_AUTOTUNE's value when set (off, 0, false, no turn autotuning off;
 // any other value turns it on), else EMBER_CUDA_AUTOTUNE's (0 turns it off). Null: unset.
 bool autotune_setting(const char* ember_autotune, const char* ember_cuda_autotune);
+
+// EMBER_AUTOTUNE_VERBOSE=1 (diagnostics): "[ember autotune] <kind> <what>: <key>" on stderr for
+// each problem that is timed ("timed") or takes a saved winner ("saved").
+void autotune_note(std::string_view kind, std::string_view what, const std::string& key);
 
 // `n` bytes as 2n lower-case hex digits, and back (false unless `hex` is exactly 2n hex digits).
 std::string to_hex(const void* data, size_t n);

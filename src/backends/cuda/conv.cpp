@@ -331,6 +331,7 @@ std::optional<std::pair<int, int>> saved_algo(CudaBackend& be, const std::string
 
 void save_algo(CudaBackend& be, const std::string& key, int algo, int math) {
   saved_algos(be).put(key, std::to_string(algo) + ' ' + std::to_string(math));
+  autotune_note("cudnn", "timed", key);
 }
 
 // Workspace of `algo` under `math` (false when cuDNN does not support it for the problem). The
@@ -458,8 +459,12 @@ void choose_algo(CudaBackend& be, const ConvProblem& p, ConvPlan& plan, const Co
       const auto [algo, second] = *saved;
       if (algo < 0) {  // a graph-API plan: its place among the candidates, and whether it is fused
         for (const Candidate& c : graph)
-          if (c.graph_index == -1 - algo && int(c.fused) == second) return take(c);
+          if (c.graph_index == -1 - algo && int(c.fused) == second) {
+            autotune_note("cudnn", "saved", saved_key);
+            return take(c);
+          }
       } else if (use(algo, cudnnMathType_t(second))) {
+        autotune_note("cudnn", "saved", saved_key);
         return;
       }
     }

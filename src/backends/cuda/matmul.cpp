@@ -212,6 +212,7 @@ LtPlan* make_plan(CudaBackend& be, const LtKey& k, const GemmArgs& g, std::strin
         if (std::memcmp(&c, &algo, sizeof algo) == 0) {
           p->algo = c;
           p->candidates.clear();
+          autotune_note("cublaslt", "saved", lt_store_key(k));
           break;
         }
   }
@@ -478,7 +479,10 @@ bool try_gemm_lt(CudaBackend& be, const GemmArgs& g, std::string_view op) {
                                      [&](size_t i) { return run(p->candidates[i]) == CUBLAS_STATUS_SUCCESS; });
     p->algo = p->candidates[best.value_or(0)];
     p->candidates.clear();
-    if (best) lt_store(be).put(lt_store_key(k), to_hex(&p->algo, sizeof p->algo));
+    if (best) {
+      lt_store(be).put(lt_store_key(k), to_hex(&p->algo, sizeof p->algo));
+      autotune_note("cublaslt", "timed", lt_store_key(k));
+    }
   }
   lt_check(run(p->algo), op, "matmul", g);
   return true;

@@ -1,12 +1,17 @@
 // The autotune store's files (autotune.hpp): plain file logic, no GPU needed, so these run
-// wherever the CUDA backend builds.
+// wherever the CUDA backend builds. AutotuneGpu.*: with a GPU, a matmul's cuBLASLt winner is
+// saved by one process and taken, untimed, by the next (child processes of this binary).
 #include "autotune.hpp"
+
+#include <cstdio>
+#include <cstdlib>
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +21,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "ember/backends/cuda.hpp"
+#include "ember/ember.hpp"
 
 namespace ember {
 namespace {
@@ -336,6 +344,62 @@ TEST(AutotuneStore, AlgorithmBytesAsHex) {
   bad[7] = 'g';
   EXPECT_FALSE(cuda::from_hex(bad, untouched, sizeof untouched));
   for (uint64_t v : untouched) EXPECT_EQ(v, 0u);
+}
+
+// Run by AutotuneGpu.WinnersAreSavedAndTakenByTheNextProcess in a child process: a 2-GFLOP f32
+// product (autotuned: above kTuneFlops) checked against the CPU's.
+TEST(AutotuneGpu, ChildRunsAMatmul) {
+  if (!std::getenv("EMBER_AUTOTUNE_TEST_CHILD")) GTEST_SKIP() << "run by AutotuneGpu.WinnersAreSavedAndTakenByTheNextProcess";
+  if (!cuda::available()) GTEST_SKIP() << "no CUDA device";
+  Device::cpu().seed(7);
+  DynTensor a = DynTensor::normal(Shape{1024, 1024}, 0, 1, DType::f32, Device::cpu());
+  DynTensor b = DynTensor::normal(Shape{1024, 1024}, 0, 1, DType::f32, Device::cpu());
+  const std::vector<float> got = matmul(a.to(Device::cuda(0)), b.to(Device::cuda(0))).to(Device::cpu()).to_vector<float>();
+  const std::vector<float> want = matmul(a, b).to_vector<float>();
+  ASSERT_EQ(got.size(), want.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) bad += !(std::abs(got[i] - want[i]) <= 1e-3f + 1e-4f * std::abs(want[i]));
+  EXPECT_EQ(bad, 0u);
+}
+
+TEST(AutotuneGpu, WinnersAreSavedAndTakenByTheNextProcess) {
+  if (!cuda::available()) GTEST_SKIP() << "no CUDA device: " << cuda::describe_devices();
+  const std::string dir = fresh_dir("gpu");
+  auto child = [&](const std::string& extra_env) {
+    const std::string cmd = "EMBER_AUTOTUNE_TEST_CHILD=1 EMBER_AUTOTUNE_VERBOSE=1 EMBER_CACHE_DIR='" + dir + "' " +
+                            extra_env + " /proc/self/exe --gtest_filter=AutotuneGpu.ChildRunsAMatmul 2>&1";
+    std::string out;
+    FILE* f = ::popen(cmd.c_str(), "r");
+    if (!f) return out;
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+    EXPECT_EQ(::pclose(f), 0) << out;
+    return out;
+  };
+  const std::string first = child("");
+  EXPECT_NE(first.find("[ember autotune] cublaslt timed"), std::string::npos) << first;
+  const std::string path = cuda::autotune_file_path(dir, "cublaslt");
+  const std::vector<std::string> lines = lines_of(slurp(path));
+  ASSERT_GE(lines.size(), 2u) << slurp(path);
+  EXPECT_NE(lines[0].find(" ember "), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(" driver "), std::string::npos) << lines[0];
+  const std::string second = child("");
+  EXPECT_NE(second.find("[ember autotune] cublaslt saved"), std::string::npos) << second;
+  EXPECT_EQ(second.find("[ember autotune] cublaslt timed"), std::string::npos) << second;
+  for (const std::string off : {"EMBER_AUTOTUNE=off", "EMBER_CUDA_AUTOTUNE=0"}) {
+    const std::string out = child(off);
+    EXPECT_EQ(out.find("[ember autotune]"), std::string::npos) << off << "\n" << out;
+  }
+  // a stale file (another driver) is ignored: timed again, and the file rewritten
+  const std::string text = slurp(path);
+  const size_t d = text.find(" driver ");
+  ASSERT_NE(d, std::string::npos);
+  spit(path, text.substr(0, d) + " driver 9" + text.substr(d + 8));
+  const std::string stale = child("");
+  EXPECT_NE(stale.find("[ember autotune] cublaslt timed"), std::string::npos) << stale;
+  EXPECT_EQ(lines_of(slurp(path))[0], lines[0]);
+  expect_no_temporary_files(dir);
+  fs::remove_all(dir);
 }
 
 }  // namespace
