@@ -1,5 +1,7 @@
 #include "harness.hpp"
 
+#include "ember/core/json_escape.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -41,23 +43,7 @@ std::string format_ms(double ms) {
 std::string json_escape(const std::string& s) {
   std::string out;
   out.reserve(s.size() + 2);
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
+  ember::append_json_escaped(out, s);
   return out;
 }
 

@@ -36,6 +36,18 @@ void put_arg(std::ostream& os, int32_t a) {
 
 }  // namespace
 
+bool reduces_trailing_dims(const Op& op, int64_t& rows, int64_t& cols) {
+  const Shape& s = op.in(0).shape;
+  const auto& dims = op.attr<ReduceAttrs>().dims;
+  const int from = dims.empty() ? 0 : dims.front();
+  for (size_t k = 0; k < dims.size(); ++k)
+    if (dims[k] != from + int(k)) return false;
+  if (!dims.empty() && dims.back() != s.rank() - 1) return false;
+  rows = cols = 1;
+  for (int d = 0; d < s.rank(); ++d) (d < from ? rows : cols) *= s[d];
+  return true;
+}
+
 std::string FusedProgram::signature() const {
   std::ostringstream os;
   // broadcast pattern of `in` against `dom`: '1' where the input has size 1 (or no dim) and the

@@ -1,5 +1,7 @@
 #include "ember/core/trace.hpp"
 
+#include "ember/core/json_escape.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -103,24 +105,7 @@ uint64_t start_session(const std::string& path, bool from_env) {
 
 void append_escaped(std::string& out, std::string_view s) {
   out += '"';
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += ch;
-        }
-    }
-  }
+  append_json_escaped(out, s);
   out += '"';
 }
 

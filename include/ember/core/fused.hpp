@@ -60,6 +60,11 @@ struct FusedProgram {
   std::string describe() const;
 };
 
+// For a reduction op (sum, mean, ...): whether it reduces trailing dims (a row program's shape
+// of reduction: ReduceAttrs.dims = [from, rank), or every dim), and then its rows (the kept
+// dims' product) and cols (the reduced dims').
+bool reduces_trailing_dims(const Op& op, int64_t& rows, int64_t& cols);
+
 // The service a backend offers the fusion decorator (Backend::fused_kernels()).
 class FusedKernels {
  public:

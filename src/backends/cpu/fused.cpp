@@ -144,6 +144,26 @@ void gather(const Shape& shape, const std::vector<int64_t>& strides, const char*
   }
 }
 
+// How a kernel reads one input of a group over `shape`: in place (dense: contiguous, the
+// domain's shape, and its buffer not taken by an output), as one value, or gathered through its
+// broadcast strides (computed when `strided` is wanted).
+struct In {
+  const char* base;
+  size_t es;
+  bool dense, scalar;
+  std::vector<int64_t> strides, rstrides;  // against the domain / (row programs) the reduced shape
+
+  static In of(const CpuTensor& t, const Shape& shape, bool reused, bool strided) {
+    In in;
+    in.base = static_cast<const char*>(t.raw());
+    in.es = dtype_size(t.dtype());
+    in.scalar = t.numel() == 1;
+    in.dense = !in.scalar && !reused && t.shape() == shape && t.is_contiguous();
+    if (strided && !in.dense && !in.scalar) in.strides = broadcast_strides(t, shape);
+    return in;
+  }
+};
+
 class CpuFusedKernels final : public FusedKernels {
  public:
   explicit CpuFusedKernels(CpuBackend& be) : be_(be) {}
@@ -166,15 +186,8 @@ class CpuFusedKernels final : public FusedKernels {
   static bool row_reduction(const Op& op) {
     const DType dt = op.in(0).dtype;
     if (!row_fold_supported(op.kind, dt) || op.outputs[0].dtype != dt) return false;
-    const Shape& s = op.in(0).shape;
-    const auto& dims = op.attr<ReduceAttrs>().dims;
-    const int from = dims.empty() ? 0 : dims.front();
-    for (size_t k = 0; k < dims.size(); ++k)
-      if (dims[k] != from + int(k)) return false;
-    if (!dims.empty() && dims.back() != s.rank() - 1) return false;
-    int64_t rows = 1, cols = 1;
-    for (int d = 0; d < s.rank(); ++d) (d < from ? rows : cols) *= s[d];
-    if (cols < 2 || rows < 1) return false;
+    int64_t rows = 0, cols = 0;
+    if (!reduces_trailing_dims(op, rows, cols) || cols < 2 || rows < 1) return false;
     return rows >= 4 * ThreadPool::global().size() || cols <= 4 * kRowTile;
   }
 
@@ -212,22 +225,8 @@ class CpuFusedKernels final : public FusedKernels {
     if (total == 0) return {outs.begin(), outs.end()};
 
     // per input: read in place (dense, not reused), a scalar, or gathered through strides
-    struct In {
-      const char* base;
-      size_t es;
-      bool dense, scalar;
-      std::vector<int64_t> strides;
-    };
     std::vector<In> ins(nin);
-    for (size_t i = 0; i < nin; ++i) {
-      const CpuTensor& t = as_cpu(inputs[i]);
-      In& in = ins[i];
-      in.base = static_cast<const char*>(t.raw());
-      in.es = dtype_size(t.dtype());
-      in.scalar = t.numel() == 1;
-      in.dense = !in.scalar && !in_reused[i] && t.shape() == shape && t.is_contiguous();
-      if (!in.dense && !in.scalar) in.strides = broadcast_strides(t, shape);
-    }
+    for (size_t i = 0; i < nin; ++i) ins[i] = In::of(as_cpu(inputs[i]), shape, in_reused[i], true);
     // scratch layout: one kTile buffer per gathered/scalar input and per node
     std::vector<size_t> in_off(nin, SIZE_MAX), node_off(nn);
     size_t scratch = 0;
@@ -331,22 +330,11 @@ class CpuFusedKernels final : public FusedKernels {
     }
     if (rows * cols == 0) return {outs.begin(), outs.end()};
 
-    struct In {
-      const char* base;
-      size_t es;
-      bool dense, scalar;
-      std::vector<int64_t> strides, rstrides;  // against the domain / the reduced shape
-    };
     std::vector<In> ins(nin);
     for (size_t i = 0; i < nin; ++i) {
       const CpuTensor& t = as_cpu(inputs[i]);
-      In& in = ins[i];
-      in.base = static_cast<const char*>(t.raw());
-      in.es = dtype_size(t.dtype());
-      in.scalar = t.numel() == 1;
-      in.dense = !in.scalar && !in_reused[i] && t.shape() == shape && t.is_contiguous();
-      if (in_full[i] && !in.dense && !in.scalar) in.strides = broadcast_strides(t, shape);
-      if (in_red[i] && !in.scalar) in.rstrides = broadcast_strides(t, p.reduced_shape);
+      ins[i] = In::of(t, shape, in_reused[i], in_full[i]);
+      if (in_red[i] && !ins[i].scalar) ins[i].rstrides = broadcast_strides(t, p.reduced_shape);
     }
     const int64_t T = std::min(cols, kRowTile), ntiles = (cols + T - 1) / T;
     // scratch: a tile per gathered input, per full node and per filled reduced value; a slot

@@ -456,16 +456,8 @@ class CudaFusedKernels final : public FusedKernels {
       default: return false;
     }
     if (!is_float(dt) || op.outputs[0].dtype != dt) return false;
-    const Shape& s = op.in(0).shape;
-    if (s.rank() > kMaxRank) return false;
-    const auto& dims = op.attr<ReduceAttrs>().dims;
-    const int from = dims.empty() ? 0 : dims.front();
-    for (size_t k = 0; k < dims.size(); ++k)
-      if (dims[k] != from + int(k)) return false;
-    if (!dims.empty() && dims.back() != s.rank() - 1) return false;
-    int64_t rows = 1, cols = 1;
-    for (int d = 0; d < s.rank(); ++d) (d < from ? rows : cols) *= s[d];
-    if (cols < 2 || rows < 1) return false;
+    int64_t rows = 0, cols = 0;
+    if (op.in(0).shape.rank() > kMaxRank || !reduces_trailing_dims(op, rows, cols) || cols < 2 || rows < 1) return false;
     return rows >= int64_t(be_.sm_count()) || cols <= 16384;
   }
 
