@@ -38,9 +38,9 @@ run() {  # name, command...
   summary+=("$name: rc=$rc passed=${p:-0} failed=${f:-0} ($(( $(date +%s) - t )) s)")
 }
 has compile && run compile build/tests/backends/cuda/ember_cuda_tests --gtest_filter='*Compile*'
-has conformance && EMBER_STACKS=${CONF_STACKS:-cuda,autodiff-cuda} run conformance \
+has conformance && EMBER_STACKS=${CONF_STACKS:-cuda,autodiff-cuda,fusion-cuda,autodiff-fusion-cuda} run conformance \
   build/tests/conformance/ember_conformance --reports build/reports
-has autodiff && EMBER_STACKS=${AD_STACKS:-autodiff-cuda,autodiff-balanced-cuda} run autodiff \
+has autodiff && EMBER_STACKS=${AD_STACKS:-autodiff-cuda,autodiff-balanced-cuda,autodiff-fusion-cuda} run autodiff \
   build/tests/autodiff/ember_autodiff_conformance --reports build/reports
 has unit && run cuda_tests build/tests/backends/cuda/ember_cuda_tests --gtest_filter='-*Compile*'
 # the fusion decorator's tests, its CUDA ones included
