@@ -287,6 +287,21 @@ void gpt_train_bench(const std::string& name, const Device& gpu, const GptShape&
       DynTensor loss = nn::cross_entropy(reshape(logits, {-1, g.vocab}), y);
       m = opt.step(std::move(m), loss.backward(), 3e-4);
     });
+    {  // the same step on the fusion decorator (autodiff on top): issue 25's train-step targets
+      Device fdev = gpu.fusion().autodiff();
+      fdev.seed(1);
+      Gpt fm = gpt(g, fdev);
+      optim::AdamW fopt(adamw);
+      auto fx = DynTensor::randint({batch, g.context}, 0, g.vocab, DType::i64, fdev);
+      auto fy = DynTensor::randint({batch * g.context}, 0, g.vocab, DType::i64, fdev);
+      const double fusion_ms = time_ms(fdev, [&] {
+        DynTensor logits = fm.forward(fx);
+        DynTensor loss = nn::cross_entropy(reshape(logits, {-1, g.vocab}), fy);
+        fm = fopt.step(std::move(fm), loss.backward(), 3e-4);
+      });
+      r.set("fusion_ms", fusion_ms);
+      r.set("speedup_fusion_vs_eager", r.ms / fusion_ms);
+    }
     cuda::set_allow_tf32(false);
     std::ostringstream shape;
     shape << g.layers << " layers, d_model " << g.d << ", " << g.heads << " heads, vocabulary " << g.vocab << ", batch "
@@ -647,6 +662,21 @@ int main(int argc, char** argv) {
       ++steps;
     };
     r.ms = time_ms(gpu, step);
+    {  // the same step on the fusion decorator (autodiff on top)
+      Device fdev = gpu.fusion().autodiff();
+      fdev.seed(1);
+      Mlp fm{nn::LinearConfig{784, 512}.init(fdev), nn::LinearConfig{512, 512}.init(fdev),
+             nn::LinearConfig{512, 10}.init(fdev)};
+      auto fopt = optim::AdamConfig{}.init();
+      auto fx = DynTensor::normal({256, 784}, 0, 1, DType::f32, fdev);
+      auto fy = DynTensor::randint({256}, 0, 10, DType::i64, fdev);
+      const double fusion_ms = time_ms(fdev, [&] {
+        DynTensor loss = nn::cross_entropy(fm.forward(fx), fy);
+        fm = fopt.step(std::move(fm), loss.backward(), 1e-3);
+      });
+      r.set("fusion_ms", fusion_ms);
+      r.set("speedup_fusion_vs_eager", r.ms / fusion_ms);
+    }
     // No memory growth: the pool's reserved bytes after 100 and after 10,000 more steps.
     for (int i = 0; i < 100; ++i) step();
     gpu.sync();

@@ -57,11 +57,25 @@ for name, e in ember.items():
         row["ratio_vs_flash"] = row["peer_flash_ms"] / row["ember_ms"]
     if row.get("peer_compile_ms") and row["ember_ms"]:
         row["ratio_vs_compile"] = row["peer_compile_ms"] / row["ember_ms"]
+    # issue 25's fusion targets: train steps on the fusion decorator against ember eager
+    fusion_min = {"transformer_train_step_f32": 1.5, "mlp_train_step_f32": 1.5, "gpt2_small_train_step_tf32": 1.1}
+    if name in fusion_min and row.get("speedup_fusion_vs_eager") is not None:
+        row["fusion_target"] = f"fusion >= {fusion_min[name]}x eager"
+        row["fusion_target_met"] = row["speedup_fusion_vs_eager"] >= fusion_min[name]
     if name == "mlp_train_step_f32" and "memory_growth_bytes" in row:
         row["no_memory_growth"] = row["memory_growth_bytes"] == 0
     if row.get("check") != "ok" and (row.get("check") == "mismatch" or not (row.get("error") or row.get("peer_error"))):
         row["check_failed"] = True
     rows.append(row)
+
+own = {r["name"]: r for r in rows}
+for custom, fused_primitive in (("softmax_custom_f32", "softmax_f32_8192x4096"),
+                                ("rmsnorm_custom_f32", "layernorm_f32_8192x4096")):
+    c, f = own.get(custom), own.get(fused_primitive)
+    if c and f and c.get("ember_ms") and f.get("ember_ms"):
+        c["ratio_vs_own_kernel"] = f["ember_ms"] / c["ember_ms"]
+        c["fusion_target"] = f"within 10% of {fused_primitive} and >= torch.compile"
+        c["fusion_target_met"] = c["ratio_vs_own_kernel"] >= 1 / 1.1 and (c.get("ratio_vs_compile") or 0) >= 1.0
 
 with open(out_path + ".tmp", "w") as f:
     f.write("[\n" + ",\n".join("  " + json.dumps(r) for r in rows) + "\n]\n")
@@ -105,6 +119,19 @@ mlp = next((r for r in rows if r["name"] == "mlp_train_step_f32"), None)
 if mlp and "memory_growth_bytes" in mlp:
     print(f"\nmlp reserved bytes after step 100: {mlp['reserved_bytes_step_100']:.0f}, after 10,100: "
           f"{mlp['reserved_bytes_step_10100']:.0f} (growth {mlp['memory_growth_bytes']:.0f})")
+
+fusion_rows = [r for r in rows if r.get("fusion_target")]
+if fusion_rows:
+    print("\n| fusion row | ember fused | ember eager / own kernel | speedup | target |")
+    print("|---|---:|---:|---:|---|")
+    for r in fusion_rows:
+        if "speedup_fusion_vs_eager" in r:
+            cells = (fmt(r["fusion_ms"] * 1e3, " us"), fmt(r["ember_ms"] * 1e3, " us"), fmt(r["speedup_fusion_vs_eager"], "x"))
+        else:
+            cells = (fmt(r["ember_ms"] * 1e3, " us"), fmt(r["ember_ms"] * 1e3 * r["ratio_vs_own_kernel"], " us"),
+                     fmt(r["ratio_vs_own_kernel"], "x"))
+        print(f"| {r['name']} | {cells[0]} | {cells[1]} | {cells[2]} | {r['fusion_target']} "
+              f"{'✓' if r.get('fusion_target_met') else '✗'} |")
 
 failed = [r for r in rows if r.get("check_failed")]
 for r in failed:
