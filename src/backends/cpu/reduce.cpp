@@ -20,6 +20,7 @@
 
 #include "reduce_kernels.hpp"
 #include "thread_pool.hpp"
+#include "vec/vec_math.hpp"
 
 namespace ember::cpu {
 
@@ -315,6 +316,9 @@ struct FSum {
   void run(Acc& a, const T* p, int64_t n, int64_t s, int64_t) const {
     if constexpr (kF32Like<T>) {
       if (use_avx512()) return f32_blocks(p, n, s, [&](const float* q, int64_t m) { a += rsimd::sum_f32(q, m); });
+      // elsewhere the vector kernels' fold (AVX2: 8 chains of doubles), not a scalar loop
+      if (s == 1 || !std::is_same_v<T, float>)
+        return f32_blocks(p, n, s, [&](const float* q, int64_t m) { a += double(vec::sum_f32(q, m)); });
     } else {
       if (s == 1 && use_avx512()) {
         a += rsimd::sum_f64(p, n);
@@ -418,9 +422,10 @@ struct Extreme {
   }
   void run(Acc& a, const T* p, int64_t n, int64_t s, int64_t) const {
     if constexpr (kF32Like<T>) {
-      if (use_avx512()) {
+      if (use_avx512() || s == 1 || !std::is_same_v<T, float>) {
         f32_blocks(p, n, s, [&](const float* q, int64_t m) {
-          step(a, IsMax ? rsimd::max_f32(q, m) : rsimd::min_f32(q, m));
+          if (use_avx512()) step(a, IsMax ? rsimd::max_f32(q, m) : rsimd::min_f32(q, m));
+          else step(a, IsMax ? vec::max_f32(q, m) : vec::min_f32(q, m));
         });
         return;
       }
