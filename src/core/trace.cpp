@@ -1,5 +1,6 @@
 #include "ember/core/trace.hpp"
 
+#include "ember/core/atomic_write.hpp"
 #include "ember/core/json_escape.hpp"
 
 #include <unistd.h>
@@ -204,24 +205,7 @@ size_t finish_session(uint64_t id) {
   out.resize(out.size() - 2);  // the last ",\n" (there is at least one metadata event)
   out += "\n],\"displayTimeUnit\":\"ms\"}\n";
 
-  static std::atomic<uint64_t> counter{0};
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(out.data(), std::streamsize(out.size()));
-    f.close();
-    if (!f) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      EMBER_FAIL("trace: cannot write ", tmp, " (for ", path, ")");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    EMBER_FAIL("trace: cannot rename ", tmp, " to ", path, ": ", ec.message());
-  }
+  if (!write_file_atomically(path, out)) EMBER_FAIL("trace: cannot write ", path);
   return count;
 }
 

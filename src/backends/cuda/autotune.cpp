@@ -14,6 +14,8 @@
 #include <memory>
 #include <sstream>
 
+#include "ember/core/atomic_write.hpp"
+#include "ember/core/hash.hpp"
 #include "jit.hpp"
 
 #ifndef EMBER_VERSION_STRING
@@ -30,15 +32,6 @@ constexpr std::string_view kHeader = "ember-autotune-v1\t";
 // A larger file is not ours (or not worth reading): it reads as empty and is replaced.
 constexpr size_t kMaxFileBytes = size_t(64) << 20;
 
-uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
 std::string line_checksum(std::string_view key, std::string_view value) {
   std::string s;
   s.reserve(key.size() + value.size() + 1);
@@ -54,17 +47,6 @@ std::string clean(std::string_view s) {
   for (char& c : r)
     if (c == '\t' || c == '\n' || c == '\r') c = ' ';
   return r;
-}
-
-bool write_all(int fd, const std::string& s) {
-  size_t done = 0;
-  while (done < s.size()) {
-    ssize_t n = ::write(fd, s.data() + done, s.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += size_t(n);
-  }
-  return true;
 }
 
 }  // namespace
@@ -111,7 +93,6 @@ std::map<std::string, std::string> read_autotune_file(const std::string& path, c
 
 bool write_autotune_file(const std::string& path, const std::string& env,
                          const std::map<std::string, std::string>& entries) {
-  static std::atomic<uint64_t> counter{0};
   try {
     std::string text(kHeader);
     text += clean(env);
@@ -121,15 +102,7 @@ bool write_autotune_file(const std::string& path, const std::string& env,
       if (key.empty()) continue;
       text.append(key).append(1, '\t').append(value).append(1, '\t').append(line_checksum(key, value)).append(1, '\n');
     }
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) return false;
-    const bool written = write_all(fd, text);
-    if (::close(fd) != 0 || !written || std::rename(tmp.c_str(), path.c_str()) != 0) {
-      ::unlink(tmp.c_str());
-      return false;
-    }
-    return true;
+    return write_file_atomically(path, text);
   } catch (...) {
     return false;
   }

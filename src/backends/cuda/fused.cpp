@@ -21,6 +21,7 @@
 #include "profile.hpp"
 #include "elementwise_sources.hpp"
 #include "ember/core/error.hpp"
+#include "ember/core/hash.hpp"
 
 namespace ember::cuda {
 
@@ -46,11 +47,7 @@ std::string hexdouble(double v) {
 }
 
 std::string fmt_key(const std::string& sig, const std::string& modes) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (char c : sig + "|" + modes) {
-    h ^= uint8_t(c);
-    h *= 0x100000001b3ULL;
-  }
+  const uint64_t h = fnv1a(modes, fnv1a("|", fnv1a(sig)));
   char b[40];
   std::snprintf(b, sizeof b, "fused/%016" PRIx64, h);
   return b;

@@ -1,5 +1,8 @@
 #include "jit.hpp"
 
+#include "ember/core/atomic_write.hpp"
+#include "ember/core/hash.hpp"
+
 #include <nvrtc.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -160,14 +163,6 @@ __device__ __forceinline__ int64_t offset_of32(uint32_t i, const Shape& sh, cons
 }
 )CUDA";
 
-uint64_t fnv1a(std::string_view s, uint64_t h = 0xcbf29ce484222325ULL) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
 void nvrtc_check(nvrtcResult r, const char* what) {
   if (r != NVRTC_SUCCESS) throw Error(std::string("cuda: ") + what + " failed: " + nvrtcGetErrorString(r));
 }
@@ -267,14 +262,7 @@ const char* compute_type(DType dt) {
 namespace {
 constexpr char kCacheMagic[4] = {'E', 'M', 'B', 'C'};
 constexpr size_t kCacheHeader = 4 + 8 + 8;
-uint64_t bytes_hash(const char* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= uint8_t(p[i]);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
+uint64_t bytes_hash(const char* p, size_t n) { return fnv1a(std::string_view(p, n)); }
 }  // namespace
 
 bool read_cache_file(const std::string& path, std::vector<char>& out) {
@@ -292,23 +280,12 @@ bool read_cache_file(const std::string& path, std::vector<char>& out) {
 }
 
 void write_cache_file(const std::string& path, const std::vector<char>& data) {
-  static std::atomic<uint64_t> counter{0};
-  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) return;
-    const uint64_t size = data.size(), hash = bytes_hash(data.data(), data.size());
-    f.write(kCacheMagic, 4);
-    f.write(reinterpret_cast<const char*>(&size), 8);
-    f.write(reinterpret_cast<const char*>(&hash), 8);
-    f.write(data.data(), std::streamsize(data.size()));
-    if (!f) {
-      f.close();
-      std::remove(tmp.c_str());
-      return;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
+  const uint64_t size = data.size(), hash = bytes_hash(data.data(), data.size());
+  std::string file(kCacheMagic, 4);
+  file.append(reinterpret_cast<const char*>(&size), 8);
+  file.append(reinterpret_cast<const char*>(&hash), 8);
+  file.append(data.data(), data.size());
+  (void)write_file_atomically(path, file);  // a cache: not written is only slower next time
 }
 
 std::string cache_dir() {

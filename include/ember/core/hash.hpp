@@ -1,0 +1,23 @@
+// FNV-1a, 64-bit: the cheap, stable hash of ember's cache keys and cache-file checksums
+// (kernel cache, autotune store, fused-kernel names). Not for anything adversarial.
+//
+//   uint64_t h = ember::fnv1a("sm_90");
+//   h = ember::fnv1a(source, h);  // continues the hash over more bytes
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace ember {
+
+inline constexpr uint64_t kFnv1aOffset = 0xcbf29ce484222325ULL;
+
+inline uint64_t fnv1a(std::string_view s, uint64_t h = kFnv1aOffset) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+}  // namespace ember
