@@ -920,42 +920,56 @@ at::Tensor rmsnorm_custom(const at::Tensor& x, const at::Tensor& w) {
   return x * at::rsqrt(at::mean(x * x, {-1}, true) + 1e-6) * w;
 }
 
-// x (and w) on the fusion device and on the plain CPU; `fn` is the composition on DynTensors.
-void bench_custom(Ctx& cx, const std::string& name, const ember::Shape& shape,
-                  const std::function<DynTensor(const DynTensor&, const DynTensor&)>& fn,
-                  const std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>& peer, bench::Tolerance tol,
-                  double bytes_per_elem) {
+// Inputs of the given shapes (normal; a 2-d one after the first scaled by 1/sqrt(rows)) on the
+// fusion device and on the plain CPU; `fn` is the composition on DynTensors, `peer` on LibTorch's.
+using Args = std::vector<DynTensor>;
+using TorchArgs = std::vector<at::Tensor>;
+void bench_custom(Ctx& cx, const std::string& name, const std::vector<ember::Shape>& shapes,
+                  const std::function<DynTensor(const Args&)>& fn, const std::function<at::Tensor(const TorchArgs&)>& peer,
+                  bench::Tolerance tol, double bytes) {
   guarded(cx, name, [&] {
     const ember::Device fused = ember::Device::cpu().fusion();
-    DynTensor x = DynTensor::normal(shape), w = DynTensor::normal({shape[-1]});
-    DynTensor xf = DynTensor::from_data(x.into_data(), fused), wf = DynTensor::from_data(w.into_data(), fused);
-    at::Tensor tx = to_torch(x), tw = to_torch(w);
+    Args x, xf;
+    TorchArgs tx;
+    for (const auto& s : shapes) {
+      DynTensor v = DynTensor::normal(s);
+      if (s.rank() == 2 && &s != &shapes.front()) v = v * (1.0 / std::sqrt(double(s[0])));
+      xf.push_back(DynTensor::from_data(v.into_data(), fused));
+      tx.push_back(to_torch(v));
+      x.push_back(std::move(v));
+    }
     auto run_fused = [&] {
-      DynTensor y = fn(xf, wf);
+      DynTensor y = fn(xf);
       fused.sync();
       bench::keep(y);
     };
     auto& e = cx.compare(
-        name, run_fused, [&] { bench::keep(peer(tx, tw)); },
-        [&] { return check_close(fn(xf, wf), peer(tx, tw), tol); });
-    const double unfused = time_ms([&] { bench::keep(fn(x, w)); });
+        name, run_fused, [&] { bench::keep(peer(tx)); }, [&] { return check_close(fn(xf), peer(tx), tol); });
+    const double unfused = time_ms([&] { bench::keep(fn(x)); });
     e.set("unfused_ms", unfused);
     if (e.ember_ms) e.set("speedup_vs_unfused", unfused / *e.ember_ms);
-    set_gbps(e, bytes_per_elem * double(x.numel()));
+    set_gbps(e, bytes);
   });
 }
 
 void bench_custom_rows(Ctx& cx) {
+  const double big = 8.0 * 8192 * 4096;  // bytes read and written once: an f32 in, an f32 out
   bench_custom(
-      cx, "gelu_custom_f32", {4, 512, 2048}, [](const DynTensor& x, const DynTensor&) { return gelu_custom(x); },
-      [](const at::Tensor& x, const at::Tensor&) { return gelu_custom(x); }, {.rtol = 1e-5, .atol = 1e-6}, 8.0);
+      cx, "gelu_custom_f32", {{4, 512, 2048}}, [](const Args& v) { return gelu_custom(v[0]); },
+      [](const TorchArgs& v) { return gelu_custom(v[0]); }, {.rtol = 1e-5, .atol = 1e-6}, 8.0 * 4 * 512 * 2048);
   bench_custom(
-      cx, "softmax_custom_f32", {8192, 4096}, [](const DynTensor& x, const DynTensor&) { return softmax_custom(x); },
-      [](const at::Tensor& x, const at::Tensor&) { return softmax_custom(x); }, {.rtol = 1e-5, .atol = 1e-9}, 8.0);
+      cx, "softmax_custom_f32", {{8192, 4096}}, [](const Args& v) { return softmax_custom(v[0]); },
+      [](const TorchArgs& v) { return softmax_custom(v[0]); }, {.rtol = 1e-5, .atol = 1e-9}, big);
   bench_custom(
-      cx, "rmsnorm_custom_f32", {8192, 4096}, [](const DynTensor& x, const DynTensor& w) { return rmsnorm_custom(x, w); },
-      [](const at::Tensor& x, const at::Tensor& w) { return rmsnorm_custom(x, w); }, {.rtol = 1e-4, .atol = 1e-5},
-      8.0);
+      cx, "rmsnorm_custom_f32", {{8192, 4096}, {4096}}, [](const Args& v) { return rmsnorm_custom(v[0], v[1]); },
+      [](const TorchArgs& v) { return rmsnorm_custom(v[0], v[1]); }, {.rtol = 1e-4, .atol = 1e-5}, big);
+  // a matmul epilogue: bias, the GELU of plain ops and a residual add run on each block of the
+  // product while it is in cache (the product is never written whole)
+  bench_custom(
+      cx, "linear_gelu_residual_custom_f32", {{2048, 256}, {256, 1024}, {1024}, {2048, 1024}},
+      [](const Args& v) { return gelu_custom(ember::matmul(v[0], v[1]) + v[2]) + v[3]; },
+      [](const TorchArgs& v) { return gelu_custom(at::matmul(v[0], v[1]) + v[2]) + v[3]; },
+      {.rtol = 1e-4, .atol = 1e-4}, 4.0 * (2048 * 256 + 256 * 1024 + 1024 + 2 * 2048 * 1024 + 2048 * 1024));
 }
 
 at::Tensor peer_exp(const at::Tensor& x) { return at::exp(x); }

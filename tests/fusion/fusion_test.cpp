@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <thread>
+#include <tuple>
 
 #include "ember/decorators/fusion.hpp"
 #include "ember/ember.hpp"
@@ -312,6 +313,93 @@ TEST(Fusion, AutodiffOnTopFusesTheBackward) {
   // the loss is never read: the forward chain and its sum are dead, and the backward group
   // recomputes what it needs of the forward from x (one group)
   EXPECT_GE(stats().groups_fused, 1);
+}
+
+
+// ---- matmul epilogues: the elementwise ops over a product run on each block of it while the
+// block is in cache (one kernel); results equal eager bit for bit (same GEMM, same kernels) ----
+
+DynTensor gelu_of(const DynTensor& x) { return x * 0.5 * (1 + erf(x / std::sqrt(2.0))); }
+
+TEST(FusionMatmul, BiasActivationResidualAndScaleAreOneKernel) {
+  // odd sizes: edge micro-tiles, several row strips, a K longer than one packed slice
+  for (auto [m, k, n] : {std::tuple{300, 600, 130}, std::tuple{97, 33, 1031}, std::tuple{8, 512, 64}}) {
+    auto f = [](std::vector<DynTensor> v) { return gelu_of(matmul(v[0], v[1]) + v[2]) * 0.5 + v[3]; };
+    reset();
+    check_same(f, {{m, k}, {k, n}, {n}, {m, n}});
+    auto s = stats();
+    EXPECT_EQ(s.groups_fused, 1) << m << "x" << k << "x" << n;
+    EXPECT_EQ(s.groups_single, 0);
+    EXPECT_EQ(s.ops_fused, 9);  // matmul, add, mul, div, erf, add, mul, mul, add
+  }
+}
+
+TEST(FusionMatmul, BiasInputTransposedOperandsAndF64) {
+  auto f = [](std::vector<DynTensor> v) { return relu(matmul(v[0], transpose(v[1], 0, 1), v[2])) - 0.25; };
+  reset();
+  check_same(f, {{70, 90}, {150, 90}, {150}});
+  EXPECT_EQ(stats().groups_fused, 1);
+  check_same(f, {{70, 90}, {150, 90}, {150}}, DType::f64);
+}
+
+TEST(FusionMatmul, BatchedBroadcastGemvAndTinyProducts) {
+  auto f = [](std::vector<DynTensor> v) { return tanh(matmul(v[0], v[1])) * 3 + 1; };
+  check_same(f, {{4, 50, 60}, {60, 70}});        // batch rows continue: one tall GEMM
+  check_same(f, {{3, 2, 40, 30}, {2, 30, 20}});  // broadcast batch dims
+  check_same(f, {{1, 300}, {300, 500}});         // one row: the GEMV path
+  check_same(f, {{300, 200}, {200, 1}});         // one column
+  check_same(f, {{3, 4}, {4, 5}});               // a tiny product (no packed GEMM)
+  check_same(f, {{40, 0}, {0, 30}});             // K == 0: zeros through the epilogue
+  check_same(f, {{20, 30}, {30, 40}}, DType::bf16);  // not taken: eager matmul, fused rest
+}
+
+TEST(FusionMatmul, ProductReadOutsideTheGroupIsMaterialised) {
+  auto x = randn({64, 80}, 1, fused()), w = randn({80, 96}, 2, fused());
+  auto xe = randn({64, 80}, 1, Device::cpu()), we = randn({80, 96}, 2, Device::cpu());
+  reset();
+  auto p = matmul(x, w);
+  auto y = sigmoid(p) * p;  // p is held: an output of the group next to y
+  auto s = sum(p, {-1});    // a row reduction of the product: its own group
+  auto pe = matmul(xe, we);
+  expect_same(y, sigmoid(pe) * pe);
+  expect_same(p, pe);
+  expect_same(s, sum(pe, {-1}));
+}
+
+TEST(FusionMatmul, OperandBuffersAreNotReusedWhileTheProductReadsThem) {
+  // x is square like the product, the epilogue reads it too (a residual) and nothing else holds
+  // it: it must not become y's buffer while the GEMM still reads it
+  for (int n : {64, 300}) {
+    auto w = randn({n, n}, 4, fused());
+    auto we = randn({n, n}, 4, Device::cpu());
+    auto want = [&] {
+      auto x = randn({n, n}, 3, Device::cpu());
+      auto h = exp(matmul(x, we) * 0.01);
+      return h + std::move(x);
+    }();
+    auto y = [&] {
+      auto x = randn({n, n}, 3, fused());
+      auto h = exp(matmul(x, w) * 0.01);
+      return std::move(h) + std::move(x);
+    }();
+    expect_same(y, want);
+  }
+}
+
+TEST(FusionMatmul, AutodiffOnTopMatchesEager) {
+  // a two-layer MLP: forward epilogues (bias, GELU) and backward ones (the GELU gradient times
+  // the product of the output gradient and the weight)
+  auto run = [](const Device& d) {
+    auto x = randn({64, 48}, 21, d);
+    auto w1 = randn({48, 96}, 22, d).require_grad(), b1 = randn({96}, 23, d).require_grad();
+    auto w2 = randn({96, 10}, 24, d).require_grad();
+    auto h = gelu_of(matmul(x, w1) + b1);
+    auto loss = sum(matmul(h, w2) * matmul(h, w2)) * 0.5;
+    auto g = loss.backward();
+    return std::vector<DynTensor>{loss, g.get(w1).value(), g.get(b1).value(), g.get(w2).value()};
+  };
+  auto got = run(fused().autodiff()), want = run(Device::cpu().autodiff());
+  for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], 1e-5);
 }
 
 }  // namespace

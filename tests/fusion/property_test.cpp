@@ -5,7 +5,7 @@
 // A graph mixes elementwise ops of every family (unary, binary, scalar operands, comparisons,
 // where, casts) over f32, f16, bf16, f64, i32 and bool, with operands of broadcast shapes, views
 // of materialised tensors (transpose, permute, step-2 slice, narrow, expand), operands passed by
-// std::move, values read and then built on, values dropped unread, matmuls that cut groups, and
+// std::move, values read and then built on, values dropped unread, matmuls that start groups, and
 // reductions along a random dim (sum, max, min, mean, var, std, logsumexp; over the last dim
 // they join row programs, whose one-tile rows fold as the eager kernels do). It runs until a chain is at least kMinDepth ops deep.
 //

@@ -33,6 +33,13 @@ void register_optim_kernels(KernelTable& t);        // optim.cpp (fused optimize
 // The fused elementwise groups of the fusion decorator (fused.cpp).
 std::unique_ptr<FusedKernels> make_fused_kernels(CpuBackend& be);
 
+// The product of a matmul op's inputs 0 and 1 (a bias input is left out) into `out`, a fresh
+// contiguous tensor of op.outputs[0]'s meta (matmul.cpp). When `ep` is given and the product
+// runs on the packed f32 / f64 GEMM, every finished block of `out` is handed to it while it is
+// in cache (GemmEpilogue, gemm.hpp) and the call returns true; else `ep` is not called.
+struct GemmEpilogue;
+bool matmul_into(const Op& op, CpuTensor& out, const GemmEpilogue* ep);
+
 class CpuBackend final : public Backend {
  public:
   CpuBackend();

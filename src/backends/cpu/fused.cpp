@@ -17,6 +17,7 @@
 
 #include "cpu_backend.hpp"
 #include "elementwise_simd.hpp"
+#include "gemm.hpp"
 #include "reduce_kernels.hpp"
 #include "ember/core/error.hpp"
 #include "thread_pool.hpp"
@@ -170,6 +171,7 @@ class CpuFusedKernels final : public FusedKernels {
 
   bool can_fuse(const Op& op) const override {
     if (op.info().family == OpFamily::Reduce) return row_reduction(op);
+    if (op.kind == OpKind::matmul) return matmul_producer(op);
     if (!is_elementwise(op.info().family) || op.outputs.size() != 1 || !be_.supports(op)) return false;
     // integer division by zero raises at the op in eager mode: those stay eager
     switch (op.kind) {
@@ -191,100 +193,235 @@ class CpuFusedKernels final : public FusedKernels {
     return rows >= 4 * ThreadPool::global().size() || cols <= 4 * kRowTile;
   }
 
+  // A matmul whose product an epilogue may read while it is in cache: f32 or f64 (the packed
+  // GEMM's types), with or without a bias.
+  bool matmul_producer(const Op& op) const {
+    const DType dt = op.outputs[0].dtype;
+    return (dt == DType::f32 || dt == DType::f64) && be_.supports(op);
+  }
+
   std::string kernel_name(const FusedProgram& p) const override {
+    if (!p.nodes.empty() && p.nodes[0].kind == OpKind::matmul) return "cpu_gemm_epilogue";
     return p.is_rows() ? "cpu_fused_rows" : "cpu_fused_tiles";
   }
 
   std::vector<PrimitivePtr> run(const FusedProgram& p, std::vector<PrimitivePtr> inputs) override {
     EMBER_CHECK(inputs.size() == p.inputs.size(), "fused group: ", inputs.size(), " inputs for ", p.inputs.size());
     EMBER_CHECK(p.shape.rank() <= kMaxFusedRank, "fused group: rank ", p.shape.rank(), " is above ", kMaxFusedRank);
+    if (!p.nodes.empty() && p.nodes[0].kind == OpKind::matmul) return run_matmul(p, std::move(inputs));
     std::shared_ptr<const Plan> plan = plan_of(p);
     if (p.is_rows()) return run_rows(p, *plan, std::move(inputs));
-    const Shape& shape = p.shape;
-    const int64_t total = shape.numel();
-    const size_t nin = inputs.size(), nn = p.nodes.size();
+    std::vector<bool> in_reused(inputs.size(), false);
+    std::vector<CpuTensorPtr> outs = make_outputs(p, inputs, in_reused, {});
+    const Tiles tiles = tiles_of(p, inputs, in_reused, outs);
+    run_all(p, *plan, tiles);
+    return {outs.begin(), outs.end()};
+  }
 
-    // outputs: an input's buffer when the call holds it alone (same bytes, dense), else new
-    std::vector<CpuTensorPtr> outs;
-    std::vector<bool> in_reused(nin, false);
+  // A matmul and the elementwise nodes over its product (node 0 of `p` is the matmul): the
+  // product runs on the packed GEMM, and each block of it, as soon as it is final and while it is
+  // still in cache, goes through the rest of the program (bias, activation, residual add,
+  // scale, ...). The product reaches memory once, and not at all when an output takes its
+  // buffer. Products the packed GEMM does not run (tiny, f16/bf16) are finished first, then the
+  // rest runs as an elementwise group over them.
+  std::vector<PrimitivePtr> run_matmul(const FusedProgram& p, std::vector<PrimitivePtr> inputs) {
+    const FusedProgram::Node& mm = p.nodes[0];
+    EMBER_CHECK(mm.args.size() >= 2 && mm.args.size() <= 3 &&
+                    std::all_of(mm.args.begin(), mm.args.end(), [](int32_t a) { return a < 0; }),
+                "fused group: the matmul of a matmul program must read inputs only");
+    const bool bias = mm.args.size() == 3;
+    Op op = make_op(OpKind::matmul, {inputs[size_t(~mm.args[0])], inputs[size_t(~mm.args[1])]}, mm.attrs);
+    CpuTensorPtr prod = alloc(op.outputs[0]);
+    // the rest, over the product (its input 0) and the inputs of p its nodes read (the bias and
+    // the epilogue's operands; not the matmul's operands, which have other shapes); the bias add
+    // becomes its first node
+    FusedProgram rest;
+    rest.shape = p.shape;
+    rest.inputs.push_back(prod->meta());
+    std::vector<int32_t> rest_input(p.inputs.size(), -1);  // p's input -> rest's
+    std::vector<PrimitivePtr> rin{prod};
+    auto input_of = [&](int32_t x) {  // x < 0: p's input ~x
+      int32_t& r = rest_input[size_t(~x)];
+      if (r < 0) {
+        r = int32_t(rest.inputs.size());
+        rest.inputs.push_back(p.inputs[size_t(~x)]);
+        rin.push_back(inputs[size_t(~x)]);
+      }
+      return ~r;
+    };
+    auto shift = [&](int32_t x) -> int32_t {  // p's arg -> rest's
+      if (x < 0) return input_of(x);
+      if (x == 0) return bias ? 0 : ~0;
+      return x - 1 + int32_t(bias);
+    };
+    if (bias) rest.nodes.push_back({OpKind::add, NoAttrs{}, {~0, shift(mm.args[2])}, mm.dtype});
+    for (size_t j = 1; j < p.nodes.size(); ++j) {
+      FusedProgram::Node n = p.nodes[j];
+      for (auto& a : n.args) a = shift(a);
+      rest.nodes.push_back(std::move(n));
+    }
+    // p's outputs: the product itself (no bias), else the rest's outputs in order
+    bool prod_out = false;
     for (int32_t o : p.outputs) {
-      TensorMeta meta{shape, p.nodes[size_t(o)].dtype};
+      if (o == 0 && !bias) prod_out = true;
+      else rest.outputs.push_back(shift(o));
+    }
+    // the call holds the product and the rest's inputs alone now (an output may take a buffer),
+    // but no output takes the operands' (read by the whole product) or the product's when it is
+    // returned
+    CpuTensor& prod_t = *prod;
+    prod.reset();
+    std::vector<bool> pinned(rin.size(), false), in_reused(rin.size(), false);
+    pinned[0] = prod_out;
+    for (int a = 0; a < 2; ++a)
+      if (rest_input[size_t(~mm.args[a])] >= 0) pinned[size_t(rest_input[size_t(~mm.args[a])])] = true;
+    inputs.clear();
+    std::vector<CpuTensorPtr> routs;
+    if (!rest.nodes.empty()) {
+      std::shared_ptr<const Plan> plan = plan_of(rest);
+      routs = make_outputs(rest, rin, in_reused, pinned);
+      const Tiles tiles = tiles_of(rest, rin, in_reused, routs);
+      struct Ctx {
+        CpuFusedKernels* self;
+        const FusedProgram* rest;
+        const Plan* plan;
+        const Tiles* tiles;
+        const char* base;
+        size_t es;
+      } ctx{this, &rest, plan.get(), &tiles, static_cast<const char*>(prod_t.raw()), dtype_size(prod_t.dtype())};
+      GemmEpilogue ep;
+      ep.ctx = &ctx;
+      ep.fn = [](void* c, void* blk, int64_t rows, int64_t cols, int64_t rsc) {
+        const Ctx& x = *static_cast<const Ctx*>(c);
+        const int64_t first = (static_cast<const char*>(blk) - x.base) / int64_t(x.es);
+        for (int64_t r = 0; r < rows; ++r) x.self->run_tiles(*x.rest, *x.plan, *x.tiles, first + r * rsc, cols);
+      };
+      if (!matmul_into(op, prod_t, &ep)) run_all(rest, *plan, tiles);
+    } else {
+      matmul_into(op, prod_t, nullptr);
+    }
+    std::vector<PrimitivePtr> outs;
+    size_t k = 0;
+    for (int32_t o : p.outputs) outs.push_back(o == 0 && !bias ? rin[0] : PrimitivePtr(routs[k++]));
+    return outs;
+  }
+
+  // The outputs' tensors: a full output takes the buffer of an input that the call holds alone
+  // (same bytes, dense, not `pinned`), else a new one. in_reused[i]: input i's buffer is taken.
+  static std::vector<CpuTensorPtr> make_outputs(const FusedProgram& p, const std::vector<PrimitivePtr>& inputs,
+                                                std::vector<bool>& in_reused, const std::vector<bool>& pinned) {
+    const Shape& shape = p.shape;
+    std::vector<CpuTensorPtr> outs;
+    for (int32_t o : p.outputs) {
+      const auto& node = p.nodes[size_t(o)];
+      TensorMeta meta{p.node_shape(size_t(o)), node.dtype};
       CpuTensorPtr out;
-      for (size_t i = 0; i < nin && !out; ++i) {
-        if (in_reused[i] || inputs[i].use_count() != 1) continue;
+      for (size_t i = 0; i < inputs.size() && !out && !node.reduced; ++i) {
+        if (in_reused[i] || inputs[i].use_count() != 1 || (!pinned.empty() && pinned[i])) continue;
         const CpuTensor& t = as_cpu(inputs[i]);
         if (t.storage.use_count() == 1 && t.storage->writable() && t.is_contiguous() && t.offset == 0 &&
             t.shape() == shape && dtype_size(t.dtype()) == dtype_size(meta.dtype) &&
-            t.storage->bytes == size_t(total) * dtype_size(meta.dtype)) {
+            t.storage->bytes == size_t(shape.numel()) * dtype_size(meta.dtype)) {
           out = std::make_shared<CpuTensor>(meta, t.storage, contiguous_strides(shape), 0);
           in_reused[i] = true;
         }
       }
       outs.push_back(out ? out : alloc(meta));
     }
-    if (total == 0) return {outs.begin(), outs.end()};
+    return outs;
+  }
 
-    // per input: read in place (dense, not reused), a scalar, or gathered through strides
-    std::vector<In> ins(nin);
-    for (size_t i = 0; i < nin; ++i) ins[i] = In::of(as_cpu(inputs[i]), shape, in_reused[i], true);
-    // scratch layout: one kTile buffer per gathered/scalar input and per node
-    std::vector<size_t> in_off(nin, SIZE_MAX), node_off(nn);
+  // An elementwise program set up to run over ranges of its domain: how each input is read, the
+  // scratch layout (a kTile buffer per gathered or one-value input and per node) and where each
+  // output goes.
+  struct Tiles {
+    std::vector<In> ins;
+    std::vector<size_t> in_off, node_off;
     size_t scratch = 0;
-    for (size_t i = 0; i < nin; ++i)
-      if (!ins[i].dense) {
-        in_off[i] = scratch;
-        scratch += round_up(size_t(kTile) * ins[i].es);
+    std::vector<char*> out_base;
+    int64_t total = 0;
+  };
+  static Tiles tiles_of(const FusedProgram& p, const std::vector<PrimitivePtr>& inputs,
+                        const std::vector<bool>& in_reused, const std::vector<CpuTensorPtr>& outs) {
+    Tiles t;
+    const size_t nin = inputs.size(), nn = p.nodes.size();
+    t.total = p.shape.numel();
+    t.ins.resize(nin);
+    t.in_off.assign(nin, SIZE_MAX);
+    t.node_off.resize(nn);
+    for (size_t i = 0; i < nin; ++i) {
+      t.ins[i] = In::of(as_cpu(inputs[i]), p.shape, in_reused[i], true);
+      if (!t.ins[i].dense) {
+        t.in_off[i] = t.scratch;
+        t.scratch += round_up(size_t(kTile) * t.ins[i].es);
       }
-    for (size_t j = 0; j < nn; ++j) {
-      node_off[j] = scratch;
-      scratch += round_up(size_t(kTile) * dtype_size(p.nodes[j].dtype));
     }
+    for (size_t j = 0; j < nn; ++j) {
+      t.node_off[j] = t.scratch;
+      t.scratch += round_up(size_t(kTile) * dtype_size(p.nodes[j].dtype));
+    }
+    for (const auto& o : outs) t.out_base.push_back(static_cast<char*>(o->raw()));
+    return t;
+  }
 
-    const int64_t ntiles = (total + kTile - 1) / kTile;
+  // The whole domain, its tiles spread over the pool.
+  void run_all(const FusedProgram& p, const Plan& plan, const Tiles& t) {
+    const int64_t ntiles = (t.total + kTile - 1) / kTile;
     parallel_for(0, ntiles, 4, [&](int64_t tb, int64_t te) {
-      HalfScratch& tmp = half_scratch(kTile);
-      thread_local std::vector<char> buf_storage;
-      if (buf_storage.size() < scratch + kAlign) buf_storage.resize(scratch + kAlign);
-      char* buf = reinterpret_cast<char*>(round_up(reinterpret_cast<uintptr_t>(buf_storage.data())));
-      // scalars: fill their buffers once
-      for (size_t i = 0; i < nin; ++i)
-        if (ins[i].scalar) gather(Shape{kTile}, {0}, ins[i].base, ins[i].es, 0, kTile, buf + in_off[i]);
-      std::vector<const char*> in_ptr(nin);
-      std::vector<PrimitivePtr> keep;  // generic nodes' results, alive until the tile ends
-      std::vector<const char*> node_ptr(nn), arg_ptr;
-      std::vector<char> arg_one;
-      for (int64_t t = tb; t < te; ++t) {
-        const int64_t b = t * kTile, n = std::min(kTile, total - b);
-        for (size_t i = 0; i < nin; ++i) {
-          const In& in = ins[i];
-          if (in.dense) {
-            in_ptr[i] = in.base + b * int64_t(in.es);
-          } else if (in.scalar) {
-            in_ptr[i] = buf + in_off[i];
-          } else {
-            gather(shape, in.strides, in.base, in.es, b, n, buf + in_off[i]);
-            in_ptr[i] = buf + in_off[i];
-          }
-        }
-        keep.clear();
-        for (size_t j = 0; j < nn; ++j) {
-          const FusedProgram::Node& node = p.nodes[j];
-          arg_ptr.clear();
-          arg_one.clear();
-          for (int32_t x : node.args) {
-            arg_ptr.push_back(x < 0 ? in_ptr[size_t(~x)] : node_ptr[size_t(x)]);
-            arg_one.push_back(x < 0 && ins[size_t(~x)].scalar);
-          }
-          node_ptr[j] = exec_node(p, *plan, j, arg_ptr, arg_one, buf + node_off[j], n, tmp, keep);
-        }
-        for (size_t k = 0; k < p.outputs.size(); ++k) {
-          const size_t es = dtype_size(outs[k]->dtype());
-          stream_copy(static_cast<char*>(outs[k]->raw()) + b * int64_t(es), node_ptr[size_t(p.outputs[k])], size_t(n) * es);
-        }
-      }
+      const int64_t b = tb * kTile;
+      run_tiles(p, plan, t, b, std::min(te * kTile, t.total) - b);
       _mm_sfence();
     });
-    return {outs.begin(), outs.end()};
+  }
+
+  // The flat range [begin, begin + count) of the domain, kTile elements at a time, on this thread.
+  void run_tiles(const FusedProgram& p, const Plan& plan, const Tiles& t, int64_t begin, int64_t count) {
+    const size_t nin = t.ins.size(), nn = p.nodes.size();
+    struct Worker {
+      std::vector<char> storage;
+      std::vector<const char*> in_ptr, node_ptr, arg_ptr;
+      std::vector<char> arg_one;
+      std::vector<PrimitivePtr> keep;  // generic nodes' results, alive until the tile ends
+    };
+    thread_local Worker w;
+    HalfScratch& tmp = half_scratch(kTile);
+    if (w.storage.size() < t.scratch + kAlign) w.storage.resize(t.scratch + kAlign);
+    char* buf = reinterpret_cast<char*>(round_up(reinterpret_cast<uintptr_t>(w.storage.data())));
+    const int64_t fill = std::min(count, kTile);
+    for (size_t i = 0; i < nin; ++i)  // one-value inputs: their buffers filled once
+      if (t.ins[i].scalar) gather(Shape{fill}, {0}, t.ins[i].base, t.ins[i].es, 0, fill, buf + t.in_off[i]);
+    w.in_ptr.resize(nin);
+    w.node_ptr.resize(nn);
+    for (int64_t b = begin, end = begin + count; b < end; b += kTile) {
+      const int64_t n = std::min(kTile, end - b);
+      for (size_t i = 0; i < nin; ++i) {
+        const In& in = t.ins[i];
+        if (in.dense) {
+          w.in_ptr[i] = in.base + b * int64_t(in.es);
+        } else if (in.scalar) {
+          w.in_ptr[i] = buf + t.in_off[i];
+        } else {
+          gather(p.shape, in.strides, in.base, in.es, b, n, buf + t.in_off[i]);
+          w.in_ptr[i] = buf + t.in_off[i];
+        }
+      }
+      w.keep.clear();
+      for (size_t j = 0; j < nn; ++j) {
+        const FusedProgram::Node& node = p.nodes[j];
+        w.arg_ptr.clear();
+        w.arg_one.clear();
+        for (int32_t x : node.args) {
+          w.arg_ptr.push_back(x < 0 ? w.in_ptr[size_t(~x)] : w.node_ptr[size_t(x)]);
+          w.arg_one.push_back(x < 0 && t.ins[size_t(~x)].scalar);
+        }
+        w.node_ptr[j] = exec_node(p, plan, j, w.arg_ptr, w.arg_one, buf + t.node_off[j], n, tmp, w.keep);
+      }
+      for (size_t k = 0; k < p.outputs.size(); ++k) {
+        const size_t es = dtype_size(p.nodes[size_t(p.outputs[k])].dtype);
+        stream_copy(t.out_base[k] + b * int64_t(es), w.node_ptr[size_t(p.outputs[k])], size_t(n) * es);
+      }
+    }
+    w.keep.clear();
   }
 
   // A row program (FusedProgram::reduce_from >= 0): rows are spread over the pool; each row is
@@ -310,24 +447,8 @@ class CpuFusedKernels final : public FusedKernels {
       }
     }
     // outputs: a full output may take an input's buffer (as in run()); reduced ones are new
-    std::vector<CpuTensorPtr> outs;
     std::vector<bool> in_reused(nin, false);
-    for (int32_t o : p.outputs) {
-      const auto& node = p.nodes[size_t(o)];
-      TensorMeta meta{p.node_shape(size_t(o)), node.dtype};
-      CpuTensorPtr out;
-      for (size_t i = 0; i < nin && !out && !node.reduced; ++i) {
-        if (inputs[i].use_count() != 1 || in_reused[i]) continue;
-        const CpuTensor& t = as_cpu(inputs[i]);
-        if (t.storage.use_count() == 1 && t.storage->writable() && t.is_contiguous() && t.offset == 0 &&
-            t.shape() == shape && dtype_size(t.dtype()) == dtype_size(meta.dtype) &&
-            t.storage->bytes == size_t(shape.numel()) * dtype_size(meta.dtype)) {
-          out = std::make_shared<CpuTensor>(meta, t.storage, contiguous_strides(shape), 0);
-          in_reused[i] = true;
-        }
-      }
-      outs.push_back(out ? out : alloc(meta));
-    }
+    std::vector<CpuTensorPtr> outs = make_outputs(p, inputs, in_reused, {});
     if (rows * cols == 0) return {outs.begin(), outs.end()};
 
     std::vector<In> ins(nin);

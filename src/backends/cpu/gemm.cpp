@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cpu_features.hpp"
+#include "ember/core/error.hpp"
 #include "thread_pool.hpp"
 
 namespace ember::cpu {
@@ -163,7 +164,7 @@ template <class T>
 void generic_batched(int64_t batch, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
                      int64_t sa, int64_t rsa, int64_t csa, const T* B, int64_t sb, int64_t rsb,
                      int64_t csb, T beta, T* C, int64_t sc, int64_t rsc, int64_t csc,
-                     int max_threads) {
+                     int max_threads, const GemmEpilogue* ep = nullptr) {
   if (batch <= 0 || M <= 0 || N <= 0) return;
   const int64_t rows = batch * M;
   const int64_t per_row = std::max<int64_t>(1, N * std::max<int64_t>(K, 1));
@@ -173,6 +174,7 @@ void generic_batched(int64_t batch, int64_t M, int64_t N, int64_t K, T alpha, co
       const int64_t i1 = std::min(M, i0 + (r1 - r0));
       generic_serial(i1 - i0, N, K, alpha, A + b * sa + i0 * rsa, rsa, csa, B + b * sb, rsb, csb,
                      beta, C + b * sc + i0 * rsc, rsc, csc);
+      if (ep) (*ep)(C + b * sc + i0 * rsc, i1 - i0, N, rsc);
       r0 += i1 - i0;
     }
   };
@@ -225,7 +227,8 @@ const GemmKernelSet<T>* kernels_for(int isa) {
 template <class T>
 void packed_serial(const GemmKernelSet<T>& ks, Blocking<T> bl, int64_t M, int64_t N, int64_t K,
                    T alpha, const T* A, int64_t rsa, int64_t csa, const T* B, int64_t rsb,
-                   int64_t csb, T beta, T* C, int64_t rsc, int64_t csc) {
+                   int64_t csb, T beta, T* C, int64_t rsc, int64_t csc,
+                   const GemmEpilogue* ep = nullptr) {
   const int MR = ks.mr, NR = ks.nr;
   const int64_t nkb = ceil_div(K, bl.kc);
   const int64_t kc_max = round_up(ceil_div(K, nkb), 4);
@@ -247,6 +250,7 @@ void packed_serial(const GemmKernelSet<T>& ks, Blocking<T> bl, int64_t M, int64_
   for (int64_t pc = 0; pc < K; pc += kc_max) {
     const int64_t kc = std::min(kc_max, K - pc);
     const T beta_eff = pc == 0 ? beta : T(1);
+    const GemmEpilogue* last = pc + kc >= K ? ep : nullptr;  // the blocks are final after this slice
     for (int64_t ic = 0; ic < M; ic += mc_max) {
       const int64_t mc = std::min(mc_max, M - ic);
       for (int64_t ir = 0; ir < mc; ir += MR) {
@@ -283,10 +287,14 @@ void packed_serial(const GemmKernelSet<T>& ks, Blocking<T> bl, int64_t M, int64_
           // Each unpacked B micro-panel is reused from L2 by all A micro-panels.
           for (int64_t jr = 0; jr < nc; jr += NR)
             for (int64_t ir = 0; ir < mc; ir += MR) tile_op(ir, jr);
+          if (last) (*last)(C + ic * rsc + jc, mc, nc, rsc);
         } else {
-          // Each A micro-panel stays in L1 while the packed B block streams past it.
-          for (int64_t ir = 0; ir < mc; ir += MR)
+          // Each A micro-panel stays in L1 while the packed B block streams past it; with an
+          // epilogue, each finished MR-row strip is handed back while it is in L1/L2.
+          for (int64_t ir = 0; ir < mc; ir += MR) {
             for (int64_t jr = 0; jr < nc; jr += NR) tile_op(ir, jr);
+            if (last) (*last)(C + (ic + ir) * rsc + jc, std::min<int64_t>(MR, mc - ir), nc, rsc);
+          }
         }
       }
     }
@@ -321,10 +329,10 @@ template <class T>
 void packed_threaded(const GemmKernelSet<T>& ks, Blocking<T> bl, int64_t M, int64_t N,
                      int64_t K, T alpha, const T* A, int64_t rsa, int64_t csa, const T* B,
                      int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc,
-                     int max_threads) {
+                     int max_threads, const GemmEpilogue* ep) {
   const int nt = threads_for<T>(M * N * K, max_threads);
   if (nt <= 1) {
-    packed_serial(ks, bl, M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc);
+    packed_serial(ks, bl, M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc, ep);
     return;
   }
   // Split C into a tm x tn grid of independent tasks (each packs its own panels). Estimated
@@ -353,7 +361,7 @@ void packed_threaded(const GemmKernelSet<T>& ks, Blocking<T> bl, int64_t M, int6
     }
   }
   if (cands.empty()) {
-    packed_serial(ks, bl, M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc);
+    packed_serial(ks, bl, M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc, ep);
     return;
   }
   double best = 1e300;
@@ -368,7 +376,7 @@ void packed_threaded(const GemmKernelSet<T>& ks, Blocking<T> bl, int64_t M, int6
     const int64_t n0 = std::min(N, (nu * tj / tn) * NR), n1 = std::min(N, (nu * (tj + 1) / tn) * NR);
     if (m1 <= m0 || n1 <= n0) return;
     packed_serial(ks, bl, m1 - m0, n1 - n0, K, alpha, A + m0 * rsa, rsa, csa, B + n0 * csb, rsb,
-                  csb, beta, C + m0 * rsc + n0 * csc, rsc, csc);
+                  csb, beta, C + m0 * rsc + n0 * csc, rsc, csc, ep);
   });
 }
 
@@ -412,16 +420,22 @@ void gemv_driver(const GemmKernelSet<T>& ks, int64_t n, int64_t k, T alpha, cons
 template <class T>
 void gemm_dispatch(int isa, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa,
                    int64_t csa, const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc,
-                   int64_t csc, int max_threads) {
+                   int64_t csc, int max_threads, const GemmEpilogue* ep = nullptr) {
   if (M <= 0 || N <= 0) return;
+  EMBER_CHECK(!ep || csc == 1, "gemm: an epilogue needs C with unit column stride (got ", csc, ")");
+  // the paths without blocks of their own hand C back whole
+  auto whole = [&] {
+    if (ep) (*ep)(C, M, N, rsc);
+  };
   if (K <= 0 || alpha == T(0)) {
     scale_c(M, N, beta, C, rsc, csc);
+    whole();
     return;
   }
   const GemmKernelSet<T>* ks = kernels_for<T>(isa);
   if (!ks) {
     generic_batched<T>(1, M, N, K, alpha, A, 0, rsa, csa, B, 0, rsb, csb, beta, C, 0, rsc, csc,
-                       max_threads);
+                       max_threads, ep);
     return;
   }
   // Work on a row-major C: a column-major C is handled as C^T = B^T A^T.
@@ -437,27 +451,29 @@ void gemm_dispatch(int isa, int64_t M, int64_t N, int64_t K, T alpha, const T* A
   }
   if (M == 1 && (csb == 1 || rsb == 1)) {
     gemv_driver(*ks, N, K, alpha, A, csa, B, rsb, csb, beta, C, csc, max_threads);
+    whole();
     return;
   }
   if (N == 1 && (rsa == 1 || csa == 1)) {
     gemv_driver(*ks, M, K, alpha, B, rsb, A, csa, rsa, beta, C, rsc, max_threads);
+    whole();
     return;
   }
   packed_threaded(*ks, blocking_for<T>(isa, *ks), M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta,
-                  C, rsc, csc, max_threads);
+                  C, rsc, csc, max_threads, ep);
 }
 
 template <class T>
 void batched_dispatch(int isa, int64_t batch, int64_t M, int64_t N, int64_t K, T alpha,
                       const T* A, int64_t sa, int64_t rsa, int64_t csa, const T* B, int64_t sb,
                       int64_t rsb, int64_t csb, T beta, T* C, int64_t sc, int64_t rsc,
-                      int64_t csc) {
+                      int64_t csc, const GemmEpilogue* ep) {
   if (batch <= 0 || M <= 0 || N <= 0) return;
   const int nth = ThreadPool::in_parallel_region() ? 1 : ThreadPool::global().size();
   if (batch == 1 || nth == 1) {
     for (int64_t b = 0; b < batch; ++b)
       gemm_dispatch<T>(isa, M, N, K, alpha, A + b * sa, rsa, csa, B + b * sb, rsb, csb, beta,
-                       C + b * sc, rsc, csc, nth);
+                       C + b * sc, rsc, csc, nth, ep);
     return;
   }
   const int64_t work = M * N * std::max<int64_t>(K, 1);
@@ -466,7 +482,7 @@ void batched_dispatch(int isa, int64_t batch, int64_t M, int64_t N, int64_t K, T
   if (inside) {
     for (int64_t b = 0; b < batch; ++b)
       gemm_dispatch<T>(isa, M, N, K, alpha, A + b * sa, rsa, csa, B + b * sb, rsb, csb, beta,
-                       C + b * sc, rsc, csc, nth);
+                       C + b * sc, rsc, csc, nth, ep);
     return;
   }
   // Many small products: one task per group of products (each product single-threaded).
@@ -475,7 +491,7 @@ void batched_dispatch(int isa, int64_t batch, int64_t M, int64_t N, int64_t K, T
   run_tasks(ntasks, static_cast<int>(std::min<int64_t>(nth, ntasks)), [&](int64_t t) {
     for (int64_t b = t * group; b < std::min(batch, (t + 1) * group); ++b)
       gemm_dispatch<T>(isa, M, N, K, alpha, A + b * sa, rsa, csa, B + b * sb, rsb, csb, beta,
-                       C + b * sc, rsc, csc, 1);
+                       C + b * sc, rsc, csc, 1, ep);
   });
 }
 
@@ -512,17 +528,18 @@ void gemm_f64_isa(int isa, int64_t M, int64_t N, int64_t K, double alpha, const 
 void gemm_batched_f32_isa(int isa, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
                           const float* A, int64_t sa, int64_t rsa, int64_t csa, const float* B,
                           int64_t sb, int64_t rsb, int64_t csb, float beta, float* C,
-                          int64_t sc, int64_t rsc, int64_t csc) {
+                          int64_t sc, int64_t rsc, int64_t csc, const GemmEpilogue* ep) {
   batched_dispatch<float>(clamp_isa(isa), batch, M, N, K, alpha, A, sa, rsa, csa, B, sb, rsb, csb,
-                          beta, C, sc, rsc, csc);
+                          beta, C, sc, rsc, csc, ep);
 }
 
 void gemm_batched_f64_isa(int isa, int64_t batch, int64_t M, int64_t N, int64_t K,
                           double alpha, const double* A, int64_t sa, int64_t rsa, int64_t csa,
                           const double* B, int64_t sb, int64_t rsb, int64_t csb, double beta,
-                          double* C, int64_t sc, int64_t rsc, int64_t csc) {
+                          double* C, int64_t sc, int64_t rsc, int64_t csc,
+                          const GemmEpilogue* ep) {
   batched_dispatch<double>(clamp_isa(isa), batch, M, N, K, alpha, A, sa, rsa, csa, B, sb, rsb,
-                           csb, beta, C, sc, rsc, csc);
+                           csb, beta, C, sc, rsc, csc, ep);
 }
 
 }  // namespace detail
@@ -544,17 +561,17 @@ void gemm_f64(int64_t M, int64_t N, int64_t K, double alpha, const double* A, in
 void gemm_batched_f32(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
                       const float* A, int64_t sa, int64_t rsa, int64_t csa, const float* B,
                       int64_t sb, int64_t rsb, int64_t csb, float beta, float* C, int64_t sc,
-                      int64_t rsc, int64_t csc) {
+                      int64_t rsc, int64_t csc, const GemmEpilogue* ep) {
   detail::gemm_batched_f32_isa(detail::gemm_best_isa(), batch, M, N, K, alpha, A, sa, rsa, csa,
-                               B, sb, rsb, csb, beta, C, sc, rsc, csc);
+                               B, sb, rsb, csb, beta, C, sc, rsc, csc, ep);
 }
 
 void gemm_batched_f64(int64_t batch, int64_t M, int64_t N, int64_t K, double alpha,
                       const double* A, int64_t sa, int64_t rsa, int64_t csa, const double* B,
                       int64_t sb, int64_t rsb, int64_t csb, double beta, double* C, int64_t sc,
-                      int64_t rsc, int64_t csc) {
+                      int64_t rsc, int64_t csc, const GemmEpilogue* ep) {
   detail::gemm_batched_f64_isa(detail::gemm_best_isa(), batch, M, N, K, alpha, A, sa, rsa, csa,
-                               B, sb, rsb, csb, beta, C, sc, rsc, csc);
+                               B, sb, rsb, csb, beta, C, sc, rsc, csc, ep);
 }
 
 template <class T>

@@ -17,6 +17,17 @@
 
 namespace ember::cpu {
 
+// Work a product hands back as C fills (the fusion decorator's matmul epilogues): ep(c, rows,
+// cols, rsc) runs once for every block of C (rows x cols elements at c, rows rsc apart, unit
+// column stride) as soon as the block holds its final values, while it is still in cache. The
+// blocks of one call are disjoint and cover C; they may be handed back on several threads at
+// once. A call with an epilogue needs a C of unit column stride.
+struct GemmEpilogue {
+  void (*fn)(void* ctx, void* c, int64_t rows, int64_t cols, int64_t rsc) = nullptr;
+  void* ctx = nullptr;
+  void operator()(void* c, int64_t rows, int64_t cols, int64_t rsc) const { fn(ctx, c, rows, cols, rsc); }
+};
+
 void gemm_f32(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t rsa,
               int64_t csa, const float* B, int64_t rsb, int64_t csb, float beta, float* C,
               int64_t rsc, int64_t csc);
@@ -26,14 +37,15 @@ void gemm_f64(int64_t M, int64_t N, int64_t K, double alpha, const double* A, in
 
 // Batched: product b uses A + b*sa, B + b*sb, C + b*sc (sa / sb may be 0 for broadcasting).
 // Parallelises across the batch when the products are small, inside each product otherwise.
+// `ep`, when given, is handed every finished block of C (see GemmEpilogue).
 void gemm_batched_f32(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
                       const float* A, int64_t sa, int64_t rsa, int64_t csa, const float* B,
                       int64_t sb, int64_t rsb, int64_t csb, float beta, float* C, int64_t sc,
-                      int64_t rsc, int64_t csc);
+                      int64_t rsc, int64_t csc, const GemmEpilogue* ep = nullptr);
 void gemm_batched_f64(int64_t batch, int64_t M, int64_t N, int64_t K, double alpha,
                       const double* A, int64_t sa, int64_t rsa, int64_t csa, const double* B,
                       int64_t sb, int64_t rsb, int64_t csb, double beta, double* C, int64_t sc,
-                      int64_t rsc, int64_t csc);
+                      int64_t rsc, int64_t csc, const GemmEpilogue* ep = nullptr);
 
 // Portable kernel for any arithmetic T. Integers accumulate in T with wrap-around (two's
 // complement, like PyTorch). Explicitly instantiated for int64_t, int32_t, int16_t, int8_t,
@@ -93,11 +105,12 @@ void gemm_f64_isa(int isa, int64_t M, int64_t N, int64_t K, double alpha, const 
 void gemm_batched_f32_isa(int isa, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
                           const float* A, int64_t sa, int64_t rsa, int64_t csa, const float* B,
                           int64_t sb, int64_t rsb, int64_t csb, float beta, float* C,
-                          int64_t sc, int64_t rsc, int64_t csc);
+                          int64_t sc, int64_t rsc, int64_t csc, const GemmEpilogue* ep = nullptr);
 void gemm_batched_f64_isa(int isa, int64_t batch, int64_t M, int64_t N, int64_t K,
                           double alpha, const double* A, int64_t sa, int64_t rsa, int64_t csa,
                           const double* B, int64_t sb, int64_t rsb, int64_t csb, double beta,
-                          double* C, int64_t sc, int64_t rsc, int64_t csc);
+                          double* C, int64_t sc, int64_t rsc, int64_t csc,
+                          const GemmEpilogue* ep = nullptr);
 
 // Blocking parameters (tunable for benchmarking; 0 = keep).
 struct GemmBlocking {

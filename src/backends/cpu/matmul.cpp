@@ -152,15 +152,16 @@ void matmul_naive(const MatmulPlan& p, const T* A, const T* B, T* C, int64_t e0,
 }
 
 // One gemm_batched call (T is float, double or an integer type).
+// (ep: f32 / f64 only.)
 template <class T>
 void batched(int64_t batch, const MatmulPlan& p, const T* A, int64_t sa, const T* B, int64_t sb, T* C,
-             int64_t sc) {
+             int64_t sc, const GemmEpilogue* ep) {
   if constexpr (std::is_same_v<T, float>) {
     gemm_batched_f32(batch, p.M, p.N, p.K, 1.0f, A, sa, p.rsa, p.csa, B, sb, p.rsb, p.csb, 0.0f, C, sc, p.rsc,
-                     p.csc);
+                     p.csc, ep);
   } else if constexpr (std::is_same_v<T, double>) {
     gemm_batched_f64(batch, p.M, p.N, p.K, 1.0, A, sa, p.rsa, p.csa, B, sb, p.rsb, p.csb, 0.0, C, sc, p.rsc,
-                     p.csc);
+                     p.csc, ep);
   } else {
     gemm_batched_generic<T>(batch, p.M, p.N, p.K, T(1), A, sa, p.rsa, p.csa, B, sb, p.rsb, p.csb, T(0), C, sc,
                             p.rsc, p.csc);
@@ -168,9 +169,9 @@ void batched(int64_t batch, const MatmulPlan& p, const T* A, int64_t sa, const T
 }
 
 template <class T>
-void run_plan(const MatmulPlan& p, const T* A, const T* B, T* C) {
+void run_plan(const MatmulPlan& p, const T* A, const T* B, T* C, const GemmEpilogue* ep = nullptr) {
   if (p.outer.empty()) {
-    batched<T>(p.inner.size, p, A, p.inner.sa, B, p.inner.sb, C, p.inner.sc);
+    batched<T>(p.inner.size, p, A, p.inner.sa, B, p.inner.sb, C, p.inner.sc, ep);
     return;
   }
   const int64_t no = p.outer_count();
@@ -179,7 +180,7 @@ void run_plan(const MatmulPlan& p, const T* A, const T* B, T* C) {
     for (int64_t o = o0; o < o1; ++o) {
       int64_t oa, ob, oc;
       p.outer_offsets(o, oa, ob, oc);
-      batched<T>(p.inner.size, p, A + oa, p.inner.sa, B + ob, p.inner.sb, C + oc, p.inner.sc);
+      batched<T>(p.inner.size, p, A + oa, p.inner.sa, B + ob, p.inner.sb, C + oc, p.inner.sc, ep);
     }
   };
   // Small products: spread the outer entries over the threads (the GEMMs then run serially);
@@ -235,12 +236,14 @@ void add_bias_rows(T* out, const T* bias, int64_t total, int64_t n) {
   });
 }
 
-// The product of inputs 0 and 1.
-CpuTensorPtr matmul_product(const Op& op) {
+}  // namespace
+
+bool matmul_into(const Op& op, CpuTensor& out_t, const GemmEpilogue* ep) {
   const TensorMeta& om = op.outputs[0];
-  auto out = alloc(om);
+  CpuTensor* out = &out_t;
   const int64_t total = om.shape.numel();
-  if (total == 0) return out;
+  bool handed_back = false;
+  if (total == 0) return false;
   const auto& a = as_cpu(op.inputs[0]);
   const auto& b = as_cpu(op.inputs[1]);
   const MatmulPlan plan = make_plan(a.shape(), a.strides, b.shape(), b.strides, om.shape);
@@ -286,12 +289,24 @@ CpuTensorPtr matmul_product(const Op& op) {
             vec::f32_to_bf16(s + i0, c + i0, i1 - i0);
         });
       } else {
-        run_plan<T>(plan, a.data<T>(), b.data<T>(), out->data<T>());
+        constexpr bool packed = std::is_same_v<T, float> || std::is_same_v<T, double>;
+        run_plan<T>(plan, a.data<T>(), b.data<T>(), out->data<T>(), packed ? ep : nullptr);
+        handed_back = packed && ep;
       }
     }
   });
+  return handed_back;
+}
+
+namespace {
+
+// The product of inputs 0 and 1.
+CpuTensorPtr matmul_product(const Op& op) {
+  auto out = alloc(op.outputs[0]);
+  matmul_into(op, *out, nullptr);
   return out;
 }
+
 
 // The product, then a bias (optional input 2) added to each row: the CPU has no epilogue to
 // fold it into.

@@ -8,7 +8,9 @@
 // inputs it holds strongly; an input the queue holds alone may become an output's buffer.
 //
 // Grouping, in queue order: a node joins the latest group of its output shape when every other
-// group it reads from was made before that group, else it starts a group. Groups run in the
+// group it reads from was made before that group, else it starts a group. A matmul (when the
+// backend takes it) always starts a group: the elementwise ops after it over its product's
+// shape join that group as its epilogue. Groups run in the
 // order they were made, which is then a topological order. A value read by a later group, or
 // held outside, is an output of its group.
 #include "ember/decorators/fusion.hpp"
@@ -57,12 +59,14 @@ struct Entry {
 };
 
 // A group of queued entries run as one program (see FusedProgram): its domain and, once a
-// reduction joins, the trailing dims it reduces and the per-row values' shape.
+// reduction joins, the trailing dims it reduces and the per-row values' shape; or, when a
+// matmul starts it, the elementwise epilogue over the product (no reductions join those).
 struct Group {
   Shape shape;
   std::vector<int32_t> members;
   int reduce_from = -1;
   Shape reduced_shape;
+  bool producer = false;  // member 0 is a matmul
 };
 
 bool is_reduction(OpKind k) { return op_info(k).family == OpFamily::Reduce; }
@@ -296,6 +300,10 @@ class FusionBackend final : public ForwardingBackend {
       if (e.alone) {  // joins nothing and nothing joins it
         g = int32_t(groups.size());
         groups.push_back({e.out.shape, {}, -1, {}});
+      } else if (e.kind == OpKind::matmul) {  // starts a group that elementwise ops of its shape join
+        g = int32_t(groups.size());
+        groups.push_back({e.out.shape, {}, -1, {}, true});
+        set_latest(e.out.shape, g);
       } else if (is_reduction(e.kind)) {
         // a row reduction: joins the latest group over its input's shape whose reductions (if
         // any) reduce the same dims to the same shape
@@ -306,7 +314,8 @@ class FusionBackend final : public ForwardingBackend {
         g = latest_of(dom);
         if (g >= 0) {
           const Group& grp = groups[size_t(g)];
-          const bool same = grp.shape == dom && (grp.reduce_from < 0 || (grp.reduce_from == from && grp.reduced_shape == e.out.shape));
+          const bool same = grp.shape == dom && !grp.producer &&
+                            (grp.reduce_from < 0 || (grp.reduce_from == from && grp.reduced_shape == e.out.shape));
           if (!same || !fits(g, false)) g = -1;  // (its operand is a full value)
         }
         if (g < 0) {
