@@ -1,6 +1,9 @@
 // FusedProgram's signature (the fusion plan and kernel cache key) and its log form.
 #include "ember/core/fused.hpp"
 
+#include "ember/core/error.hpp"
+#include "ember/core/fused_matmul.hpp"
+
 #include <cstring>
 #include <sstream>
 
@@ -35,6 +38,77 @@ void put_arg(std::ostream& os, int32_t a) {
 }
 
 }  // namespace
+
+ProducerSplit split_producer(const FusedProgram& p, bool fold_bias) {
+  EMBER_CHECK(has_producer(p), "split_producer: the program does not start with a matmul");
+  const FusedProgram::Node& mm = p.nodes[0];
+  EMBER_CHECK(mm.args.size() >= 2 && mm.args.size() <= 3 && mm.args[0] < 0 && mm.args[1] < 0 &&
+                  (mm.args.size() == 2 || mm.args[2] < 0),
+              "split_producer: the matmul of a matmul program must read inputs only");
+  ProducerSplit s;
+  s.a_input = ~mm.args[0];
+  s.b_input = ~mm.args[1];
+  const size_t nn = p.nodes.size();
+  // readers of each node, and whether it is an output
+  std::vector<int> readers(nn, 0);
+  std::vector<char> is_out(nn, 0);
+  for (const auto& n : p.nodes)
+    for (int32_t a : n.args)
+      if (a >= 0) ++readers[size_t(a)];
+  for (int32_t o : p.outputs) is_out[size_t(o)] = 1;
+  // the node that becomes the product: the matmul, or (a folded bias add) node 1
+  int32_t prod_node = 0;
+  if (mm.args.size() == 3) {
+    s.bias_input = ~mm.args[2];
+  } else if (fold_bias && nn > 1 && p.nodes[1].kind == OpKind::add && readers[0] == 1 && !is_out[0]) {
+    const auto& add = p.nodes[1];
+    const int32_t other = add.args[0] == 0 ? add.args[1] : add.args[1] == 0 ? add.args[0] : 0;
+    const int64_t n = p.shape.rank() > 0 ? p.shape[-1] : 1;
+    if (other < 0 && p.inputs[size_t(~other)].shape == Shape{n} && p.inputs[size_t(~other)].dtype == mm.dtype &&
+        add.dtype == mm.dtype) {
+      s.bias_input = ~other;
+      prod_node = 1;
+    }
+  }
+  const bool bias_node = mm.args.size() == 3 && prod_node == 0 && !fold_bias;
+  if (bias_node) s.bias_input = -1;
+  // the rest: input 0 the product, then p's inputs as its nodes read them
+  FusedProgram& r = s.rest;
+  r.shape = p.shape;
+  r.inputs.push_back({p.shape, mm.dtype});
+  s.rest_input.assign(p.inputs.size(), -1);
+  auto input_of = [&](int32_t x) {  // x < 0: p's input ~x
+    int32_t& k = s.rest_input[size_t(~x)];
+    if (k < 0) {
+      k = int32_t(r.inputs.size());
+      r.inputs.push_back(p.inputs[size_t(~x)]);
+    }
+    return ~k;
+  };
+  std::vector<int32_t> node_of(nn, 0);  // p's node -> rest's arg
+  const int32_t first = prod_node + 1;
+  for (int32_t j = 0; j < first; ++j) node_of[size_t(j)] = ~0;
+  if (bias_node) {
+    r.nodes.push_back({OpKind::add, NoAttrs{}, {~0, input_of(mm.args[2])}, mm.dtype});
+    node_of[0] = 0;
+  }
+  for (size_t j = size_t(first); j < nn; ++j) {
+    FusedProgram::Node n = p.nodes[j];
+    for (auto& a : n.args) a = a < 0 ? input_of(a) : node_of[size_t(a)];
+    node_of[j] = int32_t(r.nodes.size());
+    r.nodes.push_back(std::move(n));
+  }
+  for (int32_t o : p.outputs) {
+    const int32_t x = node_of[size_t(o)];
+    if (x < 0) {
+      s.outputs.push_back(-1);
+    } else {
+      s.outputs.push_back(int32_t(r.outputs.size()));
+      r.outputs.push_back(x);
+    }
+  }
+  return s;
+}
 
 bool reduces_trailing_dims(const Op& op, int64_t& rows, int64_t& cols) {
   const Shape& s = op.in(0).shape;

@@ -506,6 +506,18 @@ TEST_F(FusionCuda, RowProgramsEveryReductionStridedAndSpecialValues) {
                f(DynTensor::from_vector<float>(x, {3, 5}, Device::cuda(0))), 1e-6);
 }
 
+TEST_F(FusionCuda, MatmulEpilogues) {
+  // the bias add folds into cuBLASLt's bias epilogue; the rest is one kernel reading the product
+  check([](std::vector<DynTensor> v) { return gelu_of(matmul(v[0], v[1]) + v[2]) * 0.5 + v[3]; },
+        {{300, 600}, {600, 130}, {130}, {300, 130}}, DType::f32, 1e-4);
+  check([](std::vector<DynTensor> v) { return relu(matmul(v[0], transpose(v[1], 0, 1), v[2])) - 0.25; },
+        {{70, 90}, {150, 90}, {150}}, DType::f32, 1e-4);
+  check([](std::vector<DynTensor> v) { return tanh(matmul(v[0], v[1])) * 3 + 1; }, {{3, 2, 40, 30}, {2, 30, 20}},
+        DType::f32, 1e-4);
+  check([](std::vector<DynTensor> v) { return sigmoid(matmul(v[0], v[1]) + v[2]); }, {{64, 96}, {96, 48}, {48}},
+        DType::bf16, 2e-2);
+}
+
 TEST_F(FusionCuda, AutodiffOnTop) {
   Device d = Device::cuda(0).fusion().autodiff();
   auto x = randn({50, 70}, 11, d).require_grad();

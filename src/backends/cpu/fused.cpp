@@ -20,6 +20,7 @@
 #include "gemm.hpp"
 #include "reduce_kernels.hpp"
 #include "ember/core/error.hpp"
+#include "ember/core/fused_matmul.hpp"
 #include "thread_pool.hpp"
 
 namespace ember::cpu {
@@ -201,14 +202,14 @@ class CpuFusedKernels final : public FusedKernels {
   }
 
   std::string kernel_name(const FusedProgram& p) const override {
-    if (!p.nodes.empty() && p.nodes[0].kind == OpKind::matmul) return "cpu_gemm_epilogue";
+    if (has_producer(p)) return "cpu_gemm_epilogue";
     return p.is_rows() ? "cpu_fused_rows" : "cpu_fused_tiles";
   }
 
   std::vector<PrimitivePtr> run(const FusedProgram& p, std::vector<PrimitivePtr> inputs) override {
     EMBER_CHECK(inputs.size() == p.inputs.size(), "fused group: ", inputs.size(), " inputs for ", p.inputs.size());
     EMBER_CHECK(p.shape.rank() <= kMaxFusedRank, "fused group: rank ", p.shape.rank(), " is above ", kMaxFusedRank);
-    if (!p.nodes.empty() && p.nodes[0].kind == OpKind::matmul) return run_matmul(p, std::move(inputs));
+    if (has_producer(p)) return run_matmul(p, std::move(inputs));
     std::shared_ptr<const Plan> plan = plan_of(p);
     if (p.is_rows()) return run_rows(p, *plan, std::move(inputs));
     std::vector<bool> in_reused(inputs.size(), false);
@@ -225,56 +226,22 @@ class CpuFusedKernels final : public FusedKernels {
   // buffer. Products the packed GEMM does not run (tiny, f16/bf16) are finished first, then the
   // rest runs as an elementwise group over them.
   std::vector<PrimitivePtr> run_matmul(const FusedProgram& p, std::vector<PrimitivePtr> inputs) {
-    const FusedProgram::Node& mm = p.nodes[0];
-    EMBER_CHECK(mm.args.size() >= 2 && mm.args.size() <= 3 &&
-                    std::all_of(mm.args.begin(), mm.args.end(), [](int32_t a) { return a < 0; }),
-                "fused group: the matmul of a matmul program must read inputs only");
-    const bool bias = mm.args.size() == 3;
-    Op op = make_op(OpKind::matmul, {inputs[size_t(~mm.args[0])], inputs[size_t(~mm.args[1])]}, mm.attrs);
-    CpuTensorPtr prod = alloc(op.outputs[0]);
-    // the rest, over the product (its input 0) and the inputs of p its nodes read (the bias and
-    // the epilogue's operands; not the matmul's operands, which have other shapes); the bias add
-    // becomes its first node
-    FusedProgram rest;
-    rest.shape = p.shape;
-    rest.inputs.push_back(prod->meta());
-    std::vector<int32_t> rest_input(p.inputs.size(), -1);  // p's input -> rest's
-    std::vector<PrimitivePtr> rin{prod};
-    auto input_of = [&](int32_t x) {  // x < 0: p's input ~x
-      int32_t& r = rest_input[size_t(~x)];
-      if (r < 0) {
-        r = int32_t(rest.inputs.size());
-        rest.inputs.push_back(p.inputs[size_t(~x)]);
-        rin.push_back(inputs[size_t(~x)]);
-      }
-      return ~r;
-    };
-    auto shift = [&](int32_t x) -> int32_t {  // p's arg -> rest's
-      if (x < 0) return input_of(x);
-      if (x == 0) return bias ? 0 : ~0;
-      return x - 1 + int32_t(bias);
-    };
-    if (bias) rest.nodes.push_back({OpKind::add, NoAttrs{}, {~0, shift(mm.args[2])}, mm.dtype});
-    for (size_t j = 1; j < p.nodes.size(); ++j) {
-      FusedProgram::Node n = p.nodes[j];
-      for (auto& a : n.args) a = shift(a);
-      rest.nodes.push_back(std::move(n));
-    }
-    // p's outputs: the product itself (no bias), else the rest's outputs in order
-    bool prod_out = false;
-    for (int32_t o : p.outputs) {
-      if (o == 0 && !bias) prod_out = true;
-      else rest.outputs.push_back(shift(o));
-    }
-    // the call holds the product and the rest's inputs alone now (an output may take a buffer),
-    // but no output takes the operands' (read by the whole product) or the product's when it is
+    const ProducerSplit split = split_producer(p, false);
+    const FusedProgram& rest = split.rest;
+    Op op = make_op(OpKind::matmul, {inputs[size_t(split.a_input)], inputs[size_t(split.b_input)]}, p.nodes[0].attrs);
+    // the call holds the product and the rest's inputs alone (an output may take a buffer), but
+    // no output takes the operands' (read by the whole product), nor the product's when it is
     // returned
+    CpuTensorPtr prod = alloc(op.outputs[0]);
     CpuTensor& prod_t = *prod;
-    prod.reset();
+    std::vector<PrimitivePtr> rin(rest.inputs.size());
+    rin[0] = std::move(prod);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (split.rest_input[i] >= 0) rin[size_t(split.rest_input[i])] = inputs[i];
     std::vector<bool> pinned(rin.size(), false), in_reused(rin.size(), false);
-    pinned[0] = prod_out;
-    for (int a = 0; a < 2; ++a)
-      if (rest_input[size_t(~mm.args[a])] >= 0) pinned[size_t(rest_input[size_t(~mm.args[a])])] = true;
+    pinned[0] = std::find(split.outputs.begin(), split.outputs.end(), -1) != split.outputs.end();
+    for (int32_t x : {split.a_input, split.b_input})
+      if (split.rest_input[size_t(x)] >= 0) pinned[size_t(split.rest_input[size_t(x)])] = true;
     inputs.clear();
     std::vector<CpuTensorPtr> routs;
     if (!rest.nodes.empty()) {
@@ -301,8 +268,7 @@ class CpuFusedKernels final : public FusedKernels {
       matmul_into(op, prod_t, nullptr);
     }
     std::vector<PrimitivePtr> outs;
-    size_t k = 0;
-    for (int32_t o : p.outputs) outs.push_back(o == 0 && !bias ? rin[0] : PrimitivePtr(routs[k++]));
+    for (int32_t k : split.outputs) outs.push_back(k < 0 ? rin[0] : PrimitivePtr(routs[size_t(k)]));
     return outs;
   }
 

@@ -21,6 +21,7 @@
 #include "profile.hpp"
 #include "elementwise_sources.hpp"
 #include "ember/core/error.hpp"
+#include "ember/core/fused_matmul.hpp"
 #include "ember/core/hash.hpp"
 
 namespace ember::cuda {
@@ -429,6 +430,8 @@ class CudaFusedKernels final : public FusedKernels {
 
   bool can_fuse(const Op& op) const override {
     if (op.info().family == OpFamily::Reduce) return row_reduction(op);
+    if (op.kind == OpKind::matmul)  // a producer: its epilogue joins it (run_matmul)
+      return is_float(op.outputs[0].dtype) && op.outputs[0].shape.rank() <= kMaxRank && be_.supports(op);
     if (!is_elementwise(op.info().family) || op.outputs.size() != 1 || op.kind == OpKind::prelu) return false;
     if (op.outputs[0].shape.rank() > kMaxRank) return false;
     if (op.kind == OpKind::cast) return true;
@@ -459,12 +462,37 @@ class CudaFusedKernels final : public FusedKernels {
   }
 
   std::string kernel_name(const FusedProgram& p) const override {
+    if (has_producer(p)) return "cublaslt_matmul+" + kernel_name(split_producer(p, true).rest);
     return (p.is_rows() ? "rows_" : "") + fmt_key(p.signature(), "");
+  }
+
+  // A matmul program: the product through the backend's own matmul (cuBLASLt, with its bias
+  // epilogue for the matmul's bias or for a bias add folded into it), then the rest as one
+  // fused kernel reading the product, whose buffer an output takes when nothing else needs it.
+  std::vector<PrimitivePtr> run_matmul(const FusedProgram& p, std::vector<PrimitivePtr> inputs) {
+    const ProducerSplit split = split_producer(p, true);
+    std::vector<PrimitivePtr> operands{inputs[size_t(split.a_input)], inputs[size_t(split.b_input)]};
+    if (split.bias_input >= 0) operands.push_back(inputs[size_t(split.bias_input)]);
+    PrimitivePtr prod = be_.execute(make_op(OpKind::matmul, std::move(operands), p.nodes[0].attrs))[0];
+    std::vector<PrimitivePtr> routs;
+    const bool prod_out = std::find(split.outputs.begin(), split.outputs.end(), -1) != split.outputs.end();
+    if (!split.rest.nodes.empty()) {
+      std::vector<PrimitivePtr> rin(split.rest.inputs.size());
+      rin[0] = prod_out ? prod : std::move(prod);
+      for (size_t i = 0; i < inputs.size(); ++i)
+        if (split.rest_input[i] >= 0) rin[size_t(split.rest_input[i])] = std::move(inputs[i]);
+      inputs.clear();
+      routs = run(split.rest, std::move(rin));
+    }
+    std::vector<PrimitivePtr> outs;
+    for (int32_t k : split.outputs) outs.push_back(k < 0 ? prod : routs[size_t(k)]);
+    return outs;
   }
 
   std::vector<PrimitivePtr> run(const FusedProgram& p, std::vector<PrimitivePtr> inputs) override {
     EMBER_CHECK(inputs.size() == p.inputs.size(), "fused group: ", inputs.size(), " inputs for ", p.inputs.size());
     EMBER_CHECK(p.shape.rank() <= kMaxRank, "fused group: rank ", p.shape.rank(), " is above ", kMaxRank);
+    if (has_producer(p)) return run_matmul(p, std::move(inputs));
     // GPU time of the group for EMBER_TRACE and the EMBER_CUDA_PROFILE table
     OpProfiler::Scope timed([&] {
       const std::string name = kernel_name(p);
