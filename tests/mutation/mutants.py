@@ -329,12 +329,12 @@ MUTANTS = [
         "suites": [unit(FUSION_TESTS, "FusionMatmul.*")],
     },
     {
-        "id": "gemm-epilogue-operand-reuse",
+        "id": "gemm-epilogue-product-reuse",
         "family": "fusion (cpu)",
         "file": "src/backends/cpu/fused.cpp",
-        "search": "      if (split.rest_input[size_t(x)] >= 0) pinned[size_t(split.rest_input[size_t(x)])] = true;",
-        "replace": "      if (split.rest_input[size_t(x)] >= 0) pinned[size_t(split.rest_input[size_t(x)])] = false;",
-        "description": "an epilogue output takes the buffer of a matmul operand that the GEMM is still reading",
+        "search": "    pinned[0] = std::find(split.outputs.begin(), split.outputs.end(), -1) != split.outputs.end();",
+        "replace": "    pinned[0] = false;",
+        "description": "an epilogue output takes the buffer of the product while the product itself is returned too",
         "suites": [unit(FUSION_TESTS, "FusionMatmul.*")],
     },
     {

@@ -230,8 +230,8 @@ class CpuFusedKernels final : public FusedKernels {
     const FusedProgram& rest = split.rest;
     Op op = make_op(OpKind::matmul, {inputs[size_t(split.a_input)], inputs[size_t(split.b_input)]}, p.nodes[0].attrs);
     // the call holds the product and the rest's inputs alone (an output may take a buffer), but
-    // no output takes the operands' (read by the whole product), nor the product's when it is
-    // returned
+    // no output takes the product's when it is returned, nor an operand's (`op` holds those
+    // until the product is done, so their use_count() is above 1)
     CpuTensorPtr prod = alloc(op.outputs[0]);
     CpuTensor& prod_t = *prod;
     std::vector<PrimitivePtr> rin(rest.inputs.size());
@@ -240,8 +240,6 @@ class CpuFusedKernels final : public FusedKernels {
       if (split.rest_input[i] >= 0) rin[size_t(split.rest_input[i])] = inputs[i];
     std::vector<bool> pinned(rin.size(), false), in_reused(rin.size(), false);
     pinned[0] = std::find(split.outputs.begin(), split.outputs.end(), -1) != split.outputs.end();
-    for (int32_t x : {split.a_input, split.b_input})
-      if (split.rest_input[size_t(x)] >= 0) pinned[size_t(split.rest_input[size_t(x)])] = true;
     inputs.clear();
     std::vector<CpuTensorPtr> routs;
     if (!rest.nodes.empty()) {
