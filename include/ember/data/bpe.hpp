@@ -65,9 +65,9 @@ class BpeTokenizer {
   // `dir`/encoder.json and `dir`/vocab.bpe, as save() writes them.
   static BpeTokenizer load(const std::string& dir);
 
-  static BpeTokenizer train(std::span<const std::string> texts, const BpeTrainOptions& options = {});
+  static BpeTokenizer train(const std::vector<std::string>& texts, const BpeTrainOptions& options = {});
   static BpeTokenizer train(std::string_view text, const BpeTrainOptions& options = {});
-  static BpeTokenizer train_files(std::span<const std::string> paths, const BpeTrainOptions& options = {});
+  static BpeTokenizer train_files(const std::vector<std::string>& paths, const BpeTrainOptions& options = {});
 
   // Writes `dir`/encoder.json and `dir`/vocab.bpe (the directory is created), each atomically.
   void save(const std::string& dir) const;
