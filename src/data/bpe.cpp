@@ -244,6 +244,7 @@ struct BpeTokenizer::Impl {
   StringMap<int32_t> ids;           // bytes -> id
   int32_t byte_ids[256];
   std::vector<std::pair<int32_t, int32_t>> merge_list;  // by rank
+  std::vector<int32_t> merge_result;                    // by rank
   std::unordered_map<uint64_t, Merge> merges;
   std::vector<int32_t> specials;  // ids, ascending
 
@@ -254,12 +255,14 @@ struct BpeTokenizer::Impl {
   // Ranks every merge; `specials` = tokens that are neither a byte nor a merge result.
   void index_merges_and_specials() {
     merges.clear();
+    merge_result.clear();
     std::vector<bool> made(tokens.size(), false);
     for (int b = 0; b < 256; ++b) made[size_t(byte_ids[b])] = true;
     for (size_t r = 0; r < merge_list.size(); ++r) {
       const auto [a, b] = merge_list[r];
       const int32_t result = ids.at(tokens[size_t(a)] + tokens[size_t(b)]);
       merges.emplace(pair_key(a, b), Merge{int32_t(r), result});
+      merge_result.push_back(result);
       made[size_t(result)] = true;
     }
     specials.clear();
@@ -268,8 +271,11 @@ struct BpeTokenizer::Impl {
   }
 
   // GPT-2's bpe(): merge the lowest-ranked adjacent pair, all its occurrences left to right,
-  // until no pair has a rank.
+  // until no pair has a rank. A scan per merge is quadratic in the piece's length, so long
+  // pieces (a run of letters without spaces, say) take the heap path, which gives the same result.
+  static constexpr size_t kShortPiece = 64;
   void bpe(std::string_view piece, std::vector<int32_t>& out) const {
+    if (piece.size() > kShortPiece) return bpe_long(piece, out);
     std::vector<int32_t> sym(piece.size());
     for (size_t i = 0; i < piece.size(); ++i) sym[i] = byte_ids[static_cast<unsigned char>(piece[i])];
     auto lookup = [&](int32_t a, int32_t b) -> Merge {
@@ -308,6 +314,59 @@ struct BpeTokenizer::Impl {
         if (fresh[i] || fresh[i + 1]) pair[i] = lookup(sym[i], sym[i + 1]);
     }
     out.insert(out.end(), sym.begin(), sym.end());
+  }
+
+  // The same merges in O(n log n): a min-heap of (rank, position) over the current pairs of a
+  // linked list of symbols. All entries of the lowest rank are taken at once and applied in
+  // position order, skipping those a previous merge of the batch consumed (GPT-2's left-to-right
+  // rule for "a a a"); only then are the new pairs pushed, so a batch is one step of bpe().
+  // Stale entries (the pair at that position has changed) are recognised and dropped: a
+  // position's symbols only grow, so an old (left, right) never comes back.
+  void bpe_long(std::string_view piece, std::vector<int32_t>& out) const {
+    const auto n = static_cast<int32_t>(piece.size());
+    const auto len = static_cast<size_t>(n);
+    std::vector<int32_t> sym(len), next(len), prev(len);
+    for (int32_t i = 0; i < n; ++i) {
+      sym[size_t(i)] = byte_ids[static_cast<unsigned char>(piece[size_t(i)])];
+      next[size_t(i)] = i + 1;
+      prev[size_t(i)] = i - 1;
+    }
+    using Entry = std::pair<int32_t, int32_t>;  // rank, position; the smallest on top
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+    auto push = [&](int32_t pos) {
+      const int32_t nx = next[size_t(pos)];
+      if (nx >= n) return;
+      auto it = merges.find(pair_key(sym[size_t(pos)], sym[size_t(nx)]));
+      if (it != merges.end()) heap.emplace(it->second.rank, pos);
+    };
+    for (int32_t i = 0; i + 1 < n; ++i) push(i);
+    std::vector<int32_t> batch, merged;
+    while (!heap.empty()) {
+      const int32_t rank = heap.top().first;
+      batch.clear();
+      while (!heap.empty() && heap.top().first == rank) {
+        batch.push_back(heap.top().second);
+        heap.pop();
+      }
+      const auto [a, b] = merge_list[size_t(rank)];
+      const int32_t c = merge_result[size_t(rank)];
+      merged.clear();
+      for (int32_t pos : batch) {
+        const int32_t nx = next[size_t(pos)];
+        if (sym[size_t(pos)] != a || nx >= n || sym[size_t(nx)] != b) continue;
+        sym[size_t(pos)] = c;
+        sym[size_t(nx)] = -1;
+        next[size_t(pos)] = next[size_t(nx)];
+        if (next[size_t(nx)] < n) prev[size_t(next[size_t(nx)])] = pos;
+        merged.push_back(pos);
+      }
+      for (int32_t pos : merged) {
+        if (sym[size_t(pos)] != c) continue;  // merged again later in the batch? (cannot: c != a)
+        if (prev[size_t(pos)] >= 0) push(prev[size_t(pos)]);
+        push(pos);
+      }
+    }
+    for (int32_t i = 0; i < n; i = next[size_t(i)]) out.push_back(sym[size_t(i)]);
   }
 
   void encode_piece(std::string_view piece, std::vector<int32_t>& out) {

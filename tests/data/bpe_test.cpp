@@ -437,3 +437,26 @@ TEST(BpeTrain, MatchesANaiveTrainer) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << "merge " << i;
 }
+
+TEST(BpeEncode, MergesOneRankAtATimeEvenWhenRanksAreOutOfOrder) {
+  // A merges file whose first merge uses a token that only the second one makes: rank 0 is
+  // "ab"+"a", rank 1 is "a"+"b". GPT-2's bpe() merges every occurrence of the lowest-ranked pair
+  // present, then looks again: in "abab...ab" only (a,b) has a rank, so all of them merge and
+  // (ab,ab) has none; with a final "a", the next round finds (ab,a) at the end.
+  TempDir dir;
+  BpeTokenizer::train("", BpeTrainOptions{.vocab_size = 256, .special_tokens = {}}).save(dir.path);
+  auto encoder = nlohmann::json::parse(read(dir.path + "/encoder.json"));
+  encoder["ab"] = 256;
+  encoder["aba"] = 257;
+  write(dir.path + "/encoder.json", encoder.dump());
+  write(dir.path + "/vocab.bpe", "#version: 0.2\nab a\na b\n");
+  const auto tok = BpeTokenizer::load(dir.path);
+  std::string abs;
+  for (int i = 0; i < 40; ++i) abs += "ab";  // 80 bytes: long enough for the heap path
+  for (const std::string& s : {std::string("abab"), abs}) {
+    EXPECT_EQ(tok.encode(s), Ids(s.size() / 2, 256)) << s.size();
+    Ids want(s.size() / 2 - 1, 256);
+    want.push_back(257);
+    EXPECT_EQ(tok.encode(s + "a"), want) << s.size();
+  }
+}

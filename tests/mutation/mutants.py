@@ -386,4 +386,22 @@ MUTANTS = [
         "description": "pre-tokens: U+0085 is not white space (JavaScript's \\s, not GPT-2's)",
         "suites": [bpe()],
     },
+    {
+        "id": "bpe-long-one-per-batch",
+        "family": "tokenizer (bpe)",
+        "file": "src/data/bpe.cpp",
+        "search": '      while (!heap.empty() && heap.top().first == rank) {',
+        "replace": '      while (!heap.empty() && heap.top().first == rank && batch.empty()) {',
+        "description": "encode (pieces over 64 bytes): one occurrence of the lowest rank is merged before new pairs are considered",
+        "suites": [bpe()],
+    },
+    {
+        "id": "bpe-long-lost-left-pair",
+        "family": "tokenizer (bpe)",
+        "file": "src/data/bpe.cpp",
+        "search": '        if (prev[size_t(pos)] >= 0) push(prev[size_t(pos)]);',
+        "replace": '',
+        "description": "encode (pieces over 64 bytes): the pair (previous symbol, merged symbol) is never queued",
+        "suites": [bpe()],
+    },
 ]
