@@ -460,3 +460,34 @@ TEST(BpeEncode, MergesOneRankAtATimeEvenWhenRanksAreOutOfOrder) {
     EXPECT_EQ(tok.encode(s + "a"), want) << s.size();
   }
 }
+
+TEST_F(BpeBadFiles, DamagedBytesGiveAnErrorOrALoad) {
+  // Random byte flips, insertions and truncations of both files: each load either succeeds or
+  // throws ember::Error naming the damaged file; nothing else escapes.
+  const std::string good_merges = read(merges);
+  std::mt19937 rng(11);
+  for (int round = 0; round < 200; ++round) {
+    const bool in_json = round % 2 == 0;
+    std::string s = in_json ? good_json : good_merges;
+    switch (rng() % 3) {
+      case 0:
+        s[rng() % s.size()] = char(rng() % 256);
+        break;
+      case 1:
+        s.insert(s.begin() + std::ptrdiff_t(rng() % s.size()), char(rng() % 256));
+        break;
+      default:
+        s.resize(rng() % s.size());
+        break;
+    }
+    write(in_json ? json : merges, s);
+    write(in_json ? merges : json, in_json ? good_merges : good_json);
+    try {
+      BpeTokenizer::load(dir.path);
+    } catch (const ember::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(in_json ? json : merges), std::string::npos) << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "round " << round << ": not an ember::Error: " << e.what();
+    }
+  }
+}
