@@ -7,7 +7,7 @@
 //   node scripts/gen_bpe_unicode_tables.js > src/data/bpe_unicode_tables.inc
 //
 // Run at development time only; the output is committed. Python's `regex` module (what GPT-2's
-// encoder.py uses) gave the same 145,672 letters and 1,924 numbers at Unicode 17.0.
+// encoder.py uses; version 2026.5.9, Unicode 17.0) gives range for range the same tables.
 'use strict';
 
 function ranges(re) {

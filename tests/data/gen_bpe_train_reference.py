@@ -10,6 +10,7 @@ pre-token is merged (all its occurrences, left to right); ties go to the pair wh
 (left bytes, right bytes) is smallest; stop when no pair occurs min_frequency times.
 
   python3 tests/data/gen_bpe_train_reference.py tests/data/fixtures
+Needs Python's `regex` module (Debian: python3-regex; pip: regex).
 """
 import collections
 import json
