@@ -49,6 +49,7 @@ def onnx_node(substring):
 CPU_TESTS = "tests/backends/cpu/ember_cpu_tests"
 TENSOR_TESTS = "tests/tensor/ember_tensor_tests"
 FUSION_TESTS = "tests/fusion/ember_fusion_tests"
+AMP_TESTS = "tests/amp/ember_amp_tests"
 
 MUTANTS = [
     {
@@ -318,5 +319,77 @@ MUTANTS = [
         "replace": "          if (!p.nodes[j].reduced && t == 0) done[j] = 0;",
         "description": "a row longer than one tile reuses the first tile's values for the next tiles",
         "suites": [unit(FUSION_TESTS, "FusionRows.*")],
+    },
+    {
+        "id": "amp-scale-not-halving",
+        "family": "amp",
+        "file": "src/amp/grad_scaler.cpp",
+        "search": "    scale_ *= config_.backoff_factor;",
+        "replace": "    scale_ *= 1.0;",
+        "description": "the GradScaler keeps its scale after an overflow instead of backing off",
+        "suites": [unit(AMP_TESTS)],
+    },
+    {
+        "id": "amp-cache-keyed-by-handle",
+        "family": "amp",
+        "file": "src/amp/autocast.cpp",
+        "search": "CacheKey key{src.get(), dtype, grad_enabled()};",
+        "replace": "CacheKey key{reinterpret_cast<const Primitive*>(&t), dtype, grad_enabled()};",
+        "description": "the autocast cast cache is keyed by the handle's address, not the tensor's primitive, so uses recast",
+        "suites": [unit(AMP_TESTS)],
+    },
+    {
+        "id": "amp-softmax-not-upcast",
+        "family": "amp",
+        "file": "src/amp/autocast.cpp",
+        "search": "    case OpKind::softmax:\n",
+        "replace": "",
+        "description": "softmax drops out of autocast's f32 list (bf16 softmax)",
+        "suites": [unit(AMP_TESTS)],
+    },
+    {
+        "id": "amp-unscale-checks-first-grad-only",
+        "family": "amp",
+        "file": "src/amp/grad_scaler.cpp",
+        "search": "all_finite = all_finite ? bool_and(std::move(*all_finite), std::move(finite)) : std::move(finite);",
+        "replace": "if (!all_finite) all_finite = std::move(finite);",
+        "description": "unscale_ checks only the first gradient for inf/NaN",
+        "suites": [unit(AMP_TESTS)],
+    },
+    {
+        "id": "amp-upcast-skips-bf16",
+        "family": "amp",
+        "file": "src/amp/autocast.cpp",
+        "search": "(t.dtype() == DType::f16 || t.dtype() == DType::bf16)",
+        "replace": "(t.dtype() == DType::f16)",
+        "description": "autocast's f32 class upcasts f16 inputs but not bf16 ones",
+        "suites": [unit(AMP_TESTS)],
+    },
+    {
+        "id": "amp-linear-casts-transposed-view",
+        "family": "amp",
+        "file": "src/nn/functional.cpp",
+        "search": "  weight = hook_operand(OpKind::matmul, std::move(weight));\n",
+        "replace": "",
+        "description": "nn::linear transposes its weight before autocast sees it, so each use casts a new view",
+        "suites": [unit(AMP_TESTS)],
+    },
+    {
+        "id": "amp-cache-ignores-grad-mode",
+        "family": "amp",
+        "file": "src/amp/autocast.cpp",
+        "search": "CacheKey key{src.get(), dtype, grad_enabled()};",
+        "replace": "CacheKey key{src.get(), dtype, true};",
+        "description": "an untracked cast made under no_grad serves a later tracked use (no gradient reaches the weight)",
+        "suites": [unit(AMP_TESTS)],
+    },
+    {
+        "id": "amp-growth-off-by-one",
+        "family": "amp",
+        "file": "src/amp/grad_scaler.cpp",
+        "search": "} else if (++growth_tracker_ == config_.growth_interval) {",
+        "replace": "} else if (growth_tracker_++ == config_.growth_interval) {",
+        "description": "the scale grows after growth_interval + 1 clean steps",
+        "suites": [unit(AMP_TESTS)],
     },
 ]
