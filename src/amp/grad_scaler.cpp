@@ -82,20 +82,39 @@ void GradScaler::unscale_(optim::GradientsParams& grads) {
   if (!enabled_) return;
   EMBER_CHECK(!unscaled_, "amp::GradScaler::unscale_: already called since the last update()");
   NoGradGuard no_grad;
-  const double inv = 1.0 / scale_;
-  // Per gradient: one elementwise multiply by 1/scale and, over the same input, one all(is_finite)
-  // reduction (a fusion device runs the pair as fused kernels; there is no one-op unscale in the
-  // IR yet). The per-tensor flags are combined on the device, so the whole check costs one read.
-  std::optional<DynTensor> all_finite;
+  // Two ops per gradient: u = g * (1/scale), and sum(u), which is inf or NaN exactly when an
+  // element of u is (IEEE sums propagate both; inf + -inf is NaN), short of finite values whose
+  // sum leaves f32's range, which counts as an overflow too. The sums are stacked and read once,
+  // so the check costs one host read per step. Eager, that is two passes over each gradient; under
+  // the fusion decorator the multiply is the prologue of the sum's row program: one kernel, one
+  // pass. There is no one-op unscale-and-check in the IR yet.
+  if (grads.empty()) {
+    found_inf_ = false;
+    unscaled_ = true;
+    return;
+  }
+  const DynTensor& first = grads.items().begin()->second;
+  // (a 0-d operand: f16 or bf16 gradients stay in their dtype, as with a Python scalar)
+  const DynTensor inv = DynTensor::full({}, 1.0 / scale_, DType::f32, first.device());
+  std::vector<DynTensor> sums;
   std::vector<std::pair<uint64_t, DynTensor>> unscaled;
+  sums.reserve(grads.size());
   unscaled.reserve(grads.size());
   for (const auto& [id, g] : grads.items()) {
-    DynTensor finite = all(is_finite(g));
-    all_finite = all_finite ? bool_and(std::move(*all_finite), std::move(finite)) : std::move(finite);
-    unscaled.emplace_back(id, g * inv);
+    // A large gradient is viewed as rows of a power-of-two length (up to 8192), which the fusion
+    // decorator's row programs take whole: the multiply, the row sums and the output in one pass.
+    const int64_t n = g.numel();
+    int64_t cols = 1;
+    while (cols < 8192 && n % (2 * cols) == 0) cols *= 2;
+    const bool rows = n > 8192 && cols >= 64;
+    DynTensor in = rows ? reshape(g, {n / cols, cols}) : g;
+    DynTensor u = in.device() == inv.device() ? in * inv : in * (1.0 / scale_);
+    sums.push_back(cast(rows ? sum(sum(u, {1})) : sum(u), DType::f64));
+    unscaled.emplace_back(id, rows ? reshape(std::move(u), g.shape().dims()) : std::move(u));
   }
   for (auto& [id, u] : unscaled) grads.set(id, std::move(u));
-  found_inf_ = all_finite && all_finite->item() == 0;
+  const double total = sums.size() == 1 ? sums[0].item() : sum(stack(std::move(sums))).item();
+  found_inf_ = !std::isfinite(total);
   unscaled_ = true;
 }
 

@@ -4,6 +4,7 @@
 // step skipping and state, f16 training, and bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -394,25 +395,48 @@ TEST(GradScaler, Defaults) {
 }
 
 TEST(GradScaler, UnscalesAndDetectsInfAndNan) {
-  Device dev = Device::cpu();
-  amp::GradScaler s({.init_scale = 4.0});
-  optim::GradientsParams g;
-  g.set(1, DynTensor::from_vector<float>({4, 8, -12}, {3}, dev));
-  g.set(2, DynTensor::from_vector<float>({2, 6}, {2}, dev));
-  s.unscale_(g);
-  EXPECT_FALSE(s.found_inf());
-  EXPECT_EQ(g.get(1)->to_vector<float>(), (std::vector<float>{1, 2, -3}));
-  EXPECT_EQ(g.get(2)->to_vector<float>(), (std::vector<float>{0.5f, 1.5f}));
-  EXPECT_THROW(s.unscale_(g), Error);  // once per step
-  s.update();
-  for (float bad : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                    std::numeric_limits<float>::quiet_NaN()}) {
-    optim::GradientsParams h;
-    h.set(1, DynTensor::from_vector<float>({1, 2}, {2}, dev));
-    h.set(2, DynTensor::from_vector<float>({3, bad}, {2}, dev));
-    s.unscale_(h);
-    EXPECT_TRUE(s.found_inf()) << bad;
+  for (const Device& dev : {Device::cpu(), Device::cpu().fusion()}) {
+    SCOPED_TRACE(dev.name());
+    amp::GradScaler s({.init_scale = 4.0});
+    optim::GradientsParams g;
+    g.set(1, DynTensor::from_vector<float>({4, 8, -12}, {3}, dev));
+    g.set(2, DynTensor::from_vector<float>({2, 6}, {2}, dev));
+    s.unscale_(g);
+    EXPECT_FALSE(s.found_inf());
+    EXPECT_EQ(g.get(1)->to_vector<float>(), (std::vector<float>{1, 2, -3}));
+    EXPECT_EQ(g.get(2)->to_vector<float>(), (std::vector<float>{0.5f, 1.5f}));
+    EXPECT_THROW(s.unscale_(g), Error);  // once per step
     s.update();
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    // one bad element (or an inf and a -inf, whose sum is NaN) in the second of two gradients
+    for (std::vector<float> bad : {std::vector<float>{3, inf}, {3, -inf}, {nan, 3}, {inf, -inf}}) {
+      optim::GradientsParams h;
+      h.set(1, DynTensor::from_vector<float>({1, 2}, {2}, dev));
+      h.set(2, DynTensor::from_vector<float>(bad, {2}, dev));
+      s.unscale_(h);
+      EXPECT_TRUE(s.found_inf()) << bad[0] << " " << bad[1];
+      s.update();
+    }
+    // large gradients (unscaled as rows), one with an inf, one with a NaN
+    for (int64_t n : {100000, 3 * 8192, 40960}) {
+      std::vector<float> big(size_t(n), 2.f);
+      optim::GradientsParams h;
+      h.set(1, DynTensor::from_vector<float>(big, {n / 2, 2}, dev));
+      s.unscale_(h);
+      EXPECT_FALSE(s.found_inf()) << n;
+      std::vector<float> back = h.get(1)->to_vector<float>();
+      EXPECT_EQ(h.get(1)->shape(), (Shape{n / 2, 2}));
+      EXPECT_TRUE(std::all_of(back.begin(), back.end(), [&](float v) { return v == float(2.0 / s.get_scale()); }));
+      s.update();
+      for (float v : {inf, nan}) {
+        big[size_t(n) - 7] = v;
+        h.set(1, DynTensor::from_vector<float>(big, {n / 2, 2}, dev));
+        s.unscale_(h);
+        EXPECT_TRUE(s.found_inf()) << n << " " << v;
+        s.update(4.0);
+      }
+    }
+    EXPECT_EQ(s.get_scale(), 4.0);
   }
 }
 
