@@ -126,6 +126,29 @@ TEST(AutocastPolicy, OutputDtypesMatchPyTorch) {
   EXPECT_GE(checked, 60);
 }
 
+TEST(AutocastPolicy, LossesOfBf16InputsComputeInF32LikePyTorch) {
+  const Json& c = cases()["losses"];
+  Shape shape(c["shape"].get<std::vector<int64_t>>());
+  auto bf16_of = [&](const char* key) {
+    return cast(DynTensor::from_vector(c[key].get<std::vector<float>>(), shape), DType::bf16);
+  };
+  DynTensor a = bf16_of("a"), b = bf16_of("b"), t = bf16_of("probs_target");
+  amp::Autocast guard(DType::bf16);
+  std::map<std::string, DynTensor> got = {
+      {"mse_loss", nn::mse_loss(a, b)},
+      {"l1_loss", nn::l1_loss(a, b)},
+      {"smooth_l1_loss", nn::smooth_l1_loss(a, b)},
+      {"huber_loss", nn::huber_loss(a, b, nn::Reduction::mean, 0.5)},
+      {"binary_cross_entropy_with_logits", nn::binary_cross_entropy_with_logits(a, t)},
+  };
+  for (const auto& [name, want] : c["values"].items()) {
+    ASSERT_TRUE(got.count(name)) << name;
+    EXPECT_EQ(got.at(name).dtype(), DType::f32) << name;
+    // f32 arithmetic on the bf16 values: bf16 arithmetic would be off by about 1e-3
+    EXPECT_NEAR(got.at(name).item(), want.get<double>(), 2e-6 * std::fabs(want.get<double>())) << name;
+  }
+}
+
 TEST(AutocastPolicy, OpTable) {
   EXPECT_EQ(amp::op_policy(OpKind::matmul), amp::CastPolicy::lower_precision);
   EXPECT_EQ(amp::op_policy(OpKind::attention), amp::CastPolicy::lower_precision);

@@ -11,7 +11,8 @@
    ember == torch_cpu for bf16 inputs of the low-precision, loss and promote classes, and f32
    for bf16 inputs of the classes marked "upcast_like_cuda" (which must then have a CUDA kernel).
    conv_transpose is "low_like_cuda": in PyTorch's CUDA list (and later CPU lists), not 1.13's CPU one.
-2. "mlp": a small MLP (Linear 16->32, GELU, Linear 32->8, ReLU, Linear 8->4, cross-entropy)
+2. "losses": element-wise losses of bf16 inputs under bf16 autocast (computed in f32 by PyTorch).
+3. "mlp": a small MLP (Linear 16->32, GELU, Linear 32->8, ReLU, Linear 8->4, cross-entropy)
    with its weights, input and targets, run forward and backward under bf16 autocast: the loss,
    its dtype, every parameter's gradient and the gradients' dtypes.
 
@@ -102,6 +103,21 @@ for name, (cls, aten, fn) in cases.items():
     if cls in ("upcast_like_cuda", "low_like_cuda"):
         assert policy[name]["cuda_autocast_kernel"], name
 
+# ---- losses of bf16 inputs: PyTorch's autocast computes them in f32 ----
+a = torch.randn(3, 5).to(bf16)
+b = torch.randn(3, 5).to(bf16)
+probs_target = torch.rand(3, 5).round().to(bf16)
+with torch.autocast("cpu", dtype=bf16):
+    loss_values = {
+        "mse_loss": F.mse_loss(a, b).item(),
+        "l1_loss": F.l1_loss(a, b).item(),
+        "smooth_l1_loss": F.smooth_l1_loss(a, b).item(),
+        "huber_loss": F.huber_loss(a, b, delta=0.5).item(),
+        "binary_cross_entropy_with_logits": F.binary_cross_entropy_with_logits(a, probs_target).item(),
+    }
+losses = {"a": a.float().flatten().tolist(), "b": b.float().flatten().tolist(),
+          "probs_target": probs_target.float().flatten().tolist(), "shape": list(a.shape), "values": loss_values}
+
 # ---- the MLP ----
 sizes = [(16, 32), (32, 8), (8, 4)]
 layers = [torch.nn.Linear(i, o) for i, o in sizes]
@@ -126,7 +142,7 @@ mlp = {
     "loss_dtype": NAMES[loss.dtype],
 }
 
-out = {"torch_version": torch.__version__, "policy": policy, "mlp": mlp}
+out = {"torch_version": torch.__version__, "policy": policy, "losses": losses, "mlp": mlp}
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases", "autocast.json")
 with open(path, "w") as f:
     json.dump(out, f, indent=1)

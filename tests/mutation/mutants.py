@@ -392,4 +392,13 @@ MUTANTS = [
         "description": "the scale grows after growth_interval + 1 clean steps",
         "suites": [unit(AMP_TESTS)],
     },
+    {
+        "id": "amp-losses-not-upcast",
+        "family": "amp",
+        "file": "src/nn/loss.cpp",
+        "search": "  ((xs = hook_operand(OpKind::cross_entropy, std::move(xs))), ...);",
+        "replace": "  ((void)xs, ...);",
+        "description": "element-wise losses compute in bf16 under autocast instead of upcasting their inputs to f32",
+        "suites": [unit(AMP_TESTS)],
+    },
 ]
