@@ -188,7 +188,11 @@ std::optional<DType> autocast_dtype() {
   const State& s = state();
   return s.enabled ? std::optional<DType>(s.hook.dtype) : std::nullopt;
 }
-AutocastStats autocast_stats() { return state().hook.stats; }
+AutocastStats autocast_stats() {
+  AutocastStats s = state().hook.stats;
+  s.cache_entries = static_cast<int64_t>(state().hook.cache.size());
+  return s;
+}
 void reset_autocast_stats() { state().hook.stats = {}; }
 
 }  // namespace ember::amp

@@ -363,6 +363,27 @@ TEST(AutocastCache, NoGradCastsAreKeptApart) {
   EXPECT_EQ(g->dtype(), DType::f32);
 }
 
+TEST(AutocastCache, StaysBoundedInALongScope) {
+  // A whole training loop in one scope: each step's parameters are new tensors, and the casts of
+  // the old ones must not pile up (nor keep the old parameters alive).
+  Device dev = Device::cpu().autodiff();
+  nn::Linear fc = nn::LinearConfig{4, 4}.init(dev);
+  struct One {
+    nn::Linear fc;
+    EMBER_MODULE(fc)
+  } m{fc};
+  optim::Sgd opt = optim::SgdConfig{}.init();
+  DynTensor x = DynTensor::normal({3, 4}, 0, 1, DType::f32, dev);
+  amp::Autocast guard(DType::bf16);
+  int64_t most = 0;
+  for (int step = 0; step < 300; ++step) {
+    Gradients g = sum(m.fc.forward(m.fc.forward(x))).backward();
+    m = opt.step(std::move(m), g, 1e-3);
+    most = std::max(most, amp::autocast_stats().cache_entries);
+  }
+  EXPECT_LE(most, 130);  // pruned: about 2 live entries, cleaned when 64 (then twice the live count) are held
+}
+
 // ---- master weights ----
 
 struct TwoLayer {

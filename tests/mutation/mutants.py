@@ -401,4 +401,13 @@ MUTANTS = [
         "description": "element-wise losses compute in bf16 under autocast instead of upcasting their inputs to f32",
         "suites": [unit(AMP_TESTS)],
     },
+    {
+        "id": "amp-cache-never-pruned",
+        "family": "amp",
+        "file": "src/amp/autocast.cpp",
+        "search": "      if (cache.size() >= prune_at) prune();\n",
+        "replace": "",
+        "description": "the autocast cast cache keeps the casts of dead tensors for the whole scope",
+        "suites": [unit(AMP_TESTS)],
+    },
 ]

@@ -65,11 +65,13 @@ bool autocast_enabled();
 std::optional<DType> autocast_dtype();
 
 // Counters of this thread's autocast casts (for tests and profiling): casts to the low dtype
-// that were run, uses served from the per-scope cache, and upcasts to f32.
+// that were run, uses served from the per-scope cache, and upcasts to f32; and the number of
+// entries the cache holds now.
 struct AutocastStats {
   int64_t lower_casts = 0;
   int64_t cache_hits = 0;
   int64_t upcasts = 0;
+  int64_t cache_entries = 0;
 };
 AutocastStats autocast_stats();
 void reset_autocast_stats();
