@@ -410,4 +410,13 @@ MUTANTS = [
         "description": "the autocast cast cache keeps the casts of dead tensors for the whole scope",
         "suites": [unit(AMP_TESTS)],
     },
+    {
+        "id": "amp-dashboard-no-loss-scale",
+        "family": "amp",
+        "file": "src/train/dashboard_renderer.cpp",
+        "search": "{\"lr\", \"loss_scale\", \"iter_per_s\", \"cpu_percent\"",
+        "replace": "{\"lr\", \"iter_per_s\", \"cpu_percent\"",
+        "description": "the dashboard's resource line leaves out the GradScaler's loss scale",
+        "suites": [unit("tests/train/ember_train_tests", "Dashboard.ShowsTheLossScale*")],
+    },
 ]
