@@ -148,18 +148,20 @@ void check_dtype(DType dtype) {
               "f32 or enabled = false turns autocast off in the scope)");
 }
 
-void apply(bool enabled, DType dtype) {
+// Turns autocast on or off on this thread. Entering a scope refuses to displace another hook;
+// restoring (from a destructor) does not check, and so cannot throw.
+void apply(bool enabled, DType dtype, bool entering) {
   State& s = state();
-  s.enabled = enabled;
-  s.hook.dtype = dtype;
   OpInputHook* current = op_input_hook();
-  if (enabled) {
+  if (enabled && entering)
     EMBER_CHECK(current == nullptr || current == &s.hook,
                 "amp::Autocast: another op-input hook is installed on this thread");
+  s.enabled = enabled;
+  s.hook.dtype = dtype;
+  if (enabled)
     set_op_input_hook(&s.hook);
-  } else if (current == &s.hook) {
+  else if (current == &s.hook)
     set_op_input_hook(nullptr);
-  }
 }
 
 }  // namespace
@@ -170,13 +172,13 @@ Autocast::Autocast(DType dtype, bool enabled) {
   prev_enabled_ = s.enabled;
   prev_dtype_ = s.hook.dtype;
   bool on = enabled && dtype != DType::f32;
-  apply(on, on ? dtype : prev_dtype_);
+  apply(on, on ? dtype : prev_dtype_, /*entering=*/true);
   ++s.depth;
 }
 
 Autocast::~Autocast() {
   State& s = state();
-  apply(prev_enabled_, prev_dtype_);
+  apply(prev_enabled_, prev_dtype_, /*entering=*/false);
   if (--s.depth == 0) {
     s.hook.cache.clear();
     s.hook.prune_at = 64;

@@ -70,6 +70,7 @@ DynTensor GradScaler::scale(DynTensor loss) const {
   if (!enabled_) return loss;
   if (autocast_dtype() == DType::bf16) {  // a scaler made for f16 used under bf16 autocast
     warn_bf16_once();
+    bf16_step_ = true;
     return loss;
   }
   EMBER_CHECK(is_float(loss.dtype()), "amp::GradScaler::scale: the loss must be floating, got ", loss.dtype());
@@ -79,7 +80,7 @@ DynTensor GradScaler::scale(DynTensor loss) const {
 }
 
 void GradScaler::unscale_(optim::GradientsParams& grads) {
-  if (!enabled_) return;
+  if (!enabled_ || bf16_step_) return;
   EMBER_CHECK(!unscaled_, "amp::GradScaler::unscale_: already called since the last update()");
   NoGradGuard no_grad;
   // Two ops per gradient: u = g * (1/scale), and sum(u), which is inf or NaN exactly when an
@@ -120,6 +121,10 @@ void GradScaler::unscale_(optim::GradientsParams& grads) {
 
 void GradScaler::update() {
   if (!enabled_) return;
+  if (bf16_step_) {  // a pass-through step: nothing was scaled
+    bf16_step_ = false;
+    return;
+  }
   EMBER_CHECK(unscaled_, "amp::GradScaler::update: no inf/NaN check since the last update; call step() or "
               "unscale_() first");
   if (found_inf_) {

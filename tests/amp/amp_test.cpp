@@ -427,6 +427,11 @@ struct OneLayer {
   EMBER_MODULE(fc)
 };
 
+optim::Sgd& opt_sgd() {
+  static optim::Sgd opt = optim::SgdConfig{}.init();
+  return opt;
+}
+
 TEST(GradScaler, Defaults) {
   amp::GradScaler s;
   EXPECT_TRUE(s.is_enabled());
@@ -579,10 +584,22 @@ TEST(GradScaler, Bf16WarnsOnceAndPassesThrough) {
   EXPECT_EQ(a.scale(loss).item(), 2.0);
   EXPECT_EQ(a.get_scale(), 1.0);
   a.update();  // nothing to do
-  // an f16 scaler under bf16 autocast passes the loss through too
+  // an f16 scaler under bf16 autocast passes the loss, and then the step, through too
   amp::GradScaler f16;
-  amp::Autocast guard(DType::bf16);
-  EXPECT_EQ(f16.scale(loss).item(), 2.0);
+  {
+    amp::Autocast guard(DType::bf16);
+    EXPECT_EQ(f16.scale(loss).item(), 2.0);
+  }
+  Device dev = Device::cpu().autodiff();
+  OneLayer m{nn::LinearConfig{2, 1, false}.init(dev)};
+  const float w0 = m.fc.weight.value().to_vector<float>()[0];
+  optim::GradientsParams g;
+  g.set(m.fc.weight, DynTensor::from_vector<float>({1, 1}, {1, 2}, dev));
+  m = f16.step(opt_sgd(), std::move(m), g, 0.5);  // not divided by 65536
+  EXPECT_FLOAT_EQ(m.fc.weight.value().to_vector<float>()[0], w0 - 0.5f);
+  f16.update();
+  EXPECT_EQ(f16.get_scale(), 65536.0);
+  EXPECT_EQ(f16.scale(loss).item(), 2.0 * 65536.0);  // the next step outside bf16 scales again
 }
 
 TEST(GradScaler, F16TrainingDoesNotDiverge) {

@@ -44,7 +44,8 @@ class GradScaler {
   explicit GradScaler(GradScalerConfig config = {});
 
   bool is_enabled() const { return enabled_; }
-  // loss * scale (the loss itself when disabled).
+  // loss * scale (the loss itself when disabled). Under bf16 autocast it warns once and passes
+  // the loss through, and the step that follows (unscale_, step, update) passes through too.
   DynTensor scale(DynTensor loss) const;
   // Multiplies every gradient by 1/scale and records whether any element is inf or NaN. At most
   // once per step (between updates); step() calls it when the caller did not.
@@ -52,7 +53,7 @@ class GradScaler {
   // The optimizer's step with the unscaled gradients, or `module` unchanged when they held inf/NaN.
   template <class M>
   M step(optim::Optimizer& opt, M module, optim::GradientsParams grads, double lr) {
-    if (!enabled_) return opt.step(std::move(module), std::move(grads), lr);
+    if (!enabled_ || bf16_step_) return opt.step(std::move(module), std::move(grads), lr);
     if (!unscaled_) unscale_(grads);
     if (found_inf_) {
       skipped_ = true;
@@ -92,6 +93,7 @@ class GradScaler {
   bool unscaled_ = false;   // unscale_ ran since the last update
   bool found_inf_ = false;
   bool skipped_ = false;
+  mutable bool bf16_step_ = false;  // scale() passed the loss through (bf16 autocast); until update()
 };
 
 // Where amp's warnings go (default: one line on stderr). Returns the previous handler.
