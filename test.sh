@@ -151,6 +151,10 @@ else
   echo "   char_transformer --fusion: loss '$(loss_of char_transformer-fusion)', without fusion '$(loss_of char_transformer)'"
   ex_f=$((ex_f + 1))
 fi
+# char_transformer --amp bf16 trains under autocast (docs/amp.md).
+if (cd "$ex_dir" && ../../examples/char_transformer --steps 30 --sample 40 --amp bf16) >"$ex_dir/char_transformer-amp.log" 2>&1
+then ex_p=$((ex_p + 1))
+else echo "   char_transformer --amp bf16 failed:"; tail -5 "$ex_dir/char_transformer-amp.log"; ex_f=$((ex_f + 1)); fi
 echo "   $ex_p passed, $ex_f failed ($ex_dir)"
 passed=$((passed + ex_p)); failed=$((failed + ex_f))
 

@@ -1,5 +1,7 @@
 #include "ember/nn/functional.hpp"
 
+#include "ember/tensor/op_hook.hpp"
+
 #include <cmath>
 #include <limits>
 
@@ -207,7 +209,10 @@ DynTensor upsample(DynTensor x, double scale_factor, InterpMode mode, bool align
 DynTensor linear(DynTensor x, DynTensor weight, std::optional<DynTensor> bias) {
   EMBER_CHECK(weight.rank() == 2 && x.rank() >= 1 && x.size(-1) == weight.size(1), "linear: input ", x.shape(),
               " does not match weight [out, in] ", weight.shape());
-  if (bias) return matmul(std::move(x), transpose(std::move(weight), 0, 1), *bias);
+  // The weight (and bias) go to the op-input hook before the transpose, so that autocast casts the
+  // parameter itself, once per scope, rather than a new transposed view at every call.
+  weight = hook_operand(OpKind::matmul, std::move(weight));
+  if (bias) return matmul(std::move(x), transpose(std::move(weight), 0, 1), hook_operand(OpKind::matmul, *bias));
   return matmul(std::move(x), transpose(std::move(weight), 0, 1));
 }
 

@@ -6,6 +6,7 @@
 
 #include "ember/core/error.hpp"
 #include "ember/nn/module.hpp"
+#include "ember/tensor/op_hook.hpp"
 #include "ember/tensor/ops.hpp"
 
 namespace ember::nn::internal {
@@ -30,8 +31,10 @@ inline DynTensor fan_in_uniform(Shape shape, int64_t fan_in, const Device& d) {
 
 // A layer refuses an input whose dtype differs from its parameters', as PyTorch does ("mat1 and
 // mat2 must have the same dtype"): the ops would promote, and an f32 layer would run in f64 silently.
+// Under an op-input hook (amp's autocast) floating dtypes may differ: the hook casts them per op.
 inline void check_dtype(std::string_view layer, const DynTensor& input, const DynTensor& param,
                         std::string_view param_name = "weight", std::string_view input_name = "input") {
+  if (op_input_hook() && is_float(input.dtype()) && is_float(param.dtype())) return;
   EMBER_CHECK(input.dtype() == param.dtype(), layer, ": ", input_name, " is ", input.dtype(), ", ", param_name, " is ",
               param.dtype(), "; cast the input or the layer's parameters to one dtype");
 }

@@ -6,8 +6,18 @@
 #include <numbers>
 #include <string>
 
+#include "ember/tensor/op_hook.hpp"
+
 namespace ember::nn {
 namespace {
+
+// Losses compute in f32 under autocast (PyTorch's autocast float32 list): each loss passes its
+// floating inputs through the op-input hook as the fused loss op's logits would be, which upcasts
+// f16/bf16 there (and changes nothing without a hook).
+template <class... T>
+void loss_inputs(T&... xs) {
+  ((xs = hook_operand(OpKind::cross_entropy, std::move(xs))), ...);
+}
 
 DynTensor reduce(DynTensor loss, Reduction r) {
   switch (r) {
@@ -118,10 +128,12 @@ DynTensor nll(DynTensor log_probs, DynTensor target, const NllLossOptions& o, st
 
 // ---- classification ----
 DynTensor nll_loss(DynTensor log_probs, DynTensor target, const NllLossOptions& o) {
+  loss_inputs(log_probs);
   return nll(std::move(log_probs), std::move(target), o, "nll_loss");
 }
 
 DynTensor cross_entropy(DynTensor logits, DynTensor target, const CrossEntropyOptions& o) {
+  loss_inputs(logits, target);
   check_float(logits, "cross_entropy", "logits");
   EMBER_CHECK(o.label_smoothing >= 0 && o.label_smoothing <= 1,
               "cross_entropy: label_smoothing must be in [0, 1], got ", o.label_smoothing);
@@ -185,6 +197,7 @@ DynTensor cross_entropy(DynTensor logits, DynTensor target, const CrossEntropyOp
 
 DynTensor binary_cross_entropy(DynTensor probs, DynTensor target, std::optional<DynTensor> weight,
                                Reduction reduction) {
+  loss_inputs(probs, target);
   check_float(probs, "binary_cross_entropy", "input");
   check_same_shape(probs, target, "binary_cross_entropy");
   check_weight_fits(weight, probs, "binary_cross_entropy");
@@ -202,6 +215,7 @@ DynTensor binary_cross_entropy(DynTensor probs, DynTensor target, std::optional<
 }
 
 DynTensor binary_cross_entropy_with_logits(DynTensor logits, DynTensor target, const BceWithLogitsOptions& o) {
+  loss_inputs(logits, target);
   check_float(logits, "binary_cross_entropy_with_logits", "input");
   check_same_shape(logits, target, "binary_cross_entropy_with_logits");
   check_weight_fits(o.weight, logits, "binary_cross_entropy_with_logits");
@@ -216,6 +230,7 @@ DynTensor binary_cross_entropy_with_logits(DynTensor logits, DynTensor target, c
 
 DynTensor multi_margin_loss(DynTensor input, DynTensor target, int p, double margin, std::optional<DynTensor> weight,
                             Reduction reduction) {
+  loss_inputs(input);
   check_float(input, "multi_margin_loss", "input");
   EMBER_CHECK(p == 1 || p == 2, "multi_margin_loss: p must be 1 or 2, got ", p);
   Unbatched unbatched;
@@ -243,6 +258,7 @@ DynTensor multi_margin_loss(DynTensor input, DynTensor target, int p, double mar
 
 DynTensor multilabel_soft_margin_loss(DynTensor input, DynTensor target, std::optional<DynTensor> weight,
                                       Reduction reduction) {
+  loss_inputs(input, target);
   check_float(input, "multilabel_soft_margin_loss", "input");
   check_same_shape(input, target, "multilabel_soft_margin_loss");
   check_weight_fits(weight, input, "multilabel_soft_margin_loss");
@@ -254,6 +270,7 @@ DynTensor multilabel_soft_margin_loss(DynTensor input, DynTensor target, std::op
 }
 
 DynTensor soft_margin_loss(DynTensor input, DynTensor target, Reduction reduction) {
+  loss_inputs(input, target);
   check_float(input, "soft_margin_loss", "input");
   check_same_shape(input, target, "soft_margin_loss");
   return reduce(softplus(-(input * target)), reduction);
@@ -261,16 +278,19 @@ DynTensor soft_margin_loss(DynTensor input, DynTensor target, Reduction reductio
 
 // ---- regression ----
 DynTensor mse_loss(DynTensor input, DynTensor target, Reduction reduction) {
+  loss_inputs(input, target);
   check_same_shape(input, target, "mse_loss");
   return reduce(square(input - target), reduction);
 }
 
 DynTensor l1_loss(DynTensor input, DynTensor target, Reduction reduction) {
+  loss_inputs(input, target);
   check_same_shape(input, target, "l1_loss");
   return reduce(abs(input - target), reduction);
 }
 
 DynTensor huber_loss(DynTensor input, DynTensor target, Reduction reduction, double delta) {
+  loss_inputs(input, target);
   EMBER_CHECK(delta > 0, "huber_loss: delta must be positive, got ", delta);
   check_same_shape(input, target, "huber_loss");
   DynTensor d = input - target;
@@ -280,6 +300,7 @@ DynTensor huber_loss(DynTensor input, DynTensor target, Reduction reduction, dou
 }
 
 DynTensor smooth_l1_loss(DynTensor input, DynTensor target, Reduction reduction, double beta) {
+  loss_inputs(input, target);
   EMBER_CHECK(beta >= 0, "smooth_l1_loss: beta must be >= 0, got ", beta);
   check_same_shape(input, target, "smooth_l1_loss");
   if (beta == 0) return l1_loss(std::move(input), std::move(target), reduction);
@@ -290,6 +311,7 @@ DynTensor smooth_l1_loss(DynTensor input, DynTensor target, Reduction reduction,
 }
 
 DynTensor poisson_nll_loss(DynTensor input, DynTensor target, const PoissonNllOptions& o) {
+  loss_inputs(input, target);
   check_float(input, "poisson_nll_loss", "input");
   check_same_shape(input, target, "poisson_nll_loss");
   DynTensor loss = o.log_input ? exp(input) - target * input : input - target * log(input + o.eps);
@@ -306,6 +328,7 @@ DynTensor poisson_nll_loss(DynTensor input, DynTensor target, const PoissonNllOp
 
 DynTensor gaussian_nll_loss(DynTensor input, DynTensor target, DynTensor var, bool full, double eps,
                             Reduction reduction) {
+  loss_inputs(input, target, var);
   check_float(input, "gaussian_nll_loss", "input");
   // PyTorch's documented target: input's shape, or input's shape with one dim of 1.
   if (target.shape() != input.shape()) {
@@ -336,6 +359,7 @@ DynTensor gaussian_nll_loss(DynTensor input, DynTensor target, DynTensor var, bo
 
 // ---- distributions ----
 DynTensor kl_div(DynTensor input, DynTensor target, KlReduction reduction, bool log_target) {
+  loss_inputs(input, target);
   check_float(input, "kl_div", "input");
   check_same_shape(input, target, "kl_div");
   DynTensor loss;
@@ -361,6 +385,7 @@ DynTensor kl_div(DynTensor input, DynTensor target, KlReduction reduction, bool 
 
 // ---- embeddings and ranking ----
 DynTensor cosine_embedding_loss(DynTensor x1, DynTensor x2, DynTensor y, double margin, Reduction reduction) {
+  loss_inputs(x1, x2);
   check_float(x1, "cosine_embedding_loss", "input1");
   EMBER_CHECK(x1.shape() == x2.shape() && (x1.rank() == 1 || x1.rank() == 2), "cosine_embedding_loss: inputs ",
               x1.shape(), " and ", x2.shape(), " must both be [N, D] or [D]");
@@ -379,6 +404,7 @@ DynTensor cosine_embedding_loss(DynTensor x1, DynTensor x2, DynTensor y, double 
 }
 
 DynTensor margin_ranking_loss(DynTensor x1, DynTensor x2, DynTensor y, double margin, Reduction reduction) {
+  loss_inputs(x1, x2);
   check_float(x1, "margin_ranking_loss", "input1");
   check_same_shape(x1, x2, "margin_ranking_loss", "input1", "input2");
   check_same_shape(x1, y, "margin_ranking_loss", "input1", "target");
@@ -386,6 +412,7 @@ DynTensor margin_ranking_loss(DynTensor x1, DynTensor x2, DynTensor y, double ma
 }
 
 DynTensor hinge_embedding_loss(DynTensor input, DynTensor y, double margin, Reduction reduction) {
+  loss_inputs(input);
   check_float(input, "hinge_embedding_loss", "input");
   check_same_shape(input, y, "hinge_embedding_loss");
   DynTensor zeros = input * 0.0;
@@ -402,6 +429,7 @@ DynTensor pairwise_distance(const DynTensor& a, const DynTensor& b, double p, do
 }  // namespace
 
 DynTensor triplet_margin_loss(DynTensor anchor, DynTensor positive, DynTensor negative, const TripletMarginOptions& o) {
+  loss_inputs(anchor, positive, negative);
   check_float(anchor, "triplet_margin_loss", "anchor");
   EMBER_CHECK(o.margin > 0, "triplet_margin_loss: margin must be positive, got ", o.margin);
   EMBER_CHECK(anchor.shape() == positive.shape() && anchor.shape() == negative.shape() &&

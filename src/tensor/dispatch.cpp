@@ -4,10 +4,39 @@
 #include <sstream>
 
 #include "ember/core/trace.hpp"
+#include "ember/tensor/op_hook.hpp"
+
+namespace ember {
+
+namespace detail {
+thread_local OpInputHook* t_op_input_hook = nullptr;
+}  // namespace detail
+
+OpInputHook* set_op_input_hook(OpInputHook* hook) {
+  OpInputHook* prev = detail::t_op_input_hook;
+  detail::t_op_input_hook = hook;
+  return prev;
+}
+
+DynTensor hook_operand(OpKind kind, DynTensor x) {
+  if (OpInputHook* h = op_input_hook()) h->before_op(kind, std::span<DynTensor>(&x, 1));
+  return x;
+}
+
+}  // namespace ember
 
 namespace ember::detail {
 
 namespace {
+
+// The op-input hook (op_hook.hpp) of the braced-list forms: their handles live in Operands.
+void apply_hook(OpInputHook* h, OpKind kind, std::initializer_list<Operand> in) {
+  std::vector<DynTensor> tmp;  // (only while a hook is installed)
+  tmp.reserve(in.size());
+  for (const Operand& o : in) tmp.push_back(std::move(o.t));
+  h->before_op(kind, tmp);
+  for (size_t i = 0; i < in.size(); ++i) in.begin()[i].t = std::move(tmp[i]);
+}
 
 // Takes the primitives out of the input handles (`get(i)` is the i-th handle, moved from) and
 // returns the device they share; an undefined handle is an absent optional input.
@@ -55,6 +84,7 @@ std::string describe_inputs(size_t n, Get get) {
 }  // namespace
 
 std::vector<DynTensor> run_op(OpKind kind, std::vector<DynTensor> inputs, OpAttrs attrs) {
+  if (OpInputHook* h = op_input_hook()) h->before_op(kind, inputs);
   trace::Scope traced("op", op_name(kind), [&] {
     return describe_inputs(inputs.size(), [&](size_t i) -> const DynTensor& { return inputs[i]; });
   });
@@ -65,6 +95,7 @@ std::vector<DynTensor> run_op(OpKind kind, std::vector<DynTensor> inputs, OpAttr
 }
 
 std::vector<DynTensor> run_op(OpKind kind, std::initializer_list<Operand> in, OpAttrs attrs) {
+  if (OpInputHook* h = op_input_hook()) apply_hook(h, kind, in);
   trace::Scope traced("op", op_name(kind), [&] {
     return describe_inputs(in.size(), [&](size_t i) -> const DynTensor& { return in.begin()[i].t; });
   });
@@ -74,6 +105,7 @@ std::vector<DynTensor> run_op(OpKind kind, std::initializer_list<Operand> in, Op
 }
 
 DynTensor run1(OpKind kind, std::initializer_list<Operand> in, OpAttrs attrs) {
+  if (OpInputHook* h = op_input_hook()) apply_hook(h, kind, in);
   trace::Scope traced("op", op_name(kind), [&] {
     return describe_inputs(in.size(), [&](size_t i) -> const DynTensor& { return in.begin()[i].t; });
   });

@@ -1,5 +1,6 @@
 // Reductions, scans and sorting of the tensor API.
 #include "dispatch.hpp"
+#include "ember/tensor/op_hook.hpp"
 
 namespace ember {
 
@@ -71,9 +72,13 @@ TensorPair topk(DynTensor x, int64_t k, int dim, bool largest) {
 DynTensor matmul(DynTensor a, DynTensor b) {
   EMBER_CHECK(a.rank() >= 1 && b.rank() >= 1, "matmul: both arguments need at least one dim, got ", a.shape(),
               " and ", b.shape());
-  DType dt = promote_types(a.dtype(), b.dtype());
-  a = cast_to(std::move(a), dt);
-  b = cast_to(std::move(b), dt);
+  // (under a hook that casts matmul's inputs, such as amp's autocast, promoting first would add casts)
+  OpInputHook* hook = op_input_hook();
+  if (!hook || !hook->casts_inputs(OpKind::matmul)) {
+    DType dt = promote_types(a.dtype(), b.dtype());
+    a = cast_to(std::move(a), dt);
+    b = cast_to(std::move(b), dt);
+  }
   bool a1 = a.rank() == 1, b1 = b.rank() == 1;
   if (a1) a = unsqueeze(std::move(a), 0);
   if (b1) b = unsqueeze(std::move(b), 1);
@@ -85,6 +90,10 @@ DynTensor matmul(DynTensor a, DynTensor b) {
 
 DynTensor matmul(DynTensor a, DynTensor b, DynTensor bias) {
   DType dt = promote_types(promote_types(a.dtype(), b.dtype()), bias.dtype());
+  if (OpInputHook* hook = op_input_hook(); hook && hook->casts_inputs(OpKind::matmul) && is_float(dt) &&
+                                            a.rank() >= 2 && b.rank() >= 2 && bias.rank() == 1 &&
+                                            bias.size(0) == b.size(-1))
+    return run1(OpKind::matmul, {std::move(a), std::move(b), std::move(bias)});
   // one op (a GEMM with a bias epilogue on the GPU) for matrices and a bias along their columns
   if (a.rank() >= 2 && b.rank() >= 2 && bias.rank() == 1 && bias.size(0) == b.size(-1) && is_float(dt))
     return run1(OpKind::matmul, {cast_to(std::move(a), dt), cast_to(std::move(b), dt), cast_to(std::move(bias), dt)});

@@ -30,7 +30,7 @@ namespace ember::train {
 namespace {
 
 bool is_system_metric(const std::string& n) {
-  return n == "lr" || n == "iter_per_s" || n == "samples_per_s" || n == "cpu_percent" || n == "memory_mb" ||
+  return n == "lr" || n == "loss_scale" || n == "iter_per_s" || n == "samples_per_s" || n == "cpu_percent" || n == "memory_mb" ||
          n == "gpu_memory_mb" || n == "data_wait" || n == "eta_s" || n == "time_s";
 }
 
@@ -164,7 +164,7 @@ class DashboardRenderer final : public Renderer {
       for (const auto& [n, v] : p.step_values) {
         s_.add_name(n);
         s_.last_step[n] = v;
-        if (!is_system_metric(n) || n == "lr" || n == "iter_per_s" || n == "cpu_percent" || n == "memory_mb" ||
+        if (!is_system_metric(n) || n == "lr" || n == "loss_scale" || n == "iter_per_s" || n == "cpu_percent" || n == "memory_mb" ||
             n == "gpu_memory_mb" || n == "data_wait")
           s_.steps[n].add(p.epoch_position, v);
       }
@@ -420,7 +420,7 @@ class DashboardRenderer final : public Renderer {
     }
     // Resources.
     std::string res;
-    for (const char* n : {"lr", "iter_per_s", "cpu_percent", "memory_mb", "gpu_memory_mb", "data_wait"}) {
+    for (const char* n : {"lr", "loss_scale", "iter_per_s", "cpu_percent", "memory_mb", "gpu_memory_mb", "data_wait"}) {
       auto it = s.last_step.find(n);
       if (it == s.last_step.end() || std::isnan(it->second)) continue;
       res += "  " + display_name(n) + " " + format_metric(n, it->second);

@@ -80,6 +80,7 @@ struct FitSession::Impl {
   Clock::time_point split_start, last_end, step_start;
   double split_wait = 0, split_cpu_start = 0;
   double lr_used = kNan;
+  std::optional<double> loss_scale;  // a GradScaler's, after each optimizer step
 
   // Rates.
   double ema_dt[2] = {kNan, kNan}, ema_wait[2] = {kNan, kNan}, ema_samples[2] = {kNan, kNan};
@@ -417,6 +418,7 @@ void FitSession::begin(int64_t train_batches, int64_t valid_batches, bool has_va
   } else {
     info.metrics.push_back("lr");
   }
+  if (s.cfg.grad_scaler) info.metrics.push_back("loss_scale");
   info.run_dir = s.cfg.run_dir;
   info.resumed_from = s.resumed_from;
   s.renderer->start(info, s.history);
@@ -459,6 +461,8 @@ void FitSession::before_step() {
   s.lr_used = s.sched.lr();
   if (s.split == Split::train && s.cfg.seed) s.device.seed(splitmix64(*s.cfg.seed ^ splitmix64(uint64_t(s.iteration))));
 }
+
+void FitSession::set_loss_scale(double scale) { impl_->loss_scale = scale; }
 
 void FitSession::optimizer_stepped() {
   Impl& s = *impl_;
@@ -514,6 +518,7 @@ bool FitSession::after_batch(Split split, const BatchOutputs& out, bool stepped)
   }
   if (split == Split::train) {
     vals.emplace_back("lr", s.lr_used);
+    if (s.loss_scale) vals.emplace_back("loss_scale", *s.loss_scale);
     if (s.cfg.system_metrics) {
       vals.emplace_back("iter_per_s", s.ema_dt[sp] > 0 ? 1 / s.ema_dt[sp] : kNan);
       vals.emplace_back("samples_per_s", s.ema_samples[sp]);
@@ -704,6 +709,11 @@ struct Evaluator::Impl {
   int64_t samples = 0;
   Clock::time_point start = Clock::now();
 };
+
+bool file_exists(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec);
+}
 
 Evaluator::Evaluator(const std::vector<MetricPtr>& metrics) : impl_(std::make_unique<Impl>()) {
   impl_->metrics.push_back(loss_metric()->clone());

@@ -32,6 +32,8 @@ std::string format_metric(const std::string& name, double v) {
   char buf[64];
   if (name == "lr")
     std::snprintf(buf, sizeof buf, "%.2e", v);
+  else if (name == "loss_scale")  // a power of two: 65536, 0.5
+    std::snprintf(buf, sizeof buf, "%.6g", v);
   else if (name == "data_wait")
     std::snprintf(buf, sizeof buf, "%.1f%%", 100 * v);
   else if (name == "cpu_percent")
@@ -57,6 +59,7 @@ std::string display_name(const std::string& name) {
   if (name == "gpu_memory_mb") return "gpu mem";
   if (name == "data_wait") return "data wait";
   if (name == "time_s") return "time";
+  if (name == "loss_scale") return "loss scale";
   return name;
 }
 

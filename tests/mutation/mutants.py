@@ -51,6 +51,7 @@ def onnx_node(substring):
 CPU_TESTS = "tests/backends/cpu/ember_cpu_tests"
 TENSOR_TESTS = "tests/tensor/ember_tensor_tests"
 FUSION_TESTS = "tests/fusion/ember_fusion_tests"
+AMP_TESTS = "tests/amp/ember_amp_tests"
 
 BPE_TESTS = "tests/data/ember_bpe_tests"
 # GPT-2's files for the BPE suite's reference tests, where test.sh installed them.
@@ -64,6 +65,105 @@ def bpe():
 
 
 MUTANTS = [
+    {
+        "id": "amp-scale-not-halving",
+        "family": "amp",
+        "file": "src/amp/grad_scaler.cpp",
+        "search": "    scale_ *= config_.backoff_factor;",
+        "replace": "    scale_ *= 1.0;",
+        "description": "the GradScaler keeps its scale after an overflow instead of backing off",
+        "suites": [unit(AMP_TESTS)],
+    },
+    {
+        "id": "amp-cache-keyed-by-handle",
+        "family": "amp",
+        "file": "src/amp/autocast.cpp",
+        "search": "CacheKey key{src.get(), dtype, grad_enabled()};",
+        "replace": "CacheKey key{reinterpret_cast<const Primitive*>(&t), dtype, grad_enabled()};",
+        "description": "the autocast cast cache is keyed by the handle's address, not the tensor's primitive, so uses recast",
+        "suites": [unit(AMP_TESTS)],
+    },
+    {
+        "id": "amp-softmax-not-upcast",
+        "family": "amp",
+        "file": "src/amp/autocast.cpp",
+        "search": "    case OpKind::softmax:\n",
+        "replace": "",
+        "description": "softmax drops out of autocast's f32 list (bf16 softmax)",
+        "suites": [unit(AMP_TESTS)],
+    },
+    {
+        "id": "amp-unscale-checks-first-grad-only",
+        "family": "amp",
+        "file": "src/amp/grad_scaler.cpp",
+        "search": "    sums.push_back(cast(rows ? sum(sum(u, {1})) : sum(u), DType::f64));",
+        "replace": "    if (sums.empty()) sums.push_back(cast(rows ? sum(sum(u, {1})) : sum(u), DType::f64));",
+        "description": "unscale_ checks only the first gradient for inf/NaN",
+        "suites": [unit(AMP_TESTS)],
+    },
+    {
+        "id": "amp-upcast-skips-bf16",
+        "family": "amp",
+        "file": "src/amp/autocast.cpp",
+        "search": "(t.dtype() == DType::f16 || t.dtype() == DType::bf16)",
+        "replace": "(t.dtype() == DType::f16)",
+        "description": "autocast's f32 class upcasts f16 inputs but not bf16 ones",
+        "suites": [unit(AMP_TESTS)],
+    },
+    {
+        "id": "amp-linear-casts-transposed-view",
+        "family": "amp",
+        "file": "src/nn/functional.cpp",
+        "search": "  weight = hook_operand(OpKind::matmul, std::move(weight));\n",
+        "replace": "",
+        "description": "nn::linear transposes its weight before autocast sees it, so each use casts a new view",
+        "suites": [unit(AMP_TESTS)],
+    },
+    {
+        "id": "amp-cache-ignores-grad-mode",
+        "family": "amp",
+        "file": "src/amp/autocast.cpp",
+        "search": "CacheKey key{src.get(), dtype, grad_enabled()};",
+        "replace": "CacheKey key{src.get(), dtype, true};",
+        "description": "an untracked cast made under no_grad serves a later tracked use (no gradient reaches the weight)",
+        "suites": [unit(AMP_TESTS)],
+    },
+    {
+        "id": "amp-growth-off-by-one",
+        "family": "amp",
+        "file": "src/amp/grad_scaler.cpp",
+        "search": "} else if (++growth_tracker_ == config_.growth_interval) {",
+        "replace": "} else if (growth_tracker_++ == config_.growth_interval) {",
+        "description": "the scale grows after growth_interval + 1 clean steps",
+        "suites": [unit(AMP_TESTS)],
+    },
+    {
+        "id": "amp-losses-not-upcast",
+        "family": "amp",
+        "file": "src/nn/loss.cpp",
+        "search": "  ((xs = hook_operand(OpKind::cross_entropy, std::move(xs))), ...);",
+        "replace": "  ((void)xs, ...);",
+        "description": "element-wise losses compute in bf16 under autocast instead of upcasting their inputs to f32",
+        "suites": [unit(AMP_TESTS)],
+    },
+    {
+        "id": "amp-cache-never-pruned",
+        "family": "amp",
+        "file": "src/amp/autocast.cpp",
+        "search": "      if (cache.size() >= prune_at) prune();\n",
+        "replace": "",
+        "description": "the autocast cast cache keeps the casts of dead tensors for the whole scope",
+        "suites": [unit(AMP_TESTS)],
+    },
+    {
+        "id": "amp-dashboard-no-loss-scale",
+        "family": "amp",
+        "file": "src/train/dashboard_renderer.cpp",
+        "search": "{\"lr\", \"loss_scale\", \"iter_per_s\", \"cpu_percent\"",
+        "replace": "{\"lr\", \"iter_per_s\", \"cpu_percent\"",
+        "description": "the dashboard's resource line leaves out the GradScaler's loss scale",
+        "suites": [unit("tests/train/ember_train_tests", "Dashboard.ShowsTheLossScale*")],
+    },
     {
         "id": "strided-unary-last",
         "family": "elementwise (strided)",

@@ -556,6 +556,40 @@ std::string run_capture(const std::string& cmd) {
 
 }  // namespace
 
+// Mixed precision (f16 with a GradScaler): the dashboard's resource line shows the loss scale.
+TEST(Dashboard, ShowsTheLossScaleUnderTmux) {
+  if (std::system("tmux -V >/dev/null 2>&1") != 0) GTEST_SKIP() << "tmux is not installed: dashboard test skipped";
+  fs::path run = fresh_dir("dashboard_amp");
+  std::string tmux = "tmux -S '" + (run / "tmux.sock").string() + "' ";
+  struct KillServer {
+    std::string cmd;
+    ~KillServer() { (void)!std::system(cmd.c_str()); }
+  } kill_server{tmux + "kill-server >/dev/null 2>&1"};
+  std::string inner = "env LANG=C.UTF-8 LC_ALL=C.UTF-8 '" + std::string(EMBER_TRAIN_TEST_APP) + "' dashboard '" +
+                      run.string() + "' dashboard 1000 f16; echo APP-DONE; sleep 120";
+  ASSERT_EQ(std::system((tmux + "new-session -d -x 120 -y 40 -s dash \"" + inner + "\"").c_str()), 0);
+  auto wait_for = [&](const std::string& text, int seconds = 60) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    std::string s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      s = run_capture(tmux + "capture-pane -p -t dash");
+      if (s.find(text) != std::string::npos) return s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << "the screen never showed '" << text << "':\n" << s;
+    return s;
+  };
+  wait_for("loss scale 65536");
+  EXPECT_EQ(std::system((tmux + "send-keys -t dash q").c_str()), 0);
+  std::string s = wait_for("APP-DONE", 90);
+  EXPECT_NE(s.find("APP EXIT stopped by the renderer (quit)"), std::string::npos) << s;
+  EXPECT_EQ(std::system(kill_server.cmd.c_str()), 0);
+  auto last = train::latest_checkpoint((run / "checkpoints").string());
+  ASSERT_TRUE(last);
+  EXPECT_TRUE(fs::exists(last->path + "/grad_scaler.safetensors"));
+  fs::remove_all(run);
+}
+
 TEST(Dashboard, DrivenUnderTmux) {
   if (std::system("tmux -V >/dev/null 2>&1") != 0) GTEST_SKIP() << "tmux is not installed: dashboard test skipped";
   fs::path run = fresh_dir("dashboard");

@@ -1,13 +1,16 @@
 // A helper program of ember_train_tests (not a test itself):
-//   train_test_app dashboard <run_dir> [auto|plain|dashboard [epochs]]
+//   train_test_app dashboard <run_dir> [auto|plain|dashboard [epochs [f16]]]
 //                                              trains the tiny problem slowly under the dashboard
-//                                              (driven by the tests through tmux), or another renderer
+//                                              (driven by the tests through tmux), or another renderer;
+//                                              f16: with mixed precision and a GradScaler
 //   train_test_app checkpoint-loop <dir>      writes checkpoints in a loop until killed; checkpoint
 //                                              i holds a tensor of 2^20 floats all equal to i
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "ember/nn/file.hpp"
 #include "ember/train/checkpoint.hpp"
@@ -15,11 +18,20 @@
 
 using namespace ember;
 
-static int dashboard(const std::string& run_dir, const std::string& kind, int64_t epochs) {
+static int dashboard(const std::string& run_dir, const std::string& kind, int64_t epochs, bool f16) {
   Device dev = tiny::device();
   tiny::Loader train_loader(tiny::blobs(600, 1), 16, 7, dev), valid_loader(tiny::blobs(90, 2), 30, 8, dev);
-  auto learner = train::LearnerBuilder<tiny::Model, tiny::Batch>(tiny::make_model(3), tiny::train_step(0.02),
-                                                                  tiny::valid_step())
+  train::TrainStepFn<tiny::Model, tiny::Batch> step = tiny::train_step(0.02);
+  if (f16)  // mixed precision: the loss is scaled by the Learner's GradScaler before backward
+    step = [](tiny::Model& m, const tiny::Batch& b) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      DynTensor logits = m.forward(b.x);
+      DynTensor loss = nn::cross_entropy(logits, b.y);
+      return train::TrainStepResult{{loss, logits, b.y}, amp::scale_loss(loss).backward()};
+    };
+  auto builder = train::LearnerBuilder<tiny::Model, tiny::Batch>(tiny::make_model(3), step, tiny::valid_step());
+  if (f16) builder.mixed_precision(DType::f16);
+  auto learner = builder
                      .optimizer(optim::Sgd({.momentum = 0.9}))
                      .lr(0.05)
                      .epochs(epochs)
@@ -50,9 +62,10 @@ static int checkpoint_loop(const std::string& dir) {
 }
 
 int main(int argc, char** argv) {
-  if (argc >= 3 && argc <= 5 && std::strcmp(argv[1], "dashboard") == 0)
-    return dashboard(argv[2], argc > 3 ? argv[3] : "dashboard", argc > 4 ? std::stoll(argv[4]) : 1000);
+  if (argc >= 3 && argc <= 6 && std::strcmp(argv[1], "dashboard") == 0)
+    return dashboard(argv[2], argc > 3 ? argv[3] : "dashboard", argc > 4 ? std::stoll(argv[4]) : 1000,
+                     argc > 5 && std::strcmp(argv[5], "f16") == 0);
   if (argc == 3 && std::strcmp(argv[1], "checkpoint-loop") == 0) return checkpoint_loop(argv[2]);
-  std::cerr << "usage: train_test_app dashboard <run_dir> [auto|plain|dashboard [epochs]] | checkpoint-loop <dir>\n";
+  std::cerr << "usage: train_test_app dashboard <run_dir> [auto|plain|dashboard [epochs [f16]]] | checkpoint-loop <dir>\n";
   return 2;
 }

@@ -52,6 +52,7 @@
 #include <utility>
 #include <vector>
 
+#include "ember/amp.hpp"
 #include "ember/core/error.hpp"
 #include "ember/nn/file.hpp"
 #include "ember/nn/module.hpp"
@@ -108,6 +109,12 @@ struct LearnerConfig {
   bool resume_required = true;  // false: start afresh when resume_from holds no checkpoint yet
   bool system_metrics = true;
   std::function<void(const StepInfo&)> on_step{};
+  // Mixed precision (docs/amp.md): the train and valid steps run inside an amp::Autocast scope of
+  // this dtype; with a grad_scaler the optimizer step goes through an amp::GradScaler (its state is
+  // saved in checkpoints, its scale shown as "loss_scale"), and the train step scales its loss
+  // with amp::scale_loss(loss) before backward.
+  std::optional<DType> mixed_precision{};
+  std::optional<amp::GradScalerConfig> grad_scaler{};
 };
 
 namespace detail {
@@ -137,6 +144,7 @@ class FitSession {
   void begin_split(Split split, int64_t num_batches);
   void before_step();  // the batch is here: data wait ends, device reseeded
   double lr() const;
+  void set_loss_scale(double scale);  // shown with the step values as "loss_scale"
   void optimizer_stepped();
   // Records a batch; returns true when the run must stop now (checkpoint written by stop()).
   bool after_batch(Split split, const BatchOutputs& outputs, bool optimizer_stepped);
@@ -172,6 +180,8 @@ decltype(auto) deref_loader(L& l) {
   else if constexpr (requires { l.get(); *l; }) return (*l);  // shared_ptr, unique_ptr
   else return (l);
 }
+bool file_exists(const std::string& path);
+
 template <class L>
 int64_t loader_batches(L& l) {
   if constexpr (requires { l.num_batches(); }) return int64_t(l.num_batches());
@@ -206,7 +216,9 @@ class Learner {
         valid_step_(std::move(valid_step)),
         opt_(std::move(optimizer)),
         sched_(std::move(scheduler)),
-        config_(std::move(config)) {}
+        config_(std::move(config)) {
+    if (config_.grad_scaler) scaler_.emplace(*config_.grad_scaler);
+  }
 
   // Trains for the configured epochs (or until stopped) and returns the trained model.
   template <class TrainLoader, class ValidLoader>
@@ -227,7 +239,7 @@ class Learner {
     nn::set_training(model_, false);
     {
       NoGradGuard no_grad;
-      for (auto it = l.begin(); it != l.end(); ++it) ev.add(to_host(valid_step_(std::as_const(model_), *it)));
+      for (auto it = l.begin(); it != l.end(); ++it) ev.add(to_host(run_valid_step(*it)));
     }
     nn::set_training(model_, true);
     return ev.result();
@@ -239,6 +251,8 @@ class Learner {
   optim::Optimizer& optimizer() { return *opt_; }
   optim::LrScheduler& scheduler() { return *sched_; }
   const LearnerConfig& config() const { return config_; }
+  // The loss scaler of an f16 mixed-precision run (nullptr otherwise).
+  const amp::GradScaler* grad_scaler() const { return scaler_ ? &*scaler_ : nullptr; }
 
  private:
   static Device model_device(const M& m) {
@@ -251,11 +265,15 @@ class Learner {
     detail::FitSession s(config_, *sched_, model_device(model_), [this](const std::string& dir) {
       nn::save(model_, dir + "/model.safetensors");
       nn::write_tensors(dir + "/optimizer.safetensors", opt_->state_dict(model_));
+      if (scaler_) nn::write_tensors(dir + "/grad_scaler.safetensors", scaler_->state_dict());
     });
     try {
       if (auto ck = s.resume_checkpoint()) {
         nn::load(model_, *ck + "/model.safetensors");
         opt_->load_state_dict(model_, nn::read_tensors(*ck + "/optimizer.safetensors", model_device(model_).inner()));
+        // (a checkpoint of a run without a scaler leaves this one at its initial scale)
+        if (scaler_ && detail::file_exists(*ck + "/grad_scaler.safetensors"))
+          scaler_->load_state_dict(nn::read_tensors(*ck + "/grad_scaler.safetensors", Device::cpu()));
         s.load_state(*ck);
       }
       s.begin(detail::loader_batches(train), valid ? detail::loader_batches(*valid) : 0, valid != nullptr);
@@ -291,7 +309,7 @@ class Learner {
       if (index < skip) continue;
       const auto& batch = *it;
       s.before_step();
-      TrainStepResult r = train_step_(model_, batch);
+      TrainStepResult r = run_train_step(batch);
       optim::GradientsParams g = optim::GradientsParams::from(model_, r.grads);
       r.grads = Gradients();
       if (pending == 0) acc = std::move(g);
@@ -311,7 +329,13 @@ class Learner {
 
   void apply(detail::FitSession& s, optim::GradientsParams& acc, int64_t& pending) {
     if (pending > 1) acc.scale(1.0 / double(pending));
-    model_ = opt_->step(std::move(model_), std::move(acc), s.lr());
+    if (scaler_) {  // unscale (checking for inf/NaN), step unless found, adjust the scale
+      model_ = scaler_->step(*opt_, std::move(model_), std::move(acc), s.lr());
+      scaler_->update();
+      s.set_loss_scale(scaler_->get_scale());
+    } else {
+      model_ = opt_->step(std::move(model_), std::move(acc), s.lr());
+    }
     acc = optim::GradientsParams();
     pending = 0;
     s.optimizer_stepped();
@@ -328,7 +352,7 @@ class Learner {
       for (auto it = loader.begin(); it != loader.end(); ++it) {
         const auto& batch = *it;
         s.before_step();
-        ClassificationOutput out = valid_step_(std::as_const(model_), batch);
+        ClassificationOutput out = run_valid_step(batch);
         if (s.after_batch(Split::valid, to_host(out), false)) {
           stopped = true;
           break;
@@ -344,12 +368,25 @@ class Learner {
     return true;
   }
 
+  // The steps, inside the mixed-precision scope when one is configured.
+  TrainStepResult run_train_step(const B& batch) {
+    std::optional<amp::Autocast> autocast;
+    if (config_.mixed_precision) autocast.emplace(*config_.mixed_precision);
+    amp::ActiveScaler active(scaler_ ? &*scaler_ : nullptr);
+    return train_step_(model_, batch);
+  }
+  ClassificationOutput run_valid_step(const B& batch) {
+    std::optional<amp::Autocast> autocast;
+    if (config_.mixed_precision) autocast.emplace(*config_.mixed_precision);
+    return valid_step_(std::as_const(model_), batch);
+  }
   M model_;
   TrainStepFn<M, B> train_step_;
   ValidStepFn<M, B> valid_step_;
   std::unique_ptr<optim::Optimizer> opt_;
   std::unique_ptr<optim::LrScheduler> sched_;
   LearnerConfig config_;
+  std::optional<amp::GradScaler> scaler_;
   FitSummary summary_;
   MetricHistory history_;
 };
@@ -407,6 +444,21 @@ class LearnerBuilder {
   }
   LearnerBuilder& system_metrics(bool on) { return set(config_.system_metrics, on); }
   LearnerBuilder& on_step(std::function<void(const StepInfo&)> f) { return set(config_.on_step, std::move(f)); }
+  // Mixed precision: the steps run under amp::Autocast(dtype). bf16 needs no loss scaling; f16
+  // gets an amp::GradScaler with PyTorch's defaults (the train step then backpropagates
+  // amp::scale_loss(loss)); pass a config to change them.
+  LearnerBuilder& mixed_precision(DType dtype) {
+    return mixed_precision(dtype, dtype == DType::f16 ? std::optional<amp::GradScalerConfig>(amp::GradScalerConfig{})
+                                                      : std::nullopt);
+  }
+  LearnerBuilder& mixed_precision(DType dtype, std::optional<amp::GradScalerConfig> scaler) {
+    EMBER_CHECK(dtype == DType::bf16 || dtype == DType::f16, "LearnerBuilder::mixed_precision: cannot autocast to ",
+                dtype, " (bf16 or f16)");
+    if (scaler) scaler->dtype = dtype;
+    config_.mixed_precision = dtype;
+    config_.grad_scaler = scaler;
+    return *this;
+  }
   LearnerConfig& config() { return config_; }
 
   Learner<M, B> build() {
