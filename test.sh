@@ -155,6 +155,17 @@ fi
 if (cd "$ex_dir" && ../../examples/char_transformer --steps 30 --sample 40 --amp bf16) >"$ex_dir/char_transformer-amp.log" 2>&1
 then ex_p=$((ex_p + 1))
 else echo "   char_transformer --amp bf16 failed:"; tail -5 "$ex_dir/char_transformer-amp.log"; ex_f=$((ex_f + 1)); fi
+# examples/gpt2, tiny, on 2 MB of the linux-doc-6.1 corpus: tokenizer, training with bf16 autocast
+# and checkpoints, a sample; its last line must be "val loss: X" with a loss below ln(vocab).
+if [ -d /usr/share/doc/linux-doc-6.1/Documentation ]; then
+  if (cd "$ex_dir" && ../../examples/gpt2/gpt2 --config tiny --corpus-mb 2 --steps 40 --eval-every 20 --batch 8 \
+        --seq 64 --sample 20 --run-dir gpt2-run) >"$ex_dir/gpt2.log" 2>&1 &&
+     tail -1 "$ex_dir/gpt2.log" | awk '/^val loss: [0-9.]+$/ && $3 < log(1024) {ok = 1} END {exit !ok}'
+  then ex_p=$((ex_p + 1)); tail -1 "$ex_dir/gpt2.log" | sed 's/^/   gpt2 (tiny): /'
+  else echo "   gpt2 failed:"; tail -5 "$ex_dir/gpt2.log"; ex_f=$((ex_f + 1)); fi
+else
+  skipped+=("examples/gpt2 (the corpus package linux-doc-6.1 is not installed)")
+fi
 echo "   $ex_p passed, $ex_f failed ($ex_dir)"
 passed=$((passed + ex_p)); failed=$((failed + ex_f))
 
