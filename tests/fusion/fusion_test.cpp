@@ -316,12 +316,25 @@ TEST(Fusion, AutodiffOnTopFusesTheBackward) {
 }
 
 
-// ---- matmul epilogues: the elementwise ops over a product run on each block of it while the
-// block is in cache (one kernel); results equal eager bit for bit (same GEMM, same kernels) ----
+// ---- matmul epilogues: the elementwise ops over a product join the matmul's group; the CPU
+// runs them as one pass over the product, or (EMBER_FUSION_GEMM_EPILOGUE=1) on each block of it
+// inside the GEMM. Results equal eager bit for bit (same GEMM, same kernels) either way: every
+// FusionMatmul test runs in both modes. ----
+
+class FusionMatmul : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    if (GetParam()) setenv("EMBER_FUSION_GEMM_EPILOGUE", "1", 1);
+    else unsetenv("EMBER_FUSION_GEMM_EPILOGUE");
+  }
+  void TearDown() override { unsetenv("EMBER_FUSION_GEMM_EPILOGUE"); }
+};
+INSTANTIATE_TEST_SUITE_P(Modes, FusionMatmul, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? std::string("InGemm") : std::string("AfterGemm"); });
 
 DynTensor gelu_of(const DynTensor& x) { return x * 0.5 * (1 + erf(x / std::sqrt(2.0))); }
 
-TEST(FusionMatmul, BiasActivationResidualAndScaleAreOneKernel) {
+TEST_P(FusionMatmul, BiasActivationResidualAndScaleAreOneKernel) {
   // odd sizes: edge micro-tiles, several row strips, a K longer than one packed slice
   for (auto [m, k, n] : {std::tuple{300, 600, 130}, std::tuple{97, 33, 1031}, std::tuple{8, 512, 64}}) {
     auto f = [](std::vector<DynTensor> v) { return gelu_of(matmul(v[0], v[1]) + v[2]) * 0.5 + v[3]; };
@@ -334,7 +347,7 @@ TEST(FusionMatmul, BiasActivationResidualAndScaleAreOneKernel) {
   }
 }
 
-TEST(FusionMatmul, BiasInputTransposedOperandsAndF64) {
+TEST_P(FusionMatmul, BiasInputTransposedOperandsAndF64) {
   auto f = [](std::vector<DynTensor> v) { return relu(matmul(v[0], transpose(v[1], 0, 1), v[2])) - 0.25; };
   reset();
   check_same(f, {{70, 90}, {150, 90}, {150}});
@@ -342,7 +355,7 @@ TEST(FusionMatmul, BiasInputTransposedOperandsAndF64) {
   check_same(f, {{70, 90}, {150, 90}, {150}}, DType::f64);
 }
 
-TEST(FusionMatmul, BatchedBroadcastGemvAndTinyProducts) {
+TEST_P(FusionMatmul, BatchedBroadcastGemvAndTinyProducts) {
   auto f = [](std::vector<DynTensor> v) { return tanh(matmul(v[0], v[1])) * 3 + 1; };
   check_same(f, {{4, 50, 60}, {60, 70}});        // batch rows continue: one tall GEMM
   check_same(f, {{3, 2, 40, 30}, {2, 30, 20}});  // broadcast batch dims
@@ -353,7 +366,7 @@ TEST(FusionMatmul, BatchedBroadcastGemvAndTinyProducts) {
   check_same(f, {{20, 30}, {30, 40}}, DType::bf16);  // not taken: eager matmul, fused rest
 }
 
-TEST(FusionMatmul, ProductReadOutsideTheGroupIsMaterialised) {
+TEST_P(FusionMatmul, ProductReadOutsideTheGroupIsMaterialised) {
   auto x = randn({64, 80}, 1, fused()), w = randn({80, 96}, 2, fused());
   auto xe = randn({64, 80}, 1, Device::cpu()), we = randn({80, 96}, 2, Device::cpu());
   reset();
@@ -366,7 +379,7 @@ TEST(FusionMatmul, ProductReadOutsideTheGroupIsMaterialised) {
   expect_same(s, sum(pe, {-1}));
 }
 
-TEST(FusionMatmul, OperandBuffersAreNotReusedWhileTheProductReadsThem) {
+TEST_P(FusionMatmul, OperandBuffersAreNotReusedWhileTheProductReadsThem) {
   // x is square like the product, the epilogue reads it too (a residual) and nothing else holds
   // it: it must not become y's buffer while the GEMM still reads it
   for (int n : {64, 300}) {
@@ -386,7 +399,7 @@ TEST(FusionMatmul, OperandBuffersAreNotReusedWhileTheProductReadsThem) {
   }
 }
 
-TEST(FusionMatmul, AutodiffOnTopMatchesEager) {
+TEST_P(FusionMatmul, AutodiffOnTopMatchesEager) {
   // a two-layer MLP: forward epilogues (bias, GELU) and backward ones (the GELU gradient times
   // the product of the output gradient and the weight)
   auto run = [](const Device& d) {

@@ -439,7 +439,7 @@ MUTANTS = [
         "search": "    const GemmEpilogue* last = pc + kc >= K ? ep : nullptr;",
         "replace": "    const GemmEpilogue* last = pc == 0 ? ep : nullptr;",
         "description": "a matmul epilogue reads each block after the first K slice, before the product is final",
-        "suites": [unit(FUSION_TESTS, "FusionMatmul.*")],
+        "suites": [unit(FUSION_TESTS, "*FusionMatmul.*")],
     },
     {
         "id": "gemm-epilogue-product-reuse",
@@ -448,7 +448,7 @@ MUTANTS = [
         "search": "    pinned[0] = std::find(split.outputs.begin(), split.outputs.end(), -1) != split.outputs.end();",
         "replace": "    pinned[0] = false;",
         "description": "an epilogue output takes the buffer of the product while the product itself is returned too",
-        "suites": [unit(FUSION_TESTS, "FusionMatmul.*")],
+        "suites": [unit(FUSION_TESTS, "*FusionMatmul.*")],
     },
     {
         "id": "fusion-matmul-output-order",
@@ -457,7 +457,7 @@ MUTANTS = [
         "search": "        groups.push_back({e.out.shape, {}, -1, {}, true});\n        set_latest(e.out.shape, g);",
         "replace": "        groups.push_back({e.out.shape, {}, -1, {}, true});",
         "description": "a matmul starts a group that its epilogue never joins (the ops after it go to an older group of the same shape)",
-        "suites": [unit(FUSION_TESTS, "FusionMatmul.*")],
+        "suites": [unit(FUSION_TESTS, "*FusionMatmul.*")],
     },
     {
         "id": "bpe-no-space-prefix",

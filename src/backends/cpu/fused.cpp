@@ -10,6 +10,8 @@
 // elementwise_simd.cpp, every other node through the backend's own kernel on 1-d views of the
 // tile buffers. So a fused result is the eager result, bit for bit.
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <emmintrin.h>
 #include <mutex>
@@ -194,6 +196,12 @@ class CpuFusedKernels final : public FusedKernels {
     return rows >= 4 * ThreadPool::global().size() || cols <= 4 * kRowTile;
   }
 
+  // EMBER_FUSION_GEMM_EPILOGUE=1: matmul programs run their rest inside the GEMM (run_matmul).
+  static bool in_gemm_epilogue() {
+    const char* e = std::getenv("EMBER_FUSION_GEMM_EPILOGUE");
+    return e && e[0] == '1';
+  }
+
   // A matmul whose product an epilogue may read while it is in cache: f32 or f64 (the packed
   // GEMM's types), with or without a bias.
   bool matmul_producer(const Op& op) const {
@@ -220,11 +228,17 @@ class CpuFusedKernels final : public FusedKernels {
   }
 
   // A matmul and the elementwise nodes over its product (node 0 of `p` is the matmul): the
-  // product runs on the packed GEMM, and each block of it, as soon as it is final and while it is
-  // still in cache, goes through the rest of the program (bias, activation, residual add,
-  // scale, ...). The product reaches memory once, and not at all when an output takes its
-  // buffer. Products the packed GEMM does not run (tiny, f16/bf16) are finished first, then the
-  // rest runs as an elementwise group over them.
+  // product on the packed GEMM, then the rest of the program (bias, activation, residual add,
+  // scale, ...) as one elementwise group over it, whose first output takes the product's buffer.
+  //
+  // With EMBER_FUSION_GEMM_EPILOGUE=1 the GEMM instead hands each block of the product to the
+  // rest as soon as the block is final, while it is still in cache (GemmEpilogue). Measured on
+  // 2 Zen cores (2026-12-05), that is slower than the pass after the product: GELU + residual
+  // over [2048, 1024] with K = 256 took 9.6 ms in the GEMM vs 9.2 ms after it (eager 10.2), and
+  // with K = 64 19.0 ms vs 14.0 ms (eager 18.2); a bias + ReLU with K = 64 12.3 vs 9.7 ms. The
+  // rest is compute-bound here (each node is a pass over an L1 tile), so reading the product
+  // from cache saves little, while running it inside the GEMM's tasks costs more than that.
+  // Products the packed GEMM does not run (tiny, f16/bf16) always finish first.
   std::vector<PrimitivePtr> run_matmul(const FusedProgram& p, std::vector<PrimitivePtr> inputs) {
     const ProducerSplit split = split_producer(p, false);
     const FusedProgram& rest = split.rest;
@@ -245,7 +259,8 @@ class CpuFusedKernels final : public FusedKernels {
     if (!rest.nodes.empty()) {
       std::shared_ptr<const Plan> plan = plan_of(rest);
       routs = make_outputs(rest, rin, in_reused, pinned);
-      const Tiles tiles = tiles_of(rest, rin, in_reused, routs);
+      Tiles tiles = tiles_of(rest, rin, in_reused, routs);
+      for (size_t k = 0; k < routs.size(); ++k) tiles.out_cached[k] = routs[k]->raw() == prod_t.raw();
       struct Ctx {
         CpuFusedKernels* self;
         const FusedProgram* rest;
@@ -259,9 +274,13 @@ class CpuFusedKernels final : public FusedKernels {
       ep.fn = [](void* c, void* blk, int64_t rows, int64_t cols, int64_t rsc) {
         const Ctx& x = *static_cast<const Ctx*>(c);
         const int64_t first = (static_cast<const char*>(blk) - x.base) / int64_t(x.es);
+        if (cols == rsc) {  // whole rows: one run
+          x.self->run_tiles(*x.rest, *x.plan, *x.tiles, first, rows * cols);
+          return;
+        }
         for (int64_t r = 0; r < rows; ++r) x.self->run_tiles(*x.rest, *x.plan, *x.tiles, first + r * rsc, cols);
       };
-      if (!matmul_into(op, prod_t, &ep)) run_all(rest, *plan, tiles);
+      if (!matmul_into(op, prod_t, in_gemm_epilogue() ? &ep : nullptr)) run_all(rest, *plan, tiles);
     } else {
       matmul_into(op, prod_t, nullptr);
     }
@@ -296,18 +315,24 @@ class CpuFusedKernels final : public FusedKernels {
   }
 
   // An elementwise program set up to run over ranges of its domain: how each input is read, the
-  // scratch layout (a kTile buffer per gathered or one-value input and per node) and where each
-  // output goes.
+  // scratch layout (a kTile buffer per gathered or one-value input, and per value live at once:
+  // a node's buffer is reused once its last reader has run, so a long chain works in a few
+  // buffers that stay in L1) and where each output goes.
   struct Tiles {
     std::vector<In> ins;
     std::vector<size_t> in_off, node_off;
     size_t scratch = 0;
     std::vector<char*> out_base;
+    std::vector<char> out_cached;  // the output's lines are in cache (a matmul epilogue writing
+                                   // over the product): plain stores, not non-temporal ones
     int64_t total = 0;
+    uint64_t id = 0;  // tells a thread's worker whether its one-value buffers hold this program's
   };
   static Tiles tiles_of(const FusedProgram& p, const std::vector<PrimitivePtr>& inputs,
                         const std::vector<bool>& in_reused, const std::vector<CpuTensorPtr>& outs) {
+    static std::atomic<uint64_t> ids{0};
     Tiles t;
+    t.id = ++ids;
     const size_t nin = inputs.size(), nn = p.nodes.size();
     t.total = p.shape.numel();
     t.ins.resize(nin);
@@ -320,11 +345,34 @@ class CpuFusedKernels final : public FusedKernels {
         t.scratch += round_up(size_t(kTile) * t.ins[i].es);
       }
     }
+    // node buffers by liveness: a node takes a free slot (never one of its own operands', since
+    // those are freed after it), and frees the slots of the values it read last
+    std::vector<int64_t> last(nn, -1);
+    for (size_t j = 0; j < nn; ++j)
+      for (int32_t x : p.nodes[j].args)
+        if (x >= 0) last[size_t(x)] = int64_t(j);
+    for (int32_t o : p.outputs) last[size_t(o)] = int64_t(nn);  // stored after the last node
+    size_t es_max = 1;
+    for (const auto& n : p.nodes) es_max = std::max(es_max, dtype_size(n.dtype));
+    const size_t slot = round_up(size_t(kTile) * es_max);
+    std::vector<size_t> free_slots;
     for (size_t j = 0; j < nn; ++j) {
-      t.node_off[j] = t.scratch;
-      t.scratch += round_up(size_t(kTile) * dtype_size(p.nodes[j].dtype));
+      if (free_slots.empty()) {
+        t.node_off[j] = t.scratch;
+        t.scratch += slot;
+      } else {
+        t.node_off[j] = free_slots.back();
+        free_slots.pop_back();
+      }
+      for (int32_t x : p.nodes[j].args)
+        if (x >= 0 && last[size_t(x)] == int64_t(j)) {
+          last[size_t(x)] = -2;  // (freed once, however many times j reads it)
+          free_slots.push_back(t.node_off[size_t(x)]);
+        }
+      if (last[j] < 0 && last[j] != -2) free_slots.push_back(t.node_off[j]);  // read by nothing
     }
     for (const auto& o : outs) t.out_base.push_back(static_cast<char*>(o->raw()));
+    t.out_cached.assign(outs.size(), 0);
     return t;
   }
 
@@ -346,14 +394,23 @@ class CpuFusedKernels final : public FusedKernels {
       std::vector<const char*> in_ptr, node_ptr, arg_ptr;
       std::vector<char> arg_one;
       std::vector<PrimitivePtr> keep;  // generic nodes' results, alive until the tile ends
+      uint64_t filled_id = 0;          // the program whose one-value buffers are filled, and how far
+      int64_t filled = 0;
     };
     thread_local Worker w;
     HalfScratch& tmp = half_scratch(kTile);
-    if (w.storage.size() < t.scratch + kAlign) w.storage.resize(t.scratch + kAlign);
+    if (w.storage.size() < t.scratch + kAlign) {
+      w.storage.resize(t.scratch + kAlign);
+      w.filled_id = 0;
+    }
     char* buf = reinterpret_cast<char*>(round_up(reinterpret_cast<uintptr_t>(w.storage.data())));
     const int64_t fill = std::min(count, kTile);
-    for (size_t i = 0; i < nin; ++i)  // one-value inputs: their buffers filled once
-      if (t.ins[i].scalar) gather(Shape{fill}, {0}, t.ins[i].base, t.ins[i].es, 0, fill, buf + t.in_off[i]);
+    if (w.filled_id != t.id || w.filled < fill) {  // one-value inputs: their buffers filled once
+      for (size_t i = 0; i < nin; ++i)
+        if (t.ins[i].scalar) gather(Shape{fill}, {0}, t.ins[i].base, t.ins[i].es, 0, fill, buf + t.in_off[i]);
+      w.filled_id = t.id;
+      w.filled = fill;
+    }
     w.in_ptr.resize(nin);
     w.node_ptr.resize(nn);
     for (int64_t b = begin, end = begin + count; b < end; b += kTile) {
@@ -382,7 +439,9 @@ class CpuFusedKernels final : public FusedKernels {
       }
       for (size_t k = 0; k < p.outputs.size(); ++k) {
         const size_t es = dtype_size(p.nodes[size_t(p.outputs[k])].dtype);
-        stream_copy(t.out_base[k] + b * int64_t(es), w.node_ptr[size_t(p.outputs[k])], size_t(n) * es);
+        char* dst = t.out_base[k] + b * int64_t(es);
+        if (t.out_cached[k]) std::memcpy(dst, w.node_ptr[size_t(p.outputs[k])], size_t(n) * es);
+        else stream_copy(dst, w.node_ptr[size_t(p.outputs[k])], size_t(n) * es);
       }
     }
     w.keep.clear();
