@@ -36,7 +36,6 @@ CastPolicy op_policy(OpKind kind) {
     case OpKind::cumprod:
     case OpKind::softmax:
     case OpKind::log_softmax:
-    case OpKind::cross_entropy:
     case OpKind::layer_norm:
     case OpKind::batch_norm:
     case OpKind::exp:

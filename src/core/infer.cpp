@@ -142,11 +142,13 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
       EMBER_CHECK(in[1] && in[1]->dtype == DType::i64 && in[1]->shape == rows, op, ": target must be i64 ", rows,
                   " for logits ", x.shape, ", got ", in[1] ? in[1]->dtype : DType::i64,
                   in[1] ? in[1]->shape : Shape{});
+      // per-row values in the compute type (f32 for f16/bf16 logits, which are read as they are:
+      // no f32 copy of the logits is ever made), the logits' gradient in their own dtype
       const TensorMeta lse{rows, x.dtype == DType::f64 ? DType::f64 : DType::f32};
-      if (!bwd) return {{rows, x.dtype}, lse, {rows, x.dtype}};
+      if (!bwd) return {lse, lse, lse};
       EMBER_CHECK(in[2] && *in[2] == lse, op, ": lse must be ", lse.dtype, rows);
-      EMBER_CHECK(in[3] && in[3]->shape == rows && in[3]->dtype == x.dtype, op, ": the loss's grad must be ",
-                  x.dtype, rows);
+      EMBER_CHECK(in[3] && in[3]->shape == rows && in[3]->dtype == lse.dtype, op, ": the loss's grad must be ",
+                  lse.dtype, rows);
       return {x};
     }
     case OpKind::cumsum:

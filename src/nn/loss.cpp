@@ -12,11 +12,12 @@ namespace ember::nn {
 namespace {
 
 // Losses compute in f32 under autocast (PyTorch's autocast float32 list): each loss passes its
-// floating inputs through the op-input hook as the fused loss op's logits would be, which upcasts
-// f16/bf16 there (and changes nothing without a hook).
+// floating inputs through the op-input hook as a log_softmax's input would be (an op of that
+// list), which upcasts f16/bf16 there (and changes nothing without a hook). The fused
+// cross-entropy is the exception: it computes in f32 from f16/bf16 logits itself.
 template <class... T>
 void loss_inputs(T&... xs) {
-  ((xs = hook_operand(OpKind::cross_entropy, std::move(xs))), ...);
+  ((xs = hook_operand(OpKind::log_softmax, std::move(xs))), ...);
 }
 
 DynTensor reduce(DynTensor loss, Reduction r) {
@@ -133,6 +134,19 @@ DynTensor nll_loss(DynTensor log_probs, DynTensor target, const NllLossOptions& 
 }
 
 DynTensor cross_entropy(DynTensor logits, DynTensor target, const CrossEntropyOptions& o) {
+  // The fused op (class-index targets of [N, C] logits, no class weights or smoothing: one op,
+  // and one for its backward, instead of log_softmax, nll's gather and masks, and their
+  // backwards) reads f16/bf16 logits as they are and computes in f32, so autocast leaves them
+  // alone (no f32 copy of a [tokens, vocab] matrix) and its f32 loss is the result; without
+  // autocast the loss comes back in the logits' dtype, as PyTorch's does.
+  if (target.dtype() == DType::i64 && o.label_smoothing == 0 && !o.weight && logits.rank() == 2 &&
+      is_float(logits.dtype()) && target.shape() == Shape{logits.size(0)}) {
+    const DType dt = logits.dtype();
+    auto [loss, valid] = cross_entropy_rows(std::move(logits), std::move(target), o.ignore_index);
+    DynTensor r = o.reduction == Reduction::mean ? sum(std::move(loss)) / sum(std::move(valid))
+                                                 : reduce(std::move(loss), o.reduction);
+    return op_input_hook() ? r : cast(std::move(r), dt);
+  }
   loss_inputs(logits, target);
   check_float(logits, "cross_entropy", "logits");
   EMBER_CHECK(o.label_smoothing >= 0 && o.label_smoothing <= 1,
@@ -146,14 +160,6 @@ DynTensor cross_entropy(DynTensor logits, DynTensor target, const CrossEntropyOp
   EMBER_CHECK(logits.rank() >= 2, "cross_entropy: logits must be [N, C, d...] or [C], got ", logits.shape());
   const int64_t classes = logits.size(1);
   const double eps = o.label_smoothing;
-  // Class-index targets of [N, C] logits, without class weights or smoothing: one fused op (and
-  // one for its backward) instead of log_softmax, nll's gather and masks, and their backwards.
-  if (target.dtype() == DType::i64 && eps == 0 && !o.weight && logits.rank() == 2 &&
-      target.shape() == Shape{logits.size(0)}) {
-    auto [loss, valid] = cross_entropy_rows(std::move(logits), std::move(target), o.ignore_index);
-    if (o.reduction == Reduction::mean) return sum(std::move(loss)) / sum(std::move(valid));
-    return unbatched.restore(reduce(std::move(loss), o.reduction), o.reduction);
-  }
   std::optional<DynTensor> w_b;
   if (o.weight) w_b = class_weight(cast(*o.weight, logits.dtype()), classes, logits.rank(), "cross_entropy");
   DynTensor lp = log_softmax(std::move(logits), 1);

@@ -153,7 +153,8 @@ TEST(AutocastPolicy, OpTable) {
   EXPECT_EQ(amp::op_policy(OpKind::matmul), amp::CastPolicy::lower_precision);
   EXPECT_EQ(amp::op_policy(OpKind::attention), amp::CastPolicy::lower_precision);
   EXPECT_EQ(amp::op_policy(OpKind::softmax), amp::CastPolicy::f32);
-  EXPECT_EQ(amp::op_policy(OpKind::cross_entropy), amp::CastPolicy::f32);
+  // the fused cross-entropy reads f16/bf16 logits as they are and computes in f32 itself
+  EXPECT_EQ(amp::op_policy(OpKind::cross_entropy), amp::CastPolicy::keep);
   EXPECT_EQ(amp::op_policy(OpKind::add), amp::CastPolicy::keep);
   EXPECT_EQ(amp::op_policy(OpKind::cast), amp::CastPolicy::keep);  // the hook's own casts pass through
 }
@@ -169,6 +170,46 @@ TEST(AutocastPolicy, F16) {
   EXPECT_EQ(matmul(randn({4, 5}, DType::f32), randn({5, 3}, DType::f32)).dtype(), DType::f16);
   EXPECT_EQ(softmax(randn({3, 4}, DType::f16), 1).dtype(), DType::f32);
   EXPECT_EQ(matmul(randn({4, 5}, DType::f64), randn({5, 3}, DType::f64)).dtype(), DType::f64);  // f64 is left alone
+}
+
+// The fused cross-entropy of bf16 logits under autocast reads them as they are: no f32 copy of the
+// [tokens, vocab] matrix (no upcast), an f32 loss equal to the log-sum-exp formula over the bf16
+// values (computed here in double), and a bf16 gradient equal to (softmax - onehot) / N.
+TEST(AutocastPolicy, CrossEntropyOfLowPrecisionLogitsMakesNoF32Copy) {
+  const int64_t N = 6, V = 1000;
+  Device d = Device::cpu().autodiff();
+  DynTensor logits = DynTensor::from_data((randn({N, V}, DType::f32) * 3).cast(DType::bf16).into_data(), d).require_grad();
+  std::vector<int64_t> t{0, 999, 17, 500, 3, 42};
+  DynTensor target = DynTensor::from_vector(t, {N}, d);
+  amp::reset_autocast_stats();
+  DynTensor loss;
+  Gradients g;
+  {
+    amp::Autocast guard(DType::bf16);
+    loss = nn::cross_entropy(logits, target);
+    g = loss.backward();
+  }
+  EXPECT_EQ(amp::autocast_stats().upcasts, 0);
+  EXPECT_EQ(loss.dtype(), DType::f32);
+  const std::vector<float> x = logits.cast(DType::f32).to_vector<float>();
+  double want = 0;
+  std::vector<double> dx(size_t(N * V));
+  for (int64_t r = 0; r < N; ++r) {
+    double m = -1e300, s = 0;
+    for (int64_t i = 0; i < V; ++i) m = std::max(m, double(x[size_t(r * V + i)]));
+    for (int64_t i = 0; i < V; ++i) s += std::exp(double(x[size_t(r * V + i)]) - m);
+    const double lse = m + std::log(s);
+    want += (lse - double(x[size_t(r * V + t[size_t(r)])])) / double(N);
+    for (int64_t i = 0; i < V; ++i)
+      dx[size_t(r * V + i)] = (std::exp(double(x[size_t(r * V + i)]) - lse) - (i == t[size_t(r)] ? 1.0 : 0.0)) / double(N);
+  }
+  EXPECT_NEAR(loss.item(), want, 1e-5 * want);
+  DynTensor gx = g.get(logits).value();
+  EXPECT_EQ(gx.dtype(), DType::bf16);
+  const std::vector<float> got = gx.cast(DType::f32).to_vector<float>();
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], dx[i], 4e-3 * std::abs(dx[i]) + 1e-7) << i;  // a bf16 rounding
+  // without autocast the loss comes back in the logits' dtype, as PyTorch's
+  EXPECT_EQ(nn::cross_entropy(logits, target).dtype(), DType::bf16);
 }
 
 // ---- scopes ----

@@ -250,8 +250,9 @@ def gen_cross_entropy():
             if ig == 2:
                 t[3] = 2
             loss, lse, valid = cross_entropy_f64(x, t, ig)
+            # per-row values in the compute type: f32 for f16/bf16 logits (read as they are)
             lse_dt = torch.float64 if dt == "f64" else torch.float32
-            outs = [loss.to(DT[dt]), lse.to(lse_dt), valid.to(DT[dt])]
+            outs = [loss.to(lse_dt), lse.to(lse_dt), valid.to(lse_dt)]
             attrs = {} if ignore is None else {"ignore_index": ignore}
             # lse: a sum of C exponentials (terms <= 1 after the max shift), then a log; rtol covers
             # the rounding of a large lse itself
@@ -268,7 +269,7 @@ def gen_cross_entropy():
             l64 = F.cross_entropy(x64, t, ignore_index=ig, reduction="none")
             (dx,) = torch.autograd.grad(l64, [x64], up.double()) if N else (torch.zeros(0, C, dtype=torch.float64),)
             r, a = tol(dt)
-            add(name, "cross_entropy_backward", [x, t, lse.to(lse_dt), up], [dx.to(DT[dt])], attrs, r, a)
+            add(name, "cross_entropy_backward", [x, t, lse.to(lse_dt), up.to(lse_dt)], [dx.to(DT[dt])], attrs, r, a)
 
 
 # ---- adam_step: param, grad, exp_avg, exp_avg_sq -> their updated values ----

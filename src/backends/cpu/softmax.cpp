@@ -179,14 +179,15 @@ std::vector<PrimitivePtr> softmax_common(Op& op, bool log) {
 std::vector<PrimitivePtr> softmax_kernel(CpuBackend&, Op& op) { return softmax_common(op, false); }
 std::vector<PrimitivePtr> log_softmax_kernel(CpuBackend&, Op& op) { return softmax_common(op, true); }
 
-// ---- cross_entropy: logits [rows, n], i64 targets, k = ignore_index ----
+// ---- cross_entropy: logits [rows, n], i64 targets, k = ignore_index; per-row loss, lse and valid
+// in the compute type (f16/bf16 logits are read as they are, never copied to f32) ----
 
 template <class T>
 using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;  // compute type; lse's dtype
 
 template <class T>
-void cross_entropy_rows(const T* x, const int64_t* t, T* loss, Acc<T>* lse, T* valid, int64_t rows, int64_t n,
-                        int64_t ignore) {
+void cross_entropy_rows(const T* x, const int64_t* t, Acc<T>* loss, Acc<T>* lse, Acc<T>* valid, int64_t rows,
+                        int64_t n, int64_t ignore) {
   using C = Acc<T>;
   run_units(rows, n, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
@@ -204,15 +205,15 @@ void cross_entropy_rows(const T* x, const int64_t* t, T* loss, Acc<T>* lse, T* v
       const C ls = C(std::log(s));
       lse[r] = m + ls;
       const bool counts = t[r] != ignore;
-      valid[r] = T(counts ? 1.0f : 0.0f);
-      loss[r] = counts ? T(ls - (C(xr[t[r]]) - m)) : T(0.0f);
+      valid[r] = counts ? C(1) : C(0);
+      loss[r] = counts ? ls - (C(xr[t[r]]) - m) : C(0);
     }
   });
 }
 
 template <class T>
-void cross_entropy_grad(const T* x, const int64_t* t, const Acc<T>* lse, const T* g, T* dx, int64_t rows, int64_t n,
-                        int64_t ignore) {
+void cross_entropy_grad(const T* x, const int64_t* t, const Acc<T>* lse, const Acc<T>* g, T* dx, int64_t rows,
+                        int64_t n, int64_t ignore) {
   using C = Acc<T>;
   run_units(rows, n, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
@@ -242,13 +243,13 @@ std::vector<PrimitivePtr> cross_entropy_common(Op& op, bool backward) {
   for (const TensorMeta& m : op.outputs) out.push_back(alloc(m));
   visit_float_dtype(x->dtype(), op.name(), [&]<class T>() {
     if (!backward) {
-      cross_entropy_rows<T>(x->data<T>(), tp, as_cpu(out[0]).data<T>(), as_cpu(out[1]).data<Acc<T>>(),
-                            as_cpu(out[2]).data<T>(), rows, n, ignore);
+      cross_entropy_rows<T>(x->data<T>(), tp, as_cpu(out[0]).data<Acc<T>>(), as_cpu(out[1]).data<Acc<T>>(),
+                            as_cpu(out[2]).data<Acc<T>>(), rows, n, ignore);
     } else {
       auto lse = contiguous(op.inputs[2]);
       auto g = contiguous(op.inputs[3]);
-      cross_entropy_grad<T>(x->data<T>(), tp, lse->data<Acc<T>>(), g->data<T>(), as_cpu(out[0]).data<T>(), rows, n,
-                            ignore);
+      cross_entropy_grad<T>(x->data<T>(), tp, lse->data<Acc<T>>(), g->data<Acc<T>>(), as_cpu(out[0]).data<T>(),
+                            rows, n, ignore);
     }
   });
   return out;

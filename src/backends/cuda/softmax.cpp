@@ -274,9 +274,10 @@ extern "C" __global__ void apply(T* __restrict__ y, const T* __restrict__ x, con
 
 const char* kCrossEntropyKernels = R"CUDA(
 // tpr threads per row: 32 (blockDim / 32 rows per block) or blockDim (a row per block).
-// target and g (the loss's grad) are read through their strides ts and gs.
-extern "C" __global__ void __launch_bounds__(256) ce_forward(T* __restrict__ loss, C* __restrict__ lse,
-    T* __restrict__ valid, const T* __restrict__ x, const int64_t* __restrict__ target, int64_t ts, int64_t rows,
+// target and g (the loss's grad) are read through their strides ts and gs. The per-row loss, lse,
+// valid and g are in the compute type C; the logits are read in their own type T (no f32 copy).
+extern "C" __global__ void __launch_bounds__(256) ce_forward(C* __restrict__ loss, C* __restrict__ lse,
+    C* __restrict__ valid, const T* __restrict__ x, const int64_t* __restrict__ target, int64_t ts, int64_t rows,
     int64_t D, int64_t ignore, int tpr, ErrArg err) {
   __shared__ C red[32];
   const int lane = threadIdx.x & (tpr - 1);
@@ -308,13 +309,13 @@ extern "C" __global__ void __launch_bounds__(256) ce_forward(T* __restrict__ los
       l = m_nan(C(0));
     }
   }
-  loss[r] = T(l);
-  valid[r] = T(t != ignore ? 1.0f : 0.0f);
+  loss[r] = l;
+  valid[r] = t != ignore ? C(1) : C(0);
 }
 
 // dx = (exp(x - lse) - onehot(target)) * g, 0 in ignored rows
 extern "C" __global__ void __launch_bounds__(256) ce_backward(T* __restrict__ dx, const T* __restrict__ x,
-    const int64_t* __restrict__ target, int64_t ts, const C* __restrict__ lse, const T* __restrict__ g, int64_t gs,
+    const int64_t* __restrict__ target, int64_t ts, const C* __restrict__ lse, const C* __restrict__ g, int64_t gs,
     int64_t rows, int64_t D, int64_t ignore, int tpr) {
   const int lane = threadIdx.x & (tpr - 1);
   const int64_t r = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;

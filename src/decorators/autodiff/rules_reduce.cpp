@@ -280,7 +280,9 @@ void register_reduce_rules(RuleTable& t) {
         out[0] = run(OpKind::cross_entropy_backward, {c.input(0), c.input(1), c.output(1), c.grad(0)}, a);
         return out;
       }
-      Val gw = unsqueeze(c.grad(0) * c.output(2), 1);  // [N, 1]
+      // (the per-row values are in the compute type: the gradient comes back in the logits')
+      const DType dt = c.input(0).dtype();
+      Val gw = cast(unsqueeze(c.grad(0) * c.output(2), 1), dt);  // [N, 1]
       Val p = un(OpKind::exp, run(OpKind::log_softmax, {c.input(0)}, DimAttrs{1}));
       Val target = c.input(1);
       Val safe = unsqueeze(where(cmp(OpKind::equal, target, double(a.k)), 0.0, target), 1);
