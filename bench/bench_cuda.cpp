@@ -20,6 +20,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -30,6 +31,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include "ember/amp.hpp"
 #include "ember/decorators/fusion.hpp"
 #include "ember/ember.hpp"
 #include "ember/nn.hpp"
@@ -260,13 +262,21 @@ Gpt gpt(const GptShape& g, const Device& device) {
              nn::LinearConfig{.in_features = g.d, .out_features = g.vocab}.init(device)};
 }
 
+// How a train step's matmuls compute: f32, TF32, or under bf16 autocast (issue 26: f32 master
+// weights, bf16 matmuls and attention, f32 reductions and loss).
+enum class Precision { f32, tf32, bf16 };
+
 // One training step of `g` on `batch` sequences of the full context: forward, cross-entropy,
 // backward, AdamW (weight decay 0.01) with the gradients clipped to norm 1
 // (torch.nn.utils.clip_grad_norm_); no read-back in the step.
 // The check runs one step of a model of shape `check` on 2 sequences.
-void gpt_train_bench(const std::string& name, const Device& gpu, const GptShape& g, int64_t batch, bool tf32,
+// bf16 rows also report MFU: 6 * parameters * tokens/s over the H200's 989 TFLOP/s dense bf16.
+void gpt_train_bench(const std::string& name, const Device& gpu, const GptShape& g, int64_t batch, Precision prec,
                      const GptShape& check) {
   bench(name, [&](Result& r) {
+    const bool tf32 = prec == Precision::tf32;
+    std::optional<amp::Autocast> autocast;  // (this thread, for the whole row: check and timed steps)
+    if (prec == Precision::bf16) autocast.emplace(DType::bf16);
     cuda::set_allow_tf32(tf32);
     Device dev = gpu.autodiff();
     dev.seed(1);
@@ -308,10 +318,13 @@ void gpt_train_bench(const std::string& name, const Device& gpu, const GptShape&
     cuda::set_allow_tf32(false);
     std::ostringstream shape;
     shape << g.layers << " layers, d_model " << g.d << ", " << g.heads << " heads, vocabulary " << g.vocab << ", batch "
-          << batch << " x " << g.context << " tokens, AdamW + clip" << (tf32 ? ", TF32 matmuls" : "");
+          << batch << " x " << g.context << " tokens, AdamW + clip"
+          << (tf32 ? ", TF32 matmuls" : prec == Precision::bf16 ? ", bf16 autocast" : "");
     r.set_text("shape", shape.str());
-    r.set("tokens_per_s", double(batch * g.context) / (r.ms * 1e-3));
+    const double tokens_per_s = double(batch * g.context) / (r.ms * 1e-3);
+    r.set("tokens_per_s", tokens_per_s);
     r.set("peak_bytes", double(gpu.memory_stats().peak));
+    if (prec == Precision::bf16) r.set("mfu", 6.0 * double(nn::num_params(m)) * tokens_per_s / 989e12);
   });
 }
 
@@ -742,11 +755,12 @@ int main(int argc, char** argv) {
   });
 
   const GptShape small{.vocab = 96, .context = 64, .d = 128, .heads = 4, .layers = 2};
-  gpt_train_bench("transformer_train_step_f32", gpu, small, 32, false, small);
+  gpt_train_bench("transformer_train_step_f32", gpu, small, 32, Precision::f32, small);
   // checked on 2 layers of width 256 (head size 64, as GPT-2's) and a vocabulary of 512
-  gpt_train_bench("gpt2_small_train_step_tf32", gpu,
-                  {.vocab = 50257, .context = 1024, .d = 768, .heads = 12, .layers = 12}, 8, true,
-                  {.vocab = 512, .context = 128, .d = 256, .heads = 4, .layers = 2});
+  const GptShape gpt2_small{.vocab = 50257, .context = 1024, .d = 768, .heads = 12, .layers = 12};
+  const GptShape gpt2_check{.vocab = 512, .context = 128, .d = 256, .heads = 4, .layers = 2};
+  gpt_train_bench("gpt2_small_train_step_tf32", gpu, gpt2_small, 8, Precision::tf32, gpt2_check);
+  gpt_train_bench("gpt2_small_train_bf16", gpu, gpt2_small, 8, Precision::bf16, gpt2_check);
   cold_start_bench(argv[0]);
 
   bench("attention_bf16", [&](Result& r) {

@@ -9,6 +9,7 @@ Correctness: bench_cuda.cpp (run first) writes each row's check inputs and ember
 them to --check-dir; check() runs PyTorch on the same inputs and records "check" ("ok",
 "mismatch" or "missing") and "check_detail" in the row; cuda_report.py fails the run on a
 mismatch."""
+import contextlib
 import json
 import math
 import os
@@ -516,15 +517,22 @@ class Gpt(torch.nn.Module):
         return self.head(self.layers(x, mask=mask, is_causal=True))
 
 
-def gpt_train(name, shape, batch, tf32, check_shape):
+def gpt_train(name, shape, batch, tf32, check_shape, bf16=False):
     """The same model and step as bench_cuda.cpp's gpt_train_bench; shape and check_shape are
-    (vocab, context, d_model, heads, layers), the check's step one of a check_shape model."""
+    (vocab, context, d_model, heads, layers), the check's step one of a check_shape model.
+    bf16: the nanoGPT way (bf16 autocast, fused AdamW; the model's attention is
+    scaled_dot_product_attention), timed eager (peer_ms) and under torch.compile
+    (peer_compile_ms), each with its peak memory."""
     vocab, ctx = shape[0], shape[1]
+    autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if bf16 else contextlib.nullcontext
 
     def gpt_reference(i, ember):
         ref = Gpt(*check_shape).to(dev)
         opt = torch.optim.AdamW(ref.parameters(), lr=3e-4, weight_decay=0.01)
-        loss_of = lambda m: F.cross_entropy(m(i["x"]).reshape(-1, check_shape[0]), i["y"])  # noqa: E731
+
+        def loss_of(m):
+            with autocast():
+                return F.cross_entropy(m(i["x"]).reshape(-1, check_shape[0]), i["y"])
         clip = lambda m: torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)  # noqa: E731
         return step_reference(ref, opt, i, ember, loss_of, clip)
 
@@ -533,22 +541,43 @@ def gpt_train(name, shape, batch, tf32, check_shape):
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
         try:
-            check(r, gpt_reference, TF32 if tf32 else F32,
-                  {"grad.": TF32 if tf32 else dict(rtol=1e-3, atol=0.0, atol_of_max=1e-3),
-                   "param.": dict(rtol=0.0, atol=1e-6, atol_of_max=0.0)})
-            model = Gpt(*shape).to(dev)
-            opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)
+            if bf16:
+                check(r, gpt_reference, BF16, {"grad.": dict(rtol=5e-2, atol=0.0, atol_of_max=5e-2),
+                                               "param.": dict(rtol=0.0, atol=2e-6, atol_of_max=0.0)})
+            else:
+                check(r, gpt_reference, TF32 if tf32 else F32,
+                      {"grad.": TF32 if tf32 else dict(rtol=1e-3, atol=0.0, atol_of_max=1e-3),
+                       "param.": dict(rtol=0.0, atol=1e-6, atol_of_max=0.0)})
             x = torch.randint(0, vocab, (batch, ctx), device=dev)
             y = torch.randint(0, vocab, (batch * ctx,), device=dev)
 
-            def step():
-                opt.zero_grad(set_to_none=True)
-                F.cross_entropy(model(x).reshape(-1, vocab), y).backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                opt.step()
-            torch.cuda.reset_peak_memory_stats()
-            r["peer_ms"] = time_ms(step)
-            r["peer_peak_bytes"] = torch.cuda.max_memory_allocated()
+            def timed(compiled):
+                model = Gpt(*shape).to(dev)
+                opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01, fused=bf16)
+                run = torch.compile(model) if compiled else model
+
+                def step():
+                    opt.zero_grad(set_to_none=True)
+                    with autocast():
+                        loss = F.cross_entropy(run(x).reshape(-1, vocab), y)
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    opt.step()
+                step()  # (compiles)
+                torch.cuda.reset_peak_memory_stats()
+                ms = time_ms(step)
+                peak = torch.cuda.max_memory_allocated()
+                del model, opt, run
+                torch.cuda.empty_cache()
+                return ms, peak
+            r["peer_ms"], r["peer_peak_bytes"] = timed(False)
+            r["peer_tokens_per_s"] = batch * ctx / (r["peer_ms"] * 1e-3)
+            if bf16:
+                try:
+                    r["peer_compile_ms"], r["peer_compile_peak_bytes"] = timed(True)
+                    r["peer_compile_tokens_per_s"] = batch * ctx / (r["peer_compile_ms"] * 1e-3)
+                except Exception as e:  # noqa: BLE001 - the eager peer still stands
+                    r["peer_compile_error"] = str(e)[:500]
         finally:
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False
@@ -556,6 +585,7 @@ def gpt_train(name, shape, batch, tf32, check_shape):
 
 gpt_train("transformer_train_step_f32", (96, 64, 128, 4, 2), 32, False, (96, 64, 128, 4, 2))
 gpt_train("gpt2_small_train_step_tf32", (50257, 1024, 768, 12, 12), 8, True, (512, 128, 256, 4, 2))
+gpt_train("gpt2_small_train_bf16", (50257, 1024, 768, 12, 12), 8, False, (512, 128, 256, 4, 2), bf16=True)
 
 
 @bench("attention_bf16")
