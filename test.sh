@@ -163,6 +163,18 @@ if [ -d /usr/share/doc/linux-doc-6.1/Documentation ]; then
      tail -1 "$ex_dir/gpt2.log" | awk '/^val loss: [0-9.]+$/ && $3 < log(1024) {ok = 1} END {exit !ok}'
   then ex_p=$((ex_p + 1)); tail -1 "$ex_dir/gpt2.log" | sed 's/^/   gpt2 (tiny): /'
   else echo "   gpt2 failed:"; tail -5 "$ex_dir/gpt2.log"; ex_f=$((ex_f + 1)); fi
+  # the same model on the same batches in PyTorch (examples/gpt2/compare_pytorch.py): in f32 the
+  # two loss curves agree to rounding (issue 26's "same training", here on the CPU)
+  if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+    if (cd "$ex_dir" && ../../examples/gpt2/gpt2 --config tiny --corpus-mb 2 --steps 30 --eval-every 30 --batch 8 \
+          --seq 64 --sample 0 --amp off --accum 2 --run-dir gpt2-f32 --dump gpt2-f32/dump &&
+        /usr/bin/python3 ../../../examples/gpt2/compare_pytorch.py gpt2-f32/dump --max-diff 1e-4) \
+        >"$ex_dir/gpt2-vs-pytorch.log" 2>&1
+    then ex_p=$((ex_p + 1)); grep "^mean" "$ex_dir/gpt2-vs-pytorch.log" | sed 's/^/   gpt2 vs PyTorch: /'
+    else echo "   gpt2 vs PyTorch failed:"; tail -5 "$ex_dir/gpt2-vs-pytorch.log"; ex_f=$((ex_f + 1)); fi
+  else
+    skipped+=("gpt2 vs PyTorch (python3-torch missing)")
+  fi
 else
   skipped+=("examples/gpt2 (the corpus package linux-doc-6.1 is not installed)")
 fi

@@ -14,7 +14,8 @@
 // vocab.bpe instead), --steps N (optimizer steps), --batch N, --seq N, --accum N, --lr X,
 // --warmup N, --weight-decay X, --amp bf16|f16|off, --fusion, --eval-every N (steps between
 // validations), --eval-batches N, --run-dir DIR, --resume, --sample N, --temperature X, --top-k N,
-// --prompt TEXT, --sample-only, --seed N.
+// --prompt TEXT, --sample-only, --seed N, --dump DIR (writes the initial weights, every training
+// batch and the settings, for compare_pytorch.py to train the same model on the same data).
 //
 // The last line printed is "val loss: X" (the final validation loss).
 #include <algorithm>
@@ -34,6 +35,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -45,7 +47,7 @@ namespace fs = std::filesystem;
 
 struct Args {
   std::string device = "cpu", config = "tiny", corpus = gpt2::kLinuxDoc, gpt2_vocab, amp = "bf16";
-  std::string run_dir = "runs/gpt2", prompt = "The kernel";
+  std::string run_dir = "runs/gpt2", prompt = "The kernel", dump;
   double corpus_mb = 0, lr = 0, weight_decay = 0.1, temperature = 0.8;
   int64_t vocab = 0, steps = 0, batch = 0, seq = 0, accum = 1, warmup = -1, eval_every = 0, eval_batches = 8;
   int64_t sample = 200, top_k = 40, seed = 1337;
@@ -99,6 +101,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--prompt") a.prompt = value();
     else if (k == "--sample-only") a.sample_only = true;
     else if (k == "--seed") a.seed = count();
+    else if (k == "--dump") a.dump = value();
     else EMBER_FAIL("gpt2: unknown argument ", k, " (see the options at the top of examples/gpt2/main.cpp)");
   }
   EMBER_CHECK(a.config == "tiny" || a.config == "small", "gpt2: --config is tiny or small, not '", a.config, "'");
@@ -206,13 +209,17 @@ class Windows final : public data::Dataset<int64_t> {
   bool rotate_;
 };
 
-data::Batcher<int64_t, Batch> batcher(std::shared_ptr<const std::vector<int32_t>> ids, int64_t seq) {
-  return [ids = std::move(ids), seq](std::vector<int64_t> windows, const Device& device) {
+// Batches of windows; `record`, when given, keeps every batch's tokens (seq + 1 per window), in
+// the order they were made (--dump).
+data::Batcher<int64_t, Batch> batcher(std::shared_ptr<const std::vector<int32_t>> ids, int64_t seq,
+                                      std::shared_ptr<std::vector<int64_t>> record = nullptr) {
+  return [ids = std::move(ids), seq, record](std::vector<int64_t> windows, const Device& device) {
     std::vector<int64_t> x, y;
     for (int64_t w : windows) {
       const int32_t* p = ids->data() + w * seq;
       x.insert(x.end(), p, p + seq);
       y.insert(y.end(), p + 1, p + seq + 1);
+      if (record) record->insert(record->end(), p, p + seq + 1);
     }
     const auto b = int64_t(windows.size());
     return Batch{DynTensor::from_vector(x, {b, seq}, device), DynTensor::from_vector(y, {b, seq}, device)};
@@ -299,7 +306,21 @@ int main(int argc, char** argv) try {
 
   // Each "epoch" is a round of eval_every optimizer steps, then a validation pass.
   const int64_t rounds = (a.steps + a.eval_every - 1) / a.eval_every;
-  auto train_loader = data::DataLoaderBuilder<int64_t, Batch>(batcher(train_ids, a.seq))
+  // --dump: the initial weights and the settings now, every training batch after the run
+  std::shared_ptr<std::vector<int64_t>> record;
+  if (!a.dump.empty()) {
+    fs::create_directories(a.dump);
+    nn::save(model, a.dump + "/init.safetensors", {{"format", "pt"}});
+    std::ostringstream js;
+    js << "{\"vocab\": " << cfg.vocab << ", \"context\": " << cfg.context << ", \"layers\": " << cfg.layers
+       << ", \"heads\": " << cfg.heads << ", \"d_model\": " << cfg.d_model << ", \"batch\": " << a.batch
+       << ", \"seq\": " << a.seq << ", \"accum\": " << a.accum << ", \"steps\": " << a.steps
+       << ", \"lr\": " << a.lr << ", \"warmup\": " << a.warmup << ", \"weight_decay\": " << a.weight_decay
+       << ", \"amp\": \"" << a.amp << "\", \"run_dir\": \"" << a.run_dir << "\"}\n";
+    EMBER_CHECK(write_file_atomically(a.dump + "/settings.json", js.str()), "gpt2: cannot write ", a.dump);
+    record = std::make_shared<std::vector<int64_t>>();
+  }
+  auto train_loader = data::DataLoaderBuilder<int64_t, Batch>(batcher(train_ids, a.seq, record))
                           .batch_size(size_t(a.batch))
                           .device(train_device)
                           .build(std::make_shared<Windows>(train_ids, a.seq, a.eval_every * a.accum * a.batch, a.seed));
@@ -349,6 +370,11 @@ int main(int argc, char** argv) try {
   auto learner = builder.build();
   gpt2::Model trained = learner.fit(train_loader, valid_subset);
 
+  if (record) {
+    const auto n = int64_t(record->size()) / (a.batch * (a.seq + 1));
+    nn::write_tensors(a.dump + "/batches.safetensors",
+                      {{"tokens", DynTensor::from_vector(*record, {n, a.batch, a.seq + 1}, Device::cpu())}});
+  }
   trained = nn::to_device(trained, device);
   nn::set_training(trained, false);
   nn::save(trained, weights, {{"format", "pt"}});
