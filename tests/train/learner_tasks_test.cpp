@@ -187,6 +187,20 @@ TEST(LearnerTasks, PlainRendererPrintsOneLinePerEpoch) {
   auto [quiet_lines, quiet_epochs] = count(0);
   EXPECT_EQ(quiet_epochs, 3);
   EXPECT_EQ(quiet_lines, 1 + 3);  // "training 3 epochs on ..." and one line per epoch
+  // The default options are the quiet ones.
+  {
+    std::ostringstream out;
+    auto learner = train::LearnerBuilder(tiny::make_model(3), tiny::train_step(), tiny::valid_step())
+                       .lr(0.05)
+                       .epochs(2)
+                       .renderer(train::make_plain_renderer(out))
+                       .build();
+    learner.fit(train, valid);
+    std::istringstream in(out.str());
+    int epoch_lines = 0;
+    for (std::string line; std::getline(in, line);) epoch_lines += line.rfind("epoch ", 0) == 0;
+    EXPECT_EQ(epoch_lines, 2) << out.str();
+  }
   auto [loud_lines, loud_epochs] = count(1);
   EXPECT_GT(loud_epochs, 6);  // progress lines and a line per split
   EXPECT_GT(loud_lines, quiet_lines);
@@ -195,10 +209,10 @@ TEST(LearnerTasks, PlainRendererPrintsOneLinePerEpoch) {
 TEST(LearnerTasks, CpuPercentIsMeasuredUnderLoad) {
   auto batches = regression_batches();
   auto busy = [](RModel& m, const RBatch& b) {
-    // About 30 ms of this thread's CPU time per batch.
-    double start = train::process_cpu_seconds();
+    // Busy for 30 ms of wall time per batch.
+    auto start = std::chrono::steady_clock::now();
     volatile double x = 0;
-    while (train::process_cpu_seconds() - start < 0.03)
+    while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(30))
       for (int i = 0; i < 1000; ++i) x = x + std::sqrt(double(i));
     DynTensor p = m.fc.forward(b.x);
     DynTensor loss = nn::mse_loss(p, b.y);
