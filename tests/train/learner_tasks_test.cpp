@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <sstream>
 #include <type_traits>
@@ -397,6 +398,24 @@ TEST(LearnerTasks, HeaderExampleCompilesAndRuns) {
   // ----
   EXPECT_FALSE(std::isnan(test.value("accuracy")));
   EXPECT_TRUE(fs::exists(dir / "runs/fashion/summary.json"));
+  // The copy above is the header's: every line of the header's example is in this file.
+  auto slurp = [](const fs::path& p) {
+    std::ifstream f(p);
+    std::ostringstream os;
+    os << f.rdbuf();
+    return os.str();
+  };
+  std::string header = slurp(fs::path(EMBER_TRAIN_TEST_DIR) / "../../include/ember/train/learner.hpp");
+  std::string self = slurp(fs::path(EMBER_TRAIN_TEST_DIR) / "learner_tasks_test.cpp");
+  size_t from = header.find("//   auto learner = train::LearnerBuilder("), to = header.find("//   train::EvalResult test");
+  ASSERT_TRUE(from != std::string::npos && to != std::string::npos);
+  std::istringstream example(header.substr(from, header.find('\n', to) - from));
+  int lines = 0;
+  for (std::string line; std::getline(example, line); ++lines) {
+    std::string code = line.substr(line.find_first_not_of("/ "));
+    EXPECT_NE(self.find(code), std::string::npos) << "learner.hpp's example line not in this test: " << code;
+  }
+  EXPECT_EQ(lines, 14);
   (void)trained;
   fs::current_path(fs::temp_directory_path());
   fs::remove_all(dir);
