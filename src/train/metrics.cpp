@@ -505,6 +505,8 @@ class RegressionMetric final : public Metric {
       EMBER_CHECK(it != s.end(), "metric state: missing entry '", key, "'");
       *field = it->second;
     }
+    for (const auto* v : {&sums_.sse, &sums_.sae, &sums_.mean, &sums_.m2})
+      EMBER_CHECK(v->size() == sums_.count.size(), "metric state: ", name(), "'s entries differ in length");
   }
   std::unique_ptr<Metric> clone() const override { return std::make_unique<RegressionMetric>(kind_); }
 
@@ -562,6 +564,8 @@ class MultiLabelMetric final : public Metric {
       EMBER_CHECK(it != s.end(), "metric state: missing entry '", key, "'");
       *field = it->second;
     }
+    for (const auto* v : {&fp_, &fn_, &tn_})
+      EMBER_CHECK(v->size() == tp_.size(), "metric state: ", name(), "'s entries differ in length");
   }
   std::unique_ptr<Metric> clone() const override {
     return std::make_unique<MultiLabelMetric>(kind_, avg_, threshold_);

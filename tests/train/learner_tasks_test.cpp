@@ -420,3 +420,45 @@ TEST(LearnerTasks, HeaderExampleCompilesAndRuns) {
   fs::current_path(fs::temp_directory_path());
   fs::remove_all(dir);
 }
+
+// A regression run stopped after its second batch and resumed ends with the same epoch metrics as
+// one that ran through (the RMSE, MAE and R² sums of the interrupted epoch are in the checkpoint).
+TEST(LearnerTasks, RegressionResumesMidEpochWithTheSameMetrics) {
+  struct StopAfter : train::Renderer {
+    int left;
+    explicit StopAfter(int n) : left(n) {}
+    void update(const train::ProgressView&) override { --left; }
+    bool stop_requested() override { return left <= 0; }
+  };
+  auto batches = regression_batches();
+  fs::path dir = fs::temp_directory_path() / ("ember_regression_resume_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto build = [&](std::shared_ptr<train::Renderer> r, bool resume) {
+    auto b = train::LearnerBuilder(make_rmodel(), regression_train(), regression_valid());
+    b.optimizer(optim::Adam()).lr(0.05).epochs(2).seed(1).renderer(r).handle_sigint(false);
+    b.checkpoints({.dir = dir.string(), .every_epochs = 1});
+    if (resume) b.resume_from(dir.string());
+    return b.build();
+  };
+  auto whole = train::LearnerBuilder(make_rmodel(), regression_train(), regression_valid())
+                   .optimizer(optim::Adam())
+                   .lr(0.05)
+                   .epochs(2)
+                   .seed(1)
+                   .renderer(train::RendererKind::none)
+                   .build();
+  whole.fit(batches, batches);
+  auto first = build(std::make_shared<StopAfter>(2), false);
+  first.fit(batches, batches);
+  ASSERT_TRUE(first.summary().interrupted);
+  auto second = build(std::make_shared<Recorder>(), true);
+  second.fit(batches, batches);
+  for (const char* name : {"loss", "rmse", "mae", "r2"})
+    for (auto split : {train::Split::train, train::Split::valid})
+      EXPECT_NEAR(second.history().epoch_value(1, split, name).value_or(-1),
+                  whole.history().epoch_value(1, split, name).value_or(-2), 1e-6)
+          << name;
+  EXPECT_NEAR(second.history().epoch_value(0, train::Split::train, "rmse").value_or(-1),
+              whole.history().epoch_value(0, train::Split::train, "rmse").value_or(-2), 1e-6);
+  fs::remove_all(dir);
+}
