@@ -17,6 +17,11 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <ember/data.hpp>
+#include <ember/ember.hpp>
+#include <ember/nn.hpp>
+#include <ember/train/learner.hpp>
+#include <ember/train/metrics.hpp>
 #include <filesystem>
 #include <iostream>
 #include <numeric>
@@ -24,12 +29,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <ember/data.hpp>
-#include <ember/ember.hpp>
-#include <ember/nn.hpp>
-#include <ember/train/learner.hpp>
-#include <ember/train/metrics.hpp>
 
 using namespace ember;
 
@@ -57,12 +56,18 @@ Args parse(int argc, char** argv) {
       EMBER_CHECK(!v.empty() && *end == 0 && x > 0, "regression: ", k, " takes a positive number, not '", v, "'");
       return x;
     };
-    if (k == "--epochs") a.epochs = int64_t(number());
-    else if (k == "--batch-size") a.batch_size = int64_t(number());
-    else if (k == "--lr") a.lr = number();
-    else if (k == "--data") a.data = value();
-    else if (k == "--verbose") a.verbose = true;
-    else EMBER_FAIL("regression: unknown argument ", k, " (use --epochs, --batch-size, --lr, --data, --verbose)");
+    if (k == "--epochs")
+      a.epochs = int64_t(number());
+    else if (k == "--batch-size")
+      a.batch_size = int64_t(number());
+    else if (k == "--lr")
+      a.lr = number();
+    else if (k == "--data")
+      a.data = value();
+    else if (k == "--verbose")
+      a.verbose = true;
+    else
+      EMBER_FAIL("regression: unknown argument ", k, " (use --epochs, --batch-size, --lr, --data, --verbose)");
   }
   return a;
 }
@@ -107,8 +112,8 @@ int main(int argc, char** argv) try {
   std::vector<double> features = read_numbers_gz(args.data + "/diabetes_data_raw.csv.gz");
   std::vector<double> target = read_numbers_gz(args.data + "/diabetes_target.csv.gz");
   const size_t rows = target.size();
-  EMBER_CHECK(rows > 10 && features.size() == rows * kFeatures, "regression: ", features.size(),
-              " feature values for ", rows, " targets; expected ", kFeatures, " per row");
+  EMBER_CHECK(rows > 10 && features.size() == rows * kFeatures, "regression: ", features.size(), " feature values for ",
+              rows, " targets; expected ", kFeatures, " per row");
 
   // A fixed 80/20 split, and standardisation with the training rows' statistics.
   std::vector<size_t> order(rows);
@@ -170,15 +175,15 @@ int main(int argc, char** argv) try {
   device.seed(3);
   Mlp model{nn::LinearConfig{kFeatures, 32}.init(device), nn::LinearConfig{32, 16}.init(device),
             nn::LinearConfig{16, 1}.init(device)};
-  auto learner = train::LearnerBuilder(std::move(model), train_step, output)  // Mlp and Batch deduced
-                     .optimizer(optim::AdamW({.weight_decay = 1e-2}))
-                     .scheduler(std::make_unique<optim::CosineAnnealingLR>(
-                         args.lr, optim::CosineAnnealingLRConfig{
-                                      .t_max = args.epochs * int64_t(train_loader->num_batches())}))
-                     .epochs(args.epochs)  // metrics: RMSE, MAE and R², the defaults of RegressionOutput
-                     .verbosity(args.verbose ? 1 : 0)  // the plain renderer: a line per epoch
-                     .seed(42)
-                     .build();
+  auto learner =
+      train::LearnerBuilder(std::move(model), train_step, output)  // Mlp and Batch deduced
+          .optimizer(optim::AdamW({.weight_decay = 1e-2}))
+          .scheduler(std::make_unique<optim::CosineAnnealingLR>(
+              args.lr, optim::CosineAnnealingLRConfig{.t_max = args.epochs * int64_t(train_loader->num_batches())}))
+          .epochs(args.epochs)              // metrics: RMSE, MAE and R², the defaults of RegressionOutput
+          .verbosity(args.verbose ? 1 : 0)  // the plain renderer: a line per epoch
+          .seed(42)
+          .build();
   learner.fit(train_loader);
   train::EvalResult test = learner.evaluate(test_loader);
   std::printf("trained on %zu rows, tested on %zu (target mean %.1f, deviation %.1f)\n", train_rows.size(),

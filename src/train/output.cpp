@@ -33,9 +33,9 @@ BatchOutputs to_host(const ClassificationOutput& out) {
     // Float targets are class indices only when they are whole numbers in range; anything else is
     // a regression that should say so.
     for (double t : as_f64(out.targets))
-      EMBER_CHECK(t == std::floor(t) && t < double(c == 1 ? 2 : c),
-                  "Learner: a ClassificationOutput with ", c, " logit column", c == 1 ? "" : "s",
-                  " got the float target ", t, "; for a regression return train::RegressionOutput{loss, "
+      EMBER_CHECK(t == std::floor(t) && t < double(c == 1 ? 2 : c), "Learner: a ClassificationOutput with ", c,
+                  " logit column", c == 1 ? "" : "s", " got the float target ", t,
+                  "; for a regression return train::RegressionOutput{loss, "
                   "predictions, targets} (train::TrainResult<train::RegressionOutput> from a train step)");
   }
   b.kind = OutputKind::classification;
@@ -52,8 +52,7 @@ BatchOutputs to_host(const RegressionOutput& out) {
   b.batch_size = 1;
   if (!out.predictions.defined() || !out.targets.defined()) return b;
   const DynTensor& p = out.predictions;
-  EMBER_CHECK(p.rank() == 1 || p.rank() == 2, "Learner: regression predictions must be [N] or [N, K], got ",
-              p.shape());
+  EMBER_CHECK(p.rank() == 1 || p.rank() == 2, "Learner: regression predictions must be [N] or [N, K], got ", p.shape());
   EMBER_CHECK(out.targets.numel() == p.numel(), "Learner: regression predictions of shape ", p.shape(),
               " but targets of shape ", out.targets.shape());
   b.kind = OutputKind::regression;

@@ -70,7 +70,7 @@ enum class OutputKind { loss_only, classification, regression, multilabel, custo
 // One batch of step outputs, read back to the host: what metrics consume.
 struct BatchOutputs {
   double loss = std::numeric_limits<double>::quiet_NaN();
-  int64_t batch_size = 0;   // samples (rows of the outputs; 1 for a loss-only output)
+  int64_t batch_size = 0;  // samples (rows of the outputs; 1 for a loss-only output)
   OutputKind kind = OutputKind::loss_only;
   // classification
   int64_t num_classes = 0;  // columns of logits (0 unless classification)
