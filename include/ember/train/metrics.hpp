@@ -31,9 +31,10 @@
 // MAE = mean absolute error, R² = 1 - SS_res / SS_tot with SS_tot about the epoch's target mean;
 // with K outputs per sample, R² is the mean of the K outputs' R² (multioutput="uniform_average"),
 // and NaN for an output whose targets are constant.
-// Multi-label: a label is predicted when sigmoid(logit) > threshold. multilabel accuracy is the
-// fraction of correct (sample, label) pairs (1 - scikit-learn's hamming_loss, torchmetrics'
-// MultilabelAccuracy); multilabel F1 "macro" is the mean over labels of each label's F1 (0 for a
+// Multi-label: a label is predicted when sigmoid(logit) > threshold (strictly: a probability equal
+// to the threshold is not). multilabel accuracy is the fraction of correct (sample, label) pairs
+// (1 - scikit-learn's hamming_loss; the same as the mean of per-label accuracies, since every
+// label has one value per sample); multilabel F1 "macro" is the mean over labels of each label's F1 (0 for a
 // label never predicted nor present, as scikit-learn's zero_division=0), "micro" the F1 of the
 // pooled counts.
 #pragma once
