@@ -155,6 +155,17 @@ fi
 if (cd "$ex_dir" && ../../examples/char_transformer --steps 30 --sample 40 --amp bf16) >"$ex_dir/char_transformer-amp.log" 2>&1
 then ex_p=$((ex_p + 1))
 else echo "   char_transformer --amp bf16 failed:"; tail -5 "$ex_dir/char_transformer-amp.log"; ex_f=$((ex_f + 1)); fi
+# examples/regression: an MLP on scikit-learn's diabetes table (python3-sklearn) through the Learner;
+# its last line must be "test rmse: X" with X below the held-out targets' spread (~73, the RMSE of
+# predicting the mean).
+if [ -f /usr/lib/python3/dist-packages/sklearn/datasets/data/diabetes_target.csv.gz ]; then
+  if (cd "$ex_dir" && ../../examples/regression/regression) >"$ex_dir/regression.log" 2>&1 &&
+     tail -1 "$ex_dir/regression.log" | awk '/^test rmse: [0-9.]+$/ && $3 < 65 {ok = 1} END {exit !ok}'
+  then ex_p=$((ex_p + 1)); tail -1 "$ex_dir/regression.log" | sed 's/^/   regression: /'
+  else echo "   regression failed:"; tail -5 "$ex_dir/regression.log"; ex_f=$((ex_f + 1)); fi
+else
+  skipped+=("examples/regression (the diabetes table's package python3-sklearn is not installed)")
+fi
 # examples/gpt2, tiny, on 2 MB of the linux-doc-6.1 corpus: tokenizer, training with bf16 autocast
 # and checkpoints, a sample; its last line must be "val loss: X" with a loss below ln(vocab).
 if [ -d /usr/share/doc/linux-doc-6.1/Documentation ]; then

@@ -292,8 +292,7 @@ FitSession::FitSession(const LearnerConfig& config, optim::LrScheduler& schedule
     : impl_(std::make_unique<Impl>(config, scheduler, std::move(device), std::move(write_model))) {
   Impl& s = *impl_;
   s.prototypes.push_back(loss_metric());
-  std::vector<MetricPtr> extra = s.cfg.metrics.empty() ? std::vector<MetricPtr>{accuracy_metric()} : s.cfg.metrics;
-  for (auto& m : extra) {
+  for (auto& m : s.cfg.metrics) {
     EMBER_CHECK(m, "Learner: a null metric");
     bool dup = false;
     for (const auto& p : s.prototypes) dup |= p->name() == m->name();
@@ -302,7 +301,7 @@ FitSession::FitSession(const LearnerConfig& config, optim::LrScheduler& schedule
   for (int sp = 0; sp < 2; ++sp)
     for (const auto& p : s.prototypes) s.metrics[sp].push_back(p->clone());
 
-  s.renderer = s.cfg.renderer ? s.cfg.renderer : make_renderer(s.cfg.renderer_kind);
+  s.renderer = s.cfg.renderer ? s.cfg.renderer : make_renderer(s.cfg.renderer_kind, s.cfg.verbosity);
   if (s.cfg.handle_sigint) s.sigint.emplace();
 
   if (s.cfg.checkpoints) {
@@ -420,6 +419,7 @@ void FitSession::begin(int64_t train_batches, int64_t valid_batches, bool has_va
   }
   if (s.cfg.grad_scaler) info.metrics.push_back("loss_scale");
   info.run_dir = s.cfg.run_dir;
+  info.has_validation = has_valid;
   info.resumed_from = s.resumed_from;
   s.renderer->start(info, s.history);
 }
@@ -451,6 +451,8 @@ void FitSession::begin_split(Split split, int64_t num_batches) {
   s.split_samples = 0;
   s.split_wait = 0;
   s.split_cpu_start = process_cpu_seconds();
+  s.proc = ProcessMonitor();  // the split's first sample covers its first batch
+  s.last_sample = {};
   s.ema_dt[sp] = s.ema_wait[sp] = s.ema_samples[sp] = kNan;
   s.split_start = s.last_end = Clock::now();
 }
@@ -717,7 +719,7 @@ bool file_exists(const std::string& path) {
 
 Evaluator::Evaluator(const std::vector<MetricPtr>& metrics) : impl_(std::make_unique<Impl>()) {
   impl_->metrics.push_back(loss_metric()->clone());
-  for (const auto& m : metrics.empty() ? std::vector<MetricPtr>{accuracy_metric()} : metrics)
+  for (const auto& m : metrics)
     if (m && m->name() != "loss") impl_->metrics.push_back(m->clone());
   for (auto& m : impl_->metrics) m->reset();
 }

@@ -1,4 +1,4 @@
-// Classification metrics (see include/ember/train/metrics.hpp for the conventions).
+// Metrics (see include/ember/train/metrics.hpp for the conventions).
 #include "ember/train/metrics.hpp"
 
 #include <algorithm>
@@ -283,29 +283,6 @@ std::string ConfusionMatrix::str(const std::vector<std::string>& class_names) co
   return os.str();
 }
 
-// ---- host read-back ----
-
-BatchOutputs to_host(const ClassificationOutput& out) {
-  BatchOutputs b;
-  EMBER_CHECK(out.loss.defined(), "Learner: the step returned no loss");
-  EMBER_CHECK(out.loss.numel() == 1, "Learner: the step's loss must have one element, got shape ",
-              out.loss.shape());
-  b.loss = out.loss.detach().item();
-  b.batch_size = 1;
-  if (!out.output.defined() || !out.targets.defined()) return b;
-  DynTensor logits = out.output.detach();
-  EMBER_CHECK(logits.rank() == 1 || logits.rank() == 2, "Learner: the step's output must be logits [N, C], [N, 1] or [N], got ",
-              logits.shape());
-  int64_t n = logits.size(0);
-  int64_t c = logits.rank() == 2 ? logits.size(1) : 1;
-  EMBER_CHECK(out.targets.numel() == n, "Learner: ", n, " output rows but targets of shape ", out.targets.shape());
-  b.batch_size = n;
-  b.num_classes = c;
-  b.logits = logits.cast(DType::f32).to_vector<float>();
-  b.targets = out.targets.detach().cast(DType::i64).to_vector<int64_t>();
-  return b;
-}
-
 // ---- accumulators ----
 namespace {
 
@@ -464,7 +441,187 @@ class AurocMetric final : public Metric {
   int64_t classes_ = 0;
 };
 
+
+// Sums over every element of the epoch, per output column: the regression metrics are functions of
+// these (so RMSE is the root of the epoch's MSE, and R² uses the epoch's target mean).
+struct RegressionSums {
+  std::vector<double> count, sse, sae, mean, m2;  // per output; mean/m2: the targets' (Chan et al.)
+  void clear() { count.clear(), sse.clear(), sae.clear(), mean.clear(), m2.clear(); }
+  void add(const std::vector<double>& pred, const std::vector<double>& target, int64_t k) {
+    if (count.empty()) count.assign(size_t(k), 0), sse = sae = mean = m2 = count;
+    EMBER_CHECK(int64_t(count.size()) == k, "regression metric: batches with ", count.size(), " and ", k, " outputs");
+    size_t n = target.size() / size_t(k);
+    if (n == 0) return;
+    for (size_t j = 0; j < size_t(k); ++j) {
+      double bs = 0, ba = 0, bsum = 0;
+      for (size_t i = 0; i < n; ++i) {
+        double e = pred[i * size_t(k) + j] - target[i * size_t(k) + j];
+        bs += e * e, ba += std::fabs(e), bsum += target[i * size_t(k) + j];
+      }
+      double bmean = bsum / double(n), bm2 = 0;
+      for (size_t i = 0; i < n; ++i) bm2 += (target[i * size_t(k) + j] - bmean) * (target[i * size_t(k) + j] - bmean);
+      double na = count[j], nb = double(n), nt = na + nb, delta = bmean - mean[j];
+      mean[j] += delta * nb / nt;
+      m2[j] += bm2 + delta * delta * na * nb / nt;
+      count[j] = nt, sse[j] += bs, sae[j] += ba;
+    }
+  }
+  double total(const std::vector<double>& v) const { return std::accumulate(v.begin(), v.end(), 0.0); }
+  double mse() const { return count.empty() || total(count) == 0 ? kNaN : total(sse) / total(count); }
+  double mae() const { return count.empty() || total(count) == 0 ? kNaN : total(sae) / total(count); }
+  double r2() const {
+    if (count.empty()) return kNaN;
+    double s = 0;
+    for (size_t j = 0; j < count.size(); ++j) s += m2[j] > 0 ? 1 - sse[j] / m2[j] : kNaN;
+    return s / double(count.size());
+  }
+};
+
+class RegressionMetric final : public Metric {
+ public:
+  enum class Kind { mse, rmse, mae, r2 };
+  explicit RegressionMetric(Kind kind) : kind_(kind) {}
+  std::string name() const override {
+    static const char* names[] = {"mse", "rmse", "mae", "r2"};
+    return names[int(kind_)];
+  }
+  bool higher_is_better() const override { return kind_ == Kind::r2; }
+  void reset() override { sums_.clear(); }
+  std::optional<double> update(const BatchOutputs& b) override {
+    if (b.kind != OutputKind::regression || b.batch_size == 0) return std::nullopt;
+    RegressionSums one;
+    one.add(b.predictions, b.values, b.num_outputs);
+    sums_.add(b.predictions, b.values, b.num_outputs);
+    return of(one);
+  }
+  double value() const override { return of(sums_); }
+  MetricState state() const override {
+    return {{"count", sums_.count}, {"sse", sums_.sse}, {"sae", sums_.sae}, {"mean", sums_.mean}, {"m2", sums_.m2}};
+  }
+  void load_state(const MetricState& s) override {
+    for (auto [key, field] : {std::pair{"count", &sums_.count}, {"sse", &sums_.sse}, {"sae", &sums_.sae},
+                              {"mean", &sums_.mean}, {"m2", &sums_.m2}}) {
+      auto it = s.find(key);
+      EMBER_CHECK(it != s.end(), "metric state: missing entry '", key, "'");
+      *field = it->second;
+    }
+    for (const auto* v : {&sums_.sse, &sums_.sae, &sums_.mean, &sums_.m2})
+      EMBER_CHECK(v->size() == sums_.count.size(), "metric state: ", name(), "'s entries differ in length");
+  }
+  std::unique_ptr<Metric> clone() const override { return std::make_unique<RegressionMetric>(kind_); }
+
+ private:
+  double of(const RegressionSums& s) const {
+    switch (kind_) {
+      case Kind::mse: return s.mse();
+      case Kind::rmse: return std::sqrt(s.mse());
+      case Kind::mae: return s.mae();
+      case Kind::r2: return s.r2();
+    }
+    return kNaN;
+  }
+  Kind kind_;
+  RegressionSums sums_;
+};
+
+// Per-label true/false positive/negative counts of thresholded sigmoids.
+class MultiLabelMetric final : public Metric {
+ public:
+  enum class Kind { accuracy, f1 };
+  MultiLabelMetric(Kind kind, Average avg, double threshold) : kind_(kind), avg_(avg), threshold_(threshold) {
+    EMBER_CHECK(threshold > 0 && threshold < 1, "multilabel metric: threshold must be in (0, 1), got ", threshold);
+  }
+  std::string name() const override {
+    if (kind_ == Kind::accuracy) return "label_accuracy";
+    return std::string("label_f1") + (avg_ == Average::macro ? "_macro" : "_micro");
+  }
+  bool higher_is_better() const override { return true; }
+  void reset() override { tp_.clear(), fp_.clear(), fn_.clear(), tn_.clear(); }
+  std::optional<double> update(const BatchOutputs& b) override {
+    if (b.kind != OutputKind::multilabel || b.batch_size == 0) return std::nullopt;
+    MultiLabelMetric one(kind_, avg_, threshold_);
+    one.add(b);
+    add(b);
+    return one.value();
+  }
+  double value() const override {
+    if (tp_.empty()) return kNaN;
+    auto sum = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); };
+    auto f1 = [](double tp, double fp, double fn) { return tp + fp + fn > 0 ? 2 * tp / (2 * tp + fp + fn) : 0.0; };
+    if (kind_ == Kind::accuracy) {
+      double right = sum(tp_) + sum(tn_), all = right + sum(fp_) + sum(fn_);
+      return all > 0 ? right / all : kNaN;
+    }
+    if (avg_ == Average::micro) return f1(sum(tp_), sum(fp_), sum(fn_));
+    double s = 0;
+    for (size_t j = 0; j < tp_.size(); ++j) s += f1(tp_[j], fp_[j], fn_[j]);
+    return s / double(tp_.size());
+  }
+  MetricState state() const override { return {{"tp", tp_}, {"fp", fp_}, {"fn", fn_}, {"tn", tn_}}; }
+  void load_state(const MetricState& s) override {
+    for (auto [key, field] : {std::pair{"tp", &tp_}, {"fp", &fp_}, {"fn", &fn_}, {"tn", &tn_}}) {
+      auto it = s.find(key);
+      EMBER_CHECK(it != s.end(), "metric state: missing entry '", key, "'");
+      *field = it->second;
+    }
+    for (const auto* v : {&fp_, &fn_, &tn_})
+      EMBER_CHECK(v->size() == tp_.size(), "metric state: ", name(), "'s entries differ in length");
+  }
+  std::unique_ptr<Metric> clone() const override {
+    return std::make_unique<MultiLabelMetric>(kind_, avg_, threshold_);
+  }
+
+ private:
+  void add(const BatchOutputs& b) {
+    size_t l = size_t(b.num_labels);
+    if (tp_.empty()) tp_.assign(l, 0), fp_ = fn_ = tn_ = tp_;
+    EMBER_CHECK(tp_.size() == l, "multilabel metric: batches with ", tp_.size(), " and ", l, " labels");
+    // sigmoid(x) > t  <=>  x > log(t / (1 - t))
+    double cut = std::log(threshold_ / (1 - threshold_));
+    for (size_t i = 0; i < b.values.size(); ++i) {
+      bool pred = b.predictions[i] > cut, truth = b.values[i] > 0.5;
+      size_t j = i % l;
+      (pred ? (truth ? tp_ : fp_) : (truth ? fn_ : tn_))[j] += 1;
+    }
+  }
+  Kind kind_;
+  Average avg_;
+  double threshold_;
+  std::vector<double> tp_, fp_, fn_, tn_;
+};
+
 }  // namespace
+
+double mean_squared_error(std::span<const double> pred, std::span<const double> target) {
+  EMBER_CHECK(pred.size() == target.size(), "mean_squared_error: ", pred.size(), " predictions, ", target.size(), " targets");
+  RegressionSums s;
+  s.add({pred.begin(), pred.end()}, {target.begin(), target.end()}, 1);
+  return s.mse();
+}
+double mean_absolute_error(std::span<const double> pred, std::span<const double> target) {
+  EMBER_CHECK(pred.size() == target.size(), "mean_absolute_error: ", pred.size(), " predictions, ", target.size(), " targets");
+  RegressionSums s;
+  s.add({pred.begin(), pred.end()}, {target.begin(), target.end()}, 1);
+  return s.mae();
+}
+double r2_score(std::span<const double> pred, std::span<const double> target, int64_t num_outputs) {
+  EMBER_CHECK(pred.size() == target.size() && num_outputs >= 1 && target.size() % size_t(num_outputs) == 0,
+              "r2_score: ", pred.size(), " predictions, ", target.size(), " targets, ", num_outputs, " outputs");
+  RegressionSums s;
+  s.add({pred.begin(), pred.end()}, {target.begin(), target.end()}, num_outputs);
+  return s.r2();
+}
+
+MetricPtr mse_metric() { return std::make_shared<RegressionMetric>(RegressionMetric::Kind::mse); }
+MetricPtr rmse_metric() { return std::make_shared<RegressionMetric>(RegressionMetric::Kind::rmse); }
+MetricPtr mae_metric() { return std::make_shared<RegressionMetric>(RegressionMetric::Kind::mae); }
+MetricPtr r2_metric() { return std::make_shared<RegressionMetric>(RegressionMetric::Kind::r2); }
+MetricPtr multilabel_accuracy_metric(double threshold) {
+  return std::make_shared<MultiLabelMetric>(MultiLabelMetric::Kind::accuracy, Average::micro, threshold);
+}
+MetricPtr multilabel_f1_metric(Average avg, double threshold) {
+  return std::make_shared<MultiLabelMetric>(MultiLabelMetric::Kind::f1, avg, threshold);
+}
 
 MetricPtr loss_metric() { return std::make_shared<LossMetric>(); }
 MetricPtr accuracy_metric() { return std::make_shared<AccuracyMetric>(); }
@@ -477,7 +634,7 @@ MetricPtr f1_metric(Average avg) { return std::make_shared<ConfusionMetric>(Conf
 MetricPtr auroc_metric() { return std::make_shared<AurocMetric>(); }
 
 bool lower_is_better_by_name(const std::string& name) {
-  for (const char* s : {"loss", "error", "time", "wait", "memory", "eta", "perplexity"})
+  for (const char* s : {"loss", "error", "time", "wait", "memory", "eta", "perplexity", "mse", "mae"})
     if (name.find(s) != std::string::npos) return true;
   return false;
 }

@@ -83,7 +83,7 @@ class NullRenderer final : public Renderer {
 };
 }  // namespace
 
-std::shared_ptr<Renderer> make_renderer(RendererKind kind) {
+std::shared_ptr<Renderer> make_renderer(RendererKind kind, int verbosity) {
   if (kind == RendererKind::automatic) {
     const char* env = std::getenv("EMBER_RENDERER");
     if (env && *env) kind = parse_renderer_kind(env);
@@ -91,7 +91,11 @@ std::shared_ptr<Renderer> make_renderer(RendererKind kind) {
   if (kind == RendererKind::automatic) kind = stdout_is_terminal() ? RendererKind::dashboard : RendererKind::plain;
   switch (kind) {
     case RendererKind::dashboard: return make_dashboard_renderer();
-    case RendererKind::plain: return make_plain_renderer(std::cout);
+    case RendererKind::plain: {
+      PlainRendererOptions o;
+      o.verbosity = verbosity;
+      return make_plain_renderer(std::cout, o);
+    }
     default: return std::make_shared<NullRenderer>();
   }
 }
@@ -124,9 +128,15 @@ class PlainRenderer final : public Renderer {
                                          << ", iteration " << info.start_iteration << ")";
     if (!info.run_dir.empty()) out_ << ", logs in " << info.run_dir;
     out_ << std::endl;
+    has_valid_ = info.has_validation;
   }
 
   void update(const ProgressView& p) override {
+    if (o_.verbosity < 1) {
+      if (p.stopping && !stopping_shown_) out_ << "stopping after this step" << std::endl;
+      stopping_shown_ |= p.stopping;
+      return;
+    }
     auto now = std::chrono::steady_clock::now();
     bool first = p.batch <= 1 || split_ != p.split;
     bool due = o_.interval_steps > 0 ? p.batch % o_.interval_steps == 0
@@ -150,11 +160,38 @@ class PlainRenderer final : public Renderer {
   }
 
   void epoch_end(const EpochView& e) override {
+    if (o_.verbosity < 1) {  // one line: train values, then valid values, then rates and time
+      if (e.split == Split::train) {
+        train_ = e;
+        if (has_valid_) return;
+      }
+      std::ostringstream line;
+      line << "epoch " << e.epoch + 1 << "/" << e.num_epochs;
+      double secs = 0;
+      NamedValues rates;
+      for (const EpochView* v : {static_cast<const EpochView*>(&train_), e.split == Split::valid ? &e : nullptr}) {
+        if (!v || v->epoch != e.epoch) continue;
+        std::string vals = join_values(v->values, true);
+        line << "  " << split_name(v->split) << " " << (vals.empty() ? "-" : vals);
+        secs += v->seconds;
+      }
+      if (train_.epoch == e.epoch)
+        for (const auto& [name, v] : train_.values)
+          if (name == "lr" || name == "samples_per_s" || name == "cpu_percent") rates.emplace_back(name, v);
+      std::string r = join_values(rates);
+      if (!r.empty()) line << "  " << r;
+      line << "  (" << format_duration(secs) << ")";
+      out_ << line.str() << std::endl;
+      return;
+    }
     out_ << "epoch " << e.epoch + 1 << "/" << e.num_epochs << " " << split_name(e.split) << " done in "
          << format_duration(e.seconds) << ": " << join_values(e.values) << std::endl;
   }
 
-  void message(const std::string& text) override { out_ << text << std::endl; }
+  void message(const std::string& text) override {
+    if (o_.verbosity < 1 && text.rfind("checkpoint ", 0) == 0) return;  // listed in the summary
+    out_ << text << std::endl;
+  }
 
   void finish(const FitSummary& s) override {
     if (o_.print_summary) out_ << s.str() << std::flush;
@@ -165,6 +202,12 @@ class PlainRenderer final : public Renderer {
   PlainRendererOptions o_;
   Split split_ = Split::valid;
   std::chrono::steady_clock::time_point last_{};
+  bool has_valid_ = false, stopping_shown_ = false;
+  EpochView train_ = [] {
+    EpochView v;
+    v.epoch = -1;
+    return v;
+  }();
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Process CPU and memory from /proc, device memory from the backend.
 #include "ember/train/system_stats.hpp"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -12,22 +13,11 @@
 namespace ember::train {
 
 double process_cpu_seconds() {
-  std::ifstream f("/proc/self/stat");
-  std::string line;
-  if (!std::getline(f, line)) return std::numeric_limits<double>::quiet_NaN();
-  // Field 2 (comm) is parenthesised and may hold spaces: parse after the last ')'.
-  auto close = line.rfind(')');
-  if (close == std::string::npos) return std::numeric_limits<double>::quiet_NaN();
-  std::istringstream rest(line.substr(close + 1));
-  std::string field;
-  unsigned long long utime = 0, stime = 0;
-  // After ')' come fields 3 (state) ... ; utime and stime are fields 14 and 15.
-  for (int i = 3; i <= 15 && rest >> field; ++i) {
-    if (i == 14) utime = std::stoull(field);
-    if (i == 15) stime = std::stoull(field);
-  }
-  long ticks = sysconf(_SC_CLK_TCK);
-  return ticks > 0 ? double(utime + stime) / double(ticks) : std::numeric_limits<double>::quiet_NaN();
+  // The process's CPU clock (all threads, user + system) in nanoseconds; /proc/self/stat's ticks
+  // are 10 ms, too coarse for short epochs.
+  timespec ts{};
+  if (::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return std::numeric_limits<double>::quiet_NaN();
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
 int64_t process_rss_bytes() {

@@ -149,3 +149,130 @@ TEST(SystemStats, ProcReadings) {
   EXPECT_LT(s.cpu_percent, 100 * 64);
   EXPECT_FALSE(device_memory(Device::cpu()).has_value());  // CPU memory is the process's
 }
+
+// ---- regression and multi-label (expected values from scikit-learn 1.2.1, the expression beside
+// each; p and y below are the arrays in the same order) ----
+namespace {
+
+const std::vector<double> kPred = {5.0, 0.0, 2.1, 7.8, -1.2, 3.3, 4.4};
+const std::vector<double> kTarget = {3.0, -0.5, 2.0, 7.0, -1.0, 3.0, 5.0};
+
+BatchOutputs regression_batch(size_t from, size_t to, int64_t outputs = 1, const std::vector<double>& p = kPred,
+                              const std::vector<double>& y = kTarget) {
+  BatchOutputs b;
+  b.kind = OutputKind::regression;
+  b.num_outputs = outputs;
+  b.predictions.assign(p.begin() + long(from), p.begin() + long(to));
+  b.values.assign(y.begin() + long(from), y.begin() + long(to));
+  b.batch_size = int64_t(to - from) / outputs;
+  return b;
+}
+
+double epoch_value(const MetricPtr& proto, const std::vector<BatchOutputs>& batches) {
+  auto m = proto->clone();
+  m->reset();
+  for (const auto& b : batches) m->update(b);
+  return m->value();
+}
+
+}  // namespace
+
+TEST(Metrics, RegressionFunctionsMatchScikitLearn) {
+  EXPECT_NEAR(mean_squared_error(kPred, kTarget), 0.7699999999999998, 1e-12);   // mean_squared_error(y, p)
+  EXPECT_NEAR(mean_absolute_error(kPred, kTarget), 0.6428571428571427, 1e-12);  // mean_absolute_error(y, p)
+  EXPECT_NEAR(r2_score(kPred, kTarget), 0.8885376661742984, 1e-12);             // r2_score(y, p)
+}
+
+TEST(Metrics, RegressionMetricsAreOverTheEpochNotMeansOfBatches) {
+  // Uneven batches of 1, 3 and 3 samples.
+  std::vector<BatchOutputs> batches = {regression_batch(0, 1), regression_batch(1, 4), regression_batch(4, 7)};
+  EXPECT_NEAR(epoch_value(mse_metric(), batches), 0.7699999999999998, 1e-12);  // mean_squared_error(y, p)
+  // np.sqrt(mean_squared_error(y, p)); the mean of the three batch RMSEs would be 0.98396.
+  EXPECT_NEAR(epoch_value(rmse_metric(), batches), 0.8774964387392121, 1e-12);
+  EXPECT_NEAR(epoch_value(mae_metric(), batches), 0.6428571428571427, 1e-12);  // mean_absolute_error(y, p)
+  // r2_score(y, p) with SS_tot about the epoch's mean (batch R²s average 0.97145).
+  EXPECT_NEAR(epoch_value(r2_metric(), batches), 0.8885376661742984, 1e-12);
+  // The loss, per sample: batch MSEs 4.0, 0.3, 0.1633 weighted 1:3:3 (unweighted: 1.4878).
+  auto loss = loss_metric()->clone();
+  for (auto b : batches) {
+    b.loss = mean_squared_error(b.predictions, b.values);
+    loss->update(b);
+  }
+  EXPECT_NEAR(loss->value(), 0.7699999999999998, 1e-12);
+  // Classification metrics ignore regression batches (no "target out of range").
+  EXPECT_TRUE(std::isnan(epoch_value(accuracy_metric(), batches)));
+  EXPECT_TRUE(std::isnan(epoch_value(f1_metric(), batches)));
+}
+
+TEST(Metrics, MultiOutputRegressionMatchesScikitLearn) {
+  // P = [[0.5, 1], [2, -1], [3.5, 0], [7, 2.5]], Y = [[1, 0.5], [2.5, -1], [3, 0.5], [8, 2]]
+  std::vector<double> p = {0.5, 1.0, 2.0, -1.0, 3.5, 0.0, 7.0, 2.5}, y = {1.0, 0.5, 2.5, -1.0, 3.0, 0.5, 8.0, 2.0};
+  std::vector<BatchOutputs> batches = {regression_batch(0, 2, 2, p, y), regression_batch(2, 8, 2, p, y)};
+  EXPECT_NEAR(epoch_value(r2_metric(), batches), 0.885063957863055, 1e-12);  // r2_score(Y, P) (uniform_average)
+  EXPECT_NEAR(epoch_value(mse_metric(), batches), 0.3125, 1e-12);            // mean_squared_error(Y, P)
+  EXPECT_NEAR(epoch_value(mae_metric(), batches), 0.5, 1e-12);               // mean_absolute_error(Y, P)
+  EXPECT_NEAR(r2_score(p, y, 2), 0.885063957863055, 1e-12);
+}
+
+TEST(Metrics, MultiLabelMatchesScikitLearn) {
+  // Logits L [5, 3] and targets T; predictions sigmoid(L) > threshold. Label 2 is never a target
+  // nor predicted (its F1 counts 0, as zero_division=0).
+  std::vector<double> logits = {2.0, -1.0, -3.0, 0.5, 0.3, -2.0, -1.0, 1.5, -0.1, -0.2, -0.4, -1.0, 1.0, 2.0, -5.0};
+  std::vector<double> targets = {1, 0, 0, 0, 1, 0, 0, 1, 0, 1, 0, 0, 1, 1, 0};
+  auto batch = [&](size_t from, size_t to) {
+    BatchOutputs b;
+    b.kind = OutputKind::multilabel;
+    b.num_labels = 3;
+    b.predictions.assign(logits.begin() + long(3 * from), logits.begin() + long(3 * to));
+    b.values.assign(targets.begin() + long(3 * from), targets.begin() + long(3 * to));
+    b.batch_size = int64_t(to - from);
+    return b;
+  };
+  std::vector<BatchOutputs> batches = {batch(0, 2), batch(2, 5)};
+  EXPECT_NEAR(epoch_value(multilabel_accuracy_metric(), batches), 0.8666666666666667, 1e-12);  // 1 - hamming_loss(T, pred)
+  EXPECT_NEAR(epoch_value(multilabel_f1_metric(Average::macro), batches), 0.5555555555555555,
+              1e-12);  // f1_score(T, pred, average='macro', zero_division=0)
+  EXPECT_NEAR(epoch_value(multilabel_f1_metric(Average::micro), batches), 0.8333333333333334,
+              1e-12);  // f1_score(T, pred, average='micro')
+  EXPECT_NEAR(epoch_value(multilabel_f1_metric(Average::macro, 0.7), batches), 0.5333333333333333,
+              1e-12);  // the same with sigmoid(L) > 0.7
+  EXPECT_EQ(multilabel_f1_metric()->name(), "label_f1_macro");
+  EXPECT_TRUE(std::isnan(epoch_value(accuracy_metric(), batches)));
+}
+
+TEST(Metrics, RegressionStateRoundTrips) {
+  for (const auto& proto : {rmse_metric(), r2_metric(), mae_metric()}) {
+    auto m = proto->clone();
+    m->reset();
+    m->update(regression_batch(0, 4));
+    auto copy = m->clone();
+    copy->load_state(m->state());
+    copy->update(regression_batch(4, 7));
+    m->update(regression_batch(4, 7));
+    EXPECT_EQ(copy->value(), m->value()) << m->name();
+  }
+}
+
+TEST(Metrics, ToHostReadsRegressionAndMultiLabelOutputs) {
+  RegressionOutput r{DynTensor::full(Shape{}, 0.25, DType::f32), DynTensor::from_vector<float>({1, 2, 3}, {3, 1}),
+                     DynTensor::from_vector<float>({1.5f, 2, 151}, {3})};
+  BatchOutputs b = to_host(r);
+  EXPECT_EQ(b.kind, OutputKind::regression);
+  EXPECT_EQ(b.batch_size, 3);
+  EXPECT_EQ(b.num_outputs, 1);
+  EXPECT_EQ(b.values, (std::vector<double>{1.5, 2, 151}));
+  MultiLabelOutput ml{DynTensor::full(Shape{}, 0.5, DType::f32), DynTensor::from_vector<float>({1, -1, 2, 0}, {2, 2}),
+                      DynTensor::from_vector<int64_t>({1, 0, 1, 1}, {2, 2})};
+  b = to_host(ml);
+  EXPECT_EQ(b.kind, OutputKind::multilabel);
+  EXPECT_EQ(b.num_labels, 2);
+  EXPECT_EQ(b.batch_size, 2);
+  // A regression returned as a ClassificationOutput says what to return instead.
+  ClassificationOutput wrong{r.loss, r.predictions, DynTensor::from_vector<float>({151, 75, 141}, {3})};
+  try {
+    to_host(wrong);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("RegressionOutput"), std::string::npos) << e.what();
+  }
+}

@@ -178,7 +178,7 @@ TEST(Learner, UserRendererAndPlainRenderer) {
   EXPECT_EQ(rec->train_loss.size(), 20u);
 
   std::ostringstream out;
-  auto plain = train::make_plain_renderer(out, {.interval_steps = 5});
+  auto plain = train::make_plain_renderer(out, {.verbosity = 1, .interval_steps = 5});
   auto learner2 = builder().epochs(2).renderer(plain).build();
   learner2.fit(d.train, d.valid);
   std::string text = out.str();

@@ -1,7 +1,7 @@
 // DataLoader: batches of a dataset, built by a batcher on worker threads, in a deterministic
 // order.
 //
-//   auto loader = data::DataLoaderBuilder<data::MnistItem, data::ImageBatch>(data::batch_mnist)
+//   auto loader = data::DataLoaderBuilder(data::batch_mnist)   // types deduced (lambdas too)
 //                     .batch_size(128).shuffle(/*seed=*/42).num_workers(2)
 //                     .build(data::FashionMnist::train());
 //   for (int epoch = 0; epoch < 3; ++epoch)
@@ -32,8 +32,10 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
+#include "ember/core/callable_traits.hpp"
 #include "ember/core/device.hpp"
 #include "ember/data/dataset.hpp"
 #include "ember/data/rng.hpp"
@@ -286,5 +288,11 @@ class DataLoaderBuilder {
 
 template <class I, class B>
 DataLoaderBuilder(B (*)(std::vector<I>, const Device&)) -> DataLoaderBuilder<I, B>;
+// A lambda or std::function batcher: the item type from its first parameter (std::vector<I>, by
+// value or reference), the batch type from its result.
+template <class F>
+  requires(!std::is_pointer_v<F>)
+DataLoaderBuilder(F) -> DataLoaderBuilder<typename std::remove_cvref_t<callable_arg_t<F, 0>>::value_type,
+                                          std::remove_cvref_t<callable_result_t<F>>>;
 
 }  // namespace ember::data

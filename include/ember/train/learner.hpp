@@ -2,9 +2,10 @@
 // optimizer and lr scheduler, gradient accumulation, checkpoints, resume, early stopping, logs,
 // plots and a live renderer.
 //
-//   auto learner = train::LearnerBuilder<Model, Batch>(model, train_step, valid_step)
+//   auto learner = train::LearnerBuilder(model, train_step, valid_step)  // Model, Batch deduced
 //                      .optimizer(optim::AdamW({.weight_decay = 1e-4}))
-//                      .scheduler(std::make_unique<optim::CosineAnnealingLR>(1e-3, {.t_max = 5 * 938}))
+//                      .scheduler(std::make_unique<optim::CosineAnnealingLR>(
+//                          1e-3, optim::CosineAnnealingLRConfig{.t_max = 5 * 938}))
 //                      .epochs(5)
 //                      .metrics({train::accuracy_metric(), train::f1_metric()})
 //                      .run_dir("runs/fashion")            // logs, plots, summary, checkpoints/
@@ -16,9 +17,17 @@
 //   std::cout << learner.summary().str();
 //   train::EvalResult test = learner.evaluate(test_loader);   // test.value("accuracy")
 //
-// The steps (see output.hpp): train_step(M&, const B&) -> TrainStepResult (loss, logits, targets and
-// the backward's Gradients); valid_step(const M&, const B&) -> ClassificationOutput, run with
-// gradient recording off and the model in eval mode (nn::set_training(model, false)).
+// The steps (see output.hpp): train_step(M&, const B&) -> TrainResult<O> (a step output O and the
+// backward's Gradients; TrainStepResult is TrainResult<ClassificationOutput>); valid_step(const M&,
+// const B&) -> a step output, run with gradient recording off and the model in eval mode
+// (nn::set_training(model, false)). O is ClassificationOutput, RegressionOutput,
+// MultiLabelOutput or a struct of your own (the StepOutput concept). The builder deduces M and B
+// from the model and the train step's parameters (a generic lambda needs LearnerBuilder<M, B>).
+//
+// Metrics: without .metrics(...), the defaults follow the train step's output type: accuracy for
+// ClassificationOutput, RMSE, MAE and R² for RegressionOutput, label accuracy and macro F1 for
+// MultiLabelOutput, O::default_metrics() for a type that has it, else the loss alone. Losses and
+// metrics of an epoch are over its samples: a batch's mean loss counts batch_size times.
 //
 // Loop semantics:
 // - An optimizer step happens every `grad_accumulation` batches (and at the end of an epoch); the
@@ -53,6 +62,7 @@
 #include <vector>
 
 #include "ember/amp.hpp"
+#include "ember/core/callable_traits.hpp"
 #include "ember/core/error.hpp"
 #include "ember/nn/file.hpp"
 #include "ember/nn/module.hpp"
@@ -101,9 +111,10 @@ struct LearnerConfig {
   std::optional<EarlyStoppingConfig> early_stopping{};
   SchedulerInterval scheduler_interval = SchedulerInterval::step;
   std::string plateau_metric = "valid/loss";
-  std::vector<MetricPtr> metrics{};  // measured besides the loss; default: accuracy
+  std::vector<MetricPtr> metrics{};  // measured besides the loss (the builder fills in defaults)
   std::shared_ptr<Renderer> renderer{};
   RendererKind renderer_kind = RendererKind::automatic;
+  int verbosity = 0;  // the plain renderer: 0 one line per epoch, 1 progress lines and messages
   bool handle_sigint = true;
   std::string resume_from{};  // a checkpoint folder, or a folder of checkpoints (its latest)
   bool resume_required = true;  // false: start afresh when resume_from holds no checkpoint yet
@@ -205,10 +216,88 @@ using TrainStepFn = std::function<TrainStepResult(M&, const B&)>;
 template <class M, class B>
 using ValidStepFn = std::function<ClassificationOutput(const M&, const B&)>;
 
+namespace detail {
+
+// A train step's result with its output already on the host.
+struct HostTrainResult {
+  BatchOutputs out;
+  Gradients grads;
+};
+template <class M, class B>
+using HostTrainFn = std::function<HostTrainResult(M&, const B&)>;
+template <class M, class B>
+using HostValidFn = std::function<BatchOutputs(const M&, const B&)>;
+
+template <class R>
+struct train_output {};
+template <class O>
+struct train_output<TrainResult<O>> {
+  using type = O;
+};
+// The step output type O of a train step F(M&, const B&) -> TrainResult<O>.
+template <class F, class M, class B>
+using train_output_t = typename train_output<std::remove_cvref_t<std::invoke_result_t<F&, M&, const B&>>>::type;
+
+// False for an empty std::function or a null function pointer (a lambda is always set).
+template <class F>
+bool callable_is_set(const F& f) {
+  if constexpr (std::is_pointer_v<F>) return f != nullptr;
+  else if constexpr (requires { typename F::result_type; static_cast<bool>(f); }) return static_cast<bool>(f);
+  else return true;
+}
+
+template <class M, class B, class F>
+HostTrainFn<M, B> host_train_step(F f) {
+  using O = train_output_t<F, M, B>;
+  static_assert(StepOutput<O>, "Learner: the train step's output type has no to_host(const O&) -> BatchOutputs");
+  return [f = std::move(f)](M& m, const B& b) mutable {
+    auto r = f(m, b);
+    return HostTrainResult{to_host(r.out), std::move(r.grads)};
+  };
+}
+template <class M, class B, class G>
+HostValidFn<M, B> host_valid_step(G g) {
+  if constexpr (std::is_null_pointer_v<G>) {
+    return {};
+  } else {
+    if (!callable_is_set(g)) return {};
+    using O = std::remove_cvref_t<std::invoke_result_t<G&, const M&, const B&>>;
+    static_assert(StepOutput<O>, "Learner: the valid step's output type has no to_host(const O&) -> BatchOutputs");
+    return [g = std::move(g)](const M& m, const B& b) mutable { return to_host(g(m, b)); };
+  }
+}
+
+inline std::vector<MetricPtr> default_metrics(std::type_identity<ClassificationOutput>) { return {accuracy_metric()}; }
+inline std::vector<MetricPtr> default_metrics(std::type_identity<RegressionOutput>) {
+  return {rmse_metric(), mae_metric(), r2_metric()};
+}
+inline std::vector<MetricPtr> default_metrics(std::type_identity<MultiLabelOutput>) {
+  return {multilabel_accuracy_metric(), multilabel_f1_metric()};
+}
+template <class O>
+std::vector<MetricPtr> default_metrics(std::type_identity<O>) {
+  if constexpr (requires { O::default_metrics(); }) return O::default_metrics();
+  else return {};
+}
+
+// The batch type of a train step callable F(M&, const B&).
+template <class F>
+using step_batch_t = std::remove_cvref_t<callable_arg_t<F, 1>>;
+
+}  // namespace detail
+
 template <class M, class B>
 class Learner {
  public:
+  // Classification steps (the metrics default to accuracy when empty).
   Learner(M model, TrainStepFn<M, B> train_step, ValidStepFn<M, B> valid_step,
+          std::unique_ptr<optim::Optimizer> optimizer, std::unique_ptr<optim::LrScheduler> scheduler,
+          LearnerConfig config)
+      : Learner(std::move(model), detail::host_train_step<M, B>(std::move(train_step)),
+                detail::host_valid_step<M, B>(std::move(valid_step)), std::move(optimizer), std::move(scheduler),
+                with_default_metrics(std::move(config))) {}
+  // Steps of any output type, already reading their outputs back (LearnerBuilder builds these).
+  Learner(M model, detail::HostTrainFn<M, B> train_step, detail::HostValidFn<M, B> valid_step,
           std::unique_ptr<optim::Optimizer> optimizer, std::unique_ptr<optim::LrScheduler> scheduler,
           LearnerConfig config)
       : model_(std::move(model)),
@@ -218,6 +307,10 @@ class Learner {
         sched_(std::move(scheduler)),
         config_(std::move(config)) {
     if (config_.grad_scaler) scaler_.emplace(*config_.grad_scaler);
+    if (!valid_step_)
+      valid_step_ = [](const M&, const B&) -> BatchOutputs {
+        EMBER_FAIL("Learner: fit() got a validation loader but the builder no valid_step");
+      };
   }
 
   // Trains for the configured epochs (or until stopped) and returns the trained model.
@@ -239,7 +332,7 @@ class Learner {
     nn::set_training(model_, false);
     {
       NoGradGuard no_grad;
-      for (auto it = l.begin(); it != l.end(); ++it) ev.add(to_host(run_valid_step(*it)));
+      for (auto it = l.begin(); it != l.end(); ++it) ev.add(run_valid_step(*it));
     }
     nn::set_training(model_, true);
     return ev.result();
@@ -309,7 +402,7 @@ class Learner {
       if (index < skip) continue;
       const auto& batch = *it;
       s.before_step();
-      TrainStepResult r = run_train_step(batch);
+      detail::HostTrainResult r = run_train_step(batch);
       optim::GradientsParams g = optim::GradientsParams::from(model_, r.grads);
       r.grads = Gradients();
       if (pending == 0) acc = std::move(g);
@@ -317,7 +410,7 @@ class Learner {
       ++pending;
       bool stepped = pending == k || (n > 0 && index + 1 == n);
       if (stepped) apply(s, acc, pending);
-      if (s.after_batch(Split::train, to_host(r.out), stepped)) {
+      if (s.after_batch(Split::train, r.out, stepped)) {
         s.stop();
         return false;
       }
@@ -352,8 +445,8 @@ class Learner {
       for (auto it = loader.begin(); it != loader.end(); ++it) {
         const auto& batch = *it;
         s.before_step();
-        ClassificationOutput out = run_valid_step(batch);
-        if (s.after_batch(Split::valid, to_host(out), false)) {
+        BatchOutputs out = run_valid_step(batch);
+        if (s.after_batch(Split::valid, out, false)) {
           stopped = true;
           break;
         }
@@ -369,20 +462,24 @@ class Learner {
   }
 
   // The steps, inside the mixed-precision scope when one is configured.
-  TrainStepResult run_train_step(const B& batch) {
+  detail::HostTrainResult run_train_step(const B& batch) {
     std::optional<amp::Autocast> autocast;
     if (config_.mixed_precision) autocast.emplace(*config_.mixed_precision);
     amp::ActiveScaler active(scaler_ ? &*scaler_ : nullptr);
     return train_step_(model_, batch);
   }
-  ClassificationOutput run_valid_step(const B& batch) {
+  BatchOutputs run_valid_step(const B& batch) {
     std::optional<amp::Autocast> autocast;
     if (config_.mixed_precision) autocast.emplace(*config_.mixed_precision);
     return valid_step_(std::as_const(model_), batch);
   }
+  static LearnerConfig with_default_metrics(LearnerConfig c) {
+    if (c.metrics.empty()) c.metrics = detail::default_metrics(std::type_identity<ClassificationOutput>{});
+    return c;
+  }
   M model_;
-  TrainStepFn<M, B> train_step_;
-  ValidStepFn<M, B> valid_step_;
+  detail::HostTrainFn<M, B> train_step_;
+  detail::HostValidFn<M, B> valid_step_;
   std::unique_ptr<optim::Optimizer> opt_;
   std::unique_ptr<optim::LrScheduler> sched_;
   LearnerConfig config_;
@@ -394,8 +491,17 @@ class Learner {
 template <class M, class B>
 class LearnerBuilder {
  public:
-  LearnerBuilder(M model, TrainStepFn<M, B> train_step, ValidStepFn<M, B> valid_step = {})
-      : model_(std::move(model)), train_step_(std::move(train_step)), valid_step_(std::move(valid_step)) {}
+  // train_step(M&, const B&) -> TrainResult<O>; valid_step(const M&, const B&) -> a step output
+  // (optional). Lambdas, functions and std::function all work; M and B are deduced (see the
+  // deduction guides below), or named: LearnerBuilder<Model, Batch>(...).
+  template <class F, class G = std::nullptr_t>
+    requires std::invocable<F&, M&, const B&>
+  LearnerBuilder(M model, F train_step, G valid_step = nullptr)
+      : model_(std::move(model)),
+        has_train_step_(detail::callable_is_set(train_step)),
+        train_step_(detail::host_train_step<M, B>(std::move(train_step))),
+        valid_step_(detail::host_valid_step<M, B>(std::move(valid_step))),
+        default_metrics_(detail::default_metrics(std::type_identity<detail::train_output_t<F, M, B>>{})) {}
 
   // The optimizer, by value (any optim::Optimizer subclass) or owned pointer. Default: SGD.
   template <class O>
@@ -422,11 +528,19 @@ class LearnerBuilder {
   LearnerBuilder& epochs(int64_t n) { return set(config_.num_epochs, n); }
   LearnerBuilder& grad_accumulation(int64_t k) { return set(config_.grad_accumulation, k); }
   LearnerBuilder& seed(uint64_t s) { return set(config_.seed, std::optional<uint64_t>(s)); }
-  LearnerBuilder& metrics(std::vector<MetricPtr> m) { return set(config_.metrics, std::move(m)); }
+  // The metrics besides the loss (replacing the defaults of the step's output type; {} for none).
+  LearnerBuilder& metrics(std::vector<MetricPtr> m) {
+    metrics_set_ = true;
+    return set(config_.metrics, std::move(m));
+  }
   LearnerBuilder& metric(MetricPtr m) {
+    metrics_set_ = true;
     config_.metrics.push_back(std::move(m));
     return *this;
   }
+  // The plain renderer's detail: 0 (default) one line per epoch, 1 progress lines every few
+  // seconds, each split's epoch line, checkpoint messages.
+  LearnerBuilder& verbosity(int level) { return set(config_.verbosity, level); }
   LearnerBuilder& run_dir(std::string dir) { return set(config_.run_dir, std::move(dir)); }
   LearnerBuilder& checkpoints(CheckpointConfig c = {}) { return set(config_.checkpoints, std::optional(std::move(c))); }
   LearnerBuilder& early_stopping(EarlyStoppingConfig c) {
@@ -462,17 +576,14 @@ class LearnerBuilder {
   LearnerConfig& config() { return config_; }
 
   Learner<M, B> build() {
-    EMBER_CHECK(train_step_, "LearnerBuilder: no train step");
+    EMBER_CHECK(has_train_step_, "LearnerBuilder: no train step");
     EMBER_CHECK(sched_ || lr_, "LearnerBuilder: set a learning rate (lr) or a scheduler");
     EMBER_CHECK(config_.num_epochs >= 1, "LearnerBuilder: epochs must be >= 1, got ", config_.num_epochs);
     EMBER_CHECK(config_.grad_accumulation >= 1, "LearnerBuilder: grad_accumulation must be >= 1, got ",
                 config_.grad_accumulation);
     if (!opt_) opt_ = std::make_unique<optim::Sgd>();
     if (!sched_) sched_ = std::make_unique<optim::FixedLR>(*lr_);
-    if (!valid_step_)
-      valid_step_ = [](const M&, const B&) -> ClassificationOutput {
-        EMBER_FAIL("Learner: fit() got a validation loader but the builder no valid_step");
-      };
+    if (!metrics_set_) config_.metrics = default_metrics_;
     return Learner<M, B>(std::move(model_), std::move(train_step_), std::move(valid_step_), std::move(opt_),
                          std::move(sched_), std::move(config_));
   }
@@ -484,12 +595,22 @@ class LearnerBuilder {
     return *this;
   }
   M model_;
-  TrainStepFn<M, B> train_step_;
-  ValidStepFn<M, B> valid_step_;
+  bool has_train_step_;
+  detail::HostTrainFn<M, B> train_step_;
+  detail::HostValidFn<M, B> valid_step_;
+  std::vector<MetricPtr> default_metrics_;
+  bool metrics_set_ = false;
   std::unique_ptr<optim::Optimizer> opt_;
   std::unique_ptr<optim::LrScheduler> sched_;
   std::optional<double> lr_;
   LearnerConfig config_;
 };
+
+// Deduction: LearnerBuilder(model, train_step[, valid_step]) takes M from the model and B from
+// the train step's second parameter.
+template <class M, class F>
+LearnerBuilder(M, F) -> LearnerBuilder<M, detail::step_batch_t<F>>;
+template <class M, class F, class G>
+LearnerBuilder(M, F, G) -> LearnerBuilder<M, detail::step_batch_t<F>>;
 
 }  // namespace ember::train

@@ -1,5 +1,7 @@
-// Classification metrics: plain functions over host arrays, and the Metric accumulators the Learner
-// feeds batch by batch (one copy per split; reset at each epoch).
+// Metrics: plain functions over host arrays, and the Metric accumulators the Learner feeds batch by
+// batch (one copy per split; reset at each epoch). Classification, regression (MSE, RMSE, MAE, R²)
+// and multi-label (label accuracy, F1 over thresholded sigmoids); each metric reads the outputs of
+// its kind and ignores other batches.
 //
 //   std::vector<float> logits = ...;            // [n, c] row-major
 //   std::vector<int64_t> targets = ...;         // [n]
@@ -10,6 +12,7 @@
 //
 //   learner_builder.metrics({train::accuracy_metric(), train::top_k_accuracy_metric(5),
 //                            train::f1_metric(train::Average::macro), train::auroc_metric()});
+//   learner_builder.metrics({train::rmse_metric(), train::mae_metric(), train::r2_metric()});
 //
 // Conventions (those of scikit-learn unless said otherwise):
 // - Targets below 0 (e.g. an ignore_index of -100) are skipped by every metric.
@@ -23,6 +26,17 @@
 //   logits' softmax (the sigmoid for one column); with 2+ columns it is the mean over classes of
 //   the one-vs-rest AUROC, over the classes that have both positive and negative samples; with 2
 //   columns this equals the binary AUROC of class 1. NaN when no class qualifies.
+// Regression (scikit-learn's and torchmetrics' definitions, over every sample of the epoch, never
+// a mean of batch values): MSE = mean squared error over all elements, RMSE = sqrt(MSE),
+// MAE = mean absolute error, R² = 1 - SS_res / SS_tot with SS_tot about the epoch's target mean;
+// with K outputs per sample, R² is the mean of the K outputs' R² (multioutput="uniform_average"),
+// and NaN for an output whose targets are constant.
+// Multi-label: a label is predicted when sigmoid(logit) > threshold (strictly: a probability equal
+// to the threshold is not). multilabel accuracy is the fraction of correct (sample, label) pairs
+// (1 - scikit-learn's hamming_loss; the same as the mean of per-label accuracies, since every
+// label has one value per sample); multilabel F1 "macro" is the mean over labels of each label's F1 (0 for a
+// label never predicted nor present, as scikit-learn's zero_division=0), "micro" the F1 of the
+// pooled counts.
 #pragma once
 
 #include <cmath>
@@ -86,17 +100,6 @@ class ConfusionMatrix {
 
 // ---- accumulators ----
 
-// One batch of step outputs, read back to the host.
-struct BatchOutputs {
-  double loss = kNaN;
-  int64_t batch_size = 0;   // samples (rows of logits, or 1 without outputs)
-  int64_t num_classes = 0;  // columns of logits (0 without outputs)
-  std::vector<float> logits;
-  std::vector<int64_t> targets;
-};
-// Reads a step output back to the host (loss.item(), logits as f32, targets as i64).
-BatchOutputs to_host(const ClassificationOutput& out);
-
 // A metric's mutable state as flat named arrays (saved in checkpoints).
 using MetricState = std::map<std::string, std::vector<double>>;
 
@@ -126,6 +129,21 @@ MetricPtr precision_metric(Average avg = Average::macro);  // "precision_macro",
 MetricPtr recall_metric(Average avg = Average::macro);
 MetricPtr f1_metric(Average avg = Average::macro);
 MetricPtr auroc_metric();                          // epoch value only (no per-step value)
+
+// Regression.
+MetricPtr mse_metric();   // "mse"
+MetricPtr rmse_metric();  // "rmse"
+MetricPtr mae_metric();   // "mae"
+MetricPtr r2_metric();    // "r2"
+// Multi-label.
+MetricPtr multilabel_accuracy_metric(double threshold = 0.5);                       // "label_accuracy"
+MetricPtr multilabel_f1_metric(Average avg = Average::macro, double threshold = 0.5);  // "label_f1_macro"
+
+// Regression functions over flat arrays of equal length (one output per sample; r2 with
+// num_outputs columns averages the columns' R²).
+double mean_squared_error(std::span<const double> pred, std::span<const double> target);
+double mean_absolute_error(std::span<const double> pred, std::span<const double> target);
+double r2_score(std::span<const double> pred, std::span<const double> target, int64_t num_outputs = 1);
 
 // Whether a metric of this name improves downward (loss, error, time, wait, memory) when there is
 // no Metric object to ask.

@@ -1,6 +1,7 @@
-// What a model's train and validation steps hand to the Learner.
+// What a model's train and validation steps hand to the Learner: a step output (one of the three
+// below, or a struct of your own) and, for training, the backward's gradients.
 //
-//   auto train_step = [](Model& m, const Batch& b) {
+//   auto train_step = [](Model& m, const Batch& b) {              // classification
 //     DynTensor logits = m.forward(b.images);
 //     DynTensor loss = nn::cross_entropy(logits, b.targets);
 //     return train::TrainStepResult{{loss, logits, b.targets}, loss.backward()};
@@ -9,10 +10,29 @@
 //     DynTensor logits = m.forward(b.images);
 //     return train::ClassificationOutput{nn::cross_entropy(logits, b.targets), logits, b.targets};
 //   };
+//   auto regression_step = [](Model& m, const Batch& b) {         // float targets
+//     DynTensor pred = m.forward(b.x);
+//     DynTensor loss = nn::mse_loss(pred, b.y);
+//     return train::TrainResult<train::RegressionOutput>{{loss, pred, b.y}, loss.backward()};
+//   };
 //
-// `output` and `targets` may be left undefined (e.g. for a regression): only the loss is then
-// measured. Binary classifiers may return logits [N] or [N, 1] (the positive class's logit).
+// - ClassificationOutput: logits [N, C] (or [N] / [N, 1] for a binary classifier) and class
+//   indices [N]. `output` and `targets` may be left undefined: only the loss is then measured.
+// - RegressionOutput: predictions and float targets of the same shape ([N] or [N, K]).
+// - MultiLabelOutput: logits [N, L] and 0/1 targets [N, L] (any dtype); metrics threshold the
+//   sigmoid of the logits.
+// - Your own struct: anything with a `to_host(const T&) -> train::BatchOutputs` found by
+//   argument-dependent lookup (the StepOutput concept). Fill `loss`, `batch_size` and whichever
+//   fields your metrics read (`extra` holds named arrays for metrics of your own); give the
+//   struct a `static std::vector<train::MetricPtr> default_metrics()` to choose its defaults.
 #pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include "ember/tensor/autodiff.hpp"
 #include "ember/tensor/dyn_tensor.hpp"
@@ -25,9 +45,56 @@ struct ClassificationOutput {
   DynTensor targets;  // class indices [N] (integer dtype); negative ones are ignored by the metrics
 };
 
-struct TrainStepResult {
-  ClassificationOutput out;
+struct RegressionOutput {
+  DynTensor loss;         // a one-element tensor: the batch's mean loss
+  DynTensor predictions;  // [N] or [N, K]
+  DynTensor targets;      // the same number of elements, any float dtype
+};
+
+struct MultiLabelOutput {
+  DynTensor loss;     // a one-element tensor: the batch's mean loss
+  DynTensor logits;   // [N, L]
+  DynTensor targets;  // [N, L] of 0 and 1 (any dtype)
+};
+
+// A train step's result: its output and the gradients of the loss it backpropagated.
+template <class Output>
+struct TrainResult {
+  Output out;
   Gradients grads;  // the backward of out.loss (or of any loss the step chose)
+};
+using TrainStepResult = TrainResult<ClassificationOutput>;
+
+enum class OutputKind { loss_only, classification, regression, multilabel, custom };
+
+// One batch of step outputs, read back to the host: what metrics consume.
+struct BatchOutputs {
+  double loss = std::numeric_limits<double>::quiet_NaN();
+  int64_t batch_size = 0;  // samples (rows of the outputs; 1 for a loss-only output)
+  OutputKind kind = OutputKind::loss_only;
+  // classification
+  int64_t num_classes = 0;  // columns of logits (0 unless classification)
+  std::vector<float> logits;
+  std::vector<int64_t> targets;
+  // regression: predictions and targets [batch_size, num_outputs]; multi-label: logits and
+  // 0/1 targets [batch_size, num_labels]
+  int64_t num_outputs = 0;
+  int64_t num_labels = 0;
+  std::vector<double> predictions;  // regression predictions, or multi-label logits
+  std::vector<double> values;       // regression targets, or multi-label 0/1 targets
+  // A custom output's own arrays, by name.
+  std::map<std::string, std::vector<double>> extra;
+};
+
+// Read a step output back to the host (loss.item(), outputs as f32/f64, targets).
+BatchOutputs to_host(const ClassificationOutput& out);
+BatchOutputs to_host(const RegressionOutput& out);
+BatchOutputs to_host(const MultiLabelOutput& out);
+
+// A type a step may return: to_host(out) yields the BatchOutputs metrics consume.
+template <class T>
+concept StepOutput = requires(const T& out) {
+  { to_host(out) } -> std::same_as<BatchOutputs>;
 };
 
 }  // namespace ember::train

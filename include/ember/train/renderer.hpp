@@ -2,7 +2,8 @@
 // once per epoch; a renderer keeps its own copy of what it draws and throttles itself.
 //
 // Built in: a terminal dashboard (ncurses; live plots, arrow keys, progress bars, 'q' to stop), a
-// plain renderer (one line per interval; for logs and pipes), and none. make_renderer(automatic)
+// plain renderer (for logs and pipes: one line per epoch, or with verbosity 1 a progress line per
+// interval, a line per split and checkpoint messages), and none. make_renderer(automatic)
 // picks the dashboard when stdout is a terminal and TERM is usable, else the plain one; the
 // environment variable EMBER_RENDERER=dashboard|plain|none overrides the automatic choice.
 //
@@ -37,6 +38,7 @@ struct FitInfo {
   std::vector<std::string> metrics;  // metric names in display order ("loss" first)
   std::string run_dir;
   std::string resumed_from;          // the checkpoint, when resumed
+  bool has_validation = false;       // a valid split follows each train split
 };
 
 struct ProgressView {
@@ -82,7 +84,10 @@ class Renderer {
 enum class RendererKind { automatic, dashboard, plain, none };
 
 struct PlainRendererOptions {
-  double interval_s = 10;      // a progress line at most this often (and at each epoch's first batch)
+  // 0: one line per epoch (train and valid values, rates, cpu, time) and stop messages;
+  // 1: also progress lines (below), a line per split and checkpoint messages.
+  int verbosity = 0;
+  double interval_s = 10;      // verbosity 1: a progress line at most this often (and at each epoch's first batch)
   int64_t interval_steps = 0;  // when > 0: a line every n batches instead
   bool print_summary = true;
 };
@@ -99,7 +104,8 @@ std::shared_ptr<Renderer> make_dashboard_renderer(DashboardOptions options = {})
 bool stdout_is_terminal();
 // automatic: EMBER_RENDERER if set, else the dashboard on a terminal and the plain renderer
 // (to stdout) otherwise.
-std::shared_ptr<Renderer> make_renderer(RendererKind kind = RendererKind::automatic);
+// `verbosity` is the plain renderer's (PlainRendererOptions::verbosity).
+std::shared_ptr<Renderer> make_renderer(RendererKind kind = RendererKind::automatic, int verbosity = 0);
 RendererKind parse_renderer_kind(const std::string& name);  // "auto", "dashboard", "plain", "none"
 
 // Display helpers for renderers: "0.4213", "1.00e-03" (lr), "12.3%" (data_wait), "412 MB", "01:02:03".

@@ -1,5 +1,5 @@
 // Process and device resource use, as the Learner reports it: CPU use of this process (percent of
-// one core, from /proc/self/stat), resident memory (/proc/self/statm) and, on non-CPU devices, the
+// one core, from the process CPU clock), resident memory (/proc/self/statm) and, on non-CPU devices, the
 // device memory in use (Device::memory_stats).
 //
 //   train::ProcessMonitor mon;
