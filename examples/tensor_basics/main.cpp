@@ -1,6 +1,7 @@
 // A first look at ember on the CPU: create tensors, run ops, read the values back.
 //
-//   ./demo.sh            (builds and runs this program)
+//   ninja -C build tensor_basics && build/examples/tensor_basics
+// (./test.sh runs it with the other examples; ./demo.sh runs fashion_mnist, not this program)
 #include <chrono>
 #include <ember/ember.hpp>
 #include <iostream>
