@@ -44,7 +44,7 @@ int main() {
   // Typed tensors check ranks at compile time.
   Tensor<2> a = Tensor<2>::ones({2, 3});
   Tensor<2> b = (a * 3.0 + 1.0).exp().log();
-  std::cout << "typed tensor " << b.dyn() << "\n";
+  std::cout << "typed tensor " << b << "\n";
 
   // Half precision: values are stored as f16/bf16 and computed in f32.
   auto h = cast(DynTensor::linspace(0, 1, 5), DType::f16);
