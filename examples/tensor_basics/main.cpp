@@ -1,6 +1,7 @@
 // A first look at ember on the CPU: create tensors, run ops, read the values back.
 //
-//   ./demo.sh            (builds and runs this program)
+//   ninja -C build tensor_basics && build/examples/tensor_basics
+// (./test.sh runs it with the other examples; ./demo.sh runs fashion_mnist, not this program)
 #include <chrono>
 #include <ember/ember.hpp>
 #include <iostream>
@@ -43,7 +44,7 @@ int main() {
   // Typed tensors check ranks at compile time.
   Tensor<2> a = Tensor<2>::ones({2, 3});
   Tensor<2> b = (a * 3.0 + 1.0).exp().log();
-  std::cout << "typed tensor " << b.dyn() << "\n";
+  std::cout << "typed tensor " << b << "\n";
 
   // Half precision: values are stored as f16/bf16 and computed in f32.
   auto h = cast(DynTensor::linspace(0, 1, 5), DType::f16);

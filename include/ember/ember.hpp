@@ -2,7 +2,15 @@
 //
 //   #include <ember/ember.hpp>
 //   using namespace ember;
-//   auto x = Tensor<2>::random({64, 784}, Distribution::normal(0.f, 1.f));
+//   Device dev = Device::cpu().autodiff();              // or Device::cuda(0).autodiff()
+//   auto x = Tensor<2>::randn({64, 784}, dev);          // Tensor<2>::normal({64, 784}, mean, std, dev)
+//   auto w = Tensor<2>::zeros({784, 10}, dev).require_grad();
+//   auto loss = gelu(x.matmul(w)).mean();
+//   Gradients grads = loss.backward();
+//   Tensor<2> dw = *w.grad(grads);
+//   std::cout << dw << "\n";
+// (tests/tensor/pytorch_habits_test.cpp compiles this example; docs/pytorch.md is the PyTorch
+// -> ember cheat sheet.)
 #pragma once
 
 #include "ember/backends/cuda.hpp"

@@ -8,8 +8,6 @@ namespace {
 
 using Unary = DynTensor (*)(DynTensor);
 
-DynTensor zeros_like(const DynTensor& x) { return DynTensor::zeros(x.shape(), x.dtype(), x.device()); }
-
 void need_float(const OpContext& c, const DynTensor& x) {
   if (!is_float(x.dtype())) c.unsupported("dtype " + std::string(dtype_name(x.dtype())));
 }

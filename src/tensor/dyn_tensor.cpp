@@ -101,15 +101,4 @@ std::string DynTensor::str() const {
   return os.str();
 }
 
-std::ostream& operator<<(std::ostream& os, const DynTensor& t) {
-  if (!t.defined()) return os << "Tensor(undefined)";
-  TensorData d = t.into_data();
-  auto v = d.to_doubles();
-  os << "Tensor(shape=" << d.shape() << ", dtype=" << d.dtype() << ", device=" << t.device().name() << ", [";
-  size_t n = std::min<size_t>(v.size(), 32);
-  for (size_t i = 0; i < n; ++i) os << (i ? ", " : "") << v[i];
-  if (v.size() > n) os << ", ...";
-  return os << "])";
-}
-
 }  // namespace ember

@@ -48,4 +48,33 @@ DynTensor masked_select(DynTensor x, DynTensor mask) {
   return run1(OpKind::masked_select, {std::move(x), std::move(mask)});
 }
 
+DynTensor index(DynTensor x, std::initializer_list<TensorIndex> indices) {
+  int dim = 0;  // the dim of x that the next index applies to
+  for (const TensorIndex& i : indices) {
+    EMBER_CHECK(i.kind != TensorIndex::Kind::mask || i.mask.dtype() != DType::boolean || indices.size() == 1,
+                "index: a bool mask must be the only index (x.index({mask})), got ", indices.size(), " indices");
+    EMBER_CHECK(dim < x.rank() || (i.kind == TensorIndex::Kind::mask && i.mask.dtype() == DType::boolean),
+                "index: too many indices (", indices.size(), ") for a tensor of shape ", x.shape());
+    switch (i.kind) {
+      case TensorIndex::Kind::integer:
+        x = select(std::move(x), dim, i.integer);  // removes the dim
+        break;
+      case TensorIndex::Kind::slice: {
+        std::vector<Slice> ranges(dim + 1);
+        ranges[dim] = i.slice;
+        x = slice(std::move(x), std::move(ranges));
+        ++dim;
+        break;
+      }
+      case TensorIndex::Kind::mask:
+        if (i.mask.dtype() == DType::boolean) return masked_select(std::move(x), i.mask);
+        EMBER_CHECK(i.mask.rank() == 1, "index: an integer tensor index must be 1-d, got shape ", i.mask.shape());
+        x = index_select(std::move(x), dim, cast_to(i.mask, DType::i64));
+        ++dim;
+        break;
+    }
+  }
+  return x;
+}
+
 }  // namespace ember

@@ -40,7 +40,7 @@ const Json& cases() {
 
 std::string name_of(DType dt) { return std::string(ember::dtype_name(dt)); }
 
-DynTensor randn(Shape s, DType dt, const Device& d = Device::cpu()) {
+DynTensor randn_cast(Shape s, DType dt, const Device& d = Device::cpu()) {
   return cast(DynTensor::normal(std::move(s), 0, 1, DType::f32, d), dt);
 }
 DynTensor positive(Shape s, DType dt) {
@@ -53,45 +53,45 @@ DynTensor positive(Shape s, DType dt) {
 // (parameters such as weights are f32, as in the fixture).
 const std::map<std::string, std::function<DynTensor(DType)>>& op_classes() {
   static const std::map<std::string, std::function<DynTensor(DType)>> m = {
-      {"matmul", [](DType d) { return matmul(randn({4, 5}, d), randn({5, 3}, d)); }},
-      {"matmul_mixed", [](DType d) { return matmul(randn({4, 5}, d), randn({5, 3}, DType::f32)); }},
-      {"bmm", [](DType d) { return matmul(randn({2, 4, 5}, d), randn({2, 5, 3}, d)); }},
-      {"linear", [](DType d) { return nn::linear(randn({4, 5}, d), randn({3, 5}, DType::f32), randn({3}, DType::f32)); }},
-      {"conv1d", [](DType d) { return conv1d(randn({1, 2, 8}, d), randn({3, 2, 3}, DType::f32), randn({3}, DType::f32)); }},
+      {"matmul", [](DType d) { return matmul(randn_cast({4, 5}, d), randn_cast({5, 3}, d)); }},
+      {"matmul_mixed", [](DType d) { return matmul(randn_cast({4, 5}, d), randn_cast({5, 3}, DType::f32)); }},
+      {"bmm", [](DType d) { return matmul(randn_cast({2, 4, 5}, d), randn_cast({2, 5, 3}, d)); }},
+      {"linear", [](DType d) { return nn::linear(randn_cast({4, 5}, d), randn_cast({3, 5}, DType::f32), randn_cast({3}, DType::f32)); }},
+      {"conv1d", [](DType d) { return conv1d(randn_cast({1, 2, 8}, d), randn_cast({3, 2, 3}, DType::f32), randn_cast({3}, DType::f32)); }},
       {"conv2d",
-       [](DType d) { return conv2d(randn({1, 2, 5, 5}, d), randn({3, 2, 3, 3}, DType::f32), randn({3}, DType::f32)); }},
-      {"conv_transpose2d", [](DType d) { return conv_transpose2d(randn({1, 2, 4, 4}, d), randn({2, 3, 3, 3}, DType::f32)); }},
-      {"softmax", [](DType d) { return softmax(randn({3, 4}, d), -1); }},
-      {"log_softmax", [](DType d) { return log_softmax(randn({3, 4}, d), -1); }},
+       [](DType d) { return conv2d(randn_cast({1, 2, 5, 5}, d), randn_cast({3, 2, 3, 3}, DType::f32), randn_cast({3}, DType::f32)); }},
+      {"conv_transpose2d", [](DType d) { return conv_transpose2d(randn_cast({1, 2, 4, 4}, d), randn_cast({2, 3, 3, 3}, DType::f32)); }},
+      {"softmax", [](DType d) { return softmax(randn_cast({3, 4}, d), -1); }},
+      {"log_softmax", [](DType d) { return log_softmax(randn_cast({3, 4}, d), -1); }},
       {"layer_norm",
-       [](DType d) { return layer_norm(randn({3, 4}, d), {4}, randn({4}, DType::f32), randn({4}, DType::f32)); }},
-      {"sum", [](DType d) { return sum(randn({3, 4}, d)); }},
-      {"prod", [](DType d) { return prod(randn({3, 4}, d)); }},
-      {"norm", [](DType d) { return norm(randn({3, 4}, d)); }},
-      {"logsumexp", [](DType d) { return logsumexp(randn({3, 4}, d), {1}); }},
-      {"cumsum", [](DType d) { return cumsum(randn({3, 4}, d), 1); }},
-      {"exp", [](DType d) { return exp(randn({3, 4}, d)); }},
+       [](DType d) { return layer_norm(randn_cast({3, 4}, d), {4}, randn_cast({4}, DType::f32), randn_cast({4}, DType::f32)); }},
+      {"sum", [](DType d) { return sum(randn_cast({3, 4}, d)); }},
+      {"prod", [](DType d) { return prod(randn_cast({3, 4}, d)); }},
+      {"norm", [](DType d) { return norm(randn_cast({3, 4}, d)); }},
+      {"logsumexp", [](DType d) { return logsumexp(randn_cast({3, 4}, d), {1}); }},
+      {"cumsum", [](DType d) { return cumsum(randn_cast({3, 4}, d), 1); }},
+      {"exp", [](DType d) { return exp(randn_cast({3, 4}, d)); }},
       {"log", [](DType d) { return log(positive({3, 4}, d)); }},
       {"log1p", [](DType d) { return log1p(positive({3, 4}, d)); }},
-      {"expm1", [](DType d) { return expm1(randn({3, 4}, d)); }},
+      {"expm1", [](DType d) { return expm1(randn_cast({3, 4}, d)); }},
       {"rsqrt", [](DType d) { return rsqrt(positive({3, 4}, d)); }},
       {"reciprocal", [](DType d) { return reciprocal(positive({3, 4}, d)); }},
-      {"pow", [](DType d) { return pow(randn({3, 4}, d), 2.0); }},
-      {"softplus", [](DType d) { return softplus(randn({3, 4}, d)); }},
-      {"mse_loss", [](DType d) { return nn::mse_loss(randn({3, 4}, d), randn({3, 4}, d)); }},
-      {"l1_loss", [](DType d) { return nn::l1_loss(randn({3, 4}, d), randn({3, 4}, d)); }},
+      {"pow", [](DType d) { return pow(randn_cast({3, 4}, d), 2.0); }},
+      {"softplus", [](DType d) { return softplus(randn_cast({3, 4}, d)); }},
+      {"mse_loss", [](DType d) { return nn::mse_loss(randn_cast({3, 4}, d), randn_cast({3, 4}, d)); }},
+      {"l1_loss", [](DType d) { return nn::l1_loss(randn_cast({3, 4}, d), randn_cast({3, 4}, d)); }},
       {"cross_entropy",
        [](DType d) {
-         return nn::cross_entropy(randn({3, 4}, d), DynTensor::from_vector<int64_t>({0, 3, 1}, {3}));
+         return nn::cross_entropy(randn_cast({3, 4}, d), DynTensor::from_vector<int64_t>({0, 3, 1}, {3}));
        }},
-      {"add_mixed", [](DType d) { return randn({3, 4}, d) + randn({3, 4}, DType::f32); }},
-      {"mul_same", [](DType d) { return randn({3, 4}, d) * randn({3, 4}, d); }},
-      {"cat_mixed", [](DType d) { return cat({randn({3, 4}, d), randn({3, 4}, DType::f32)}); }},
-      {"relu", [](DType d) { return relu(randn({3, 4}, d)); }},
-      {"gelu", [](DType d) { return gelu(randn({3, 4}, d)); }},
-      {"tanh", [](DType d) { return tanh(randn({3, 4}, d)); }},
-      {"max", [](DType d) { return max(randn({3, 4}, d)); }},
-      {"reshape", [](DType d) { return reshape(randn({3, 4}, d), {12}); }},
+      {"add_mixed", [](DType d) { return randn_cast({3, 4}, d) + randn_cast({3, 4}, DType::f32); }},
+      {"mul_same", [](DType d) { return randn_cast({3, 4}, d) * randn_cast({3, 4}, d); }},
+      {"cat_mixed", [](DType d) { return cat({randn_cast({3, 4}, d), randn_cast({3, 4}, DType::f32)}); }},
+      {"relu", [](DType d) { return relu(randn_cast({3, 4}, d)); }},
+      {"gelu", [](DType d) { return gelu(randn_cast({3, 4}, d)); }},
+      {"tanh", [](DType d) { return tanh(randn_cast({3, 4}, d)); }},
+      {"max", [](DType d) { return max(randn_cast({3, 4}, d)); }},
+      {"reshape", [](DType d) { return reshape(randn_cast({3, 4}, d), {12}); }},
   };
   return m;
 }
@@ -161,15 +161,15 @@ TEST(AutocastPolicy, OpTable) {
 
 TEST(AutocastPolicy, AttentionRunsInLowPrecision) {
   amp::Autocast guard(DType::bf16);
-  DynTensor q = randn({1, 2, 4, 8}, DType::f32), k = randn({1, 2, 4, 8}, DType::f32), v = randn({1, 2, 4, 8}, DType::f32);
+  DynTensor q = randn_cast({1, 2, 4, 8}, DType::f32), k = randn_cast({1, 2, 4, 8}, DType::f32), v = randn_cast({1, 2, 4, 8}, DType::f32);
   EXPECT_EQ(scaled_dot_product_attention(q, k, v, std::nullopt, true).dtype(), DType::bf16);
 }
 
 TEST(AutocastPolicy, F16) {
   amp::Autocast guard(DType::f16);
-  EXPECT_EQ(matmul(randn({4, 5}, DType::f32), randn({5, 3}, DType::f32)).dtype(), DType::f16);
-  EXPECT_EQ(softmax(randn({3, 4}, DType::f16), 1).dtype(), DType::f32);
-  EXPECT_EQ(matmul(randn({4, 5}, DType::f64), randn({5, 3}, DType::f64)).dtype(), DType::f64);  // f64 is left alone
+  EXPECT_EQ(matmul(randn_cast({4, 5}, DType::f32), randn_cast({5, 3}, DType::f32)).dtype(), DType::f16);
+  EXPECT_EQ(softmax(randn_cast({3, 4}, DType::f16), 1).dtype(), DType::f32);
+  EXPECT_EQ(matmul(randn_cast({4, 5}, DType::f64), randn_cast({5, 3}, DType::f64)).dtype(), DType::f64);  // f64 is left alone
 }
 
 // The fused cross-entropy of bf16 logits under autocast reads them as they are: no f32 copy of the
@@ -215,7 +215,7 @@ TEST(AutocastPolicy, CrossEntropyOfLowPrecisionLogitsMakesNoF32Copy) {
 // ---- scopes ----
 
 TEST(Autocast, NestsDisablesAndRestores) {
-  DynTensor a = randn({4, 5}, DType::f32), b = randn({5, 3}, DType::f32);
+  DynTensor a = randn_cast({4, 5}, DType::f32), b = randn_cast({5, 3}, DType::f32);
   EXPECT_FALSE(amp::autocast_enabled());
   {
     amp::Autocast on(DType::bf16);
@@ -241,7 +241,7 @@ TEST(Autocast, NestsDisablesAndRestores) {
 TEST(Autocast, IsThreadLocal) {
   amp::Autocast on(DType::bf16);
   DType other = DType::boolean;
-  std::thread t([&] { other = matmul(randn({2, 2}, DType::f32), randn({2, 2}, DType::f32)).dtype(); });
+  std::thread t([&] { other = matmul(randn_cast({2, 2}, DType::f32), randn_cast({2, 2}, DType::f32)).dtype(); });
   t.join();
   EXPECT_EQ(other, DType::f32);
 }

@@ -9,14 +9,19 @@
 // pass std::move(x) when x is no longer needed and the backend may reuse its buffer.
 #pragma once
 
+#include <concepts>
+#include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ember/core/device.hpp"
 #include "ember/core/op.hpp"
 #include "ember/core/tensor_data.hpp"
+#include "ember/tensor/op_list.hpp"
 
 namespace ember {
 
@@ -26,10 +31,17 @@ struct Scalar {
   bool is_integral;
   Scalar(double v) : value(v), is_integral(false) {}                // NOLINT: implicit by design
   Scalar(float v) : value(v), is_integral(false) {}                 // NOLINT
-  Scalar(int v) : value(v), is_integral(true) {}                    // NOLINT
-  Scalar(int64_t v) : value(double(v)), is_integral(true) {}        // NOLINT
-  Scalar(bool v) : value(v ? 1 : 0), is_integral(true) {}           // NOLINT
+  // Every integer type (int, int64_t, size_t, bool, ...) by one template, so none is ambiguous.
+  template <std::integral I>
+  Scalar(I v) : value(double(v)), is_integral(true) {}  // NOLINT
+  Scalar(bool v) : value(v ? 1 : 0), is_integral(true) {}  // NOLINT: also for proxies such as vector<bool>'s
 };
+
+using Dims = std::vector<int>;
+using Sizes = std::vector<int64_t>;
+class DynTensor;
+using TensorPair = std::pair<DynTensor, DynTensor>;
+struct TensorIndex;  // one entry of x.index({...}): an integer, a Slice or a bool mask (ops.hpp)
 
 class Gradients;
 struct BackwardOptions {
@@ -47,6 +59,10 @@ class DynTensor {
   template <class T>
   static DynTensor from_vector(const std::vector<T>& v, Shape shape, const Device& d = Device::default_device()) {
     return from_data(TensorData::from_vector(v, std::move(shape)), d);
+  }
+  template <class T>  // from_vector({1.f, 2.f}, {2}): the dtype follows the elements' type
+  static DynTensor from_vector(std::initializer_list<T> v, Shape shape, const Device& d = Device::default_device()) {
+    return from_vector(std::vector<T>(v), std::move(shape), d);
   }
   static DynTensor full(Shape shape, Scalar value, DType dtype, const Device& d = Device::default_device());
   static DynTensor zeros(Shape shape, DType dtype = kDefaultFloat, const Device& d = Device::default_device());
@@ -86,10 +102,89 @@ class DynTensor {
   template <class T>
   std::vector<T> to_vector() const { return into_data().to_vector<T>(); }
   double item() const;  // one-element tensors
+  template <class T>
+  T item() const { return static_cast<T>(item()); }
   std::string str() const;
 
   DynTensor to(const Device& d) const;
   DynTensor cast(DType dt) const;
+  DynTensor to(DType dt) const { return cast(dt); }
+
+  // ---- method forms of the ops (ops.hpp defines them; the lists are in op_list.hpp) ----
+#define EMBER_METHOD_UNARY(name) DynTensor name() const;
+#define EMBER_METHOD_BINARY(name)               \
+  DynTensor name(const DynTensor& other) const; \
+  DynTensor name(Scalar other) const;
+#define EMBER_METHOD_REDUCE_DIMS(name) DynTensor name(Dims dims = {}, bool keepdim = false) const;
+#define EMBER_METHOD_REDUCE(name)                                                                    \
+  EMBER_METHOD_REDUCE_DIMS(name)                                                                     \
+  template <std::integral I> /* a template, so that a braced {} or {1} still means Dims */          \
+  DynTensor name(I dim, bool keepdim = false) const { return name(Dims{static_cast<int>(dim)}, keepdim); }
+#define EMBER_METHOD_DIM(name) DynTensor name(int dim) const;
+  EMBER_UNARY_OPS(EMBER_METHOD_UNARY)
+  EMBER_BINARY_OPS(EMBER_METHOD_BINARY)
+  EMBER_REDUCE_OPS(EMBER_METHOD_REDUCE)
+  EMBER_REDUCE_DIMS_ONLY_OPS(EMBER_METHOD_REDUCE_DIMS)
+  EMBER_DIM_OPS(EMBER_METHOD_DIM)
+#define EMBER_METHOD_ALIAS(family, alias, name) EMBER_METHOD_ALIAS_##family(alias)
+#define EMBER_METHOD_ALIAS_UNARY(alias) EMBER_METHOD_UNARY(alias)
+#define EMBER_METHOD_ALIAS_BINARY(alias) EMBER_METHOD_BINARY(alias)
+#define EMBER_METHOD_ALIAS_MASK_FILL(alias) DynTensor alias(const DynTensor& mask, Scalar value) const;
+#define EMBER_METHOD_ALIAS_STATISTIC(alias) \
+  DynTensor alias(Dims dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  EMBER_PYTORCH_ALIASES(EMBER_METHOD_ALIAS)
+  EMBER_METHOD_ALIAS_MASK_FILL(mask_fill)
+  EMBER_METHOD_ALIAS_STATISTIC(var)
+  EMBER_METHOD_ALIAS_STATISTIC(stddev)
+#undef EMBER_METHOD_UNARY
+#undef EMBER_METHOD_BINARY
+#undef EMBER_METHOD_REDUCE_DIMS
+#undef EMBER_METHOD_REDUCE
+#undef EMBER_METHOD_DIM
+#undef EMBER_METHOD_ALIAS
+#undef EMBER_METHOD_ALIAS_UNARY
+#undef EMBER_METHOD_ALIAS_BINARY
+#undef EMBER_METHOD_ALIAS_MASK_FILL
+#undef EMBER_METHOD_ALIAS_STATISTIC
+  // Methods whose signatures are their own (each forwards to the free function of that name).
+  TensorPair max_dim(int dim, bool keepdim = false) const;  // values, indices
+  TensorPair min_dim(int dim, bool keepdim = false) const;
+  DynTensor argmax(std::optional<int> dim = std::nullopt, bool keepdim = false) const;
+  DynTensor argmin(std::optional<int> dim = std::nullopt, bool keepdim = false) const;
+  DynTensor logsumexp(Dims dims, bool keepdim = false) const;
+  DynTensor norm(double p = 2, Dims dims = {}, bool keepdim = false) const;
+  DynTensor clamp(std::optional<Scalar> min, std::optional<Scalar> max) const;
+  DynTensor matmul(const DynTensor& other) const;
+  DynTensor reshape(Sizes shape) const;
+  DynTensor view(Sizes shape) const { return reshape(std::move(shape)); }
+  template <std::same_as<Shape> S>  // x.reshape(y.shape()); braced {2, 3} stays Sizes
+  DynTensor reshape(const S& shape) const { return reshape(Sizes(shape.begin(), shape.end())); }
+  template <std::same_as<Shape> S>
+  DynTensor expand(const S& shape) const { return expand(Sizes(shape.begin(), shape.end())); }
+  DynTensor flatten(int start_dim = 0, int end_dim = -1) const;
+  DynTensor unsqueeze(int dim) const;
+  DynTensor squeeze() const;
+  DynTensor squeeze(int dim) const;
+  DynTensor permute(Dims dims) const;
+  DynTensor transpose(int dim0, int dim1) const;
+  DynTensor t() const;  // a matrix's transpose (a vector as it is), as torch.Tensor.t
+  DynTensor expand(Sizes shape) const;
+  DynTensor repeat(Sizes repeats) const;
+  DynTensor flip(Dims dims) const;
+  DynTensor narrow(int dim, int64_t start, int64_t length) const;
+  DynTensor select(int dim, int64_t index) const;
+  DynTensor gather(int dim, const DynTensor& index) const;
+  DynTensor index_select(int dim, const DynTensor& index) const;
+  DynTensor masked_select(const DynTensor& mask) const;
+  TensorPair sort(int dim = -1, bool descending = false) const;
+  TensorPair topk(int64_t k, int dim = -1, bool largest = true) const;
+  std::vector<DynTensor> chunk(int64_t chunks, int dim = 0) const;
+  std::vector<DynTensor> split(int64_t split_size, int dim = 0) const;
+
+  // ---- indexing, as in PyTorch ----
+  DynTensor operator[](int64_t index) const;           // y[0]: selects along dim 0
+  DynTensor operator[](const DynTensor& mask) const;  // y[mask]: the elements where a bool mask is true
+  DynTensor index(std::initializer_list<TensorIndex> indices) const;  // y.index({Slice(), 0})
 
   // ---- autodiff (tensors of a Device::autodiff() device) ----
   // A new handle to the same value whose gradient backward() computes (floating dtypes).
@@ -111,6 +206,9 @@ class DynTensor {
   Device device_ = Device::default_device();
 };
 
+inline std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.name(); }
+
+// Prints as PyTorch does: tensor([[ 0.1000, -1.2000], ...]) by rows, `...` past 1000 elements.
 std::ostream& operator<<(std::ostream& os, const DynTensor& t);
 
 }  // namespace ember

@@ -5,6 +5,8 @@
 //   auto [values, indices] = topk(y, 5);
 #pragma once
 
+#include <concepts>
+#include <initializer_list>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -13,37 +15,16 @@
 
 namespace ember {
 
-using Dims = std::vector<int>;
-using Sizes = std::vector<int64_t>;
-using TensorPair = std::pair<DynTensor, DynTensor>;
-
 // ---- elementwise unary (integer inputs of float-only ops are computed in f32) ----
 #define EMBER_UNARY_DECL(name) DynTensor name(DynTensor x);
-EMBER_UNARY_DECL(neg) EMBER_UNARY_DECL(abs) EMBER_UNARY_DECL(sign) EMBER_UNARY_DECL(square)
-EMBER_UNARY_DECL(exp) EMBER_UNARY_DECL(exp2) EMBER_UNARY_DECL(expm1) EMBER_UNARY_DECL(log) EMBER_UNARY_DECL(log2)
-EMBER_UNARY_DECL(log10) EMBER_UNARY_DECL(log1p) EMBER_UNARY_DECL(sqrt) EMBER_UNARY_DECL(rsqrt)
-EMBER_UNARY_DECL(reciprocal) EMBER_UNARY_DECL(sin) EMBER_UNARY_DECL(cos) EMBER_UNARY_DECL(tan)
-EMBER_UNARY_DECL(asin) EMBER_UNARY_DECL(acos) EMBER_UNARY_DECL(atan) EMBER_UNARY_DECL(sinh) EMBER_UNARY_DECL(cosh)
-EMBER_UNARY_DECL(tanh) EMBER_UNARY_DECL(asinh) EMBER_UNARY_DECL(acosh) EMBER_UNARY_DECL(atanh) EMBER_UNARY_DECL(erf)
-EMBER_UNARY_DECL(sigmoid) EMBER_UNARY_DECL(floor) EMBER_UNARY_DECL(ceil) EMBER_UNARY_DECL(round)
-EMBER_UNARY_DECL(trunc) EMBER_UNARY_DECL(is_nan) EMBER_UNARY_DECL(is_inf) EMBER_UNARY_DECL(is_finite)
-EMBER_UNARY_DECL(relu) EMBER_UNARY_DECL(gelu) EMBER_UNARY_DECL(gelu_tanh) EMBER_UNARY_DECL(silu)
-EMBER_UNARY_DECL(hard_sigmoid) EMBER_UNARY_DECL(log_sigmoid) EMBER_UNARY_DECL(bool_not) EMBER_UNARY_DECL(bitwise_not)
-EMBER_UNARY_DECL(contiguous)
+EMBER_UNARY_OPS(EMBER_UNARY_DECL)
 #undef EMBER_UNARY_DECL
 
 // ---- elementwise binary, with broadcasting and PyTorch type promotion ----
-#define EMBER_BINARY_DECL(name)          \
+#define EMBER_BINARY_DECL(name)             \
   DynTensor name(DynTensor a, DynTensor b); \
   DynTensor name(DynTensor a, Scalar b);
-EMBER_BINARY_DECL(add) EMBER_BINARY_DECL(sub) EMBER_BINARY_DECL(mul) EMBER_BINARY_DECL(div)
-EMBER_BINARY_DECL(fmod) EMBER_BINARY_DECL(remainder) EMBER_BINARY_DECL(pow) EMBER_BINARY_DECL(atan2)
-EMBER_BINARY_DECL(minimum) EMBER_BINARY_DECL(maximum) EMBER_BINARY_DECL(hypot)
-EMBER_BINARY_DECL(equal) EMBER_BINARY_DECL(not_equal) EMBER_BINARY_DECL(greater) EMBER_BINARY_DECL(greater_equal)
-EMBER_BINARY_DECL(lower) EMBER_BINARY_DECL(lower_equal)
-EMBER_BINARY_DECL(bool_and) EMBER_BINARY_DECL(bool_or) EMBER_BINARY_DECL(bool_xor)
-EMBER_BINARY_DECL(bitwise_and) EMBER_BINARY_DECL(bitwise_or) EMBER_BINARY_DECL(bitwise_xor)
-EMBER_BINARY_DECL(shift_left) EMBER_BINARY_DECL(shift_right)
+EMBER_BINARY_OPS(EMBER_BINARY_DECL)
 #undef EMBER_BINARY_DECL
 DynTensor sub(Scalar a, DynTensor b);
 DynTensor div(Scalar a, DynTensor b);
@@ -62,17 +43,24 @@ DynTensor mask_where(DynTensor x, DynTensor mask, DynTensor value);  // x with v
 DynTensor leaky_relu(DynTensor x, double negative_slope = 0.01);
 DynTensor prelu(DynTensor x, DynTensor weight);
 DynTensor softplus(DynTensor x, double beta = 1, double threshold = 20);
-DynTensor softmax(DynTensor x, int dim);
-DynTensor log_softmax(DynTensor x, int dim);
+#define EMBER_DIM_DECL(name) DynTensor name(DynTensor x, int dim);
+EMBER_DIM_OPS(EMBER_DIM_DECL)
+#undef EMBER_DIM_DECL
 
 // ---- reductions (dims empty: all elements) ----
-DynTensor sum(DynTensor x, Dims dims = {}, bool keepdim = false);
-DynTensor mean(DynTensor x, Dims dims = {}, bool keepdim = false);
-DynTensor prod(DynTensor x, Dims dims = {}, bool keepdim = false);
-DynTensor max(DynTensor x, Dims dims = {}, bool keepdim = false);
-DynTensor min(DynTensor x, Dims dims = {}, bool keepdim = false);
-DynTensor any(DynTensor x, Dims dims = {}, bool keepdim = false);
-DynTensor all(DynTensor x, Dims dims = {}, bool keepdim = false);
+// sum(x, {0, 1}) or sum(x, 1); max and min take dims only (max_dim gives values and indices)
+#define EMBER_REDUCE_DECL(name) DynTensor name(DynTensor x, Dims dims = {}, bool keepdim = false);
+// (a template, so that a braced `{}` or `{1}` still means Dims)
+#define EMBER_REDUCE_INT_DECL(name)                                  \
+  EMBER_REDUCE_DECL(name)                                            \
+  template <std::integral I>                                         \
+  DynTensor name(DynTensor x, I dim, bool keepdim = false) {         \
+    return name(std::move(x), Dims{static_cast<int>(dim)}, keepdim); \
+  }
+EMBER_REDUCE_OPS(EMBER_REDUCE_INT_DECL)
+EMBER_REDUCE_DIMS_ONLY_OPS(EMBER_REDUCE_DECL)
+#undef EMBER_REDUCE_INT_DECL
+#undef EMBER_REDUCE_DECL
 DynTensor var(DynTensor x, Dims dims = {}, int64_t correction = 1, bool keepdim = false);
 // (named stddev, not std, so that `using namespace ember` cannot make `std` ambiguous)
 DynTensor stddev(DynTensor x, Dims dims = {}, int64_t correction = 1, bool keepdim = false);
@@ -84,8 +72,6 @@ TensorPair max_dim(DynTensor x, int dim, bool keepdim = false);  // values, indi
 TensorPair min_dim(DynTensor x, int dim, bool keepdim = false);
 
 // ---- scans and sorting ----
-DynTensor cumsum(DynTensor x, int dim);
-DynTensor cumprod(DynTensor x, int dim);
 TensorPair cummax(DynTensor x, int dim);
 TensorPair cummin(DynTensor x, int dim);
 TensorPair sort(DynTensor x, int dim = -1, bool descending = false);  // stable
@@ -106,6 +92,10 @@ struct Slice {  // Python slice semantics: out-of-range bounds are clamped
   int64_t step = 1;
 };
 DynTensor reshape(DynTensor x, Sizes shape);  // one -1 allowed
+// x.reshape(y.shape()), expand(x, y.shape()): a Shape is a size list too (a template so that a
+// braced {2, 3} still means Sizes).
+template <std::same_as<Shape> S>
+DynTensor reshape(DynTensor x, const S& shape) { return reshape(std::move(x), Sizes(shape.begin(), shape.end())); }
 DynTensor flatten(DynTensor x, int start_dim = 0, int end_dim = -1);
 DynTensor unsqueeze(DynTensor x, int dim);
 DynTensor squeeze(DynTensor x);
@@ -118,6 +108,8 @@ DynTensor movedim(DynTensor x, Dims source, Dims destination);
 DynTensor flip(DynTensor x, Dims dims);
 DynTensor roll(DynTensor x, Sizes shifts, Dims dims = {});
 DynTensor expand(DynTensor x, Sizes shape);  // -1 keeps a dim
+template <std::same_as<Shape> S>
+DynTensor expand(DynTensor x, const S& shape) { return expand(std::move(x), Sizes(shape.begin(), shape.end())); }
 DynTensor repeat(DynTensor x, Sizes repeats);
 DynTensor tile(DynTensor x, Sizes reps);
 DynTensor narrow(DynTensor x, int dim, int64_t start, int64_t length);
@@ -199,6 +191,68 @@ struct AdamUpdate {
 };
 AdamUpdate adam_step(DynTensor param, DynTensor grad, DynTensor exp_avg, DynTensor exp_avg_sq, const AdamAttrs& a);
 
+// ---- PyTorch's names (the table is EMBER_PYTORCH_ALIASES in op_list.hpp) ----
+#define EMBER_ALIAS_UNARY(alias, name) \
+  inline DynTensor alias(DynTensor x) { return name(std::move(x)); }
+#define EMBER_ALIAS_BINARY(alias, name)                                                   \
+  inline DynTensor alias(DynTensor a, DynTensor b) { return name(std::move(a), std::move(b)); } \
+  inline DynTensor alias(DynTensor a, Scalar b) { return name(std::move(a), b); }
+#define EMBER_ALIAS_MASK_FILL(alias, name) \
+  inline DynTensor alias(DynTensor x, DynTensor mask, Scalar value) { return name(std::move(x), std::move(mask), value); }
+#define EMBER_ALIAS_STATISTIC(alias, name)                                                    \
+  inline DynTensor alias(DynTensor x, Dims dims = {}, int64_t correction = 1, bool keepdim = false) { \
+    return name(std::move(x), std::move(dims), correction, keepdim);                           \
+  }
+#define EMBER_ALIAS(family, alias, name) EMBER_ALIAS_##family(alias, name)
+EMBER_PYTORCH_ALIASES(EMBER_ALIAS)
+#undef EMBER_ALIAS
+
+// ---- creation, PyTorch style ----
+template <class T>
+DynTensor from_vector(const std::vector<T>& v, Shape shape, const Device& d = Device::default_device()) {
+  return DynTensor::from_vector(v, std::move(shape), d);
+}
+template <class T>  // from_vector({1.f, 2.f}, {2}) is f32; from_vector({1, 2}, {2}) is i32
+DynTensor from_vector(std::initializer_list<T> v, Shape shape, const Device& d = Device::default_device()) {
+  return DynTensor::from_vector(std::vector<T>(v), std::move(shape), d);
+}
+inline DynTensor randn(Shape shape, DType dtype = kDefaultFloat, const Device& d = Device::default_device()) {
+  return DynTensor::normal(std::move(shape), 0, 1, dtype, d);
+}
+inline DynTensor rand(Shape shape, DType dtype = kDefaultFloat, const Device& d = Device::default_device()) {
+  return DynTensor::uniform(std::move(shape), 0, 1, dtype, d);
+}
+// x's shape, dtype and device (a dtype may be given, as torch's dtype= argument)
+inline DynTensor full_like(const DynTensor& x, Scalar value, std::optional<DType> dtype = std::nullopt) {
+  return DynTensor::full(x.shape(), value, dtype.value_or(x.dtype()), x.device());
+}
+inline DynTensor zeros_like(const DynTensor& x, std::optional<DType> dtype = std::nullopt) {
+  return full_like(x, 0, dtype);
+}
+inline DynTensor ones_like(const DynTensor& x, std::optional<DType> dtype = std::nullopt) {
+  return full_like(x, 1, dtype);
+}
+inline DynTensor rand_like(const DynTensor& x, std::optional<DType> dtype = std::nullopt) {
+  return DynTensor::uniform(x.shape(), 0, 1, dtype.value_or(x.dtype()), x.device());
+}
+inline DynTensor randn_like(const DynTensor& x, std::optional<DType> dtype = std::nullopt) {
+  return DynTensor::normal(x.shape(), 0, 1, dtype.value_or(x.dtype()), x.device());
+}
+
+// ---- indexing, PyTorch style: y.index({Slice(), 0}), y.index({mask}) ----
+struct TensorIndex {
+  enum class Kind { integer, slice, mask } kind;
+  int64_t integer = 0;
+  Slice slice{};
+  DynTensor mask{};
+  template <std::integral I>
+  TensorIndex(I i) : kind(Kind::integer), integer(static_cast<int64_t>(i)) {}  // NOLINT: implicit by design
+  TensorIndex(Slice s) : kind(Kind::slice), slice(s) {}                        // NOLINT
+  TensorIndex(DynTensor m) : kind(Kind::mask), mask(std::move(m)) {}          // NOLINT
+};
+// Integers remove their dim, slices keep it; a bool mask must be the only index (masked_select).
+DynTensor index(DynTensor x, std::initializer_list<TensorIndex> indices);
+
 // ---- operators ----
 inline DynTensor operator+(DynTensor a, DynTensor b) { return add(std::move(a), std::move(b)); }
 inline DynTensor operator-(DynTensor a, DynTensor b) { return sub(std::move(a), std::move(b)); }
@@ -213,5 +267,105 @@ inline DynTensor operator-(Scalar a, DynTensor b) { return sub(a, std::move(b));
 inline DynTensor operator*(Scalar a, DynTensor b) { return mul(std::move(b), a); }
 inline DynTensor operator/(Scalar a, DynTensor b) { return div(a, std::move(b)); }
 inline DynTensor operator-(DynTensor a) { return neg(std::move(a)); }
+inline DynTensor operator!(DynTensor a) { return bool_not(std::move(a)); }
+inline DynTensor operator~(DynTensor a) { return bitwise_not(std::move(a)); }
+// Compound assignment computes a new value and rebinds the handle (other handles keep theirs).
+#define EMBER_COMPOUND(op, name)                                                                         \
+  inline DynTensor& operator op##=(DynTensor& a, DynTensor b) { return a = name(std::move(a), std::move(b)); } \
+  inline DynTensor& operator op##=(DynTensor& a, Scalar b) { return a = name(std::move(a), b); }
+EMBER_COMPOUND(+, add) EMBER_COMPOUND(-, sub) EMBER_COMPOUND(*, mul) EMBER_COMPOUND(/, div)
+#undef EMBER_COMPOUND
+// Element-wise comparisons give bool tensors, as in PyTorch (not one bool: use equal(a, b).all()).
+#define EMBER_COMPARE(op, name, mirrored)                                                       \
+  inline DynTensor operator op(DynTensor a, DynTensor b) { return name(std::move(a), std::move(b)); } \
+  inline DynTensor operator op(DynTensor a, Scalar b) { return name(std::move(a), b); }         \
+  inline DynTensor operator op(Scalar a, DynTensor b) { return mirrored(std::move(b), a); }
+EMBER_COMPARE(==, equal, equal) EMBER_COMPARE(!=, not_equal, not_equal) EMBER_COMPARE(<, lower, greater)
+EMBER_COMPARE(<=, lower_equal, greater_equal) EMBER_COMPARE(>, greater, lower)
+EMBER_COMPARE(>=, greater_equal, lower_equal)
+#undef EMBER_COMPARE
+// &, |, ^: logical on two bool tensors (masks), bitwise otherwise, as in PyTorch.
+#define EMBER_LOGIC(op, logical, bitwise)                                             \
+  inline DynTensor operator op(DynTensor a, DynTensor b) {                             \
+    bool both_bool = a.dtype() == DType::boolean && b.dtype() == DType::boolean;      \
+    return both_bool ? logical(std::move(a), std::move(b)) : bitwise(std::move(a), std::move(b)); \
+  }
+EMBER_LOGIC(&, bool_and, bitwise_and) EMBER_LOGIC(|, bool_or, bitwise_or) EMBER_LOGIC(^, bool_xor, bitwise_xor)
+#undef EMBER_LOGIC
+
+// ---- DynTensor's method forms (declared in dyn_tensor.hpp from the same lists) ----
+#define EMBER_METHOD_UNARY(name) \
+  inline DynTensor DynTensor::name() const { return ember::name(*this); }
+#define EMBER_METHOD_BINARY(name)                                                                      \
+  inline DynTensor DynTensor::name(const DynTensor& other) const { return ember::name(*this, other); } \
+  inline DynTensor DynTensor::name(Scalar other) const { return ember::name(*this, other); }
+#define EMBER_METHOD_REDUCE(name) \
+  inline DynTensor DynTensor::name(Dims dims, bool keepdim) const { return ember::name(*this, std::move(dims), keepdim); }
+#define EMBER_METHOD_DIM(name) \
+  inline DynTensor DynTensor::name(int dim) const { return ember::name(*this, dim); }
+#define EMBER_METHOD_MASK_FILL(name)                                          \
+  inline DynTensor DynTensor::name(const DynTensor& mask, Scalar value) const { \
+    return ember::name(*this, mask, value);                                    \
+  }
+#define EMBER_METHOD_STATISTIC(name)                                                         \
+  inline DynTensor DynTensor::name(Dims dims, int64_t correction, bool keepdim) const {      \
+    return ember::name(*this, std::move(dims), correction, keepdim);                        \
+  }
+#define EMBER_METHOD_ALIAS(family, alias, name) EMBER_METHOD_##family(alias)
+EMBER_UNARY_OPS(EMBER_METHOD_UNARY)
+EMBER_BINARY_OPS(EMBER_METHOD_BINARY)
+EMBER_REDUCE_OPS(EMBER_METHOD_REDUCE)
+EMBER_REDUCE_DIMS_ONLY_OPS(EMBER_METHOD_REDUCE)
+EMBER_DIM_OPS(EMBER_METHOD_DIM)
+EMBER_PYTORCH_ALIASES(EMBER_METHOD_ALIAS)
+EMBER_METHOD_MASK_FILL(mask_fill)
+EMBER_METHOD_STATISTIC(var)
+EMBER_METHOD_STATISTIC(stddev)
+#undef EMBER_METHOD_UNARY
+#undef EMBER_METHOD_BINARY
+#undef EMBER_METHOD_REDUCE
+#undef EMBER_METHOD_DIM
+#undef EMBER_METHOD_MASK_FILL
+#undef EMBER_METHOD_STATISTIC
+#undef EMBER_METHOD_ALIAS
+inline TensorPair DynTensor::max_dim(int dim, bool keepdim) const { return ember::max_dim(*this, dim, keepdim); }
+inline TensorPair DynTensor::min_dim(int dim, bool keepdim) const { return ember::min_dim(*this, dim, keepdim); }
+inline DynTensor DynTensor::argmax(std::optional<int> dim, bool keepdim) const { return ember::argmax(*this, dim, keepdim); }
+inline DynTensor DynTensor::argmin(std::optional<int> dim, bool keepdim) const { return ember::argmin(*this, dim, keepdim); }
+inline DynTensor DynTensor::logsumexp(Dims dims, bool keepdim) const { return ember::logsumexp(*this, std::move(dims), keepdim); }
+inline DynTensor DynTensor::norm(double p, Dims dims, bool keepdim) const { return ember::norm(*this, p, std::move(dims), keepdim); }
+inline DynTensor DynTensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
+  return ember::clamp(*this, min, max);
+}
+inline DynTensor DynTensor::matmul(const DynTensor& other) const { return ember::matmul(*this, other); }
+inline DynTensor DynTensor::reshape(Sizes shape) const { return ember::reshape(*this, std::move(shape)); }
+inline DynTensor DynTensor::flatten(int start_dim, int end_dim) const { return ember::flatten(*this, start_dim, end_dim); }
+inline DynTensor DynTensor::unsqueeze(int dim) const { return ember::unsqueeze(*this, dim); }
+inline DynTensor DynTensor::squeeze() const { return ember::squeeze(*this); }
+inline DynTensor DynTensor::squeeze(int dim) const { return ember::squeeze(*this, dim); }
+inline DynTensor DynTensor::permute(Dims dims) const { return ember::permute(*this, std::move(dims)); }
+inline DynTensor DynTensor::transpose(int dim0, int dim1) const { return ember::transpose(*this, dim0, dim1); }
+inline DynTensor DynTensor::t() const { return rank() < 2 ? *this : ember::transpose(*this, 0, 1); }
+inline DynTensor DynTensor::expand(Sizes shape) const { return ember::expand(*this, std::move(shape)); }
+inline DynTensor DynTensor::repeat(Sizes repeats) const { return ember::repeat(*this, std::move(repeats)); }
+inline DynTensor DynTensor::flip(Dims dims) const { return ember::flip(*this, std::move(dims)); }
+inline DynTensor DynTensor::narrow(int dim, int64_t start, int64_t length) const {
+  return ember::narrow(*this, dim, start, length);
+}
+inline DynTensor DynTensor::select(int dim, int64_t index) const { return ember::select(*this, dim, index); }
+inline DynTensor DynTensor::gather(int dim, const DynTensor& index) const { return ember::gather(*this, dim, index); }
+inline DynTensor DynTensor::index_select(int dim, const DynTensor& index) const {
+  return ember::index_select(*this, dim, index);
+}
+inline DynTensor DynTensor::masked_select(const DynTensor& mask) const { return ember::masked_select(*this, mask); }
+inline TensorPair DynTensor::sort(int dim, bool descending) const { return ember::sort(*this, dim, descending); }
+inline TensorPair DynTensor::topk(int64_t k, int dim, bool largest) const { return ember::topk(*this, k, dim, largest); }
+inline std::vector<DynTensor> DynTensor::chunk(int64_t chunks, int dim) const { return ember::chunk(*this, chunks, dim); }
+inline std::vector<DynTensor> DynTensor::split(int64_t split_size, int dim) const {
+  return ember::split(*this, split_size, dim);
+}
+inline DynTensor DynTensor::operator[](int64_t index) const { return ember::select(*this, 0, index); }
+inline DynTensor DynTensor::operator[](const DynTensor& mask) const { return ember::masked_select(*this, mask); }
+inline DynTensor DynTensor::index(std::initializer_list<TensorIndex> indices) const { return ember::index(*this, indices); }
 
 }  // namespace ember

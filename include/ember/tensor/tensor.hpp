@@ -7,6 +7,9 @@
 #pragma once
 
 #include <array>
+#include <initializer_list>
+#include <ostream>
+#include <utility>
 
 #include "ember/tensor/autodiff.hpp"
 #include "ember/tensor/ops.hpp"
@@ -55,6 +58,12 @@ class Tensor {
   static Tensor from_vector(const std::vector<T>& v, Dims s, const Device& d = Device::default_device()) {
     return Tensor(DynTensor::from_vector(v, shape_of(s), d));
   }
+  template <class T>  // Tensor<1>::from_vector({1.f, 2.f}, {2})
+  static Tensor from_vector(std::initializer_list<T> v, Dims s, const Device& d = Device::default_device()) {
+    return Tensor(DynTensor::from_vector(std::vector<T>(v), shape_of(s), d));
+  }
+  static Tensor rand(Dims s, const Device& d = Device::default_device()) { return uniform(s, 0, 1, d); }
+  static Tensor randn(Dims s, const Device& d = Device::default_device()) { return normal(s, 0, 1, d); }
   static Tensor uniform(Dims s, double lo = 0, double hi = 1, const Device& d = Device::default_device()) {
     return Tensor(DynTensor::uniform(shape_of(s), lo, hi, K::default_dtype, d));
   }
@@ -72,6 +81,8 @@ class Tensor {
   template <class T>
   std::vector<T> to_vector() const { return t_.to_vector<T>(); }
   double item() const { return t_.item(); }
+  template <class T>
+  T item() const { return t_.item<T>(); }
   Tensor to(const Device& d) const { return Tensor(t_.to(d)); }
   template <class K2>
   Tensor<D, K2> cast(DType dt) const { return Tensor<D, K2>(ember::cast(t_, dt)); }
@@ -153,8 +164,9 @@ class Tensor {
   Tensor sum_dim(int dim) const { return Tensor(ember::sum(t_, {dim}, true)); }
   Tensor mean_dim(int dim) const { return Tensor(ember::mean(t_, {dim}, true)); }
   Tensor prod_dim(int dim) const { return Tensor(ember::prod(t_, {dim}, true)); }
-  Tensor max_dim(int dim) const { return Tensor(ember::max(t_, {dim}, true)); }
-  Tensor min_dim(int dim) const { return Tensor(ember::min(t_, {dim}, true)); }
+  // values and indices: auto [values, indices] = x.max_dim(1);
+  std::pair<Tensor, Tensor<D, Int>> max_dim(int dim) const { return max_dim_with_indices(dim); }
+  std::pair<Tensor, Tensor<D, Int>> min_dim(int dim) const { return min_dim_with_indices(dim); }
   Tensor var_dim(int dim, int64_t correction = 1) const { return Tensor(ember::var(t_, {dim}, correction, true)); }
   Tensor stddev_dim(int dim, int64_t correction = 1) const { return Tensor(ember::stddev(t_, {dim}, correction, true)); }
   Tensor logsumexp_dim(int dim) const { return Tensor(ember::logsumexp(t_, {dim}, true)); }
@@ -242,6 +254,41 @@ class Tensor {
   friend Tensor operator*(Tensor a, Scalar b) { return Tensor(std::move(a.t_) * b); }
   friend Tensor operator/(Tensor a, Scalar b) { return Tensor(std::move(a.t_) / b); }
   friend Tensor operator-(Tensor a) { return Tensor(-std::move(a.t_)); }
+  friend Tensor operator+(Scalar a, Tensor b) { return Tensor(a + std::move(b.t_)); }
+  friend Tensor operator-(Scalar a, Tensor b) { return Tensor(a - std::move(b.t_)); }
+  friend Tensor operator*(Scalar a, Tensor b) { return Tensor(a * std::move(b.t_)); }
+  friend Tensor operator/(Scalar a, Tensor b) { return Tensor(a / std::move(b.t_)); }
+  // y += 1.0 computes a new value and rebinds y
+  Tensor& operator+=(const Tensor& o) { return *this = *this + o; }
+  Tensor& operator-=(const Tensor& o) { return *this = *this - o; }
+  Tensor& operator*=(const Tensor& o) { return *this = *this * o; }
+  Tensor& operator/=(const Tensor& o) { return *this = *this / o; }
+  Tensor& operator+=(Scalar o) { return *this = std::move(*this) + o; }
+  Tensor& operator-=(Scalar o) { return *this = std::move(*this) - o; }
+  Tensor& operator*=(Scalar o) { return *this = std::move(*this) * o; }
+  Tensor& operator/=(Scalar o) { return *this = std::move(*this) / o; }
+#define EMBER_TENSOR_COMPARE_OP(op)                                                                    \
+  friend Tensor<D, Bool> operator op(Tensor a, Tensor b) { return Tensor<D, Bool>(std::move(a.t_) op std::move(b.t_)); } \
+  friend Tensor<D, Bool> operator op(Tensor a, Scalar b) { return Tensor<D, Bool>(std::move(a.t_) op b); } \
+  friend Tensor<D, Bool> operator op(Scalar a, Tensor b) { return Tensor<D, Bool>(a op std::move(b.t_)); }
+  EMBER_TENSOR_COMPARE_OP(==) EMBER_TENSOR_COMPARE_OP(!=) EMBER_TENSOR_COMPARE_OP(<)
+  EMBER_TENSOR_COMPARE_OP(<=) EMBER_TENSOR_COMPARE_OP(>) EMBER_TENSOR_COMPARE_OP(>=)
+#undef EMBER_TENSOR_COMPARE_OP
+  friend Tensor operator!(Tensor a) requires(K::kind == Kind::Bool) { return Tensor(!std::move(a.t_)); }
+  friend Tensor operator&(Tensor a, Tensor b) { return Tensor(std::move(a.t_) & std::move(b.t_)); }
+  friend Tensor operator|(Tensor a, Tensor b) { return Tensor(std::move(a.t_) | std::move(b.t_)); }
+  friend Tensor operator^(Tensor a, Tensor b) { return Tensor(std::move(a.t_) ^ std::move(b.t_)); }
+  template <int D2 = D - 1>  // y[0]
+  Tensor<D2, K> operator[](int64_t index) const requires(D >= 1) { return select<D2>(0, index); }
+
+  // PyTorch's names (the table is EMBER_PYTORCH_ALIASES in op_list.hpp): x.lt(y), x.std(), ...
+#define EMBER_TENSOR_ALIAS(family, alias, name)                                      \
+  template <class... A>                                                              \
+  auto alias(A&&... a) const -> decltype(this->name(std::forward<A>(a)...)) {        \
+    return name(std::forward<A>(a)...);                                              \
+  }
+  EMBER_PYTORCH_ALIASES(EMBER_TENSOR_ALIAS)
+#undef EMBER_TENSOR_ALIAS
 
  private:
   static Shape shape_of(const Dims& s) { return Shape(s.begin(), s.end()); }
@@ -268,6 +315,15 @@ template <int D, class K>
 Tensor<D, K> where(const Tensor<D, Bool>& c, const Tensor<D, K>& a, const Tensor<D, K>& b) {
   return Tensor<D, K>(ember::where(c.dyn(), a.dyn(), b.dyn()));
 }
+template <int D, class K> Tensor<D, K> zeros_like(const Tensor<D, K>& x) { return Tensor<D, K>(zeros_like(x.dyn())); }
+template <int D, class K> Tensor<D, K> ones_like(const Tensor<D, K>& x) { return Tensor<D, K>(ones_like(x.dyn())); }
+template <int D, class K>
+Tensor<D, K> full_like(const Tensor<D, K>& x, Scalar v) { return Tensor<D, K>(full_like(x.dyn(), v)); }
+template <int D, class K> Tensor<D, K> rand_like(const Tensor<D, K>& x) { return Tensor<D, K>(rand_like(x.dyn())); }
+template <int D, class K> Tensor<D, K> randn_like(const Tensor<D, K>& x) { return Tensor<D, K>(randn_like(x.dyn())); }
+template <int D, class K>
+std::ostream& operator<<(std::ostream& os, const Tensor<D, K>& x) { return os << x.dyn(); }
+
 template <int D>
 Tensor<D + 1, Int> one_hot(const Tensor<D, Int>& x, int64_t num_classes) {
   return Tensor<D + 1, Int>(ember::one_hot(x.dyn(), num_classes));

@@ -29,7 +29,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-DynTensor randn(Shape s, DType dt) { return DynTensor::normal(std::move(s), 0, 1, DType::f32, Device::cpu()).cast(dt); }
+DynTensor randn_cast(Shape s, DType dt) { return DynTensor::normal(std::move(s), 0, 1, DType::f32, Device::cpu()).cast(dt); }
 
 struct Grads3 {
   DynTensor dq, dk, dv;
@@ -116,7 +116,7 @@ void check(DType dt, Case c, const DynTensor& q, const DynTensor& k, const DynTe
            bool transposed_q = false, std::optional<Device> dev = {}) {
   Device gpu = (dev ? *dev : Device::cuda(0)).autodiff();
   const double tol = dt == DType::f64 ? 1e-9 : dt == DType::f32 ? 1e-4 : dt == DType::f16 ? 1.5e-2 : 3e-2;
-  auto g = randn(Shape{2, 3, c.L, c.Ev}, dt);
+  auto g = randn_cast(Shape{2, 3, c.L, c.Ev}, dt);
   // q may arrive as [2, L, 3, E] (transposed to [2, 3, L, E] on the device: a strided view)
   DynTensor Q = q.to(gpu).require_grad();
   DynTensor Qv = transposed_q ? transpose(Q, 1, 2) : Q;
@@ -157,13 +157,13 @@ DynTensor masked_row(int64_t L, int64_t S, int64_t row) {
 TEST(CudaAttentionBackward, ReferenceAgreesWithCpuBackend) {
   for (DType dt : {DType::f64, DType::f32}) {
     Case c{17, 23, 8, 8};
-    auto q = randn(Shape{2, 3, c.L, c.E}, dt), k = randn(Shape{2, 3, c.S, c.E}, dt),
-         v = randn(Shape{2, 3, c.S, c.Ev}, dt);
+    auto q = randn_cast(Shape{2, 3, c.L, c.E}, dt), k = randn_cast(Shape{2, 3, c.S, c.E}, dt),
+         v = randn_cast(Shape{2, 3, c.S, c.Ev}, dt);
     Device cpu = Device::cpu();
     check(dt, c, q, k, v, {}, true, {}, "cpu causal", false, cpu);
     check(dt, c, q, k, v, keep_mask(c.L, c.S), false, 0.3, "cpu bool mask", false, cpu);
-    check(dt, c, q, k, v, randn(Shape{2, 1, c.L, c.S}, dt), true, {}, "cpu causal + additive mask", false, cpu);
-    check(dt, c, randn(Shape{2, c.L, 3, c.E}, dt), k, v, {}, false, {}, "cpu transposed q", true, cpu);
+    check(dt, c, q, k, v, randn_cast(Shape{2, 1, c.L, c.S}, dt), true, {}, "cpu causal + additive mask", false, cpu);
+    check(dt, c, randn_cast(Shape{2, c.L, 3, c.E}, dt), k, v, {}, false, {}, "cpu transposed q", true, cpu);
     check(dt, c, q, k, v, masked_row(c.L, c.S, 5), false, {}, "cpu row 5 fully masked", false, cpu);
   }
 }
@@ -180,15 +180,15 @@ TEST(CudaAttentionBackward, AgainstF64Reference) {
     const std::string vn = versions_name(ver);
     for (DType dt : {DType::f16, DType::bf16, DType::f32}) {
       for (Case c : cases) {
-        auto q = randn(Shape{2, 3, c.L, c.E}, dt), k = randn(Shape{2, 3, c.S, c.E}, dt);
-        auto v = randn(Shape{2, 3, c.S, c.Ev}, dt);
+        auto q = randn_cast(Shape{2, 3, c.L, c.E}, dt), k = randn_cast(Shape{2, 3, c.S, c.E}, dt);
+        auto v = randn_cast(Shape{2, 3, c.S, c.Ev}, dt);
         check(dt, c, q, k, v, {}, false, {}, "plain" + vn);
         check(dt, c, q, k, v, {}, true, {}, "causal" + vn);
         check(dt, c, q, k, v, keep_mask(c.L, c.S), false, 0.3, "bool mask, scale 0.3" + vn);
         check(dt, c, q, k, v, keep_mask(c.L, c.S), true, {}, "causal + bool mask" + vn);
-        check(dt, c, q, k, v, randn(Shape{2, 1, c.L, c.S}, dt), false, {}, "additive mask [2, 1, L, S]" + vn);
-        check(dt, c, q, k, v, randn(Shape{c.L, c.S}, dt), true, {}, "causal + additive mask [L, S]" + vn);
-        auto qt = randn(Shape{2, c.L, 3, c.E}, dt);
+        check(dt, c, q, k, v, randn_cast(Shape{2, 1, c.L, c.S}, dt), false, {}, "additive mask [2, 1, L, S]" + vn);
+        check(dt, c, q, k, v, randn_cast(Shape{c.L, c.S}, dt), true, {}, "causal + additive mask [L, S]" + vn);
+        auto qt = randn_cast(Shape{2, c.L, 3, c.E}, dt);
         check(dt, c, qt, k, v, {}, true, {}, "causal, transposed (strided) q" + vn, true);
       }
     }
@@ -205,8 +205,8 @@ TEST(CudaAttentionBackward, WithAndWithoutForwardLse) {
     for (Case c : {Case{130, 257, 64, 64}, Case{257, 130, 128, 128}, Case{64, 64, 32, 32}})
       for (bool causal : {false, true})
         for (bool masked : {false, true}) {
-          auto q = randn(Shape{2, 3, c.L, c.E}, dt).to(gpu), k = randn(Shape{2, 3, c.S, c.E}, dt).to(gpu);
-          auto v = randn(Shape{2, 3, c.S, c.Ev}, dt).to(gpu), g = randn(Shape{2, 3, c.L, c.Ev}, dt).to(gpu);
+          auto q = randn_cast(Shape{2, 3, c.L, c.E}, dt).to(gpu), k = randn_cast(Shape{2, 3, c.S, c.E}, dt).to(gpu);
+          auto v = randn_cast(Shape{2, 3, c.S, c.Ev}, dt).to(gpu), g = randn_cast(Shape{2, 3, c.L, c.Ev}, dt).to(gpu);
           DynTensor mask = masked ? keep_mask(c.L, c.S).to(gpu) : DynTensor(nullptr, gpu);
           const AttentionAttrs a{causal, std::numeric_limits<double>::quiet_NaN()};
           auto fwd = detail::run_op(OpKind::attention, {q, k, v, mask}, a);
@@ -224,16 +224,16 @@ TEST(CudaAttentionBackward, WithAndWithoutForwardLse) {
 TEST(CudaAttentionBackward, F64AndOddShapes) {
   REQUIRE_GPU();
   for (Case c : {Case{5, 7, 4, 6}, Case{17, 64, 64, 64}, Case{9, 12, 300, 20}}) {
-    auto q = randn(Shape{2, 3, c.L, c.E}, DType::f64), k = randn(Shape{2, 3, c.S, c.E}, DType::f64);
-    auto v = randn(Shape{2, 3, c.S, c.Ev}, DType::f64);
+    auto q = randn_cast(Shape{2, 3, c.L, c.E}, DType::f64), k = randn_cast(Shape{2, 3, c.S, c.E}, DType::f64);
+    auto v = randn_cast(Shape{2, 3, c.S, c.Ev}, DType::f64);
     check(DType::f64, c, q, k, v, {}, false, {}, "plain");
     check(DType::f64, c, q, k, v, keep_mask(c.L, c.S), true, {}, "causal + bool mask");
   }
   // half types with head dims the flash backward does not take (the materialised path)
   for (DType dt : {DType::f16, DType::bf16}) {
     Case c{20, 30, 16, 16};
-    auto q = randn(Shape{2, 3, c.L, c.E}, dt), k = randn(Shape{2, 3, c.S, c.E}, dt),
-         v = randn(Shape{2, 3, c.S, c.Ev}, dt);
+    auto q = randn_cast(Shape{2, 3, c.L, c.E}, dt), k = randn_cast(Shape{2, 3, c.S, c.E}, dt),
+         v = randn_cast(Shape{2, 3, c.S, c.Ev}, dt);
     check(dt, c, q, k, v, {}, true, {}, "E 16");
   }
 }
@@ -246,8 +246,8 @@ TEST(CudaAttentionBackward, FullyMaskedRowGivesNaN) {
     use_versions(ver);
     for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
       for (Case c : {Case{70, 70, 64, 64}, Case{200, 150, 64, 64}}) {
-        auto q = randn(Shape{2, 3, c.L, c.E}, dt), k = randn(Shape{2, 3, c.S, c.E}, dt),
-             v = randn(Shape{2, 3, c.S, c.Ev}, dt);
+        auto q = randn_cast(Shape{2, 3, c.L, c.E}, dt), k = randn_cast(Shape{2, 3, c.S, c.E}, dt),
+             v = randn_cast(Shape{2, 3, c.S, c.Ev}, dt);
         check(dt, c, q, k, v, masked_row(c.L, c.S, 5), false, {}, "row 5 fully masked" + versions_name(ver));
         check(dt, c, q, k, v, masked_row(c.L, c.S, c.L - 7), true, {},
               "causal, row L - 7 fully masked" + versions_name(ver));
@@ -263,10 +263,10 @@ TEST(CudaAttentionBackward, EmptySequences) {
   Device gpu = Device::cuda(0).autodiff();
   for (DType dt : {DType::f32, DType::bf16}) {
     for (auto [L, S] : {std::pair<int64_t, int64_t>{0, 5}, {4, 0}}) {
-      auto q = randn(Shape{2, L, 8}, dt).to(gpu).require_grad();
-      auto k = randn(Shape{2, S, 8}, dt).to(gpu).require_grad();
-      auto v = randn(Shape{2, S, 8}, dt).to(gpu).require_grad();
-      Gradients gr = scaled_dot_product_attention(q, k, v).backward(randn(Shape{2, L, 8}, dt).to(gpu));
+      auto q = randn_cast(Shape{2, L, 8}, dt).to(gpu).require_grad();
+      auto k = randn_cast(Shape{2, S, 8}, dt).to(gpu).require_grad();
+      auto v = randn_cast(Shape{2, S, 8}, dt).to(gpu).require_grad();
+      Gradients gr = scaled_dot_product_attention(q, k, v).backward(randn_cast(Shape{2, L, 8}, dt).to(gpu));
       for (const DynTensor* t : {&q, &k, &v}) {
         DynTensor d = *t->grad(gr);
         EXPECT_EQ(d.shape(), t->shape());
@@ -289,10 +289,10 @@ TEST(CudaAttentionCudnn, TakenOnHopperAndAgreesWithOwnKernels) {
   for (DType dt : {DType::bf16, DType::f16})
     for (Case c : {Case{256, 256, 64, 64}, Case{130, 257, 128, 128}, Case{1024, 1024, 64, 64}})
       for (bool causal : {false, true}) {
-        auto q = randn(Shape{2, 3, c.L, c.E}, dt).to(gpu), k = randn(Shape{2, 3, c.S, c.E}, dt).to(gpu);
-        auto v = randn(Shape{2, 3, c.S, c.Ev}, dt).to(gpu), g = randn(Shape{2, 3, c.L, c.Ev}, dt).to(gpu);
+        auto q = randn_cast(Shape{2, 3, c.L, c.E}, dt).to(gpu), k = randn_cast(Shape{2, 3, c.S, c.E}, dt).to(gpu);
+        auto v = randn_cast(Shape{2, 3, c.S, c.Ev}, dt).to(gpu), g = randn_cast(Shape{2, 3, c.L, c.Ev}, dt).to(gpu);
         // (with L = 256, the gradient is broadcast over the batch, as a sum's is: copied dense first)
-        if (c.L == 256) g = expand(randn(Shape{1, 1, c.L, c.Ev}, dt).to(gpu), {2, 3, c.L, c.Ev});
+        if (c.L == 256) g = expand(randn_cast(Shape{1, 1, c.L, c.Ev}, dt).to(gpu), {2, 3, c.L, c.Ev});
         const AttentionAttrs a{causal, std::numeric_limits<double>::quiet_NaN()};
         const int64_t before = cuda::cudnn_attention_runs();
         use_versions({"", ""});

@@ -146,7 +146,7 @@ void expect_close(const DynTensor& gpu, const DynTensor& cpu, double rtol, doubl
   EXPECT_FALSE(diff.has_value()) << what << ": " << diff.value_or("");
 }
 
-DynTensor randn(Shape s, DType dt = DType::f32) {
+DynTensor randn_cast(Shape s, DType dt = DType::f32) {
   return DynTensor::normal(std::move(s), 0, 1, DType::f32, Device::cpu()).cast(dt);
 }
 
@@ -154,24 +154,24 @@ TEST(CudaLinalgMatmul, F32TransposedViewsAndBroadcastBatch) {
   REQUIRE_GPU();
   Device gpu = Device::cuda(0);
   cuda::set_allow_tf32(false);
-  auto a = randn({2, 1, 37, 29});
-  auto b = randn({4, 41, 29});
+  auto a = randn_cast({2, 1, 37, 29});
+  auto b = randn_cast({4, 41, 29});
   auto bt = transpose(b, 1, 2);  // [4, 29, 41], strides [.., 1, 29]: passed with the transpose op
   expect_close(matmul(a.to(gpu), transpose(b.to(gpu), 1, 2)), matmul(a, bt), 1e-5, 1e-5, "broadcast + transposed rhs");
-  auto at = randn({29, 37});
+  auto at = randn_cast({29, 37});
   expect_close(matmul(transpose(at.to(gpu), 0, 1), bt.to(gpu)), matmul(transpose(at, 0, 1), bt), 1e-5, 1e-5,
                "transposed lhs, shared by the batch");
   // a linear layer: [B, T, C] x W^T (one tall GEMM)
-  auto x = randn({3, 17, 64}), w = randn({48, 64});
+  auto x = randn_cast({3, 17, 64}), w = randn_cast({48, 64});
   expect_close(matmul(x.to(gpu), transpose(w.to(gpu), 0, 1)), matmul(x, transpose(w, 0, 1)), 1e-5, 1e-5, "linear");
   // sliced (offset, non-contiguous rows) operands and a vector
-  auto big = randn({40, 70});
+  auto big = randn_cast({40, 70});
   auto s = slice(big, {Slice{3, 36}, Slice{5, 69, 2}});
-  auto v = randn({32, 1});
+  auto v = randn_cast({32, 1});
   expect_close(matmul(slice(big.to(gpu), {Slice{3, 36}, Slice{5, 69, 2}}), v.to(gpu)), matmul(s, v), 1e-5, 1e-5,
                "strided slice");
   // empty inner dim: zeros
-  expect_close(matmul(randn({3, 0}).to(gpu), randn({0, 4}).to(gpu)),
+  expect_close(matmul(randn_cast({3, 0}).to(gpu), randn_cast({0, 4}).to(gpu)),
                DynTensor::zeros({3, 4}, DType::f32, Device::cpu()), 0, 0, "K = 0");
 }
 
@@ -179,7 +179,7 @@ TEST(CudaLinalgMatmul, HalfTypesAndF64) {
   REQUIRE_GPU();
   Device gpu = Device::cuda(0);
   for (DType dt : {DType::f16, DType::bf16, DType::f64}) {
-    auto a = randn({3, 33, 65}, dt), b = randn({65, 17}, dt);
+    auto a = randn_cast({3, 33, 65}, dt), b = randn_cast({65, 17}, dt);
     double tol = dt == DType::f64 ? 1e-12 : dt == DType::f16 ? 1e-2 : 5e-2;
     expect_close(matmul(a.to(gpu), b.to(gpu)), matmul(a, b), tol, tol, std::string(dtype_name(dt)));
   }
@@ -200,7 +200,7 @@ TEST(CudaLinalgMatmul, IntegersWrapLikeTheCpu) {
 TEST(CudaLinalgConv, Conv2dStridePaddingDilationGroupsBias) {
   REQUIRE_GPU();
   Device gpu = Device::cuda(0);
-  auto x = randn({2, 6, 13, 11}), w = randn({9, 2, 3, 4}), b = randn({9});
+  auto x = randn_cast({2, 6, 13, 11}), w = randn_cast({9, 2, 3, 4}), b = randn_cast({9});
   ConvOptions o;
   o.stride = {2, 1};
   o.padding = {1, 2};
@@ -229,7 +229,7 @@ TEST(CudaLinalgConv, UnalignedInputAndStridedBias) {
   Device gpu = Device::cuda(0);
   const Sizes shape = {2, 6, 13, 11};
   const int64_t n = 2 * 6 * 13 * 11;
-  auto big = randn({n + 1}), w = randn({9, 6, 3, 3}), b = randn({9}), bb = randn({9, 2});
+  auto big = randn_cast({n + 1}), w = randn_cast({9, 6, 3, 3}), b = randn_cast({9}), bb = randn_cast({9, 2});
   auto x = reshape(narrow(big, 0, 1, n), shape);  // 4 bytes past an aligned start on the GPU
   auto x_gpu = reshape(narrow(big.to(gpu), 0, 1, n), shape);
   ConvOptions o;
@@ -244,7 +244,7 @@ TEST(CudaLinalgConv, UnalignedInputAndStridedBias) {
 TEST(CudaLinalgConv, ConvTranspose2dOutputPadding) {
   REQUIRE_GPU();
   Device gpu = Device::cuda(0);
-  auto x = randn({2, 4, 5, 6}), w = randn({4, 3, 3, 3}), b = randn({6});
+  auto x = randn_cast({2, 4, 5, 6}), w = randn_cast({4, 3, 3, 3}), b = randn_cast({6});
   ConvOptions o;
   o.stride = {2, 3};
   o.padding = {1, 0};
@@ -257,12 +257,12 @@ TEST(CudaLinalgConv, ConvTranspose2dOutputPadding) {
 TEST(CudaLinalgConv, Conv1dAnd3d) {
   REQUIRE_GPU();
   Device gpu = Device::cuda(0);
-  auto x = randn({3, 4, 20}), w = randn({5, 4, 3}), b = randn({5});
+  auto x = randn_cast({3, 4, 20}), w = randn_cast({5, 4, 3}), b = randn_cast({5});
   ConvOptions o;
   o.stride = {2};
   o.padding = {1};
   expect_close(conv1d(x.to(gpu), w.to(gpu), b.to(gpu), o), conv1d(x, w, b, o), 1e-5, 1e-5, "conv1d");
-  auto x3 = randn({1, 2, 6, 5, 4}), w3 = randn({3, 2, 3, 3, 3});
+  auto x3 = randn_cast({1, 2, 6, 5, 4}), w3 = randn_cast({3, 2, 3, 3, 3});
   ConvOptions o3;
   o3.padding = {1};
   expect_close(conv3d(x3.to(gpu), w3.to(gpu), {}, o3), conv3d(x3, w3, {}, o3), 1e-5, 1e-5, "conv3d");
@@ -270,7 +270,7 @@ TEST(CudaLinalgConv, Conv1dAnd3d) {
   t1.stride = {3};
   t1.padding = {1};
   t1.output_padding = {2};
-  auto wt = randn({4, 2, 4});
+  auto wt = randn_cast({4, 2, 4});
   expect_close(conv_transpose1d(x.to(gpu), wt.to(gpu), {}, t1), conv_transpose1d(x, wt, {}, t1), 1e-5, 1e-5,
                "conv_transpose1d");
 }
@@ -291,9 +291,9 @@ TEST(CudaLinalgAttention, CausalMasksAndUnequalLengths) {
       else
         unsetenv("EMBER_CUDA_ATTN_FWD");
       for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
-        auto q = randn({2, 3, c.L, c.E}, dt), k = randn({2, 3, c.S, c.E}, dt), v = randn({2, 3, c.S, c.Ev}, dt);
-        auto bmask = greater(randn({c.L, c.S}), -0.5);
-        auto fmask = randn({2, 1, c.L, c.S}, dt);
+        auto q = randn_cast({2, 3, c.L, c.E}, dt), k = randn_cast({2, 3, c.S, c.E}, dt), v = randn_cast({2, 3, c.S, c.Ev}, dt);
+        auto bmask = greater(randn_cast({c.L, c.S}), -0.5);
+        auto fmask = randn_cast({2, 1, c.L, c.S}, dt);
         double tol = dt == DType::f64 ? 1e-10 : dt == DType::f32 ? 2e-5 : dt == DType::f16 ? 1e-2 : 6e-2;
         std::string what = std::string(dtype_name(dt)) + " L" + std::to_string(c.L) + " S" + std::to_string(c.S) +
                            " E" + std::to_string(c.E) + " Ev" + std::to_string(c.Ev) + " fwd " +
@@ -316,7 +316,7 @@ TEST(CudaLinalgAttention, CausalMasksAndUnequalLengths) {
         expect_close(lse({Q, K, V, fmask.to(gpu)}, false, 0.125), lse({q, k, v, fmask}, false, 0.125), ltol, ltol,
                      what + " lse, additive mask");
         // transposed (non-contiguous) views: [B, L, H, E] permuted to [B, H, L, E]
-        auto qt = randn({2, c.L, 3, c.E}, dt);
+        auto qt = randn_cast({2, c.L, 3, c.E}, dt);
         expect_close(scaled_dot_product_attention(transpose(qt.to(gpu), 1, 2), K, V),
                      scaled_dot_product_attention(transpose(qt, 1, 2), k, v), tol, tol, what + " strided q");
       }
@@ -332,7 +332,7 @@ TEST(CudaLinalgAttention, FullyMaskedRowsAreNaN) {
     else
       unsetenv("EMBER_CUDA_ATTN_FWD");
     Device gpu = Device::cuda(0);
-    auto q = randn({1, 4, 8}), k = randn({1, 6, 8}), v = randn({1, 6, 8});
+    auto q = randn_cast({1, 4, 8}), k = randn_cast({1, 6, 8}), v = randn_cast({1, 6, 8});
     auto m = DynTensor::from_vector<float>({1, 1, 0, 0, 0, 0,  //
                                             0, 0, 0, 0, 0, 0,  //
                                             1, 1, 1, 1, 1, 1,  //
