@@ -192,6 +192,20 @@ fi
 echo "   $ex_p passed, $ex_f failed ($ex_dir)"
 passed=$((passed + ex_p)); failed=$((failed + ex_f))
 
+# ember used as another project uses it: the build installed into a temporary prefix, a consumer
+# built with find_package, with pkg-config and with the README's g++ line, each run, and ldd
+# showing no CUDA library in the CPU-only binaries (tests/consumers/check.sh, docs/testing.md).
+echo "== consumers"
+co_log=build/test-logs/consumers.log
+tests/consumers/check.sh build >"$co_log" 2>&1
+co_rc=$?
+co_p=$(awk '/^consumers: / {print $2}' "$co_log" | tail -1); co_f=$(awk '/^consumers: / {print $4}' "$co_log" | tail -1)
+co_p=${co_p:-0}; co_f=${co_f:-0}
+if [ "$co_rc" -ne 0 ] && [ "$co_f" -eq 0 ]; then co_f=1; fi
+grep -A15 '^FAIL' "$co_log" | head -40
+echo "   $co_p passed, $co_f failed ($co_log)"
+passed=$((passed + co_p)); failed=$((failed + co_f))
+
 # The model-file parsers under libFuzzer (clang, ASan + UBSan) for a bounded time: 60 s in
 # all, 30 s for the store parsers (15 s each) and 30 s for the ONNX reader.
 echo "== fuzz (safetensors, pytorch: 30 s)"

@@ -1,9 +1,13 @@
-// Device factories. Core declares Device; this layer links the backends and defines them.
+// Device factories. Core declares Device; this layer defines them: the CPU backend directly,
+// the CUDA backend through the backend registry, where libember_cuda registers itself when it
+// is linked in (ember/core/backend_registry.hpp). The functions of ember/backends/cuda.hpp are
+// defined here too, so that a program without the CUDA backend can still ask for it.
 #include <map>
 #include <mutex>
 
 #include "ember/backends/cpu.hpp"
 #include "ember/backends/cuda.hpp"
+#include "ember/core/backend_registry.hpp"
 #include "ember/core/device.hpp"
 
 namespace ember {
@@ -43,19 +47,38 @@ void Device::set_default_device(Device d) {
   default_slot() = std::move(d);
 }
 
-#if !EMBER_HAS_CUDA
-// A build without the CUDA backend (EMBER_CUDA=OFF, or no toolkit): the same API, no devices.
 namespace cuda {
-bool available() { return false; }
-int device_count() { return 0; }
-std::string describe_devices() { return "none: this build has no CUDA backend (configure with EMBER_CUDA=ON)"; }
-std::shared_ptr<Backend> make_backend(int index) {
-  throw Error("Device::cuda(" + std::to_string(index) +
-              "): this build has no CUDA backend (configure with -DEMBER_CUDA=ON where the CUDA toolkit is installed)");
+namespace {
+constexpr const char* kNotLinked =
+    "the CUDA backend is not linked into this program: link ember::cuda / find_package(ember COMPONENTS cuda) "
+    "(pkg-config: ember-cuda; an ember configured without the CUDA toolkit has none: -DEMBER_CUDA=ON)";
+}  // namespace
+
+bool available() { return device_count() > 0; }
+
+int device_count() {
+  const BackendProvider* p = find_backend("cuda");
+  return p ? p->device_count() : 0;
 }
-void set_autotune(bool) {}
-void set_allow_tf32(bool) {}
+
+std::string describe_devices() {
+  const BackendProvider* p = find_backend("cuda");
+  return p ? p->describe_devices() : std::string("none: ") + kNotLinked;
+}
+
+std::shared_ptr<Backend> make_backend(int index) {
+  const BackendProvider* p = find_backend("cuda");
+  if (!p) throw Error("Device::cuda(" + std::to_string(index) + "): " + kNotLinked);
+  return p->make(index);
+}
+
+void set_autotune(bool on) {
+  if (const BackendProvider* p = find_backend("cuda"); p && p->set_flag) p->set_flag("autotune", on);
+}
+
+void set_allow_tf32(bool on) {
+  if (const BackendProvider* p = find_backend("cuda"); p && p->set_flag) p->set_flag("allow_tf32", on);
+}
 }  // namespace cuda
-#endif
 
 }  // namespace ember

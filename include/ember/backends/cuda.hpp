@@ -2,7 +2,10 @@
 // memory and on disk), cuBLASLt for matrix products, cuDNN for convolutions, a stream-ordered
 // caching allocator, and asynchronous execution: the host waits only in read() and sync().
 // Users reach it through Device::cuda(i); this header is for tools that build backend stacks
-// by hand, and for programs that must ask first whether a GPU is there.
+// by hand, and for programs that must ask first whether a GPU is there. These functions work in
+// every program: the backend is found through the registry (ember/core/backend_registry.hpp)
+// when the program links ember::cuda, and otherwise there are no devices and the setters do
+// nothing.
 //
 //   if (ember::cuda::available()) { Device gpu = Device::cuda(0); ... }
 #pragma once
@@ -14,14 +17,16 @@
 
 namespace ember::cuda {
 
-// True when this build has the CUDA backend (EMBER_CUDA) and a driver with at least one GPU.
+// True when the program links the CUDA backend (ember::cuda) and a driver with at least one GPU
+// is there.
 bool available();
-// GPUs visible to the driver (0 without a driver, or in a build without the backend).
+// GPUs visible to the driver (0 without a driver, or when the backend is not linked in).
 int device_count();
 // "0: NVIDIA H200 (sm_90, 139 GiB)" lines, or the reason there is none.
 std::string describe_devices();
 // A new backend for GPU `index` (Device::cuda(i) keeps one per index). Throws an Error that
-// lists the devices when the index is not one of them.
+// lists the devices when the index is not one of them, or says how to link the backend when it
+// is not linked in.
 std::shared_ptr<Backend> make_backend(int index);
 
 // Autotuning (cuBLASLt algorithms, cuDNN convolution and attention plans): on by default, or

@@ -24,8 +24,9 @@ class Device {
  public:
   // The process-wide CPU backend (defined by the tensor layer, which links the backends).
   static Device cpu();
-  // The process-wide backend of GPU `index` (defined by the tensor layer). Throws an Error that
-  // lists the devices when there is no such GPU, or when the build has no CUDA backend.
+  // The process-wide backend of GPU `index` (defined by the tensor layer, found through the
+  // backend registry). Throws an Error that lists the devices when there is no such GPU, or that
+  // says how to link the CUDA backend (ember::cuda) when the program doesn't link it.
   static Device cuda(int index = 0);
   // Set the default device used when none is given (initially Device::cpu()).
   static Device default_device();

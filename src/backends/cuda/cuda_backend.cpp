@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "autotune.hpp"
-#include "ember/backends/cuda.hpp"
 #include "profile.hpp"
 
 namespace ember::cuda {
@@ -28,13 +27,13 @@ void mark_exit_on_teardown() {
   (void)registered;
 }
 }  // namespace
-void set_autotune(bool on) { g_autotune = on; }
+void set_autotune_enabled(bool on) { g_autotune = on; }
 bool autotune_enabled() { return g_autotune; }
 
 CudaBackend::CudaBackend(int index) : index_(index), allocator_(index) {
   mark_exit_on_teardown();  // after Device::cuda's map exists, so it runs before the map is destroyed
   int n = visible_devices();
-  EMBER_CHECK(index >= 0 && index < n, "Device::cuda(", index, "): no such GPU; devices: ", describe_devices());
+  EMBER_CHECK(index >= 0 && index < n, "Device::cuda(", index, "): no such GPU; devices: ", describe_visible_devices());
   set_device(index);
   EMBER_CUDA_CHECK(cudaGetDeviceProperties(&props_, index));
   EMBER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -298,7 +297,5 @@ unsigned* CudaBackend::zeroed_counters(size_t n) {
   }
   return static_cast<unsigned*>(counters_);
 }
-
-std::shared_ptr<Backend> make_backend(int index) { return std::make_shared<CudaBackend>(index); }
 
 }  // namespace ember::cuda

@@ -166,5 +166,6 @@ void end_index_checks(CudaBackend& be);
 
 // Whether kernels may time candidates once per shape (ember::cuda::set_autotune).
 bool autotune_enabled();
+void set_autotune_enabled(bool on);
 
 }  // namespace ember::cuda

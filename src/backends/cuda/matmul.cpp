@@ -421,7 +421,7 @@ std::vector<PrimitivePtr> matmul_kernel(CudaBackend& be, Op& op) {
 
 }  // namespace
 
-void set_allow_tf32(bool on) { g_allow_tf32.store(on); }
+void set_tf32_allowed(bool on) { g_allow_tf32.store(on); }
 bool tf32_allowed() { return g_allow_tf32.load(); }
 
 bool try_gemm_lt(CudaBackend& be, const GemmArgs& g, std::string_view op) {

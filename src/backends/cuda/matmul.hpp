@@ -46,7 +46,8 @@ void gemm_lt(CudaBackend& be, const GemmArgs& g, std::string_view op = "matmul")
 // (e.g. a batch stride it does not accept), so the caller can fall back to a copy.
 bool try_gemm_lt(CudaBackend& be, const GemmArgs& g, std::string_view op = "matmul");
 
-// Whether f32 products (and f32 convolutions) may use TF32 tensor cores (set_allow_tf32).
+// Whether f32 products (and f32 convolutions) may use TF32 tensor cores (ember::cuda::set_allow_tf32).
 bool tf32_allowed();
+void set_tf32_allowed(bool on);
 
 }  // namespace ember::cuda

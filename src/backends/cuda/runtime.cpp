@@ -72,11 +72,8 @@ int visible_devices() {
   return n;
 }
 
-// ---- the public queries of ember/backends/cuda.hpp ----
-bool available() { return visible_devices() > 0; }
-int device_count() { return visible_devices(); }
-
-std::string describe_devices() {
+// (ember::cuda::describe_devices() reaches this through the backend registry: register.cpp)
+std::string describe_visible_devices() {
   int n = visible_devices();
   if (n == 0) {
     int count = 0;

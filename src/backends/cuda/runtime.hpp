@@ -41,6 +41,8 @@ struct Driver {
 const Driver& driver();
 
 int visible_devices();
+// "0: NVIDIA H200 (sm_90, 139 GiB)" lines, or why there is no device.
+std::string describe_visible_devices();
 
 // cudaSetDevice, skipped when the calling thread's device is `index` already (ember's code sets
 // the device only through these).

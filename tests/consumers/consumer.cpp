@@ -1,0 +1,50 @@
+// A program outside ember's tree, built against an installed ember by test.sh (tests/consumers/
+// check.sh): with find_package, with pkg-config and with the README's g++ line. Built plainly it
+// is a CPU-only program, which must link no CUDA library; with -DEMBER_CONSUMER_CUDA it is
+// linked with the CUDA backend, which must then be registered. Prints "consumer ok" last.
+#include <ember/ember.hpp>
+#include <ember/core/backend_registry.hpp>
+#include <ember/train/renderer.hpp>
+#include <iostream>
+#include <string>
+
+using namespace ember;
+
+int main(int argc, char**) {
+  // tensor ops on the CPU
+  auto x = DynTensor::from_vector<float>({1, 2, 3, 4}, {2, 2});
+  float s = sum(matmul(x, x)).item();  // [[7, 10], [15, 22]]
+  if (s != 54) {
+    std::cerr << "consumer: sum(x @ x) = " << s << ", expected 54\n";
+    return 1;
+  }
+  // the train layer: its dashboard needs ncursesw, which ember's link interface must bring
+  auto renderer = train::make_renderer(train::RendererKind::none);
+  if (argc > 99) renderer = train::make_dashboard_renderer();  // (never runs; linked all the same)
+
+  bool registered = find_backend("cuda") != nullptr;
+  std::string devices = cuda::describe_devices();
+#ifdef EMBER_CONSUMER_CUDA
+  if (!registered) {
+    std::cerr << "consumer: linked with the CUDA backend, but it is not registered: " << devices << "\n";
+    return 1;
+  }
+#else
+  if (registered) {
+    std::cerr << "consumer: the CUDA backend is registered in a CPU-only program\n";
+    return 1;
+  }
+  try {
+    Device::cuda(0);
+    std::cerr << "consumer: Device::cuda(0) worked without the CUDA backend\n";
+    return 1;
+  } catch (const Error& e) {
+    if (std::string(e.what()).find("not linked") == std::string::npos) {
+      std::cerr << "consumer: unexpected error: " << e.what() << "\n";
+      return 1;
+    }
+  }
+#endif
+  std::cout << "cuda devices: " << devices << "\nconsumer ok\n";
+  return 0;
+}
