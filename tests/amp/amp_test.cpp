@@ -178,7 +178,7 @@ TEST(AutocastPolicy, F16) {
 TEST(AutocastPolicy, CrossEntropyOfLowPrecisionLogitsMakesNoF32Copy) {
   const int64_t N = 6, V = 1000;
   Device d = Device::cpu().autodiff();
-  DynTensor logits = DynTensor::from_data((randn({N, V}, DType::f32) * 3).cast(DType::bf16).into_data(), d).require_grad();
+  DynTensor logits = DynTensor::from_data((randn_cast({N, V}, DType::f32) * 3).cast(DType::bf16).into_data(), d).require_grad();
   std::vector<int64_t> t{0, 999, 17, 500, 3, 42};
   DynTensor target = DynTensor::from_vector(t, {N}, d);
   amp::reset_autocast_stats();
