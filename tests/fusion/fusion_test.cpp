@@ -253,6 +253,54 @@ TEST(Fusion, ViewsOfQueuedValuesDoNotFlush) {
   reset();
   check_same(f, {{6, 8, 10}, {48}});
   EXPECT_EQ(stats().flushes, 1);  // the final read only
+  // the permute folds into the expression under it; the reshape does not (the inputs under it
+  // are permuted views), so neither does the slice (under it a view left alone), nor the expand
+  // (of a reduction)
+  EXPECT_EQ(stats().views_folded, 1);
+}
+
+// A view of a queued chain is computed where it is read: permute(exp(x) * 2) + y is one group,
+// and exp(x) * 2 itself, held by nothing, is never written.
+TEST(Fusion, ViewsOfQueuedChainsFoldIntoTheReader) {
+  auto f = [](std::vector<DynTensor> v) {
+    auto t = transpose(exp(v[0]) * 2 + v[1], 0, 1);   // [40, 30] view of a queued [30, 40]
+    auto s = slice(sigmoid(v[0]), {{1, 30, 2}, {}});  // [15, 40]
+    auto r = reshape(tanh(v[0]), {40, 30});           // inputs of the shape: a reshape folds too
+    auto e = expand(v[1] * 3, {5, 30, 40});           // broadcast input [40] expands, then views
+    return std::make_tuple(t * 3 + r, s + 1, e - 1);
+  };
+  std::vector<DynTensor> eager{randn({30, 40}, 1, Device::cpu()), randn({40}, 2, Device::cpu())};
+  std::vector<DynTensor> lazy{randn({30, 40}, 1, fused()), randn({40}, 2, fused())};
+  auto [a, b, c] = f(eager);
+  reset();
+  auto [la, lb, lc] = f(lazy);
+  expect_same(la, a);
+  expect_same(lb, b);
+  expect_same(lc, c);
+  auto st = stats();
+  EXPECT_EQ(st.views_folded, 4);
+  EXPECT_EQ(st.ops_dropped, 6);  // exp, mul, add, sigmoid, tanh, mul: never materialised
+  EXPECT_EQ(st.groups_single, 0);
+}
+
+// Not folded: a view of a reduction's result, a view whose expression mixes shapes, and a
+// reshape of a broadcast input; each still gives eager's values.
+TEST(Fusion, ViewsThatDoNotFoldStillMatchEager) {
+  auto f = [](std::vector<DynTensor> v) {
+    auto a = transpose(sum(v[0], {1}, true) * 2, 0, 1);         // [1, 30]: under it a reduction
+    auto b = permute((v[1] * 2) + v[0], {1, 0});                 // v[1] * 2 is [40], the sum [30, 40]
+    auto c = reshape(v[0] + v[1], {1200});                       // v[1] broadcasts: not a view
+    return std::make_tuple(a + 1, b * 1, c - 1);
+  };
+  std::vector<DynTensor> eager{randn({30, 40}, 3, Device::cpu()), randn({40}, 4, Device::cpu())};
+  std::vector<DynTensor> lazy{randn({30, 40}, 3, fused()), randn({40}, 4, fused())};
+  auto [a, b, c] = f(eager);
+  reset();
+  auto [la, lb, lc] = f(lazy);
+  expect_same(la, a);
+  expect_same(lb, b);
+  expect_same(lc, c);
+  EXPECT_EQ(stats().views_folded, 0);
 }
 
 TEST(Fusion, IntegerDivisionStaysEager) {

@@ -35,6 +35,7 @@ struct Stats {
   int64_t ops_fused = 0;     // the ops inside those groups
   int64_t groups_single = 0; // groups of one op (run as the plain op)
   int64_t flushes = 0;
+  int64_t views_folded = 0;  // views of queued values computed inside the kernels that read them
 };
 Stats stats(const Backend& b);
 // Runs every queued op of every thread now (what a read does), without waiting for the device:

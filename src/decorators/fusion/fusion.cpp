@@ -104,11 +104,14 @@ class FusionBackend final : public ForwardingBackend {
   std::vector<PrimitivePtr> execute(Op op) override {
     if (kernels_ && kernels_->can_fuse(op) && !(is_reduction(op.kind) && op.outputs[0].shape == op.in(0).shape))
       return {enqueue(std::move(op))};
-    // a view of a value still queued on this thread is queued too, as a group of its own: the
-    // value becomes an output of its group, the view of it an input (read through its strides)
-    // of the groups after, and the queue is not flushed
-    if (kernels_ && op.info().family == OpFamily::View && op.inputs[0] && pending_here(op.inputs[0]))
+    // a view of a value still queued on this thread: folded into the expression that computes it
+    // when it can be (fold_view), else queued too, as a group of its own: the value becomes an
+    // output of its group, the view of it an input (read through its strides) of the groups
+    // after. Either way the queue is not flushed.
+    if (kernels_ && op.info().family == OpFamily::View && op.inputs[0] && pending_here(op.inputs[0])) {
+      if (PrimitivePtr v = fold_view(op)) return {v};
       return {enqueue(std::move(op), true)};
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& p : op.inputs)
@@ -197,6 +200,87 @@ class FusionBackend final : public ForwardingBackend {
     std::lock_guard<std::mutex> lock(mu_);
     const FusionTensor& t = ft(p);
     return t.queue && t.queue == my_queue();
+  }
+
+  // A view of a queued elementwise expression is the same expression over views of its inputs
+  // (elementwise ops commute with any map of indices): that expression is queued instead, so the
+  // groups after compute the viewed values where they read them, and the value under the view
+  // need not be written and read back (it is dropped when nothing else holds it). Taken when the
+  // expression is at most kMaxFold elementwise entries, each of the view's input shape, over
+  // materialised inputs; each input is expanded to that shape and viewed (metadata only). A
+  // reshape is taken only when every input already has the shape, because a reshape of a
+  // broadcast input is not a view. Otherwise nullptr, and the caller queues the view alone.
+  PrimitivePtr fold_view(const Op& view) {
+    constexpr size_t kMaxFold = 16;
+    struct Clone {
+      int32_t index;
+      OpKind kind;
+      OpAttrs attrs;
+      std::vector<Arg> args;
+    };
+    std::vector<Clone> clones;  // ascending queue order (a topological order)
+    const Shape& shape = view.in(0).shape;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::shared_ptr<Queue> q = my_queue();
+      std::vector<int32_t> todo{ft(view.inputs[0]).index}, seen;
+      while (!todo.empty()) {
+        const int32_t i = todo.back();
+        todo.pop_back();
+        if (std::find(seen.begin(), seen.end(), i) != seen.end()) continue;
+        seen.push_back(i);
+        const Entry& e = q->entries[size_t(i)];
+        if (e.alone || !is_elementwise(op_info(e.kind).family) || e.out.shape != shape || seen.size() > kMaxFold)
+          return nullptr;
+        for (const Arg& a : e.args) {
+          if (a.node >= 0) todo.push_back(a.node);
+          else if (!a.leaf || (view.kind == OpKind::reshape && (a.leaf->shape() != shape || made_by_fold(a.leaf))))
+            return nullptr;
+        }
+        clones.push_back({i, e.kind, e.attrs, e.args});
+      }
+    }
+    std::sort(clones.begin(), clones.end(), [](const Clone& a, const Clone& b) { return a.index < b.index; });
+    std::vector<std::pair<const Primitive*, PrimitivePtr>> leaf_views;
+    auto leaf_view = [&](const PrimitivePtr& leaf) {
+      for (auto& [l, v] : leaf_views)
+        if (l == leaf.get()) return v;
+      PrimitivePtr x = leaf;
+      if (x->shape() != shape) x = inner_->execute(make_op(OpKind::expand, {x}, ShapeAttrs{shape}))[0];
+      x = inner_->execute(make_op(view.kind, {x}, view.attrs))[0];
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        std::erase_if(fold_views_, [](const std::weak_ptr<Primitive>& w) { return w.expired(); });
+        fold_views_.push_back(x);
+      }
+      leaf_views.emplace_back(leaf.get(), wrap_value(x));
+      return leaf_views.back().second;
+    };
+    std::vector<std::pair<int32_t, PrimitivePtr>> made;  // queue index -> its clone
+    for (const Clone& c : clones) {
+      std::vector<PrimitivePtr> inputs;
+      for (const Arg& a : c.args) {
+        if (a.node < 0) {
+          inputs.push_back(leaf_view(a.leaf));
+          continue;
+        }
+        auto it = std::find_if(made.begin(), made.end(), [&](const auto& m) { return m.first == a.node; });
+        inputs.push_back(it->second);
+      }
+      made.emplace_back(c.index, execute(make_op(c.kind, std::move(inputs), c.attrs))[0]);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.views_folded;
+    }
+    return made.back().second;
+  }
+
+  // Whether `leaf` is a view fold_view made (strided, maybe not contiguous: a reshape of it might
+  // copy). mu_ held.
+  bool made_by_fold(const PrimitivePtr& leaf) const {
+    return std::any_of(fold_views_.begin(), fold_views_.end(),
+                       [&](const std::weak_ptr<Primitive>& w) { return w.lock() == leaf; });
   }
 
   PrimitivePtr enqueue(Op op, bool alone = false) {
@@ -435,6 +519,7 @@ class FusionBackend final : public ForwardingBackend {
   mutable std::mutex mu_;
   std::unordered_map<std::thread::id, std::shared_ptr<Queue>> queues_;
   Stats stats_;
+  std::vector<std::weak_ptr<Primitive>> fold_views_;  // the inner views fold_view made
 };
 
 const FusionBackend* as_fusion(const Backend& b) { return dynamic_cast<const FusionBackend*>(&b); }
