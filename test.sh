@@ -159,7 +159,7 @@ else echo "   char_transformer --amp bf16 failed:"; tail -5 "$ex_dir/char_transf
 # its last line must be "test rmse: X" with X below the held-out targets' spread (~73, the RMSE of
 # predicting the mean).
 if [ -f /usr/lib/python3/dist-packages/sklearn/datasets/data/diabetes_target.csv.gz ]; then
-  if (cd "$ex_dir" && ../../examples/regression/regression) >"$ex_dir/regression.log" 2>&1 &&
+  if (cd "$ex_dir" && ../../examples/regression) >"$ex_dir/regression.log" 2>&1 &&
      tail -1 "$ex_dir/regression.log" | awk '/^test rmse: [0-9.]+$/ && $3 < 65 {ok = 1} END {exit !ok}'
   then ex_p=$((ex_p + 1)); tail -1 "$ex_dir/regression.log" | sed 's/^/   regression: /'
   else echo "   regression failed:"; tail -5 "$ex_dir/regression.log"; ex_f=$((ex_f + 1)); fi
@@ -169,7 +169,7 @@ fi
 # examples/gpt2, tiny, on 2 MB of the linux-doc-6.1 corpus: tokenizer, training with bf16 autocast
 # and checkpoints, a sample; its last line must be "val loss: X" with a loss below ln(vocab).
 if [ -d /usr/share/doc/linux-doc-6.1/Documentation ]; then
-  if (cd "$ex_dir" && ../../examples/gpt2/gpt2 --config tiny --corpus-mb 2 --steps 40 --eval-every 20 --batch 8 \
+  if (cd "$ex_dir" && ../../examples/gpt2 --config tiny --corpus-mb 2 --steps 40 --eval-every 20 --batch 8 \
         --seq 64 --sample 20 --run-dir gpt2-run) >"$ex_dir/gpt2.log" 2>&1 &&
      tail -1 "$ex_dir/gpt2.log" | awk '/^val loss: [0-9.]+$/ && $3 < log(1024) {ok = 1} END {exit !ok}'
   then ex_p=$((ex_p + 1)); tail -1 "$ex_dir/gpt2.log" | sed 's/^/   gpt2 (tiny): /'
@@ -177,7 +177,7 @@ if [ -d /usr/share/doc/linux-doc-6.1/Documentation ]; then
   # the same model on the same batches in PyTorch (examples/gpt2/compare_pytorch.py): in f32 the
   # two loss curves agree to rounding (issue 26's "same training", here on the CPU)
   if /usr/bin/python3 -c "import torch" 2>/dev/null; then
-    if (cd "$ex_dir" && ../../examples/gpt2/gpt2 --config tiny --corpus-mb 2 --steps 30 --eval-every 30 --batch 8 \
+    if (cd "$ex_dir" && ../../examples/gpt2 --config tiny --corpus-mb 2 --steps 30 --eval-every 30 --batch 8 \
           --seq 64 --sample 0 --amp off --accum 2 --run-dir gpt2-f32 --dump gpt2-f32/dump &&
         /usr/bin/python3 ../../../examples/gpt2/compare_pytorch.py gpt2-f32/dump --max-diff 1e-4) \
         >"$ex_dir/gpt2-vs-pytorch.log" 2>&1
