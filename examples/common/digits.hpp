@@ -13,13 +13,12 @@
 #include <zlib.h>
 
 #include <cstdint>
+#include <ember/data.hpp>
 #include <filesystem>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <ember/data.hpp>
 
 namespace digits {
 
@@ -47,8 +46,10 @@ inline std::vector<ember::data::ImageItem> read(const std::string& path = kPath)
     std::vector<float> pixels;
     int64_t label = -1;
     for (std::string v; std::getline(fields, v, ',');) {
-      if (int64_t(pixels.size()) < kPixels) pixels.push_back(std::stof(v) / 16.0f);
-      else label = std::stoll(v);
+      if (int64_t(pixels.size()) < kPixels)
+        pixels.push_back(std::stof(v) / 16.0f);
+      else
+        label = std::stoll(v);
     }
     EMBER_CHECK(int64_t(pixels.size()) == kPixels && label >= 0 && label < kClasses, "digits: ", path, " line ",
                 items.size() + 1, " is not 64 pixels and a digit");

@@ -8,14 +8,13 @@
 // The last line is "test accuracy: X" (examples/mnist_mlp/README.md).
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
-#include <string>
-
 #include <ember/data.hpp>
 #include <ember/ember.hpp>
 #include <ember/nn.hpp>
 #include <ember/train/learner.hpp>
 #include <ember/train/metrics.hpp>
+#include <iostream>
+#include <string>
 
 #include "../common/digits.hpp"
 
@@ -44,13 +43,20 @@ Args parse(int argc, char** argv) {
       EMBER_CHECK(!v.empty() && *end == 0 && x > 0, "mnist_mlp: ", k, " takes a positive number, not '", v, "'");
       return x;
     };
-    if (k == "--epochs") a.epochs = int64_t(number());
-    else if (k == "--batch-size") a.batch_size = int64_t(number());
-    else if (k == "--lr") a.lr = number();
-    else if (k == "--out") a.out = value();
-    else if (k == "--data") a.data = value();
-    else if (k == "--verbose") a.verbose = true;
-    else EMBER_FAIL("mnist_mlp: unknown argument ", k, " (use --epochs, --batch-size, --lr, --out, --data, --verbose)");
+    if (k == "--epochs")
+      a.epochs = int64_t(number());
+    else if (k == "--batch-size")
+      a.batch_size = int64_t(number());
+    else if (k == "--lr")
+      a.lr = number();
+    else if (k == "--out")
+      a.out = value();
+    else if (k == "--data")
+      a.data = value();
+    else if (k == "--verbose")
+      a.verbose = true;
+    else
+      EMBER_FAIL("mnist_mlp: unknown argument ", k, " (use --epochs, --batch-size, --lr, --out, --data, --verbose)");
   }
   return a;
 }
@@ -101,17 +107,18 @@ int main(int argc, char** argv) try {
   };
 
   device.seed(1);
-  auto learner = train::LearnerBuilder(make_mlp(device), train_step, valid_step)
-                     .optimizer(optim::AdamW({.weight_decay = 1e-4}))
-                     .scheduler(std::make_unique<optim::CosineAnnealingLR>(
-                         args.lr, optim::CosineAnnealingLRConfig{.t_max = args.epochs * int64_t(train_loader->num_batches())}))
-                     .epochs(args.epochs)
-                     .metrics({train::accuracy_metric(), train::f1_metric()})
-                     .run_dir(args.out)  // epochs.jsonl, steps.jsonl, plots/, summary.txt, checkpoints/
-                     .checkpoints({.keep_last = 2, .best_metric = "valid/accuracy"})
-                     .verbosity(args.verbose ? 1 : 0)
-                     .seed(42)
-                     .build();
+  auto learner =
+      train::LearnerBuilder(make_mlp(device), train_step, valid_step)
+          .optimizer(optim::AdamW({.weight_decay = 1e-4}))
+          .scheduler(std::make_unique<optim::CosineAnnealingLR>(
+              args.lr, optim::CosineAnnealingLRConfig{.t_max = args.epochs * int64_t(train_loader->num_batches())}))
+          .epochs(args.epochs)
+          .metrics({train::accuracy_metric(), train::f1_metric()})
+          .run_dir(args.out)  // epochs.jsonl, steps.jsonl, plots/, summary.txt, checkpoints/
+          .checkpoints({.keep_last = 2, .best_metric = "valid/accuracy"})
+          .verbosity(args.verbose ? 1 : 0)
+          .seed(42)
+          .build();
   learner.fit(train_loader, valid_loader);
   const train::FitSummary& summary = learner.summary();  // fit() has printed it
   std::printf("last epoch's model on the test images: %s\n", learner.evaluate(test_loader).str().c_str());

@@ -12,14 +12,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
-#include <string>
-#include <vector>
-
 #include <ember/data.hpp>
 #include <ember/ember.hpp>
 #include <ember/nn.hpp>
 #include <ember/store/npy.hpp>
+#include <iostream>
+#include <string>
+#include <vector>
 
 #include "../common/digits.hpp"
 
@@ -38,10 +37,14 @@ Args parse(int argc, char** argv) {
       EMBER_CHECK(i + 1 < argc, "pytorch_import: ", k, " needs a value");
       return std::string(argv[++i]);
     };
-    if (k == "--dir") a.dir = value();
-    else if (k == "--data") a.data = value();
-    else if (k == "--tolerance") a.tolerance = std::stod(value());
-    else EMBER_FAIL("pytorch_import: unknown argument ", k, " (use --dir, --tolerance, --data)");
+    if (k == "--dir")
+      a.dir = value();
+    else if (k == "--data")
+      a.data = value();
+    else if (k == "--tolerance")
+      a.tolerance = std::stod(value());
+    else
+      EMBER_FAIL("pytorch_import: unknown argument ", k, " (use --dir, --tolerance, --data)");
   }
   return a;
 }
@@ -102,8 +105,9 @@ int main(int argc, char** argv) try {
   std::printf("  image  digit  ember  pytorch\n");
   for (int64_t i = 0; i < n; ++i) {
     const int64_t label = test_rows[size_t(i)].label, a = predicted(ours, i), b = predicted(theirs, i);
-    if (i < 12) std::printf("  %5lld  %5lld  %5lld  %7lld\n", static_cast<long long>(i), static_cast<long long>(label),
-                            static_cast<long long>(a), static_cast<long long>(b));
+    if (i < 12)
+      std::printf("  %5lld  %5lld  %5lld  %7lld\n", static_cast<long long>(i), static_cast<long long>(label),
+                  static_cast<long long>(a), static_cast<long long>(b));
     agree += a == b;
     ours_correct += a == label;
     theirs_correct += b == label;

@@ -19,14 +19,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ember/data.hpp>
+#include <ember/ember.hpp>
+#include <ember/nn.hpp>
 #include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
-
-#include <ember/data.hpp>
-#include <ember/ember.hpp>
-#include <ember/nn.hpp>
 
 #include "../common/digits.hpp"
 
@@ -55,16 +54,25 @@ Args parse(int argc, char** argv) {
       EMBER_CHECK(!v.empty() && *end == 0 && x > 0, "wgan: ", k, " takes a positive number, not '", v, "'");
       return x;
     };
-    if (k == "--epochs") a.epochs = int64_t(number());
-    else if (k == "--batch-size") a.batch_size = int64_t(number());
-    else if (k == "--critic-steps") a.critic_steps = int64_t(number());
-    else if (k == "--lr") a.lr = number();
-    else if (k == "--penalty") a.penalty = number();
-    else if (k == "--seed") a.seed = int64_t(number());
-    else if (k == "--out") a.out = value();
-    else if (k == "--data") a.data = value();
-    else EMBER_FAIL("wgan: unknown argument ", k,
-                    " (use --epochs, --batch-size, --critic-steps, --lr, --penalty, --seed, --out, --data)");
+    if (k == "--epochs")
+      a.epochs = int64_t(number());
+    else if (k == "--batch-size")
+      a.batch_size = int64_t(number());
+    else if (k == "--critic-steps")
+      a.critic_steps = int64_t(number());
+    else if (k == "--lr")
+      a.lr = number();
+    else if (k == "--penalty")
+      a.penalty = number();
+    else if (k == "--seed")
+      a.seed = int64_t(number());
+    else if (k == "--out")
+      a.out = value();
+    else if (k == "--data")
+      a.data = value();
+    else
+      EMBER_FAIL("wgan: unknown argument ", k,
+                 " (use --epochs, --batch-size, --critic-steps, --lr, --penalty, --seed, --out, --data)");
   }
   return a;
 }
@@ -137,8 +145,8 @@ Classifier train_classifier(const DynTensor& images, const DynTensor& labels, co
 // exp(mean over samples of KL(p(y|x) || p(y))), p(y) the mean of p(y|x) over the samples.
 double digit_score(const Classifier& c, const DynTensor& images) {
   NoGradGuard no_grad;
-  DynTensor p = softmax(c.forward(images), 1);                          // [N, 10]
-  DynTensor marginal = mean(p, {0}, /*keepdim=*/true);                  // [1, 10]
+  DynTensor p = softmax(c.forward(images), 1);                            // [N, 10]
+  DynTensor marginal = mean(p, {0}, /*keepdim=*/true);                    // [1, 10]
   DynTensor kl = sum(p * (log(p + 1e-12) - log(marginal + 1e-12)), {1});  // [N]
   return std::exp(mean(kl).item());
 }
@@ -152,7 +160,10 @@ int main(int argc, char** argv) try {
   auto [train_rows, test_rows] = digits::split(digits::read(args.data));
   const size_t n_train = train_rows.size();
   auto loader = data::DataLoaderBuilder(data::batch_images)
-                    .batch_size(size_t(args.batch_size)).shuffle(uint64_t(args.seed)).drop_last(true).device(device)
+                    .batch_size(size_t(args.batch_size))
+                    .shuffle(uint64_t(args.seed))
+                    .drop_last(true)
+                    .device(device)
                     .build(data::in_memory(train_rows));
   auto whole = [&](std::vector<data::ImageItem> rows) { return data::batch_images(std::move(rows), device); };
 
@@ -171,7 +182,7 @@ int main(int argc, char** argv) try {
     int64_t batches = 0;
     for (const data::ImageBatch& b : *loader) {
       const int64_t n = b.images.shape()[0];
-      DynTensor real = flatten(b.images, 1);                                              // [n, 64]
+      DynTensor real = flatten(b.images, 1);  // [n, 64]
       DynTensor fake = generator.forward(DynTensor::normal({n, kNoise}, 0, 1, DType::f32, device)).detach();
 
       // The critic: the gradient of D at random points between real and fake images, kept in the
@@ -197,8 +208,8 @@ int main(int argc, char** argv) try {
         generator = opt_g.step(std::move(generator), generator_loss.backward(), args.lr);
       }
     }
-    const std::string png = args.out + "/epoch-" + std::string(epoch < 100 ? epoch < 10 ? "00" : "0" : "") +
-                            std::to_string(epoch) + ".png";
+    const std::string png =
+        args.out + "/epoch-" + std::string(epoch < 100 ? epoch < 10 ? "00" : "0" : "") + std::to_string(epoch) + ".png";
     write_grid(png, no_grad([&] { return generator.forward(fixed_noise); }).to_vector<float>());
     if (epoch == 1 || epoch % 10 == 0 || epoch == args.epochs)
       std::printf("epoch %3lld  wasserstein %7.4f  penalty %.4f  |grad_x D| %.3f  -> %s\n",
@@ -214,10 +225,13 @@ int main(int argc, char** argv) try {
   const double test_accuracy =
       no_grad([&] { return sum(equal(argmax(classifier.forward(flatten(test_images, 1)), 1), test_labels)).item(); }) /
       double(test_rows.size());
-  DynTensor generated = no_grad([&] { return generator.forward(DynTensor::normal({1000, kNoise}, 0, 1, DType::f32, device)); });
+  DynTensor generated = no_grad([&] {
+    return generator.forward(DynTensor::normal({1000, kNoise}, 0, 1, DType::f32, device));
+  });
   Generator untrained{Mlp3::make(kNoise, 128, digits::kPixels, device)};
-  DynTensor untrained_samples =
-      no_grad([&] { return untrained.forward(DynTensor::normal({1000, kNoise}, 0, 1, DType::f32, device)); });
+  DynTensor untrained_samples = no_grad([&] {
+    return untrained.forward(DynTensor::normal({1000, kNoise}, 0, 1, DType::f32, device));
+  });
   std::printf("classifier: test accuracy %.4f on real digits\n", test_accuracy);
   std::printf("pixel mean/std: generated %.3f/%.3f, real %.3f/%.3f\n", mean(generated).item(),
               std::sqrt(var(generated).item()), mean(train_images).item(), std::sqrt(var(train_images).item()));
