@@ -218,12 +218,13 @@ int main(int argc, char** argv) try {
   }
 
   // The score: a classifier of real digits looks at 1,000 generated ones.
-  auto [train_images, train_labels] = whole(train_rows);
-  auto [test_images, test_labels] = whole(test_rows);
-  Classifier classifier = train_classifier(flatten(train_images, 1), train_labels, device);
+  const data::ImageBatch train_set = whole(train_rows), test_set = whole(test_rows);
+  Classifier classifier = train_classifier(flatten(train_set.images, 1), train_set.labels, device);
   nn::set_training(classifier, false);
   const double test_accuracy =
-      no_grad([&] { return sum(equal(argmax(classifier.forward(flatten(test_images, 1)), 1), test_labels)).item(); }) /
+      no_grad([&] {
+        return sum(equal(argmax(classifier.forward(flatten(test_set.images, 1)), 1), test_set.labels)).item();
+      }) /
       double(test_rows.size());
   DynTensor generated = no_grad([&] {
     return generator.forward(DynTensor::normal({1000, kNoise}, 0, 1, DType::f32, device));
@@ -234,9 +235,9 @@ int main(int argc, char** argv) try {
   });
   std::printf("classifier: test accuracy %.4f on real digits\n", test_accuracy);
   std::printf("pixel mean/std: generated %.3f/%.3f, real %.3f/%.3f\n", mean(generated).item(),
-              std::sqrt(var(generated).item()), mean(train_images).item(), std::sqrt(var(train_images).item()));
+              std::sqrt(var(generated).item()), mean(train_set.images).item(), std::sqrt(var(train_set.images).item()));
   std::printf("digit score of real test digits %.2f, of an untrained generator %.2f\n",
-              digit_score(classifier, flatten(test_images, 1)), digit_score(classifier, untrained_samples));
+              digit_score(classifier, flatten(test_set.images, 1)), digit_score(classifier, untrained_samples));
   std::printf("digit score: %.2f\n", digit_score(classifier, generated));
   return 0;
 } catch (const std::exception& e) {
