@@ -183,7 +183,9 @@ int main(int argc, char** argv) try {
     for (const data::ImageBatch& b : *loader) {
       const int64_t n = b.images.shape()[0];
       DynTensor real = flatten(b.images, 1);  // [n, 64]
-      DynTensor fake = generator.forward(DynTensor::normal({n, kNoise}, 0, 1, DType::f32, device)).detach();
+      DynTensor fake = no_grad([&] {
+        return generator.forward(DynTensor::normal({n, kNoise}, 0, 1, DType::f32, device));
+      });
 
       // The critic: the gradient of D at random points between real and fake images, kept in the
       // graph (create_graph), so that the penalty on its norm can be differentiated again.
@@ -208,8 +210,9 @@ int main(int argc, char** argv) try {
         generator = opt_g.step(std::move(generator), generator_loss.backward(), args.lr);
       }
     }
-    const std::string png =
-        args.out + "/epoch-" + std::string(epoch < 100 ? epoch < 10 ? "00" : "0" : "") + std::to_string(epoch) + ".png";
+    char name[32];
+    std::snprintf(name, sizeof name, "/epoch-%03lld.png", static_cast<long long>(epoch));
+    const std::string png = args.out + name;
     write_grid(png, no_grad([&] { return generator.forward(fixed_noise); }).to_vector<float>());
     if (epoch == 1 || epoch % 10 == 0 || epoch == args.epochs)
       std::printf("epoch %3lld  wasserstein %7.4f  penalty %.4f  |grad_x D| %.3f  -> %s\n",
