@@ -1,6 +1,6 @@
 // UCI's handwritten digits as scikit-learn ships them (Debian's python3-sklearn): 1,797 images
-// of 8x8 pixels with 17 grey levels (0..16) and their digit 0..9 (UCI's optdigits test set, 13 writers). Used by the
-// examples mnist_mlp, wgan and pytorch_import.
+// of 8x8 pixels with 17 grey levels (0..16) and their digit 0..9 (UCI's optdigits test set, 13
+// writers). Used by the examples mnist_mlp, wgan and pytorch_import.
 //
 //   std::vector<data::ImageItem> all = digits::read();     // f32 [1, 8, 8] in [0, 1], label 0..9
 //   auto [train, test] = digits::split(all);               // rows 0..1436 and 1437..1796
