@@ -11,4 +11,4 @@ scripts/install-deps.sh build
 export CCACHE_DIR="${CCACHE_DIR:-$PWD/.cache/ccache}"
 cmake --preset default >/dev/null
 cmake --build --preset default -j "$(nproc)" --target fashion_mnist
-exec ./build/examples/fashion_mnist/fashion_mnist "$@"
+exec ./build/examples/fashion_mnist "$@"

@@ -155,29 +155,57 @@ fi
 if (cd "$ex_dir" && ../../examples/char_transformer --steps 30 --sample 40 --amp bf16) >"$ex_dir/char_transformer-amp.log" 2>&1
 then ex_p=$((ex_p + 1))
 else echo "   char_transformer --amp bf16 failed:"; tail -5 "$ex_dir/char_transformer-amp.log"; ex_f=$((ex_f + 1)); fi
+# The examples below print a final metric line, checked against the threshold in their README.
+ex_check() {  # name, an awk condition on the log's last line, the command (run in $ex_dir)
+  local name=$1 cond=$2 start=$SECONDS; shift 2
+  if (cd "$ex_dir" && "$@") >"$ex_dir/$name.log" 2>&1 &&
+     tail -1 "$ex_dir/$name.log" | awk "$cond {ok = 1} END {exit !ok}"
+  then ex_p=$((ex_p + 1)); tail -1 "$ex_dir/$name.log" | sed "s/^/   $name ($((SECONDS - start)) s): /"
+  else echo "   $name failed:"; tail -5 "$ex_dir/$name.log"; ex_f=$((ex_f + 1)); fi
+}
+sklearn_data=/usr/lib/python3/dist-packages/sklearn/datasets/data
 # examples/regression: an MLP on scikit-learn's diabetes table (python3-sklearn) through the Learner;
-# its last line must be "test rmse: X" with X below the held-out targets' spread (~73, the RMSE of
-# predicting the mean).
-if [ -f /usr/lib/python3/dist-packages/sklearn/datasets/data/diabetes_target.csv.gz ]; then
-  if (cd "$ex_dir" && ../../examples/regression/regression) >"$ex_dir/regression.log" 2>&1 &&
-     tail -1 "$ex_dir/regression.log" | awk '/^test rmse: [0-9.]+$/ && $3 < 65 {ok = 1} END {exit !ok}'
-  then ex_p=$((ex_p + 1)); tail -1 "$ex_dir/regression.log" | sed 's/^/   regression: /'
-  else echo "   regression failed:"; tail -5 "$ex_dir/regression.log"; ex_f=$((ex_f + 1)); fi
+# "test rmse: X" with X below the held-out targets' spread (~73, the RMSE of predicting the mean).
+if [ -f $sklearn_data/diabetes_target.csv.gz ]; then
+  ex_check regression '/^test rmse: [0-9.]+$/ && $3 < 65' ../../examples/regression
 else
   skipped+=("examples/regression (the diabetes table's package python3-sklearn is not installed)")
+fi
+# UCI's 8x8 digits (python3-sklearn): mnist_mlp, an MLP through the Learner with checkpoints
+# ("test accuracy: X", X >= 0.85); wgan, second-order gradients in a WGAN-GP ("digit score: X", the
+# Inception Score of its samples under a digit classifier, X >= 5); pytorch_import, a CNN trained by
+# python3-torch and loaded from its .pt file ("agreement: 360/360 predictions, max logit difference
+# D", D <= 1e-4).
+if [ -f $sklearn_data/digits.csv.gz ]; then
+  ex_check mnist_mlp '/^test accuracy: [0-9.]+$/ && $3 >= 0.85' ../../examples/mnist_mlp --epochs 10
+  ex_check wgan '/^digit score: [0-9.]+$/ && $3 >= 5' ../../examples/wgan --epochs 20
+  if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+    ex_check pytorch_import '/^agreement: / && $2 == "360/360" && $NF <= 1e-4' bash -c \
+      '/usr/bin/python3 ../../../examples/pytorch_import/train_pytorch.py pytorch_digits &&
+       ../../examples/pytorch_import --dir pytorch_digits'
+  else
+    skipped+=("examples/pytorch_import (python3-torch missing)")
+  fi
+else
+  skipped+=("examples/mnist_mlp, wgan, pytorch_import (the digits' package python3-sklearn is not installed)")
+fi
+# examples/custom_training_loop: the demo's CNN on 3,000 Fashion-MNIST images, one epoch, by a
+# hand-written loop ("test accuracy: X" on 1,000 test images, X >= 0.70).
+if [ -d /usr/share/datasets/fashion-mnist ]; then
+  ex_check custom_training_loop '/^test accuracy: [0-9.]+$/ && $3 >= 0.70' \
+    ../../examples/custom_training_loop --epochs 1 --train-images 3000 --test-images 1000
+else
+  skipped+=("examples/custom_training_loop (Fashion-MNIST's package dataset-fashion-mnist is not installed)")
 fi
 # examples/gpt2, tiny, on 2 MB of the linux-doc-6.1 corpus: tokenizer, training with bf16 autocast
 # and checkpoints, a sample; its last line must be "val loss: X" with a loss below ln(vocab).
 if [ -d /usr/share/doc/linux-doc-6.1/Documentation ]; then
-  if (cd "$ex_dir" && ../../examples/gpt2/gpt2 --config tiny --corpus-mb 2 --steps 40 --eval-every 20 --batch 8 \
-        --seq 64 --sample 20 --run-dir gpt2-run) >"$ex_dir/gpt2.log" 2>&1 &&
-     tail -1 "$ex_dir/gpt2.log" | awk '/^val loss: [0-9.]+$/ && $3 < log(1024) {ok = 1} END {exit !ok}'
-  then ex_p=$((ex_p + 1)); tail -1 "$ex_dir/gpt2.log" | sed 's/^/   gpt2 (tiny): /'
-  else echo "   gpt2 failed:"; tail -5 "$ex_dir/gpt2.log"; ex_f=$((ex_f + 1)); fi
+  ex_check gpt2 '/^val loss: [0-9.]+$/ && $3 < log(1024)' ../../examples/gpt2 --config tiny --corpus-mb 2 \
+    --steps 40 --eval-every 20 --batch 8 --seq 64 --sample 20 --run-dir gpt2-run
   # the same model on the same batches in PyTorch (examples/gpt2/compare_pytorch.py): in f32 the
   # two loss curves agree to rounding (issue 26's "same training", here on the CPU)
   if /usr/bin/python3 -c "import torch" 2>/dev/null; then
-    if (cd "$ex_dir" && ../../examples/gpt2/gpt2 --config tiny --corpus-mb 2 --steps 30 --eval-every 30 --batch 8 \
+    if (cd "$ex_dir" && ../../examples/gpt2 --config tiny --corpus-mb 2 --steps 30 --eval-every 30 --batch 8 \
           --seq 64 --sample 0 --amp off --accum 2 --run-dir gpt2-f32 --dump gpt2-f32/dump &&
         /usr/bin/python3 ../../../examples/gpt2/compare_pytorch.py gpt2-f32/dump --max-diff 1e-4) \
         >"$ex_dir/gpt2-vs-pytorch.log" 2>&1

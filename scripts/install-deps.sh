@@ -2,10 +2,12 @@
 # Installs the Debian 12 packages ember needs, when missing. Usage:
 #   scripts/install-deps.sh build     # compiler, cmake, ninja, ccache, googletest, json, image/db/zip
 #                                     # libraries, ncurses + tmux (dashboard tests), clang (fuzzers),
-#                                     # the Fashion-MNIST dataset (demo), python3-onnx (ONNX node tests),
-#                                     # python3-torch + python3-torchvision (ONNX real-model tests),
-#                                     # linux-doc-6.1 (the examples/gpt2 corpus), python3-sklearn
-#                                     # (the examples/regression diabetes table, tests/train references)
+#                                     # the Fashion-MNIST dataset (demo, examples/custom_training_loop),
+#                                     # python3-onnx (ONNX node tests), python3-torch + python3-torchvision
+#                                     # (ONNX real-model tests, examples/pytorch_import), linux-doc-6.1 (the
+#                                     # examples/gpt2 corpus), python3-sklearn (the examples/regression
+#                                     # diabetes table, the digits of examples/mnist_mlp, wgan and
+#                                     # pytorch_import, tests/train references)
 #   scripts/install-deps.sh bench     # + LibTorch (peer) with OpenBLAS
 #   scripts/install-deps.sh reference # + python3-torch (regenerates conformance references),
 #                                     #   python3-onnx (regenerates tests/onnx/fixtures)

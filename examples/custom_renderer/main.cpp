@@ -2,7 +2,7 @@
 // prints a compact line every 50 batches and a table row per epoch. It trains a linear
 // classifier on 2-d synthetic blobs so that it runs in a second.
 //
-//   ./build/examples/custom_renderer/custom_renderer
+//   ./build/examples/custom_renderer
 #include <cstdio>
 
 #include <ember/ember.hpp>

@@ -1,7 +1,7 @@
 // Fashion-MNIST: train a small CNN with the Learner (live dashboard on a terminal), evaluate it on
 // the 10,000 test images, save it as safetensors, reload it and classify a few images.
 //
-//   ./build/examples/fashion_mnist/fashion_mnist [--device cpu|cuda] [--fusion] [--epochs N] [--batch-size N] [--out DIR]
+//   ./build/examples/fashion_mnist [--device cpu|cuda] [--fusion] [--epochs N] [--batch-size N] [--out DIR]
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>

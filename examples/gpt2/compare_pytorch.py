@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Trains the same GPT-2 on the same batches in PyTorch and compares the losses with ember's.
 
-    ./build/examples/gpt2/gpt2 --config tiny --corpus-mb 2 --steps 100 --amp off --dump runs/dump
+    ./build/examples/gpt2 --config tiny --corpus-mb 2 --steps 100 --amp off --dump runs/dump
     /usr/bin/python3 examples/gpt2/compare_pytorch.py runs/dump [--device cpu|cuda] [--max-diff 0.02]
 
 `--dump DIR` makes ember write the initial weights (DIR/init.safetensors, Hugging Face's GPT-2

@@ -4,9 +4,9 @@
 // validation loss after every round of steps, the live dashboard, and sampling with temperature
 // and top-k. The trained weights are written as safetensors with Hugging Face's GPT-2 names.
 //
-//   ./build/examples/gpt2/gpt2 --device cuda --config small --amp bf16        # GPT-2 small, 124M
-//   ./build/examples/gpt2/gpt2 --config tiny --corpus-mb 2 --steps 60        # seconds on a CPU
-//   ./build/examples/gpt2/gpt2 --sample-only --run-dir runs/gpt2 --prompt "The kernel"
+//   ./build/examples/gpt2 --device cuda --config small --amp bf16        # GPT-2 small, 124M
+//   ./build/examples/gpt2 --config tiny --corpus-mb 2 --steps 60        # seconds on a CPU
+//   ./build/examples/gpt2 --sample-only --run-dir runs/gpt2 --prompt "The kernel"
 //
 // Options (defaults in Args below): --device cpu|cuda, --config tiny|small, --corpus PATH (a text
 // file or a folder; default the linux-doc-6.1 package's Documentation), --corpus-mb N (read at

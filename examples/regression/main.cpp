@@ -2,7 +2,7 @@
 // table (442 patients, 10 features; Efron et al. 2004), trained on 80% of the rows and scored on the
 // held-out 20% with RMSE, MAE and R² in the target's own units.
 //
-//   ./build/examples/regression/regression [--epochs N] [--batch-size N] [--lr X] [--data DIR] [--verbose]
+//   ./build/examples/regression [--epochs N] [--batch-size N] [--lr X] [--data DIR] [--verbose]
 //
 // Progress shows on the dashboard on a terminal, else one line per epoch (--verbose: more).
 //
