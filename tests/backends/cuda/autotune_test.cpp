@@ -365,9 +365,11 @@ TEST(AutotuneGpu, ChildRunsAMatmul) {
 TEST(AutotuneGpu, WinnersAreSavedAndTakenByTheNextProcess) {
   if (!cuda::available()) GTEST_SKIP() << "no CUDA device: " << cuda::describe_devices();
   const std::string dir = fresh_dir("gpu");
+  // this test binary's path, resolved here: inside popen's shell /proc/self/exe is the shell
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   auto child = [&](const std::string& extra_env) {
     const std::string cmd = "EMBER_AUTOTUNE_TEST_CHILD=1 EMBER_AUTOTUNE_VERBOSE=1 EMBER_CACHE_DIR='" + dir + "' " +
-                            extra_env + " /proc/self/exe --gtest_filter=AutotuneGpu.ChildRunsAMatmul 2>&1";
+                            extra_env + " '" + self + "' --gtest_filter=AutotuneGpu.ChildRunsAMatmul 2>&1";
     std::string out;
     FILE* f = ::popen(cmd.c_str(), "r");
     if (!f) return out;
