@@ -708,8 +708,16 @@ class CpuFusedKernels final : public FusedKernels {
       if (!p.nodes[o].reduced) (sw.first[o] == 0 && sw.count > 0 && rows > 0 ? early_outs : late_outs).push_back(k);
     }
     // an output may take an input's buffer only when nothing reads the input after it is stored
+    // (one sweep, run as one pass over the domain: its reductions split the rows alike)
     std::vector<bool> in_reused(nin, false);
-    const bool reuse = sw.count <= 1 && late_outs.empty();
+    bool reuse = sw.count <= 1 && late_outs.empty();
+    int64_t split = -1;
+    for (size_t j = 0; j < nn && reuse; ++j) {
+      if (plan.runs[j] != NodeRun::reduce) continue;
+      const int64_t c = column_partials(p.nodes[j].kind, 0, arg_dtype(p, p.nodes[j].args[0]), rows, cols);
+      reuse = split < 0 || split == c;
+      split = c;
+    }
     std::vector<CpuTensorPtr> outs = make_outputs(p, inputs, in_reused, reuse ? pinned : std::vector<bool>(nin, true));
     if (cols == 0) return {outs.begin(), outs.end()};
     std::vector<In> ins(nin);
