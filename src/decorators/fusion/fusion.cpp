@@ -61,7 +61,7 @@ struct Entry {
 // A group of queued entries run as one program (see FusedProgram): its domain and, once a
 // reduction joins, the trailing dims it reduces and the per-row values' shape (a row program)
 // or the leading dims and the per-column values' shape (a column program); or, when a matmul
-// starts it, the elementwise epilogue over the product (no reductions join those).
+// starts it, the elementwise epilogue over the product (of reductions, only column ones join).
 struct Group {
   Shape shape;
   std::vector<int32_t> members;
