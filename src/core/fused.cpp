@@ -1,12 +1,12 @@
 // FusedProgram's signature (the fusion plan and kernel cache key) and its log form.
 #include "ember/core/fused.hpp"
 
-#include "ember/core/error.hpp"
-#include "ember/core/fused_matmul.hpp"
-
 #include <algorithm>
 #include <cstring>
 #include <sstream>
+
+#include "ember/core/error.hpp"
+#include "ember/core/fused_matmul.hpp"
 
 namespace ember {
 

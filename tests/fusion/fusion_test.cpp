@@ -1,6 +1,8 @@
 // The fusion decorator on the CPU: what is queued, what flushes, how groups are cut, and that
 // fused results equal the unfused backend's (the fused CPU kernels run the eager kernels' code
 // on tiles, so equality is exact).
+#include "ember/decorators/fusion.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,7 +15,6 @@
 #include <tuple>
 
 #include "ember/core/trace.hpp"
-#include "ember/decorators/fusion.hpp"
 #include "ember/ember.hpp"
 #include "ember/nn.hpp"
 
@@ -261,12 +262,14 @@ TEST(FusionColumns, BiasGradientIsOneKernel) {
 TEST(FusionColumns, EveryReductionWithPrologueAndEpilogue) {
   for (int keep : {1, 0}) {
     reset();
-    check_same([&](std::vector<DynTensor> v) {
-      auto y = tanh(v[0]) * 2 + v[1];
-      auto r = sum(y, {0}, keep) + mean(y, {0}, keep) * max(y, {0}, keep) - min(y, {0}, keep);
-      auto q = var(y, {0}, 1, keep) + stddev(y, {0}, 0, keep) + logsumexp(y, {0}, keep);
-      return exp(r * 0.01) + q;
-    }, {{70, 333}, {333}});
+    check_same(
+        [&](std::vector<DynTensor> v) {
+          auto y = tanh(v[0]) * 2 + v[1];
+          auto r = sum(y, {0}, keep) + mean(y, {0}, keep) * max(y, {0}, keep) - min(y, {0}, keep);
+          auto q = var(y, {0}, 1, keep) + stddev(y, {0}, 0, keep) + logsumexp(y, {0}, keep);
+          return exp(r * 0.01) + q;
+        },
+        {{70, 333}, {333}});
     EXPECT_EQ(stats().groups_fused, 1) << keep;
     EXPECT_EQ(stats().groups_single, 0) << keep;
   }
@@ -279,13 +282,13 @@ TEST(FusionColumns, RanksSizeOneDimsEmptyReductionsAndParallelPartials) {
       return sum(y, dims, keep) * 3 + mean(y, dims, keep) + max(y, dims, keep);
     };
   };
-  check_same(f({0, 1}, false), {{6, 33, 40}});     // [B, T, C] summed over B and T
+  check_same(f({0, 1}, false), {{6, 33, 40}});  // [B, T, C] summed over B and T
   check_same(f({0, 1}, true), {{6, 33, 40}});
   check_same(f({0}, false), {{5, 1, 7, 9}});
   check_same(f({0, 1, 2}, true), {{5, 1, 7, 9}});
-  check_same(f({0}, false), {{1, 40}});            // one row
-  check_same(f({0}, false), {{1001, 37}});         // odd sizes
-  check_same(f({0}, true), {{200, 700}});          // split into per-thread partials (eager does too)
+  check_same(f({0}, false), {{1, 40}});     // one row
+  check_same(f({0}, false), {{1001, 37}});  // odd sizes
+  check_same(f({0}, true), {{200, 700}});   // split into per-thread partials (eager does too)
   check_same(f({0}, false), {{20000, 5}});
   // no rows: sum 0, mean NaN (0 / 0), as eager
   check_same([](std::vector<DynTensor> v) { return sum(v[0] * 2, {0}) + mean(v[0] + 1, {0}); }, {{0, 16}});
@@ -319,15 +322,19 @@ TEST(FusionColumns, DtypesAgainstEagerAndADoubleReference) {
 
 TEST(FusionColumns, BroadcastInputsViewsAndEpilogueInputs) {
   reset();
-  check_same([](std::vector<DynTensor> v) {
-    auto t = transpose(v[0], 0, 1);                                 // [60, 50] through strides
-    auto y = t * v[1] + v[2] * 0.5 - expand(v[3], {60, 50});        // [50], [60, 1], [1, 50]
-    return sum(y, {0}) * v[4] + v[1].reshape({50}) * 0 + 1;         // epilogue reads a [50] input
-  }, {{50, 60}, {50}, {60, 1}, {1, 50}, {50}});
-  check_same([](std::vector<DynTensor> v) {
-    auto s = slice(v[0], {{0, 80, 2}, {}});                         // step-2 rows: [40, 33]
-    return max(exp(s) - v[1], {0}, true) / 2;
-  }, {{80, 33}, {33}});
+  check_same(
+      [](std::vector<DynTensor> v) {
+        auto t = transpose(v[0], 0, 1);                           // [60, 50] through strides
+        auto y = t * v[1] + v[2] * 0.5 - expand(v[3], {60, 50});  // [50], [60, 1], [1, 50]
+        return sum(y, {0}) * v[4] + v[1].reshape({50}) * 0 + 1;   // epilogue reads a [50] input
+      },
+      {{50, 60}, {50}, {60, 1}, {1, 50}, {50}});
+  check_same(
+      [](std::vector<DynTensor> v) {
+        auto s = slice(v[0], {{0, 80, 2}, {}});  // step-2 rows: [40, 33]
+        return max(exp(s) - v[1], {0}, true) / 2;
+      },
+      {{80, 33}, {33}});
 }
 
 TEST(FusionColumns, BatchStatisticsReadFinishedColumnsInALaterSweep) {
@@ -344,7 +351,8 @@ TEST(FusionColumns, BatchStatisticsReadFinishedColumnsInALaterSweep) {
   EXPECT_EQ(stats().groups_fused, 1);
   // without keepdim a per-column value still broadcasts along the rows
   reset();
-  check_same([](std::vector<DynTensor> v) { return sum((v[0] - mean(v[0], {0})) * (v[0] - mean(v[0], {0})), {0}); }, {{129, 40}});
+  check_same([](std::vector<DynTensor> v) { return sum((v[0] - mean(v[0], {0})) * (v[0] - mean(v[0], {0})), {0}); },
+             {{129, 40}});
   EXPECT_EQ(stats().groups_fused, 1);
 }
 
@@ -693,29 +701,35 @@ TEST_F(FusionCuda, ColumnProgramsBiasGradientAndEveryReduction) {
         DType::f32, 1e-4);
   check([](std::vector<DynTensor> v) { return sum(v[0] * 2 - 1, {0, 1}); }, {{6, 33, 40}}, DType::f32, 1e-4);
   for (bool keep : {true, false})
-    check([&](std::vector<DynTensor> v) {
-      auto y = tanh(v[0]) * 2 + v[1];
-      auto r = sum(y, {0}, keep) + mean(y, {0}, keep) * max(y, {0}, keep) - min(y, {0}, keep);
-      auto q = var(y, {0}, 1, keep) + stddev(y, {0}, 0, keep) + logsumexp(y, {0}, keep);
-      return exp(r * 0.01) + q;
-    }, {{700, 333}, {333}}, DType::f32, 1e-4);
+    check(
+        [&](std::vector<DynTensor> v) {
+          auto y = tanh(v[0]) * 2 + v[1];
+          auto r = sum(y, {0}, keep) + mean(y, {0}, keep) * max(y, {0}, keep) - min(y, {0}, keep);
+          auto q = var(y, {0}, 1, keep) + stddev(y, {0}, 0, keep) + logsumexp(y, {0}, keep);
+          return exp(r * 0.01) + q;
+        },
+        {{700, 333}, {333}}, DType::f32, 1e-4);
   check([](std::vector<DynTensor> v) { return sum(v[0] * v[0], {0}) + 1; }, {{1000, 7}}, DType::f64, 1e-12);
-  check([](std::vector<DynTensor> v) { return mean(v[0] * sigmoid(v[1]), {0}); }, {{300, 96}, {300, 96}},
-        DType::f16, 4e-3);
-  check([](std::vector<DynTensor> v) { return sum(v[0] * sigmoid(v[1]), {0}); }, {{300, 96}, {300, 96}},
-        DType::bf16, 2e-2);
+  check([](std::vector<DynTensor> v) { return mean(v[0] * sigmoid(v[1]), {0}); }, {{300, 96}, {300, 96}}, DType::f16,
+        4e-3);
+  check([](std::vector<DynTensor> v) { return sum(v[0] * sigmoid(v[1]), {0}); }, {{300, 96}, {300, 96}}, DType::bf16,
+        2e-2);
 }
 
 TEST_F(FusionCuda, ColumnProgramsViewsBatchStatisticsAndFullOutputs) {
-  check([](std::vector<DynTensor> v) {
-    auto t = transpose(v[0], 0, 1);
-    return sum(t * v[1] + v[2] * 0.5, {0}) * v[3];
-  }, {{50, 60}, {50}, {60, 1}, {50}}, DType::f32, 1e-4);
-  check([](std::vector<DynTensor> v) {
-    auto& x = v[0];
-    auto d = x - mean(x, {0}, true);
-    return d * rsqrt(mean(d * d, {0}, true) + 1e-5) * v[1] + v[2];
-  }, {{256, 48}, {48}, {48}}, DType::f32, 1e-4);
+  check(
+      [](std::vector<DynTensor> v) {
+        auto t = transpose(v[0], 0, 1);
+        return sum(t * v[1] + v[2] * 0.5, {0}) * v[3];
+      },
+      {{50, 60}, {50}, {60, 1}, {50}}, DType::f32, 1e-4);
+  check(
+      [](std::vector<DynTensor> v) {
+        auto& x = v[0];
+        auto d = x - mean(x, {0}, true);
+        return d * rsqrt(mean(d * d, {0}, true) + 1e-5) * v[1] + v[2];
+      },
+      {{256, 48}, {48}, {48}}, DType::f32, 1e-4);
   check([](std::vector<DynTensor> v) { return sum(v[0] * 2, {0}) + mean(v[0] + 1, {0}); }, {{0, 16}});
   Device gpu = Device::cuda(0), fgpu = gpu.fusion();
   auto x = randn({90, 70}, 5, fgpu), xe = randn({90, 70}, 5, gpu);

@@ -697,8 +697,10 @@ class CpuFusedKernels final : public FusedKernels {
       const auto& node = p.nodes[j];
       const bool full_reader = !node.reduced || plan.runs[j] == NodeRun::reduce;
       for (int32_t x : node.args) {
-        if (x < 0) (full_reader ? in_full : in_red)[size_t(~x)] = 1;
-        else if (full_reader && p.nodes[size_t(x)].reduced) red_fill[size_t(x)] = 1;
+        if (x < 0)
+          (full_reader ? in_full : in_red)[size_t(~x)] = 1;
+        else if (full_reader && p.nodes[size_t(x)].reduced)
+          red_fill[size_t(x)] = 1;
       }
     }
     const ColumnSweeps sw = column_sweeps(p);
@@ -783,8 +785,8 @@ class CpuFusedKernels final : public FusedKernels {
     // folds each row into the folds' partial `chunk`, and stores the full outputs `store`.
     auto run_unit = [&](const std::vector<int32_t>& needs, const std::vector<char>& use_in,
                         const std::vector<char>& use_fill, const std::vector<Fold>& folds,
-                        const std::vector<size_t>& store, int64_t c0,
-                        int64_t ws, int64_t rb, int64_t re, int64_t chunk) {
+                        const std::vector<size_t>& store, int64_t c0, int64_t ws, int64_t rb, int64_t re,
+                        int64_t chunk) {
       HalfScratch& tmp = half_scratch(tile_n);
       thread_local std::vector<char> storage;
       if (storage.size() < scratch + kAlign) storage.resize(scratch + kAlign);
@@ -816,7 +818,8 @@ class CpuFusedKernels final : public FusedKernels {
             in_ptr[i] = buf + in_off[i];
           } else {
             for (int64_t r = 0; r < nr; ++r)
-              gather(shape, in.strides, in.base, in.es, (r0 + r) * cols + c0, ws, buf + in_off[i] + size_t(r * ws) * in.es);
+              gather(shape, in.strides, in.base, in.es, (r0 + r) * cols + c0, ws,
+                     buf + in_off[i] + size_t(r * ws) * in.es);
             in_ptr[i] = buf + in_off[i];
           }
         }
@@ -834,14 +837,16 @@ class CpuFusedKernels final : public FusedKernels {
               arg_one.push_back(0);
             }
           }
-          node_ptr[size_t(j)] = exec_node(p, plan, size_t(j), arg_ptr, arg_one, buf + node_off[size_t(j)], n, tmp, keep);
+          node_ptr[size_t(j)] =
+              exec_node(p, plan, size_t(j), arg_ptr, arg_one, buf + node_off[size_t(j)], n, tmp, keep);
         }
         for (const Fold& f : folds) {
           const char* v = f.x < 0 ? in_ptr[size_t(~f.x)] : node_ptr[size_t(f.x)];
           const size_t es = dtype_size(f.dt);
           double* acc = f.part + chunk * cols + c0;
           for (int64_t r = 0; r < nr; ++r)
-            col_fold(p.nodes[f.node].kind, f.pass, f.dt, v + size_t(r * ws) * es, ws, acc, f.prev ? f.prev + c0 : nullptr);
+            col_fold(p.nodes[f.node].kind, f.pass, f.dt, v + size_t(r * ws) * es, ws, acc,
+                     f.prev ? f.prev + c0 : nullptr);
         }
         for (size_t k : store) {
           const size_t o = size_t(p.outputs[k]);
@@ -858,12 +863,14 @@ class CpuFusedKernels final : public FusedKernels {
       if (!store.empty()) _mm_sfence();
     };
     // A sweep: `chunks` row ranges times column strips (narrow enough to give every thread work)
-    auto sweep = [&](const std::vector<int32_t>& needs, const std::vector<Fold>& folds, const std::vector<size_t>& store,
-                     int64_t chunks) {
+    auto sweep = [&](const std::vector<int32_t>& needs, const std::vector<Fold>& folds,
+                     const std::vector<size_t>& store, int64_t chunks) {
       std::vector<char> use_in(nin, 0), use_fill(nn, 0);  // what the tiles read
       auto uses = [&](int32_t x) {
-        if (x < 0) use_in[size_t(~x)] = 1;
-        else if (p.nodes[size_t(x)].reduced) use_fill[size_t(x)] = 1;
+        if (x < 0)
+          use_in[size_t(~x)] = 1;
+        else if (p.nodes[size_t(x)].reduced)
+          use_fill[size_t(x)] = 1;
       };
       for (int32_t j : needs)
         for (int32_t x : p.nodes[size_t(j)].args) uses(x);
@@ -878,12 +885,14 @@ class CpuFusedKernels final : public FusedKernels {
       auto body = [&](int64_t ub, int64_t ue) {
         for (int64_t u = ub; u < ue; ++u) {
           const int64_t chunk = u / strips, c0 = (u % strips) * w;
-          run_unit(needs, use_in, use_fill, folds, store, c0, std::min(w, cols - c0), rows * chunk / chunks, rows * (chunk + 1) / chunks,
-                   chunk);
+          run_unit(needs, use_in, use_fill, folds, store, c0, std::min(w, cols - c0), rows * chunk / chunks,
+                   rows * (chunk + 1) / chunks, chunk);
         }
       };
-      if (serial) body(0, units);
-      else parallel_for(0, units, 1, body);
+      if (serial)
+        body(0, units);
+      else
+        parallel_for(0, units, 1, body);
     };
 
     // the per-column elementwise nodes whose operands are ready after `done` sweeps
@@ -912,8 +921,10 @@ class CpuFusedKernels final : public FusedKernels {
             }
             const In& in = ins[size_t(~x)];
             char* b = buf + in_off[size_t(~x)];
-            if (in.scalar) gather(Shape{n}, {0}, in.base, in.es, 0, n, b);
-            else gather(p.reduced_shape, in.rstrides, in.base, in.es, c, n, b);
+            if (in.scalar)
+              gather(Shape{n}, {0}, in.base, in.es, 0, n, b);
+            else
+              gather(p.reduced_shape, in.rstrides, in.base, in.es, c, n, b);
             arg_ptr.push_back(b);
             arg_one.push_back(in.scalar);
           }
@@ -968,9 +979,11 @@ class CpuFusedKernels final : public FusedKernels {
           RowAcc acc{f.part[c], f.prev ? f.prev[c] : 0.0};
           for (int64_t k = 1; k < chunks; ++k) col_combine(node.kind, f.pass, acc.acc, f.part[k * cols + c]);
           row_fold_end_pass(node.kind, f.pass, rows, acc);
-          if (last) row_fold_store(node.kind, std::get<ReduceAttrs>(node.attrs), rows, acc, node.dtype,
-                                   col_val[f.node] + size_t(c) * es);
-          else prev[f.node][size_t(c)] = acc.acc;
+          if (last)
+            row_fold_store(node.kind, std::get<ReduceAttrs>(node.attrs), rows, acc, node.dtype,
+                           col_val[f.node] + size_t(c) * es);
+          else
+            prev[f.node][size_t(c)] = acc.acc;
         }
       }
       column_nodes(s + 1, sw);

@@ -933,13 +933,16 @@ void col_fold(OpKind kind, int pass, DType dt, const void* p, int64_t w, double*
         acc[j] = double(a);
       }
     };
-    const bool sum_pass = kind == OpKind::sum || kind == OpKind::mean ||
-                          ((kind == OpKind::var || kind == OpKind::std) && pass == 0);
+    const bool sum_pass =
+        kind == OpKind::sum || kind == OpKind::mean || ((kind == OpKind::var || kind == OpKind::std) && pass == 0);
     if (sum_pass) return FSum<T, double>{nullptr, 1.0}.row(acc, x, w, 0);
     switch (kind) {
-      case OpKind::max: return extreme.template operator()<true>();
-      case OpKind::min: return extreme.template operator()<false>();
-      case OpKind::var: case OpKind::std:  // pass 1: squared deviations from the column's mean
+      case OpKind::max:
+        return extreme.template operator()<true>();
+      case OpKind::min:
+        return extreme.template operator()<false>();
+      case OpKind::var:
+      case OpKind::std:  // pass 1: squared deviations from the column's mean
         for (int64_t j = 0; j < w; ++j) {
           const double d = double(ld(x[j])) - prev[j];
           acc[j] += d * d;
@@ -970,8 +973,10 @@ int64_t column_partials(OpKind kind, int pass, DType dt, int64_t rows, int64_t c
   // shift) or two doubles (var's and logsumexp's second pass)
   size_t acc = sizeof(double);
   const bool extreme = kind == OpKind::max || kind == OpKind::min || (kind == OpKind::logsumexp && pass == 0);
-  if (extreme) acc = dt == DType::f64 ? sizeof(double) : sizeof(float);
-  else if (pass == 1) acc = 2 * sizeof(double);
+  if (extreme)
+    acc = dt == DType::f64 ? sizeof(double) : sizeof(float);
+  else if (pass == 1)
+    acc = 2 * sizeof(double);
   const int64_t W = column_block(acc);
   return column_split(cols, rows, (cols + W - 1) / W);
 }

@@ -19,11 +19,11 @@
 #include <functional>
 
 #include "cuda_backend.hpp"
-#include "profile.hpp"
 #include "elementwise_sources.hpp"
 #include "ember/core/error.hpp"
 #include "ember/core/fused_matmul.hpp"
 #include "ember/core/hash.hpp"
+#include "profile.hpp"
 
 namespace ember::cuda {
 
@@ -438,8 +438,8 @@ template <int OP, class A> __device__ __forceinline__ A block_reduce(A v, A iden
 // Accumulators are float (double for f64 operands); max and min propagate NaN.
 std::string fused_cols_source(const FusedProgram& p, const std::string& modes) {
   EMBER_CHECK(p.is_cols(), "fused cols: not a column program");
-  EMBER_CHECK(modes.size() == 2 * p.inputs.size(), "fused cols: ", modes.size(), " mode letters for ",
-              p.inputs.size(), " inputs");
+  EMBER_CHECK(modes.size() == 2 * p.inputs.size(), "fused cols: ", modes.size(), " mode letters for ", p.inputs.size(),
+              " inputs");
   const size_t nn = p.nodes.size(), nin = p.inputs.size();
   const ColumnSweeps sw = column_sweeps(p);
   auto is_red = [&](size_t j) { return op_info(p.nodes[j].kind).family == OpFamily::Reduce; };
@@ -449,7 +449,9 @@ std::string fused_cols_source(const FusedProgram& p, const std::string& modes) {
   auto acc_t = [&](size_t j) {
     return std::string(arg_dtype(p, p.nodes[j].args[0]) == DType::f64 ? "double" : "float");
   };
-  auto inf_of = [&](size_t j) { return acc_t(j) == "double" ? std::string("ember_inf_d()") : std::string("ember_inf()"); };
+  auto inf_of = [&](size_t j) {
+    return acc_t(j) == "double" ? std::string("ember_inf_d()") : std::string("ember_inf()");
+  };
   // a reduction's pass: 0 sum, 1 max, 2 min (the combine), and its identity
   auto pass_op = [&](size_t j, int pass) {
     const OpKind k = p.nodes[j].kind;
@@ -481,7 +483,8 @@ template <int OP, class A> __device__ __forceinline__ A col_combine(A a, A b) {
   for (size_t j = 0; j < nn; ++j) {
     if (!p.nodes[j].reduced) continue;
     params += ", " + node_t(j) + "* __restrict__ red" + js(j);
-    if (is_red(j)) params += ", " + acc_t(j) + "* __restrict__ part" + js(j) + ", " + acc_t(j) + "* __restrict__ aux" + js(j);
+    if (is_red(j))
+      params += ", " + acc_t(j) + "* __restrict__ part" + js(j) + ", " + acc_t(j) + "* __restrict__ aux" + js(j);
   }
   params += ", EMBER_GC Shape sh, EMBER_GC Shape rsh";
   for (size_t i = 0; i < nin; ++i)
@@ -509,8 +512,10 @@ template <int OP, class A> __device__ __forceinline__ A col_combine(A a, A b) {
   auto element = [&](const std::vector<int32_t>& roots, const std::string& ind) {
     std::vector<char> need(nn, 0), need_in(nin, 0);
     for (int32_t r : roots) {
-      if (r >= 0) need[size_t(r)] = 1;
-      else need_in[size_t(~r)] = 1;
+      if (r >= 0)
+        need[size_t(r)] = 1;
+      else
+        need_in[size_t(~r)] = 1;
     }
     for (size_t j = nn; j-- > 0;)
       if (need[j])
@@ -523,14 +528,22 @@ template <int OP, class A> __device__ __forceinline__ A col_combine(A a, A b) {
       if (!need_in[i]) continue;
       const char f = modes[2 * i];
       const std::string a = "a" + js(i);
-      std::string v = f == 'd' ? a + "[i]" : f == 'c' ? a + "[c]" : f == 'r' ? a + "[r]" : f == 's' ? a + "[0]"
-                                                                         : a + "[offset_of(i, sh, st" + js(i) + ")]";
+      std::string v = f == 'd'   ? a + "[i]"
+                      : f == 'c' ? a + "[c]"
+                      : f == 'r' ? a + "[r]"
+                      : f == 's' ? a + "[0]"
+                                 : a + "[offset_of(i, sh, st" + js(i) + ")]";
       b += ind + "const " + in_t(i) + " x" + js(i) + " = " + v + ";\n";
     }
     for (size_t j = 0; j < nn; ++j) {
       if (!need[j] || p.nodes[j].reduced) continue;
       b += ind + "const " + node_t(j) + " v" + js(j) + " = " +
-           call(j, [&](int32_t x) { return x < 0 ? "x" + js(size_t(~x)) : p.nodes[size_t(x)].reduced ? "red" + js(size_t(x)) + "[c]" : "v" + js(size_t(x)); }) +
+           call(j,
+                [&](int32_t x) {
+                  return x < 0                        ? "x" + js(size_t(~x))
+                         : p.nodes[size_t(x)].reduced ? "red" + js(size_t(x)) + "[c]"
+                                                      : "v" + js(size_t(x));
+                }) +
            ";\n";
     }
     return b;
@@ -548,7 +561,8 @@ template <int OP, class A> __device__ __forceinline__ A col_combine(A a, A b) {
       }
     if (sweep == 0)
       for (int32_t k : early) roots.push_back(p.outputs[size_t(k)]);
-    s += "extern \"C\" __global__ void __launch_bounds__(256) cols_sweep" + std::to_string(sweep) + "(" + params + ") {\n";
+    s += "extern \"C\" __global__ void __launch_bounds__(256) cols_sweep" + std::to_string(sweep) + "(" + params +
+         ") {\n";
     s += attrs();
     s += "  const int tx = threadIdx.x, ty = threadIdx.y;\n";
     s += "  const int64_t c = int64_t(blockIdx.x) * 32 + tx;\n";
@@ -564,11 +578,16 @@ template <int OP, class A> __device__ __forceinline__ A col_combine(A a, A b) {
       const bool dbl = A == "double";
       const OpKind k = p.nodes[j].kind;
       std::string step;
-      if (pass_op(j, pass) == 1) step = "acc" + J + " = col_max(acc" + J + ", " + v + ");";
-      else if (pass_op(j, pass) == 2) step = "acc" + J + " = col_min(acc" + J + ", " + v + ");";
-      else if (pass == 0) step = "acc" + J + " += " + v + ";";
-      else if (k == OpKind::logsumexp) step = "acc" + J + " += " + (dbl ? "exp" : "expf") + "(" + v + " - m" + J + ");";
-      else step = "{ const " + A + " d = " + v + " - m" + J + "; acc" + J + " += d * d; }";
+      if (pass_op(j, pass) == 1)
+        step = "acc" + J + " = col_max(acc" + J + ", " + v + ");";
+      else if (pass_op(j, pass) == 2)
+        step = "acc" + J + " = col_min(acc" + J + ", " + v + ");";
+      else if (pass == 0)
+        step = "acc" + J + " += " + v + ";";
+      else if (k == OpKind::logsumexp)
+        step = "acc" + J + " += " + (dbl ? "exp" : "expf") + "(" + v + " - m" + J + ");";
+      else
+        step = "{ const " + A + " d = " + v + " - m" + J + "; acc" + J + " += d * d; }";
       s += "      " + step + "\n";
     }
     if (sweep == 0)
@@ -579,7 +598,8 @@ template <int OP, class A> __device__ __forceinline__ A col_combine(A a, A b) {
       const std::string J = js(j), A = acc_t(j);
       s += "  {\n    __shared__ " + A + " sp[8][33];\n    sp[ty][tx] = acc" + J + ";\n    __syncthreads();\n";
       s += "    if (ty == 0 && c < cols) {\n      " + A + " a = sp[0][tx];\n";
-      s += "      for (int k = 1; k < 8; ++k) a = col_combine<" + std::to_string(pass_op(j, pass)) + ">(a, sp[k][tx]);\n";
+      s += "      for (int k = 1; k < 8; ++k) a = col_combine<" + std::to_string(pass_op(j, pass)) +
+           ">(a, sp[k][tx]);\n";
       s += "      part" + J + "[int64_t(blockIdx.y) * cols + c] = a;\n    }\n    __syncthreads();\n  }\n";
     }
     s += "}\n";
@@ -596,12 +616,14 @@ template <int OP, class A> __device__ __forceinline__ A col_combine(A a, A b) {
       const std::string J = js(j), A = acc_t(j);
       const bool dbl = A == "double";
       s += "  {\n    " + A + " a = part" + J + "[c];\n";
-      s += "    for (int64_t k = 1; k < chunks; ++k) a = col_combine<" + std::to_string(pass_op(j, pass)) + ">(a, part" + J +
-           "[k * cols + c]);\n";
+      s += "    for (int64_t k = 1; k < chunks; ++k) a = col_combine<" + std::to_string(pass_op(j, pass)) +
+           ">(a, part" + J + "[k * cols + c]);\n";
       const OpKind kind = p.nodes[j].kind;
       if (!last) {  // var's mean, logsumexp's shift
-        if (kind == OpKind::logsumexp) s += "    aux" + J + "[c] = isinf(a) ? " + A + "(0) : a;\n";
-        else s += "    aux" + J + "[c] = a / " + A + "(rows);\n";
+        if (kind == OpKind::logsumexp)
+          s += "    aux" + J + "[c] = isinf(a) ? " + A + "(0) : a;\n";
+        else
+          s += "    aux" + J + "[c] = a / " + A + "(rows);\n";
       } else {
         if (kind == OpKind::mean) s += "    a = a / " + A + "(rows);\n";
         if (kind == OpKind::var || kind == OpKind::std) {
@@ -609,20 +631,24 @@ template <int OP, class A> __device__ __forceinline__ A col_combine(A a, A b) {
           s += "    a = a / (rows - " + corr + " > 0 ? " + A + "(rows - " + corr + ") : " + A + "(0));\n";
           if (kind == OpKind::std) s += std::string("    a = ") + (dbl ? "sqrt" : "sqrtf") + "(a);\n";
         }
-        if (kind == OpKind::logsumexp) s += std::string("    a = ") + (dbl ? "log" : "logf") + "(a) + aux" + J + "[c];\n";
+        if (kind == OpKind::logsumexp)
+          s += std::string("    a = ") + (dbl ? "log" : "logf") + "(a) + aux" + J + "[c];\n";
         s += "    red" + J + "[c] = cast_value<" + node_t(j) + ">(a);\n";
       }
       s += "  }\n";
     }
     for (size_t j = 0; j < nn; ++j) {
       if (!p.nodes[j].reduced || is_red(j) || sw.first[j] != k) continue;
-      s += "  red" + js(j) + "[c] = " + call(j, [&](int32_t x) -> std::string {
-        if (x >= 0) return "red" + js(size_t(x)) + "[c]";
-        const size_t i = size_t(~x);
-        const char r = modes[2 * i + 1];
-        const std::string a = "a" + js(i);
-        return r == 's' ? a + "[0]" : r == 'r' ? a + "[c]" : a + "[offset_of(c, rsh, rst" + js(i) + ")]";
-      }) + ";\n";
+      s += "  red" + js(j) + "[c] = " +
+           call(j,
+                [&](int32_t x) -> std::string {
+                  if (x >= 0) return "red" + js(size_t(x)) + "[c]";
+                  const size_t i = size_t(~x);
+                  const char r = modes[2 * i + 1];
+                  const std::string a = "a" + js(i);
+                  return r == 's' ? a + "[0]" : r == 'r' ? a + "[c]" : a + "[offset_of(c, rsh, rst" + js(i) + ")]";
+                }) +
+           ";\n";
     }
     s += "}\n";
   }
@@ -631,7 +657,8 @@ template <int OP, class A> __device__ __forceinline__ A col_combine(A a, A b) {
   for (int32_t k : late) late_roots.push_back(p.outputs[size_t(k)]);
   s += "extern \"C\" __global__ void cols_out(" + params + ") {\n" + attrs();
   s += "  const int64_t n = rows * cols;\n";
-  s += "  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {\n";
+  s += "  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * "
+       "blockDim.x) {\n";
   s += "    const int64_t r = i / cols, c = i - r * cols;\n    (void)r;\n";
   s += element(late_roots, "    ");
   for (int32_t k : late) s += "    out" + js(size_t(k)) + "[i] = " + value(p.outputs[size_t(k)]) + ";\n";
@@ -681,9 +708,16 @@ class CudaFusedKernels final : public FusedKernels {
   // A reduction a column program runs: the same reductions and dtypes over leading dims.
   bool column_reduction(const Op& op) const {
     switch (op.kind) {
-      case OpKind::sum: case OpKind::mean: case OpKind::max: case OpKind::min:
-      case OpKind::var: case OpKind::std: case OpKind::logsumexp: break;
-      default: return false;
+      case OpKind::sum:
+      case OpKind::mean:
+      case OpKind::max:
+      case OpKind::min:
+      case OpKind::var:
+      case OpKind::std:
+      case OpKind::logsumexp:
+        break;
+      default:
+        return false;
     }
     const DType dt = op.in(0).dtype;
     int64_t rows = 0, cols = 0;
@@ -839,7 +873,8 @@ class CudaFusedKernels final : public FusedKernels {
     while (threads < 1024 && int64_t(threads) * items_max < cols) threads *= 2;
     int items = int((cols + threads - 1) / threads);
     if (int64_t(items) > items_max) items = 0;  // (threads == 1024 here)
-    const std::string key = fmt_key(p.signature(), modes + "|rows" + std::to_string(threads) + "x" + std::to_string(items));
+    const std::string key =
+        fmt_key(p.signature(), modes + "|rows" + std::to_string(threads) + "x" + std::to_string(items));
     auto source = [&] { return fused_rows_source(p, modes, threads, items); };
 
     std::vector<void*> ptrs;
@@ -941,8 +976,8 @@ class CudaFusedKernels final : public FusedKernels {
     auto source = [&] { return fused_cols_source(p, modes); };
     const unsigned col_blocks = unsigned((cols + 255) / 256);
     auto epi = [&](int k) {
-      be_.launch_raw(be_.jit().get(key, ("cols_epi" + std::to_string(k)).c_str(), source), dim3(col_blocks), dim3(256), 0,
-                     params.data());
+      be_.launch_raw(be_.jit().get(key, ("cols_epi" + std::to_string(k)).c_str(), source), dim3(col_blocks), dim3(256),
+                     0, params.data());
     };
     epi(0);
     for (int s = 0; s < sw.count; ++s) {

@@ -325,8 +325,9 @@ class FusionBackend final : public ForwardingBackend {
           const bool fresh = grp.reduce_from < 0 && grp.reduce_to == 0;
           // (a column reduction may join a matmul program: the product's epilogue becomes its
           // prologue, as a linear layer's backward sums the gradient that its matmuls read)
-          const bool same = grp.shape == dom && (!grp.producer || leading) &&
-                            (fresh || (grp.reduce_from == from && grp.reduce_to == to && grp.reduced_shape == e.out.shape));
+          const bool same =
+              grp.shape == dom && (!grp.producer || leading) &&
+              (fresh || (grp.reduce_from == from && grp.reduce_to == to && grp.reduced_shape == e.out.shape));
           if (!same || !fits(g, false)) g = -1;  // (its operand is a full value)
         }
         if (g < 0) {
