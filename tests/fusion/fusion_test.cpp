@@ -294,6 +294,20 @@ TEST(FusionColumns, RanksSizeOneDimsEmptyReductionsAndParallelPartials) {
   check_same([](std::vector<DynTensor> v) { return sum(v[0] * 2, {0}) + mean(v[0] + 1, {0}); }, {{0, 16}});
 }
 
+// A sum and a max over [16, 30000]: the eager kernel splits the sum's rows in one range and the
+// max's in one per thread (its accumulators are narrower), so the program sweeps the rows twice;
+// the gradient stored beside them must not take the buffer of the input the second sweep reads.
+TEST(FusionColumns, ReductionsThatSplitTheRowsDifferentlyAndAnInputNobodyHolds) {
+  auto run = [](const Device& d) {
+    auto x = randn({16, 30000}, 9, d);
+    auto g = std::move(x) * 2;  // x's buffer belongs to the queue alone
+    auto s = sum(g, {0}), m = max(g, {0});
+    return std::vector<DynTensor>{s, m, g};
+  };
+  auto got = run(fused()), want = run(Device::cpu());
+  for (size_t k = 0; k < got.size(); ++k) expect_same(got[k], want[k]);
+}
+
 TEST(FusionColumns, DtypesAgainstEagerAndADoubleReference) {
   auto f = [](std::vector<DynTensor> v) {
     auto y = v[0] * sigmoid(v[1]);
