@@ -878,7 +878,9 @@ class CpuFusedKernels final : public FusedKernels {
       const bool serial = rows * cols <= kTile * 8 || nt == 1;
       int64_t w = wmax;
       if (!serial) {
-        const int64_t want = std::max<int64_t>(1, (4 * nt + chunks - 1) / chunks);  // strips wanted
+        // strips wanted: one per thread the row ranges leave idle (a strip narrower than the
+        // domain's rows is gathered row by row; a full-width one is read in place)
+        const int64_t want = std::max<int64_t>(1, (nt + chunks - 1) / chunks);
         w = std::min(w, std::max<int64_t>(64, (cols + want - 1) / want));
       }
       const int64_t strips = (cols + w - 1) / w, units = strips * chunks;
