@@ -420,6 +420,37 @@ TEST(FusionColumns, AutodiffOfALinearLayersBiasFuses) {
   std::remove(path.c_str());
 }
 
+// Reductions over leading and trailing dims that keep a middle block (BatchNorm's {0, 2, 3}):
+// row programs whose rows are the kept indices, each folding its runs (a, k, :) in the eager
+// order, so the results are the eager bits while a run fits a tile.
+TEST(FusionRows, BatchNormStatisticsKeepAMiddleDim) {
+  auto bn = [](std::vector<DynTensor> v) {
+    auto& x = v[0];
+    auto m = mean(x, {0, 2, 3}, true);
+    auto d = x - m;
+    auto var_ = mean(d * d, {0, 2, 3}, true);
+    return d * rsqrt(var_ + 1e-5) * v[1] + v[2];
+  };
+  reset();
+  check_same(bn, {{8, 6, 5, 7}, {1, 6, 1, 1}, {1, 6, 1, 1}});
+  EXPECT_EQ(stats().groups_fused, 1);
+  EXPECT_EQ(stats().groups_single, 0);
+  for (int keep : {1, 0}) {
+    reset();
+    check_same([&](std::vector<DynTensor> v) {
+      auto y = tanh(v[0]) * 2 + v[1];
+      auto r = sum(y, {0, 2}, keep) + mean(y, {0, 2}, keep) * max(y, {0, 2}, keep) - min(y, {0, 2}, keep);
+      auto q = var(y, {0, 2}, 1, keep) + stddev(y, {0, 2}, 0, keep) + logsumexp(y, {0, 2}, keep);
+      return exp(r * 0.01) + q;
+    }, {{5, 9, 33}, {9, 1}});
+    EXPECT_EQ(stats().groups_fused, 1) << keep;
+  }
+  check_same([](std::vector<DynTensor> v) { return sum(v[0] * v[0], {0, 1, 3}) * 2; }, {{2, 3, 16, 50}});
+  // runs longer than a tile fold tile by tile: equal to rounding
+  check_close([](std::vector<DynTensor> v) { return var(v[0] * 3, {0, 2}, 1, true) + 1; }, {{3, 5, 9000}});
+  check_close(bn, {{4, 8, 6, 10}, {1, 8, 1, 1}, {1, 8, 1, 1}}, DType::bf16, 2e-2);
+}
+
 TEST(Fusion, GroupsOfDifferentShapesRunInDependencyOrder) {
   check_same([](std::vector<DynTensor> v) {
     auto a = v[0] * 2;          // [8, 16]

@@ -571,14 +571,18 @@ class GraphBuilder {
 
   // A reduction over the leading dims [0, lead), keeping the trailing ones (a column program
   // when at least 4 columns are kept); kept or dropped dims.
+  // With rank 3 or more it may reduce trailing dims too, keeping a middle block (BatchNorm's
+  // {0, 2, 3}: a row program whose rows are the kept indices).
   void leading_reduce_step(size_t x, int rank) {
     const int lead = int(between(1, rank - 1));
-    const bool keep = chance(0.5);
+    const int from = rank >= 3 && lead + 1 < rank && chance(0.5) ? int(between(lead + 1, rank - 1)) : rank;
+    const bool keep = from < rank || chance(0.5);  // (a kept middle block must keep its place to broadcast)
     std::vector<int> dims;
     std::string ds = "{";
-    for (int d = 0; d < lead; ++d) {
+    for (int d = 0; d < rank; ++d) {
+      if (d >= lead && d < from) continue;
+      ds += (dims.empty() ? "" : ",") + std::to_string(d);
       dims.push_back(d);
-      ds += (d ? "," : "") + std::to_string(d);
     }
     ds += "}";
     ++run_.leading;

@@ -173,7 +173,7 @@ class CpuFusedKernels final : public FusedKernels {
   explicit CpuFusedKernels(CpuBackend& be) : be_(be) {}
 
   bool can_fuse(const Op& op) const override {
-    if (op.info().family == OpFamily::Reduce) return row_reduction(op) || column_reduction(op);
+    if (op.info().family == OpFamily::Reduce) return row_reduction(op) || column_reduction(op) || middle_reduction(op);
     if (op.kind == OpKind::matmul) return matmul_producer(op);
     if (!is_elementwise(op.info().family) || op.outputs.size() != 1 || !be_.supports(op)) return false;
     // integer division by zero raises at the op in eager mode: those stay eager
@@ -203,6 +203,27 @@ class CpuFusedKernels final : public FusedKernels {
     if (!row_fold_supported(op.kind, dt) || op.outputs[0].dtype != dt) return false;
     int64_t rows = 0, cols = 0;
     return reduces_leading_dims(op, rows, cols) && cols >= 4;
+  }
+
+  // A reduction over leading and trailing dims that keeps a middle block ([0, to) and
+  // [from, rank), BatchNorm's {0, 2, 3}), run by a row program whose rows are the kept indices:
+  // at least 4 of them (fewer merge with the reduced dims in the eager kernel, which then folds
+  // in another order), runs of at least 2, and rows enough to spread over the pool or short.
+  static bool middle_reduction(const Op& op) {
+    const DType dt = op.in(0).dtype;
+    if (!row_fold_supported(op.kind, dt) || op.outputs[0].dtype != dt) return false;
+    const Shape& s = op.in(0).shape;
+    const auto& dims = op.attr<ReduceAttrs>().dims;
+    int to = 0;
+    while (to < int(dims.size()) && dims[size_t(to)] == to) ++to;
+    if (to == 0 || to == int(dims.size())) return false;
+    const int from = dims[size_t(to)];
+    for (size_t k = size_t(to); k < dims.size(); ++k)
+      if (dims[k] != from + int(k) - to) return false;
+    if (dims.back() != s.rank() - 1) return false;
+    int64_t lead = 1, kept = 1, run = 1;
+    for (int d = 0; d < s.rank(); ++d) (d < to ? lead : d < from ? kept : run) *= s[d];
+    return kept >= 4 && run >= 2 && (kept >= 4 * ThreadPool::global().size() || lead * run <= 4 * kRowTile);
   }
 
   // EMBER_FUSION_GEMM_EPILOGUE=1: matmul programs run their rest inside the GEMM (run_matmul).
@@ -466,11 +487,17 @@ class CpuFusedKernels final : public FusedKernels {
   // is computed once per row and stays in cache for the passes after it). Per row: the reduced
   // nodes in order (a reduction folds its operand's tiles, computing the full nodes it needs;
   // an elementwise reduced node runs on one value), then the full outputs, tile by tile.
+  //
+  // A row program that also reduces leading dims (reduce_to > 0: the kept dims in the middle,
+  // BatchNorm's {0, 2, 3}) runs the same way, a "row" being a kept index k: its values are the
+  // runs (a, k, 0..B) of every leading index a, each run a tile (or several, past kRowTile), folded
+  // in the order of a as the eager kernel folds them.
   std::vector<PrimitivePtr> run_rows(const FusedProgram& p, const Plan& plan, std::vector<PrimitivePtr> inputs) {
     const Shape& shape = p.shape;
     const int rf = p.reduce_from;
-    int64_t rows = 1, cols = 1;
-    for (int d = 0; d < shape.rank(); ++d) (d < rf ? rows : cols) *= shape[d];
+    int64_t lead = 1, rows = 1, run = 1;  // A, K, B: [0, reduce_to), [reduce_to, rf), [rf, rank)
+    for (int d = 0; d < shape.rank(); ++d) (d < p.reduce_to ? lead : d < rf ? rows : run) *= shape[d];
+    const int64_t cols = lead * run;  // the values a row folds
     const size_t nin = inputs.size(), nn = p.nodes.size();
 
     // who reads what, and at which level
@@ -494,7 +521,7 @@ class CpuFusedKernels final : public FusedKernels {
       ins[i] = In::of(t, shape, in_reused[i], in_full[i]);
       if (in_red[i] && !ins[i].scalar) ins[i].rstrides = broadcast_strides(t, p.reduced_shape);
     }
-    const int64_t T = std::min(cols, kRowTile), ntiles = (cols + T - 1) / T;
+    const int64_t T = std::min(run, kRowTile), run_tiles = (run + T - 1) / T, ntiles = lead * run_tiles;
     // scratch: a tile per gathered input, per full node and per filled reduced value; a slot
     // per reduced node and per input read per row
     constexpr size_t kSlot = 16;
@@ -551,8 +578,9 @@ class CpuFusedKernels final : public FusedKernels {
       auto set_tile = [&](int64_t row, int64_t t) {
         if (t == tile) return;
         tile = t;
-        b = row * cols + t * T;
-        n = std::min(T, cols - t * T);
+        const int64_t a = t / run_tiles, bt = t % run_tiles;
+        b = (a * rows + row) * run + bt * T;
+        n = std::min(T, run - bt * T);
         keep.clear();
         for (size_t j = 0; j < nn; ++j)
           if (!p.nodes[j].reduced) done[j] = 0;

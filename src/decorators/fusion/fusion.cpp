@@ -294,7 +294,7 @@ class FusionBackend final : public ForwardingBackend {
           const int32_t ag = group_of[size_t(a.node)];
           if (ag > g) return false;
           // (a per-column value broadcasts along the leading dims whether or not it kept them)
-          if (ag == g && !red && reduced[size_t(a.node)] && grp.reduce_to == 0 &&
+          if (ag == g && !red && reduced[size_t(a.node)] && grp.reduce_from >= 0 &&
               grp.reduced_shape.rank() != grp.shape.rank())
             return false;
         }
@@ -315,9 +315,14 @@ class FusionBackend final : public ForwardingBackend {
         // reductions (if any) reduce the same dims to the same shape
         const Shape& dom = e.args[0].node >= 0 ? entries[size_t(e.args[0].node)].out.shape : e.args[0].leaf->shape();
         const auto& ra = std::get<ReduceAttrs>(e.attrs);
-        const bool leading = !ra.dims.empty() && ra.dims.back() < dom.rank() - 1;  // (the backend took it)
-        const int from = leading ? -1 : ra.dims.empty() ? 0 : ra.dims.front();
-        const int to = leading ? ra.dims.back() + 1 : 0;
+        // (the backend took it: the dims are [0, to) and [from, rank), one block possibly empty;
+        // a row reduction has to == 0, a column one from < 0, a middle one, which a row program
+        // runs, both)
+        int to = 0, from = -1;
+        while (to < int(ra.dims.size()) && ra.dims[size_t(to)] == to) ++to;
+        if (ra.dims.empty() || ra.dims.back() == dom.rank() - 1) from = to < int(ra.dims.size()) ? ra.dims[size_t(to)] : 0;
+        if (from == 0) to = 0;  // every dim: a row reduction
+        const bool leading = from < 0;
         red = true;
         g = latest_of(dom);
         if (g >= 0) {
