@@ -460,6 +460,15 @@ MUTANTS = [
         "suites": [unit(FUSION_TESTS, "FusionColumns.*")],
     },
     {
+        "id": "fusion-middle-run-layout",
+        "family": "fusion (cpu)",
+        "file": "src/backends/cpu/fused.cpp",
+        "search": "        b = (a * rows + row) * run + bt * T;",
+        "replace": "        b = (row * lead + a) * run + bt * T;",
+        "description": "a row program that keeps a middle dim reads its runs as if the kept dim came first",
+        "suites": [unit(FUSION_TESTS, "FusionRows.*")],
+    },
+    {
         "id": "gemm-epilogue-early",
         "family": "fusion (cpu)",
         "file": "src/backends/cpu/gemm.cpp",
