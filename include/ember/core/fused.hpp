@@ -25,13 +25,13 @@
 //   m = max(x, -1, keepdim) [reduced]; e = exp(x - m) [full]; s = sum(e, -1, keepdim) [reduced];
 //   y = e / s [full].
 //
-// A column program (reduce_to > 0) is the transpose case: its reductions reduce the leading dims
-// [0, reduce_to) of `shape` and keep the trailing ones, so a reduced node has one value per
-// column (the trailing dims' product), and a full node may read it whether or not the
-// reductions keep their dims (it broadcasts along the leading dims either way). The bias
-// gradient of a linear layer, sum(dy * gelu'(x), 0), is one column program. A reduction whose
-// operand reads an earlier reduced value (x - mean(x, 0), then a sum of its square) needs the
-// columns finished first: column_sweeps() orders the passes over the rows.
+// A column program (reduce_to > 0, reduce_from < 0) reduces the leading dims [0, reduce_to) and
+// keeps the trailing ones: a reduced node has one value per column, which a full node may read
+// whether or not the reductions keep their dims (it broadcasts along the leading dims). The bias
+// gradient sum(dy * gelu'(x), 0) is one; column_sweeps() orders its passes over the rows (a
+// reduction reading a finished column, as x - mean(x, 0) squared and summed, runs after it).
+// With both set (0 < reduce_to < reduce_from) a row program keeps the middle dims instead, its
+// rows the kept indices (BatchNorm's {0, 2, 3}; keepdim for full nodes to read per-row values).
 #pragma once
 
 #include <cstdint>
