@@ -437,12 +437,14 @@ TEST(FusionRows, BatchNormStatisticsKeepAMiddleDim) {
   EXPECT_EQ(stats().groups_single, 0);
   for (int keep : {1, 0}) {
     reset();
-    check_same([&](std::vector<DynTensor> v) {
-      auto y = tanh(v[0]) * 2 + v[1];
-      auto r = sum(y, {0, 2}, keep) + mean(y, {0, 2}, keep) * max(y, {0, 2}, keep) - min(y, {0, 2}, keep);
-      auto q = var(y, {0, 2}, 1, keep) + stddev(y, {0, 2}, 0, keep) + logsumexp(y, {0, 2}, keep);
-      return exp(r * 0.01) + q;
-    }, {{5, 9, 33}, {9, 1}});
+    check_same(
+        [&](std::vector<DynTensor> v) {
+          auto y = tanh(v[0]) * 2 + v[1];
+          auto r = sum(y, {0, 2}, keep) + mean(y, {0, 2}, keep) * max(y, {0, 2}, keep) - min(y, {0, 2}, keep);
+          auto q = var(y, {0, 2}, 1, keep) + stddev(y, {0, 2}, 0, keep) + logsumexp(y, {0, 2}, keep);
+          return exp(r * 0.01) + q;
+        },
+        {{5, 9, 33}, {9, 1}});
     EXPECT_EQ(stats().groups_fused, 1) << keep;
   }
   check_same([](std::vector<DynTensor> v) { return sum(v[0] * v[0], {0, 1, 3}) * 2; }, {{2, 3, 16, 50}});

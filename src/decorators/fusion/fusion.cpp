@@ -320,7 +320,8 @@ class FusionBackend final : public ForwardingBackend {
         // runs, both)
         int to = 0, from = -1;
         while (to < int(ra.dims.size()) && ra.dims[size_t(to)] == to) ++to;
-        if (ra.dims.empty() || ra.dims.back() == dom.rank() - 1) from = to < int(ra.dims.size()) ? ra.dims[size_t(to)] : 0;
+        if (ra.dims.empty() || ra.dims.back() == dom.rank() - 1)
+          from = to < int(ra.dims.size()) ? ra.dims[size_t(to)] : 0;
         if (from == 0) to = 0;  // every dim: a row reduction
         const bool leading = from < 0;
         red = true;
