@@ -919,6 +919,11 @@ DynTensor rmsnorm_custom(const DynTensor& x, const DynTensor& w) {
 at::Tensor rmsnorm_custom(const at::Tensor& x, const at::Tensor& w) {
   return x * at::rsqrt(at::mean(x * x, {-1}, true) + 1e-6) * w;
 }
+// gelu'(x) from plain ops, as a user's own backward writes it: Phi(x) + x * phi(x)
+template <class T>
+T gelu_grad_custom(const T& x) {
+  return 0.5 * (1 + erf(x / std::sqrt(2.0))) + x * exp(x * x * -0.5) * (1.0 / std::sqrt(2.0 * M_PI));
+}
 
 // Inputs of the given shapes (normal; a 2-d one after the first scaled by 1/sqrt(rows)) on the
 // fusion device and on the plain CPU; `fn` is the composition on DynTensors, `peer` on LibTorch's.
@@ -970,6 +975,13 @@ void bench_custom_rows(Ctx& cx) {
       [](const Args& v) { return gelu_custom(ember::matmul(v[0], v[1]) + v[2]) + v[3]; },
       [](const TorchArgs& v) { return gelu_custom(at::matmul(v[0], v[1]) + v[2]) + v[3]; },
       {.rtol = 1e-4, .atol = 1e-4}, 4.0 * (2048 * 256 + 256 * 1024 + 1024 + 2 * 2048 * 1024 + 2048 * 1024));
+  // a reduction over the leading dim (a column program): a linear layer's bias gradient
+  // through a GELU, sum(dy * gelu'(x), 0); the prologue is never materialised
+  bench_custom(
+      cx, "bias_grad_custom_f32", {{8192, 1024}, {8192, 1024}},
+      [](const Args& v) { return ember::sum(v[0] * gelu_grad_custom(v[1]), {0}); },
+      [](const TorchArgs& v) { return at::sum(v[0] * gelu_grad_custom(v[1]), {0}); }, {.rtol = 1e-4, .atol = 1e-3},
+      8.0 * 8192 * 1024);
 }
 
 at::Tensor peer_exp(const at::Tensor& x) { return at::exp(x); }

@@ -1,11 +1,12 @@
 // FusedProgram's signature (the fusion plan and kernel cache key) and its log form.
 #include "ember/core/fused.hpp"
 
-#include "ember/core/error.hpp"
-#include "ember/core/fused_matmul.hpp"
-
+#include <algorithm>
 #include <cstring>
 #include <sstream>
+
+#include "ember/core/error.hpp"
+#include "ember/core/fused_matmul.hpp"
 
 namespace ember {
 
@@ -75,6 +76,8 @@ ProducerSplit split_producer(const FusedProgram& p, bool fold_bias) {
   // the rest: input 0 the product, then p's inputs as its nodes read them
   FusedProgram& r = s.rest;
   r.shape = p.shape;
+  r.reduce_to = p.reduce_to;  // (a column program's reductions stay in the rest)
+  r.reduced_shape = p.reduced_shape;
   r.inputs.push_back({p.shape, mm.dtype});
   s.rest_input.assign(p.inputs.size(), -1);
   auto input_of = [&](int32_t x) {  // x < 0: p's input ~x
@@ -122,6 +125,40 @@ bool reduces_trailing_dims(const Op& op, int64_t& rows, int64_t& cols) {
   return true;
 }
 
+bool reduces_leading_dims(const Op& op, int64_t& rows, int64_t& cols) {
+  const Shape& s = op.in(0).shape;
+  const auto& dims = op.attr<ReduceAttrs>().dims;
+  if (dims.empty() || dims.back() >= s.rank() - 1) return false;  // every dim, or the last one
+  for (size_t k = 0; k < dims.size(); ++k)
+    if (dims[k] != int(k)) return false;
+  const int to = int(dims.size());
+  rows = cols = 1;
+  for (int d = 0; d < s.rank(); ++d) (d < to ? rows : cols) *= s[d];
+  return true;
+}
+
+int ColumnSweeps::passes(OpKind reduction) {
+  return reduction == OpKind::var || reduction == OpKind::std || reduction == OpKind::logsumexp ? 2 : 1;
+}
+
+int ColumnSweeps::ready(const FusedProgram& p, size_t node) const {
+  const auto& n = p.nodes[node];
+  return first[node] + (op_info(n.kind).family == OpFamily::Reduce ? passes(n.kind) : 0);
+}
+
+ColumnSweeps column_sweeps(const FusedProgram& p) {
+  ColumnSweeps s;
+  s.first.assign(p.nodes.size(), 0);
+  for (size_t j = 0; j < p.nodes.size(); ++j) {
+    int f = 0;
+    for (int32_t x : p.nodes[j].args)
+      if (x >= 0) f = std::max(f, s.ready(p, size_t(x)));
+    s.first[j] = f;
+    if (op_info(p.nodes[j].kind).family == OpFamily::Reduce) s.count = std::max(s.count, s.ready(p, j));
+  }
+  return s;
+}
+
 std::string FusedProgram::signature() const {
   std::ostringstream os;
   // broadcast pattern of `in` against `dom`: '1' where the input has size 1 (or no dim) and the
@@ -136,10 +173,11 @@ std::string FusedProgram::signature() const {
   };
   os << 'r' << shape.rank() << ';';
   if (is_rows()) os << "rows" << reduce_from << ',' << reduced_shape.rank() << ';';
+  if (is_cols()) os << "cols" << reduce_to << ',' << reduced_shape.rank() << ';';
   for (const auto& in : inputs) {
     os << dtype_name(in.dtype) << (in.shape.numel() == 1 ? "=" : ":");  // '=': one value
     pattern(in.shape, shape);
-    if (is_rows()) {
+    if (is_rows() || is_cols()) {
       os << '/';
       pattern(in.shape, reduced_shape);
     }
@@ -165,6 +203,7 @@ std::string FusedProgram::describe() const {
   std::ostringstream os;
   os << "domain " << shape;
   if (is_rows()) os << " rows over dims " << reduce_from << ".." << shape.rank() - 1 << " -> " << reduced_shape;
+  if (is_cols()) os << " columns over dims 0.." << reduce_to - 1 << " -> " << reduced_shape;
   os << ", inputs";
   for (size_t i = 0; i < inputs.size(); ++i) os << " in" << i << ' ' << inputs[i].shape << ' ' << inputs[i].dtype;
   os << '\n';
@@ -177,7 +216,7 @@ std::string FusedProgram::describe() const {
       if (i) os << ", ";
       put_arg(os, n.args[i]);
     }
-    os << ") " << n.dtype << (n.reduced ? " per row" : "");
+    os << ") " << n.dtype << (n.reduced ? (is_cols() ? " per column" : " per row") : "");
     for (int32_t o : outputs)
       if (o == int32_t(j)) os << " -> out";
     os << '\n';

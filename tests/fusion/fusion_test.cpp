@@ -1,15 +1,22 @@
 // The fusion decorator on the CPU: what is queued, what flushes, how groups are cut, and that
 // fused results equal the unfused backend's (the fused CPU kernels run the eager kernels' code
 // on tiles, so equality is exact).
+#include "ember/decorators/fusion.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
 #include <tuple>
 
-#include "ember/decorators/fusion.hpp"
+#include "ember/core/trace.hpp"
 #include "ember/ember.hpp"
+#include "ember/nn.hpp"
 
 namespace ember {
 namespace {
@@ -229,6 +236,221 @@ TEST(FusionRows, StridedInputsAndSpecialValues) {
 TEST(FusionRows, ReductionsOfTheWholeTensorAndOfFewRowsStayCorrect) {
   check_close([](std::vector<DynTensor> v) { return sum(exp(v[0] * 0.1)) * 2; }, {{100, 50}});
   check_close([](std::vector<DynTensor> v) { return mean(v[0] * v[0], {0, 1}, true) + 1; }, {{3, 70000}});
+}
+
+// ---- column programs: reductions over leading dims (the bias gradient, batch statistics) with
+// their prologue computed in-tile and their epilogue per column. A column folds its rows in the
+// eager kernel's order (and its per-thread partials), so f32 and f64 results are the eager bits;
+// f16 and bf16 are also checked against a double reference. ----
+
+// gelu'(x) written from primitives, as a user's backward would be
+DynTensor gelu_grad_of(const DynTensor& x) {
+  const double k = 1.0 / std::sqrt(2.0 * M_PI);
+  return 0.5 * (1 + erf(x / std::sqrt(2.0))) + x * exp(x * x * -0.5) * k;
+}
+
+TEST(FusionColumns, BiasGradientIsOneKernel) {
+  for (Shape s : {Shape{257, 130}, Shape{3000, 300}, Shape{4, 4}}) {  // serial, per-thread partials, tiny
+    reset();
+    check_same([](std::vector<DynTensor> v) { return sum(v[0] * gelu_grad_of(v[1]), {0}); }, {s, s});
+    auto st = stats();  // (the eager ops are the scalar constants' creation)
+    EXPECT_EQ(st.groups_fused, 1) << s;
+    EXPECT_EQ(st.groups_single, 0) << s;
+  }
+}
+
+TEST(FusionColumns, EveryReductionWithPrologueAndEpilogue) {
+  for (int keep : {1, 0}) {
+    reset();
+    check_same(
+        [&](std::vector<DynTensor> v) {
+          auto y = tanh(v[0]) * 2 + v[1];
+          auto r = sum(y, {0}, keep) + mean(y, {0}, keep) * max(y, {0}, keep) - min(y, {0}, keep);
+          auto q = var(y, {0}, 1, keep) + stddev(y, {0}, 0, keep) + logsumexp(y, {0}, keep);
+          return exp(r * 0.01) + q;
+        },
+        {{70, 333}, {333}});
+    EXPECT_EQ(stats().groups_fused, 1) << keep;
+    EXPECT_EQ(stats().groups_single, 0) << keep;
+  }
+}
+
+TEST(FusionColumns, RanksSizeOneDimsEmptyReductionsAndParallelPartials) {
+  auto f = [](std::vector<int> dims, bool keep) {
+    return [=](std::vector<DynTensor> v) {
+      auto y = v[0] * v[0] - 0.5;
+      return sum(y, dims, keep) * 3 + mean(y, dims, keep) + max(y, dims, keep);
+    };
+  };
+  check_same(f({0, 1}, false), {{6, 33, 40}});  // [B, T, C] summed over B and T
+  check_same(f({0, 1}, true), {{6, 33, 40}});
+  check_same(f({0}, false), {{5, 1, 7, 9}});
+  check_same(f({0, 1, 2}, true), {{5, 1, 7, 9}});
+  check_same(f({0}, false), {{1, 40}});     // one row
+  check_same(f({0}, false), {{1001, 37}});  // odd sizes
+  check_same(f({0}, true), {{200, 700}});   // split into per-thread partials (eager does too)
+  check_same(f({0}, false), {{20000, 5}});
+  // no rows: sum 0, mean NaN (0 / 0), as eager
+  check_same([](std::vector<DynTensor> v) { return sum(v[0] * 2, {0}) + mean(v[0] + 1, {0}); }, {{0, 16}});
+}
+
+// A sum and a max over [16, 30000]: the eager kernel splits the sum's rows in one range and the
+// max's in one per thread (its accumulators are narrower), so the program sweeps the rows twice;
+// the gradient stored beside them must not take the buffer of the input the second sweep reads.
+TEST(FusionColumns, ReductionsThatSplitTheRowsDifferentlyAndAnInputNobodyHolds) {
+  auto run = [](const Device& d) {
+    auto x = randn({16, 30000}, 9, d);
+    auto g = std::move(x) * 2;  // x's buffer belongs to the queue alone
+    auto s = sum(g, {0}), m = max(g, {0});
+    return std::vector<DynTensor>{s, m, g};
+  };
+  auto got = run(fused()), want = run(Device::cpu());
+  for (size_t k = 0; k < got.size(); ++k) expect_same(got[k], want[k]);
+}
+
+TEST(FusionColumns, DtypesAgainstEagerAndADoubleReference) {
+  auto f = [](std::vector<DynTensor> v) {
+    auto y = v[0] * sigmoid(v[1]);
+    return sum(y, {0}) + mean(y * y, {0}) * 0.5;
+  };
+  check_same(f, {{300, 96}, {300, 96}}, DType::f64);
+  for (auto [dt, eps] : {std::pair{DType::f16, 1.0 / 1024}, std::pair{DType::bf16, 1.0 / 128}}) {
+    check_close(f, {{300, 96}, {300, 96}}, dt, 2 * eps);
+    // against the same composition in f64 over the same (rounded) inputs: the fused result is
+    // no further from it than the eager one, give or take the output's rounding
+    std::vector<DynTensor> lazy, eager, ref;
+    for (size_t i = 0; i < 2; ++i) {
+      lazy.push_back(randn({300, 96}, 300 + i, fused(), dt));
+      eager.push_back(randn({300, 96}, 300 + i, Device::cpu(), dt));
+      ref.push_back(eager.back().cast(DType::f64));
+    }
+    auto g = f(lazy).cast(DType::f64).to_vector<double>();
+    auto e = f(eager).cast(DType::f64).to_vector<double>();
+    auto r = f(ref).to_vector<double>();
+    ASSERT_EQ(g.size(), r.size());
+    for (size_t i = 0; i < g.size(); ++i)
+      EXPECT_LE(std::abs(g[i] - r[i]), std::abs(e[i] - r[i]) + eps * std::max(1.0, std::abs(r[i])))
+          << dt << " column " << i << ": fused " << g[i] << ", eager " << e[i] << ", f64 " << r[i];
+  }
+}
+
+TEST(FusionColumns, BroadcastInputsViewsAndEpilogueInputs) {
+  reset();
+  check_same(
+      [](std::vector<DynTensor> v) {
+        auto t = transpose(v[0], 0, 1);                           // [60, 50] through strides
+        auto y = t * v[1] + v[2] * 0.5 - expand(v[3], {60, 50});  // [50], [60, 1], [1, 50]
+        return sum(y, {0}) * v[4] + v[1].reshape({50}) * 0 + 1;   // epilogue reads a [50] input
+      },
+      {{50, 60}, {50}, {60, 1}, {1, 50}, {50}});
+  check_same(
+      [](std::vector<DynTensor> v) {
+        auto s = slice(v[0], {{0, 80, 2}, {}});  // step-2 rows: [40, 33]
+        return max(exp(s) - v[1], {0}, true) / 2;
+      },
+      {{80, 33}, {33}});
+}
+
+TEST(FusionColumns, BatchStatisticsReadFinishedColumnsInALaterSweep) {
+  // x - mean(x, 0) and the sum of its square: two sweeps over the rows, one kernel
+  auto bn = [](std::vector<DynTensor> v) {
+    auto& x = v[0];
+    auto m = mean(x, {0}, true);
+    auto d = x - m;
+    auto var_ = mean(d * d, {0}, true);
+    return (d * rsqrt(var_ + 1e-5)) * v[1] + v[2];  // a full output after both
+  };
+  reset();
+  check_same(bn, {{256, 48}, {48}, {48}});
+  EXPECT_EQ(stats().groups_fused, 1);
+  // without keepdim a per-column value still broadcasts along the rows
+  reset();
+  check_same([](std::vector<DynTensor> v) { return sum((v[0] - mean(v[0], {0})) * (v[0] - mean(v[0], {0})), {0}); },
+             {{129, 40}});
+  EXPECT_EQ(stats().groups_fused, 1);
+}
+
+TEST(FusionColumns, ValuesReadInTheMiddleAndFullOutputsBesideTheSum) {
+  auto x = randn({90, 70}, 5, fused()), xe = randn({90, 70}, 5, Device::cpu());
+  auto g = x * tanh(x), ge = xe * tanh(xe);
+  auto s = sum(g, {0}), se = sum(ge, {0});
+  expect_same(s, se);  // read mid-graph: the group runs, g is an output beside s
+  auto t = s * 2 + max(g, {0}), te = se * 2 + max(ge, {0});
+  expect_same(t, te);
+  expect_same(g, ge);
+  // the gradient itself and its column sum, from one group (a linear layer's backward)
+  reset();
+  auto dy = randn({128, 64}, 6, fused()), dye = randn({128, 64}, 6, Device::cpu());
+  auto h = randn({128, 64}, 7, fused()), he = randn({128, 64}, 7, Device::cpu());
+  auto gy = dy * gelu_grad_of(h), gye = dye * gelu_grad_of(he);
+  auto db = sum(gy, {0}), dbe = sum(gye, {0});
+  expect_same(db, dbe);
+  expect_same(gy, gye);
+}
+
+TEST(FusionColumns, AutodiffOfALinearLayersBiasFuses) {
+  Device d = fused().autodiff(), e = Device::cpu().autodiff();
+  auto x = randn({64, 32}, 21, d), w = randn({16, 32}, 22, d).require_grad(), b = randn({16}, 23, d).require_grad();
+  auto xe = randn({64, 32}, 21, e), we = randn({16, 32}, 22, e).require_grad(), be = randn({16}, 23, e).require_grad();
+  auto loss = [](const DynTensor& x, const DynTensor& w, const DynTensor& b) {
+    auto h = nn::linear(x, w, b);
+    return sum(h * 0.5 * (1 + erf(h / std::sqrt(2.0))) * h);
+  };
+  // the trace names each fused group's kernel: the bias gradient sum(g, 0) must be in a column
+  // program (with the chain that computes g), not an eager reduction
+  const std::string path = ::testing::TempDir() + "fusion_columns_trace.json";
+  DynTensor gb, gw;
+  {
+    trace::Session session(path);
+    auto grads = loss(x, w, b).backward();
+    gb = grads.get(b).value();
+    gw = grads.get(w).value();
+    (void)gb.to_vector<float>();
+    (void)gw.to_vector<float>();
+  }
+  auto ge = loss(xe, we, be).backward();
+  expect_close(gb, ge.get(be).value(), 1e-6);
+  expect_close(gw, ge.get(we).value(), 1e-5);
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // (here g is the epilogue of the forward matmul, recomputed: a matmul program with a column
+  // reduction, cpu_gemm_cols)
+  EXPECT_TRUE(text.find("cpu_fused_cols") != std::string::npos || text.find("cpu_gemm_cols") != std::string::npos)
+      << "no column program ran in the backward";
+  std::remove(path.c_str());
+}
+
+// Reductions over leading and trailing dims that keep a middle block (BatchNorm's {0, 2, 3}):
+// row programs whose rows are the kept indices, each folding its runs (a, k, :) in the eager
+// order, so the results are the eager bits while a run fits a tile.
+TEST(FusionRows, BatchNormStatisticsKeepAMiddleDim) {
+  auto bn = [](std::vector<DynTensor> v) {
+    auto& x = v[0];
+    auto m = mean(x, {0, 2, 3}, true);
+    auto d = x - m;
+    auto var_ = mean(d * d, {0, 2, 3}, true);
+    return d * rsqrt(var_ + 1e-5) * v[1] + v[2];
+  };
+  reset();
+  check_same(bn, {{8, 6, 5, 7}, {1, 6, 1, 1}, {1, 6, 1, 1}});
+  EXPECT_EQ(stats().groups_fused, 1);
+  EXPECT_EQ(stats().groups_single, 0);
+  for (int keep : {1, 0}) {
+    reset();
+    check_same(
+        [&](std::vector<DynTensor> v) {
+          auto y = tanh(v[0]) * 2 + v[1];
+          auto r = sum(y, {0, 2}, keep) + mean(y, {0, 2}, keep) * max(y, {0, 2}, keep) - min(y, {0, 2}, keep);
+          auto q = var(y, {0, 2}, 1, keep) + stddev(y, {0, 2}, 0, keep) + logsumexp(y, {0, 2}, keep);
+          return exp(r * 0.01) + q;
+        },
+        {{5, 9, 33}, {9, 1}});
+    EXPECT_EQ(stats().groups_fused, 1) << keep;
+  }
+  check_same([](std::vector<DynTensor> v) { return sum(v[0] * v[0], {0, 1, 3}) * 2; }, {{2, 3, 16, 50}});
+  // runs longer than a tile fold tile by tile: equal to rounding
+  check_close([](std::vector<DynTensor> v) { return var(v[0] * 3, {0, 2}, 1, true) + 1; }, {{3, 5, 9000}});
+  check_close(bn, {{4, 8, 6, 10}, {1, 8, 1, 1}, {1, 8, 1, 1}}, DType::bf16, 2e-2);
 }
 
 TEST(Fusion, GroupsOfDifferentShapesRunInDependencyOrder) {
@@ -567,6 +789,51 @@ TEST_F(FusionCuda, RowProgramsEveryReductionStridedAndSpecialValues) {
   auto f = [](const DynTensor& t) { return logsumexp(t * 1, {-1}, true) + max(t + 0, {-1}, true); };
   expect_close(f(DynTensor::from_vector<float>(x, {3, 5}, Device::cuda(0).fusion())),
                f(DynTensor::from_vector<float>(x, {3, 5}, Device::cuda(0))), 1e-6);
+}
+
+// Column programs (reductions over leading dims): 32 x 8 thread blocks over column strips and
+// chunks of rows, the chunks' partials merged in order by a second kernel (no atomics).
+TEST_F(FusionCuda, ColumnProgramsBiasGradientAndEveryReduction) {
+  check([](std::vector<DynTensor> v) { return sum(v[0] * gelu_grad_of(v[1]), {0}); }, {{8192, 1024}, {8192, 1024}},
+        DType::f32, 1e-4);
+  check([](std::vector<DynTensor> v) { return sum(v[0] * 2 - 1, {0, 1}); }, {{6, 33, 40}}, DType::f32, 1e-4);
+  for (bool keep : {true, false})
+    check(
+        [&](std::vector<DynTensor> v) {
+          auto y = tanh(v[0]) * 2 + v[1];
+          auto r = sum(y, {0}, keep) + mean(y, {0}, keep) * max(y, {0}, keep) - min(y, {0}, keep);
+          auto q = var(y, {0}, 1, keep) + stddev(y, {0}, 0, keep) + logsumexp(y, {0}, keep);
+          return exp(r * 0.01) + q;
+        },
+        {{700, 333}, {333}}, DType::f32, 1e-4);
+  check([](std::vector<DynTensor> v) { return sum(v[0] * v[0], {0}) + 1; }, {{1000, 7}}, DType::f64, 1e-12);
+  check([](std::vector<DynTensor> v) { return mean(v[0] * sigmoid(v[1]), {0}); }, {{300, 96}, {300, 96}}, DType::f16,
+        4e-3);
+  check([](std::vector<DynTensor> v) { return sum(v[0] * sigmoid(v[1]), {0}); }, {{300, 96}, {300, 96}}, DType::bf16,
+        2e-2);
+}
+
+TEST_F(FusionCuda, ColumnProgramsViewsBatchStatisticsAndFullOutputs) {
+  check(
+      [](std::vector<DynTensor> v) {
+        auto t = transpose(v[0], 0, 1);
+        return sum(t * v[1] + v[2] * 0.5, {0}) * v[3];
+      },
+      {{50, 60}, {50}, {60, 1}, {50}}, DType::f32, 1e-4);
+  check(
+      [](std::vector<DynTensor> v) {
+        auto& x = v[0];
+        auto d = x - mean(x, {0}, true);
+        return d * rsqrt(mean(d * d, {0}, true) + 1e-5) * v[1] + v[2];
+      },
+      {{256, 48}, {48}, {48}}, DType::f32, 1e-4);
+  check([](std::vector<DynTensor> v) { return sum(v[0] * 2, {0}) + mean(v[0] + 1, {0}); }, {{0, 16}});
+  Device gpu = Device::cuda(0), fgpu = gpu.fusion();
+  auto x = randn({90, 70}, 5, fgpu), xe = randn({90, 70}, 5, gpu);
+  auto g = x * tanh(x), ge = xe * tanh(xe);
+  auto s = sum(g, {0}), se = sum(ge, {0});
+  expect_close(s, se, 1e-5);
+  expect_close(g, ge, 1e-6);
 }
 
 TEST_F(FusionCuda, MatmulEpilogues) {

@@ -7,7 +7,9 @@
 // of materialised tensors (transpose, permute, step-2 slice, narrow, expand), operands passed by
 // std::move, values read and then built on, values dropped unread, matmuls that start groups, and
 // reductions along a random dim (sum, max, min, mean, var, std, logsumexp; over the last dim
-// they join row programs, whose one-tile rows fold as the eager kernels do). It runs until a chain is at least kMinDepth ops deep.
+// they join row programs, whose one-tile rows fold as the eager kernels do) and over the leading
+// dims, kept or dropped (column programs, whose columns fold their rows in the eager order).
+// It runs until a chain is at least kMinDepth ops deep.
 //
 // A failure prints the seed and the graph, one op a line. To rerun one seed (and print its graph):
 //   EMBER_FUSION_PROPERTY_SEED=1234 ember_fusion_tests --gtest_filter='FusionProperty*'
@@ -62,6 +64,7 @@ struct GraphRun {
   std::string error;  // what an op threw, if one did
   int live_depth = 0;
   int max_uses = 0, moves = 0, drops = 0, views = 0, mid_reads = 0, cuts = 0;
+  int leading = 0;  // reductions over leading dims
 };
 
 std::string dims_str(const Shape& s) {
@@ -545,6 +548,7 @@ class GraphBuilder {
     auto x = pick([](const DynTensor& t) { return !is_bool(t.dtype()) && t.rank() >= 1; });
     if (!x) return input_step(false);
     const int rank = pool_[*x].t.rank();
+    if (rank >= 2 && is_float(pool_[*x].t.dtype()) && chance(0.4)) return leading_reduce_step(*x, rank);
     int d = int(between(0, rank - 1));
     std::string ds = std::to_string(d);
     ++run_.cuts;
@@ -563,6 +567,38 @@ class GraphBuilder {
     std::string text = f.text;
     text.replace(text.find("{d}"), 3, "{" + ds + "}");
     emit(Form{text.c_str(), f.ops, f.f}, {*x});
+  }
+
+  // A reduction over the leading dims [0, lead), keeping the trailing ones (a column program
+  // when at least 4 columns are kept); kept or dropped dims.
+  // With rank 3 or more it may reduce trailing dims too, keeping a middle block (BatchNorm's
+  // {0, 2, 3}: a row program whose rows are the kept indices).
+  void leading_reduce_step(size_t x, int rank) {
+    const int lead = int(between(1, rank - 1));
+    const int from = rank >= 3 && lead + 1 < rank && chance(0.5) ? int(between(lead + 1, rank - 1)) : rank;
+    const bool keep = from < rank || chance(0.5);  // (a kept middle block must keep its place to broadcast)
+    std::vector<int> dims;
+    std::string ds = "{";
+    for (int d = 0; d < rank; ++d) {
+      if (d >= lead && d < from) continue;
+      ds += (dims.empty() ? "" : ",") + std::to_string(d);
+      dims.push_back(d);
+    }
+    ds += "}";
+    ++run_.leading;
+    const std::vector<std::pair<std::string, std::function<DynTensor(DynTensor)>>> forms = {
+        {"sum", [=](DynTensor t) { return sum(std::move(t), dims, keep); }},
+        {"mean", [=](DynTensor t) { return mean(std::move(t), dims, keep); }},
+        {"max", [=](DynTensor t) { return max(std::move(t), dims, keep); }},
+        {"min", [=](DynTensor t) { return min(std::move(t), dims, keep); }},
+        {"var", [=](DynTensor t) { return var(std::move(t), dims, 1, keep); }},
+        {"stddev", [=](DynTensor t) { return stddev(std::move(t), dims, 0, keep); }},
+        {"logsumexp", [=](DynTensor t) { return logsumexp(std::move(t), dims, keep); }},
+    };
+    const auto& f = one_of(forms);
+    const std::string text = f.first + "($0, " + ds + (keep ? ", keepdim)" : ")");
+    auto fn = f.second;
+    emit(Form{text.c_str(), 1, [fn](auto& t) { return fn(std::move(t[0])); }}, {x});
   }
 
   void matmul_step() {
@@ -719,6 +755,7 @@ void check_profile(const char* name, const Profile& p, uint64_t first_seed) {
     total.views += e.views;
     total.mid_reads += e.mid_reads;
     total.cuts += e.cuts;
+    total.leading += e.leading;
   }
   if (failures) {
     ADD_FAILURE() << name << ": " << failures << " of " << seeds.size() << " graphs differ, seeds" << failed_seeds;
@@ -736,6 +773,7 @@ void check_profile(const char* name, const Profile& p, uint64_t first_seed) {
     EXPECT_GT(total.views, 0);
     EXPECT_GT(total.mid_reads, 0);
     EXPECT_GT(total.cuts, 0);
+    EXPECT_GT(total.leading, 0) << "no reduction over leading dims";
   }
 }
 

@@ -24,6 +24,14 @@
 // value broadcasts along the row). Softmax written from primitives is one row program:
 //   m = max(x, -1, keepdim) [reduced]; e = exp(x - m) [full]; s = sum(e, -1, keepdim) [reduced];
 //   y = e / s [full].
+//
+// A column program (reduce_to > 0, reduce_from < 0) reduces the leading dims [0, reduce_to) and
+// keeps the trailing ones: a reduced node has one value per column, which a full node may read
+// whether or not the reductions keep their dims (it broadcasts along the leading dims). The bias
+// gradient sum(dy * gelu'(x), 0) is one; column_sweeps() orders its passes over the rows (a
+// reduction reading a finished column, as x - mean(x, 0) squared and summed, runs after it).
+// With both set (0 < reduce_to < reduce_from) a row program keeps the middle dims instead, its
+// rows the kept indices (BatchNorm's {0, 2, 3}; keepdim for full nodes to read per-row values).
 #pragma once
 
 #include <cstdint>
@@ -40,16 +48,18 @@ struct FusedProgram {
     OpAttrs attrs;
     std::vector<int32_t> args;  // a >= 0: node a (earlier); a < 0: input ~a
     DType dtype;                // the output dtype (the shape is the group's)
-    bool reduced = false;       // row programs: a per-row node (shape reduced_shape)
+    bool reduced = false;       // row / column programs: a per-row / per-column node (reduced_shape)
   };
   Shape shape;                    // the iteration domain
   std::vector<TensorMeta> inputs; // each broadcastable to `shape`
   std::vector<Node> nodes;
   std::vector<int32_t> outputs;   // the nodes materialised, in the order run() returns them
   int reduce_from = -1;           // row programs: the first reduced dim of `shape`; else -1
-  Shape reduced_shape;            // row programs: the reduced nodes' shape
+  Shape reduced_shape;            // row and column programs: the reduced nodes' shape
+  int reduce_to = 0;              // column programs: the reduced leading dims [0, reduce_to); else 0
 
   bool is_rows() const { return reduce_from >= 0; }
+  bool is_cols() const { return reduce_to > 0; }
   // The shape node j computes (`shape`, or `reduced_shape` for a reduced node).
   const Shape& node_shape(size_t j) const { return nodes[j].reduced ? reduced_shape : shape; }
 
@@ -64,6 +74,21 @@ struct FusedProgram {
 // of reduction: ReduceAttrs.dims = [from, rank), or every dim), and then its rows (the kept
 // dims' product) and cols (the reduced dims').
 bool reduces_trailing_dims(const Op& op, int64_t& rows, int64_t& cols);
+// Whether it reduces leading dims and keeps at least one (a column program's: ReduceAttrs.dims =
+// [0, to), to < rank), and then its rows (the reduced dims' product) and cols (the kept dims').
+bool reduces_leading_dims(const Op& op, int64_t& rows, int64_t& cols);
+
+// A column program's passes over its rows ("sweeps"), for both backends: per node, the number of
+// sweeps that must be finished before it can run (a reduction's first pass runs in that sweep;
+// var, std and logsumexp take two, so their value is ready two sweeps later). The program needs
+// `count` sweeps for its reductions.
+struct ColumnSweeps {
+  std::vector<int> first;  // per node
+  int count = 0;
+  static int passes(OpKind reduction);  // 2 for var, std and logsumexp, else 1
+  int ready(const FusedProgram& p, size_t node) const;  // sweeps done before node's value exists
+};
+ColumnSweeps column_sweeps(const FusedProgram& p);
 
 // The service a backend offers the fusion decorator (Backend::fused_kernels()).
 class FusedKernels {

@@ -173,7 +173,7 @@ class CpuFusedKernels final : public FusedKernels {
   explicit CpuFusedKernels(CpuBackend& be) : be_(be) {}
 
   bool can_fuse(const Op& op) const override {
-    if (op.info().family == OpFamily::Reduce) return row_reduction(op);
+    if (op.info().family == OpFamily::Reduce) return row_reduction(op) || column_reduction(op) || middle_reduction(op);
     if (op.kind == OpKind::matmul) return matmul_producer(op);
     if (!is_elementwise(op.info().family) || op.outputs.size() != 1 || !be_.supports(op)) return false;
     // integer division by zero raises at the op in eager mode: those stay eager
@@ -196,6 +196,36 @@ class CpuFusedKernels final : public FusedKernels {
     return rows >= 4 * ThreadPool::global().size() || cols <= 4 * kRowTile;
   }
 
+  // A reduction a column program runs: the same reductions over leading dims, keeping at least
+  // 4 columns (narrower ones the eager kernel folds column by column, in another order).
+  static bool column_reduction(const Op& op) {
+    const DType dt = op.in(0).dtype;
+    if (!row_fold_supported(op.kind, dt) || op.outputs[0].dtype != dt) return false;
+    int64_t rows = 0, cols = 0;
+    return reduces_leading_dims(op, rows, cols) && cols >= 4;
+  }
+
+  // A reduction over leading and trailing dims that keeps a middle block ([0, to) and
+  // [from, rank), BatchNorm's {0, 2, 3}), run by a row program whose rows are the kept indices:
+  // at least 4 of them (fewer merge with the reduced dims in the eager kernel, which then folds
+  // in another order), runs of at least 2, and rows enough to spread over the pool or short.
+  static bool middle_reduction(const Op& op) {
+    const DType dt = op.in(0).dtype;
+    if (!row_fold_supported(op.kind, dt) || op.outputs[0].dtype != dt) return false;
+    const Shape& s = op.in(0).shape;
+    const auto& dims = op.attr<ReduceAttrs>().dims;
+    int to = 0;
+    while (to < int(dims.size()) && dims[size_t(to)] == to) ++to;
+    if (to == 0 || to == int(dims.size())) return false;
+    const int from = dims[size_t(to)];
+    for (size_t k = size_t(to); k < dims.size(); ++k)
+      if (dims[k] != from + int(k) - to) return false;
+    if (dims.back() != s.rank() - 1) return false;
+    int64_t lead = 1, kept = 1, run = 1;
+    for (int d = 0; d < s.rank(); ++d) (d < to ? lead : d < from ? kept : run) *= s[d];
+    return kept >= 4 && run >= 2 && (kept >= 4 * ThreadPool::global().size() || lead * run <= 4 * kRowTile);
+  }
+
   // EMBER_FUSION_GEMM_EPILOGUE=1: matmul programs run their rest inside the GEMM (run_matmul).
   static bool in_gemm_epilogue() {
     const char* e = std::getenv("EMBER_FUSION_GEMM_EPILOGUE");
@@ -210,8 +240,8 @@ class CpuFusedKernels final : public FusedKernels {
   }
 
   std::string kernel_name(const FusedProgram& p) const override {
-    if (has_producer(p)) return "cpu_gemm_epilogue";
-    return p.is_rows() ? "cpu_fused_rows" : "cpu_fused_tiles";
+    if (has_producer(p)) return p.is_cols() ? "cpu_gemm_cols" : "cpu_gemm_epilogue";
+    return p.is_rows() ? "cpu_fused_rows" : p.is_cols() ? "cpu_fused_cols" : "cpu_fused_tiles";
   }
 
   std::vector<PrimitivePtr> run(const FusedProgram& p, std::vector<PrimitivePtr> inputs) override {
@@ -220,6 +250,7 @@ class CpuFusedKernels final : public FusedKernels {
     if (has_producer(p)) return run_matmul(p, std::move(inputs));
     std::shared_ptr<const Plan> plan = plan_of(p);
     if (p.is_rows()) return run_rows(p, *plan, std::move(inputs));
+    if (p.is_cols()) return run_cols(p, *plan, std::move(inputs));
     std::vector<bool> in_reused(inputs.size(), false);
     std::vector<CpuTensorPtr> outs = make_outputs(p, inputs, in_reused, {});
     const Tiles tiles = tiles_of(p, inputs, in_reused, outs);
@@ -256,7 +287,11 @@ class CpuFusedKernels final : public FusedKernels {
     pinned[0] = std::find(split.outputs.begin(), split.outputs.end(), -1) != split.outputs.end();
     inputs.clear();
     std::vector<CpuTensorPtr> routs;
-    if (!rest.nodes.empty()) {
+    if (rest.is_cols()) {  // the product, then the rest as a column program over it
+      std::shared_ptr<const Plan> plan = plan_of(rest);
+      matmul_into(op, prod_t, nullptr);
+      for (auto& o : run_cols(rest, *plan, rin, pinned)) routs.push_back(std::static_pointer_cast<CpuTensor>(o));
+    } else if (!rest.nodes.empty()) {
       std::shared_ptr<const Plan> plan = plan_of(rest);
       routs = make_outputs(rest, rin, in_reused, pinned);
       Tiles tiles = tiles_of(rest, rin, in_reused, routs);
@@ -452,11 +487,17 @@ class CpuFusedKernels final : public FusedKernels {
   // is computed once per row and stays in cache for the passes after it). Per row: the reduced
   // nodes in order (a reduction folds its operand's tiles, computing the full nodes it needs;
   // an elementwise reduced node runs on one value), then the full outputs, tile by tile.
+  //
+  // A row program that also reduces leading dims (reduce_to > 0: the kept dims in the middle,
+  // BatchNorm's {0, 2, 3}) runs the same way, a "row" being a kept index k: its values are the
+  // runs (a, k, 0..B) of every leading index a, each run a tile (or several, past kRowTile), folded
+  // in the order of a as the eager kernel folds them.
   std::vector<PrimitivePtr> run_rows(const FusedProgram& p, const Plan& plan, std::vector<PrimitivePtr> inputs) {
     const Shape& shape = p.shape;
     const int rf = p.reduce_from;
-    int64_t rows = 1, cols = 1;
-    for (int d = 0; d < shape.rank(); ++d) (d < rf ? rows : cols) *= shape[d];
+    int64_t lead = 1, rows = 1, run = 1;  // A, K, B: [0, reduce_to), [reduce_to, rf), [rf, rank)
+    for (int d = 0; d < shape.rank(); ++d) (d < p.reduce_to ? lead : d < rf ? rows : run) *= shape[d];
+    const int64_t cols = lead * run;  // the values a row folds
     const size_t nin = inputs.size(), nn = p.nodes.size();
 
     // who reads what, and at which level
@@ -480,7 +521,7 @@ class CpuFusedKernels final : public FusedKernels {
       ins[i] = In::of(t, shape, in_reused[i], in_full[i]);
       if (in_red[i] && !ins[i].scalar) ins[i].rstrides = broadcast_strides(t, p.reduced_shape);
     }
-    const int64_t T = std::min(cols, kRowTile), ntiles = (cols + T - 1) / T;
+    const int64_t T = std::min(run, kRowTile), run_tiles = (run + T - 1) / T, ntiles = lead * run_tiles;
     // scratch: a tile per gathered input, per full node and per filled reduced value; a slot
     // per reduced node and per input read per row
     constexpr size_t kSlot = 16;
@@ -537,8 +578,9 @@ class CpuFusedKernels final : public FusedKernels {
       auto set_tile = [&](int64_t row, int64_t t) {
         if (t == tile) return;
         tile = t;
-        b = row * cols + t * T;
-        n = std::min(T, cols - t * T);
+        const int64_t a = t / run_tiles, bt = t % run_tiles;
+        b = (a * rows + row) * run + bt * T;
+        n = std::min(T, run - bt * T);
         keep.clear();
         for (size_t j = 0; j < nn; ++j)
           if (!p.nodes[j].reduced) done[j] = 0;
@@ -659,6 +701,331 @@ class CpuFusedKernels final : public FusedKernels {
     return {outs.begin(), outs.end()};
   }
 
+  // A column program (FusedProgram::reduce_to > 0): reductions over the leading dims, seen as
+  // rows x cols, the reduced values one per column. The rows are folded in sweeps
+  // (column_sweeps: a reduction's second pass, or one whose operand reads a finished column
+  // value, takes a later sweep). A sweep cuts the domain into column strips and row ranges, the
+  // ranges being the eager kernel's per-thread partials (column_partials), so that a column folds
+  // its rows in the eager order and gives the eager bits, whatever the strips. A unit (a strip
+  // and a range) runs tile by tile (a few rows of the strip): the full nodes the sweep's
+  // reductions need are computed on the tile and never stored, and each row of the tile is folded
+  // into the range's accumulators (a double per column). The ranges' partials then merge in
+  // order (so the result does not depend on which thread ran what), each column ends its pass,
+  // and the per-column elementwise nodes (the epilogue) run over the columns. Full outputs, if
+  // any, take one more sweep.
+  // `pinned`: inputs whose buffers no output may take (a matmul program's returned product).
+  std::vector<PrimitivePtr> run_cols(const FusedProgram& p, const Plan& plan, std::vector<PrimitivePtr> inputs,
+                                     const std::vector<bool>& pinned = {}) {
+    const Shape& shape = p.shape;
+    int64_t rows = 1, cols = 1;
+    for (int d = 0; d < shape.rank(); ++d) (d < p.reduce_to ? rows : cols) *= shape[d];
+    const size_t nin = inputs.size(), nn = p.nodes.size();
+    std::vector<char> in_full(nin, 0), in_red(nin, 0), red_fill(nn, 0);
+    for (size_t j = 0; j < nn; ++j) {
+      const auto& node = p.nodes[j];
+      const bool full_reader = !node.reduced || plan.runs[j] == NodeRun::reduce;
+      for (int32_t x : node.args) {
+        if (x < 0)
+          (full_reader ? in_full : in_red)[size_t(~x)] = 1;
+        else if (full_reader && p.nodes[size_t(x)].reduced)
+          red_fill[size_t(x)] = 1;
+      }
+    }
+    const ColumnSweeps sw = column_sweeps(p);
+    std::vector<size_t> early_outs, late_outs;  // full outputs: stored with the first sweep, after the last
+    for (size_t k = 0; k < p.outputs.size(); ++k) {
+      const size_t o = size_t(p.outputs[k]);
+      if (!p.nodes[o].reduced) (sw.first[o] == 0 && sw.count > 0 && rows > 0 ? early_outs : late_outs).push_back(k);
+    }
+    // an output may take an input's buffer only when nothing reads the input after it is stored
+    // (one sweep, run as one pass over the domain: its reductions split the rows alike)
+    std::vector<bool> in_reused(nin, false);
+    bool reuse = sw.count <= 1 && late_outs.empty();
+    int64_t split = -1;
+    for (size_t j = 0; j < nn && reuse; ++j) {
+      if (plan.runs[j] != NodeRun::reduce) continue;
+      const int64_t c = column_partials(p.nodes[j].kind, 0, arg_dtype(p, p.nodes[j].args[0]), rows, cols);
+      reuse = split < 0 || split == c;
+      split = c;
+    }
+    std::vector<CpuTensorPtr> outs = make_outputs(p, inputs, in_reused, reuse ? pinned : std::vector<bool>(nin, true));
+    if (cols == 0) return {outs.begin(), outs.end()};
+    std::vector<In> ins(nin);
+    for (size_t i = 0; i < nin; ++i) {
+      const CpuTensor& t = as_cpu(inputs[i]);
+      ins[i] = In::of(t, shape, in_reused[i], false);
+      if (in_full[i] && !ins[i].scalar) ins[i].strides = broadcast_strides(t, shape);
+      if (in_red[i] && !ins[i].scalar) ins[i].rstrides = broadcast_strides(t, p.reduced_shape);
+    }
+    // the per-column values: `cols` of each reduced node, in its output's buffer when it is one
+    std::vector<char*> col_val(nn, nullptr);
+    std::vector<std::vector<char>> col_store(nn);
+    for (size_t k = 0; k < p.outputs.size(); ++k) {
+      const size_t o = size_t(p.outputs[k]);
+      if (p.nodes[o].reduced && !col_val[o]) col_val[o] = static_cast<char*>(outs[k]->raw());
+    }
+    for (size_t j = 0; j < nn; ++j)
+      if (p.nodes[j].reduced && !col_val[j]) {
+        col_store[j].resize(size_t(cols) * dtype_size(p.nodes[j].dtype));
+        col_val[j] = col_store[j].data();
+      }
+    auto closure = [&](const std::vector<int32_t>& roots) {  // the full nodes roots need, in order
+      std::vector<char> need(nn, 0);
+      for (int32_t r : roots)
+        if (r >= 0 && !p.nodes[size_t(r)].reduced) need[size_t(r)] = 1;
+      for (size_t j = nn; j-- > 0;)
+        if (need[j])
+          for (int32_t x : p.nodes[j].args)
+            if (x >= 0 && !p.nodes[size_t(x)].reduced) need[size_t(x)] = 1;
+      std::vector<int32_t> list;
+      for (size_t j = 0; j < nn; ++j)
+        if (need[j]) list.push_back(int32_t(j));
+      return list;
+    };
+
+    // scratch of a tile: a buffer per input read at the full level, per full node and per
+    // per-column value a full node reads (its strip repeated over the tile's rows)
+    const int nt = ThreadPool::global().size();
+    const int64_t wmax = std::min(cols, kRowTile), tile_n = std::max(kTile, wmax);
+    std::vector<size_t> in_off(nin, SIZE_MAX), node_off(nn, SIZE_MAX), fill_off(nn, SIZE_MAX);
+    size_t scratch = 0;
+    auto take = [&](size_t bytes) {
+      const size_t o = scratch;
+      scratch += round_up(bytes);
+      return o;
+    };
+    for (size_t i = 0; i < nin; ++i)
+      if (in_full[i] || in_red[i]) in_off[i] = take(size_t(tile_n) * ins[i].es);
+    for (size_t j = 0; j < nn; ++j) {
+      const size_t es = dtype_size(p.nodes[j].dtype);
+      if (!p.nodes[j].reduced) node_off[j] = take(size_t(tile_n) * es);
+      if (red_fill[j]) fill_off[j] = take(size_t(tile_n) * es);
+    }
+    struct Fold {  // one reduction's pass in a sweep
+      size_t node;
+      int pass;
+      int32_t x;  // its operand
+      DType dt;   // the operand's
+      double* part;
+      const double* prev;
+    };
+    // Runs the tiles of rows [rb, re) x columns [c0, c0 + ws) on this thread: computes `needs`,
+    // folds each row into the folds' partial `chunk`, and stores the full outputs `store`.
+    auto run_unit = [&](const std::vector<int32_t>& needs, const std::vector<char>& use_in,
+                        const std::vector<char>& use_fill, const std::vector<Fold>& folds,
+                        const std::vector<size_t>& store, int64_t c0, int64_t ws, int64_t rb, int64_t re,
+                        int64_t chunk) {
+      HalfScratch& tmp = half_scratch(tile_n);
+      thread_local std::vector<char> storage;
+      if (storage.size() < scratch + kAlign) storage.resize(scratch + kAlign);
+      char* buf = reinterpret_cast<char*>(round_up(reinterpret_cast<uintptr_t>(storage.data())));
+      const int64_t tr = std::max<int64_t>(1, kTile / ws);
+      for (size_t i = 0; i < nin; ++i)  // one-value inputs: a tile of copies
+        if (in_off[i] != SIZE_MAX && ins[i].scalar)
+          gather(Shape{tile_n}, {0}, ins[i].base, ins[i].es, 0, tile_n, buf + in_off[i]);
+      for (size_t j = 0; j < nn; ++j)  // per-column values a full node reads: the strip, tr times
+        if (use_fill[j]) {
+          const size_t es = dtype_size(p.nodes[j].dtype);
+          for (int64_t r = 0; r < std::min(tr, re - rb); ++r)
+            std::memcpy(buf + fill_off[j] + size_t(r * ws) * es, col_val[j] + size_t(c0) * es, size_t(ws) * es);
+        }
+      std::vector<const char*> node_ptr(nn), in_ptr(nin), arg_ptr;
+      std::vector<char> arg_one;
+      std::vector<PrimitivePtr> keep;
+      for (int64_t r0 = rb; r0 < re; r0 += tr) {
+        const int64_t nr = std::min(tr, re - r0), n = nr * ws;
+        for (size_t i = 0; i < nin; ++i) {
+          if (!use_in[i]) continue;
+          const In& in = ins[i];
+          if (in.scalar) {
+            in_ptr[i] = buf + in_off[i];
+          } else if (in.dense && ws == cols) {
+            in_ptr[i] = in.base + r0 * cols * int64_t(in.es);
+          } else if (ws == cols) {
+            gather(shape, in.strides, in.base, in.es, r0 * cols, n, buf + in_off[i]);
+            in_ptr[i] = buf + in_off[i];
+          } else {
+            for (int64_t r = 0; r < nr; ++r)
+              gather(shape, in.strides, in.base, in.es, (r0 + r) * cols + c0, ws,
+                     buf + in_off[i] + size_t(r * ws) * in.es);
+            in_ptr[i] = buf + in_off[i];
+          }
+        }
+        keep.clear();
+        for (int32_t j : needs) {
+          const auto& node = p.nodes[size_t(j)];
+          arg_ptr.clear();
+          arg_one.clear();
+          for (int32_t x : node.args) {
+            if (x < 0) {
+              arg_ptr.push_back(in_ptr[size_t(~x)]);
+              arg_one.push_back(ins[size_t(~x)].scalar);
+            } else {
+              arg_ptr.push_back(p.nodes[size_t(x)].reduced ? buf + fill_off[size_t(x)] : node_ptr[size_t(x)]);
+              arg_one.push_back(0);
+            }
+          }
+          node_ptr[size_t(j)] =
+              exec_node(p, plan, size_t(j), arg_ptr, arg_one, buf + node_off[size_t(j)], n, tmp, keep);
+        }
+        for (const Fold& f : folds) {
+          const char* v = f.x < 0 ? in_ptr[size_t(~f.x)] : node_ptr[size_t(f.x)];
+          const size_t es = dtype_size(f.dt);
+          double* acc = f.part + chunk * cols + c0;
+          for (int64_t r = 0; r < nr; ++r)
+            col_fold(p.nodes[f.node].kind, f.pass, f.dt, v + size_t(r * ws) * es, ws, acc,
+                     f.prev ? f.prev + c0 : nullptr);
+        }
+        for (size_t k : store) {
+          const size_t o = size_t(p.outputs[k]);
+          const size_t es = dtype_size(p.nodes[o].dtype);
+          char* dst = static_cast<char*>(outs[k]->raw());
+          if (ws == cols) {
+            stream_copy(dst + size_t(r0 * cols) * es, node_ptr[o], size_t(n) * es);
+          } else {
+            for (int64_t r = 0; r < nr; ++r)
+              stream_copy(dst + size_t((r0 + r) * cols + c0) * es, node_ptr[o] + size_t(r * ws) * es, size_t(ws) * es);
+          }
+        }
+      }
+      if (!store.empty()) _mm_sfence();
+    };
+    // A sweep: `chunks` row ranges times column strips (narrow enough to give every thread work)
+    auto sweep = [&](const std::vector<int32_t>& needs, const std::vector<Fold>& folds,
+                     const std::vector<size_t>& store, int64_t chunks) {
+      std::vector<char> use_in(nin, 0), use_fill(nn, 0);  // what the tiles read
+      auto uses = [&](int32_t x) {
+        if (x < 0)
+          use_in[size_t(~x)] = 1;
+        else if (p.nodes[size_t(x)].reduced)
+          use_fill[size_t(x)] = 1;
+      };
+      for (int32_t j : needs)
+        for (int32_t x : p.nodes[size_t(j)].args) uses(x);
+      for (const Fold& f : folds) uses(f.x);
+      const bool serial = rows * cols <= kTile * 8 || nt == 1;
+      int64_t w = wmax;
+      if (!serial) {
+        // strips wanted: one per thread the row ranges leave idle (a strip narrower than the
+        // domain's rows is gathered row by row; a full-width one is read in place)
+        const int64_t want = std::max<int64_t>(1, (nt + chunks - 1) / chunks);
+        w = std::min(w, std::max<int64_t>(64, (cols + want - 1) / want));
+      }
+      const int64_t strips = (cols + w - 1) / w, units = strips * chunks;
+      auto body = [&](int64_t ub, int64_t ue) {
+        for (int64_t u = ub; u < ue; ++u) {
+          const int64_t chunk = u / strips, c0 = (u % strips) * w;
+          run_unit(needs, use_in, use_fill, folds, store, c0, std::min(w, cols - c0), rows * chunk / chunks,
+                   rows * (chunk + 1) / chunks, chunk);
+        }
+      };
+      if (serial)
+        body(0, units);
+      else
+        parallel_for(0, units, 1, body);
+    };
+
+    // the per-column elementwise nodes whose operands are ready after `done` sweeps
+    std::vector<char> computed(nn, 0);
+    auto column_nodes = [&](int done, const ColumnSweeps& sw) {
+      HalfScratch& tmp = half_scratch(tile_n);
+      std::vector<char> local(scratch + kAlign);
+      char* buf = reinterpret_cast<char*>(round_up(reinterpret_cast<uintptr_t>(local.data())));
+      std::vector<const char*> arg_ptr;
+      std::vector<char> arg_one;
+      std::vector<PrimitivePtr> keep;
+      for (size_t j = 0; j < nn; ++j) {
+        const auto& node = p.nodes[j];
+        if (!node.reduced || plan.runs[j] == NodeRun::reduce || computed[j] || sw.ready(p, j) > done) continue;
+        const size_t es = dtype_size(node.dtype);
+        for (int64_t c = 0; c < cols; c += tile_n) {
+          const int64_t n = std::min(tile_n, cols - c);
+          arg_ptr.clear();
+          arg_one.clear();
+          keep.clear();
+          for (int32_t x : node.args) {
+            if (x >= 0) {
+              arg_ptr.push_back(col_val[size_t(x)] + size_t(c) * dtype_size(p.nodes[size_t(x)].dtype));
+              arg_one.push_back(0);
+              continue;
+            }
+            const In& in = ins[size_t(~x)];
+            char* b = buf + in_off[size_t(~x)];
+            if (in.scalar)
+              gather(Shape{n}, {0}, in.base, in.es, 0, n, b);
+            else
+              gather(p.reduced_shape, in.rstrides, in.base, in.es, c, n, b);
+            arg_ptr.push_back(b);
+            arg_one.push_back(in.scalar);
+          }
+          char* dst = col_val[j] + size_t(c) * es;
+          const char* r = exec_node(p, plan, j, arg_ptr, arg_one, dst, n, tmp, keep);
+          if (r != dst) std::memcpy(dst, r, size_t(n) * es);
+        }
+        computed[j] = 1;
+      }
+    };
+
+    column_nodes(0, sw);
+    std::vector<std::vector<double>> part(nn), prev(nn);
+    for (int s = 0; s < sw.count; ++s) {
+      // the reductions' passes of this sweep, by their row ranges
+      std::vector<std::pair<int64_t, Fold>> items;
+      for (size_t j = 0; j < nn; ++j) {
+        if (plan.runs[j] != NodeRun::reduce) continue;
+        const int pass = s - sw.first[j];
+        if (pass < 0 || pass >= row_fold_passes(p.nodes[j].kind)) continue;
+        const int32_t x = p.nodes[j].args[0];
+        const DType dt = arg_dtype(p, x);
+        const int64_t chunks = column_partials(p.nodes[j].kind, pass, dt, rows, cols);
+        part[j].assign(size_t(chunks * cols), col_fold_init(p.nodes[j].kind, pass));
+        items.push_back({chunks, Fold{j, pass, x, dt, part[j].data(), pass > 0 ? prev[j].data() : nullptr}});
+      }
+      std::vector<char> swept(items.size(), 0);
+      for (size_t a = 0; a < items.size(); ++a) {
+        if (swept[a]) continue;
+        std::vector<Fold> folds;
+        std::vector<int32_t> roots;
+        for (size_t b = a; b < items.size(); ++b)
+          if (!swept[b] && items[b].first == items[a].first) {
+            folds.push_back(items[b].second);
+            roots.push_back(items[b].second.x);
+            swept[b] = 1;
+          }
+        // the first sweep also stores the full outputs that read no per-column value (the
+        // gradient a bias gradient sums, when the matmuls after read it too)
+        std::vector<size_t> store;
+        if (s == 0 && a == 0) store.swap(early_outs);
+        for (size_t k : store) roots.push_back(p.outputs[k]);
+        sweep(closure(roots), folds, store, items[a].first);
+      }
+      // merge the partials in order, end the pass, store the finished columns
+      for (const auto& [chunks, f] : items) {
+        const auto& node = p.nodes[f.node];
+        const bool last = f.pass + 1 == row_fold_passes(node.kind);
+        if (!last) prev[f.node].resize(size_t(cols));
+        const size_t es = dtype_size(node.dtype);
+        for (int64_t c = 0; c < cols; ++c) {
+          RowAcc acc{f.part[c], f.prev ? f.prev[c] : 0.0};
+          for (int64_t k = 1; k < chunks; ++k) col_combine(node.kind, f.pass, acc.acc, f.part[k * cols + c]);
+          row_fold_end_pass(node.kind, f.pass, rows, acc);
+          if (last)
+            row_fold_store(node.kind, std::get<ReduceAttrs>(node.attrs), rows, acc, node.dtype,
+                           col_val[f.node] + size_t(c) * es);
+          else
+            prev[f.node][size_t(c)] = acc.acc;
+        }
+      }
+      column_nodes(s + 1, sw);
+    }
+    late_outs.insert(late_outs.end(), early_outs.begin(), early_outs.end());  // (none when a sweep took them)
+    std::vector<int32_t> late_roots;
+    for (size_t k : late_outs) late_roots.push_back(p.outputs[k]);
+    if (!late_outs.empty() && rows > 0)
+      sweep(closure(late_roots), {}, late_outs, std::max<int64_t>(1, std::min<int64_t>(rows, 4 * nt)));
+    return {outs.begin(), outs.end()};
+  }
+
   // Whether a node's run reads a one-value operand as one value (else it needs a filled tile).
   static bool one_operand(NodeRun r) {
     return r == NodeRun::binary_scalar_f32 || r == NodeRun::scalar_binary_f32 || r == NodeRun::generic;
@@ -776,8 +1143,9 @@ class CpuFusedKernels final : public FusedKernels {
         // as the eager kernel: a one-value operand whose shape is not the output's is a
         // broadcast value (b first), anything else a full operand
         // (in a row program, a full node's per-row operand is one value too)
+        // (in a column program a per-column value varies along the row: a full operand)
         auto one_value = [&](int32_t x) {
-          if (x >= 0) return p.nodes[size_t(x)].reduced && !n.reduced;
+          if (x >= 0) return p.is_rows() && p.nodes[size_t(x)].reduced && !n.reduced;
           return p.inputs[size_t(~x)].shape.numel() == 1 && p.inputs[size_t(~x)].shape != p.node_shape(j);
         };
         r = one_value(n.args[1])   ? NodeRun::binary_scalar_f32

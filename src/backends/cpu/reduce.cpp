@@ -159,6 +159,18 @@ void row_range(const R& r, typename R::Acc& acc, const typename R::In* p0, const
   }
 }
 
+// The column mode's split of the reduced positions: 1 (each output folds them in one run, on
+// one thread) or the pool's size (per-thread partials, merged in order), for `units` column
+// blocks of accumulators.
+int64_t column_split(int64_t out_n, int64_t red_n, int64_t units) {
+  const int nt = ThreadPool::global().size();
+  const bool serial = out_n * red_n <= kReduceGrain || nt == 1;
+  return serial || units >= 2 * nt || red_n < 4 * nt ? 1 : nt;
+}
+// The column mode's accumulator block (elements): up to 64 KB, so that whole input rows are
+// streamed when possible.
+constexpr int64_t column_block(size_t acc_bytes) { return std::max<int64_t>(64, int64_t(65536 / acc_bytes)); }
+
 template <class R>
 void reduce_driver(const Geom& g, const typename R::In* base, const R& r) {
   using Acc = typename R::Acc;
@@ -213,8 +225,7 @@ void reduce_driver(const Geom& g, const typename R::In* base, const R& r) {
   }
 
   // column mode
-  // accumulator block: up to 64 KB, so that whole input rows are streamed when possible
-  constexpr int64_t W = std::max<int64_t>(64, int64_t(65536 / sizeof(Acc)));
+  constexpr int64_t W = column_block(sizeof(Acc));
   const int64_t K = g.k.size[nk - 1], O2 = g.out_n / K;
   const int64_t nch = (K + W - 1) / W, units = O2 * nch;
   // folds reduced positions [rb, re) of the unit (o2, j0, w) into acc[0..w)
@@ -236,12 +247,12 @@ void reduce_driver(const Geom& g, const typename R::In* base, const R& r) {
       for (int64_t j = 0; j < w; ++j) r.store(ob + j, acc[size_t(j)]);
     }
   };
+  const int64_t ns = column_split(g.out_n, g.red_n, units);
   if (serial) {
     do_units(0, units);
-  } else if (units >= 2 * nt || g.red_n < 4 * nt) {
+  } else if (ns == 1) {
     parallel_for(0, units, std::max<int64_t>(1, kReduceGrain / (std::min(W, K) * g.red_n)), do_units);
   } else {
-    const int64_t ns = nt;
     Scratch<Acc> part(g.out_n * ns);
     parallel_for(0, ns, 1, [&](int64_t sb, int64_t se) {
       for (int64_t sp = sb; sp < se; ++sp) {
@@ -899,6 +910,75 @@ void row_fold_store(OpKind kind, const ReduceAttrs& ra, int64_t n, const RowAcc&
       default: EMBER_CHECK(false, "fused row fold: ", op_name(kind), " is not a row reduction");
     }
   });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Column folds for the fused column programs (fused.cpp): the column mode's row() arithmetic
+// ---------------------------------------------------------------------------------------------
+
+double col_fold_init(OpKind kind, int pass) {
+  RowAcc a;
+  row_fold_begin(kind, 0, a);
+  return pass == 0 ? a.acc : 0.0;
+}
+
+void col_fold(OpKind kind, int pass, DType dt, const void* p, int64_t w, double* acc, const double* prev) {
+  visit_float_dtype(dt, "fused column fold", [&]<class T>() {
+    const T* x = static_cast<const T*>(p);
+    using C = compute_t<T>;
+    auto extreme = [&]<bool IsMax>() {
+      for (int64_t j = 0; j < w; ++j) {
+        C a = C(acc[j]);
+        Extreme<T, IsMax, T>::step(a, ld(x[j]));
+        acc[j] = double(a);
+      }
+    };
+    const bool sum_pass =
+        kind == OpKind::sum || kind == OpKind::mean || ((kind == OpKind::var || kind == OpKind::std) && pass == 0);
+    if (sum_pass) return FSum<T, double>{nullptr, 1.0}.row(acc, x, w, 0);
+    switch (kind) {
+      case OpKind::max:
+        return extreme.template operator()<true>();
+      case OpKind::min:
+        return extreme.template operator()<false>();
+      case OpKind::var:
+      case OpKind::std:  // pass 1: squared deviations from the column's mean
+        for (int64_t j = 0; j < w; ++j) {
+          const double d = double(ld(x[j])) - prev[j];
+          acc[j] += d * d;
+        }
+        return;
+      case OpKind::logsumexp:
+        if (pass == 0) return extreme.template operator()<true>();
+        for (int64_t j = 0; j < w; ++j) acc[j] += std::exp(double(ld(x[j])) - prev[j]);
+        return;
+      default:
+        EMBER_CHECK(false, "fused column fold: ", op_name(kind), " is not a column reduction");
+    }
+  });
+}
+
+void col_combine(OpKind kind, int pass, double& a, double b) {
+  const bool extreme = kind == OpKind::max || kind == OpKind::min || (kind == OpKind::logsumexp && pass == 0);
+  if (!extreme) {
+    a += b;
+    return;
+  }
+  const bool is_max = kind != OpKind::min;
+  if (b != b || (is_max ? b > a : b < a)) a = b;  // (Extreme::step: NaN propagates)
+}
+
+int64_t column_partials(OpKind kind, int pass, DType dt, int64_t rows, int64_t cols) {
+  // the eager reducer's accumulator: a double (sums), a compute_t (max, min, logsumexp's
+  // shift) or two doubles (var's and logsumexp's second pass)
+  size_t acc = sizeof(double);
+  const bool extreme = kind == OpKind::max || kind == OpKind::min || (kind == OpKind::logsumexp && pass == 0);
+  if (extreme)
+    acc = dt == DType::f64 ? sizeof(double) : sizeof(float);
+  else if (pass == 1)
+    acc = 2 * sizeof(double);
+  const int64_t W = column_block(acc);
+  return column_split(cols, rows, (cols + W - 1) / W);
 }
 
 void register_reduce_kernels(KernelTable& t) {

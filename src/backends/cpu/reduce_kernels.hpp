@@ -34,6 +34,19 @@ void row_fold(OpKind kind, int pass, DType dt, const void* p, int64_t n, RowAcc&
 void row_fold_end_pass(OpKind kind, int pass, int64_t n, RowAcc& a);  // n: the row's length
 void row_fold_store(OpKind kind, const ReduceAttrs& ra, int64_t n, const RowAcc& a, DType dt, void* out);
 
+// The same arithmetic over columns, for the fused column programs (reductions over leading dims):
+// col_fold folds one row of w values into w per-column accumulators (acc[j] folds p[j]; prev[j]
+// is the column's previous-pass result), as the eager kernels' column mode folds whole rows;
+// per-thread partials merge with col_combine; each column then ends its pass and is stored with
+// row_fold_end_pass / row_fold_store on RowAcc{acc[j], prev[j]}. column_partials says how many
+// partials (row ranges [R*k/n, R*(k+1)/n), folded separately and merged in order) the eager
+// kernel's column mode splits `rows` into for `cols` outputs; folding the same ranges gives
+// the eager bits.
+double col_fold_init(OpKind kind, int pass);
+void col_fold(OpKind kind, int pass, DType dt, const void* p, int64_t w, double* acc, const double* prev);
+void col_combine(OpKind kind, int pass, double& a, double b);
+int64_t column_partials(OpKind kind, int pass, DType dt, int64_t rows, int64_t cols);
+
 // Work below this many elements runs on the calling thread.
 inline constexpr int64_t kReduceGrain = 32768;
 

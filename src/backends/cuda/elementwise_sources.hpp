@@ -62,6 +62,12 @@ std::string fused_kernel_source(const FusedProgram& p, const std::string& modes)
 // how the full level reads it (d dense, c per column, r per row, s one value, g strided, - not
 // read) and how the reduced level does (r, s, g, -).
 std::string fused_rows_source(const FusedProgram& p, const std::string& modes, int threads, int items);
+// The kernels of a column program (FusedProgram::reduce_to > 0): entries cols_sweep<s> (a pass
+// over the rows, 32 x 8 threads a block, a block per 32 columns and chunk of rows), cols_epi<k>
+// (per column: the chunks merged in order, the pass ended, the epilogue) and cols_out (full
+// outputs that read per-column values). `modes` as for rows, the full level's 'c' being a value
+// per column (a[c]) and 'r' one per row (a[r]), the reduced level's 'r' dense over the columns.
+std::string fused_cols_source(const FusedProgram& p, const std::string& modes);
 
 // ---- creation.cpp ----
 

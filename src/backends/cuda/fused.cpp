@@ -16,13 +16,14 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 
 #include "cuda_backend.hpp"
-#include "profile.hpp"
 #include "elementwise_sources.hpp"
 #include "ember/core/error.hpp"
 #include "ember/core/fused_matmul.hpp"
 #include "ember/core/hash.hpp"
+#include "profile.hpp"
 
 namespace ember::cuda {
 
@@ -422,6 +423,249 @@ template <int OP, class A> __device__ __forceinline__ A block_reduce(A v, A iden
   return s;
 }
 
+// A column program's kernels (FusedProgram::reduce_to > 0): the leading dims reduced, one value
+// per column. Entries, all with one parameter list (see the host's run_cols):
+//   cols_sweep<s>  pass s over the rows (column_sweeps): a block of 32 x 8 threads takes 32
+//                  columns of one chunk of `chunk_rows` rows; each thread folds its column's
+//                  rows (a stride of 8) into registers, computing the prologue in registers,
+//                  then the 8 partials merge in a fixed order and go to part<j>[chunk][col];
+//                  sweep 0 also stores the full outputs that read no per-column value;
+//   cols_epi<k>    one thread per column: merges the chunks of the reductions whose sweep k - 1
+//                  ended, in chunk order (two stages, no atomics: the same bits every run),
+//                  ends the pass (mean, var's deviations, logsumexp's shift), and runs the
+//                  per-column elementwise nodes ready after k sweeps (the epilogue);
+//   cols_out       the full outputs that read per-column values, one thread per element.
+// Accumulators are float (double for f64 operands); max and min propagate NaN.
+std::string fused_cols_source(const FusedProgram& p, const std::string& modes) {
+  EMBER_CHECK(p.is_cols(), "fused cols: not a column program");
+  EMBER_CHECK(modes.size() == 2 * p.inputs.size(), "fused cols: ", modes.size(), " mode letters for ", p.inputs.size(),
+              " inputs");
+  const size_t nn = p.nodes.size(), nin = p.inputs.size();
+  const ColumnSweeps sw = column_sweeps(p);
+  auto is_red = [&](size_t j) { return op_info(p.nodes[j].kind).family == OpFamily::Reduce; };
+  auto js = [](size_t j) { return std::to_string(j); };
+  auto in_t = [&](size_t i) { return std::string(device_type(p.inputs[i].dtype)); };
+  auto node_t = [&](size_t j) { return std::string(device_type(p.nodes[j].dtype)); };
+  auto acc_t = [&](size_t j) {
+    return std::string(arg_dtype(p, p.nodes[j].args[0]) == DType::f64 ? "double" : "float");
+  };
+  auto inf_of = [&](size_t j) {
+    return acc_t(j) == "double" ? std::string("ember_inf_d()") : std::string("ember_inf()");
+  };
+  // a reduction's pass: 0 sum, 1 max, 2 min (the combine), and its identity
+  auto pass_op = [&](size_t j, int pass) {
+    const OpKind k = p.nodes[j].kind;
+    if (k == OpKind::max || (k == OpKind::logsumexp && pass == 0)) return 1;
+    return k == OpKind::min ? 2 : 0;
+  };
+  auto identity = [&](size_t j, int pass) {
+    const int op = pass_op(j, pass);
+    return op == 0 ? acc_t(j) + "(0)" : op == 1 ? "-" + inf_of(j) : inf_of(j);
+  };
+  std::vector<int32_t> early, late;  // full outputs, stored in sweep 0 / by cols_out
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    const size_t o = size_t(p.outputs[k]);
+    if (!p.nodes[o].reduced) (sw.first[o] == 0 && sw.count > 0 ? early : late).push_back(int32_t(k));
+  }
+
+  std::string s = node_functions(p);
+  s += R"(
+template <class A> __device__ __forceinline__ A col_max(A a, A b) { return (b != b || b > a) ? b : a; }
+template <class A> __device__ __forceinline__ A col_min(A a, A b) { return (b != b || b < a) ? b : a; }
+template <int OP, class A> __device__ __forceinline__ A col_combine(A a, A b) {
+  return OP == 0 ? a + b : OP == 1 ? col_max(a, b) : col_min(a, b);
+}
+)";
+  std::string params;
+  for (size_t k = 0; k < p.outputs.size(); ++k)
+    params += (k ? ", " : "") + node_t(size_t(p.outputs[k])) + "* __restrict__ out" + js(k);
+  for (size_t i = 0; i < nin; ++i) params += ", const " + in_t(i) + "* __restrict__ a" + js(i);
+  for (size_t j = 0; j < nn; ++j) {
+    if (!p.nodes[j].reduced) continue;
+    params += ", " + node_t(j) + "* __restrict__ red" + js(j);
+    if (is_red(j))
+      params += ", " + acc_t(j) + "* __restrict__ part" + js(j) + ", " + acc_t(j) + "* __restrict__ aux" + js(j);
+  }
+  params += ", EMBER_GC Shape sh, EMBER_GC Shape rsh";
+  for (size_t i = 0; i < nin; ++i)
+    if (modes[2 * i] == 'g') params += ", EMBER_GC Strides st" + js(i);
+  for (size_t i = 0; i < nin; ++i)
+    if (modes[2 * i + 1] == 'g') params += ", EMBER_GC Strides rst" + js(i);
+  params += ", int64_t rows, int64_t cols, int64_t chunk_rows, int64_t chunks";
+
+  auto attrs = [&] {
+    std::string a;
+    for (size_t j = 0; j < nn; ++j)
+      if (!is_red(j)) a += "  " + node_attr(p, j);
+    return a;
+  };
+  auto call = [&](size_t j, const std::function<std::string(int32_t)>& arg) {
+    const auto& n = p.nodes[j];
+    std::string c = "f" + js(j) + "::ew_op(";
+    for (size_t a = 0; a < 3; ++a) {
+      if (a) c += ", ";
+      c += a < n.args.size() ? arg(n.args[a]) : "f" + js(j) + "::T" + std::to_string(a) + "()";
+    }
+    return c + ", p" + js(j) + ")";
+  };
+  // the full-level code of one element (row r, column c, flat index i) computing `roots`
+  auto element = [&](const std::vector<int32_t>& roots, const std::string& ind) {
+    std::vector<char> need(nn, 0), need_in(nin, 0);
+    for (int32_t r : roots) {
+      if (r >= 0)
+        need[size_t(r)] = 1;
+      else
+        need_in[size_t(~r)] = 1;
+    }
+    for (size_t j = nn; j-- > 0;)
+      if (need[j])
+        for (int32_t x : p.nodes[j].args) {
+          if (x >= 0 && !p.nodes[size_t(x)].reduced) need[size_t(x)] = 1;
+          if (x < 0) need_in[size_t(~x)] = 1;
+        }
+    std::string b;
+    for (size_t i = 0; i < nin; ++i) {
+      if (!need_in[i]) continue;
+      const char f = modes[2 * i];
+      const std::string a = "a" + js(i);
+      std::string v = f == 'd'   ? a + "[i]"
+                      : f == 'c' ? a + "[c]"
+                      : f == 'r' ? a + "[r]"
+                      : f == 's' ? a + "[0]"
+                                 : a + "[offset_of(i, sh, st" + js(i) + ")]";
+      b += ind + "const " + in_t(i) + " x" + js(i) + " = " + v + ";\n";
+    }
+    for (size_t j = 0; j < nn; ++j) {
+      if (!need[j] || p.nodes[j].reduced) continue;
+      b += ind + "const " + node_t(j) + " v" + js(j) + " = " +
+           call(j,
+                [&](int32_t x) {
+                  return x < 0                        ? "x" + js(size_t(~x))
+                         : p.nodes[size_t(x)].reduced ? "red" + js(size_t(x)) + "[c]"
+                                                      : "v" + js(size_t(x));
+                }) +
+           ";\n";
+    }
+    return b;
+  };
+  auto value = [&](int32_t x) { return x < 0 ? "x" + js(size_t(~x)) : "v" + js(size_t(x)); };
+
+  // cols_sweep<s>
+  for (int sweep = 0; sweep < sw.count; ++sweep) {
+    std::vector<std::pair<size_t, int>> folds;  // (node, pass)
+    std::vector<int32_t> roots;
+    for (size_t j = 0; j < nn; ++j)
+      if (is_red(j) && sweep >= sw.first[j] && sweep < sw.ready(p, j)) {
+        folds.push_back({j, sweep - sw.first[j]});
+        roots.push_back(p.nodes[j].args[0]);
+      }
+    if (sweep == 0)
+      for (int32_t k : early) roots.push_back(p.outputs[size_t(k)]);
+    s += "extern \"C\" __global__ void __launch_bounds__(256) cols_sweep" + std::to_string(sweep) + "(" + params +
+         ") {\n";
+    s += attrs();
+    s += "  const int tx = threadIdx.x, ty = threadIdx.y;\n";
+    s += "  const int64_t c = int64_t(blockIdx.x) * 32 + tx;\n";
+    s += "  const int64_t r0 = int64_t(blockIdx.y) * chunk_rows, r1 = min(rows, r0 + chunk_rows);\n";
+    for (auto [j, pass] : folds) s += "  " + acc_t(j) + " acc" + js(j) + " = " + identity(j, pass) + ";\n";
+    s += "  if (c < cols) {\n";
+    for (auto [j, pass] : folds)
+      if (pass == 1) s += "    const " + acc_t(j) + " m" + js(j) + " = aux" + js(j) + "[c];\n";
+    s += "    for (int64_t r = r0 + ty; r < r1; r += 8) {\n      const int64_t i = r * cols + c;\n";
+    s += element(roots, "      ");
+    for (auto [j, pass] : folds) {
+      const std::string J = js(j), A = acc_t(j), v = A + "(" + value(p.nodes[j].args[0]) + ")";
+      const bool dbl = A == "double";
+      const OpKind k = p.nodes[j].kind;
+      std::string step;
+      if (pass_op(j, pass) == 1)
+        step = "acc" + J + " = col_max(acc" + J + ", " + v + ");";
+      else if (pass_op(j, pass) == 2)
+        step = "acc" + J + " = col_min(acc" + J + ", " + v + ");";
+      else if (pass == 0)
+        step = "acc" + J + " += " + v + ";";
+      else if (k == OpKind::logsumexp)
+        step = "acc" + J + " += " + (dbl ? "exp" : "expf") + "(" + v + " - m" + J + ");";
+      else
+        step = "{ const " + A + " d = " + v + " - m" + J + "; acc" + J + " += d * d; }";
+      s += "      " + step + "\n";
+    }
+    if (sweep == 0)
+      for (int32_t k : early) s += "      out" + js(size_t(k)) + "[i] = " + value(p.outputs[size_t(k)]) + ";\n";
+    s += "    }\n  }\n";
+    // the 8 rows' partials, merged in a fixed order
+    for (auto [j, pass] : folds) {
+      const std::string J = js(j), A = acc_t(j);
+      s += "  {\n    __shared__ " + A + " sp[8][33];\n    sp[ty][tx] = acc" + J + ";\n    __syncthreads();\n";
+      s += "    if (ty == 0 && c < cols) {\n      " + A + " a = sp[0][tx];\n";
+      s += "      for (int k = 1; k < 8; ++k) a = col_combine<" + std::to_string(pass_op(j, pass)) +
+           ">(a, sp[k][tx]);\n";
+      s += "      part" + J + "[int64_t(blockIdx.y) * cols + c] = a;\n    }\n    __syncthreads();\n  }\n";
+    }
+    s += "}\n";
+  }
+  // cols_epi<k>
+  for (int k = 0; k <= sw.count; ++k) {
+    s += "extern \"C\" __global__ void cols_epi" + std::to_string(k) + "(" + params + ") {\n";
+    s += attrs();
+    s += "  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;\n  if (c >= cols) return;\n";
+    for (size_t j = 0; j < nn; ++j) {
+      if (!is_red(j) || k < 1 || k - 1 < sw.first[j] || k - 1 >= sw.ready(p, j)) continue;
+      const int pass = k - 1 - sw.first[j];
+      const bool last = pass + 1 == ColumnSweeps::passes(p.nodes[j].kind);
+      const std::string J = js(j), A = acc_t(j);
+      const bool dbl = A == "double";
+      s += "  {\n    " + A + " a = part" + J + "[c];\n";
+      s += "    for (int64_t k = 1; k < chunks; ++k) a = col_combine<" + std::to_string(pass_op(j, pass)) +
+           ">(a, part" + J + "[k * cols + c]);\n";
+      const OpKind kind = p.nodes[j].kind;
+      if (!last) {  // var's mean, logsumexp's shift
+        if (kind == OpKind::logsumexp)
+          s += "    aux" + J + "[c] = isinf(a) ? " + A + "(0) : a;\n";
+        else
+          s += "    aux" + J + "[c] = a / " + A + "(rows);\n";
+      } else {
+        if (kind == OpKind::mean) s += "    a = a / " + A + "(rows);\n";
+        if (kind == OpKind::var || kind == OpKind::std) {
+          const std::string corr = std::to_string(std::get<ReduceAttrs>(p.nodes[j].attrs).correction);
+          s += "    a = a / (rows - " + corr + " > 0 ? " + A + "(rows - " + corr + ") : " + A + "(0));\n";
+          if (kind == OpKind::std) s += std::string("    a = ") + (dbl ? "sqrt" : "sqrtf") + "(a);\n";
+        }
+        if (kind == OpKind::logsumexp)
+          s += std::string("    a = ") + (dbl ? "log" : "logf") + "(a) + aux" + J + "[c];\n";
+        s += "    red" + J + "[c] = cast_value<" + node_t(j) + ">(a);\n";
+      }
+      s += "  }\n";
+    }
+    for (size_t j = 0; j < nn; ++j) {
+      if (!p.nodes[j].reduced || is_red(j) || sw.first[j] != k) continue;
+      s += "  red" + js(j) + "[c] = " +
+           call(j,
+                [&](int32_t x) -> std::string {
+                  if (x >= 0) return "red" + js(size_t(x)) + "[c]";
+                  const size_t i = size_t(~x);
+                  const char r = modes[2 * i + 1];
+                  const std::string a = "a" + js(i);
+                  return r == 's' ? a + "[0]" : r == 'r' ? a + "[c]" : a + "[offset_of(c, rsh, rst" + js(i) + ")]";
+                }) +
+           ";\n";
+    }
+    s += "}\n";
+  }
+  // cols_out
+  std::vector<int32_t> late_roots;
+  for (int32_t k : late) late_roots.push_back(p.outputs[size_t(k)]);
+  s += "extern \"C\" __global__ void cols_out(" + params + ") {\n" + attrs();
+  s += "  const int64_t n = rows * cols;\n";
+  s += "  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * "
+       "blockDim.x) {\n";
+  s += "    const int64_t r = i / cols, c = i - r * cols;\n    (void)r;\n";
+  s += element(late_roots, "    ");
+  for (int32_t k : late) s += "    out" + js(size_t(k)) + "[i] = " + value(p.outputs[size_t(k)]) + ";\n";
+  s += "  }\n}\n";
+  return s;
+}
+
 namespace {
 
 class CudaFusedKernels final : public FusedKernels {
@@ -429,7 +673,7 @@ class CudaFusedKernels final : public FusedKernels {
   explicit CudaFusedKernels(CudaBackend& be) : be_(be) {}
 
   bool can_fuse(const Op& op) const override {
-    if (op.info().family == OpFamily::Reduce) return row_reduction(op);
+    if (op.info().family == OpFamily::Reduce) return row_reduction(op) || column_reduction(op);
     if (op.kind == OpKind::matmul)  // a producer: its epilogue joins it (run_matmul)
       return is_float(op.outputs[0].dtype) && op.outputs[0].shape.rank() <= kMaxRank && be_.supports(op);
     if (!is_elementwise(op.info().family) || op.outputs.size() != 1 || op.kind == OpKind::prelu) return false;
@@ -461,9 +705,29 @@ class CudaFusedKernels final : public FusedKernels {
     return rows >= int64_t(be_.sm_count()) || cols <= 16384;
   }
 
+  // A reduction a column program runs: the same reductions and dtypes over leading dims.
+  bool column_reduction(const Op& op) const {
+    switch (op.kind) {
+      case OpKind::sum:
+      case OpKind::mean:
+      case OpKind::max:
+      case OpKind::min:
+      case OpKind::var:
+      case OpKind::std:
+      case OpKind::logsumexp:
+        break;
+      default:
+        return false;
+    }
+    const DType dt = op.in(0).dtype;
+    int64_t rows = 0, cols = 0;
+    return is_float(dt) && op.outputs[0].dtype == dt && op.in(0).shape.rank() <= kMaxRank &&
+           reduces_leading_dims(op, rows, cols);
+  }
+
   std::string kernel_name(const FusedProgram& p) const override {
     if (has_producer(p)) return "cublaslt_matmul+" + kernel_name(split_producer(p, true).rest);
-    return (p.is_rows() ? "rows_" : "") + fmt_key(p.signature(), "");
+    return (p.is_rows() ? "rows_" : p.is_cols() ? "cols_" : "") + fmt_key(p.signature(), "");
   }
 
   // A matmul program: the product through the backend's own matmul (cuBLASLt, with its bias
@@ -500,6 +764,7 @@ class CudaFusedKernels final : public FusedKernels {
                                p.describe()};
     }, be_.stream());
     if (p.is_rows()) return run_rows(p, std::move(inputs));
+    if (p.is_cols()) return run_cols(p, std::move(inputs));
     const Shape& shape = p.shape;
     const int64_t n = shape.numel();
     const size_t nin = inputs.size();
@@ -593,7 +858,150 @@ class CudaFusedKernels final : public FusedKernels {
     int64_t rows = 1, cols = 1;
     for (int d = 0; d < rank; ++d) (d < rf ? rows : cols) *= shape[d];
     const size_t nin = inputs.size(), nn = p.nodes.size();
-    // who reads each input at which level
+    std::vector<std::vector<int64_t>> fstr, rstr;
+    const std::string modes = read_modes(p, inputs, rf, fstr, rstr);
+    std::vector<CudaTensorPtr> outs = make_outputs(p, inputs, modes);
+    if (rows * cols == 0) return {outs.begin(), outs.end()};
+
+    // a block per row; each thread keeps `items` elements of every per-element value in
+    // registers when the row fits, else the passes recompute them from memory
+    int values = 0;
+    for (size_t j = 0; j < nn; ++j) values += !p.nodes[j].reduced;
+    for (size_t i = 0; i < nin; ++i) values += modes[2 * i] == 'd' || modes[2 * i] == 'c' || modes[2 * i] == 'g';
+    const int64_t items_max = std::clamp<int64_t>(96 / std::max(values, 1), 2, 16);
+    int threads = 32;
+    while (threads < 1024 && int64_t(threads) * items_max < cols) threads *= 2;
+    int items = int((cols + threads - 1) / threads);
+    if (int64_t(items) > items_max) items = 0;  // (threads == 1024 here)
+    const std::string key =
+        fmt_key(p.signature(), modes + "|rows" + std::to_string(threads) + "x" + std::to_string(items));
+    auto source = [&] { return fused_rows_source(p, modes, threads, items); };
+
+    std::vector<void*> ptrs;
+    for (auto& o : outs) ptrs.push_back(o->raw());
+    for (auto& in : inputs) ptrs.push_back(as_cuda(in).raw());
+    std::vector<void*> params;
+    for (auto& ptr : ptrs) params.push_back(&ptr);
+    ShapeArg sh = shape_arg(shape), rsh = shape_arg(p.reduced_shape);
+    params.push_back(&sh);
+    params.push_back(&rsh);
+    std::vector<StridesArg> strides;
+    strides.reserve(2 * nin);
+    for (int level = 0; level < 2; ++level)
+      for (size_t i = 0; i < nin; ++i)
+        if (modes[2 * i + size_t(level)] == 'g') {
+          StridesArg st;
+          const auto& v = level == 0 ? fstr[i] : rstr[i];
+          for (size_t d = 0; d < v.size(); ++d) st.v[d] = v[d];
+          strides.push_back(st);
+          params.push_back(&strides.back());
+        }
+    int64_t rows_arg = rows, cols_arg = cols;
+    params.push_back(&rows_arg);
+    params.push_back(&cols_arg);
+    params.push_back(nullptr);
+    const int64_t blocks = std::min<int64_t>(rows, int64_t(be_.sm_count()) * std::max(1, 2048 / threads));
+    be_.launch_raw(be_.jit().get(key, "fused_rows", source), dim3(unsigned(blocks)), dim3(unsigned(threads)), 0,
+                   params.data());
+    return {outs.begin(), outs.end()};
+  }
+
+  // A column program: the kernels of fused_cols_source, launched pass by pass on the stream
+  // (cols_epi0, then cols_sweep<s> and cols_epi<s+1> per sweep, then cols_out). The chunks of
+  // rows depend on the shape only, so a column's sum is the same every run.
+  std::vector<PrimitivePtr> run_cols(const FusedProgram& p, std::vector<PrimitivePtr> inputs) {
+    const Shape& shape = p.shape;
+    const int split = p.reduce_to;
+    int64_t rows = 1, cols = 1;
+    for (int d = 0; d < shape.rank(); ++d) (d < split ? rows : cols) *= shape[d];
+    const size_t nin = inputs.size(), nn = p.nodes.size();
+    std::vector<std::vector<int64_t>> fstr, rstr;
+    const std::string modes = read_modes(p, inputs, split, fstr, rstr);
+    const ColumnSweeps sw = column_sweeps(p);
+    bool late = false;  // a full output that reads per-column values (cols_out stores it)
+    for (int32_t o : p.outputs)
+      late = late || (!p.nodes[size_t(o)].reduced && !(sw.first[size_t(o)] == 0 && sw.count > 0));
+    // an output may take an input's buffer only when nothing reads the input after it is stored
+    std::vector<CudaTensorPtr> outs = make_outputs(p, inputs, modes, sw.count <= 1 && !late);
+    if (cols == 0) return {outs.begin(), outs.end()};
+    const int64_t chunk_rows = std::max<int64_t>(256, (rows + 4095) / 4096);
+    const int64_t chunks = std::max<int64_t>(1, (rows + chunk_rows - 1) / chunk_rows);
+    // scratch: the per-column values (an output's buffer when the node is one), and per
+    // reduction the chunks' partials and the first pass's per-column result
+    std::vector<CudaTensorPtr> scratch;
+    std::vector<void*> ptrs;
+    for (auto& o : outs) ptrs.push_back(o->raw());
+    for (auto& in : inputs) ptrs.push_back(as_cuda(in).raw());
+    for (size_t j = 0; j < nn; ++j) {
+      const auto& node = p.nodes[j];
+      if (!node.reduced) continue;
+      void* red = nullptr;
+      for (size_t k = 0; k < p.outputs.size() && !red; ++k)
+        if (size_t(p.outputs[k]) == j) red = outs[k]->raw();
+      if (!red) {
+        scratch.push_back(alloc(be_, TensorMeta{Shape{cols}, node.dtype}));
+        red = scratch.back()->raw();
+      }
+      ptrs.push_back(red);
+      if (op_info(node.kind).family != OpFamily::Reduce) continue;
+      const DType acc = arg_dtype(p, node.args[0]) == DType::f64 ? DType::f64 : DType::f32;
+      scratch.push_back(alloc(be_, TensorMeta{Shape{chunks * cols}, acc}));
+      ptrs.push_back(scratch.back()->raw());
+      scratch.push_back(alloc(be_, TensorMeta{Shape{cols}, acc}));
+      ptrs.push_back(scratch.back()->raw());
+    }
+    std::vector<void*> params;
+    for (auto& ptr : ptrs) params.push_back(&ptr);
+    ShapeArg sh = shape_arg(shape), rsh = shape_arg(p.reduced_shape);
+    params.push_back(&sh);
+    params.push_back(&rsh);
+    std::vector<StridesArg> strides;
+    strides.reserve(2 * nin);
+    for (int level = 0; level < 2; ++level)
+      for (size_t i = 0; i < nin; ++i)
+        if (modes[2 * i + size_t(level)] == 'g') {
+          StridesArg st;
+          const auto& v = level == 0 ? fstr[i] : rstr[i];
+          for (size_t d = 0; d < v.size(); ++d) st.v[d] = v[d];
+          strides.push_back(st);
+          params.push_back(&strides.back());
+        }
+    int64_t rows_arg = rows, cols_arg = cols, chunk_rows_arg = chunk_rows, chunks_arg = chunks;
+    params.push_back(&rows_arg);
+    params.push_back(&cols_arg);
+    params.push_back(&chunk_rows_arg);
+    params.push_back(&chunks_arg);
+    params.push_back(nullptr);
+    const std::string key = fmt_key(p.signature(), modes + "|cols");
+    auto source = [&] { return fused_cols_source(p, modes); };
+    const unsigned col_blocks = unsigned((cols + 255) / 256);
+    auto epi = [&](int k) {
+      be_.launch_raw(be_.jit().get(key, ("cols_epi" + std::to_string(k)).c_str(), source), dim3(col_blocks), dim3(256),
+                     0, params.data());
+    };
+    epi(0);
+    for (int s = 0; s < sw.count; ++s) {
+      be_.launch_raw(be_.jit().get(key, ("cols_sweep" + std::to_string(s)).c_str(), source),
+                     dim3(unsigned((cols + 31) / 32), unsigned(chunks)), dim3(32, 8), 0, params.data());
+      epi(s + 1);
+    }
+    if (late && rows > 0) {
+      const int64_t blocks = std::min<int64_t>((rows * cols + 255) / 256, int64_t(be_.sm_count()) * 16);
+      be_.launch_raw(be_.jit().get(key, "cols_out", source), dim3(unsigned(blocks)), dim3(256), 0, params.data());
+    }
+    return {outs.begin(), outs.end()};
+  }
+
+  // How a row or column program reads each input (rows x cols: the dims before `split` and
+  // those from it), two letters per input: at the full level d (dense), c (per column: broadcast
+  // over the rows, dense along them), r (per row), s (one value), g (strided), - (not read); at
+  // the reduced level r (dense over the reduced values), s, g, -. fstr / rstr: the strides of
+  // the 'g' inputs against the domain / the reduced shape.
+  static std::string read_modes(const FusedProgram& p, const std::vector<PrimitivePtr>& inputs, int split,
+                                std::vector<std::vector<int64_t>>& fstr, std::vector<std::vector<int64_t>>& rstr) {
+    const Shape& shape = p.shape;
+    const int rank = shape.rank(), rf = split;
+    const size_t nin = inputs.size(), nn = p.nodes.size();
     std::vector<char> in_full(nin, 0), in_red(nin, 0);
     for (size_t j = 0; j < nn; ++j) {
       const auto& node = p.nodes[j];
@@ -601,11 +1009,9 @@ class CudaFusedKernels final : public FusedKernels {
       for (int32_t x : node.args)
         if (x < 0) (full_reader ? in_full : in_red)[size_t(~x)] = 1;
     }
-    // modes, two letters per input: at the full level d (dense), c (per column: broadcast over
-    // the rows, dense along them), r (per row), s (one value), g (strided), - (not read); at
-    // the reduced level r (one per row, dense), s, g, -
     std::string modes(2 * nin, '-');
-    std::vector<std::vector<int64_t>> fstr(nin), rstr(nin);
+    fstr.assign(nin, {});
+    rstr.assign(nin, {});
     auto dense_over = [](const Shape& sh, const std::vector<int64_t>& st, int lo, int hi) {
       int64_t e = 1;
       for (int d = hi - 1; d >= lo; --d) {
@@ -643,7 +1049,14 @@ class CudaFusedKernels final : public FusedKernels {
         modes[2 * i + 1] = m;
       }
     }
-    // outputs: a full one may take a dense input's buffer held by the call alone
+    return modes;
+  }
+
+  // The outputs: a full one may take a dense input's buffer held by the call alone.
+  std::vector<CudaTensorPtr> make_outputs(const FusedProgram& p, const std::vector<PrimitivePtr>& inputs,
+                                          const std::string& modes, bool reuse = true) {
+    const Shape& shape = p.shape;
+    const size_t nin = inputs.size();
     std::vector<CudaTensorPtr> outs;
     std::vector<bool> reused(nin, false);
     for (int32_t o : p.outputs) {
@@ -651,7 +1064,7 @@ class CudaFusedKernels final : public FusedKernels {
       TensorMeta meta{p.node_shape(size_t(o)), node.dtype};
       const size_t bytes = size_t(meta.shape.numel()) * dtype_size(meta.dtype);
       CudaTensorPtr out;
-      for (size_t i = 0; i < nin && !out && !node.reduced; ++i) {
+      for (size_t i = 0; i < nin && !out && !node.reduced && reuse; ++i) {
         if (reused[i] || modes[2 * i] != 'd' || inputs[i].use_count() != 1) continue;
         const CudaTensor& t = as_cuda(inputs[i]);
         if (t.buffer.use_count() == 1 && t.offset == 0 && t.is_contiguous() && t.buffer->bytes == bytes &&
@@ -662,54 +1075,14 @@ class CudaFusedKernels final : public FusedKernels {
       }
       outs.push_back(out ? out : alloc(be_, meta));
     }
-    if (rows * cols == 0) return {outs.begin(), outs.end()};
+    return outs;
+  }
 
-    // a block per row; each thread keeps `items` elements of every per-element value in
-    // registers when the row fits, else the passes recompute them from memory
-    int values = 0;
-    for (size_t j = 0; j < nn; ++j) values += !p.nodes[j].reduced;
-    for (size_t i = 0; i < nin; ++i) values += modes[2 * i] == 'd' || modes[2 * i] == 'c' || modes[2 * i] == 'g';
-    const int64_t items_max = std::clamp<int64_t>(96 / std::max(values, 1), 2, 16);
-    int threads = 32;
-    while (threads < 1024 && int64_t(threads) * items_max < cols) threads *= 2;
-    int items = int((cols + threads - 1) / threads);
-    if (int64_t(items) > items_max) items = 0;  // (threads == 1024 here)
-    const std::string key = fmt_key(p.signature(), modes + "|rows" + std::to_string(threads) + "x" + std::to_string(items));
-    auto source = [&] { return fused_rows_source(p, modes, threads, items); };
-
-    std::vector<void*> ptrs;
-    for (auto& o : outs) ptrs.push_back(o->raw());
-    for (auto& in : inputs) ptrs.push_back(as_cuda(in).raw());
-    std::vector<void*> params;
-    for (auto& ptr : ptrs) params.push_back(&ptr);
-    auto shape_arg = [](const Shape& s) {
-      ShapeArg a;
-      a.rank = s.rank();
-      for (int d = 0; d < s.rank(); ++d) a.size[d] = s[d];
-      return a;
-    };
-    ShapeArg sh = shape_arg(shape), rsh = shape_arg(p.reduced_shape);
-    params.push_back(&sh);
-    params.push_back(&rsh);
-    std::vector<StridesArg> strides;
-    strides.reserve(2 * nin);
-    for (int level = 0; level < 2; ++level)
-      for (size_t i = 0; i < nin; ++i)
-        if (modes[2 * i + size_t(level)] == 'g') {
-          StridesArg st;
-          const auto& v = level == 0 ? fstr[i] : rstr[i];
-          for (size_t d = 0; d < v.size(); ++d) st.v[d] = v[d];
-          strides.push_back(st);
-          params.push_back(&strides.back());
-        }
-    int64_t rows_arg = rows, cols_arg = cols;
-    params.push_back(&rows_arg);
-    params.push_back(&cols_arg);
-    params.push_back(nullptr);
-    const int64_t blocks = std::min<int64_t>(rows, int64_t(be_.sm_count()) * std::max(1, 2048 / threads));
-    be_.launch_raw(be_.jit().get(key, "fused_rows", source), dim3(unsigned(blocks)), dim3(unsigned(threads)), 0,
-                   params.data());
-    return {outs.begin(), outs.end()};
+  static ShapeArg shape_arg(const Shape& s) {
+    ShapeArg a;
+    a.rank = s.rank();
+    for (int d = 0; d < s.rank(); ++d) a.size[d] = s[d];
+    return a;
   }
 
  private:

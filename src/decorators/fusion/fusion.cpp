@@ -59,14 +59,16 @@ struct Entry {
 };
 
 // A group of queued entries run as one program (see FusedProgram): its domain and, once a
-// reduction joins, the trailing dims it reduces and the per-row values' shape; or, when a
-// matmul starts it, the elementwise epilogue over the product (no reductions join those).
+// reduction joins, the trailing dims it reduces and the per-row values' shape (a row program)
+// or the leading dims and the per-column values' shape (a column program); or, when a matmul
+// starts it, the elementwise epilogue over the product (of reductions, only column ones join).
 struct Group {
   Shape shape;
   std::vector<int32_t> members;
   int reduce_from = -1;
   Shape reduced_shape;
   bool producer = false;  // member 0 is a matmul
+  int reduce_to = 0;      // a column program: the leading dims [0, reduce_to) its reductions reduce
 };
 
 bool is_reduction(OpKind k) { return op_info(k).family == OpFamily::Reduce; }
@@ -375,7 +377,10 @@ class FusionBackend final : public ForwardingBackend {
           if (a.node < 0) continue;
           const int32_t ag = group_of[size_t(a.node)];
           if (ag > g) return false;
-          if (ag == g && !red && reduced[size_t(a.node)] && grp.reduced_shape.rank() != grp.shape.rank()) return false;
+          // (a per-column value broadcasts along the leading dims whether or not it kept them)
+          if (ag == g && !red && reduced[size_t(a.node)] && grp.reduce_from >= 0 &&
+              grp.reduced_shape.rank() != grp.shape.rank())
+            return false;
         }
         return true;
       };
@@ -389,17 +394,30 @@ class FusionBackend final : public ForwardingBackend {
         groups.push_back({e.out.shape, {}, -1, {}, true});
         set_latest(e.out.shape, g);
       } else if (is_reduction(e.kind)) {
-        // a row reduction: joins the latest group over its input's shape whose reductions (if
-        // any) reduce the same dims to the same shape
+        // a reduction over trailing dims (a row reduction) or over leading ones keeping the
+        // rest (a column reduction): joins the latest group over its input's shape whose
+        // reductions (if any) reduce the same dims to the same shape
         const Shape& dom = e.args[0].node >= 0 ? entries[size_t(e.args[0].node)].out.shape : e.args[0].leaf->shape();
         const auto& ra = std::get<ReduceAttrs>(e.attrs);
-        const int from = ra.dims.empty() ? 0 : ra.dims.front();
+        // (the backend took it: the dims are [0, to) and [from, rank), one block possibly empty;
+        // a row reduction has to == 0, a column one from < 0, a middle one, which a row program
+        // runs, both)
+        int to = 0, from = -1;
+        while (to < int(ra.dims.size()) && ra.dims[size_t(to)] == to) ++to;
+        if (ra.dims.empty() || ra.dims.back() == dom.rank() - 1)
+          from = to < int(ra.dims.size()) ? ra.dims[size_t(to)] : 0;
+        if (from == 0) to = 0;  // every dim: a row reduction
+        const bool leading = from < 0;
         red = true;
         g = latest_of(dom);
         if (g >= 0) {
           const Group& grp = groups[size_t(g)];
-          const bool same = grp.shape == dom && !grp.producer &&
-                            (grp.reduce_from < 0 || (grp.reduce_from == from && grp.reduced_shape == e.out.shape));
+          const bool fresh = grp.reduce_from < 0 && grp.reduce_to == 0;
+          // (a column reduction may join a matmul program: the product's epilogue becomes its
+          // prologue, as a linear layer's backward sums the gradient that its matmuls read)
+          const bool same =
+              grp.shape == dom && (!grp.producer || leading) &&
+              (fresh || (grp.reduce_from == from && grp.reduce_to == to && grp.reduced_shape == e.out.shape));
           if (!same || !fits(g, false)) g = -1;  // (its operand is a full value)
         }
         if (g < 0) {
@@ -408,8 +426,9 @@ class FusionBackend final : public ForwardingBackend {
           set_latest(dom, g);
         }
         Group& grp = groups[size_t(g)];
-        if (grp.reduce_from < 0) {
+        if (grp.reduce_from < 0 && grp.reduce_to == 0) {
           grp.reduce_from = from;
+          grp.reduce_to = to;
           grp.reduced_shape = e.out.shape;
           set_latest(e.out.shape, g);
         }
@@ -460,6 +479,7 @@ class FusionBackend final : public ForwardingBackend {
       prog.shape = grp.shape;
       prog.reduce_from = grp.reduce_from;
       prog.reduced_shape = grp.reduced_shape;
+      prog.reduce_to = grp.reduce_to;
       for (int32_t j : grp.members) {
         Entry& e = entries[size_t(j)];
         FusedProgram::Node node{e.kind, e.attrs, {}, e.out.dtype, bool(reduced[size_t(j)])};

@@ -548,6 +548,48 @@ TEST(CudaElementwiseCompile, FusedGroupsCompile) {
   lse.outputs = {4, 5};
   add_rows("lse_std_min", lse, {"d--rd-", "g--gg-"});
 
+  // column programs (reductions over leading dims): every entry of the bias gradient, the
+  // batch statistics (a reduction reading a finished column in a later sweep) and var / lse
+  auto add_cols = [&](const std::string& name, const FusedProgram& p, const std::vector<std::string>& modes) {
+    for (const auto& m : modes) sources.push_back({"fused_test/cols/" + name + "/" + m, cuda::fused_cols_source(p, m)});
+  };
+  FusedProgram bias;  // db = sum(dy * gelu'(x), 0), dy the gradient also stored (a full output)
+  bias.shape = Shape{8192, 1024};
+  bias.reduce_to = 1;
+  bias.reduced_shape = Shape{1024};
+  bias.inputs = {{bias.shape, DType::f32}, {bias.shape, DType::f32}, {Shape{}, DType::f32}};
+  const ReduceAttrs lead{{0}, false, 2, 1};
+  bias.nodes = {N{OpKind::erf, NoAttrs{}, {~1}, DType::f32}, N{OpKind::add, NoAttrs{}, {0, ~2}, DType::f32},
+                N{OpKind::mul, NoAttrs{}, {~0, 1}, DType::f32}, N{OpKind::sum, lead, {2}, DType::f32, true},
+                N{OpKind::mul, NoAttrs{}, {3, ~2}, DType::f32, true}};
+  bias.outputs = {4, 2};
+  add_cols("bias_grad", bias, {"d-d-ss", "g-c-ss"});
+  FusedProgram bn;  // d = x - mean(x, {0, 2}), v = mean(d * d), y = d * rsqrt(v + eps) * w: bf16, keepdim
+  bn.shape = Shape{16, 8, 64};
+  bn.reduce_to = 2;
+  bn.reduced_shape = Shape{1, 1, 64};
+  bn.inputs = {{bn.shape, DType::bf16}, {Shape{}, DType::bf16}, {Shape{64}, DType::bf16}};
+  const ReduceAttrs lead2{{0, 1}, true, 2, 1};
+  bn.nodes = {
+      N{OpKind::mean, lead2, {~0}, DType::bf16, true},       N{OpKind::sub, NoAttrs{}, {~0, 0}, DType::bf16},
+      N{OpKind::mul, NoAttrs{}, {1, 1}, DType::bf16},        N{OpKind::mean, lead2, {2}, DType::bf16, true},
+      N{OpKind::add, NoAttrs{}, {3, ~1}, DType::bf16, true}, N{OpKind::rsqrt, NoAttrs{}, {4}, DType::bf16, true},
+      N{OpKind::mul, NoAttrs{}, {1, 5}, DType::bf16},        N{OpKind::mul, NoAttrs{}, {6, ~2}, DType::bf16}};
+  bn.outputs = {7, 3};
+  add_cols("batch_norm_bf16", bn, {"d--sc-", "g--sg-", "d--sg-"});
+  FusedProgram stats;  // f16 and f64: var, std, logsumexp, max, min over leading dims, epilogue
+  stats.shape = Shape{100, 3, 33};
+  stats.reduce_to = 1;
+  stats.reduced_shape = Shape{3, 33};
+  stats.inputs = {{stats.shape, DType::f16}, {Shape{3, 33}, DType::f16}, {stats.shape, DType::f64}};
+  stats.nodes = {
+      N{OpKind::tanh, NoAttrs{}, {~0}, DType::f16},         N{OpKind::logsumexp, lead, {0}, DType::f16, true},
+      N{OpKind::std, lead, {0}, DType::f16, true},          N{OpKind::var, lead, {0}, DType::f16, true},
+      N{OpKind::max, lead, {0}, DType::f16, true},          N{OpKind::mul, NoAttrs{}, {1, 2}, DType::f16, true},
+      N{OpKind::add, NoAttrs{}, {5, ~1}, DType::f16, true}, N{OpKind::min, lead, {~2}, DType::f64, true}};
+  stats.outputs = {6, 3, 4, 7};
+  add_cols("var_std_lse_min", stats, {"d--rd-", "g--gg-", "d--sr-"});
+
   auto errors = compile_all(sources);
   for (const auto& e : errors) ADD_FAILURE() << e;
 }
