@@ -2,6 +2,7 @@
 // initializers, model files, optimizers and schedulers.
 //
 //   #include <ember/nn.hpp>
+//   # Device dev = Device::cpu();
 //   auto fc = ember::nn::LinearConfig{784, 10}.init(dev);
 //   ember::optim::Adam opt = ember::optim::AdamConfig{}.init();
 #pragma once

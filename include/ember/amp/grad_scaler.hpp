@@ -4,8 +4,12 @@
 // the same pass; step skips the optimizer step when one was found; update halves the scale after
 // an overflow and doubles it after growth_interval clean steps.
 //
+//   # nn::Linear model = nn::LinearConfig{4, 1}.init(Device::cpu().autodiff());
+//   # auto loss_of = [](const nn::Linear& m) { return m.forward(DynTensor::ones({2, 4})).mean(); };
+//   # optim::AdamW opt = optim::AdamWConfig{}.init();
+//   # double lr = 1e-3;
 //   amp::GradScaler scaler;                                // init_scale 2^16, growth 2, backoff 0.5, 2000
-//   for (...) {
+//   for (int step = 0; step < 1000; ++step) {
 //     Gradients g;
 //     { amp::Autocast guard(DType::f16); g = scaler.scale(loss_of(model)).backward(); }
 //     auto grads = optim::GradientsParams::from(model, g);

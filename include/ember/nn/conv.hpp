@@ -2,6 +2,7 @@
 // Weights use PyTorch's layouts: Conv [out, in / groups, *kernel], ConvTranspose [in, out / groups, *kernel].
 // Inputs are [N, C, *spatial] or unbatched [C, *spatial].
 //
+//   # Device dev = Device::cpu(); DynTensor images = randn({2, 3, 8, 8});
 //   nn::Conv2d conv = nn::Conv2dConfig{.in_channels = 3, .out_channels = 16, .kernel_size = {3},
 //                                      .padding = {1}}.init(dev);
 //   DynTensor y = conv.forward(images);                         // [N, 3, H, W] -> [N, 16, H, W]

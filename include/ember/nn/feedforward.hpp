@@ -1,6 +1,7 @@
 // PositionWiseFeedForward: the transformer's two-layer MLP applied to every position,
 // linear -> activation -> dropout -> linear (Burn's PositionWiseFeedForward).
 //
+//   # Device dev = Device::cpu(); DynTensor x = randn({4, 512});
 //   auto ff = nn::PositionWiseFeedForwardConfig{.d_model = 512, .d_ff = 2048}.init(dev);
 //   DynTensor y = ff.forward(x);     // [*, 512] -> [*, 512]
 //

@@ -1,6 +1,7 @@
 // Every nn layer module: one include for models.
 //
 //   #include "ember/nn/layers.hpp"
+//   # Device dev = Device::cpu();
 //   nn::Sequential net(nn::Conv2dConfig{1, 8, {3}}.init(dev), nn::Relu{}, nn::Flatten{});
 #pragma once
 

@@ -2,6 +2,8 @@
 // tensor ops (ops.hpp), so autodiff differentiates it like any other expression.
 //
 //   using namespace ember;
+//   # DynTensor logits = randn({4, 10}), labels = DynTensor::zeros({4}, DType::i64);
+//   # DynTensor prediction = randn({4}), target = randn({4});
 //   DynTensor loss = nn::cross_entropy(logits, labels);                       // mean over the batch
 //   loss = nn::cross_entropy(logits, labels, {.ignore_index = 0, .label_smoothing = 0.1});
 //   loss = nn::mse_loss(prediction, target, nn::Reduction::sum);
@@ -21,7 +23,7 @@ enum class Reduction { none, mean, sum };
 
 // ---- classification ----
 struct CrossEntropyOptions {
-  std::optional<DynTensor> weight;  // [C], a rescaling weight per class
+  std::optional<DynTensor> weight{};  // [C], a rescaling weight per class
   int64_t ignore_index = -100;      // class-index targets equal to it contribute nothing
   double label_smoothing = 0;       // in [0, 1]
   Reduction reduction = Reduction::mean;

@@ -1,5 +1,6 @@
 // Modules are plain structs; one macro makes their fields visitable.
 //
+//   # Device dev = Device::cpu(); Device other = Device::cpu();
 //   struct Mlp {
 //     nn::Linear fc1, fc2;
 //     nn::Dropout drop;

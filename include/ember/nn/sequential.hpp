@@ -2,6 +2,7 @@
 // (torch.nn.Sequential). State-dict keys are the layer index then the layer's own names, as in
 // PyTorch: "0.weight", "0.bias", "2.running_mean", ...
 //
+//   # Device dev = Device::cpu(); DynTensor x = randn({2, 784});
 //   nn::Sequential net;
 //   net.push(nn::LinearConfig{784, 128}.init(dev)).push(nn::Relu{}).push(nn::Dropout{0.1})
 //      .push(nn::LinearConfig{128, 10}.init(dev));

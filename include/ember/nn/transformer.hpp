@@ -1,6 +1,8 @@
 // Transformer layers and stacks with torch.nn.TransformerEncoderLayer / DecoderLayer /
 // TransformerEncoder / TransformerDecoder's arguments, defaults, computation and state_dict keys.
 //
+//   # Device dev = Device::cpu(); int64_t L = 10;
+//   # DynTensor x = randn({2, L, 256}), pad = DynTensor::zeros({2, L}, DType::boolean);
 //   auto layer = nn::TransformerEncoderLayerConfig{.d_model = 256, .nhead = 8, .batch_first = true};
 //   auto enc = nn::TransformerEncoderConfig{layer, /*num_layers=*/6, /*final_norm=*/true}.init(dev);
 //   DynTensor mask = nn::generate_square_subsequent_mask(L, dev);      // or {.is_causal = true}

@@ -1,6 +1,10 @@
 // GradientsParams: the gradients of one module's trainable parameters, keyed by parameter id.
 // It is what optimizers consume, and where gradient accumulation and clipping happen.
 //
+//   # nn::Linear model = nn::LinearConfig{4, 1}.init(Device::cpu().autodiff());
+//   # DynTensor loss_a = model.forward(DynTensor::ones({2, 4})).mean(), loss_b = loss_a;
+//   # optim::AdamW optimizer = optim::AdamWConfig{}.init();
+//   # double lr = 1e-3;
 //   auto grads = optim::GradientsParams::from(model, loss_a.backward());
 //   grads.accumulate(optim::GradientsParams::from(model, loss_b.backward()));  // micro-batches
 //   grads.scale(0.5);                                                          // mean of the two

@@ -2,8 +2,11 @@
 // keep their ids, so the per-parameter state follows them). The algorithms reproduce PyTorch
 // 1.13's update formulas, names and defaults; Lion and LAMB follow their papers.
 //
+//   # nn::Linear model = nn::LinearConfig{4, 1}.init(Device::cpu().autodiff());
+//   # auto loss = [](const nn::Linear& m) { return m.forward(DynTensor::ones({2, 4})).mean(); };
+//   # optim::CosineAnnealingLR sched(0.1, {.t_max = 100});
 //   optim::AdamW opt({.weight_decay = 0.01, .clipping = optim::GradientClipping::by_norm(1.0)});
-//   for (...) {
+//   for (int step = 0; step < 100; ++step) {
 //     Gradients grads = loss(model).backward();
 //     model = opt.step(model, grads, /*lr=*/sched.lr());
 //   }
