@@ -5,6 +5,7 @@
 //   # Device dev = Device::cpu();
 //   auto fc = ember::nn::LinearConfig{784, 10}.init(dev);
 //   ember::optim::Adam opt = ember::optim::AdamConfig{}.init();
+//   # run
 #pragma once
 
 #include "ember/nn/attention.hpp"

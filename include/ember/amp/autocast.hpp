@@ -17,6 +17,7 @@
 //     g = loss.backward();                               // f32 gradients for the f32 parameters
 //   }
 //   { amp::Autocast off(DType::f32); /* ... */ }         // nested: disabled inside (or enabled = false)
+//   # run
 //
 // The policy lives here; the tensor layer only consults a thread-local hook (ember/tensor/op_hook.hpp),
 // see docs/amp.md for the seam.

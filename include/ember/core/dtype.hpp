@@ -2,6 +2,7 @@
 //
 //   DType dt = DType::f32;
 //   visit_dtype(dt, [&]<class T>() { std::cout << sizeof(T); });   // T is float, f16, int64_t, bool, ...
+//   # run
 //
 // Type promotion follows PyTorch (bool < integers < floating; see promote_types).
 #pragma once

@@ -10,6 +10,7 @@
 //   auto all = data::concatenated<int>({ds, sq});                      // 20 items, end to end
 //   auto win = data::windows(ds, 3);                                 // {0,1,2}, {1,2,3}, ... (8)
 //   auto aug = data::augmented(ds, 42, [](int x, data::Rng& r) { return x + int(r.below(2)); });
+//   # run
 //
 // Functions take any std::shared_ptr to a Dataset subclass and return DatasetPtr<Item>.
 // Seeded views (shuffled, sampled) fix their order when built; `augmented` draws per item

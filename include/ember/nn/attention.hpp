@@ -13,6 +13,7 @@
 //   for (const DynTensor& x_t : steps) {                // x_t [N, 1, 256]
 //     DynTensor y_t = mha.forward_cached(x_t, cache);   // same results as the full pass
 //   }
+//   # run
 //
 // state_dict (exactly PyTorch's, kdim = vdim = embed_dim):
 //   in_proj_weight [3E, E] (rows: query, key, value projections), in_proj_bias [3E] (when bias),

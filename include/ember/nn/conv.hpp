@@ -9,6 +9,7 @@
 //   auto same = nn::Conv1dConfig{.in_channels = 4, .out_channels = 4, .kernel_size = {4},
 //                                .padding_same = true}.init(dev);   // PyTorch's padding="same"
 //   auto up = nn::ConvTranspose2dConfig{16, 8, {4}, {2}, {1}}.init(dev);   // doubles H and W
+//   # run
 //
 // Size options (kernel_size, stride, padding, dilation, output_padding) take one value for every
 // spatial dim or one value per dim.

@@ -7,6 +7,7 @@
 //   DynTensor h = drop.forward(x);          // training (the default mode)
 //   nn::set_training(drop, false);          // or on the whole model
 //   h = drop.forward(x);                    // == x
+//   # run
 #pragma once
 
 #include "ember/nn/module.hpp"

@@ -5,6 +5,7 @@
 //   DynTensor tokens = DynTensor::from_vector<int64_t>({5, 0, 7}, {1, 3});
 //   DynTensor vecs = emb.forward(tokens);                  // [1, 3, 64]; row 0 is zeros and gets no gradient
 //   auto glove = nn::Embedding::from_pretrained(table);    // frozen by default, as in PyTorch
+//   # run
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,7 @@
 //   h = nn::swiglu(h, -1);                              // silu(first half) * second half
 //   h = nn::dropout(h, 0.1, /*training=*/true);         // mask from the device's generator
 //   h = nn::rms_norm(h, {h.size(-1)}, gain);
+//   # run
 #pragma once
 
 #include <optional>

@@ -4,6 +4,7 @@
 //   # Device dev = Device::cpu();
 //   DynTensor w = nn::Initializer::kaiming_uniform().init({128, 64}, dev);
 //   DynTensor b = nn::Initializer::uniform(-0.1, 0.1).init({128}, dev);
+//   # run
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 //   #include "ember/nn/layers.hpp"
 //   # Device dev = Device::cpu();
 //   nn::Sequential net(nn::Conv2dConfig{1, 8, {3}}.init(dev), nn::Relu{}, nn::Flatten{});
+//   # run
 #pragma once
 
 #include "ember/nn/activation.hpp"

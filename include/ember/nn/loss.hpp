@@ -2,12 +2,14 @@
 // tensor ops (ops.hpp), so autodiff differentiates it like any other expression.
 //
 //   using namespace ember;
-//   # DynTensor logits = randn({4, 10}), labels = DynTensor::zeros({4}, DType::i64);
-//   # DynTensor prediction = randn({4}), target = randn({4});
+//   # Device dev = Device::cpu().autodiff();
+//   # DynTensor logits = randn({4, 10}, DType::f32, dev).require_grad(), labels = DynTensor::zeros({4}, DType::i64, dev);
+//   # DynTensor prediction = randn({4}, DType::f32, dev).require_grad(), target = randn({4}, DType::f32, dev);
 //   DynTensor loss = nn::cross_entropy(logits, labels);                       // mean over the batch
 //   loss = nn::cross_entropy(logits, labels, {.ignore_index = 0, .label_smoothing = 0.1});
 //   loss = nn::mse_loss(prediction, target, nn::Reduction::sum);
 //   Gradients g = loss.backward();
+//   # run
 //
 // Class-index targets are i64 tensors; float targets of cross_entropy are class probabilities.
 #pragma once

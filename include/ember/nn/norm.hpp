@@ -17,6 +17,7 @@
 //   DynTensor y = bn.forward(x);        // batch statistics; running_mean/var move towards them
 //   nn::set_training(bn, false);
 //   y = bn.forward(x);                  // running statistics
+//   # run
 #pragma once
 
 #include <cstdint>

@@ -5,6 +5,7 @@
 //   DynTensor y = nn::MaxPool2d{.kernel_size = {2}}.forward(x);             // stride defaults to the kernel
 //   auto [values, indices] = nn::MaxPool2d{{3}, {2}, {1}}.forward_with_indices(x);
 //   DynTensor g = nn::AdaptiveAvgPool2d{{1, 1}}.forward(x);                 // global average: [N, C, 1, 1]
+//   # run
 #pragma once
 
 #include <cstdint>

@@ -9,6 +9,7 @@
 //   auto rope = nn::RotaryEncodingConfig{.d_model = 64, .max_len = 2048}.init(dev);
 //   DynTensor q_rot = rope.forward(q);                          // q [N, heads, L, 64]
 //   DynTensor k_new = rope.forward(k_step, /*start=*/past_len); // positions past_len, past_len + 1, ...
+//   # run
 //
 // PositionalEncoding: pe[pos, 2i] = sin(pos / 10000^(2i/d)), pe[pos, 2i+1] = cos(pos / 10000^(2i/d)),
 // then dropout (training only). Its state_dict holds the table as buffer "pe" [max_len, 1, d_model],

@@ -5,6 +5,7 @@
 //   DynTensor hr = nn::PixelShuffle{2}.forward(x);          // [N, C*4, H, W] -> [N, C, 2H, 2W]
 //   nn::Upsample up{.scale_factor = {2}, .mode = nn::UpsampleMode::bilinear};
 //   DynTensor y = up.forward(img);                          // [N, C, H, W] -> [N, C, 2H, 2W]
+//   # run
 #pragma once
 
 #include <cstdint>

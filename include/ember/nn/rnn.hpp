@@ -7,6 +7,7 @@
 //   auto [out, h_n, c_n] = lstm.forward(x);          // x [N, L, 32] -> out [N, L, 64]
 //   auto gru = nn::GruConfig{.input_size = 32, .hidden_size = 64, .bidirectional = true}.init(dev);
 //   auto [y, h] = gru.forward(x_seq_first, h0);      // y [L, N, 128], h [2, N, 64]
+//   # run
 //
 // Shapes (D = 2 when bidirectional, else 1; H = hidden_size):
 //   input   [L, N, input_size], or [N, L, input_size] with batch_first, or unbatched [L, input_size]

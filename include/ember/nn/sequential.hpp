@@ -9,6 +9,7 @@
 //   DynTensor logits = net.forward(x);
 //   nn::Linear& head = net.at<nn::Linear>(3);
 //   nn::Sequential mlp(nn::LinearConfig{4, 8}.init(dev), nn::Gelu{}, nn::LinearConfig{8, 1}.init(dev));
+//   # run
 //
 // A layer is any type with `DynTensor forward(DynTensor)` (const or not) and a visit() (EMBER_MODULE).
 // Copies are deep (modules are values): changing a copy's layers leaves the original alone.

@@ -7,6 +7,7 @@
 //   auto enc = nn::TransformerEncoderConfig{layer, /*num_layers=*/6, /*final_norm=*/true}.init(dev);
 //   DynTensor mask = nn::generate_square_subsequent_mask(L, dev);      // or {.is_causal = true}
 //   DynTensor y = enc.forward(x, {.key_padding_mask = pad, .attn_mask = mask});
+//   # run
 //
 // Layer computation (sa = self-attention, mha = attention over the decoder's memory,
 // ff(x) = linear2(dropout(activation(linear1(x)))), each sub-block followed by dropout):

@@ -7,6 +7,7 @@
 //     train_step(/*lr=*/sched.lr());   // the lr of this optimizer step
 //     sched.step();                    // advance to the next one
 //   }
+//   # run
 //
 // lr() right after construction equals torch's param_groups[0]['lr'] after constructing the
 // scheduler (torch takes an initial step there); after the k-th step() it equals torch's lr after

@@ -7,6 +7,7 @@
 //   store::save_safetensors("model.safetensors", {{"weight", w}, {"bias", b}}, {{"epoch", "3"}});
 //   store::TensorMap m = store::load_safetensors("model.safetensors");
 //   store::SafetensorsHeader h = store::read_safetensors_header("model.safetensors");  // no data read
+//   # run
 //
 // Saving is atomic: the file is written next to its destination under a temporary name,
 // fsynced, then renamed over it, so a crash or an error leaves the previous file intact.

@@ -6,6 +6,7 @@
 //   const DynTensor& w2 = m.at("weight");         // throws an Error naming the missing key
 //   if (const DynTensor* b2 = m.find("bias")) std::cout << *b2;   // nullptr when absent
 //   for (const auto& [name, t] : m) std::cout << name;      // insertion order
+//   # run
 //
 // Lookups by name are O(1) (a hash index beside the ordered entries). Loaders fill a map in the
 // file's order: safetensors files by name, PyTorch checkpoints in pickle order.

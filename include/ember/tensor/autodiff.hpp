@@ -6,6 +6,7 @@
 //   Gradients grads = mean(square(matmul(x, w))).backward();
 //   DynTensor dw = *w.grad(grads);                       // on w's device, not tracked
 //   { NoGradGuard off; auto w2 = w - 0.1 * dw; }         // nothing recorded in this scope
+//   # run
 #pragma once
 
 #include <optional>

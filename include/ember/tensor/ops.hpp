@@ -4,6 +4,7 @@
 //   # DynTensor x = randn({4, 8}), w = randn({8, 16}), b = DynTensor::zeros({16});
 //   DynTensor y = softmax(matmul(x, w) + b, -1);
 //   auto [values, indices] = topk(y, 5);
+//   # run
 #pragma once
 
 #include <concepts>
