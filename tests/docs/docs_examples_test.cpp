@@ -3,6 +3,8 @@
 // as C++ into the build tree; the tests below build those targets with this build's flags and
 // report a group's compiler errors, which point at the example's line in its header or page.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -72,8 +74,9 @@ class DocExamples : public ::testing::TestWithParam<std::string> {
 
 // The extractor finds no ambiguous or malformed block (it prints file:line for each).
 TEST(DocExamplesExtract, NoProblems) {
-  Result r = run(std::string(EMBER_PYTHON) + " " + quoted(std::string(EMBER_SOURCE_DIR) + "/tests/docs/extract_examples.py") +
-                 " " + quoted(EMBER_SOURCE_DIR) + " --check " + EMBER_DOCEX_FLAGS);
+  Result r =
+      run(std::string(EMBER_PYTHON) + " " + quoted(std::string(EMBER_SOURCE_DIR) + "/tests/docs/extract_examples.py") +
+          " " + quoted(EMBER_SOURCE_DIR) + " --check " + EMBER_DOCEX_FLAGS);
   EXPECT_EQ(r.status, 0) << r.output;
   std::cout << r.output;
   EXPECT_NE(r.output.find(" found ("), std::string::npos) << r.output;
@@ -98,5 +101,6 @@ TEST(DocExamplesRun, RunnableExamplesRun) {
   fs::remove_all(dir);
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find(" 0 failed"), std::string::npos) << r.output;
-  std::cout << r.output.substr(r.output.rfind("doc examples run:") == std::string::npos ? 0 : r.output.rfind("doc examples run:"));
+  std::cout << r.output.substr(
+      r.output.rfind("doc examples run:") == std::string::npos ? 0 : r.output.rfind("doc examples run:"));
 }
