@@ -72,14 +72,22 @@ class DocExamples : public ::testing::TestWithParam<std::string> {
 
 }  // namespace
 
+std::string extractor() {
+  return std::string(EMBER_PYTHON) + " " + quoted(std::string(EMBER_SOURCE_DIR) + "/tests/docs/extract_examples.py");
+}
+
 // The extractor finds no ambiguous or malformed block (it prints file:line for each).
 TEST(DocExamplesExtract, NoProblems) {
-  Result r =
-      run(std::string(EMBER_PYTHON) + " " + quoted(std::string(EMBER_SOURCE_DIR) + "/tests/docs/extract_examples.py") +
-          " " + quoted(EMBER_SOURCE_DIR) + " --check " + EMBER_DOCEX_FLAGS);
+  Result r = run(extractor() + " " + quoted(EMBER_SOURCE_DIR) + " --check " + EMBER_DOCEX_FLAGS);
   EXPECT_EQ(r.status, 0) << r.output;
   std::cout << r.output;
   EXPECT_NE(r.output.find(" found ("), std::string::npos) << r.output;
+}
+
+// The convention on a made-up header and page: what is an example, a table, a problem.
+TEST(DocExamplesExtract, SelfTest) {
+  Result r = run(extractor() + " --self-test");
+  EXPECT_EQ(r.status, 0) << r.output;
 }
 
 TEST_P(DocExamples, Compile) {

@@ -216,6 +216,7 @@ def parse_markdown(root, rel, problems, ignored):
         if unknown:
             problems.append(f"{rel}:{start + 1}: unknown attribute(s) {unknown} on a cpp block "
                             "(known: run, continued, ignore)")
+            continue
         if elsewhere:
             continue
         if "ignore" in attrs:
@@ -346,7 +347,77 @@ def write_if_changed(path, text):
         f.write(text)
 
 
+SELF_TEST_HEADER = """\
+// A header. A table follows its caption:
+//   name   what
+//   x      a tensor
+//
+//   # DynTensor x = DynTensor::ones({2});
+//   auto y = x + 1;
+//
+//   std::cout << y;
+//   # run
+// Prose again; then an indented block that looks like code but follows prose:
+//   auto z = y * 2;
+//   z = z + 1;
+//
+//   EMBER_TRACE=t.json ./prog
+#pragma once
+"""
+
+SELF_TEST_PAGE = """\
+# A page
+```
+no language
+```
+<!-- setup: int n = 2; -->
+```cpp run
+int m = n;
+```
+```cpp continued
+m += 1;
+```
+```cpp ignore
+not code
+```
+```cpp nonsense
+```
+"""
+
+
+def self_test():
+    """The convention on a made-up header and page: what is an example, what is reported."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as root:
+        os.makedirs(os.path.join(root, "include", "ember", "core"))
+        with open(os.path.join(root, "include", "ember", "core", "h.hpp"), "w") as f:
+            f.write(SELF_TEST_HEADER)
+        with open(os.path.join(root, "page.md"), "w") as f:
+            f.write(SELF_TEST_PAGE)
+        problems, ignored = [], []
+        found = parse_header(root, "include/ember/core/h.hpp", problems)
+        assert len(found) == 1, found
+        ex = found[0]
+        assert ex.run and ex.first_line == 5, (ex.run, ex.first_line)
+        assert [t for _, t, s in ex.lines if s and t] == ["DynTensor x = DynTensor::ones({2});"], ex.lines
+        assert [t for _, t, s in ex.lines if not s and t] == ["auto y = x + 1;", "std::cout << y;"], ex.lines
+        assert len(problems) == 2, problems
+        assert problems[0].startswith("include/ember/core/h.hpp:11: an indented block right after a prose line"), problems
+        assert problems[1].startswith("include/ember/core/h.hpp:14: an indented block after a blank line"), problems
+        pages = parse_markdown(root, "page.md", problems, ignored)
+        assert len(pages) == 1 and pages[0].run, pages
+        assert [t for _, t, _ in pages[0].lines] == [" int n = 2; ", "int m = n;", "m += 1;"], pages[0].lines
+        assert ignored == ["page.md:12"], ignored
+        assert len(problems) == 4, problems
+        assert "page.md:2: a fenced block without a language" in problems[2], problems
+        assert "page.md:15: unknown attribute" in problems[3], problems
+    print("extractor self-test: ok")
+    return 0
+
+
 def main(argv):
+    if argv[1:] == ["--self-test"]:
+        return self_test()
     if argv[1:] == ["--groups"]:
         print(";".join(name for name, _ in GROUPS))
         return 0
@@ -357,10 +428,15 @@ def main(argv):
     for p in problems:
         print(p, file=sys.stderr)
     runs = [ex for ex in examples if ex.run]
+    with_examples = {ex.path for ex in examples if ex.group != "docs"}
+    header_root = os.path.join(root, "include", "ember")
+    without = sorted(os.path.relpath(os.path.join(d, n), root) for d, _, fs in os.walk(header_root) for n in fs
+                     if n.endswith(".hpp") and os.path.relpath(os.path.join(d, n), root) not in with_examples
+                     and (apps or not os.path.relpath(os.path.join(d, n), header_root).startswith(APP_PREFIXES)))
     headers = sum(1 for ex in examples if ex.group != "docs")
     print(f"doc examples: {len(examples)} found ({headers} in headers, {len(examples) - headers} in markdown), "
           f"{len(runs)} run, {len(ignored)} cpp blocks marked ignore ({', '.join(ignored) or 'none'}), "
-          f"{len(problems)} problem(s)")
+          f"{len(problems)} problem(s); headers without an example: {', '.join(without) or 'none'}")
     if problems:
         return 1
     if check:
