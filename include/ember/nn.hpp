@@ -2,8 +2,10 @@
 // initializers, model files, optimizers and schedulers.
 //
 //   #include <ember/nn.hpp>
+//   # Device dev = Device::cpu();
 //   auto fc = ember::nn::LinearConfig{784, 10}.init(dev);
 //   ember::optim::Adam opt = ember::optim::AdamConfig{}.init();
+//   # run
 #pragma once
 
 #include "ember/nn/attention.hpp"

@@ -52,6 +52,8 @@ CPU_TESTS = "tests/backends/cpu/ember_cpu_tests"
 TENSOR_TESTS = "tests/tensor/ember_tensor_tests"
 FUSION_TESTS = "tests/fusion/ember_fusion_tests"
 AMP_TESTS = "tests/amp/ember_amp_tests"
+# The doc examples (tests/docs): each group of examples compiles, the runnable ones run.
+DOCS_TESTS = "tests/docs/ember_docs_tests"
 
 BPE_TESTS = "tests/data/ember_bpe_tests"
 # GPT-2's files for the BPE suite's reference tests, where test.sh installed them.
@@ -618,5 +620,23 @@ MUTANTS = [
         "replace": "shape[dim] > 2 * kEdgeItems + 1;",
         "description": "a summarised dim of 7 is printed whole instead of 3, ..., 3",
         "suites": [unit("tests/tensor/ember_tensor_tests", "PyTorch*")],
+    },
+    {
+        "id": "docs-example-renamed-api",
+        "family": "doc examples",
+        "file": "include/ember/ember.hpp",
+        "search": "//   auto x = Tensor<2>::randn({64, 784}, dev);",
+        "replace": "//   auto x = Tensor<2>::random({64, 784}, dev);",
+        "description": "the umbrella header's example names a factory the API does not have (issue 27's report)",
+        "suites": [unit(DOCS_TESTS)],
+    },
+    {
+        "id": "docs-example-unmarked-table",
+        "family": "doc examples",
+        "file": "include/ember/core/trace.hpp",
+        "search": "// The same for the whole process, from its start to its end:",
+        "replace": "//",
+        "description": "a shell line loses its caption and becomes part of the example above it",
+        "suites": [unit(DOCS_TESTS)],
     },
 ]

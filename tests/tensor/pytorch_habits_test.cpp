@@ -189,6 +189,10 @@ TEST(PyTorchHabits, TypedTensors) {
   EXPECT_EQ(zeros_like(y).shape(), y.shape());
   EXPECT_EQ(Tensor<2>::randn({3, 4}).shape(), (Shape{3, 4}));
   EXPECT_EQ(Tensor<1>::rand({5}).shape(), (Shape{5}));
+  Tensor<1> wide = row.to(DType::f64);                      // row.to(torch.float64)
+  EXPECT_EQ(wide.dtype(), DType::f64);
+  EXPECT_NEAR(wide.sum().item<double>(), 3.97, 1e-5);
+  EXPECT_EQ(wide.to(Device::cpu()).device(), Device::cpu());  // row.to('cpu')
   std::ostringstream os;
   os << Tensor<1>::from_vector({1.f, 2.f, 3.f}, {3}) << " on " << Device::cpu();
   EXPECT_EQ(os.str(), "tensor([1., 2., 3.]) on " + Device::cpu().name());

@@ -8,14 +8,16 @@
 // uses of the same tensor (the same primitive) reuse the cast.
 //
 //   Device dev = Device::cpu().autodiff();
-//   auto model = MyModelConfig{}.init(dev);             // f32 parameters
+//   auto model = nn::LinearConfig{784, 10}.init(dev);   // f32 parameters
+//   # DynTensor x = randn({8, 784}, DType::f32, dev), y = DynTensor::zeros({8}, DType::i64, dev);
 //   Gradients g;
 //   {
 //     amp::Autocast guard(DType::bf16);                  // or DType::f16 (with a GradScaler)
 //     DynTensor loss = nn::cross_entropy(model.forward(x), y);   // bf16 matmuls, f32 loss
 //     g = loss.backward();                               // f32 gradients for the f32 parameters
 //   }
-//   { amp::Autocast off(DType::f32); ... }               // nested: disabled inside (or enabled = false)
+//   { amp::Autocast off(DType::f32); /* ... */ }         // nested: disabled inside (or enabled = false)
+//   # run
 //
 // The policy lives here; the tensor layer only consults a thread-local hook (ember/tensor/op_hook.hpp),
 // see docs/amp.md for the seam.

@@ -4,8 +4,13 @@
 // the same pass; step skips the optimizer step when one was found; update halves the scale after
 // an overflow and doubles it after growth_interval clean steps.
 //
+//   # Device dev = Device::cpu().autodiff();
+//   # nn::Linear model = nn::LinearConfig{4, 1}.init(dev);
+//   # auto loss_of = [&](const nn::Linear& m) { return m.forward(DynTensor::ones({2, 4}, DType::f32, dev)).mean(); };
+//   # optim::AdamW opt = optim::AdamWConfig{}.init();
+//   # double lr = 1e-3; int steps = 3;
 //   amp::GradScaler scaler;                                // init_scale 2^16, growth 2, backoff 0.5, 2000
-//   for (...) {
+//   for (int step = 0; step < steps; ++step) {
 //     Gradients g;
 //     { amp::Autocast guard(DType::f16); g = scaler.scale(loss_of(model)).backward(); }
 //     auto grads = optim::GradientsParams::from(model, g);
@@ -15,6 +20,7 @@
 //     scaler.update();
 //   }
 //   nn::write_tensors("scaler.safetensors", scaler.state_dict());       // checkpoints
+//   # run
 //
 // With dtype = bf16 (which has f32's exponent range) the scaler warns once and passes through:
 // scale() returns the loss, step() always steps, update() does nothing.

@@ -7,7 +7,7 @@
 // when the program links ember::cuda, and otherwise there are no devices and the setters do
 // nothing.
 //
-//   if (ember::cuda::available()) { Device gpu = Device::cuda(0); ... }
+//   if (ember::cuda::available()) { Device gpu = Device::cuda(0); /* ... */ }
 #pragma once
 
 #include <memory>

@@ -3,6 +3,7 @@
 // same directory, which is renamed over `path`. Used by the caches (kernels, autotune winners)
 // and the trace writer; model files have their own durable writer (store/file_io.cpp).
 //
+//   # std::string dir = "runs", text = "hello";
 //   if (!ember::write_file_atomically(dir + "/x.txt", text)) { /* not written; no temp left */ }
 #pragma once
 

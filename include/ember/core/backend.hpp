@@ -1,5 +1,7 @@
 // The Backend interface: what every backend implements and every decorator wraps.
 //
+//   # Backend& backend = given<Backend>();
+//   # PrimitivePtr x = given<PrimitivePtr>();
 //   Op op = make_op(OpKind::exp, {x});
 //   PrimitivePtr y = backend.execute(std::move(op))[0];
 //   TensorData host = backend.read(y);     // the only synchronising call

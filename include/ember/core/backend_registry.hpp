@@ -3,8 +3,11 @@
 // layer therefore references no backend but the CPU one, and a program that never links
 // ember::cuda links none of the CUDA libraries (docs/architecture.md, "Backend registry").
 //
+//   # std::function<std::shared_ptr<Backend>(int)> make = [](int) { return cpu::make_backend(); };
+//   # std::function<int()> count = [] { return 1; };
+//   # std::function<std::string()> describe = [] { return std::string("cpu"); };
 //   // in a backend library, at namespace scope of one .cpp file:
-//   static const bool registered = ember::register_backend("cuda", {.make = ..., ...});
+//   static const bool registered = ember::register_backend("cuda", {make, count, describe, /*set_flag=*/{}});
 //   // anywhere:
 //   if (const ember::BackendProvider* p = ember::find_backend("cuda")) p->device_count();
 #pragma once

@@ -1,7 +1,8 @@
 // The parameter and result types of a callable (function, function pointer, lambda, std::function),
 // for deduction guides that read a batch type off a lambda:
 //
-//   auto f = [](const std::vector<int>& items, const Device&) { return Batch{...}; };
+//   # struct Batch { std::vector<int> items; };
+//   auto f = [](const std::vector<int>& items, const Device&) { return Batch{items}; };
 //   using Item = std::remove_cvref_t<callable_arg_t<decltype(f), 0>>::value_type;   // int
 //   using B = callable_result_t<decltype(f)>;                                       // Batch
 //

@@ -3,6 +3,7 @@
 //   Device dev = Device::cpu();          // or Device::cuda(0)
 //   dev.seed(42);
 //   auto x = DynTensor::zeros({2, 3}, DType::f32, dev);
+//   # run
 //
 // Two Device values are equal when they share one backend object.
 #pragma once

@@ -1,7 +1,8 @@
 // Element types and the one dtype-dispatch helper.
 //
 //   DType dt = DType::f32;
-//   visit_dtype(dt, [&]<class T>() { fill<T>(...); });   // T is float, f16, int64_t, bool, ...
+//   visit_dtype(dt, [&]<class T>() { std::cout << sizeof(T); });   // T is float, f16, int64_t, bool, ...
+//   # run
 //
 // Type promotion follows PyTorch (bool < integers < floating; see promote_types).
 #pragma once

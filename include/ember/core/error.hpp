@@ -1,5 +1,6 @@
 // ember::Error and the one check macro every layer uses.
 //
+//   # DynTensor a = DynTensor::zeros({2, 3}), b = DynTensor::zeros({3});
 //   EMBER_CHECK(a.rank() == b.rank(), "matmul: ranks differ: ", a.shape(), " vs ", b.shape());
 //
 // The message should name the op, the offending argument and the shapes/dtypes involved.

@@ -6,6 +6,8 @@
 //   p.inputs = {{{8192, 4096}, DType::f32}, {{8192, 1}, DType::f32}};
 //   p.nodes = {{OpKind::sub, NoAttrs{}, {~0, ~1}, DType::f32}, {OpKind::exp, NoAttrs{}, {0}, DType::f32}};
 //   p.outputs = {1};
+//   # Backend& backend = given<Backend>();
+//   # PrimitivePtr x0 = given<PrimitivePtr>(), x1 = x0;
 //   auto out = backend.fused_kernels()->run(p, {x0, x1});
 //
 // Every node's output has the shape `shape` (the group's iteration domain); an input has any

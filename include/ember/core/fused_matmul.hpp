@@ -1,8 +1,9 @@
 // Matmul programs: a fused group that starts with a matmul (what the fusion decorator hands a
 // backend when elementwise ops follow a product), and how a backend cuts one into the product
-// and the elementwise rest.
+// and the elementwise rest. For y = relu(x @ w + b) * r, the program p has the nodes matmul(in0, in1),
+// add(t0, in2), relu(t1), mul(t2, in3), and
 //
-//   y = relu(x @ w + b) * r          // nodes: matmul(in0, in1), add(t0, in2), relu(t1), mul(t2, in3)
+//   # const FusedProgram& p = given<FusedProgram>();
 //   ProducerSplit s = split_producer(p, /*fold_bias=*/true);
 //   // product = matmul(in s.a_input, in s.b_input, bias in s.bias_input)  (cuBLASLt's bias epilogue)
 //   // s.rest = relu(in0) * in1 over the product (in0) and r (in1)

@@ -1,6 +1,7 @@
 // 16-bit floating point storage types: f16 (IEEE binary16) and bf16 (bfloat16).
 //
 //   f16 h = f16(1.5f);  float x = float(h);
+//   # run
 //
 // Conversions from float round to nearest, ties to even; NaN stays NaN; overflow gives inf.
 // Arithmetic is done by converting to float (the backends compute half types in f32).

@@ -2,7 +2,9 @@
 // (kernel cache, autotune store, fused-kernel names). Not for anything adversarial.
 //
 //   uint64_t h = ember::fnv1a("sm_90");
+//   # std::string source = "extern \"C\" __global__ void k() {}";
 //   h = ember::fnv1a(source, h);  // continues the hash over more bytes
+//   # run
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 //
 //   std::string out;
 //   ember::append_json_escaped(out, "a \"b\"\n");  // a \"b\"\n  (no surrounding quotes)
+//   # run
 #pragma once
 
 #include <cstdio>

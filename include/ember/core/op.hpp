@@ -1,5 +1,7 @@
 // The op IR: one node = OpKind + inputs + attributes + inferred output metadata.
 //
+//   # Backend& backend = given<Backend>();
+//   # PrimitivePtr a = given<PrimitivePtr>(), b = a;
 //   Op op = make_op(OpKind::add, {a, b});          // validates, infers outputs, or throws Error
 //   std::vector<PrimitivePtr> out = backend.execute(std::move(op));
 //

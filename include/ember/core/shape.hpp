@@ -2,6 +2,7 @@
 //
 //   Shape s{2, 3, 4};  s.numel() == 24;  s.rank() == 3;  s[-1] == 4;
 //   Shape b = broadcast_shapes(Shape{3, 1}, Shape{1, 4}, "add");   // {3, 4}
+//   # run
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,7 @@
 // std::vector. It converts to std::vector<T> for the APIs that take one.
 //
 //   SmallVec<int64_t, 6> d{2, 3};  d.push_back(4);  std::vector<int64_t> v = d;  d == v;
+//   # run
 #pragma once
 
 #include <algorithm>

@@ -2,12 +2,13 @@
 // times) recorded into one Chrome trace file, which Perfetto (ui.perfetto.dev) and
 // chrome://tracing open. docs/profiling.md shows it in use.
 //
+//   # DynTensor x = DynTensor::zeros({4});
 //   {
 //     ember::trace::Session session("trace.json");   // records until the end of the block
 //     auto y = (x + 1).exp();                          // "op" and "kernel" events per op
 //   }                                                  // trace.json written here (atomically)
-//
-//   EMBER_TRACE=trace.json ./my_program                // the same for the whole process
+// The same for the whole process, from its start to its end:
+//   EMBER_TRACE=trace.json ./my_program
 //
 // Nothing is recorded while no session is running, and a Scope then costs one relaxed atomic
 // load and a branch. Recording is thread-safe: each thread appends to its own buffer (its own

@@ -6,8 +6,10 @@
 //   double len = r.real("sepal_length");                 // ints read as reals too
 //   std::string cls = r.text("species");
 //
-//   struct Iris { std::array<float, 4> x; int64_t y; };
-//   auto iris = data::load_csv("iris.csv", [](const data::CsvRow& r) { return Iris{...}; });
+//   struct Iris { float sepal_length; std::string species; };
+//   auto iris = data::load_csv("iris.csv", [](const data::CsvRow& r) {
+//     return Iris{float(r.real("sepal_length")), r.text("species")};
+//   });
 //
 // Format (RFC 4180): fields separated by `delimiter`; a field in double quotes may hold the
 // delimiter, newlines and doubled quotes (""); records end with \n or \r\n; blank lines are

@@ -1,6 +1,7 @@
 // DataLoader: batches of a dataset, built by a batcher on worker threads, in a deterministic
 // order.
 //
+//   # auto train_step = [](const DynTensor& images, const DynTensor& labels) {};
 //   auto loader = data::DataLoaderBuilder(data::batch_mnist)   // types deduced (lambdas too)
 //                     .batch_size(128).shuffle(/*seed=*/42).num_workers(2)
 //                     .build(data::FashionMnist::train());

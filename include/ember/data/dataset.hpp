@@ -8,6 +8,7 @@
 //   std::optional<int> x = ds->get(1);                        // 2
 //   ds->get(3);                                               // std::nullopt: out of range
 //   int y = data::item_at(*ds, 1, "my loader");               // throws ember::Error when out of range
+//   # run
 //
 // Views over datasets (map, shuffled, split, windows, ...) are in views.hpp; file formats in
 // csv.hpp, idx.hpp, image_folder.hpp and sqlite.hpp; batching in dataloader.hpp.

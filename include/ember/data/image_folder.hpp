@@ -1,5 +1,4 @@
-// ImageFolderDataset: one class per sub-folder of a root folder, like torchvision's ImageFolder.
-//
+// ImageFolderDataset: one class per sub-folder of a root folder, like torchvision's ImageFolder:
 //   root/cat/001.png  root/cat/002.jpg  root/dog/a.jpeg   ->  classes {"cat", "dog"}, labels 0 and 1
 //
 //   data::ImageFolderOptions opt;

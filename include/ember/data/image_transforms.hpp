@@ -2,6 +2,7 @@
 // the Rng passed in, e.g. the per-item Rng of an `augmented` view (views.hpp), so they are
 // reproducible and independent of DataLoader worker threads.
 //
+//   # auto images = data::in_memory(std::vector<data::ImageItem>{});
 //   auto train = data::augmented(images, /*seed=*/1, [](data::ImageItem it, data::Rng& rng) {
 //     it = data::random_crop(std::move(it), 28, 28, /*padding=*/2, rng);
 //     it = data::random_horizontal_flip(std::move(it), 0.5, rng);

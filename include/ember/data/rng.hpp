@@ -8,6 +8,7 @@
 //   double u = rng.uniform();        // uniform in [0, 1)
 //   bool heads = rng.bernoulli(0.5);
 //   std::vector<size_t> p = data::permutation(100, 42);  // a seeded Fisher-Yates shuffle of 0..99
+//   # run
 //
 // Rng also meets UniformRandomBitGenerator, so std distributions accept it.
 //

@@ -7,9 +7,10 @@
 //   auto mid = data::partial(ds, 2, 5);                              // items 2, 3, 4
 //   auto parts = data::split(ds, {0.8, 0.2});                        // 8 items, 2 items
 //   auto few = data::sampled(ds, 4, /*with_replacement=*/false, 1);  // 4 distinct items
-//   auto all = data::concatenated({ds, sq});                         // 20 items, end to end
+//   auto all = data::concatenated<int>({ds, sq});                      // 20 items, end to end
 //   auto win = data::windows(ds, 3);                                 // {0,1,2}, {1,2,3}, ... (8)
 //   auto aug = data::augmented(ds, 42, [](int x, data::Rng& r) { return x + int(r.below(2)); });
+//   # run
 //
 // Functions take any std::shared_ptr to a Dataset subclass and return DatasetPtr<Item>.
 // Seeded views (shuffled, sampled) fix their order when built; `augmented` draws per item

@@ -2,8 +2,10 @@
 // runs each chain of them as one kernel through the backend's FusedKernels service.
 //
 //   Device dev = Device::cpu().fusion();            // or Device::cuda(0).fusion().autodiff()
+//   auto x = randn({1024}, DType::f32, dev);
 //   auto y = x * 0.5 * (1 + erf(x / std::sqrt(2.0)));  // queued: nothing runs yet
 //   auto v = y.to_vector<float>();                   // the read flushes: one fused kernel
+//   # run
 //
 // What flushes a thread's queue: a read, sync(), memory_stats(), an op no fuser takes whose
 // input is still queued, and the queue's bounds (EMBER_FUSION_MAX_OPS queued ops, default 512).

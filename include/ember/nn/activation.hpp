@@ -1,9 +1,11 @@
 // Activation layers (torch.nn names, options and defaults), for models and Sequential.
 // Each is its own config except PRelu, which has a parameter:
 //
+//   # Device dev = Device::cpu(); DynTensor x = randn({4, 8});
 //   DynTensor y = nn::LeakyRelu{0.2}.forward(x);
 //   nn::Sequential net(nn::LinearConfig{8, 16}.init(dev), nn::Gelu{nn::GeluApproximation::tanh});
 //   nn::PRelu act = nn::PReluConfig{.num_parameters = 16}.init(dev);   // weight [16], all 0.25
+//   # run
 //
 // Glu and SwiGlu split dim `dim` into halves a, b (its size must be even) and return
 // a * sigmoid(b) and silu(a) * b. SwiGlu is the activation only, with no parameters; a SwiGLU

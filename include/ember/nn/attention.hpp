@@ -1,12 +1,19 @@
 // MultiHeadAttention: torch.nn.MultiheadAttention's parameters, masks and results, plus a
 // key/value cache for incremental (token by token) decoding.
 //
+//   # Device dev = Device::cpu();
+//   # DynTensor x = randn({2, 5, 256}), q = x, mem = randn({2, 7, 256});
+//   # DynTensor pad = DynTensor::zeros({2, 5}, DType::boolean);
+//   # std::vector<DynTensor> steps;
 //   auto mha = nn::MultiHeadAttentionConfig{.embed_dim = 256, .num_heads = 8, .batch_first = true}.init(dev);
 //   DynTensor y = mha.forward(x, x, x, {.key_padding_mask = pad, .is_causal = true});   // [N, L, 256]
 //   auto [y2, w] = mha.forward_with_weights(q, mem, mem);                              // w [N, L, S]
 //
 //   nn::MhaCache cache;                               // incremental causal self-attention
-//   for (...) y_t = mha.forward_cached(x_t, cache);   // x_t [N, 1, 256]; same results as the full pass
+//   for (const DynTensor& x_t : steps) {                // x_t [N, 1, 256]
+//     DynTensor y_t = mha.forward_cached(x_t, cache);   // same results as the full pass
+//   }
+//   # run
 //
 // state_dict (exactly PyTorch's, kdim = vdim = embed_dim):
 //   in_proj_weight [3E, E] (rows: query, key, value projections), in_proj_bias [3E] (when bias),

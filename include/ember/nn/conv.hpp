@@ -2,12 +2,14 @@
 // Weights use PyTorch's layouts: Conv [out, in / groups, *kernel], ConvTranspose [in, out / groups, *kernel].
 // Inputs are [N, C, *spatial] or unbatched [C, *spatial].
 //
+//   # Device dev = Device::cpu(); DynTensor images = randn({2, 3, 8, 8});
 //   nn::Conv2d conv = nn::Conv2dConfig{.in_channels = 3, .out_channels = 16, .kernel_size = {3},
 //                                      .padding = {1}}.init(dev);
 //   DynTensor y = conv.forward(images);                         // [N, 3, H, W] -> [N, 16, H, W]
 //   auto same = nn::Conv1dConfig{.in_channels = 4, .out_channels = 4, .kernel_size = {4},
 //                                .padding_same = true}.init(dev);   // PyTorch's padding="same"
 //   auto up = nn::ConvTranspose2dConfig{16, 8, {4}, {2}, {1}}.init(dev);   // doubles H and W
+//   # run
 //
 // Size options (kernel_size, stride, padding, dilation, output_padding) take one value for every
 // spatial dim or one value per dim.

@@ -2,10 +2,12 @@
 // the rest by 1 / (1 - p); in eval mode it returns its input. The mask comes from the input
 // device's seeded generator (Device::seed).
 //
+//   # DynTensor x = randn({4, 8});
 //   nn::Dropout drop{0.1};
 //   DynTensor h = drop.forward(x);          // training (the default mode)
 //   nn::set_training(drop, false);          // or on the whole model
 //   h = drop.forward(x);                    // == x
+//   # run
 #pragma once
 
 #include "ember/nn/module.hpp"

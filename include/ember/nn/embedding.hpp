@@ -1,9 +1,11 @@
 // Embedding: a lookup table of rows, indexed by integer tensors (torch.nn.Embedding).
 //
+//   # Device dev = Device::cpu(); DynTensor table = randn({400, 50});
 //   nn::Embedding emb = nn::EmbeddingConfig{.num_embeddings = 1000, .embedding_dim = 64, .padding_idx = 0}.init(dev);
 //   DynTensor tokens = DynTensor::from_vector<int64_t>({5, 0, 7}, {1, 3});
 //   DynTensor vecs = emb.forward(tokens);                  // [1, 3, 64]; row 0 is zeros and gets no gradient
 //   auto glove = nn::Embedding::from_pretrained(table);    // frozen by default, as in PyTorch
+//   # run
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,10 @@
 // PositionWiseFeedForward: the transformer's two-layer MLP applied to every position,
 // linear -> activation -> dropout -> linear (Burn's PositionWiseFeedForward).
 //
+//   # Device dev = Device::cpu(); DynTensor x = randn({4, 512});
 //   auto ff = nn::PositionWiseFeedForwardConfig{.d_model = 512, .d_ff = 2048}.init(dev);
 //   DynTensor y = ff.forward(x);     // [*, 512] -> [*, 512]
+//   # run
 //
 // state_dict keys follow Burn: linear_inner.weight [d_ff, d_model], linear_inner.bias [d_ff],
 // linear_outer.weight [d_model, d_ff], linear_outer.bias [d_model]. (PyTorch's

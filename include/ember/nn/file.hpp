@@ -1,5 +1,6 @@
 // Saving and loading modules: safetensors (native, written atomically) and PyTorch .pt/.pth.
 //
+//   # nn::Linear model = nn::LinearConfig{4, 2}.init(Device::cpu());
 //   nn::save(model, "model.safetensors");
 //   nn::load(model, "resnet.pth", {.remap = {{"^module\\.", ""}}, .strict = false});   // -> LoadReport
 #pragma once

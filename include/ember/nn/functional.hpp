@@ -3,10 +3,12 @@
 // any device and autodiff differentiates it without a rule of its own.
 //
 //   using namespace ember;
+//   # DynTensor x = randn({4, 8}), w = randn({16, 8}), b = randn({16}), gain = DynTensor::ones({8});
 //   DynTensor h = nn::linear(x, w, b);                 // w is [out, in], as in PyTorch
 //   h = nn::swiglu(h, -1);                              // silu(first half) * second half
 //   h = nn::dropout(h, 0.1, /*training=*/true);         // mask from the device's generator
 //   h = nn::rms_norm(h, {h.size(-1)}, gain);
+//   # run
 #pragma once
 
 #include <optional>

@@ -1,8 +1,10 @@
 // Parameter initializers (PyTorch's torch.nn.init formulas). Fans follow PyTorch: for a weight of
 // shape [out, in, *kernel], fan_in = in * prod(kernel) and fan_out = out * prod(kernel).
 //
+//   # Device dev = Device::cpu();
 //   DynTensor w = nn::Initializer::kaiming_uniform().init({128, 64}, dev);
 //   DynTensor b = nn::Initializer::uniform(-0.1, 0.1).init({128}, dev);
+//   # run
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,9 @@
 // Every nn layer module: one include for models.
 //
 //   #include "ember/nn/layers.hpp"
+//   # Device dev = Device::cpu();
 //   nn::Sequential net(nn::Conv2dConfig{1, 8, {3}}.init(dev), nn::Relu{}, nn::Flatten{});
+//   # run
 #pragma once
 
 #include "ember/nn/activation.hpp"

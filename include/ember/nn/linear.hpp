@@ -2,9 +2,11 @@
 // Parameter names, shapes and default initialisation are PyTorch's (torch.nn.Linear etc.), so a
 // torch state_dict loads with nn::load_state_dict unchanged.
 //
+//   # Device dev = Device::cpu(); DynTensor x = randn({2, 784}), images = randn({2, 1, 28, 28});
 //   nn::Linear fc = nn::LinearConfig{784, 128}.init(dev);     // weight [128, 784], bias [128]
 //   DynTensor y = fc.forward(x);                               // [*, 784] -> [*, 128]
 //   DynTensor f = nn::Flatten{}.forward(images);               // [N, C, H, W] -> [N, C*H*W]
+//   # run
 //
 // Layers without parameters are their own config: `nn::Flatten{0}` and `nn::FlattenConfig{0}.init(dev)`
 // build the same thing, so every layer can be made as `XConfig{...}.init(device)`.

@@ -2,10 +2,14 @@
 // tensor ops (ops.hpp), so autodiff differentiates it like any other expression.
 //
 //   using namespace ember;
+//   # Device dev = Device::cpu().autodiff();
+//   # DynTensor logits = randn({4, 10}, DType::f32, dev).require_grad(), labels = DynTensor::zeros({4}, DType::i64, dev);
+//   # DynTensor prediction = randn({4}, DType::f32, dev).require_grad(), target = randn({4}, DType::f32, dev);
 //   DynTensor loss = nn::cross_entropy(logits, labels);                       // mean over the batch
 //   loss = nn::cross_entropy(logits, labels, {.ignore_index = 0, .label_smoothing = 0.1});
 //   loss = nn::mse_loss(prediction, target, nn::Reduction::sum);
 //   Gradients g = loss.backward();
+//   # run
 //
 // Class-index targets are i64 tensors; float targets of cross_entropy are class probabilities.
 #pragma once
@@ -21,7 +25,7 @@ enum class Reduction { none, mean, sum };
 
 // ---- classification ----
 struct CrossEntropyOptions {
-  std::optional<DynTensor> weight;  // [C], a rescaling weight per class
+  std::optional<DynTensor> weight{};  // [C], a rescaling weight per class
   int64_t ignore_index = -100;      // class-index targets equal to it contribute nothing
   double label_smoothing = 0;       // in [0, 1]
   Reduction reduction = Reduction::mean;

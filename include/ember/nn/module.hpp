@@ -1,5 +1,6 @@
 // Modules are plain structs; one macro makes their fields visitable.
 //
+//   # Device dev = Device::cpu(); Device other = Device::cpu();
 //   struct Mlp {
 //     nn::Linear fc1, fc2;
 //     nn::Dropout drop;
@@ -8,6 +9,7 @@
 //   };
 //   Mlp m{nn::LinearConfig{784, 128}.init(dev), nn::LinearConfig{128, 10}.init(dev), {}};
 //   nn::num_params(m);  nn::state_dict(m);  m = nn::to_device(m, other);  nn::set_training(m, false);
+//   # run
 //
 // Visitable field types: Param (trainable tensor), Buffer (state saved with the module, e.g. running
 // statistics), Mode (train/eval flag), any module (a type with EMBER_MODULE), std::optional and

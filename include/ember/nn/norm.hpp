@@ -12,10 +12,12 @@
 //                                  silently skipping the update.
 // So a model holding a BatchNorm gives its own forward a non-const overload (Sequential has one).
 //
+//   # Device dev = Device::cpu(); DynTensor x = randn({2, 16, 4, 4});
 //   nn::BatchNorm2d bn = nn::BatchNorm2dConfig{16}.init(dev);
 //   DynTensor y = bn.forward(x);        // batch statistics; running_mean/var move towards them
 //   nn::set_training(bn, false);
 //   y = bn.forward(x);                  // running statistics
+//   # run
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,11 @@
 // Pooling layers: MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d (torch.nn names and defaults).
 // They have no parameters and are their own config. Inputs are [N, C, *spatial] or [C, *spatial].
 //
+//   # DynTensor x = randn({2, 3, 8, 8});
 //   DynTensor y = nn::MaxPool2d{.kernel_size = {2}}.forward(x);             // stride defaults to the kernel
 //   auto [values, indices] = nn::MaxPool2d{{3}, {2}, {1}}.forward_with_indices(x);
 //   DynTensor g = nn::AdaptiveAvgPool2d{{1, 1}}.forward(x);                 // global average: [N, C, 1, 1]
+//   # run
 #pragma once
 
 #include <cstdint>

@@ -2,11 +2,14 @@
 // input (the PyTorch tutorial's module; Burn's PositionalEncoding) and RotaryEncoding (RoPE),
 // which rotates pairs of features of queries and keys by position-dependent angles.
 //
+//   # Device dev = Device::cpu(); DynTensor embeddings = randn({2, 10, 512});
+//   # DynTensor q = randn({2, 8, 10, 64}), k_step = randn({2, 8, 1, 64}); int64_t past_len = 10;
 //   auto pos = nn::PositionalEncodingConfig{.d_model = 512, .batch_first = true}.init(dev);
 //   DynTensor h = pos.forward(embeddings);                      // [N, L, 512] + pe[:L]
 //   auto rope = nn::RotaryEncodingConfig{.d_model = 64, .max_len = 2048}.init(dev);
 //   DynTensor q_rot = rope.forward(q);                          // q [N, heads, L, 64]
 //   DynTensor k_new = rope.forward(k_step, /*start=*/past_len); // positions past_len, past_len + 1, ...
+//   # run
 //
 // PositionalEncoding: pe[pos, 2i] = sin(pos / 10000^(2i/d)), pe[pos, 2i+1] = cos(pos / 10000^(2i/d)),
 // then dropout (training only). Its state_dict holds the table as buffer "pe" [max_len, 1, d_model],

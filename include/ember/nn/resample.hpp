@@ -1,9 +1,11 @@
 // Layers that change spatial resolution without parameters: PixelShuffle, PixelUnshuffle and
 // Upsample (torch.nn names and defaults). Each is its own config.
 //
+//   # DynTensor x = randn({1, 8, 4, 4}), img = randn({1, 3, 4, 4});
 //   DynTensor hr = nn::PixelShuffle{2}.forward(x);          // [N, C*4, H, W] -> [N, C, 2H, 2W]
 //   nn::Upsample up{.scale_factor = {2}, .mode = nn::UpsampleMode::bilinear};
 //   DynTensor y = up.forward(img);                          // [N, C, H, W] -> [N, C, 2H, 2W]
+//   # run
 #pragma once
 
 #include <cstdint>

@@ -1,10 +1,13 @@
 // Recurrent layers: Rnn (tanh or relu), Lstm and Gru, with torch.nn.RNN / LSTM / GRU's
 // arguments, defaults, state_dict keys and gate layouts, so torch checkpoints load unchanged.
 //
+//   # Device dev = Device::cpu(); DynTensor x = randn({2, 5, 32});
+//   # DynTensor x_seq_first = randn({5, 2, 32}), h0 = DynTensor::zeros({2, 2, 64});
 //   auto lstm = nn::LstmConfig{.input_size = 32, .hidden_size = 64, .num_layers = 2, .batch_first = true}.init(dev);
 //   auto [out, h_n, c_n] = lstm.forward(x);          // x [N, L, 32] -> out [N, L, 64]
 //   auto gru = nn::GruConfig{.input_size = 32, .hidden_size = 64, .bidirectional = true}.init(dev);
 //   auto [y, h] = gru.forward(x_seq_first, h0);      // y [L, N, 128], h [2, N, 64]
+//   # run
 //
 // Shapes (D = 2 when bidirectional, else 1; H = hidden_size):
 //   input   [L, N, input_size], or [N, L, input_size] with batch_first, or unbatched [L, input_size]

@@ -2,12 +2,14 @@
 // (torch.nn.Sequential). State-dict keys are the layer index then the layer's own names, as in
 // PyTorch: "0.weight", "0.bias", "2.running_mean", ...
 //
+//   # Device dev = Device::cpu(); DynTensor x = randn({2, 784});
 //   nn::Sequential net;
 //   net.push(nn::LinearConfig{784, 128}.init(dev)).push(nn::Relu{}).push(nn::Dropout{0.1})
 //      .push(nn::LinearConfig{128, 10}.init(dev));
 //   DynTensor logits = net.forward(x);
 //   nn::Linear& head = net.at<nn::Linear>(3);
 //   nn::Sequential mlp(nn::LinearConfig{4, 8}.init(dev), nn::Gelu{}, nn::LinearConfig{8, 1}.init(dev));
+//   # run
 //
 // A layer is any type with `DynTensor forward(DynTensor)` (const or not) and a visit() (EMBER_MODULE).
 // Copies are deep (modules are values): changing a copy's layers leaves the original alone.

@@ -1,10 +1,13 @@
 // Transformer layers and stacks with torch.nn.TransformerEncoderLayer / DecoderLayer /
 // TransformerEncoder / TransformerDecoder's arguments, defaults, computation and state_dict keys.
 //
+//   # Device dev = Device::cpu(); int64_t L = 10;
+//   # DynTensor x = randn({2, L, 256}), pad = DynTensor::zeros({2, L}, DType::boolean);
 //   auto layer = nn::TransformerEncoderLayerConfig{.d_model = 256, .nhead = 8, .batch_first = true};
 //   auto enc = nn::TransformerEncoderConfig{layer, /*num_layers=*/6, /*final_norm=*/true}.init(dev);
 //   DynTensor mask = nn::generate_square_subsequent_mask(L, dev);      // or {.is_causal = true}
 //   DynTensor y = enc.forward(x, {.key_padding_mask = pad, .attn_mask = mask});
+//   # run
 //
 // Layer computation (sa = self-attention, mha = attention over the decoder's memory,
 // ff(x) = linear2(dropout(activation(linear1(x)))), each sub-block followed by dropout):

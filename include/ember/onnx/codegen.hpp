@@ -7,7 +7,6 @@
 // and the Add of its bias make one), named after the ONNX values (sanitised identifiers;
 // PyTorch's scoped names "/layer1/layer1.0/conv1/Conv_output_0" read as "layer1_0_conv1_conv")
 // with a comment naming the node:
-//
 //   struct resnet18 {
 //     ember::nn::Conv2d conv1;             // node '/conv1/Conv' (Conv)
 //     ember::nn::Linear fc;                // node '/fc/Gemm' (Gemm)

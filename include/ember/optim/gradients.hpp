@@ -1,11 +1,18 @@
 // GradientsParams: the gradients of one module's trainable parameters, keyed by parameter id.
 // It is what optimizers consume, and where gradient accumulation and clipping happen.
 //
+//   # Device dev = Device::cpu().autodiff();
+//   # nn::Linear model = nn::LinearConfig{4, 1}.init(dev);
+//   # DynTensor loss_a = model.forward(DynTensor::ones({2, 4}, DType::f32, dev)).mean();
+//   # DynTensor loss_b = model.forward(DynTensor::ones({2, 4}, DType::f32, dev)).sum();
+//   # optim::AdamW optimizer = optim::AdamWConfig{}.init();
+//   # double lr = 1e-3;
 //   auto grads = optim::GradientsParams::from(model, loss_a.backward());
 //   grads.accumulate(optim::GradientsParams::from(model, loss_b.backward()));  // micro-batches
 //   grads.scale(0.5);                                                          // mean of the two
 //   double total = grads.clip_by_norm(1.0);       // torch.nn.utils.clip_grad_norm_
 //   model = optimizer.step(model, std::move(grads), lr);
+//   # run
 #pragma once
 
 #include <cstdint>

@@ -2,13 +2,18 @@
 // keep their ids, so the per-parameter state follows them). The algorithms reproduce PyTorch
 // 1.13's update formulas, names and defaults; Lion and LAMB follow their papers.
 //
+//   # Device dev = Device::cpu().autodiff();
+//   # nn::Linear model = nn::LinearConfig{4, 1}.init(dev);
+//   # auto loss = [&](const nn::Linear& m) { return m.forward(DynTensor::ones({2, 4}, DType::f32, dev)).mean(); };
+//   # optim::CosineAnnealingLR sched(0.1, {.t_max = 100});
 //   optim::AdamW opt({.weight_decay = 0.01, .clipping = optim::GradientClipping::by_norm(1.0)});
-//   for (...) {
+//   for (int step = 0; step < 100; ++step) {
 //     Gradients grads = loss(model).backward();
 //     model = opt.step(model, grads, /*lr=*/sched.lr());
 //   }
 //   nn::NamedTensors s = opt.state_dict(model);   // "fc1.weight.exp_avg", "fc1.weight.step", ...
 //   opt.load_state_dict(model, s);                 // by parameter path
+//   # run
 //
 // Parameter groups: the first ParamGroup whose pattern (std::regex, ECMAScript, searched in the
 // parameter path as with std::regex_search: anchor with ^...$ for a whole-path match) matches a

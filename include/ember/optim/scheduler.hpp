@@ -1,11 +1,13 @@
 // Learning-rate schedulers: scalar state machines with the semantics of PyTorch 1.13's
 // torch.optim.lr_scheduler.
 //
+//   # auto train_step = [](double lr) { std::cout << lr << "\n"; };
 //   optim::CosineAnnealingLR sched(0.1, {.t_max = 100, .eta_min = 1e-4});
 //   for (int64_t i = 0; i < 100; ++i) {
 //     train_step(/*lr=*/sched.lr());   // the lr of this optimizer step
 //     sched.step();                    // advance to the next one
 //   }
+//   # run
 //
 // lr() right after construction equals torch's param_groups[0]['lr'] after constructing the
 // scheduler (torch takes an initial step there); after the k-th step() it equals torch's lr after

@@ -4,6 +4,7 @@
 //   {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
 // padded with spaces and a newline, then the array's bytes.
 //
+//   # TensorData y = TensorData::from_vector<float>({1, 2, 3}, Shape{3});
 //   TensorData x = store::read_npy("x.npy");           // what np.save wrote
 //   store::write_npy("y.npy", y);                       // np.load reads it back
 //

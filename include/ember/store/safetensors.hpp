@@ -3,9 +3,11 @@
 //   {"__metadata__": {"k": "v"}, "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, ...}
 // then the tensors' bytes (little-endian, row-major, offsets relative to the end of the header).
 //
+//   # DynTensor w = randn({2, 3}), b = DynTensor::zeros({2});
 //   store::save_safetensors("model.safetensors", {{"weight", w}, {"bias", b}}, {{"epoch", "3"}});
 //   store::TensorMap m = store::load_safetensors("model.safetensors");
 //   store::SafetensorsHeader h = store::read_safetensors_header("model.safetensors");  // no data read
+//   # run
 //
 // Saving is atomic: the file is written next to its destination under a temporary name,
 // fsynced, then renamed over it, so a crash or an error leaves the previous file intact.

@@ -1,10 +1,12 @@
 // TensorMap: named tensors in a fixed order — what model files hold and what state dicts are.
 //
-//   TensorMap m{{"weight", w}, {"bias", b}};
+//   # DynTensor w = randn({2, 3}), b = DynTensor::zeros({2}), rm = DynTensor::zeros({2});
+//   store::TensorMap m{{"weight", w}, {"bias", b}};
 //   m.insert("running_mean", rm);                 // throws on a duplicate name
 //   const DynTensor& w2 = m.at("weight");         // throws an Error naming the missing key
-//   if (const DynTensor* b2 = m.find("bias")) ...
-//   for (const auto& [name, t] : m) ...           // insertion order
+//   if (const DynTensor* b2 = m.find("bias")) std::cout << *b2;   // nullptr when absent
+//   for (const auto& [name, t] : m) std::cout << name;      // insertion order
+//   # run
 //
 // Lookups by name are O(1) (a hash index beside the ordered entries). Loaders fill a map in the
 // file's order: safetensors files by name, PyTorch checkpoints in pickle order.

@@ -2,9 +2,11 @@
 //
 //   Device dev = Device::cpu().autodiff();              // or .autodiff(Checkpointing::balanced)
 //   auto w = DynTensor::normal({4, 3}, 0, 1, DType::f32, dev).require_grad();
+//   # DynTensor x = randn({8, 4}, DType::f32, dev);
 //   Gradients grads = mean(square(matmul(x, w))).backward();
 //   DynTensor dw = *w.grad(grads);                       // on w's device, not tracked
 //   { NoGradGuard off; auto w2 = w - 0.1 * dw; }         // nothing recorded in this scope
+//   # run
 #pragma once
 
 #include <optional>

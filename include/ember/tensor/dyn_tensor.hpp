@@ -4,6 +4,7 @@
 //   auto x = DynTensor::from_vector<float>({1, 2, 3, 4}, {2, 2});
 //   auto y = exp(x) + 1.0;                 // free functions and operators: ops.hpp
 //   std::vector<float> v = y.to_vector<float>();
+//   # run
 //
 // A DynTensor is a cheap shared handle to an immutable value. Ops take tensors by value:
 // pass std::move(x) when x is no longer needed and the backend may reuse its buffer.

@@ -11,7 +11,7 @@
 //   };
 //   Bf16Matmuls hook;
 //   OpInputHook* prev = set_op_input_hook(&hook);   // this thread only
-//   ...
+//   // ... the matmuls here take bf16 inputs
 //   set_op_input_hook(prev);
 //
 // Ops that the hook itself runs (its casts) pass through it again; it must leave `cast` alone.

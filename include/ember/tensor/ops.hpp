@@ -1,8 +1,10 @@
 // The tensor operations, as free functions over DynTensor (PyTorch semantics and names where
 // the issue tracker does not say otherwise). Tensor<D, K> methods forward here.
 //
+//   # DynTensor x = randn({4, 8}), w = randn({8, 16}), b = DynTensor::zeros({16});
 //   DynTensor y = softmax(matmul(x, w) + b, -1);
 //   auto [values, indices] = topk(y, 5);
+//   # run
 #pragma once
 
 #include <concepts>

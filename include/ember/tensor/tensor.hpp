@@ -4,6 +4,7 @@
 //   auto x = Tensor<2>::zeros({2, 3});
 //   Tensor<2> y = (x + 1.0).exp();
 //   Tensor<1> row = y.select<1>(0, 0);
+//   # run
 #pragma once
 
 #include <array>
@@ -84,6 +85,7 @@ class Tensor {
   template <class T>
   T item() const { return t_.item<T>(); }
   Tensor to(const Device& d) const { return Tensor(t_.to(d)); }
+  Tensor to(DType dt) const { return cast(dt); }  // PyTorch's x.to(torch.float64)
   template <class K2>
   Tensor<D, K2> cast(DType dt) const { return Tensor<D, K2>(ember::cast(t_, dt)); }
   Tensor cast(DType dt) const { return Tensor(ember::cast(t_, dt)); }

@@ -1,5 +1,5 @@
 // Checkpoints: directories written atomically, of which the last N and the best by a metric are kept.
-//
+// Each is a folder:
 //   <dir>/checkpoint-0000000938/
 //       model.safetensors       the module's state_dict (load with nn::load(model, ".../model.safetensors"))
 //       optimizer.safetensors   the optimizer's state_dict
@@ -12,8 +12,9 @@
 // moment leaves either the complete new checkpoint or none: a folder named checkpoint-* is always
 // complete. Stale temporary folders are removed when the next Checkpointer opens the directory.
 //
-//   train::Checkpointer ck({.dir = "runs/a/checkpoints", .keep_last = 2, .best_metric = "valid/accuracy"});
-//   ck.save(step, score, [&](const std::string& tmp) { nn::save(model, tmp + "/model.safetensors"); ... });
+//   # Model model = given<Model>(); int64_t step = 938; double score = 0.91;
+//   train::Checkpointer ck("runs/a/checkpoints", /*keep_last=*/2, /*keep_best=*/true, /*higher_is_better=*/true);
+//   ck.save(step, score, [&](const std::string& tmp) { nn::save(model, tmp + "/model.safetensors"); });
 //   std::optional<train::CheckpointInfo> last = train::latest_checkpoint("runs/a/checkpoints");
 #pragma once
 

@@ -1,5 +1,6 @@
 // Early stopping: stop training when a metric has not improved for `patience` epochs.
 //
+//   # auto learner_builder = train::LearnerBuilder(given<Model>(), &classify_train);
 //   learner_builder.early_stopping({.metric = "valid/loss", .patience = 3, .min_delta = 1e-3});
 //
 // An epoch improves when its value beats the best so far by more than min_delta (below it for

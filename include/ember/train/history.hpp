@@ -2,6 +2,7 @@
 // It is saved in checkpoints (so a resumed run continues the same history), drawn by the
 // renderers and the SVG plots, and written as JSON lines.
 //
+//   # auto learner = train::LearnerBuilder(given<Model>(), &classify_train).build();
 //   const train::MetricHistory& h = learner.history();
 //   std::vector<double> loss = h.step_series("loss");          // one value per train iteration
 //   std::optional<double> acc = h.epoch_value(2, train::Split::valid, "accuracy");

@@ -2,6 +2,7 @@
 // the loop polls (the Learner finishes the current step, writes a checkpoint and returns); a
 // second SIGINT restores the terminal and ends the process the default way.
 //
+//   # auto step = [] {};
 //   train::InterruptGuard guard;
 //   while (!guard.requested()) step();
 #pragma once

@@ -2,6 +2,8 @@
 // optimizer and lr scheduler, gradient accumulation, checkpoints, resume, early stopping, logs,
 // plots and a live renderer.
 //
+//   # Model model = given<Model>(); auto train_step = &classify_train; auto valid_step = &classify_valid;
+//   # std::vector<Batch> train_loader, valid_loader, test_loader;   // any range of batches
 //   auto learner = train::LearnerBuilder(model, train_step, valid_step)  // Model, Batch deduced
 //                      .optimizer(optim::AdamW({.weight_decay = 1e-4}))
 //                      .scheduler(std::make_unique<optim::CosineAnnealingLR>(

@@ -3,13 +3,15 @@
 // and multi-label (label accuracy, F1 over thresholded sigmoids); each metric reads the outputs of
 // its kind and ignores other batches.
 //
-//   std::vector<float> logits = ...;            // [n, c] row-major
-//   std::vector<int64_t> targets = ...;         // [n]
+//   int64_t c = 2;
+//   std::vector<float> logits = {2.0f, -1.0f, 0.5f, 1.5f};   // [n, c] row-major
+//   std::vector<int64_t> targets = {0, 1};                // [n]
 //   double acc = train::accuracy(logits, targets, c);
-//   train::ConfusionMatrix cm(c);  cm.add(logits, targets);
+//   train::ConfusionMatrix cm(c);  cm.add(logits, targets, c);
 //   double f1 = cm.f1(train::Average::macro);
 //   double auc = train::auroc(logits, targets, c);   // binary, or one-vs-rest macro
 //
+//   # auto learner_builder = train::LearnerBuilder(given<Model>(), &classify_train);
 //   learner_builder.metrics({train::accuracy_metric(), train::top_k_accuracy_metric(5),
 //                            train::f1_metric(train::Average::macro), train::auroc_metric()});
 //   learner_builder.metrics({train::rmse_metric(), train::mae_metric(), train::r2_metric()});

@@ -1,6 +1,7 @@
 // SVG line plots of a MetricHistory, one file per metric: the train values of every iteration
 // (thin line), and the per-epoch train and validation values (lines with markers), against epochs.
 //
+//   # auto learner = train::LearnerBuilder(given<Model>(), &classify_train).build();
 //   train::write_svg_plots(learner.history(), "runs/a/plots");   // runs/a/plots/loss.svg, ...
 #pragma once
 

@@ -13,8 +13,9 @@
 //     void update(const train::ProgressView& p) override {
 //       if (p.split == train::Split::train && p.batch % 100 == 0) std::cout << p.batch << "\n";
 //     }
-//     void epoch_end(const train::EpochView& e) override { ... }
+//     void epoch_end(const train::EpochView& e) override { std::cout << "epoch " << e.epoch << "\n"; }
 //   };
+//   # auto builder = train::LearnerBuilder(given<Model>(), &classify_train);
 //   builder.renderer(std::make_shared<MyRenderer>());
 #pragma once
 

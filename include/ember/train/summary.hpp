@@ -1,4 +1,9 @@
 // FitSummary: what Learner::fit did, printed at the end of training and saved as summary.json.
+//
+//   # auto learner = train::LearnerBuilder(given<Model>(), &classify_train).build();
+//   const train::FitSummary& s = learner.summary();
+//   std::cout << s.str();                              // outcome, time, last metrics, best, checkpoints
+//   if (s.interrupted) std::cout << "resume from " << s.last_checkpoint << "\n";
 #pragma once
 
 #include <cstdint>

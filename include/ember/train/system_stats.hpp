@@ -3,7 +3,7 @@
 // device memory in use (Device::memory_stats).
 //
 //   train::ProcessMonitor mon;
-//   ...work...
+//   // ... work ...
 //   train::ProcessSample s = mon.sample();   // s.cpu_percent since the previous sample, s.rss_bytes
 #pragma once
 
