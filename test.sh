@@ -194,8 +194,11 @@ fi
 if [ -d /usr/share/datasets/fashion-mnist ]; then
   ex_check custom_training_loop '/^test accuracy: [0-9.]+$/ && $3 >= 0.70' \
     ../../examples/custom_training_loop --epochs 1 --train-images 3000 --test-images 1000
+  # examples/image_folder: 300 + 100 Fashion-MNIST images a class written as PNG folders, read back by
+  # data::ImageFolderDataset, a small CNN trained with augmentation ("test accuracy: X", X >= 0.70).
+  ex_check image_folder '/^test accuracy: [0-9.]+$/ && $3 >= 0.70' ../../examples/image_folder
 else
-  skipped+=("examples/custom_training_loop (Fashion-MNIST's package dataset-fashion-mnist is not installed)")
+  skipped+=("examples/custom_training_loop, image_folder (Fashion-MNIST's package dataset-fashion-mnist is not installed)")
 fi
 # examples/gpt2, tiny, on 2 MB of the linux-doc-6.1 corpus: tokenizer, training with bf16 autocast
 # and checkpoints, a sample; its last line must be "val loss: X" with a loss below ln(vocab).
