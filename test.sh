@@ -200,6 +200,15 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
 else
   skipped+=("examples/custom_training_loop, image_folder (Fashion-MNIST's package dataset-fashion-mnist is not installed)")
 fi
+# examples/lstm_sequence: a 2-layer bidirectional LSTM forecasting Seattle's daily maximum temperature
+# 1-7 days ahead (python3-vega-datasets); "test rmse: X  last value: Y  seasonal naive: Z" over 2015,
+# X at least 10% below the last-value forecast's Y and below the seasonal naive Z.
+vega_data=/usr/lib/python3/dist-packages/vega_datasets/_data
+if [ -f $vega_data/seattle-weather.csv ]; then
+  ex_check lstm_sequence '/^test rmse: / && $3 < 0.9 * $6 && $3 < $9' ../../examples/lstm_sequence
+else
+  skipped+=("examples/lstm_sequence (Seattle's weather's package python3-vega-datasets is not installed)")
+fi
 # examples/gpt2, tiny, on 2 MB of the linux-doc-6.1 corpus: tokenizer, training with bf16 autocast
 # and checkpoints, a sample; its last line must be "val loss: X" with a loss below ln(vocab).
 if [ -d /usr/share/doc/linux-doc-6.1/Documentation ]; then
