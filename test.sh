@@ -209,6 +209,15 @@ if [ -f $vega_data/seattle-weather.csv ]; then
 else
   skipped+=("examples/lstm_sequence (Seattle's weather's package python3-vega-datasets is not installed)")
 fi
+# examples/text_classification: a transformer classifying Debian package descriptions by section, from the
+# lists apt-get update writes ("test accuracy: X" over 6 balanced sections, X >= 0.70), and a text given
+# with --classify.
+if compgen -G "/var/lib/apt/lists/*_Packages*" >/dev/null; then
+  ex_check text_classification '/^test accuracy: [0-9.]+$/ && $3 >= 0.70' \
+    ../../examples/text_classification --classify "A multiplayer arena shooter with bots"
+else
+  skipped+=("examples/text_classification (no package lists in /var/lib/apt/lists: run apt-get update)")
+fi
 # examples/gpt2, tiny, on 2 MB of the linux-doc-6.1 corpus: tokenizer, training with bf16 autocast
 # and checkpoints, a sample; its last line must be "val loss: X" with a loss below ln(vocab).
 if [ -d /usr/share/doc/linux-doc-6.1/Documentation ]; then
