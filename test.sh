@@ -189,6 +189,15 @@ if [ -f $sklearn_data/digits.csv.gz ]; then
 else
   skipped+=("examples/mnist_mlp, wgan, pytorch_import (the digits' package python3-sklearn is not installed)")
 fi
+# examples/onnx_inference: torchvision's ResNet-18, exported to ONNX by PyTorch at build time, through
+# ember's ONNX runtime and through the C++ that `ember-onnx generate` wrote at build time ("agreement:
+# 4/4 predictions, max abs difference D": both engines give PyTorch's top-5 classes on both images,
+# and D <= 1e-4).
+if /usr/bin/python3 -c "import torch, torchvision" 2>/dev/null; then
+  ex_check onnx_inference '/^agreement: / && $2 == "4/4" && $NF <= 1e-4' ../../examples/onnx_inference
+else
+  skipped+=("examples/onnx_inference (python3-torch or python3-torchvision missing)")
+fi
 # examples/custom_training_loop: the demo's CNN on 3,000 Fashion-MNIST images, one epoch, by a
 # hand-written loop ("test accuracy: X" on 1,000 test images, X >= 0.70).
 if [ -d /usr/share/datasets/fashion-mnist ]; then
