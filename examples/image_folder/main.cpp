@@ -15,6 +15,7 @@
 // The last line is "test accuracy: X" (examples/image_folder/README.md).
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ember/data.hpp>
@@ -130,8 +131,10 @@ int main(int argc, char** argv) try {
   const Args args = parse(argc, argv);
 
   // 1. The folders, written from Fashion-MNIST's training and test images.
+  const auto start = std::chrono::steady_clock::now();
   write_folder(*data::FashionMnist::train(args.source), args.root + "/train", args.train_per_class);
   write_folder(*data::FashionMnist::test(args.source), args.root + "/test", args.test_per_class);
+  const double write_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   // 2. The folders as datasets: grey 28x28 images, labels from the sorted folder names. Decoding
   // happens once (materialize); augmentation happens per item and epoch, on the loader's workers.
@@ -152,7 +155,8 @@ int main(int argc, char** argv) try {
                             [=](data::ImageItem it) { return data::normalize(std::move(it), mean, std); });
   std::printf("%s: %zu classes (", args.root.c_str(), classes.size());
   for (size_t c = 0; c < classes.size(); ++c) std::printf("%s%s", c ? ", " : "", classes[c].c_str());
-  std::printf("), %zu training and %zu test images\n", train_folder->size(), test_folder->size());
+  std::printf("), %zu training and %zu test images (written in %.1f s)\n", train_folder->size(), test_folder->size(),
+              write_s);
 
   Device device = Device::cpu().autodiff();
   auto train_loader = data::DataLoaderBuilder(data::batch_images)
