@@ -166,10 +166,12 @@ ex_check() {  # name, an awk condition on the log's last line, the command (run 
   else echo "   $name failed:"; tail -5 "$ex_dir/$name.log"; ex_f=$((ex_f + 1)); fi
 }
 sklearn_data=/usr/lib/python3/dist-packages/sklearn/datasets/data
-# examples/regression: an MLP on scikit-learn's diabetes table (python3-sklearn) through the Learner;
-# "test rmse: X" with X below the held-out targets' spread (~73, the RMSE of predicting the mean).
+# examples/regression (issue 29's csv_regression): an MLP on scikit-learn's diabetes table (python3-sklearn)
+# through the Learner; "test rmse: X  linear baseline: Y" with X below the held-out targets' spread (~73,
+# the RMSE of predicting the mean) and within 5% of least squares fitted in closed form (Y).
 if [ -f $sklearn_data/diabetes_target.csv.gz ]; then
-  ex_check regression '/^test rmse: [0-9.]+$/ && $3 < 65' ../../examples/regression
+  ex_check regression '/^test rmse: [0-9.]+  linear baseline: [0-9.]+$/ && $3 < 65 && $3 < 1.05 * $6' \
+    ../../examples/regression
 else
   skipped+=("examples/regression (the diabetes table's package python3-sklearn is not installed)")
 fi
@@ -191,13 +193,43 @@ if [ -f $sklearn_data/digits.csv.gz ]; then
 else
   skipped+=("examples/mnist_mlp, wgan, pytorch_import (the digits' package python3-sklearn is not installed)")
 fi
+# examples/onnx_inference: torchvision's ResNet-18, exported to ONNX by PyTorch at build time, through
+# ember's ONNX runtime and through the C++ that `ember-onnx generate` wrote at build time ("agreement:
+# 4/4 predictions, max abs difference D": both engines give PyTorch's top-5 classes on both images,
+# and D <= 1e-4).
+if /usr/bin/python3 -c "import torch, torchvision" 2>/dev/null; then
+  ex_check onnx_inference '/^agreement: / && $2 == "4/4" && $NF <= 1e-4' ../../examples/onnx_inference
+else
+  skipped+=("examples/onnx_inference (python3-torch or python3-torchvision missing)")
+fi
 # examples/custom_training_loop: the demo's CNN on 3,000 Fashion-MNIST images, one epoch, by a
 # hand-written loop ("test accuracy: X" on 1,000 test images, X >= 0.70).
 if [ -d /usr/share/datasets/fashion-mnist ]; then
   ex_check custom_training_loop '/^test accuracy: [0-9.]+$/ && $3 >= 0.70' \
     ../../examples/custom_training_loop --epochs 1 --train-images 3000 --test-images 1000
+  # examples/image_folder: 300 + 100 Fashion-MNIST images a class written as PNG folders, read back by
+  # data::ImageFolderDataset, a small CNN trained with augmentation ("test accuracy: X", X >= 0.70).
+  ex_check image_folder '/^test accuracy: [0-9.]+$/ && $3 >= 0.70' ../../examples/image_folder
 else
-  skipped+=("examples/custom_training_loop (Fashion-MNIST's package dataset-fashion-mnist is not installed)")
+  skipped+=("examples/custom_training_loop, image_folder (Fashion-MNIST's package dataset-fashion-mnist is not installed)")
+fi
+# examples/lstm_sequence: a 2-layer bidirectional LSTM forecasting Seattle's daily maximum temperature
+# 1-7 days ahead (python3-vega-datasets); "test rmse: X  last value: Y  seasonal naive: Z" over 2015,
+# X at least 10% below the last-value forecast's Y and below the seasonal naive Z.
+vega_data=/usr/lib/python3/dist-packages/vega_datasets/_data
+if [ -f $vega_data/seattle-weather.csv ]; then
+  ex_check lstm_sequence '/^test rmse: / && $3 < 0.9 * $6 && $3 < $9' ../../examples/lstm_sequence
+else
+  skipped+=("examples/lstm_sequence (Seattle's weather's package python3-vega-datasets is not installed)")
+fi
+# examples/text_classification: a transformer classifying Debian package descriptions by section, from the
+# lists apt-get update writes ("test accuracy: X" over 6 balanced sections, X >= 0.70), and a text given
+# with --classify.
+if compgen -G "/var/lib/apt/lists/*_Packages*" >/dev/null; then
+  ex_check text_classification '/^test accuracy: [0-9.]+$/ && $3 >= 0.70' \
+    ../../examples/text_classification --classify "A multiplayer arena shooter with bots"
+else
+  skipped+=("examples/text_classification (no package lists in /var/lib/apt/lists: run apt-get update)")
 fi
 # examples/gpt2, tiny, on 2 MB of the linux-doc-6.1 corpus: tokenizer, training with bf16 autocast
 # and checkpoints, a sample; its last line must be "val loss: X" with a loss below ln(vocab).
