@@ -7,5 +7,6 @@
 //   model = optimizer.step(model, std::move(grads), lr);
 #pragma once
 
+#include "ember/distributed/data_parallel.hpp"
 #include "ember/distributed/init.hpp"
 #include "ember/distributed/process_group.hpp"

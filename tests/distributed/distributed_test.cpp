@@ -105,6 +105,30 @@ TEST_P(Collectives, EveryDtypeAndSizeMatchesLocalReference) {
 }
 INSTANTIATE_TEST_SUITE_P(World, Collectives, ::testing::Values(1, 2, 3));
 
+// ---- DataParallel: 20 steps equal one process on the global batch ----
+
+struct DpCase {
+  int world;
+  const char* args;
+};
+class DataParallelEquivalence : public ::testing::TestWithParam<DpCase> {};
+TEST_P(DataParallelEquivalence, SameWeightsAsOneProcessOnTheGlobalBatch) {
+  const DpCase& c = GetParam();
+  Result r = launch(c.world, std::string("data_parallel ") + c.args, 90, "EMBER_DIST_TIMEOUT=30");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(count(r.output, ": ok"), c.world) << r.output;
+}
+INSTANTIATE_TEST_SUITE_P(World, DataParallelEquivalence,
+                         ::testing::Values(DpCase{2, ""}, DpCase{3, ""}, DpCase{2, "--accum 2"}, DpCase{3, "--accum 2"},
+                                           DpCase{3, "--bucket-mb 0.0000001"}),
+                         [](const auto& info) {
+                           std::string n = "world" + std::to_string(info.param.world);
+                           std::string a = info.param.args;
+                           if (a.find("accum") != std::string::npos) n += "_accum2";
+                           if (a.find("bucket") != std::string::npos) n += "_bucket_per_param";
+                           return n;
+                         });
+
 // ---- faults: each job must fail, within the timeout (3 s) plus start-up, with an Error ----
 
 struct FaultCase {
