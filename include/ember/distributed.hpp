@@ -10,3 +10,4 @@
 #include "ember/distributed/data_parallel.hpp"
 #include "ember/distributed/init.hpp"
 #include "ember/distributed/process_group.hpp"
+#include "ember/distributed/zero.hpp"

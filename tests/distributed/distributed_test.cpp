@@ -129,6 +129,35 @@ INSTANTIATE_TEST_SUITE_P(World, DataParallelEquivalence,
                            return n;
                          });
 
+// ---- ZeRO-1: the same weights as one process running Adam; resume at another world size ----
+
+class Zero : public ::testing::TestWithParam<int> {};
+TEST_P(Zero, SameWeightsAsOneProcessWithAdam) {
+  Result r = launch(GetParam(), "zero", 90, "EMBER_DIST_TIMEOUT=30");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(count(r.output, ": ok"), GetParam()) << r.output;
+}
+INSTANTIATE_TEST_SUITE_P(World, Zero, ::testing::Values(2, 3));
+
+class ZeroResume : public ::testing::TestWithParam<std::pair<int, int>> {};
+TEST_P(ZeroResume, CheckpointFromOneWorldSizeResumesOnAnother) {
+  auto [before, after] = GetParam();
+  std::string prefix = ::testing::TempDir() + "ember_zero_" + std::to_string(::getpid()) + "_" +
+                       std::to_string(before) + std::to_string(after);
+  Result a = launch(before, "zero --until 10 --save " + prefix, 90, "EMBER_DIST_TIMEOUT=30");
+  ASSERT_EQ(a.status, 0) << a.output;
+  Result b = launch(after, "zero --resume " + prefix, 90, "EMBER_DIST_TIMEOUT=30");
+  ASSERT_EQ(b.status, 0) << b.output;
+  EXPECT_EQ(count(b.output, "steps 10..20"), after) << b.output;
+  EXPECT_EQ(count(b.output, ": ok"), after) << b.output;
+  std::remove((prefix + ".model.safetensors").c_str());
+  std::remove((prefix + ".optim.safetensors").c_str());
+}
+INSTANTIATE_TEST_SUITE_P(World, ZeroResume, ::testing::Values(std::make_pair(2, 3), std::make_pair(3, 2)),
+                         [](const auto& info) {
+                           return "from" + std::to_string(info.param.first) + "_to" + std::to_string(info.param.second);
+                         });
+
 // ---- faults: each job must fail, within the timeout (3 s) plus start-up, with an Error ----
 
 struct FaultCase {
