@@ -74,6 +74,15 @@ fi
 if [ -x build/tests/nn/conformance/ember_nn_conformance ]; then
   run_suite nn-conformance build/tests/nn/conformance/ember_nn_conformance --reports build/reports
 fi
+# The distributed suite (issue 28): jobs of 1 to 3 ranks on 127.0.0.1 started by ember-run with
+# tests/distributed's worker: collectives for every dtype and odd sizes, DataParallel and ZeRO-1
+# against one process on the global batch, and the fault cases, each under a wall-clock limit.
+# Writes build/reports/distributed.json ({"world_sizes", "cases", "failed", "fault_cases"}).
+if [ -x build/tests/distributed/ember_distributed_jobs ]; then
+  run_suite distributed build/tests/distributed/ember_distributed_jobs --reports build/reports
+else
+  skipped+=("distributed (Gloo not found: libgloo-dev)")
+fi
 # The official ONNX backend node tests, generated here with Debian's python3-onnx: every case
 # passes or is reported unsupported (build/reports/onnx-node.json); a wrong result fails.
 if [ -x build/tests/onnx/ember_onnx_node ]; then
