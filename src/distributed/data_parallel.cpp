@@ -112,6 +112,35 @@ void DataParallel::Reducer::build_buckets(const std::vector<std::pair<std::strin
   }
 }
 
+void DataParallel::all_reduce_gradients(const std::vector<const nn::Param*>& params, optim::GradientsParams& grads) {
+  Reducer& r = *r_;
+  std::vector<std::pair<std::string, const nn::Param*>> ps;
+  for (const nn::Param* p : params)
+    if (!p->frozen()) ps.emplace_back(std::string(), p);
+  r.build_buckets(ps);
+  NoGradGuard off;
+  std::vector<Work> works;
+  for (const auto& bucket : r.buckets) {
+    std::vector<DynTensor> flat;
+    for (size_t k : bucket) {
+      const DynTensor& v = ps[k].second->value();
+      auto g = grads.get(*ps[k].second);
+      flat.push_back(g ? reshape(*g, Sizes{-1}) : DynTensor::zeros(Shape({v.numel()}), v.dtype(), v.device()));
+    }
+    works.push_back(r.group->all_reduce(flat.size() == 1 ? flat[0] : cat(flat, 0), ReduceOp::avg));
+  }
+  for (size_t b = 0; b < works.size(); ++b) {
+    DynTensor reduced = works[b].wait();
+    int64_t offset = 0;
+    for (size_t k : r.buckets[b]) {
+      const DynTensor& v = ps[k].second->value();
+      grads.set(*ps[k].second, reshape(narrow(reduced, 0, offset, v.numel()),
+                                       Sizes(v.shape().dims().begin(), v.shape().dims().end())));
+      offset += v.numel();
+    }
+  }
+}
+
 optim::GradientsParams DataParallel::backward_params(const std::vector<std::pair<std::string, const nn::Param*>>& params,
                                                      const DynTensor& loss) {
   Reducer& r = *r_;

@@ -76,6 +76,11 @@ class DataParallel {
     return backward_params(params, loss);
   }
 
+  // The mean over ranks of gradients computed elsewhere (loops that run their own backward, such
+  // as the Learner's, through train/data_parallel.hpp): the same buckets, reduced after the
+  // backward instead of during it. `params` in module order, the same on every rank.
+  void all_reduce_gradients(const std::vector<const nn::Param*>& params, optim::GradientsParams& grads);
+
   // While the returned object lives, backward() does not communicate (gradient accumulation).
   class NoSync {
    public:

@@ -52,6 +52,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <iterator>
 #include <memory>
@@ -126,6 +127,15 @@ struct LearnerConfig {
   // with amp::scale_loss(loss) before backward.
   std::optional<DType> mixed_precision{};
   std::optional<amp::GradScalerConfig> grad_scaler{};
+  // Data-parallel training (train/data_parallel.hpp fills these from a distributed::DataParallel):
+  // logs, plots, checkpoints and the renderer run on rank 0 only; `reduce_gradients` averages each
+  // optimizer step's gradients over the ranks (the module's parameters in order are its first
+  // argument); every rank prints its own data-wait and communication time after each epoch.
+  // Metrics are each rank's own (rank 0 shows its shard's).
+  int rank = 0;
+  int world_size = 1;
+  std::function<void(const std::vector<const nn::Param*>&, optim::GradientsParams&)> reduce_gradients{};
+  std::function<double()> communication_seconds{};
 };
 
 namespace detail {
@@ -307,6 +317,15 @@ class Learner {
         sched_(std::move(scheduler)),
         config_(std::move(config)) {
     if (config_.grad_scaler) scaler_.emplace(*config_.grad_scaler);
+    // Each rank would stop on its own shard's metrics while the others wait in a collective.
+    EMBER_CHECK(config_.world_size == 1 || !config_.early_stopping, "Learner: early stopping is not supported with "
+                "data-parallel training yet (each rank would decide on its own shard's metrics)");
+    if (config_.rank != 0) {  // one set of files and one dashboard for the whole job
+      config_.run_dir.clear();
+      config_.checkpoints.reset();
+      config_.renderer = nullptr;
+      config_.renderer_kind = RendererKind::none;
+    }
     if (!valid_step_)
       valid_step_ = [](const M&, const B&) -> BatchOutputs {
         EMBER_FAIL("Learner: fit() got a validation loader but the builder no valid_step");
@@ -417,11 +436,22 @@ class Learner {
     }
     if (pending > 0) apply(s, acc, pending);  // a loader that did not announce its length
     s.end_split(Split::train, detail::loader_wait_seconds(loader));
+    if (config_.world_size > 1) {
+      double comm = config_.communication_seconds ? config_.communication_seconds() : 0;
+      std::fprintf(stderr, "rank %d: epoch %lld: data wait %.2f s, communication %.2f s\n", config_.rank,
+                   static_cast<long long>(s.epoch()), detail::loader_wait_seconds(loader).value_or(0.0), comm - comm_seconds_);
+      comm_seconds_ = comm;
+    }
     return true;
   }
 
   void apply(detail::FitSession& s, optim::GradientsParams& acc, int64_t& pending) {
     if (pending > 1) acc.scale(1.0 / double(pending));
+    if (config_.reduce_gradients) {
+      std::vector<const nn::Param*> params;
+      nn::for_each_param(model_, [&](const std::string&, nn::Param& p) { params.push_back(&p); });
+      config_.reduce_gradients(params, acc);
+    }
     if (scaler_) {  // unscale (checking for inf/NaN), step unless found, adjust the scale
       model_ = scaler_->step(*opt_, std::move(model_), std::move(acc), s.lr());
       scaler_->update();
@@ -486,6 +516,7 @@ class Learner {
   std::optional<amp::GradScaler> scaler_;
   FitSummary summary_;
   MetricHistory history_;
+  double comm_seconds_ = 0;  // communication time at the end of the last epoch (data-parallel)
 };
 
 template <class M, class B>
