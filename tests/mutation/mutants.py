@@ -52,6 +52,7 @@ CPU_TESTS = "tests/backends/cpu/ember_cpu_tests"
 TENSOR_TESTS = "tests/tensor/ember_tensor_tests"
 FUSION_TESTS = "tests/fusion/ember_fusion_tests"
 AMP_TESTS = "tests/amp/ember_amp_tests"
+DIST_JOBS = "tests/distributed/ember_distributed_jobs"  # starts ember-run jobs (docs/distributed.md)
 
 BPE_TESTS = "tests/data/ember_bpe_tests"
 # GPT-2's files for the BPE suite's reference tests, where test.sh installed them.
@@ -564,5 +565,41 @@ MUTANTS = [
         "replace": "shape[dim] > 2 * kEdgeItems + 1;",
         "description": "a summarised dim of 7 is printed whole instead of 3, ..., 3",
         "suites": [unit("tests/tensor/ember_tensor_tests", "PyTorch*")],
+    },
+    {
+        "id": "dist-avg-wrong-world-size",
+        "family": "distributed",
+        "file": "src/distributed/gloo_group.cpp",
+        "search": "if (op == ReduceOp::avg) divide<T>(s.ptr(), s.numel(), world);",
+        "replace": "if (op == ReduceOp::avg) divide<T>(s.ptr(), s.numel(), world + 1);",
+        "description": "all_reduce avg divides the sum by world + 1 instead of the world size",
+        "suites": [unit(DIST_JOBS, "World/Collectives*")],
+    },
+    {
+        "id": "dist-bucket-skipped",
+        "family": "distributed",
+        "file": "src/distributed/data_parallel.cpp",
+        "search": "  optim::GradientsParams out;\n  for (size_t b = 0; b < nb; ++b) {",
+        "replace": "  optim::GradientsParams out;\n  for (size_t b = 1; b < nb; ++b) {",
+        "description": "DataParallel::backward never unpacks the first bucket: its parameters get no gradient",
+        "suites": [unit(DIST_JOBS, "World/DataParallel*")],
+    },
+    {
+        "id": "dist-no-sync-drops-accumulated",
+        "family": "distributed",
+        "file": "src/distributed/data_parallel.cpp",
+        "search": "acc != r.accumulated.end()) grad = grad + acc->second;",
+        "replace": "acc != r.accumulated.end()) grad = acc->second;",
+        "description": "the synchronised backward after no_sync() reduces the accumulated gradients without its own",
+        "suites": [unit(DIST_JOBS, "World/DataParallel*")],
+    },
+    {
+        "id": "dist-zero-gather-skips-peers",
+        "family": "distributed",
+        "file": "src/distributed/zero.cpp",
+        "search": "if (r == me) continue;  // this rank's own values are already in place",
+        "replace": "if (r != me) continue;  // this rank's own values are already in place",
+        "description": "ZeRO-1 never copies the other ranks' updated shares into the module",
+        "suites": [unit(DIST_JOBS, "World/Zero*")],
     },
 ]
