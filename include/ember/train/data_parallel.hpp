@@ -30,6 +30,10 @@ LearnerBuilder<M, B>& use_data_parallel(LearnerBuilder<M, B>& builder, distribut
   c.communication_seconds = [&dp] {
     return std::chrono::duration<double>(dp.group().communication_time()).count();
   };
+  c.gather_values = [&dp](const std::vector<double>& mine) {
+    auto t = DynTensor::from_vector(mine, Shape({static_cast<int64_t>(mine.size())}), Device::cpu());
+    return dp.group().all_gather(t).wait().to_vector<double>();
+  };
   return builder;
 }
 

@@ -52,7 +52,6 @@
 
 #include <concepts>
 #include <cstdint>
-#include <cstdio>
 #include <functional>
 #include <iterator>
 #include <memory>
@@ -130,12 +129,15 @@ struct LearnerConfig {
   // Data-parallel training (train/data_parallel.hpp fills these from a distributed::DataParallel):
   // logs, plots, checkpoints and the renderer run on rank 0 only; `reduce_gradients` averages each
   // optimizer step's gradients over the ranks (the module's parameters in order are its first
-  // argument); every rank prints its own data-wait and communication time after each epoch.
-  // Metrics are each rank's own (rank 0 shows its shard's).
+  // argument); every rank prints its own data-wait and communication time after each train
+  // split, and `gather_values` (an all-gather of a few doubles) lets rank 0's epoch values show
+  // "comm_s", "slowest_rank" and that rank's compute time. Metrics are each rank's own (rank 0
+  // shows its shard's).
   int rank = 0;
   int world_size = 1;
   std::function<void(const std::vector<const nn::Param*>&, optim::GradientsParams&)> reduce_gradients{};
   std::function<double()> communication_seconds{};
+  std::function<std::vector<double>(const std::vector<double>&)> gather_values{};
 };
 
 namespace detail {
@@ -436,12 +438,6 @@ class Learner {
     }
     if (pending > 0) apply(s, acc, pending);  // a loader that did not announce its length
     s.end_split(Split::train, detail::loader_wait_seconds(loader));
-    if (config_.world_size > 1) {
-      double comm = config_.communication_seconds ? config_.communication_seconds() : 0;
-      std::fprintf(stderr, "rank %d: epoch %lld: data wait %.2f s, communication %.2f s\n", config_.rank,
-                   static_cast<long long>(s.epoch()), detail::loader_wait_seconds(loader).value_or(0.0), comm - comm_seconds_);
-      comm_seconds_ = comm;
-    }
     return true;
   }
 
@@ -516,7 +512,6 @@ class Learner {
   std::optional<amp::GradScaler> scaler_;
   FitSummary summary_;
   MetricHistory history_;
-  double comm_seconds_ = 0;  // communication time at the end of the last epoch (data-parallel)
 };
 
 template <class M, class B>
