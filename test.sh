@@ -164,6 +164,18 @@ fi
 if (cd "$ex_dir" && ../../examples/char_transformer --steps 30 --sample 40 --amp bf16) >"$ex_dir/char_transformer-amp.log" 2>&1
 then ex_p=$((ex_p + 1))
 else echo "   char_transformer --amp bf16 failed:"; tail -5 "$ex_dir/char_transformer-amp.log"; ex_f=$((ex_f + 1)); fi
+# examples/fashion_mnist data-parallel on the CPU (Gloo): two ranks under ember-run on 2,000
+# training images for one epoch (docs/distributed.md); rank 0 evaluates and must report a test
+# accuracy above 0.5 (chance is 0.1).
+if [ -x build/tools/ember-run/ember-run ] && [ -x build/examples/fashion_mnist/fashion_mnist ]; then
+  if (cd "$ex_dir" && timeout 300 ../../tools/ember-run/ember-run --nproc 2 ../../examples/fashion_mnist/fashion_mnist \
+        --epochs 1 --train-images 2000 --out fashion-ddp) >"$ex_dir/fashion_mnist-ddp.log" 2>&1 &&
+     tail -1 "$ex_dir/fashion_mnist-ddp.log" | awk '/^test accuracy: [0-9.]+$/ && $3 > 0.5 {ok = 1} END {exit !ok}'
+  then ex_p=$((ex_p + 1)); tail -1 "$ex_dir/fashion_mnist-ddp.log" | sed 's/^/   fashion_mnist (2 ranks): /'
+  else echo "   fashion_mnist under ember-run failed:"; tail -5 "$ex_dir/fashion_mnist-ddp.log"; ex_f=$((ex_f + 1)); fi
+else
+  skipped+=("fashion_mnist data-parallel (no ember-run: Gloo not found)")
+fi
 # examples/regression: an MLP on scikit-learn's diabetes table (python3-sklearn) through the Learner;
 # its last line must be "test rmse: X" with X below the held-out targets' spread (~73, the RMSE of
 # predicting the mean).

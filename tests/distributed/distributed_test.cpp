@@ -168,7 +168,7 @@ struct FaultCase {
 class Faults : public ::testing::TestWithParam<FaultCase> {};
 TEST_P(Faults, SurvivorsRaiseErrorInTimeAndLauncherFails) {
   const FaultCase& c = GetParam();
-  Result r = launch(c.world, std::string("fault-") + c.name, 40, "EMBER_DIST_TIMEOUT=3", EMBER_DIST_WORKER, "--grace 4");
+  Result r = launch(c.world, std::string("fault-") + c.name, 40, "EMBER_DIST_TIMEOUT=3", EMBER_DIST_WORKER, "--grace 2");
   EXPECT_NE(r.status, 0) << r.output;
   EXPECT_NE(r.status, 124) << "the job hung:\n" << r.output;
   EXPECT_LT(r.seconds, 15) << r.output;
