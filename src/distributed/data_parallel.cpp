@@ -81,11 +81,14 @@ void DataParallel::broadcast_entries(const std::vector<Entry>& entries) {
       }
   // Then rank 0's values: every broadcast issued before the first wait.
   std::vector<Work> works;
-  for (const Entry& e : entries) works.push_back(pg.broadcast(e.param ? e.param->value().detach() : e.buffer->value, 0));
+  for (const Entry& e : entries)
+    works.push_back(pg.broadcast(e.param ? e.param->value().detach() : e.buffer->value, 0));
   for (size_t i = 0; i < entries.size(); ++i) {
     DynTensor v = works[i].wait();
-    if (entries[i].param) entries[i].param->set(std::move(v));
-    else entries[i].buffer->value = std::move(v);
+    if (entries[i].param)
+      entries[i].param->set(std::move(v));
+    else
+      entries[i].buffer->value = std::move(v);
   }
 }
 
@@ -101,8 +104,8 @@ void DataParallel::Reducer::build_buckets(const std::vector<std::pair<std::strin
     const DynTensor& v = params[k].second->value();
     double b = double(v.numel()) * double(dtype_size(v.dtype()));
     // One dtype per bucket (a bucket is one flat tensor); a new bucket when this one is full.
-    bool fresh = buckets.empty() || bytes + b > cap ||
-                 params[buckets.back().front()].second->value().dtype() != v.dtype();
+    bool fresh =
+        buckets.empty() || bytes + b > cap || params[buckets.back().front()].second->value().dtype() != v.dtype();
     if (fresh) {
       buckets.emplace_back();
       bytes = 0;
@@ -141,10 +144,11 @@ void DataParallel::all_reduce_gradients(const std::vector<const nn::Param*>& par
   }
 }
 
-optim::GradientsParams DataParallel::backward_params(const std::vector<std::pair<std::string, const nn::Param*>>& params,
-                                                     const DynTensor& loss) {
+optim::GradientsParams DataParallel::backward_params(
+    const std::vector<std::pair<std::string, const nn::Param*>>& params, const DynTensor& loss) {
   Reducer& r = *r_;
-  EMBER_CHECK(loss.defined() && loss.device().is_autodiff(), "DataParallel::backward: the loss must be a tensor on an "
+  EMBER_CHECK(loss.defined() && loss.device().is_autodiff(),
+              "DataParallel::backward: the loss must be a tensor on an "
               "autodiff device (e.g. Device::cpu().autodiff())");
   const Device device = loss.device();
   const auto t0 = Clock::now();

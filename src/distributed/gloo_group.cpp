@@ -40,9 +40,12 @@ void reduce_sum(void* c, const void* a, const void* b, size_t n) {
   auto* x = static_cast<const T*>(a);
   auto* y = static_cast<const T*>(b);
   for (size_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<T, bool>) o[i] = x[i] || y[i];
-    else if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) o[i] = T(float(x[i]) + float(y[i]));
-    else o[i] = static_cast<T>(x[i] + y[i]);
+    if constexpr (std::is_same_v<T, bool>)
+      o[i] = x[i] || y[i];
+    else if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>)
+      o[i] = T(float(x[i]) + float(y[i]));
+    else
+      o[i] = static_cast<T>(x[i] + y[i]);
   }
 }
 template <class T>
@@ -51,16 +54,20 @@ void reduce_max(void* c, const void* a, const void* b, size_t n) {
   auto* x = static_cast<const T*>(a);
   auto* y = static_cast<const T*>(b);
   for (size_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) o[i] = float(x[i]) >= float(y[i]) ? x[i] : y[i];
-    else o[i] = x[i] >= y[i] ? x[i] : y[i];
+    if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>)
+      o[i] = float(x[i]) >= float(y[i]) ? x[i] : y[i];
+    else
+      o[i] = x[i] >= y[i] ? x[i] : y[i];
   }
 }
 template <class T>
 void divide(void* p, size_t n, int by) {
   auto* v = static_cast<T*>(p);
   for (size_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) v[i] = T(float(v[i]) / float(by));
-    else v[i] = static_cast<T>(v[i] / static_cast<T>(by));
+    if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>)
+      v[i] = T(float(v[i]) / float(by));
+    else
+      v[i] = static_cast<T>(v[i] / static_cast<T>(by));
   }
 }
 
@@ -204,7 +211,8 @@ void GlooProcessGroup::engine_loop() {
       queue_.pop_front();
     }
     if (!broken_.empty()) {
-      job.state->complete(std::make_exception_ptr(Error(job.state->what + ": the process group failed earlier: " + broken_)));
+      job.state->complete(
+          std::make_exception_ptr(Error(job.state->what + ": the process group failed earlier: " + broken_)));
       continue;
     }
     auto t0 = Clock::now();
@@ -271,17 +279,20 @@ Work GlooProcessGroup::broadcast(const DynTensor& t, int root, CollectiveOptions
   EMBER_CHECK(root >= 0 && root < size(), what, ": root must be in [0, ", size(), ")");
   Staged s = stage(t);
   auto ctx = context_;
-  return submit(what, timeout_of(o), [s, ctx, root](uint32_t tag, Ms timeout) {
-    if (s.numel() == 0) return;
-    visit_dtype(s.data->dtype(), [&]<class T>() {
-      gloo::BroadcastOptions opts(ctx);
-      opts.setOutput<T>(static_cast<T*>(s.ptr()), s.numel());
-      opts.setRoot(root);
-      opts.setTag(tag);
-      opts.setTimeout(timeout);
-      gloo::broadcast(opts);
-    });
-  }, s.result());
+  return submit(
+      what, timeout_of(o),
+      [s, ctx, root](uint32_t tag, Ms timeout) {
+        if (s.numel() == 0) return;
+        visit_dtype(s.data->dtype(), [&]<class T>() {
+          gloo::BroadcastOptions opts(ctx);
+          opts.setOutput<T>(static_cast<T*>(s.ptr()), s.numel());
+          opts.setRoot(root);
+          opts.setTag(tag);
+          opts.setTimeout(timeout);
+          gloo::broadcast(opts);
+        });
+      },
+      s.result());
 }
 
 Work GlooProcessGroup::all_gather(const DynTensor& t, CollectiveOptions o) {
@@ -291,17 +302,20 @@ Work GlooProcessGroup::all_gather(const DynTensor& t, CollectiveOptions o) {
   for (int64_t d : t.shape().dims()) dims.push_back(d);
   Staged out{std::make_shared<TensorData>(Shape(dims), t.dtype()), t.device()};
   auto ctx = context_;
-  return submit(describe("all_gather", &t), timeout_of(o), [in, out, ctx](uint32_t tag, Ms timeout) {
-    if (in.numel() == 0) return;
-    visit_dtype(in.data->dtype(), [&]<class T>() {
-      gloo::AllgatherOptions opts(ctx);
-      opts.setInput<T>(static_cast<T*>(in.ptr()), in.numel());
-      opts.setOutput<T>(static_cast<T*>(out.ptr()), out.numel());
-      opts.setTag(tag);
-      opts.setTimeout(timeout);
-      gloo::allgather(opts);
-    });
-  }, out.result());
+  return submit(
+      describe("all_gather", &t), timeout_of(o),
+      [in, out, ctx](uint32_t tag, Ms timeout) {
+        if (in.numel() == 0) return;
+        visit_dtype(in.data->dtype(), [&]<class T>() {
+          gloo::AllgatherOptions opts(ctx);
+          opts.setInput<T>(static_cast<T*>(in.ptr()), in.numel());
+          opts.setOutput<T>(static_cast<T*>(out.ptr()), out.numel());
+          opts.setTag(tag);
+          opts.setTimeout(timeout);
+          gloo::allgather(opts);
+        });
+      },
+      out.result());
 }
 
 // Debian's Gloo snapshot (2022) has no reduce_scatter in its options-based API (only the older
@@ -323,12 +337,15 @@ Work GlooProcessGroup::reduce_scatter(const DynTensor& t, ReduceOp op, Collectiv
 
 Work GlooProcessGroup::barrier(CollectiveOptions o) {
   auto ctx = context_;
-  return submit(describe("barrier", nullptr), timeout_of(o), [ctx](uint32_t tag, Ms timeout) {
-    gloo::BarrierOptions opts(ctx);
-    opts.setTag(tag);
-    opts.setTimeout(timeout);
-    gloo::barrier(opts);
-  }, nullptr);
+  return submit(
+      describe("barrier", nullptr), timeout_of(o),
+      [ctx](uint32_t tag, Ms timeout) {
+        gloo::BarrierOptions opts(ctx);
+        opts.setTag(tag);
+        opts.setTimeout(timeout);
+        gloo::barrier(opts);
+      },
+      nullptr);
 }
 
 }  // namespace

@@ -21,8 +21,8 @@ std::optional<int> env_int(std::initializer_list<const char*> names) {
     if (!v) continue;
     char* end = nullptr;
     long x = std::strtol(v, &end, 10);
-    EMBER_CHECK(end && *end == '\0' && x >= 0 && x <= 1 << 30, "init_process_group: the environment variable ", n,
-                "='", v, "' is not a non-negative integer");
+    EMBER_CHECK(end && *end == '\0' && x >= 0 && x <= 1 << 30, "init_process_group: the environment variable ", n, "='",
+                v, "' is not a non-negative integer");
     return static_cast<int>(x);
   }
   return std::nullopt;
@@ -36,13 +36,16 @@ ProcessGroupConfig resolve_config(const ProcessGroupOptions& o) {
   ProcessGroupConfig c;
   auto world = o.world_size ? o.world_size : env_int({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE"});
   auto rank = o.rank ? o.rank : env_int({"RANK", "OMPI_COMM_WORLD_RANK"});
-  EMBER_CHECK(world, "init_process_group: no world size: set WORLD_SIZE (ember-run and torchrun do) or pass "
-                     "ProcessGroupOptions::world_size");
-  EMBER_CHECK(rank, "init_process_group: no rank: set RANK (ember-run and torchrun do) or pass ProcessGroupOptions::rank");
+  EMBER_CHECK(world,
+              "init_process_group: no world size: set WORLD_SIZE (ember-run and torchrun do) or pass "
+              "ProcessGroupOptions::world_size");
+  EMBER_CHECK(rank,
+              "init_process_group: no rank: set RANK (ember-run and torchrun do) or pass ProcessGroupOptions::rank");
   c.world_size = *world;
   c.rank = *rank;
   EMBER_CHECK(c.world_size >= 1, "init_process_group: WORLD_SIZE must be at least 1, got ", c.world_size);
-  EMBER_CHECK(c.rank < c.world_size, "init_process_group: RANK=", c.rank, " is out of range for WORLD_SIZE=", c.world_size);
+  EMBER_CHECK(c.rank < c.world_size, "init_process_group: RANK=", c.rank,
+              " is out of range for WORLD_SIZE=", c.world_size);
   auto local = o.local_rank ? o.local_rank : env_int({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"});
   c.local_rank = local.value_or(c.rank);
   c.master_addr = !o.master_addr.empty() ? o.master_addr : env("MASTER_ADDR") ? env("MASTER_ADDR") : "";
@@ -75,8 +78,9 @@ ProcessGroupPtr init_process_group(const ProcessGroupOptions& o) {
   std::signal(SIGPIPE, SIG_IGN);
   if (c.backend == "gloo") return detail::make_gloo_group(c);
   if (c.backend == "nccl")
-    EMBER_NOT_IMPLEMENTED("init_process_group: the nccl backend is not built yet; use \"gloo\" (cpu tensors; cuda "
-                          "tensors go through host copies)");
+    EMBER_NOT_IMPLEMENTED(
+        "init_process_group: the nccl backend is not built yet; use \"gloo\" (cpu tensors; cuda "
+        "tensors go through host copies)");
   EMBER_FAIL("init_process_group: unknown backend '", c.backend, "' (expected \"gloo\" or \"nccl\")");
 }
 

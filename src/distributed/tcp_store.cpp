@@ -58,7 +58,9 @@ bool recv_blob(int fd, std::vector<char>& out) {
 
 struct AddrInfo {
   addrinfo* list = nullptr;
-  ~AddrInfo() { if (list) freeaddrinfo(list); }
+  ~AddrInfo() {
+    if (list) freeaddrinfo(list);
+  }
 };
 void resolve(const std::string& host, int port, AddrInfo& ai, const char* who) {
   addrinfo hints{};
@@ -120,7 +122,10 @@ TcpStoreServer::TcpStoreServer(const std::string& host, int port, int world_size
   int err = 0;
   for (addrinfo* a = ai.list; a; a = a->ai_next) {
     int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) { err = errno; continue; }
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 128) == 0) {
@@ -175,15 +180,17 @@ void TcpStoreServer::serve(int fd) {
         data_[k] = std::move(value);
       } else if (op == kGet) {
         auto it = data_.find(k);
-        if (it == data_.end()) status = kMissing;
-        else reply = it->second;
+        if (it == data_.end())
+          status = kMissing;
+        else
+          reply = it->second;
       } else if (op == kHello) {
         int rank = -1, world = -1;
         std::istringstream(std::string(value.begin(), value.end())) >> rank >> world;
         std::ostringstream why;
         if (world != world_size_)
-          why << "rank " << rank << " has WORLD_SIZE=" << world << " but the master (rank 0) has WORLD_SIZE="
-              << world_size_;
+          why << "rank " << rank << " has WORLD_SIZE=" << world
+              << " but the master (rank 0) has WORLD_SIZE=" << world_size_;
         else if (rank < 0 || rank >= world_size_)
           why << "RANK=" << rank << " is out of range for WORLD_SIZE=" << world_size_;
         else if (joined_[static_cast<size_t>(rank)])
@@ -276,8 +283,8 @@ void TcpStoreClient::wait(const std::vector<std::string>& keys, const std::chron
       if (call(kGet, key, {}, reply) == kOk) break;
       // A refused rank will never come: fail now rather than at the deadline.
       if (call(kGet, kRefusedKey, {}, reply) == kOk)
-        EMBER_FAIL("init_process_group (rank ", rank_, " of ", world_size_, "): the master refused a rank: ",
-                   std::string(reply.begin(), reply.end()));
+        EMBER_FAIL("init_process_group (rank ", rank_, " of ", world_size_,
+                   "): the master refused a rank: ", std::string(reply.begin(), reply.end()));
       EMBER_CHECK(Clock::now() < deadline, "rendezvous (rank ", rank_, " of ", world_size_, ", master ", where(),
                   "): timed out after ", timeout.count(), " ms waiting for '", key, "'");
       std::this_thread::sleep_for(std::chrono::milliseconds(10));

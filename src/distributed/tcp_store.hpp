@@ -11,6 +11,8 @@
 // Private to src/distributed: Gloo headers never reach include/ember.
 #pragma once
 
+#include <gloo/rendezvous/store.h>
+
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -19,8 +21,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gloo/rendezvous/store.h>
 
 namespace ember::distributed::detail {
 

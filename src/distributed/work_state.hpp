@@ -16,9 +16,9 @@
 namespace ember::distributed {
 
 struct Work::State {
-  std::string what;                       // "all_reduce (rank 1 of 2, f32 [1000])", for errors
-  std::chrono::milliseconds timeout{0};   // the collective's own; wait() allows a margin over it
-  std::function<DynTensor()> finish;      // builds the result from the engine's host buffer
+  std::string what;                      // "all_reduce (rank 1 of 2, f32 [1000])", for errors
+  std::chrono::milliseconds timeout{0};  // the collective's own; wait() allows a margin over it
+  std::function<DynTensor()> finish;     // builds the result from the engine's host buffer
 
   void complete(std::exception_ptr e = nullptr);
 

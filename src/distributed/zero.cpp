@@ -40,7 +40,7 @@ namespace {
 struct Layout {
   std::vector<int> owner;
   std::vector<std::vector<size_t>> owned;  // per rank, parameter indices in order
-  int64_t share = 0;                        // elements per rank, padded to the largest share
+  int64_t share = 0;                       // elements per rank, padded to the largest share
   DType dtype = DType::f32;
   Device device = Device::cpu();
 };

@@ -54,8 +54,7 @@ int count(const std::string& text, const std::string& what) {
 // ---- the launcher ----
 
 TEST(Launcher, SetsTorchrunEnvironment) {
-  Result r = launch(3, "-c 'echo env $RANK/$WORLD_SIZE/$LOCAL_RANK/$LOCAL_WORLD_SIZE/$MASTER_ADDR'", 20, "",
-                    "/bin/sh");
+  Result r = launch(3, "-c 'echo env $RANK/$WORLD_SIZE/$LOCAL_RANK/$LOCAL_WORLD_SIZE/$MASTER_ADDR'", 20, "", "/bin/sh");
   ASSERT_EQ(r.status, 0) << r.output;
   for (int rank = 0; rank < 3; ++rank)
     EXPECT_EQ(count(r.output, "env " + std::to_string(rank) + "/3/" + std::to_string(rank) + "/3/127.0.0.1"), 1)
@@ -168,7 +167,8 @@ struct FaultCase {
 class Faults : public ::testing::TestWithParam<FaultCase> {};
 TEST_P(Faults, SurvivorsRaiseErrorInTimeAndLauncherFails) {
   const FaultCase& c = GetParam();
-  Result r = launch(c.world, std::string("fault-") + c.name, 40, "EMBER_DIST_TIMEOUT=3", EMBER_DIST_WORKER, "--grace 2");
+  Result r =
+      launch(c.world, std::string("fault-") + c.name, 40, "EMBER_DIST_TIMEOUT=3", EMBER_DIST_WORKER, "--grace 2");
   EXPECT_NE(r.status, 0) << r.output;
   EXPECT_NE(r.status, 124) << "the job hung:\n" << r.output;
   EXPECT_LT(r.seconds, 15) << r.output;
@@ -178,12 +178,14 @@ TEST_P(Faults, SurvivorsRaiseErrorInTimeAndLauncherFails) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, Faults,
     ::testing::Values(FaultCase{"kill", 3, "all_reduce (rank 0 of 3"},
-                      FaultCase{"stall", 2, "Timed out"}, FaultCase{"never-joins", 2, "rank(s) 1 did not join"},
+                      FaultCase{"kill-ddp", 3, "all_reduce (rank 0 of 3"}, FaultCase{"stall", 2, "Timed out"},
+                      FaultCase{"never-joins", 2, "rank(s) 1 did not join"},
                       FaultCase{"world-size", 2, "WORLD_SIZE=3 but the master (rank 0) has WORLD_SIZE=2"},
                       FaultCase{"master", 2, "rank(s) 1 did not join"}, FaultCase{"shape", 2, "shape"}),
     [](const auto& info) {
       std::string n = info.param.name;
-      for (char& ch : n) if (ch == '-') ch = '_';
+      for (char& ch : n)
+        if (ch == '-') ch = '_';
       return n;
     });
 
@@ -223,6 +225,7 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   for (int i = 1; i + 1 < argc; ++i)
     if (std::string(argv[i]) == "--reports")
-      ::testing::UnitTest::GetInstance()->listeners().Append(new Report(std::string(argv[i + 1]) + "/distributed.json"));
+      ::testing::UnitTest::GetInstance()->listeners().Append(
+          new Report(std::string(argv[i + 1]) + "/distributed.json"));
   return RUN_ALL_TESTS();
 }

@@ -34,8 +34,12 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 TEST(InitConfig, TorchrunVariables) {
-  Env env({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "10.1.2.3"},
-           {"MASTER_PORT", "29500"}, {"EMBER_DIST_TIMEOUT", "2.5"}});
+  Env env({{"RANK", "3"},
+           {"WORLD_SIZE", "4"},
+           {"LOCAL_RANK", "1"},
+           {"MASTER_ADDR", "10.1.2.3"},
+           {"MASTER_PORT", "29500"},
+           {"EMBER_DIST_TIMEOUT", "2.5"}});
   ProcessGroupConfig c = resolve_config();
   EXPECT_EQ(c.rank, 3);
   EXPECT_EQ(c.world_size, 4);
@@ -51,8 +55,11 @@ TEST(InitConfig, TorchrunVariables) {
 }
 
 TEST(InitConfig, OpenMpiVariables) {
-  Env env({{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
-           {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "1234"}});
+  Env env({{"OMPI_COMM_WORLD_RANK", "5"},
+           {"OMPI_COMM_WORLD_SIZE", "8"},
+           {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+           {"MASTER_ADDR", "node0"},
+           {"MASTER_PORT", "1234"}});
   ProcessGroupConfig c = resolve_config();
   EXPECT_EQ(c.rank, 5);
   EXPECT_EQ(c.world_size, 8);

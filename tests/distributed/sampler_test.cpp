@@ -1,11 +1,12 @@
 // The sharded dataset view against its definition (PyTorch's DistributedSampler): the shards of
 // one epoch cover the padded permutation exactly once, and a new epoch reshuffles.
+#include "ember/distributed/sampler.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "ember/data/views.hpp"
-#include "ember/distributed/sampler.hpp"
 
 namespace ember::distributed {
 namespace {

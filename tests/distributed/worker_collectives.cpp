@@ -33,8 +33,9 @@ struct Checker {
     ++checks;
     if (got.dtype() != dt || got.shape() != shape) {
       ++failures;
-      std::fprintf(stderr, "rank %d: %s: got %s %s, want %s %s\n", rank, what.c_str(), std::string(dtype_name(got.dtype())).c_str(),
-                   got.shape().str().c_str(), std::string(dtype_name(dt)).c_str(), shape.str().c_str());
+      std::fprintf(stderr, "rank %d: %s: got %s %s, want %s %s\n", rank, what.c_str(),
+                   std::string(dtype_name(got.dtype())).c_str(), got.shape().str().c_str(),
+                   std::string(dtype_name(dt)).c_str(), shape.str().c_str());
       return;
     }
     std::vector<double> g = values(got);

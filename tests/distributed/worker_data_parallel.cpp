@@ -3,6 +3,10 @@
 //   --accum K       K micro-batches per step, the first K-1 under no_sync()
 //   --bucket-mb X   bucket capacity (small: one bucket per parameter, to see the overlap)
 //   --shape-mismatch  the last rank builds a wider output layer (a fault case)
+//   --kill-step S   the last rank SIGKILLs itself in the middle of step S, after its forward pass
+//                   (a fault case: the others are then inside that step's bucket all-reduces)
+#include <csignal>
+
 #include "ember/distributed/data_parallel.hpp"
 #include "ember/optim/optimizer.hpp"
 #include "worker_model.hpp"
@@ -13,10 +17,16 @@ int run_data_parallel(const Args& args) {
   int accum = 1;
   double bucket_mb = 25;
   bool mismatch = false;
+  int kill_step = -1;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--accum") accum = std::stoi(args.at(++i));
-    else if (args[i] == "--bucket-mb") bucket_mb = std::stod(args.at(++i));
-    else if (args[i] == "--shape-mismatch") mismatch = true;
+    if (args[i] == "--accum")
+      accum = std::stoi(args.at(++i));
+    else if (args[i] == "--bucket-mb")
+      bucket_mb = std::stod(args.at(++i));
+    else if (args[i] == "--shape-mismatch")
+      mismatch = true;
+    else if (args[i] == "--kill-step")
+      kill_step = std::stoi(args.at(++i));
   }
   auto pg = init_process_group();
   const int W = pg->size(), R = pg->rank();
@@ -49,6 +59,7 @@ int run_data_parallel(const Args& args) {
     for (int m = 0; m < accum; ++m) {
       int64_t start = (int64_t(R) * accum + m) * micro;
       DynTensor loss = nn::cross_entropy(model.forward(narrow(x, 0, start, micro)), narrow(y, 0, start, micro));
+      if (step == kill_step && R == W - 1) raise(SIGKILL);
       if (m + 1 < accum) {
         auto pause = dp.no_sync();
         dp.backward(model, loss);
@@ -67,9 +78,10 @@ int run_data_parallel(const Args& args) {
   // One bucket per parameter when the capacity is tiny: then all but the last bucket must start
   // while the backward is still running.
   if (bucket_mb < 1e-3) ok = ok && buckets == 6 && overlapped >= 4;
-  std::printf("rank %d: data_parallel world %d accum %d: start diff %g, final diff %g (weights moved %g), "
-              "buckets %d, started during backward %d: %s\n",
-              R, W, accum, start_diff, diff, moved, buckets, overlapped, ok ? "ok" : "FAILED");
+  std::printf(
+      "rank %d: data_parallel world %d accum %d: start diff %g, final diff %g (weights moved %g), "
+      "buckets %d, started during backward %d: %s\n",
+      R, W, accum, start_diff, diff, moved, buckets, overlapped, ok ? "ok" : "FAILED");
   return ok ? 0 : 1;
 }
 

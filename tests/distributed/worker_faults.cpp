@@ -19,6 +19,7 @@ int run_faults(const std::string& which, const Args& args) {
   if (which == "fault-world-size" && culprit) setenv("WORLD_SIZE", std::to_string(world + 1).c_str(), 1);
   if (which == "fault-master" && culprit) setenv("MASTER_PORT", "1", 1);  // nothing listens on port 1
   if (which == "fault-shape") return run_data_parallel({"--shape-mismatch"});
+  if (which == "fault-kill-ddp") return run_data_parallel({"--kill-step", "3"});
   auto pg = init_process_group();
   // Training-like steps; the culprit of fault-kill dies in the middle of the third.
   auto x = DynTensor::ones({1000}, DType::f32, Device::cpu());

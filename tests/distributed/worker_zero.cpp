@@ -13,9 +13,12 @@ int run_zero(const Args& args) {
   int until = 20, start = 0;
   std::string save, resume;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--until") until = std::stoi(args.at(++i));
-    else if (args[i] == "--save") save = args.at(++i);
-    else if (args[i] == "--resume") resume = args.at(++i), start = 10;
+    if (args[i] == "--until")
+      until = std::stoi(args.at(++i));
+    else if (args[i] == "--save")
+      save = args.at(++i);
+    else if (args[i] == "--resume")
+      resume = args.at(++i), start = 10;
   }
   auto pg = init_process_group();
   const int W = pg->size(), R = pg->rank();
@@ -57,9 +60,10 @@ int run_zero(const Args& args) {
   double diff = max_rel_diff(model, reference);
   double moved = max_abs_change(initial, reference);
   bool ok = diff < 2e-5 && moved > 1e-2 && sharded;
-  std::printf("rank %d: zero world %d steps %d..%d: diff %g (weights moved %g), state entries %zu here, %zu gathered "
-              "(%zu expected): %s\n",
-              R, W, start, until, diff, moved, local, full.size(), expected_full, ok ? "ok" : "FAILED");
+  std::printf(
+      "rank %d: zero world %d steps %d..%d: diff %g (weights moved %g), state entries %zu here, %zu gathered "
+      "(%zu expected): %s\n",
+      R, W, start, until, diff, moved, local, full.size(), expected_full, ok ? "ok" : "FAILED");
   return ok ? 0 : 1;
 }
 

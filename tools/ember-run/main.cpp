@@ -84,14 +84,23 @@ int main(int argc, char** argv) {
   for (; i < argc && argv[i][0] == '-'; ++i) {
     std::string a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (a == "--nproc" || a == "--nproc-per-node") nproc = parse_int("--nproc", v, 1), ++i;
-    else if (a == "--nnodes") nnodes = parse_int("--nnodes", v, 1), ++i;
-    else if (a == "--node-rank") node_rank = parse_int("--node-rank", v, 0), ++i;
-    else if (a == "--master" && v) master = v, ++i;
-    else if (a == "--grace" && v) grace = std::atof(v), ++i;
-    else if (a == "--") { ++i; break; }
-    else if (a == "-h" || a == "--help") usage("starts N processes of PROGRAM with torchrun's environment");
-    else usage(("unknown option " + a).c_str());
+    if (a == "--nproc" || a == "--nproc-per-node")
+      nproc = parse_int("--nproc", v, 1), ++i;
+    else if (a == "--nnodes")
+      nnodes = parse_int("--nnodes", v, 1), ++i;
+    else if (a == "--node-rank")
+      node_rank = parse_int("--node-rank", v, 0), ++i;
+    else if (a == "--master" && v)
+      master = v, ++i;
+    else if (a == "--grace" && v)
+      grace = std::atof(v), ++i;
+    else if (a == "--") {
+      ++i;
+      break;
+    } else if (a == "-h" || a == "--help")
+      usage("starts N processes of PROGRAM with torchrun's environment");
+    else
+      usage(("unknown option " + a).c_str());
   }
   if (nproc < 1) usage("--nproc is required");
   if (i >= argc) usage("no PROGRAM given");
@@ -109,7 +118,7 @@ int main(int argc, char** argv) {
     port = free_port();
   }
 
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &sa, nullptr);
@@ -120,7 +129,8 @@ int main(int argc, char** argv) {
     pid_t pid = fork();
     if (pid < 0) {
       std::perror("ember-run: fork");
-      for (pid_t p : pids) if (p > 0) kill(p, SIGKILL);
+      for (pid_t p : pids)
+        if (p > 0) kill(p, SIGKILL);
       return 1;
     }
     if (pid == 0) {
@@ -152,7 +162,8 @@ int main(int argc, char** argv) {
   while (alive > 0) {
     if (g_signal && g_signal != forwarded) {
       forwarded = g_signal;
-      for (pid_t p : pids) if (p > 0) kill(p, forwarded);
+      for (pid_t p : pids)
+        if (p > 0) kill(p, forwarded);
     }
     int status = 0;
     pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -176,11 +187,13 @@ int main(int argc, char** argv) {
     if (failed && !terminated && now - failed_at > std::chrono::duration<double>(grace)) {
       terminated = true;
       terminated_at = now;
-      for (pid_t p : pids) if (p > 0) kill(p, SIGTERM);
+      for (pid_t p : pids)
+        if (p > 0) kill(p, SIGTERM);
     }
     if (terminated && !killed && now - terminated_at > std::chrono::seconds(2)) {
       killed = true;
-      for (pid_t p : pids) if (p > 0) kill(p, SIGKILL);
+      for (pid_t p : pids)
+        if (p > 0) kill(p, SIGKILL);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

@@ -41,8 +41,8 @@ struct DataParallelOptions {
 // What the last backward() did, for tests and the Learner's per-rank timings.
 struct DataParallelStats {
   int buckets = 0;
-  int started_during_backward = 0;  // buckets whose all-reduce began while backward still had gradients to make
-  std::chrono::nanoseconds backward{0};         // the autodiff backward, hook work included
+  int started_during_backward = 0;       // buckets whose all-reduce began while backward still had gradients to make
+  std::chrono::nanoseconds backward{0};  // the autodiff backward, hook work included
   std::chrono::nanoseconds communication_wait{0};  // blocked on the buckets after backward
 };
 
@@ -59,7 +59,9 @@ class DataParallel {
   M broadcast_parameters(M module) {
     std::vector<Entry> entries;
     nn::for_each_param(module, [&](const std::string& path, nn::Param& p) { entries.push_back({path, &p, nullptr}); });
-    nn::for_each_buffer(module, [&](const std::string& path, nn::Buffer& b) { entries.push_back({path, nullptr, &b}); });
+    nn::for_each_buffer(module, [&](const std::string& path, nn::Buffer& b) {
+      entries.push_back({path, nullptr, &b});
+    });
     broadcast_entries(entries);
     return module;
   }

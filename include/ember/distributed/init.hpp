@@ -33,7 +33,7 @@ struct ProcessGroupOptions {
   // For the rendezvous and for every collective; $EMBER_DIST_TIMEOUT (seconds) overrides the
   // default of 300 s when unset here.
   std::optional<std::chrono::milliseconds> timeout{};
-  std::string backend = "gloo";      // "gloo" (cpu tensors); "nccl" needs a CUDA build
+  std::string backend = "gloo";  // "gloo" (cpu tensors); "nccl" needs a CUDA build
 };
 
 // What the environment and the options resolve to (without joining anything).

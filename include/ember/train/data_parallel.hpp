@@ -27,9 +27,7 @@ LearnerBuilder<M, B>& use_data_parallel(LearnerBuilder<M, B>& builder, distribut
   c.reduce_gradients = [&dp](const std::vector<const nn::Param*>& params, optim::GradientsParams& grads) {
     dp.all_reduce_gradients(params, grads);
   };
-  c.communication_seconds = [&dp] {
-    return std::chrono::duration<double>(dp.group().communication_time()).count();
-  };
+  c.communication_seconds = [&dp] { return std::chrono::duration<double>(dp.group().communication_time()).count(); };
   c.gather_values = [&dp](const std::vector<double>& mine) {
     auto t = DynTensor::from_vector(mine, Shape({static_cast<int64_t>(mine.size())}), Device::cpu());
     return dp.group().all_gather(t).wait().to_vector<double>();
