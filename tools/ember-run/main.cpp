@@ -49,6 +49,12 @@ int parse_int(const char* flag, const char* v, int lo) {
   return static_cast<int>(x);
 }
 
+// Signals a rank's whole process group (a rank started through a wrapper script takes its
+// children along), or the process alone if its group is not set up yet.
+void signal_rank(pid_t pid, int sig) {
+  if (kill(-pid, sig) != 0) kill(pid, sig);
+}
+
 // A port that nothing listens on now (the kernel's choice), for single-node runs.
 int free_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -130,7 +136,7 @@ int main(int argc, char** argv) {
     if (pid < 0) {
       std::perror("ember-run: fork");
       for (pid_t p : pids)
-        if (p > 0) kill(p, SIGKILL);
+        if (p > 0) signal_rank(p, SIGKILL);
       return 1;
     }
     if (pid == 0) {
@@ -150,6 +156,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "ember-run: cannot start %s: %s\n", argv[i], std::strerror(errno));
       _exit(127);
     }
+    setpgid(pid, pid);  // also here, so that the group exists before the child gets to it
     pids[static_cast<size_t>(local)] = pid;
   }
 
@@ -163,7 +170,7 @@ int main(int argc, char** argv) {
     if (g_signal && g_signal != forwarded) {
       forwarded = g_signal;
       for (pid_t p : pids)
-        if (p > 0) kill(p, forwarded);
+        if (p > 0) signal_rank(p, forwarded);
     }
     int status = 0;
     pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -188,12 +195,12 @@ int main(int argc, char** argv) {
       terminated = true;
       terminated_at = now;
       for (pid_t p : pids)
-        if (p > 0) kill(p, SIGTERM);
+        if (p > 0) signal_rank(p, SIGTERM);
     }
     if (terminated && !killed && now - terminated_at > std::chrono::seconds(2)) {
       killed = true;
       for (pid_t p : pids)
-        if (p > 0) kill(p, SIGKILL);
+        if (p > 0) signal_rank(p, SIGKILL);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
