@@ -198,9 +198,12 @@ optim::GradientsParams DataParallel::backward_params(
     NoGradGuard off;
     while (next < nb && (missing[next] == 0 || all)) {
       for (size_t s = 0; s < flat[next].size(); ++s)
-        if (!flat[next][s].defined()) {  // not reached by this backward: a zero gradient
-          const DynTensor& v = params[r.buckets[next][s]].second->value();
-          flat[next][s] = DynTensor::zeros(Shape({v.numel()}), v.dtype(), device);
+        if (!flat[next][s].defined()) {  // not reached by this backward: what no_sync kept, or zeros
+          const nn::Param& p = *params[r.buckets[next][s]].second;
+          auto acc = r.accumulated.find(p.id());
+          flat[next][s] = acc != r.accumulated.end()
+                              ? reshape(acc->second, Sizes{-1})
+                              : DynTensor::zeros(Shape({p.value().numel()}), p.value().dtype(), device);
         }
       DynTensor bucket = flat[next].size() == 1 ? flat[next][0] : cat(flat[next], 0);
       works[next] = r.group->all_reduce(bucket, ReduceOp::avg);
@@ -223,7 +226,8 @@ optim::GradientsParams DataParallel::backward_params(
     --outstanding;
     start_ready(false);
   };
-  Gradients grads(autodiff::backward(device.backend(), loss.primitive(), nullptr, opts), device);
+  // The returned map is not needed: every gradient went through the hook.
+  autodiff::backward(device.backend(), loss.primitive(), nullptr, opts);
   in_backward = false;
   start_ready(true);
   r.accumulated.clear();

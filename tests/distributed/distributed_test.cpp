@@ -110,6 +110,7 @@ struct DpCase {
   int world;
   const char* args;
 };
+void PrintTo(const DpCase& c, std::ostream* os) { *os << "world " << c.world << " '" << c.args << "'"; }
 class DataParallelEquivalence : public ::testing::TestWithParam<DpCase> {};
 TEST_P(DataParallelEquivalence, SameWeightsAsOneProcessOnTheGlobalBatch) {
   const DpCase& c = GetParam();
@@ -164,6 +165,7 @@ struct FaultCase {
   int world;
   const char* survivor_says;  // in the surviving rank 0's ember::Error
 };
+void PrintTo(const FaultCase& c, std::ostream* os) { *os << c.name << ", world " << c.world; }
 class Faults : public ::testing::TestWithParam<FaultCase> {};
 TEST_P(Faults, SurvivorsRaiseErrorInTimeAndLauncherFails) {
   const FaultCase& c = GetParam();
