@@ -3,8 +3,12 @@
 // instead of the suite. The workers check values against local references themselves and exit
 // non-zero on a mismatch; the fault tests check that the job fails, in time, with an
 // ember::Error on the surviving ranks. `--reports DIR` writes DIR/distributed.json.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -196,6 +200,42 @@ TEST(FaultDetails, UnreachableMasterIsNamed) {
   Result r = launch(2, "fault-master", 40, "EMBER_DIST_TIMEOUT=3");
   EXPECT_NE(r.output.find("rank 1: ember::Error"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("cannot reach the master at 127.0.0.1:1"), std::string::npos) << r.output;
+}
+
+// ---- under OpenMPI's mpirun (when installed): ranks from OMPI_COMM_WORLD_*, master exported ----
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0) ::close(fd);
+  return port;
+}
+
+TEST(Mpirun, CollectivesAndDataParallel) {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun is not installed (openmpi-bin)";
+  for (auto [np, args] : {std::pair<int, std::string>{3, "collectives"}, {2, "data_parallel --accum 2"}}) {
+    g_world_sizes.insert(np);
+    std::string log = ::testing::TempDir() + "ember_dist_mpi.log";
+    std::string cmd = "timeout -k 2 90 mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(np) +
+                      " -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=" + std::to_string(free_port()) +
+                      " -x EMBER_DIST_TIMEOUT=30 " + EMBER_DIST_WORKER + " " + args + " >" + log + " 2>&1";
+    int rc = std::system(cmd.c_str());
+    std::ifstream f(log);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    EXPECT_EQ(rc, 0) << ss.str();
+    for (int r = 0; r < np; ++r)
+      EXPECT_NE(ss.str().find("rank " + std::to_string(r) + ": " + args.substr(0, args.find(' '))), std::string::npos)
+          << ss.str();
+    EXPECT_EQ(count(ss.str(), args == "collectives" ? "checks, 0 failed" : ": ok"), np) << ss.str();
+  }
 }
 
 // ---- the report test.sh reads ----
