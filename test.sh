@@ -76,6 +76,15 @@ fi
 if [ -x build/tests/nn/conformance/ember_nn_conformance ]; then
   run_suite nn-conformance build/tests/nn/conformance/ember_nn_conformance --reports build/reports
 fi
+# The distributed suite (issue 28): jobs of 1 to 3 ranks on 127.0.0.1 started by ember-run with
+# tests/distributed's worker: collectives for every dtype and odd sizes, DataParallel and ZeRO-1
+# against one process on the global batch, and the fault cases, each under a wall-clock limit.
+# Writes build/reports/distributed.json ({"world_sizes", "cases", "failed", "fault_cases"}).
+if [ -x build/tests/distributed/ember_distributed_jobs ]; then
+  run_suite distributed build/tests/distributed/ember_distributed_jobs --reports build/reports
+else
+  skipped+=("distributed (Gloo not found: libgloo-dev)")
+fi
 # The official ONNX backend node tests, generated here with Debian's python3-onnx: every case
 # passes or is reported unsupported (build/reports/onnx-node.json); a wrong result fails.
 if [ -x build/tests/onnx/ember_onnx_node ]; then
@@ -165,6 +174,16 @@ ex_check() {  # name, an awk condition on the log's last line, the command (run 
   then ex_p=$((ex_p + 1)); tail -1 "$ex_dir/$name.log" | sed "s/^/   $name ($((SECONDS - start)) s): /"
   else echo "   $name failed:"; tail -5 "$ex_dir/$name.log"; ex_f=$((ex_f + 1)); fi
 }
+# examples/fashion_mnist data-parallel on the CPU (Gloo): two ranks under ember-run on 2,000
+# training images for one epoch (docs/distributed.md); rank 0 evaluates and must report a test
+# accuracy above 0.5 (chance is 0.1).
+if [ -x build/tools/ember-run/ember-run ] && [ -f build/examples/fashion_mnist ]; then
+  ex_check fashion_mnist-ddp '/^test accuracy: [0-9.]+$/ && $3 > 0.5' \
+    timeout 300 ../../tools/ember-run/ember-run --nproc 2 ../../examples/fashion_mnist --epochs 1 --train-images 2000 \
+    --out fashion-ddp
+else
+  skipped+=("fashion_mnist data-parallel (no ember-run: Gloo not found)")
+fi
 sklearn_data=/usr/lib/python3/dist-packages/sklearn/datasets/data
 # examples/regression (issue 29's csv_regression): an MLP on scikit-learn's diabetes table (python3-sklearn)
 # through the Learner; "test rmse: X  linear baseline: Y" with X below the held-out targets' spread (~73,

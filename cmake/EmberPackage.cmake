@@ -32,6 +32,18 @@ if(EMBER_HAS_CUDA)
           RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   install(EXPORT emberCudaTargets NAMESPACE ember:: DESTINATION ${_ember_cmake_dir})
 endif()
+if(EMBER_HAS_DISTRIBUTED)
+  # its own export set too: loading the other targets never needs Gloo
+  set_target_properties(ember_distributed PROPERTIES EXPORT_NAME distributed)
+  if(EMBER_SHARED)
+    set_target_properties(ember_distributed PROPERTIES VERSION ${PROJECT_VERSION}
+                                                       SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+  endif()
+  install(TARGETS ember_distributed EXPORT emberDistributedTargets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(EXPORT emberDistributedTargets NAMESPACE ember:: DESTINATION ${_ember_cmake_dir})
+endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ember DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/emberConfig.cmake.in

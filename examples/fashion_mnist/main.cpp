@@ -1,7 +1,12 @@
 // Fashion-MNIST: train a small CNN with the Learner (live dashboard on a terminal), evaluate it on
 // the 10,000 test images, save it as safetensors, reload it and classify a few images.
 //
-//   ./build/examples/fashion_mnist [--device cpu|cuda] [--fusion] [--epochs N] [--batch-size N] [--out DIR]
+//   ./build/examples/fashion_mnist [--device cpu|cuda] [--fusion] [--epochs N] [--batch-size N]
+//       [--train-images N] [--out DIR]
+//
+// Data-parallel on the CPU (Gloo), one process per rank, each on its shard of the training set
+// (docs/distributed.md); rank 0 writes the logs, checkpoints and the model, and evaluates:
+//   ./build/tools/ember-run/ember-run --nproc 2 ./build/examples/fashion_mnist --epochs 1
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -12,6 +17,11 @@
 #include <ember/nn.hpp>
 #include <ember/train/learner.hpp>
 #include <ember/train/metrics.hpp>
+#if EMBER_HAS_DISTRIBUTED
+#include <ember/distributed.hpp>
+#include <ember/distributed/sampler.hpp>
+#include <ember/train/data_parallel.hpp>
+#endif
 
 #include "model.hpp"
 
@@ -23,6 +33,7 @@ struct Args {
   std::string device = "cpu", out = "build/fashion_mnist";
   bool fusion = false;
   int64_t epochs = 5, batch_size = 64;
+  int64_t train_images = 55000;  // fewer for a quick run
 };
 
 Args parse(int argc, char** argv) {
@@ -46,7 +57,9 @@ Args parse(int argc, char** argv) {
     else if (k == "--epochs") a.epochs = count();
     else if (k == "--batch-size") a.batch_size = count();
     else if (k == "--out") a.out = value();
-    else EMBER_FAIL("fashion_mnist: unknown argument ", k, " (use --device, --fusion, --epochs, --batch-size, --out)");
+    else if (k == "--train-images") a.train_images = std::min<int64_t>(count(), 55000);
+    else EMBER_FAIL("fashion_mnist: unknown argument ", k,
+                    " (use --device, --fusion, --epochs, --batch-size, --train-images, --out)");
   }
   return a;
 }
@@ -88,7 +101,21 @@ int main(int argc, char** argv) try {
     if (shuffle) b.shuffle(42);
     return b.build(ds);
   };
-  auto train_loader = loader(parts[0], args.batch_size, true, train_device);
+  auto train_set = data::partial(parts[0], 0, size_t(args.train_images));
+  int rank = 0;
+#if EMBER_HAS_DISTRIBUTED
+  // Under ember-run (or torchrun, mpirun): one rank of a data-parallel job on its shard, which
+  // reshuffles each epoch by itself.
+  std::optional<distributed::DataParallel> dp;
+  if (distributed::launched_distributed()) {
+    dp.emplace(distributed::init_process_group());
+    rank = dp->group().rank();
+    train_set = distributed::sharded(train_set, rank, dp->group().size(), {.seed = 42});
+  }
+  auto train_loader = loader(train_set, args.batch_size, !dp, train_device);
+#else
+  auto train_loader = loader(train_set, args.batch_size, true, train_device);
+#endif
   auto valid_loader = loader(parts[1], 500, false, train_device);
 
   // The train and validation steps: logits, cross-entropy, gradients.
@@ -103,17 +130,25 @@ int main(int argc, char** argv) try {
   };
 
   train_device.seed(42);
-  auto learner = train::LearnerBuilder<Cnn, Batch>(fashion::make_cnn(train_device), train_step, valid_step)
-                     .optimizer(optim::AdamConfig{}.init())
-                     .scheduler(std::make_unique<optim::CosineAnnealingLR>(  // 1e-3 decaying to 0
-                         1e-3, optim::CosineAnnealingLRConfig{.t_max = args.epochs * int64_t(train_loader->num_batches())}))
-                     .epochs(args.epochs)
-                     .metrics({train::accuracy_metric()})
-                     .run_dir(args.out + "/run")
-                     .checkpoints({.keep_last = 2, .best_metric = "valid/accuracy"})
-                     .seed(42)
-                     .build();
+  Cnn initial = fashion::make_cnn(train_device);
+#if EMBER_HAS_DISTRIBUTED
+  if (dp) initial = dp->broadcast_parameters(initial);
+#endif
+  auto builder = train::LearnerBuilder<Cnn, Batch>(initial, train_step, valid_step);
+  builder.optimizer(optim::AdamConfig{}.init())
+      .scheduler(std::make_unique<optim::CosineAnnealingLR>(  // 1e-3 decaying to 0
+          1e-3, optim::CosineAnnealingLRConfig{.t_max = args.epochs * int64_t(train_loader->num_batches())}))
+      .epochs(args.epochs)
+      .metrics({train::accuracy_metric()})
+      .run_dir(args.out + "/run")
+      .checkpoints({.keep_last = 2, .best_metric = "valid/accuracy"})
+      .seed(42);
+#if EMBER_HAS_DISTRIBUTED
+  if (dp) train::use_data_parallel(builder, *dp);
+#endif
+  auto learner = builder.build();
   Cnn trained = learner.fit(train_loader, valid_loader);
+  if (rank != 0) return 0;  // rank 0 evaluates and saves the (identical) trained model
 
   // Evaluate on the test set, without autodiff, in eval mode.
   Cnn model = nn::to_device(trained, device);

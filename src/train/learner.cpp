@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unistd.h>
 
 #include "ember/train/interrupt.hpp"
 #include "ember/train/plot.hpp"
@@ -79,6 +80,7 @@ struct FitSession::Impl {
   int64_t split_batches = -1, split_done = 0, split_done_here = 0, split_samples = 0;
   Clock::time_point split_start, last_end, step_start;
   double split_wait = 0, split_cpu_start = 0;
+  double split_comm_start = 0;  // data-parallel: communication_seconds() when the split began
   double lr_used = kNan;
   std::optional<double> loss_scale;  // a GradScaler's, after each optimizer step
 
@@ -451,6 +453,7 @@ void FitSession::begin_split(Split split, int64_t num_batches) {
   s.split_samples = 0;
   s.split_wait = 0;
   s.split_cpu_start = process_cpu_seconds();
+  if (s.cfg.communication_seconds) s.split_comm_start = s.cfg.communication_seconds();
   s.proc = ProcessMonitor();  // the split's first sample covers its first batch
   s.last_sample = {};
   s.ema_dt[sp] = s.ema_wait[sp] = s.ema_samples[sp] = kNan;
@@ -563,6 +566,27 @@ bool FitSession::after_batch(Split split, const BatchOutputs& out, bool stepped)
 
 void FitSession::end_split(Split split, std::optional<double> loader_wait_s) {
   Impl& s = *impl_;
+  // Data-parallel training: this rank's data wait and communication time of the train split go to
+  // its stderr (when that is a log, not a terminal), and every rank's are gathered (all ranks end the split together) so that rank 0's
+  // epoch values name the slowest rank: the one with the most time left after waiting for data and
+  // for the others, which is the time everyone else waits for in the collectives.
+  auto add_rank_times = [&s](NamedValues& vals, double wait, double secs) {
+    double comm = s.cfg.communication_seconds ? s.cfg.communication_seconds() - s.split_comm_start : 0;
+    if (!isatty(STDERR_FILENO))  // on a terminal the lines would cut through rank 0's dashboard
+      std::fprintf(stderr, "rank %d: epoch %lld: data wait %.2f s, communication %.2f s\n", s.cfg.rank,
+                   static_cast<long long>(s.epoch), wait, comm);
+    if (!s.cfg.gather_values) return;
+    std::vector<double> all = s.cfg.gather_values({wait, comm, secs});
+    int slowest = 0;
+    double worst = -1;
+    for (size_t r = 0; r + 2 < all.size(); r += 3) {
+      double compute = all[r + 2] - all[r] - all[r + 1];
+      if (compute > worst) worst = compute, slowest = int(r / 3);
+    }
+    vals.emplace_back("comm_s", comm);
+    vals.emplace_back("slowest_rank", double(slowest));
+    vals.emplace_back("slowest_rank_compute_s", worst);
+  };
   int sp = int(split);
   double secs = std::max(1e-9, seconds(Clock::now() - s.split_start));
   s.sample_resources(true);
@@ -580,6 +604,7 @@ void FitSession::end_split(Split split, std::optional<double> loader_wait_s) {
   }
   if (split == Split::train) {
     vals.emplace_back("lr", s.lr_used);
+    if (s.cfg.world_size > 1) add_rank_times(vals, loader_wait_s ? *loader_wait_s : s.split_wait, secs);
     if (s.cfg.system_metrics) {
       double wait = loader_wait_s ? *loader_wait_s : s.split_wait;
       vals.emplace_back("data_wait", std::clamp(wait / secs, 0.0, 1.0));

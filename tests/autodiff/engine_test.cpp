@@ -390,3 +390,36 @@ TEST(AutodiffSecondOrder, HessianVectorProductOfCrossEntropy) {
 
 }  // namespace
 }  // namespace ember
+
+// The leaf-gradient hook (DESIGN section 8, data-parallel overlap): it fires once per leaf with
+// the leaf's final (summed) gradient, and for a chain x -> ... -> y the leaf nearest the loss
+// fires before the backward has reached the farther one.
+namespace ember {
+namespace {
+TEST(Autodiff, LeafGradientHookFiresOnceWithTheFinalGradient) {
+  auto a = vec({1, 2}, {2}).require_grad();
+  auto b = vec({3, -1}, {2}).require_grad();
+  auto h = exp(a) * 2.0;              // a is far from the loss
+  auto y = sum(h * b + b * b + b);   // b's gradient sums three contributions: h + 2b + 1
+  auto ka = autodiff::leaf_key(a.primitive()), kb = autodiff::leaf_key(b.primitive());
+  ASSERT_TRUE(ka && kb);
+  EXPECT_FALSE(autodiff::leaf_key(h.primitive()).has_value());
+  std::vector<std::pair<uint64_t, std::vector<double>>> seen;
+  autodiff::BackwardOptions opts;
+  opts.on_leaf_gradient = [&](uint64_t key, const PrimitivePtr& g) {
+    seen.emplace_back(key, DynTensor(g, ad()).to_vector<double>());
+  };
+  Gradients grads(autodiff::backward(ad().backend(), y.primitive(), nullptr, opts), ad());
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].first, *kb);  // b's gradient is final before a's rule chain has run
+  EXPECT_EQ(seen[1].first, *ka);
+  double e1 = std::exp(1.0), e2 = std::exp(2.0);
+  std::vector<double> want_b{2 * e1 + 6 + 1, 2 * e2 - 2 + 1}, want_a{2 * e1 * 3, 2 * e2 * -1};
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_NEAR(seen[0].second[i], want_b[i], 1e-12);
+    EXPECT_NEAR(seen[1].second[i], want_a[i], 1e-12);
+  }
+  expect_near(*b.grad(grads), want_b);  // the map holds the same values
+}
+}  // namespace
+}  // namespace ember

@@ -54,6 +54,7 @@ FUSION_TESTS = "tests/fusion/ember_fusion_tests"
 AMP_TESTS = "tests/amp/ember_amp_tests"
 # The doc examples (tests/docs): each group of examples compiles, the runnable ones run.
 DOCS_TESTS = "tests/docs/ember_docs_tests"
+DIST_JOBS = "tests/distributed/ember_distributed_jobs"  # starts ember-run jobs (docs/distributed.md)
 
 BPE_TESTS = "tests/data/ember_bpe_tests"
 # GPT-2's files for the BPE suite's reference tests, where test.sh installed them.
@@ -638,5 +639,41 @@ MUTANTS = [
         "replace": "//",
         "description": "a shell line loses its caption and becomes part of the example above it",
         "suites": [unit(DOCS_TESTS)],
+    },
+    {
+        "id": "dist-avg-wrong-world-size",
+        "family": "distributed",
+        "file": "src/distributed/gloo_group.cpp",
+        "search": "if (op == ReduceOp::avg) divide<T>(s.ptr(), s.numel(), world);",
+        "replace": "if (op == ReduceOp::avg) divide<T>(s.ptr(), s.numel(), world + 1);",
+        "description": "all_reduce avg divides the sum by world + 1 instead of the world size",
+        "suites": [unit(DIST_JOBS, "World/Collectives*")],
+    },
+    {
+        "id": "dist-bucket-skipped",
+        "family": "distributed",
+        "file": "src/distributed/data_parallel.cpp",
+        "search": "  optim::GradientsParams out;\n  for (size_t b = 0; b < nb; ++b) {",
+        "replace": "  optim::GradientsParams out;\n  for (size_t b = 1; b < nb; ++b) {",
+        "description": "DataParallel::backward never unpacks the first bucket: its parameters get no gradient",
+        "suites": [unit(DIST_JOBS, "World/DataParallel*")],
+    },
+    {
+        "id": "dist-no-sync-drops-accumulated",
+        "family": "distributed",
+        "file": "src/distributed/data_parallel.cpp",
+        "search": "acc != r.accumulated.end()) grad = grad + acc->second;",
+        "replace": "acc != r.accumulated.end()) grad = acc->second;",
+        "description": "the synchronised backward after no_sync() reduces the accumulated gradients without its own",
+        "suites": [unit(DIST_JOBS, "World/DataParallel*")],
+    },
+    {
+        "id": "dist-zero-gather-skips-peers",
+        "family": "distributed",
+        "file": "src/distributed/zero.cpp",
+        "search": "if (r == me) continue;  // this rank's own values are already in place",
+        "replace": "if (r != me) continue;  // this rank's own values are already in place",
+        "description": "ZeRO-1 never copies the other ranks' updated shares into the module",
+        "suites": [unit(DIST_JOBS, "World/Zero*")],
     },
 ]

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -40,9 +41,21 @@ PrimitivePtr detach(const PrimitivePtr& p);
 PrimitivePtr wrap_value(PrimitivePtr inner);
 PrimitivePtr inner_value(const PrimitivePtr& p);
 
+// The graph key of a leaf (a tensor made by require_grad); nullopt for anything else. It is
+// what a LeafGradientHook receives, so a caller can tell which of its leaves a gradient is for.
+std::optional<uint64_t> leaf_key(const PrimitivePtr& p);
+
+// Called during backward as soon as a leaf's gradient is final (every contribution summed),
+// while the rest of the graph is still being differentiated: data-parallel training starts
+// reducing a bucket of gradients then (DESIGN section 8). `grad` is the value the returned
+// GradientMap will hold for the leaf. Runs on the backward's thread; an exception it throws
+// ends the backward.
+using LeafGradientHook = std::function<void(uint64_t leaf_key, const PrimitivePtr& grad)>;
+
 struct BackwardOptions {
   bool create_graph = false;  // record the backward ops, so gradients can be differentiated again
   bool retain_graph = false;  // keep the saved tensors, so backward can run again (implied by create_graph)
+  LeafGradientHook on_leaf_gradient{};
 };
 
 // The gradients of one backward pass, keyed by graph identity (node id, output index).

@@ -128,6 +128,18 @@ struct LearnerConfig {
   // with amp::scale_loss(loss) before backward.
   std::optional<DType> mixed_precision{};
   std::optional<amp::GradScalerConfig> grad_scaler{};
+  // Data-parallel training (train/data_parallel.hpp fills these from a distributed::DataParallel):
+  // logs, plots, checkpoints and the renderer run on rank 0 only; `reduce_gradients` averages each
+  // optimizer step's gradients over the ranks (the module's parameters in order are its first
+  // argument); every rank prints its own data-wait and communication time after each train
+  // split, and `gather_values` (an all-gather of a few doubles) lets rank 0's epoch values show
+  // "comm_s", "slowest_rank" and that rank's compute time. Metrics are each rank's own (rank 0
+  // shows its shard's).
+  int rank = 0;
+  int world_size = 1;
+  std::function<void(const std::vector<const nn::Param*>&, optim::GradientsParams&)> reduce_gradients{};
+  std::function<double()> communication_seconds{};
+  std::function<std::vector<double>(const std::vector<double>&)> gather_values{};
 };
 
 namespace detail {
@@ -309,6 +321,15 @@ class Learner {
         sched_(std::move(scheduler)),
         config_(std::move(config)) {
     if (config_.grad_scaler) scaler_.emplace(*config_.grad_scaler);
+    // Each rank would stop on its own shard's metrics while the others wait in a collective.
+    EMBER_CHECK(config_.world_size == 1 || !config_.early_stopping, "Learner: early stopping is not supported with "
+                "data-parallel training yet (each rank would decide on its own shard's metrics)");
+    if (config_.rank != 0) {  // one set of files and one dashboard for the whole job
+      config_.run_dir.clear();
+      config_.checkpoints.reset();
+      config_.renderer = nullptr;
+      config_.renderer_kind = RendererKind::none;
+    }
     if (!valid_step_)
       valid_step_ = [](const M&, const B&) -> BatchOutputs {
         EMBER_FAIL("Learner: fit() got a validation loader but the builder no valid_step");
@@ -424,6 +445,11 @@ class Learner {
 
   void apply(detail::FitSession& s, optim::GradientsParams& acc, int64_t& pending) {
     if (pending > 1) acc.scale(1.0 / double(pending));
+    if (config_.reduce_gradients) {
+      std::vector<const nn::Param*> params;
+      nn::for_each_param(model_, [&](const std::string&, nn::Param& p) { params.push_back(&p); });
+      config_.reduce_gradients(params, acc);
+    }
     if (scaler_) {  // unscale (checking for inf/NaN), step unless found, adjust the scale
       model_ = scaler_->step(*opt_, std::move(model_), std::move(acc), s.lr());
       scaler_->update();

@@ -367,7 +367,10 @@ class Engine {
       pending.erase(node.get());
       grads.resize(node->out_meta.size());
       if (node->leaf) {
-        if (grads[0].defined()) report(*node, 0, grads[0]);
+        if (grads[0].defined()) {
+          report(*node, 0, grads[0]);
+          if (opts.on_leaf_gradient) opts.on_leaf_gradient(node->id, out.grads_[{node->id, 0}]);
+        }
         continue;
       }
       for (size_t j = 0; j < node->retain.size(); ++j)
@@ -418,6 +421,12 @@ GradientMap backward(Backend& b, const PrimitivePtr& root, const PrimitivePtr& u
   EMBER_CHECK(self, "backward: tensor of shape ", root->shape(), " is on ", b.name(),
               ", which has no autodiff (use a device made with .autodiff(), e.g. Device::cpu().autodiff())");
   return Engine::run(*self, root, upstream, opts);
+}
+
+std::optional<uint64_t> leaf_key(const PrimitivePtr& p) {
+  auto* a = dynamic_cast<const AdPrimitive*>(p.get());
+  if (!a || !a->edge.node || !a->edge.node->leaf) return std::nullopt;
+  return a->edge.node->id;
 }
 
 std::optional<PrimitivePtr> GradientMap::get(const PrimitivePtr& x) const {

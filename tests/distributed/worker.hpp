@@ -1,0 +1,25 @@
+// The worker processes of the distributed tests: one executable, started by ember-run as every
+// rank of a job, that runs one case (its first argument) and exits 0 when every check passed.
+// An ember::Error ends a rank with status 3 after printing "rank R: ember::Error: ..." to
+// stderr, which the fault tests look for (distributed_test.cpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ember/distributed.hpp"
+#include "ember/ember.hpp"
+
+namespace ember::distributed::test {
+
+using Args = std::vector<std::string>;
+
+int run_collectives(const Args& args);
+int run_faults(const std::string& which, const Args& args);
+int run_data_parallel(const Args& args);
+int run_zero(const Args& args);
+
+// RANK from the environment (before a group exists), -1 when unset.
+int env_rank();
+
+}  // namespace ember::distributed::test
