@@ -17,7 +17,8 @@ Headers (include/ember/**/*.hpp), in the comment block at the top of the file:
     examples that are only compiled: `# auto& loader = given<data::DataLoader<...>>();`.
   * The setup line `# run` marks an example that is also run (cheap, complete ones only).
 
-Markdown (README.md, docs/*.md, examples/*/README.md):
+Markdown (README.md, docs/*.md, examples/*/README.md, and the book, docs/book/*.md, in a group of
+its own):
   * Every fenced block names its language (```cpp, ```sh, ```text, ...).
   * A ```cpp block is an example. Attributes after the language: `run` (also run), `continued`
     (continues the previous cpp block of the page: same scope), `ignore` (a sketch that is not
@@ -50,7 +51,9 @@ GROUPS = [
     ("nn", ["nn/", "nn.hpp", "optim/", "amp/", "amp.hpp", "store/", "onnx/"]),
     ("data_train", ["data/", "data.hpp", "train/"]),
     ("docs", []),  # the markdown pages
+    ("book", []),  # the book's chapters (docs/book/*.md): a translation unit of their own
 ]
+MARKDOWN_GROUPS = ("docs", "book")
 APP_PREFIXES = ("data/", "data.hpp", "train/")  # need EMBER_HAS_APPS (ember_data, ember_train)
 CPP_END = (";", "{", "}")
 
@@ -183,7 +186,7 @@ def parse_header(root, rel, problems):
 FENCE = re.compile(r"^(\s*)```(.*)$")
 
 
-def parse_markdown(root, rel, problems, ignored):
+def parse_markdown(root, rel, problems, ignored, group="docs"):
     path = os.path.join(root, rel)
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
@@ -246,7 +249,7 @@ def parse_markdown(root, rel, problems, ignored):
             previous.lines += setup + body
             previous.run = previous.run or "run" in attrs
             continue
-        ex = Example(rel, "docs")
+        ex = Example(rel, group)
         ex.lines = setup + body
         ex.run = "run" in attrs
         examples.append(ex)
@@ -272,8 +275,11 @@ def collect(root, apps=True):
     ex_dir = os.path.join(root, "examples")
     pages += sorted(os.path.join("examples", d, "README.md") for d in os.listdir(ex_dir)
                     if os.path.isfile(os.path.join(ex_dir, d, "README.md")))
-    for page in pages:
-        for ex in parse_markdown(root, page, problems, ignored):
+    book_dir = os.path.join(root, "docs", "book")
+    book = sorted(os.path.join("docs", "book", p) for p in os.listdir(book_dir)
+                  if p.endswith(".md")) if os.path.isdir(book_dir) else []
+    for page in pages + book:
+        for ex in parse_markdown(root, page, problems, ignored, "book" if page in book else "docs"):
             # Without the data and train layers (--no-apps), a page's example that names them is left out.
             if apps or not any(re.search(r"\b(data|train)::", t) for _, t, _ in ex.lines):
                 examples.append(ex)
@@ -416,6 +422,15 @@ def self_test():
         assert len(problems) == 4, problems
         assert "page.md:2: a fenced block without a language" in problems[2], problems
         assert "page.md:15: unknown attribute" in problems[3], problems
+        # The book's chapters (docs/book/*.md) are found and make a group of their own.
+        for d in ("docs/book", "examples"):
+            os.makedirs(os.path.join(root, d))
+        for page in ("README.md", "docs/book/chapter.md"):
+            with open(os.path.join(root, page), "w") as f:
+                f.write("```cpp\nint k = 1;\n```\n")
+        found, problems, ignored = collect(root)
+        assert [(ex.path, ex.group) for ex in found if ex.path.endswith(".md")] == [
+            ("README.md", "docs"), ("docs/book/chapter.md", "book")], found
     print("extractor self-test: ok")
     return 0
 
@@ -433,13 +448,15 @@ def main(argv):
     for p in problems:
         print(p, file=sys.stderr)
     runs = [ex for ex in examples if ex.run]
-    with_examples = {ex.path for ex in examples if ex.group != "docs"}
+    with_examples = {ex.path for ex in examples if ex.group not in MARKDOWN_GROUPS}
     header_root = os.path.join(root, "include", "ember")
     without = sorted(os.path.relpath(os.path.join(d, n), root) for d, _, fs in os.walk(header_root) for n in fs
                      if n.endswith(".hpp") and os.path.relpath(os.path.join(d, n), root) not in with_examples
                      and (apps or not os.path.relpath(os.path.join(d, n), header_root).startswith(APP_PREFIXES)))
-    headers = sum(1 for ex in examples if ex.group != "docs")
-    print(f"doc examples: {len(examples)} found ({headers} in headers, {len(examples) - headers} in markdown), "
+    headers = sum(1 for ex in examples if ex.group not in MARKDOWN_GROUPS)
+    in_book = sum(1 for ex in examples if ex.group == "book")
+    print(f"doc examples: {len(examples)} found ({headers} in headers, {len(examples) - headers - in_book} in "
+          f"markdown, {in_book} in the book), "
           f"{len(runs)} run, {len(ignored)} cpp blocks left out ({', '.join(ignored) or 'none'}), "
           f"{len(problems)} problem(s); headers without an example: {', '.join(without) or 'none'}")
     if problems:

@@ -676,4 +676,22 @@ MUTANTS = [
         "description": "ZeRO-1 never copies the other ranks' updated shares into the module",
         "suites": [unit(DIST_JOBS, "World/Zero*")],
     },
+    {
+        "id": "book-example-renamed-api",
+        "family": "doc examples",
+        "file": "docs/book/06-data.md",
+        "search": "auto parts = data::split(data::shuffled(squares, /*seed=*/7), {0.8, 0.2});",
+        "replace": "auto parts = data::split(data::shuffle(squares, /*seed=*/7), {0.8, 0.2});",
+        "description": "a chapter of the book names a view the data layer does not have",
+        "suites": [unit(DOCS_TESTS)],
+    },
+    {
+        "id": "book-chapters-not-extracted",
+        "family": "doc examples",
+        "file": "tests/docs/extract_examples.py",
+        "search": "    for page in pages + book:",
+        "replace": "    for page in pages:",
+        "description": "the extractor stops reading docs/book/, so the book's code is never compiled",
+        "suites": [unit(DOCS_TESTS)],
+    },
 ]
