@@ -1,5 +1,6 @@
 // ember::distributed: process groups, collectives and data-parallel training (docs/distributed.md).
 //
+//   # Model model = given<Model>(); optim::Adam optimizer; DynTensor loss = given<DynTensor>(); double lr = 1e-3;
 //   auto pg = distributed::init_process_group();          // under ember-run / torchrun / mpirun
 //   distributed::DataParallel dp(pg);
 //   model = dp.broadcast_parameters(model);               // rank 0's values everywhere

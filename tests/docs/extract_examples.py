@@ -49,7 +49,7 @@ import sys
 GROUPS = [
     ("core", ["core/", "backends/", "decorators/", "tensor/", "ember.hpp"]),
     ("nn", ["nn/", "nn.hpp", "optim/", "amp/", "amp.hpp", "store/", "onnx/"]),
-    ("data_train", ["data/", "data.hpp", "train/"]),
+    ("data_train", ["data/", "data.hpp", "train/", "distributed/", "distributed.hpp"]),
     ("docs", []),  # the markdown pages
     ("book", []),  # the book's chapters (docs/book/*.md): a translation unit of their own
 ]

@@ -1,5 +1,7 @@
 // DataParallel: PyTorch's DistributedDataParallel for ember's value-type modules.
 //
+//   # Model model = given<Model>(); optim::Adam opt; double lr = 1e-3; std::vector<Batch> my_shard;
+//   # DynTensor loss_1 = given<DynTensor>(), loss_2 = given<DynTensor>();
 //   auto pg = distributed::init_process_group();
 //   distributed::DataParallel dp(pg);                  // {.bucket_mb = 25}
 //   model = dp.broadcast_parameters(model);            // checks shapes, then rank 0's values everywhere
@@ -10,7 +12,7 @@
 //   }
 //   // gradient accumulation: the micro-batches but the last run without communication
 //   { auto pause = dp.no_sync(); dp.backward(model, loss_1); }
-//   grads = dp.backward(model, loss_2);                // mean over ranks of loss_1's + loss_2's gradients
+//   auto grads = dp.backward(model, loss_2);              // mean over ranks of loss_1's + loss_2's gradients
 //
 // Gradients are reduced in buckets of about `bucket_mb` MiB, filled in reverse parameter order
 // (the order in which backward produces them). A bucket's all-reduce starts from inside the

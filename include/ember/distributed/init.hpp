@@ -2,8 +2,8 @@
 // environment that torchrun (and ember-run, tools/ember-run) sets, or from the options.
 //
 //   auto pg = distributed::init_process_group();   // RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
-//   auto pg = distributed::init_process_group({.rank = 0, .world_size = 1});   // no environment
-//   auto pg = distributed::init_process_group({.timeout = std::chrono::seconds(5)});
+//   auto solo = distributed::init_process_group({.rank = 0, .world_size = 1});   // no environment
+//   auto patient = distributed::init_process_group({.timeout = std::chrono::seconds(5)});
 //
 // Rank 0 serves a small key-value store on MASTER_ADDR:MASTER_PORT (the rendezvous); every rank
 // posts its transport address there and then connects to every other rank directly. Under

@@ -1,9 +1,10 @@
 // Process groups and collectives (DESIGN section 6, issue 28): one interface in front of the
 // collective engines, as PyTorch's c10d puts ProcessGroup in front of Gloo and NCCL.
 //
+//   # DynTensor grad = given<DynTensor>();
 //   auto pg = distributed::init_process_group();            // RANK, WORLD_SIZE, MASTER_ADDR, ...
 //   distributed::Work w = pg->all_reduce(grad, distributed::ReduceOp::avg);
-//   ...                                                    // overlap other work
+//   // ... other work here overlaps the reduction ...
 //   DynTensor mean = w.wait();                             // throws ember::Error on failure/timeout
 //
 // Tensors are immutable, so a collective returns its result through its Work handle:

@@ -1,6 +1,8 @@
 // A dataset view that gives each rank its share of a dataset: PyTorch's DistributedSampler as
 // an ember dataset view (data/views.hpp), so a DataLoader batches a rank's shard as usual.
 //
+//   # auto pg = distributed::init_process_group(); auto train_set = data::FashionMnist::train();
+//   # auto batcher = [](std::vector<data::MnistItem> items, const Device& d) { return data::batch_mnist(std::move(items), d); };
 //   auto shard = distributed::sharded(train_set, pg->rank(), pg->size(), {.seed = 7});
 //   auto loader = data::DataLoaderBuilder(batcher).batch_size(32).build(shard);
 //

@@ -1,6 +1,8 @@
 // ZeRO stage 1: each rank keeps the optimizer state (Adam's moments, SGD's momentum) of a
 // 1/N share of the parameters, as PyTorch's ZeroRedundancyOptimizer does.
 //
+//   # auto pg = distributed::init_process_group(); Model model = given<Model>();
+//   # DynTensor loss = given<DynTensor>(); double lr = 1e-3;
 //   distributed::ZeroOptimizer zero(pg, std::make_shared<optim::AdamW>(optim::AdamWConfig{}.init()));
 //   optim::GradientsParams local = optim::GradientsParams::from(model, loss.backward());  // not reduced
 //   model = zero.step(model, std::move(local), lr);
