@@ -1,13 +1,16 @@
 // The Learner under data-parallel training: one call wires a distributed::DataParallel into a
 // LearnerBuilder (header-only; a program that uses it links ember::distributed).
 //
+//   # Model model = given<Model>(); auto train_step = &classify_train; auto valid_step = &classify_valid;
+//   # std::vector<Batch> train_shard_loader, valid_loader;   // loaders over distributed::sharded views
 //   auto pg = distributed::init_process_group();       // under ember-run --nproc N
 //   distributed::DataParallel dp(pg);
 //   model = dp.broadcast_parameters(model);
-//   auto builder = train::LearnerBuilder(model, train_step, valid_step).lr(1e-3);
+//   auto builder = train::LearnerBuilder(model, train_step, valid_step);
+//   builder.lr(1e-3);
 //   train::use_data_parallel(builder, dp);            // dp must outlive the Learner
 //   auto learner = builder.build();
-//   learner.fit(distributed::sharded(...) loaders ...);
+//   learner.fit(train_shard_loader, valid_loader);
 //
 // Each optimizer step's gradients are averaged over the ranks (after the step's backward: the
 // Learner's train step runs its own backward; DataParallel::backward overlaps the reduction with
