@@ -4,8 +4,9 @@
 #include <mutex>
 #include <string>
 
-#include "ember/ember.hpp"
 #include "ember/tensor/dlpack.hpp"
+#include "ember/tensor/dyn_tensor.hpp"
+#include "ember/tensor/ops.hpp"
 
 using ember::DynTensor;
 using ember::dlpack::DLManagedTensor;

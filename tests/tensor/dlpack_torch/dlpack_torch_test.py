@@ -47,9 +47,10 @@ class DLTensor(ctypes.Structure):
                 ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
 
 
+# every ember dtype but bool: PyTorch 1.13 refuses bool tensors in DLPack both ways ("Bool type is
+# not supported by dlpack"); ember's bool exchange is covered by tests/tensor/dlpack_test.cpp
 TORCH = {"f64": torch.float64, "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
-         "i64": torch.int64, "i32": torch.int32, "i16": torch.int16, "i8": torch.int8, "u8": torch.uint8,
-         "bool": torch.bool}
+         "i64": torch.int64, "i32": torch.int32, "i16": torch.int16, "i8": torch.int8, "u8": torch.uint8}
 
 passed = failed = 0
 
@@ -82,8 +83,7 @@ def torch_to_ember(t):
 
 
 def reference(name, rows, cols):
-    x = torch.arange(rows * cols, dtype=torch.float64).reshape(rows, cols)
-    return (x % 2).to(TORCH[name]) if name == "bool" else x.to(TORCH[name])
+    return torch.arange(rows * cols, dtype=torch.float64).reshape(rows, cols).to(TORCH[name])
 
 
 # ember -> torch: every dtype; values, shape, dtype, the same memory; the deleter runs once torch is done
@@ -96,9 +96,8 @@ for name in TORCH:
     check(f"ember->torch {name} values", torch.equal(t, reference(name, 3, 4)), str(t))
     dl = DLTensor.from_address(m)
     check(f"ember->torch {name} zero copy", t.data_ptr() == dl.data + dl.byte_offset)
-    if name != "bool":
-        t[1, 2] = 100  # torch writes into ember's buffer: ember sees it
-        check(f"torch write seen by ember {name}", lib.bridge_get(h, 6) == 100, str(lib.bridge_get(h, 6)))
+    t[1, 2] = 100  # torch writes into ember's buffer: ember sees it
+    check(f"torch write seen by ember {name}", lib.bridge_get(h, 6) == 100, str(lib.bridge_get(h, 6)))
     lib.bridge_free(h)  # the export keeps the buffer alive
     check(f"ember->torch {name} outlives the ember tensor", torch.equal(t[0], reference(name, 3, 4)[0]))
     del t
@@ -124,12 +123,9 @@ for name in TORCH:
     check(f"torch->ember {name} dtype", lib.bridge_dtype(h).decode() == name, lib.bridge_dtype(h).decode())
     check(f"torch->ember {name} shape", lib.bridge_rank(h) == 2 and lib.bridge_dim(h, 0) == 4 and lib.bridge_dim(h, 1) == 5)
     check(f"torch->ember {name} sum", lib.bridge_sum(h) == float(t.double().sum()), f"{lib.bridge_sum(h)}")
-    if name == "bool":  # bools are copied (ember normalises them): the deleter has run
-        check("torch->ember bool copied, deleter ran", lib.bridge_deleted() == before + 1)
-    else:
-        t[3, 4] = 7
-        check(f"torch write seen by ember {name}", lib.bridge_get(h, 19) == 7, str(lib.bridge_get(h, 19)))
-        check(f"torch->ember {name} deleter waits", lib.bridge_deleted() == before)
+    t[3, 4] = 7
+    check(f"torch write seen by ember {name}", lib.bridge_get(h, 19) == 7, str(lib.bridge_get(h, 19)))
+    check(f"torch->ember {name} deleter waits", lib.bridge_deleted() == before)
     lib.bridge_free(h)
     check(f"torch->ember {name} deleter ran", lib.bridge_deleted() == before + 1)
 
