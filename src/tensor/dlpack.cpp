@@ -93,7 +93,7 @@ DLManagedTensor* to_dlpack(const DynTensor& t) {
   if (view) {
     m.dl_tensor.data = view->data;
     m.dl_tensor.device = view->cuda_device >= 0 ? dlpack::DLDevice{dlpack::kDLCUDA, view->cuda_device}
-                                                 : dlpack::DLDevice{dlpack::kDLCPU, 0};
+                                                : dlpack::DLDevice{dlpack::kDLCPU, 0};
     ctx->owner = std::move(view->owner);
   } else {  // a backend that cannot expose its memory: a host copy
     auto data = std::make_shared<TensorData>(t.into_data());
@@ -167,8 +167,10 @@ DynTensor from_dlpack(DLManagedTensor* m) {
     int64_t offset = 0;
     for (size_t d = 0; d < dims.size(); ++d) offset += index[d] * dl.strides[d];
     const std::byte* src = base + offset * static_cast<int64_t>(elem);
-    if (dtype == DType::boolean) data.bytes()[i] = std::byte(*src != std::byte{0});
-    else std::memcpy(data.bytes().data() + i * elem, src, elem);
+    if (dtype == DType::boolean)
+      data.bytes()[i] = std::byte(*src != std::byte{0});
+    else
+      std::memcpy(data.bytes().data() + i * elem, src, elem);
     for (size_t d = dims.size(); d-- > 0;) {
       if (++index[d] < dims[d]) break;
       index[d] = 0;

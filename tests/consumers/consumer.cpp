@@ -2,8 +2,8 @@
 // check.sh): with find_package, with pkg-config and with the README's g++ line. Built plainly it
 // is a CPU-only program, which must link no CUDA library; with -DEMBER_CONSUMER_CUDA it is
 // linked with the CUDA backend, which must then be registered. Prints "consumer ok" last.
-#include <ember/ember.hpp>
 #include <ember/core/backend_registry.hpp>
+#include <ember/ember.hpp>
 #include <ember/train/renderer.hpp>
 #include <ember/version.hpp>
 #include <iostream>

@@ -93,11 +93,14 @@ TEST(DLPack, EveryDTypeRoundTrips) {
   }
 }
 
-TEST(DLPack, ExportsOfDecoratedDevices) {
+TEST(DLPack, DecoratedDevicesExportInPlace) {
   for (const Device& d : {Device::cpu().autodiff(), Device::cpu().fusion()}) {
-    auto x = DynTensor::from_vector<float>({1, 2, 3}, {3}, d) * 2.0;
-    DynTensor y = from_dlpack(to_dlpack(x));
-    EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{2, 4, 6})) << d.name();
+    auto x = DynTensor::from_vector<float>({1, 2, 3}, {3}, d) * 2.0;  // queued on the fusion device
+    DLManagedTensor* m = to_dlpack(x);
+    static_cast<float*>(m->dl_tensor.data)[0] = 20;  // the decorator's value is the exported memory
+    EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{20, 4, 6})) << d.name();
+    DynTensor y = from_dlpack(m);
+    EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{20, 4, 6})) << d.name();
   }
 }
 

@@ -78,8 +78,8 @@ struct DLTensor {
 
 struct DLManagedTensor {
   DLTensor dl_tensor;
-  void* manager_ctx;                        // the producer's
-  void (*deleter)(DLManagedTensor* self);   // the consumer calls it once, when done
+  void* manager_ctx;                       // the producer's
+  void (*deleter)(DLManagedTensor* self);  // the consumer calls it once, when done
 };
 
 static_assert(sizeof(DLDevice) == 8 && sizeof(DLDataType) == 4);
