@@ -48,9 +48,10 @@ for deb in "$dev" "$tools"; do
   if [ -z "$missing" ] && [ ${#clauses[@]} -gt 0 ]; then ok "$name Depends: $(field "$deb" Depends)"
   else bad "$name Depends not installed here:$missing (Depends: $(field "$deb" Depends))"; fi
 done
+dpkg-deb -c "$dev" >"$work/dev.contents"; dpkg-deb -c "$tools" >"$work/tools.contents"
 deps=$(field "$dev" Depends)
 need="nlohmann-json3-dev"
-grep -q "ember_train" <(dpkg-deb -c "$dev") && need="$need zlib1g-dev libpng-dev libjpeg-dev libsqlite3-dev libncurses-dev"
+grep -q "libember_train" "$work/dev.contents" && need="$need zlib1g-dev libpng-dev libjpeg-dev libsqlite3-dev libncurses-dev"
 miss=""; for n in $need; do [[ ", $deps," == *" $n"[,\ ]* ]] || miss="$miss $n"; done
 if [ -z "$miss" ]; then ok "libember-dev depends on what find_package(ember) finds ($need)"
 else bad "libember-dev Depends lack:$miss"; fi
@@ -58,7 +59,6 @@ else bad "libember-dev Depends lack:$miss"; fi
   bad "ember-tools Depends: $(field "$tools" Depends)"
 
 # contents
-dpkg-deb -c "$dev" >"$work/dev.contents"; dpkg-deb -c "$tools" >"$work/tools.contents"
 miss=""
 for path in include/ember/ember.hpp include/ember/version.hpp include/ember/tensor/dlpack.hpp libember_core.a \
             cmake/ember/emberConfig.cmake cmake/ember/emberConfigVersion.cmake pkgconfig/ember.pc; do
