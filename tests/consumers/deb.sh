@@ -3,7 +3,7 @@
 # writes libember-dev and ember-tools; this checks their metadata (names, version = the project's,
 # Depends that name installed Debian packages) and contents, unpacks both with `dpkg -x` into a
 # scratch root (nothing is installed on the system), and builds and runs the find_package and
-# pkg-config consumers (tests/consumers) and ember-onnx against that tree.
+# pkg-config consumers (tests/consumers), ember-onnx and ember-run (where built) from that tree.
 # Usage: tests/consumers/deb.sh [BUILD_DIR]   Last line: "deb: P passed, F failed".
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -66,9 +66,12 @@ for path in include/ember/ember.hpp include/ember/version.hpp include/ember/tens
 done
 [ -z "$miss" ] && ok "libember-dev holds the headers, libraries, CMake package and ember.pc" ||
   bad "libember-dev lacks:$miss"
-if grep -q '\./usr/bin/ember-onnx$' "$work/tools.contents" && ! grep -q '\.a$\|/include/' "$work/tools.contents"
-then ok "ember-tools holds usr/bin/ember-onnx (and no headers or libraries)"
-else bad "ember-tools contents ($work/tools.contents)"; fi
+tools_list="ember-onnx"
+[ -x "$build/tools/ember-run/ember-run" ] && tools_list="$tools_list ember-run"  # built where Gloo is found
+miss=""; for t in $tools_list; do grep -q "\./usr/bin/$t\$" "$work/tools.contents" || miss="$miss $t"; done
+if [ -z "$miss" ] && ! grep -q '\.a$\|/include/' "$work/tools.contents"
+then ok "ember-tools holds usr/bin/{${tools_list// /,}} (and no headers or libraries)"
+else bad "ember-tools contents, missing:$miss ($work/tools.contents)"; fi
 
 # unpacked into a scratch root, never installed
 sysroot=$work/root
@@ -95,4 +98,9 @@ else bad "pkg-config consumer from the .deb" "$work/pkgconfig.log"; fi
 if "$prefix/bin/ember-onnx" info "$root/tests/onnx/fixtures/runtime_mlp.onnx" >"$work/ember-onnx.log" 2>&1
 then ok "ember-onnx from the unpacked .deb runs (info runtime_mlp.onnx)"
 else bad "ember-onnx from the .deb" "$work/ember-onnx.log"; fi
+if [[ "$tools_list" == *ember-run* ]]; then
+  if timeout 60 "$prefix/bin/ember-run" --nproc 2 /bin/true >"$work/ember-run.log" 2>&1
+  then ok "ember-run from the unpacked .deb runs a job of 2 processes (/bin/true)"
+  else bad "ember-run --nproc 2 /bin/true from the .deb" "$work/ember-run.log"; fi
+fi
 finish
