@@ -287,6 +287,39 @@ grep -A15 '^FAIL' "$co_log" | head -40
 echo "   $co_p passed, $co_f failed ($co_log)"
 passed=$((passed + co_p)); failed=$((failed + co_f))
 
+# The Debian packages (cmake/EmberDeb.cmake): `cpack -G DEB` over this build, their metadata and
+# contents checked with dpkg-deb, unpacked with `dpkg -x` into a scratch root (nothing is installed
+# on the system) and the find_package and pkg-config consumers built against that tree
+# (tests/consumers/deb.sh).
+echo "== deb"
+deb_log=build/test-logs/deb.log
+tests/consumers/deb.sh build >"$deb_log" 2>&1
+deb_rc=$?
+deb_p=$(awk '/^deb: / {print $2}' "$deb_log" | tail -1); deb_f=$(awk '/^deb: / {print $4}' "$deb_log" | tail -1)
+deb_p=${deb_p:-0}; deb_f=${deb_f:-0}
+if [ "$deb_rc" -ne 0 ] && [ "$deb_f" -eq 0 ]; then deb_f=1; fi
+grep -A15 '^FAIL' "$deb_log" | head -40
+echo "   $deb_p passed, $deb_f failed ($deb_log)"
+passed=$((passed + deb_p)); failed=$((failed + deb_f))
+
+# DLPack with Debian's python3-torch: tensors handed both ways through torch.utils.dlpack and a
+# small library over to_dlpack/from_dlpack (tests/tensor/dlpack_torch), zero copy and deleters checked.
+echo "== dlpack-torch"
+dl_log=build/test-logs/dlpack-torch.log
+/usr/bin/python3 tests/tensor/dlpack_torch/dlpack_torch_test.py build/tests/tensor/libember_dlpack_bridge.so \
+  >"$dl_log" 2>&1
+dl_rc=$?
+if [ "$dl_rc" -eq 2 ] || [ "$dl_rc" -eq 127 ]; then
+  skipped+=("dlpack torch (python3-torch missing)")
+else
+  dl_p=$(awk '/^dlpack torch: / {print $3}' "$dl_log" | tail -1); dl_f=$(awk '/^dlpack torch: / {print $5}' "$dl_log" | tail -1)
+  dl_p=${dl_p:-0}; dl_f=${dl_f:-0}
+  if [ "$dl_rc" -ne 0 ] && [ "$dl_f" -eq 0 ]; then dl_f=1; fi
+  grep -A3 '^FAIL\|Error' "$dl_log" | head -20
+  echo "   $dl_p passed, $dl_f failed ($dl_log)"
+  passed=$((passed + dl_p)); failed=$((failed + dl_f))
+fi
+
 # The model-file parsers under libFuzzer (clang, ASan + UBSan) for a bounded time: 60 s in
 # all, 30 s for the store parsers (15 s each) and 30 s for the ONNX reader.
 echo "== fuzz (safetensors, pytorch: 30 s)"

@@ -1,6 +1,7 @@
 # Installing ember for other projects (included by src/CMakeLists.txt): the libraries and
 # headers, a relocatable CMake package (find_package(ember [COMPONENTS cuda])) and pkg-config
-# files (ember.pc, ember-cuda.pc). README "Use ember in your project"; tests/consumers checks it.
+# files (ember.pc, ember-cuda.pc), all in the install component `dev` (the libember-dev package of
+# cmake/EmberDeb.cmake). README "Use ember in your project"; tests/consumers checks it.
 include(CMakePackageConfigHelpers)
 
 set(EMBER_LIBRARY_TARGETS ${EMBER_APP_TARGETS} ember_onnx ember_amp ember_optim ember_nn ember_store ember_tensor
@@ -21,16 +22,16 @@ endforeach()
 
 set(_ember_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/ember)
 install(TARGETS ember ${EMBER_LIBRARY_TARGETS} EXPORT emberTargets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(EXPORT emberTargets NAMESPACE ember:: DESTINATION ${_ember_cmake_dir})
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT dev)
+install(EXPORT emberTargets NAMESPACE ember:: DESTINATION ${_ember_cmake_dir} COMPONENT dev)
 if(EMBER_HAS_CUDA)
   # its own export set: loading the CPU targets never needs the CUDA toolkit
   set_target_properties(ember_cuda PROPERTIES EXPORT_NAME cuda)
   install(TARGETS ember_cuda EXPORT emberCudaTargets
-          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-  install(EXPORT emberCudaTargets NAMESPACE ember:: DESTINATION ${_ember_cmake_dir})
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT dev)
+  install(EXPORT emberCudaTargets NAMESPACE ember:: DESTINATION ${_ember_cmake_dir} COMPONENT dev)
 endif()
 if(EMBER_HAS_DISTRIBUTED)
   # its own export set too: loading the other targets never needs Gloo
@@ -40,17 +41,17 @@ if(EMBER_HAS_DISTRIBUTED)
                                                        SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
   endif()
   install(TARGETS ember_distributed EXPORT emberDistributedTargets
-          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-  install(EXPORT emberDistributedTargets NAMESPACE ember:: DESTINATION ${_ember_cmake_dir})
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT dev)
+  install(EXPORT emberDistributedTargets NAMESPACE ember:: DESTINATION ${_ember_cmake_dir} COMPONENT dev)
 endif()
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ember DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ember DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/emberConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/emberConfig.cmake INSTALL_DESTINATION ${_ember_cmake_dir})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/emberConfigVersion.cmake COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/emberConfig.cmake ${PROJECT_BINARY_DIR}/emberConfigVersion.cmake
-              ${PROJECT_SOURCE_DIR}/cmake/EmberFindCuDNN.cmake DESTINATION ${_ember_cmake_dir})
+              ${PROJECT_SOURCE_DIR}/cmake/EmberFindCuDNN.cmake DESTINATION ${_ember_cmake_dir} COMPONENT dev)
 
 # pkg-config. A static library's dependencies go into Libs (plain `pkg-config --libs` must link),
 # a shared library's into Libs.private.
@@ -86,7 +87,7 @@ else()
   set(EMBER_PC_LIBS_PRIVATE "")
 endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/ember.pc.in ${PROJECT_BINARY_DIR}/ember.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/ember.pc DESTINATION ${_pc_dir})
+install(FILES ${PROJECT_BINARY_DIR}/ember.pc DESTINATION ${_pc_dir} COMPONENT dev)
 if(EMBER_HAS_CUDA)
   set(EMBER_PC_CUDA_LIBDIR "${CUDAToolkit_LIBRARY_DIR}")
   get_filename_component(EMBER_PC_CUDNN_LIBDIR "${EMBER_CUDNN_LIBRARY}" DIRECTORY)
@@ -102,5 +103,5 @@ if(EMBER_HAS_CUDA)
     set(EMBER_PC_CUDA_LIBS_PRIVATE "")
   endif()
   configure_file(${PROJECT_SOURCE_DIR}/cmake/ember-cuda.pc.in ${PROJECT_BINARY_DIR}/ember-cuda.pc @ONLY)
-  install(FILES ${PROJECT_BINARY_DIR}/ember-cuda.pc DESTINATION ${_pc_dir})
+  install(FILES ${PROJECT_BINARY_DIR}/ember-cuda.pc DESTINATION ${_pc_dir} COMPONENT dev)
 endif()

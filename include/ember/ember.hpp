@@ -24,3 +24,4 @@
 #include "ember/tensor/dyn_tensor.hpp"
 #include "ember/tensor/ops.hpp"
 #include "ember/tensor/tensor.hpp"
+#include "ember/version.hpp"

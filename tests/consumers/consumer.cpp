@@ -2,9 +2,10 @@
 // check.sh): with find_package, with pkg-config and with the README's g++ line. Built plainly it
 // is a CPU-only program, which must link no CUDA library; with -DEMBER_CONSUMER_CUDA it is
 // linked with the CUDA backend, which must then be registered. Prints "consumer ok" last.
-#include <ember/ember.hpp>
 #include <ember/core/backend_registry.hpp>
+#include <ember/ember.hpp>
 #include <ember/train/renderer.hpp>
+#include <ember/version.hpp>
 #include <iostream>
 #include <string>
 
@@ -45,6 +46,11 @@ int main(int argc, char**) {
     }
   }
 #endif
-  std::cout << "cuda devices: " << devices << "\nconsumer ok\n";
+  // the headers and the library are one version
+  if (std::string(ember::version()) != EMBER_VERSION_STRING) {
+    std::cerr << "consumer: library version " << ember::version() << ", headers " << EMBER_VERSION_STRING << "\n";
+    return 1;
+  }
+  std::cout << "ember version " << ember::version() << "\ncuda devices: " << devices << "\nconsumer ok\n";
   return 0;
 }

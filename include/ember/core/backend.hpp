@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,6 +29,15 @@ struct MemoryStats {
   int64_t in_use = 0;    // bytes held by live tensors
   int64_t reserved = 0;  // bytes held by the pool (in use + cached)
   int64_t peak = 0;      // highest in_use since the last reset
+};
+
+// Where a primitive's values live, for zero-copy export (include/ember/tensor/dlpack.hpp):
+// contiguous row-major values at `data`, in the backend's memory (host memory on the CPU, device
+// memory on CUDA); `owner` keeps them alive, and nothing writes into them while it does.
+struct MemoryView {
+  void* data = nullptr;
+  std::shared_ptr<const void> owner;
+  int cuda_device = -1;  // the CUDA device whose memory holds them; -1: host memory
 };
 
 class Backend {
@@ -49,6 +59,9 @@ class Backend {
                                   std::shared_ptr<const void> /*owner*/) {
     return write_bytes(meta, bytes);
   }
+  // The values of `p` in place (a contiguous copy when `p` is a strided view), or nullopt when the
+  // backend cannot expose its memory, and callers read() instead.
+  virtual std::optional<MemoryView> memory_view(const PrimitivePtr& /*p*/) { return std::nullopt; }
   virtual bool supports(const Op& op) const = 0;
   virtual void sync() {}
   virtual void seed(uint64_t seed) = 0;
@@ -86,6 +99,7 @@ class ForwardingBackend : public Backend {
                           std::shared_ptr<const void> owner) override {
     return inner_->wrap_bytes(meta, bytes, std::move(owner));
   }
+  std::optional<MemoryView> memory_view(const PrimitivePtr& p) override { return inner_->memory_view(p); }
   bool supports(const Op& op) const override { return inner_->supports(op); }
   void sync() override { inner_->sync(); }
   void seed(uint64_t seed) override { inner_->seed(seed); }

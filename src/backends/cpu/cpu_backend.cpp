@@ -57,6 +57,12 @@ PrimitivePtr CpuBackend::wrap_bytes(const TensorMeta& meta, std::span<const std:
   return std::make_shared<CpuTensor>(meta, std::move(storage), contiguous_strides(meta.shape), 0);
 }
 
+std::optional<MemoryView> CpuBackend::memory_view(const PrimitivePtr& p) {
+  CpuTensorPtr t = contiguous(p);  // p itself when contiguous
+  void* data = t->raw();
+  return MemoryView{data, std::move(t)};
+}
+
 PrimitivePtr CpuBackend::write(const TensorData& data) {
   auto t = alloc({data.shape(), data.dtype()});
   if (data.bytes().size()) std::memcpy(t->raw(), data.bytes().data(), data.bytes().size());

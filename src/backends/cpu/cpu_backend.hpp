@@ -46,6 +46,7 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   std::vector<PrimitivePtr> execute(Op op) override;
   TensorData read(const PrimitivePtr& p) override;
+  std::optional<MemoryView> memory_view(const PrimitivePtr& p) override;
   PrimitivePtr write(const TensorData& data) override;
   PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) override;
   PrimitivePtr wrap_bytes(const TensorMeta& meta, std::span<const std::byte> bytes,

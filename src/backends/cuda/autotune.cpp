@@ -16,11 +16,9 @@
 
 #include "ember/core/atomic_write.hpp"
 #include "ember/core/hash.hpp"
+#include "ember/version.hpp"
 #include "jit.hpp"
 
-#ifndef EMBER_VERSION_STRING
-#error "EMBER_VERSION_STRING (the project's version) is set by src/CMakeLists.txt"
-#endif
 
 namespace ember::cuda {
 
@@ -207,6 +205,6 @@ bool from_hex(std::string_view hex, void* data, size_t n) {
   return true;
 }
 
-const char* ember_version() { return EMBER_VERSION_STRING; }
+const char* ember_version() { return ember::version(); }
 
 }  // namespace ember::cuda

@@ -95,7 +95,8 @@ void autotune_note(std::string_view kind, std::string_view what, const std::stri
 std::string to_hex(const void* data, size_t n);
 bool from_hex(std::string_view hex, void* data, size_t n);
 
-// ember's version ("0.1.0"), from the project's CMake version.
+// ember's version (ember::version(), include/ember/version.hpp): part of the autotune and JIT
+// cache keys, so that a new version re-tunes and recompiles.
 const char* ember_version();
 
 }  // namespace ember::cuda

@@ -150,6 +150,17 @@ unsigned grid_for(const CudaBackend& be, int64_t n, int threads, int per_thread)
   return unsigned(std::max<int64_t>(1, std::min(blocks, cap)));
 }
 
+std::optional<MemoryView> CudaBackend::memory_view(const PrimitivePtr& p) {
+  EMBER_CHECK(p != nullptr, "memory_view: null tensor");
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  set_device(index_);
+  CudaTensorPtr c = contiguous(*this, p);
+  // the consumer reads on its own stream: every kernel that writes these values has finished
+  sync();
+  void* data = c->raw();
+  return MemoryView{data, std::move(c), index_};
+}
+
 TensorData CudaBackend::read(const PrimitivePtr& p) {
   EMBER_CHECK(p != nullptr, "read: null tensor");
   std::lock_guard<std::recursive_mutex> lock(mu_);

@@ -53,6 +53,7 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda:" + std::to_string(index_); }
   std::vector<PrimitivePtr> execute(Op op) override;
   TensorData read(const PrimitivePtr& p) override;
+  std::optional<MemoryView> memory_view(const PrimitivePtr& p) override;
   PrimitivePtr write(const TensorData& data) override;
   PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) override;
   bool supports(const Op& op) const override { return kernels_[size_t(op.kind)] != nullptr; }

@@ -134,6 +134,14 @@ class FusionBackend final : public ForwardingBackend {
     }
     return inner_->read(v);
   }
+  std::optional<MemoryView> memory_view(const PrimitivePtr& p) override {
+    PrimitivePtr v;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      v = value_of(p);
+    }
+    return inner_->memory_view(v);
+  }
   PrimitivePtr write(const TensorData& data) override { return wrap_value(inner_->write(data)); }
   PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) override {
     return wrap_value(inner_->write_bytes(meta, bytes));

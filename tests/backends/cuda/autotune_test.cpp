@@ -24,13 +24,14 @@
 
 #include "ember/backends/cuda.hpp"
 #include "ember/ember.hpp"
+#include "ember/version.hpp"
 
 namespace ember {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kEnv = "NVIDIA H200 sm_90 driver 13000 runtime 13000 cuBLASLt 130000 ember 0.1.0";
+const std::string kEnv = "NVIDIA H200 sm_90 driver 13000 runtime 13000 cuBLASLt 130000 ember " EMBER_VERSION_STRING;
 
 // "<prefix><n>" (appends: g++ 12 warns falsely on "literal" + std::to_string(n) at -O3)
 std::string numbered(std::string prefix, int n) {
@@ -109,14 +110,14 @@ TEST(AutotuneStore, AnotherEnvironmentsFileIsIgnoredAndReplaced) {
   cuda::AutotuneStore old_driver(dir, "cudnn", kEnv);
   old_driver.put("fwd f32 x:1:3:8:8", "1 0");
   // the same GPU after a driver update, and ember's next version: none of the old winners count
-  for (const std::string env : {"NVIDIA H200 sm_90 driver 13010 runtime 13000 cuBLASLt 130000 ember 0.1.0",
+  for (const std::string env : {"NVIDIA H200 sm_90 driver 13010 runtime 13000 cuBLASLt 130000 ember " EMBER_VERSION_STRING,
                                 "NVIDIA H200 sm_90 driver 13000 runtime 13000 cuBLASLt 130000 ember 0.2.0",
-                                "NVIDIA H100 80GB HBM3 sm_90 driver 13000 runtime 13000 cuBLASLt 130000 ember 0.1.0"}) {
+                                "NVIDIA H100 80GB HBM3 sm_90 driver 13000 runtime 13000 cuBLASLt 130000 ember " EMBER_VERSION_STRING}) {
     cuda::AutotuneStore s(dir, "cudnn", env);
     EXPECT_FALSE(s.get("fwd f32 x:1:3:8:8").has_value()) << env;
     EXPECT_TRUE(cuda::read_autotune_file(s.path(), env).empty()) << env;
   }
-  const std::string env2 = "NVIDIA H200 sm_90 driver 13010 runtime 13000 cuDNN 91100 ember 0.1.0";
+  const std::string env2 = "NVIDIA H200 sm_90 driver 13010 runtime 13000 cuDNN 91100 ember " EMBER_VERSION_STRING;
   cuda::AutotuneStore updated(dir, "cudnn", env2);
   updated.put("fwd f32 x:2:3:8:8", "-1 1");  // rewrites the file for the new environment
   expect_clean_file(updated.path(), env2);
