@@ -16,6 +16,7 @@
 #include <iostream>
 #include <string>
 
+#include "../common/args.hpp"
 #include "../fashion_mnist/model.hpp"
 
 using namespace ember;
@@ -28,35 +29,22 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    auto value = [&] {
-      EMBER_CHECK(i + 1 < argc, "custom_training_loop: ", k, " needs a value");
-      return std::string(argv[++i]);
-    };
-    auto number = [&] {
-      const std::string v = value();
-      char* end = nullptr;
-      const double x = std::strtod(v.c_str(), &end);
-      EMBER_CHECK(!v.empty() && *end == 0 && x > 0, "custom_training_loop: ", k, " takes a positive number, not '", v,
-                  "'");
-      return x;
-    };
-    if (k == "--device")
-      a.device = value();
-    else if (k == "--epochs")
-      a.epochs = int64_t(number());
-    else if (k == "--batch-size")
-      a.batch_size = int64_t(number());
-    else if (k == "--lr")
-      a.lr = number();
-    else if (k == "--train-images")
-      a.train_images = int64_t(number());
-    else if (k == "--test-images")
-      a.test_images = int64_t(number());
+  examples::ArgReader r("custom_training_loop", argc, argv);
+  while (r.next()) {
+    if (r.is("--device"))
+      a.device = r.value();
+    else if (r.is("--epochs"))
+      a.epochs = r.count();
+    else if (r.is("--batch-size"))
+      a.batch_size = r.count();
+    else if (r.is("--lr"))
+      a.lr = r.number();
+    else if (r.is("--train-images"))
+      a.train_images = r.count();
+    else if (r.is("--test-images"))
+      a.test_images = r.count();
     else
-      EMBER_FAIL("custom_training_loop: unknown argument ", k,
-                 " (use --device, --epochs, --batch-size, --lr, --train-images, --test-images)");
+      r.unknown("--device, --epochs, --batch-size, --lr, --train-images, --test-images");
   }
   return a;
 }

@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include "../common/args.hpp"
+
 using namespace ember;
 namespace fs = std::filesystem;
 
@@ -40,39 +42,26 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    auto value = [&] {
-      EMBER_CHECK(i + 1 < argc, "image_folder: ", k, " needs a value");
-      return std::string(argv[++i]);
-    };
-    auto number = [&] {
-      const std::string v = value();
-      char* end = nullptr;
-      const double x = std::strtod(v.c_str(), &end);
-      EMBER_CHECK(!v.empty() && *end == 0 && x > 0, "image_folder: ", k, " takes a positive number, not '", v, "'");
-      return x;
-    };
-    if (k == "--root")
-      a.root = value();
-    else if (k == "--source")
-      a.source = value();
-    else if (k == "--train-per-class")
-      a.train_per_class = int64_t(number());
-    else if (k == "--test-per-class")
-      a.test_per_class = int64_t(number());
-    else if (k == "--epochs")
-      a.epochs = int64_t(number());
-    else if (k == "--batch-size")
-      a.batch_size = int64_t(number());
-    else if (k == "--lr")
-      a.lr = number();
-    else if (k == "--verbose")
+  examples::ArgReader r("image_folder", argc, argv);
+  while (r.next()) {
+    if (r.is("--root"))
+      a.root = r.value();
+    else if (r.is("--source"))
+      a.source = r.value();
+    else if (r.is("--train-per-class"))
+      a.train_per_class = r.count();
+    else if (r.is("--test-per-class"))
+      a.test_per_class = r.count();
+    else if (r.is("--epochs"))
+      a.epochs = r.count();
+    else if (r.is("--batch-size"))
+      a.batch_size = r.count();
+    else if (r.is("--lr"))
+      a.lr = r.number();
+    else if (r.is("--verbose"))
       a.verbose = true;
     else
-      EMBER_FAIL("image_folder: unknown argument ", k,
-                 " (use --root, --train-per-class, --test-per-class, --epochs, --batch-size, --lr, --source, "
-                 "--verbose)");
+      r.unknown("--root, --train-per-class, --test-per-class, --epochs, --batch-size, --lr, --source, --verbose");
   }
   return a;
 }

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "../common/args.hpp"
+
 using namespace ember;
 
 constexpr int64_t kHorizon = 7;   // days forecast
@@ -39,36 +41,24 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    auto value = [&] {
-      EMBER_CHECK(i + 1 < argc, "lstm_sequence: ", k, " needs a value");
-      return std::string(argv[++i]);
-    };
-    auto number = [&] {
-      const std::string v = value();
-      char* end = nullptr;
-      const double x = std::strtod(v.c_str(), &end);
-      EMBER_CHECK(!v.empty() && *end == 0 && x > 0, "lstm_sequence: ", k, " takes a positive number, not '", v, "'");
-      return x;
-    };
-    if (k == "--epochs")
-      a.epochs = int64_t(number());
-    else if (k == "--batch-size")
-      a.batch_size = int64_t(number());
-    else if (k == "--lr")
-      a.lr = number();
-    else if (k == "--hidden")
-      a.hidden = int64_t(number());
-    else if (k == "--layers")
-      a.layers = int64_t(number());
-    else if (k == "--history")
-      a.history = int64_t(number());
-    else if (k == "--csv")
-      a.csv = value();
+  examples::ArgReader r("lstm_sequence", argc, argv);
+  while (r.next()) {
+    if (r.is("--epochs"))
+      a.epochs = r.count();
+    else if (r.is("--batch-size"))
+      a.batch_size = r.count();
+    else if (r.is("--lr"))
+      a.lr = r.number();
+    else if (r.is("--hidden"))
+      a.hidden = r.count();
+    else if (r.is("--layers"))
+      a.layers = r.count();
+    else if (r.is("--history"))
+      a.history = r.count();
+    else if (r.is("--csv"))
+      a.csv = r.value();
     else
-      EMBER_FAIL("lstm_sequence: unknown argument ", k,
-                 " (use --epochs, --batch-size, --lr, --hidden, --layers, --history, --csv)");
+      r.unknown("--epochs, --batch-size, --lr, --hidden, --layers, --history, --csv");
   }
   return a;
 }

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/args.hpp"
 #include "../common/digits.hpp"
 
 using namespace ember;
@@ -31,20 +32,16 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    auto value = [&] {
-      EMBER_CHECK(i + 1 < argc, "pytorch_import: ", k, " needs a value");
-      return std::string(argv[++i]);
-    };
-    if (k == "--dir")
-      a.dir = value();
-    else if (k == "--data")
-      a.data = value();
-    else if (k == "--tolerance")
-      a.tolerance = std::stod(value());
+  examples::ArgReader r("pytorch_import", argc, argv);
+  while (r.next()) {
+    if (r.is("--dir"))
+      a.dir = r.value();
+    else if (r.is("--data"))
+      a.data = r.value();
+    else if (r.is("--tolerance"))
+      a.tolerance = r.number();
     else
-      EMBER_FAIL("pytorch_import: unknown argument ", k, " (use --dir, --tolerance, --data)");
+      r.unknown("--dir, --tolerance, --data");
   }
   return a;
 }

@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "../common/args.hpp"
+
 using namespace ember;
 
 constexpr int64_t kFeatures = 10;
@@ -45,31 +47,20 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    auto value = [&] {
-      EMBER_CHECK(i + 1 < argc, "regression: ", k, " needs a value");
-      return std::string(argv[++i]);
-    };
-    auto number = [&] {
-      const std::string v = value();
-      char* end = nullptr;
-      const double x = std::strtod(v.c_str(), &end);
-      EMBER_CHECK(!v.empty() && *end == 0 && x > 0, "regression: ", k, " takes a positive number, not '", v, "'");
-      return x;
-    };
-    if (k == "--epochs")
-      a.epochs = int64_t(number());
-    else if (k == "--batch-size")
-      a.batch_size = int64_t(number());
-    else if (k == "--lr")
-      a.lr = number();
-    else if (k == "--data")
-      a.data = value();
-    else if (k == "--verbose")
+  examples::ArgReader r("regression", argc, argv);
+  while (r.next()) {
+    if (r.is("--epochs"))
+      a.epochs = r.count();
+    else if (r.is("--batch-size"))
+      a.batch_size = r.count();
+    else if (r.is("--lr"))
+      a.lr = r.number();
+    else if (r.is("--data"))
+      a.data = r.value();
+    else if (r.is("--verbose"))
       a.verbose = true;
     else
-      EMBER_FAIL("regression: unknown argument ", k, " (use --epochs, --batch-size, --lr, --data, --verbose)");
+      r.unknown("--epochs, --batch-size, --lr, --data, --verbose");
   }
   return a;
 }

@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "../common/args.hpp"
+
 using namespace ember;
 namespace fs = std::filesystem;
 
@@ -42,42 +44,29 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    auto value = [&] {
-      EMBER_CHECK(i + 1 < argc, "text_classification: ", k, " needs a value");
-      return std::string(argv[++i]);
-    };
-    auto number = [&] {
-      const std::string v = value();
-      char* end = nullptr;
-      const double x = std::strtod(v.c_str(), &end);
-      EMBER_CHECK(!v.empty() && *end == 0 && x > 0, "text_classification: ", k, " takes a positive number, not '", v,
-                  "'");
-      return x;
-    };
-    if (k == "--classify")
-      a.classify.push_back(value());
-    else if (k == "--sections") {
+  examples::ArgReader r("text_classification", argc, argv);
+  while (r.next()) {
+    if (r.is("--classify"))
+      a.classify.push_back(r.value());
+    else if (r.is("--sections")) {
       a.sections.clear();
-      std::istringstream in(value());
+      std::istringstream in(r.value());
       for (std::string s; std::getline(in, s, ',');)
         if (!s.empty()) a.sections.push_back(s);
       std::sort(a.sections.begin(), a.sections.end());
       EMBER_CHECK(a.sections.size() >= 2, "text_classification: --sections needs at least two sections");
-    } else if (k == "--per-class")
-      a.per_class = int64_t(number());
-    else if (k == "--epochs")
-      a.epochs = int64_t(number());
-    else if (k == "--batch-size")
-      a.batch_size = int64_t(number());
-    else if (k == "--lr")
-      a.lr = number();
-    else if (k == "--lists")
-      a.lists = value();
+    } else if (r.is("--per-class"))
+      a.per_class = r.count();
+    else if (r.is("--epochs"))
+      a.epochs = r.count();
+    else if (r.is("--batch-size"))
+      a.batch_size = r.count();
+    else if (r.is("--lr"))
+      a.lr = r.number();
+    else if (r.is("--lists"))
+      a.lists = r.value();
     else
-      EMBER_FAIL("text_classification: unknown argument ", k,
-                 " (use --classify, --sections, --per-class, --epochs, --batch-size, --lr, --lists)");
+      r.unknown("--classify, --sections, --per-class, --epochs, --batch-size, --lr, --lists");
   }
   return a;
 }

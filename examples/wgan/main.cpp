@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/args.hpp"
 #include "../common/digits.hpp"
 
 using namespace ember;
@@ -41,38 +42,26 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    auto value = [&] {
-      EMBER_CHECK(i + 1 < argc, "wgan: ", k, " needs a value");
-      return std::string(argv[++i]);
-    };
-    auto number = [&] {
-      const std::string v = value();
-      char* end = nullptr;
-      const double x = std::strtod(v.c_str(), &end);
-      EMBER_CHECK(!v.empty() && *end == 0 && x > 0, "wgan: ", k, " takes a positive number, not '", v, "'");
-      return x;
-    };
-    if (k == "--epochs")
-      a.epochs = int64_t(number());
-    else if (k == "--batch-size")
-      a.batch_size = int64_t(number());
-    else if (k == "--critic-steps")
-      a.critic_steps = int64_t(number());
-    else if (k == "--lr")
-      a.lr = number();
-    else if (k == "--penalty")
-      a.penalty = number();
-    else if (k == "--seed")
-      a.seed = int64_t(number());
-    else if (k == "--out")
-      a.out = value();
-    else if (k == "--data")
-      a.data = value();
+  examples::ArgReader r("wgan", argc, argv);
+  while (r.next()) {
+    if (r.is("--epochs"))
+      a.epochs = r.count();
+    else if (r.is("--batch-size"))
+      a.batch_size = r.count();
+    else if (r.is("--critic-steps"))
+      a.critic_steps = r.count();
+    else if (r.is("--lr"))
+      a.lr = r.number();
+    else if (r.is("--penalty"))
+      a.penalty = r.number();
+    else if (r.is("--seed"))
+      a.seed = r.count();
+    else if (r.is("--out"))
+      a.out = r.value();
+    else if (r.is("--data"))
+      a.data = r.value();
     else
-      EMBER_FAIL("wgan: unknown argument ", k,
-                 " (use --epochs, --batch-size, --critic-steps, --lr, --penalty, --seed, --out, --data)");
+      r.unknown("--epochs, --batch-size, --critic-steps, --lr, --penalty, --seed, --out, --data");
   }
   return a;
 }
