@@ -880,22 +880,8 @@ class CudaFusedKernels final : public FusedKernels {
     std::vector<void*> ptrs;
     for (auto& o : outs) ptrs.push_back(o->raw());
     for (auto& in : inputs) ptrs.push_back(as_cuda(in).raw());
-    std::vector<void*> params;
-    for (auto& ptr : ptrs) params.push_back(&ptr);
-    ShapeArg sh = shape_arg(shape), rsh = shape_arg(p.reduced_shape);
-    params.push_back(&sh);
-    params.push_back(&rsh);
-    std::vector<StridesArg> strides;
-    strides.reserve(2 * nin);
-    for (int level = 0; level < 2; ++level)
-      for (size_t i = 0; i < nin; ++i)
-        if (modes[2 * i + size_t(level)] == 'g') {
-          StridesArg st;
-          const auto& v = level == 0 ? fstr[i] : rstr[i];
-          for (size_t d = 0; d < v.size(); ++d) st.v[d] = v[d];
-          strides.push_back(st);
-          params.push_back(&strides.back());
-        }
+    ProgramArgs args(std::move(ptrs), p, modes, fstr, rstr);
+    std::vector<void*>& params = args.params;
     int64_t rows_arg = rows, cols_arg = cols;
     params.push_back(&rows_arg);
     params.push_back(&cols_arg);
@@ -914,7 +900,7 @@ class CudaFusedKernels final : public FusedKernels {
     const int split = p.reduce_to;
     int64_t rows = 1, cols = 1;
     for (int d = 0; d < shape.rank(); ++d) (d < split ? rows : cols) *= shape[d];
-    const size_t nin = inputs.size(), nn = p.nodes.size();
+    const size_t nn = p.nodes.size();
     std::vector<std::vector<int64_t>> fstr, rstr;
     const std::string modes = read_modes(p, inputs, split, fstr, rstr);
     const ColumnSweeps sw = column_sweeps(p);
@@ -950,22 +936,8 @@ class CudaFusedKernels final : public FusedKernels {
       scratch.push_back(alloc(be_, TensorMeta{Shape{cols}, acc}));
       ptrs.push_back(scratch.back()->raw());
     }
-    std::vector<void*> params;
-    for (auto& ptr : ptrs) params.push_back(&ptr);
-    ShapeArg sh = shape_arg(shape), rsh = shape_arg(p.reduced_shape);
-    params.push_back(&sh);
-    params.push_back(&rsh);
-    std::vector<StridesArg> strides;
-    strides.reserve(2 * nin);
-    for (int level = 0; level < 2; ++level)
-      for (size_t i = 0; i < nin; ++i)
-        if (modes[2 * i + size_t(level)] == 'g') {
-          StridesArg st;
-          const auto& v = level == 0 ? fstr[i] : rstr[i];
-          for (size_t d = 0; d < v.size(); ++d) st.v[d] = v[d];
-          strides.push_back(st);
-          params.push_back(&strides.back());
-        }
+    ProgramArgs args(std::move(ptrs), p, modes, fstr, rstr);
+    std::vector<void*>& params = args.params;
     int64_t rows_arg = rows, cols_arg = cols, chunk_rows_arg = chunk_rows, chunks_arg = chunks;
     params.push_back(&rows_arg);
     params.push_back(&cols_arg);
@@ -1084,6 +1056,37 @@ class CudaFusedKernels final : public FusedKernels {
     for (int d = 0; d < s.rank(); ++d) a.size[d] = s[d];
     return a;
   }
+
+  // The launch arguments that row and column programs share, in their kernels' order: the
+  // buffers, the shapes of both levels, then the strides of each gathered input ('g' in `modes`),
+  // the full level's first. It owns what `params` points at; a kernel's trailing scalars are
+  // pushed by the caller.
+  struct ProgramArgs {
+    ProgramArgs(std::vector<void*> buffers, const FusedProgram& p, const std::string& modes,
+                const std::vector<std::vector<int64_t>>& fstr, const std::vector<std::vector<int64_t>>& rstr)
+        : ptrs(std::move(buffers)), sh(shape_arg(p.shape)), rsh(shape_arg(p.reduced_shape)) {
+      const size_t nin = fstr.size();
+      for (auto& ptr : ptrs) params.push_back(&ptr);
+      params.push_back(&sh);
+      params.push_back(&rsh);
+      strides.reserve(2 * nin);
+      for (int level = 0; level < 2; ++level)
+        for (size_t i = 0; i < nin; ++i)
+          if (modes[2 * i + size_t(level)] == 'g') {
+            StridesArg st;
+            const auto& v = level == 0 ? fstr[i] : rstr[i];
+            for (size_t d = 0; d < v.size(); ++d) st.v[d] = v[d];
+            strides.push_back(st);
+            params.push_back(&strides.back());
+          }
+    }
+    ProgramArgs(const ProgramArgs&) = delete;
+    ProgramArgs& operator=(const ProgramArgs&) = delete;
+    std::vector<void*> ptrs;
+    ShapeArg sh, rsh;
+    std::vector<StridesArg> strides;
+    std::vector<void*> params;
+  };
 
  private:
   CudaBackend& be_;

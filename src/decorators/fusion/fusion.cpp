@@ -233,17 +233,17 @@ class FusionBackend final : public ForwardingBackend {
     {
       std::lock_guard<std::mutex> lock(mu_);
       std::shared_ptr<Queue> q = my_queue();
-      std::vector<int32_t> todo{ft(view.inputs[0]).index}, seen;
-      while (!todo.empty()) {
-        const int32_t i = todo.back();
-        todo.pop_back();
+      std::vector<int32_t> stack{ft(view.inputs[0]).index}, seen;
+      while (!stack.empty()) {
+        const int32_t i = stack.back();
+        stack.pop_back();
         if (std::find(seen.begin(), seen.end(), i) != seen.end()) continue;
         seen.push_back(i);
         const Entry& e = q->entries[size_t(i)];
         if (e.alone || !is_elementwise(op_info(e.kind).family) || e.out.shape != shape || seen.size() > kMaxFold)
           return nullptr;
         for (const Arg& a : e.args) {
-          if (a.node >= 0) todo.push_back(a.node);
+          if (a.node >= 0) stack.push_back(a.node);
           else if (!a.leaf || (view.kind == OpKind::reshape && (a.leaf->shape() != shape || made_by_fold(a.leaf))))
             return nullptr;
         }
