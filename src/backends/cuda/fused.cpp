@@ -198,8 +198,9 @@ std::string fused_kernel_source(const FusedProgram& p, const std::string& modes)
   return s;
 }
 
-std::string fused_rows_source(const FusedProgram& p, const std::string& modes, int threads, int items) {
+std::string fused_rows_source(const FusedProgram& p, const std::string& modes, int threads, int items, int vec) {
   EMBER_CHECK(p.is_rows(), "fused rows: not a row program");
+  EMBER_CHECK(vec == 1 || (items > 0 && items % vec == 0), "fused rows: ", items, " items a thread in vectors of ", vec);
   EMBER_CHECK(modes.size() == 2 * p.inputs.size(), "fused rows: ", modes.size(), " mode letters for ",
               p.inputs.size(), " inputs");
   const size_t nn = p.nodes.size(), nin = p.inputs.size();
@@ -213,7 +214,10 @@ std::string fused_rows_source(const FusedProgram& p, const std::string& modes, i
 
   std::string s = node_functions(p);
   s += "#define ROW_THREADS " + std::to_string(threads) + "\n";
+  s += "#define ROW_VEC " + std::to_string(vec) + "\n";
   s += R"(
+// ROW_VEC consecutive elements of a row, read or written as one access
+template <class T> struct alignas(sizeof(T) * ROW_VEC) RowVec { T v[ROW_VEC]; };
 template <class A> __device__ __forceinline__ A row_max(A a, A b) { return (b != b || b > a) ? b : a; }
 template <class A> __device__ __forceinline__ A row_min(A a, A b) { return (b != b || b < a) ? b : a; }
 // The block's reduction of v (op 0 sum, 1 max, 2 min); every thread gets the result.
@@ -280,6 +284,15 @@ template <int OP, class A> __device__ __forceinline__ A block_reduce(A v, A iden
     if (f == 'c') return a + "[c]";
     return a + "[offset_of(base + c, sh, st" + js(i) + ")]";
   };
+  // in vectors of `vec` (cached mode): a dense or per-column input is read a vector at a time,
+  // by the first element of each vector, into the registers of all of them
+  auto vector_load = [&](size_t i) {
+    const std::string I = js(i), T = in_t(i), a = "a" + I + (modes[2 * i] == 'd' ? " + base + c" : " + c");
+    std::string b = "        if (it % ROW_VEC == 0) {\n          const RowVec<" + T + "> q = *reinterpret_cast<const RowVec<" +
+                    T + ">*>(" + a + ");\n";
+    b += "#pragma unroll\n          for (int u = 0; u < ROW_VEC; ++u) x" + I + "[it + u] = q.v[u];\n        }\n";
+    return b;
+  };
   // the code of one pass's loop body: computes the full nodes `roots` need (not computed yet)
   // and returns the expression of each root
   auto pass_body = [&](const std::vector<int32_t>& roots, std::vector<char>& hin, std::vector<char>& hnode,
@@ -299,8 +312,10 @@ template <int OP, class A> __device__ __forceinline__ A block_reduce(A v, A iden
     const std::string at = cached ? "[it]" : "";
     for (size_t i = 0; i < nin; ++i)
       if (need_in[i] && !hin[i]) {
-        body += cached ? "        x" + js(i) + "[it] = " + load(i) + ";\n"
-                       : "        const " + in_t(i) + " x" + js(i) + " = " + load(i) + ";\n";
+        const char f = modes[2 * i];
+        body += vec > 1 && (f == 'd' || f == 'c') ? vector_load(i)
+                : cached ? "        x" + js(i) + "[it] = " + load(i) + ";\n"
+                         : "        const " + in_t(i) + " x" + js(i) + " = " + load(i) + ";\n";
         hin[i] = 1;
       }
     for (size_t j = 0; j < nn; ++j) {
@@ -333,11 +348,15 @@ template <int OP, class A> __device__ __forceinline__ A block_reduce(A v, A iden
     const char f = modes[2 * i];
     return f == 's' ? "s" + js(i) : f == 'r' ? "q" + js(i) : "x" + js(i) + at;
   };
+  // element `it` of a thread: column it * threads + tid, or in vectors, element it % vec of
+  // vector it / vec, the thread's vectors `threads` vectors apart (so a warp's accesses are
+  // contiguous either way); cols is a multiple of vec, so a vector is in the row or past it
   auto loop = [&](const std::string& body) {
     if (cached)
-      return "#pragma unroll\n      for (int it = 0; it < " + std::to_string(items) +
-             "; ++it) {\n        const int64_t c = int64_t(it) * ROW_THREADS + tid;\n        if (c < cols) {\n" + body +
-             "        }\n      }\n";
+      return "#pragma unroll\n      for (int it = 0; it < " + std::to_string(items) + "; ++it) {\n        const int64_t c = " +
+             (vec > 1 ? std::string("(int64_t(it / ROW_VEC) * ROW_THREADS + tid) * ROW_VEC + it % ROW_VEC")
+                      : std::string("int64_t(it) * ROW_THREADS + tid")) +
+             ";\n        if (c < cols) {\n" + body + "        }\n      }\n";
     return "      for (int64_t c = tid; c < cols; c += ROW_THREADS) {\n" + body + "      }\n";
   };
   // the reduced nodes, in order
@@ -413,8 +432,19 @@ template <int OP, class A> __device__ __forceinline__ A block_reduce(A v, A iden
       std::vector<char> hi(nin, 0), hn(nn, 0);
       pass_body(full_outs, hi, hn, b);
     }
-    for (size_t k = 0; k < p.outputs.size(); ++k)
-      if (!p.nodes[size_t(p.outputs[k])].reduced) b += "        out" + js(k) + "[base + c] = " + value(p.outputs[k]) + ";\n";
+    for (size_t k = 0; k < p.outputs.size(); ++k) {
+      const int32_t o = p.outputs[k];
+      if (p.nodes[size_t(o)].reduced) continue;
+      const std::string v = value(o);
+      if (vec > 1 && v.size() > 4 && v.compare(v.size() - 4, 4, "[it]") == 0) {  // a vector at its last element
+        const std::string T = node_t(size_t(o)), arr = v.substr(0, v.size() - 4);
+        b += "        if (it % ROW_VEC == ROW_VEC - 1) {\n          RowVec<" + T + "> q;\n";
+        b += "#pragma unroll\n          for (int u = 0; u < ROW_VEC; ++u) q.v[u] = " + arr + "[it + 1 - ROW_VEC + u];\n";
+        b += "          *reinterpret_cast<RowVec<" + T + ">*>(out" + js(k) + " + base + c + 1 - ROW_VEC) = q;\n        }\n";
+      } else {
+        b += "        out" + js(k) + "[base + c] = " + v + ";\n";
+      }
+    }
     s += "    {\n" + loop(b) + "    }\n";
   }
   for (size_t k = 0; k < p.outputs.size(); ++k)
@@ -873,13 +903,32 @@ class CudaFusedKernels final : public FusedKernels {
     while (threads < 1024 && int64_t(threads) * items_max < cols) threads *= 2;
     int items = int((cols + threads - 1) / threads);
     if (int64_t(items) > items_max) items = 0;  // (threads == 1024 here)
-    const std::string key =
-        fmt_key(p.signature(), modes + "|rows" + std::to_string(threads) + "x" + std::to_string(items));
-    auto source = [&] { return fused_rows_source(p, modes, threads, items); };
 
     std::vector<void*> ptrs;
     for (auto& o : outs) ptrs.push_back(o->raw());
     for (auto& in : inputs) ptrs.push_back(as_cuda(in).raw());
+    // Whole vectors of 16 bytes (of the widest dense array) where every dense array allows it:
+    // on an H100, softmax from primitives over [8192, 4096] f32 ran in 173 us with a float a
+    // thread at a time and 98 us in float4s (a copy: 97 us).
+    int vec = 1;
+    if (items > 0) {
+      size_t widest = 0;
+      auto dense_arrays = [&](auto&& f) {
+        for (size_t k = 0; k < outs.size(); ++k)
+          if (!p.nodes[size_t(p.outputs[k])].reduced) f(ptrs[k], p.nodes[size_t(p.outputs[k])].dtype);
+        for (size_t i = 0; i < nin; ++i)
+          if (modes[2 * i] == 'd' || modes[2 * i] == 'c') f(ptrs[outs.size() + i], p.inputs[i].dtype);
+      };
+      dense_arrays([&](void*, DType dt) { widest = std::max(widest, dtype_size(dt)); });
+      int v = widest ? int(std::clamp<size_t>(16 / widest, 1, 8)) : 1;
+      const int rounded = (items + v - 1) / v * v;
+      bool ok = v > 1 && cols % v == 0 && rounded <= std::max<int64_t>(items_max, v);
+      dense_arrays([&](void* ptr, DType dt) { ok = ok && reinterpret_cast<uintptr_t>(ptr) % (dtype_size(dt) * size_t(v)) == 0; });
+      if (ok) vec = v, items = rounded;
+    }
+    const std::string key = fmt_key(p.signature(), modes + "|rows" + std::to_string(threads) + "x" +
+                                                       std::to_string(items) + "v" + std::to_string(vec));
+    auto source = [&] { return fused_rows_source(p, modes, threads, items, vec); };
     ProgramArgs args(std::move(ptrs), p, modes, fstr, rstr);
     std::vector<void*>& params = args.params;
     int64_t rows_arg = rows, cols_arg = cols;

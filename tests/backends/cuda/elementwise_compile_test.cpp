@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <tuple>
 
 #include "compile_all.hpp"
 #include "cuda_backend.hpp"
@@ -505,13 +506,15 @@ TEST(CudaElementwiseCompile, FusedGroupsCompile) {
   add("half", half);
 
   // row programs (reductions over trailing dims with a prologue and an epilogue), with the
-  // per-element values in registers (items > 0) and recomputed per pass (items 0)
+  // per-element values in registers (items > 0), in vectors (vec > 1) or not, and recomputed per
+  // pass (items 0)
   auto add_rows = [&](const std::string& name, const FusedProgram& p, const std::vector<std::string>& modes) {
     for (const auto& m : modes)
-      for (auto [threads, items] : {std::pair{256, 16}, std::pair{32, 3}, std::pair{1024, 0}})
+      for (auto [threads, items, vec] : {std::tuple{256, 16, 1}, std::tuple{32, 3, 1}, std::tuple{1024, 0, 1},
+                                         std::tuple{256, 16, 4}, std::tuple{64, 8, 8}, std::tuple{32, 4, 2}})
         sources.push_back({"fused_test/rows/" + name + "/" + m + "/" + std::to_string(threads) + "x" +
-                               std::to_string(items),
-                           cuda::fused_rows_source(p, m, threads, items)});
+                               std::to_string(items) + "v" + std::to_string(vec),
+                           cuda::fused_rows_source(p, m, threads, items, vec)});
   };
   FusedProgram softmax;  // m = max(x); e = exp(x - m); y = e / sum(e)
   softmax.shape = Shape{8192, 4096};
