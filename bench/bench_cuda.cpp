@@ -37,6 +37,7 @@
 #include "ember/nn.hpp"
 #include "ember/onnx/runtime.hpp"
 #include "ember/optim/optimizer.hpp"
+#include "ember/tensor/graph.hpp"
 
 using namespace ember;
 
@@ -271,6 +272,29 @@ enum class Precision { f32, tf32, bf16 };
 // (torch.nn.utils.clip_grad_norm_); no read-back in the step.
 // The check runs one step of a model of shape `check` on 2 sequences.
 // bf16 rows also report MFU: 6 * parameters * tokens/s over the H200's 989 TFLOP/s dense bf16.
+// A training step whose forward and backward are one CUDA graph (ember/tensor/graph.hpp), the
+// optimizer running after each replay: the time of a step, or the capture's Error in `r`.
+template <class M, class Opt, class LossOf>
+void graph_step_bench(Result& r, const Device& dev, M& m, Opt& opt, double lr, const LossOf& loss_of) {
+  try {
+    Gradients grads;
+    auto region = [&] { grads = loss_of(m).backward(); };
+    region();  // the warm-up step
+    m = opt.step(std::move(m), grads, lr);
+    graph::Graph g = graph::capture(dev, region);
+    m = opt.step(std::move(m), grads, lr);
+    const double ms = time_ms(dev, [&] {
+      g.replay();
+      m = opt.step(std::move(m), grads, lr);
+    });
+    r.set("graph_fusion_ms", ms);
+    r.set("graph_kernels", double(g.kernels()));
+    r.set("speedup_graph_fusion_vs_eager", r.ms / ms);
+  } catch (const Error& e) {
+    r.set_text("graph_error", e.what());
+  }
+}
+
 void gpt_train_bench(const std::string& name, const Device& gpu, const GptShape& g, int64_t batch, Precision prec,
                      const GptShape& check) {
   bench(name, [&](Result& r) {
@@ -314,6 +338,9 @@ void gpt_train_bench(const std::string& name, const Device& gpu, const GptShape&
       });
       r.set("fusion_ms", fusion_ms);
       r.set("speedup_fusion_vs_eager", r.ms / fusion_ms);
+      graph_step_bench(r, fdev, fm, fopt, 3e-4, [&](const Gpt& model) {
+        return nn::cross_entropy(reshape(model.forward(fx), {-1, g.vocab}), fy);
+      });
     }
     cuda::set_allow_tf32(false);
     std::ostringstream shape;
@@ -740,6 +767,7 @@ int main(int argc, char** argv) {
       });
       r.set("fusion_ms", fusion_ms);
       r.set("speedup_fusion_vs_eager", r.ms / fusion_ms);
+      graph_step_bench(r, fdev, fm, fopt, 1e-3, [&](const Mlp& c) { return nn::cross_entropy(c.forward(fx), fy); });
     }
     // No memory growth: the pool's reserved bytes after 100 and after 10,000 more steps.
     for (int i = 0; i < 100; ++i) step();

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -38,6 +39,16 @@ struct MemoryView {
   void* data = nullptr;
   std::shared_ptr<const void> owner;
   int cuda_device = -1;  // the CUDA device whose memory holds them; -1: host memory
+};
+
+// Device work recorded once and run again as a whole (a CUDA graph): Backend::capture.
+class CapturedWork {
+ public:
+  virtual ~CapturedWork() = default;
+  // Runs the recorded work again, on the same buffers; throws an Error when one it reads has
+  // been freed since.
+  virtual void replay() = 0;
+  virtual int64_t kernels() const = 0;  // the recorded kernels and copies
 };
 
 class Backend {
@@ -72,6 +83,12 @@ class Backend {
   // code generator); nullptr when the backend has none, and the decorator then runs every op
   // as it comes.
   virtual FusedKernels* fused_kernels() { return nullptr; }
+  // Records the device work `region` launches (which runs once, as recorded) for replay;
+  // nullptr when the backend cannot (ember/tensor/graph.hpp is the user's side).
+  virtual std::unique_ptr<CapturedWork> capture(const std::function<void()>& /*region*/) { return nullptr; }
+  // Writes `src` (the same shape and dtype) into the memory of the contiguous `dst` in place: the
+  // one write into an existing tensor, for the inputs of captured work. false when it cannot.
+  virtual bool overwrite(const PrimitivePtr& /*dst*/, const TensorData& /*src*/) { return false; }
 };
 
 // The base of a decorator: every call is forwarded to the backend it wraps. A decorator
@@ -107,6 +124,8 @@ class ForwardingBackend : public Backend {
   void reset_peak_memory() override { inner_->reset_peak_memory(); }
   void memory_cleanup() override { inner_->memory_cleanup(); }
   FusedKernels* fused_kernels() override { return inner_->fused_kernels(); }
+  std::unique_ptr<CapturedWork> capture(const std::function<void()>& region) override { return inner_->capture(region); }
+  bool overwrite(const PrimitivePtr& dst, const TensorData& src) override { return inner_->overwrite(dst, src); }
 
  protected:
   std::shared_ptr<Backend> inner_;

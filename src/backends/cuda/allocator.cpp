@@ -10,11 +10,17 @@ CachingAllocator::~CachingAllocator() {
   // At process exit the driver may already be shutting down: ignore errors here.
   for (auto& [size, blocks] : free_)
     for (void* p : blocks) (void)cudaFree(p);
+  for (auto& [id, pool] : pools_) {
+    for (auto& [size, blocks] : pool.free)
+      for (void* p : blocks) (void)cudaFree(p);
+    for (auto [p, size] : pool.retained) (void)cudaFree(p);
+  }
 }
 
 void CachingAllocator::abandon_cached() {
   std::lock_guard<std::mutex> lock(mu_);
   free_.clear();
+  pools_.clear();
 }
 
 size_t CachingAllocator::size_class(size_t bytes) {
@@ -32,10 +38,18 @@ void* CachingAllocator::allocate(size_t bytes) {
   size_t sz = size_class(bytes);
   std::lock_guard<std::mutex> lock(mu_);
   void* p = nullptr;
-  auto it = free_.find(sz);
-  if (it != free_.end() && !it->second.empty()) {
+  // a graph's pool takes its own free blocks first, then the shared cache's (work queued before
+  // the capture is ahead of every replay on the stream), and keeps what it takes
+  auto take = [&](std::map<size_t, std::vector<void*>>& cache) {
+    auto it = cache.find(sz);
+    if (it == cache.end() || it->second.empty()) return false;
     p = it->second.back();
     it->second.pop_back();
+    return true;
+  };
+  if (active_ >= 0 && (take(pools_[active_].free) || take(free_))) {
+    owner_[p] = active_;
+  } else if (active_ < 0 && take(free_)) {
   } else {
     set_device(device_);
     cudaError_t e = cudaMalloc(&p, sz);
@@ -53,6 +67,7 @@ void* CachingAllocator::allocate(size_t bytes) {
                   " bytes free (ember holds " + std::to_string(stats_.in_use) + " bytes in tensors)");
     }
     stats_.reserved += int64_t(sz);
+    if (active_ >= 0) owner_[p] = active_;
   }
   stats_.in_use += int64_t(sz);
   if (stats_.in_use > stats_.peak) stats_.peak = stats_.in_use;
@@ -63,8 +78,51 @@ void CachingAllocator::deallocate(void* p, size_t bytes) {
   if (!p) return;
   size_t sz = size_class(bytes);
   std::lock_guard<std::mutex> lock(mu_);
-  free_[sz].push_back(p);
   stats_.in_use -= int64_t(sz);
+  if (auto o = owner_.find(p); o != owner_.end()) {
+    auto pool = pools_.find(o->second);
+    if (pool != pools_.end()) {
+      pool->second.free[sz].push_back(p);
+      return;
+    }
+    owner_.erase(o);  // its graph is gone
+  } else if (active_ >= 0) {
+    pools_[active_].retained.emplace_back(p, sz);  // captured work may use it: not reused until the graph is gone
+    return;
+  }
+  free_[sz].push_back(p);
+}
+
+int CachingAllocator::begin_pool() {
+  std::lock_guard<std::mutex> lock(mu_);
+  active_ = next_pool_++;
+  pools_[active_];
+  return active_;
+}
+
+bool CachingAllocator::in_pool(void* p, int pool) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto o = owner_.find(p);
+  return o != owner_.end() && o->second == pool;
+}
+
+void CachingAllocator::end_pool() {
+  std::lock_guard<std::mutex> lock(mu_);
+  active_ = -1;
+}
+
+void CachingAllocator::release_pool(int pool) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pools_.find(pool);
+  if (it == pools_.end()) return;
+  for (auto& [size, blocks] : it->second.free)
+    for (void* p : blocks) {
+      owner_.erase(p);
+      free_[size].push_back(p);
+    }
+  for (auto [p, size] : it->second.retained) free_[size].push_back(p);
+  if (active_ == pool) active_ = -1;
+  pools_.erase(it);
 }
 
 MemoryStats CachingAllocator::stats() const {

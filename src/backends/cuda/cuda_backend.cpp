@@ -28,7 +28,7 @@ void mark_exit_on_teardown() {
 }
 }  // namespace
 void set_autotune_enabled(bool on) { g_autotune = on; }
-bool autotune_enabled() { return g_autotune; }
+bool autotune_enabled() { return g_autotune && !capturing_on_this_thread(); }  // (nothing is timed in a capture)
 
 CudaBackend::CudaBackend(int index) : index_(index), allocator_(index) {
   mark_exit_on_teardown();  // after Device::cuda's map exists, so it runs before the map is destroyed
@@ -72,6 +72,7 @@ CudaBackend::~CudaBackend() {
   if (lt_) cublasLtDestroy(lt_);
   if (cudnn_) cudnnDestroy(cudnn_);
   if (workspace_) (void)cudaFree(workspace_);
+  for (void* w : retired_workspaces_) (void)cudaFree(w);
   if (counters_) (void)cudaFree(counters_);
   for (auto& s : staging_) {
     if (s.host) (void)cudaFreeHost(s.host);
@@ -87,6 +88,12 @@ std::vector<PrimitivePtr> CudaBackend::execute(Op op) {
   if (k == nullptr) EMBER_NOT_IMPLEMENTED(op.name(), ": not supported on ", name());
   std::lock_guard<std::recursive_mutex> lock(mu_);
   make_current();
+  if (capture_) {
+    if (op.kind == OpKind::adam_step)
+      refuse_in_capture("adam_step (its step count and learning rate are host values a replay would repeat; "
+                        "run the optimizer outside the captured region)");
+    note_captured_inputs(op.inputs);
+  }
   if (op.kind == OpKind::full && op.outputs[0].shape.numel() == 1) return {constant(op)};
   OpProfiler::Scope timed(op, stream_);  // EMBER_CUDA_PROFILE=1 (profile.hpp)
   return k(*this, op);
@@ -153,6 +160,7 @@ unsigned grid_for(const CudaBackend& be, int64_t n, int threads, int per_thread)
 std::optional<MemoryView> CudaBackend::memory_view(const PrimitivePtr& p) {
   EMBER_CHECK(p != nullptr, "memory_view: null tensor");
   std::lock_guard<std::recursive_mutex> lock(mu_);
+  refuse_in_capture("memory_view (it waits for the device)");
   set_device(index_);
   CudaTensorPtr c = contiguous(*this, p);
   // the consumer reads on its own stream: every kernel that writes these values has finished
@@ -164,6 +172,7 @@ std::optional<MemoryView> CudaBackend::memory_view(const PrimitivePtr& p) {
 TensorData CudaBackend::read(const PrimitivePtr& p) {
   EMBER_CHECK(p != nullptr, "read: null tensor");
   std::lock_guard<std::recursive_mutex> lock(mu_);
+  refuse_in_capture("reading a tensor to the host");
   set_device(index_);
   auto c = contiguous(*this, p);
   TensorData d(c->shape(), c->dtype());
@@ -216,6 +225,7 @@ PrimitivePtr CudaBackend::write_bytes(const TensorMeta& meta, std::span<const st
   EMBER_CHECK(bytes.size() == size_t(meta.shape.numel()) * dtype_size(meta.dtype), name(), " write: ",
               bytes.size(), " bytes for a ", meta.dtype, " tensor of shape ", meta.shape);
   std::lock_guard<std::recursive_mutex> lock(mu_);
+  refuse_in_capture("writing host values to the device (make the tensor before the region)");
   set_device(index_);
   auto t = alloc(*this, meta);
   if (!bytes.empty()) copy_to_device(t->raw(), bytes.data(), bytes.size());
@@ -228,6 +238,7 @@ PrimitivePtr CudaBackend::write(const TensorData& data) {
 
 void CudaBackend::sync() {
   std::lock_guard<std::recursive_mutex> lock(mu_);
+  refuse_in_capture("sync");
   EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
   check_index_errors(*this);
 }
@@ -239,6 +250,7 @@ void CudaBackend::seed(uint64_t s) {
 }
 
 CudaBackend::RandomStream CudaBackend::next_random(uint64_t n) {
+  refuse_in_capture("a random op (a replay would draw the same numbers again)");
   std::lock_guard<std::mutex> lock(rng_mu_);
   RandomStream r{seed_, counter_};
   counter_ += n;
@@ -247,8 +259,9 @@ CudaBackend::RandomStream CudaBackend::next_random(uint64_t n) {
 
 void CudaBackend::memory_cleanup() {
   std::lock_guard<std::recursive_mutex> lock(mu_);
+  refuse_in_capture("memory_cleanup");
   EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  if (workspace_) {
+  if (workspace_ && graphs_alive_ == 0) {  // (a graph's cuBLASLt calls use it)
     EMBER_CUDA_CHECK(cudaFree(workspace_));
     workspace_ = nullptr;
     workspace_bytes_ = 0;
@@ -275,7 +288,10 @@ cudnnHandle_t CudaBackend::cudnn() {
 
 void* CudaBackend::workspace(size_t bytes) {
   if (bytes > workspace_bytes_) {
-    if (workspace_) {
+    if (workspace_ && (capture_ || graphs_alive_ > 0)) {
+      retired_workspaces_.push_back(workspace_);  // a graph's work may use it: freed with the backend
+      workspace_ = nullptr;
+    } else if (workspace_) {
       EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));  // queued work may still use the old one
       EMBER_CUDA_CHECK(cudaFree(workspace_));
       workspace_ = nullptr;

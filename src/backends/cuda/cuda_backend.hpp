@@ -63,6 +63,15 @@ class CudaBackend final : public Backend {
   void reset_peak_memory() override { allocator_.reset_peak(); }
   void memory_cleanup() override;
   FusedKernels* fused_kernels() override { return fused_.get(); }
+  std::unique_ptr<CapturedWork> capture(const std::function<void()>& region) override;  // graph.cpp
+  bool overwrite(const PrimitivePtr& dst, const TensorData& src) override;               // graph.cpp
+
+  // ---- CUDA graphs (graph.cpp) ----
+  // Throws an Error naming `what` when the calling thread is capturing a graph on this device:
+  // what waits for the device (a read, sync) or would be baked into the graph wrongly.
+  void refuse_in_capture(const char* what) const;
+  // Records the buffers of a captured op's inputs (their liveness is checked at each replay).
+  void note_captured_inputs(const std::vector<PrimitivePtr>& inputs);
 
   // ---- for kernels ----
   int index() const { return index_; }
@@ -130,6 +139,11 @@ class CudaBackend final : public Backend {
   std::array<Staging, 2> staging_{};
   int next_staging_ = 0;
   std::map<std::pair<int, uint64_t>, std::shared_ptr<Buffer>> constants_;  // shared 1-element fills
+  friend class CudaGraph;
+  struct Capture;                    // the capture in progress (graph.cpp)
+  Capture* capture_ = nullptr;       // set while one thread captures, under mu_
+  int graphs_alive_ = 0;             // graphs not destroyed: the workspace is not freed meanwhile
+  std::vector<void*> retired_workspaces_;  // workspaces replaced while graphs may use them
   std::mutex rng_mu_;
   uint64_t seed_ = 0x853c49e6748fea9bULL;
   uint64_t counter_ = 0;
@@ -167,6 +181,8 @@ void end_index_checks(CudaBackend& be);
 
 // Whether kernels may time candidates once per shape (ember::cuda::set_autotune).
 bool autotune_enabled();
+// The calling thread is capturing a CUDA graph (graph.cpp).
+bool capturing_on_this_thread();
 void set_autotune_enabled(bool on);
 
 }  // namespace ember::cuda

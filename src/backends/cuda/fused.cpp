@@ -786,6 +786,7 @@ class CudaFusedKernels final : public FusedKernels {
   std::vector<PrimitivePtr> run(const FusedProgram& p, std::vector<PrimitivePtr> inputs) override {
     EMBER_CHECK(inputs.size() == p.inputs.size(), "fused group: ", inputs.size(), " inputs for ", p.inputs.size());
     EMBER_CHECK(p.shape.rank() <= kMaxRank, "fused group: rank ", p.shape.rank(), " is above ", kMaxRank);
+    be_.note_captured_inputs(inputs);  // (a CUDA graph checks them at replay)
     if (has_producer(p)) return run_matmul(p, std::move(inputs));
     // GPU time of the group for EMBER_TRACE and the EMBER_CUDA_PROFILE table
     OpProfiler::Scope timed([&] {

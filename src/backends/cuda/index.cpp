@@ -721,6 +721,7 @@ ErrArg err_arg(IndexState& st, const Op& op, int dim) {
 // After the checking launches of an op: in synchronous mode, wait and raise here.
 void finish_checks(CudaBackend& be, IndexState& st) {
   if (!sync_checks()) return;
+  be.refuse_in_capture("EMBER_CUDA_SYNC_INDEX_CHECKS (it waits after every index op)");
   EMBER_CUDA_CHECK(cudaStreamSynchronize(be.stream()));
   raise_recorded(be, st, false);
 }
@@ -971,6 +972,7 @@ int64_t scan_and_wait(CudaBackend& be, IndexState& st, const std::string& key,
                       const std::function<std::string()>& source, CudaTensor& counts, int64_t tiles) {
   *st.total = -1;
   CUfunction f = be.jit().get(key, "scan", source);
+  be.refuse_in_capture("nonzero / masked_select (the size of the output is read from the device)");
   be.launch(f, 1, 1024, 0, counts.raw(), tiles, st.total_dev);
   EMBER_CUDA_CHECK(cudaStreamSynchronize(be.stream()));
   raise_recorded(be, st, true);

@@ -142,6 +142,22 @@ class FusionBackend final : public ForwardingBackend {
     }
     return inner_->memory_view(v);
   }
+  bool overwrite(const PrimitivePtr& dst, const TensorData& src) override {
+    PrimitivePtr v;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      v = value_of(dst);
+    }
+    return inner_->overwrite(v, src);
+  }
+  // what was queued before the region runs first; what the region queues is flushed into it
+  std::unique_ptr<CapturedWork> capture(const std::function<void()>& region) override {
+    flush_all();
+    return inner_->capture([&] {
+      region();
+      flush_all();
+    });
+  }
   PrimitivePtr write(const TensorData& data) override { return wrap_value(inner_->write(data)); }
   PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) override {
     return wrap_value(inner_->write_bytes(meta, bytes));

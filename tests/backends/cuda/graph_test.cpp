@@ -1,0 +1,171 @@
+// CUDA graphs (src/backends/cuda/graph.cpp, ember/tensor/graph.hpp): a replayed region computes
+// what the same ops compute eagerly, on new inputs written with graph::overwrite; a training
+// loop whose forward and backward are one graph follows the eager loop's losses; what a region
+// must not do throws an Error naming it, and the device works on afterwards.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "ember/backends/cuda.hpp"
+#include "ember/decorators/fusion.hpp"
+#include "ember/nn.hpp"
+#include "ember/optim/optimizer.hpp"
+#include "ember/tensor/graph.hpp"
+#include "ember/tensor/ops.hpp"
+
+namespace ember {
+namespace {
+
+#define REQUIRE_GPU() \
+  if (!cuda::available()) GTEST_SKIP() << "no CUDA device: " << cuda::describe_devices()
+
+void expect_close(const DynTensor& got, const DynTensor& want, double tol) {
+  auto g = got.cast(DType::f64).to_vector<double>(), w = want.cast(DType::f64).to_vector<double>();
+  ASSERT_EQ(g.size(), w.size());
+  for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], w[i], tol * (1 + std::abs(w[i]))) << "element " << i;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// relu(x @ w + b) * 0.5 - mean over the rows, on the device and on the CPU
+DynTensor small_net(const DynTensor& x, const DynTensor& w, const DynTensor& b) {
+  DynTensor h = relu(matmul(x, w) + b) * 0.5;
+  return h - mean(h, {0}, true);
+}
+
+TEST(CudaGraph, ReplaysOnNewInputs) {
+  REQUIRE_GPU();
+  for (Device dev : {Device::cuda(0), Device::cuda(0).fusion()}) {
+    SCOPED_TRACE(dev.name());
+    Device cpu = Device::cpu();
+    auto xc = DynTensor::normal({64, 48}, 0, 1, DType::f32, cpu), wc = DynTensor::normal({48, 40}, 0, 1, DType::f32, cpu);
+    auto bc = DynTensor::normal({40}, 0, 1, DType::f32, cpu);
+    auto x = xc.to(dev), w = wc.to(dev), b = bc.to(dev);
+    DynTensor y;
+    auto region = [&] { y = small_net(x, w, b); };
+    region();  // warm-up
+    graph::Graph g = graph::capture(dev, region);
+    EXPECT_GT(g.kernels(), 0);
+    expect_close(y, small_net(xc, wc, bc), 1e-5);  // the capture ran it once
+    for (int i = 0; i < 3; ++i) {
+      auto xn = DynTensor::normal({64, 48}, 0, 1, DType::f32, cpu);
+      graph::overwrite(x, xn);
+      g.replay();
+      expect_close(y, small_net(xn, wc, bc), 1e-5);
+    }
+  }
+}
+
+struct TwoLayer {
+  nn::Linear fc1, fc2;
+  EMBER_MODULE(fc1, fc2)
+  DynTensor forward(DynTensor x) const { return fc2.forward(relu(fc1.forward(std::move(x)))); }
+};
+
+// Forward and backward as one graph, Adam after each replay: the same losses as the eager loop.
+TEST(CudaGraph, TrainingStepFollowsTheEagerLoop) {
+  REQUIRE_GPU();
+  for (Device base : {Device::cuda(0), Device::cuda(0).fusion()}) {
+    Device dev = base.autodiff();
+    SCOPED_TRACE(dev.name());
+    auto make = [&] {
+      dev.seed(7);
+      return TwoLayer{nn::LinearConfig{32, 64}.init(dev), nn::LinearConfig{64, 10}.init(dev)};
+    };
+    auto x = DynTensor::normal({128, 32}, 0, 1, DType::f32, dev);
+    auto y = DynTensor::randint({128}, 0, 10, DType::i64, dev);
+    constexpr int kSteps = 8;
+    std::vector<float> eager, replayed;
+    {
+      TwoLayer m = make();
+      auto opt = optim::AdamConfig{}.init();
+      for (int s = 0; s < kSteps; ++s) {
+        DynTensor loss = nn::cross_entropy(m.forward(x), y);
+        eager.push_back(loss.item<float>());
+        m = opt.step(std::move(m), loss.backward(), 1e-2);
+      }
+    }
+    {
+      TwoLayer m = make();
+      auto opt = optim::AdamConfig{}.init();
+      DynTensor loss;
+      Gradients grads;
+      auto region = [&] {
+        DynTensor l = nn::cross_entropy(m.forward(x), y);
+        grads = l.backward();
+        loss = l.detach();
+      };
+      region();  // step 1, eager (the warm-up)
+      replayed.push_back(loss.item<float>());
+      m = opt.step(std::move(m), grads, 1e-2);
+      graph::Graph g = graph::capture(dev, region);  // step 2
+      for (int s = 1; s < kSteps; ++s) {
+        if (s > 1) g.replay();
+        replayed.push_back(loss.item<float>());
+        m = opt.step(std::move(m), grads, 1e-2);
+      }
+    }
+    ASSERT_EQ(eager.size(), replayed.size());
+    for (size_t i = 0; i < eager.size(); ++i) EXPECT_NEAR(replayed[i], eager[i], 1e-5) << "step " << i + 1;
+    EXPECT_LT(eager.back(), eager.front());
+  }
+}
+
+TEST(CudaGraph, RefusalsNameTheCallAndTheDeviceWorksOn) {
+  REQUIRE_GPU();
+  Device dev = Device::cuda(0);
+  auto x = DynTensor::normal({16, 16}, 0, 1, DType::f32, dev);
+  EXPECT_NE(error_of([&] { graph::capture(dev, [&] { (void)exp(x).to_vector<float>(); }); }).find("reading a tensor"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { graph::capture(dev, [&] { dev.sync(); }); }).find("sync"), std::string::npos);
+  EXPECT_NE(error_of([&] { graph::capture(dev, [&] { (void)DynTensor::normal({4}, 0, 1, DType::f32, dev); }); })
+                .find("random op"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { graph::capture(dev, [&] { (void)nonzero(x > 0.0); }); }).find("nonzero"), std::string::npos);
+  // an Error of the region's own passes through, and the device works on
+  EXPECT_NE(error_of([&] { graph::capture(dev, [&] { throw Error("mine"); }); }).find("mine"), std::string::npos);
+  DynTensor y;
+  graph::Graph g = graph::capture(dev, [&] { y = x * 2.0; });
+  expect_close(y, x.to(Device::cpu()) * 2.0, 0);
+  expect_close(exp(x), exp(x.to(Device::cpu())), 1e-6);
+}
+
+TEST(CudaGraph, ReplayAfterAnInputWasFreedThrows) {
+  REQUIRE_GPU();
+  Device dev = Device::cuda(0);
+  auto x = DynTensor::normal({256}, 0, 1, DType::f32, dev);
+  DynTensor y;
+  graph::Graph g = graph::capture(dev, [&] { y = x + 1.0; });
+  g.replay();
+  x = DynTensor::normal({256}, 0, 1, DType::f32, dev);  // the captured x is freed
+  EXPECT_NE(error_of([&] { g.replay(); }).find("was freed"), std::string::npos);
+}
+
+TEST(CudaGraph, RegionMemoryStaysTheGraphs) {
+  REQUIRE_GPU();
+  Device dev = Device::cuda(0);
+  auto x = DynTensor::normal({1 << 16}, 0, 1, DType::f32, dev);
+  DynTensor y;
+  graph::Graph g = graph::capture(dev, [&] {
+    DynTensor t = exp(x);  // freed inside the region: its block stays the graph's
+    y = t * 2.0 + 1.0;
+  });
+  // eager work after the capture must not take the region's blocks (a replay writes them)
+  std::vector<DynTensor> others;
+  for (int i = 0; i < 8; ++i) others.push_back(full_like(x, double(i)));
+  g.replay();
+  for (int i = 0; i < 8; ++i)
+    for (float v : others[size_t(i)].to_vector<float>()) ASSERT_EQ(v, float(i));
+  expect_close(y, exp(x.to(Device::cpu())) * 2.0 + 1.0, 1e-6);
+}
+
+}  // namespace
+}  // namespace ember
