@@ -22,7 +22,7 @@ ParamState AdaGrad::init_state(const DynTensor& param) const {
 
 std::vector<std::string> AdaGrad::state_names() const { return {"sum"}; }
 
-DynTensor AdaGrad::update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const {
+DynTensor AdaGrad::update(DynTensor param, DynTensor grad, ParamState& state, const Hyper& h) const {
   if (c_.maximize) grad = -grad;
   if (h.weight_decay != 0) grad = grad + param * h.weight_decay;
   const double clr = h.lr / (1 + static_cast<double>(state.step - 1) * c_.lr_decay);

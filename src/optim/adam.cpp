@@ -51,7 +51,7 @@ DynTensor adam_step(const DynTensor& param, const DynTensor& grad, ParamState& s
 }
 
 // Without amsgrad the whole update is one fused op (one kernel instead of about eleven).
-DynTensor fused_step(const DynTensor& param, DynTensor grad, ParamState& state, double lr, double weight_decay,
+DynTensor fused_step(DynTensor param, DynTensor grad, ParamState& state, double lr, double weight_decay,
                      std::pair<double, double> betas, double eps, bool maximize, bool decoupled) {
   AdamAttrs a;
   a.lr = lr;
@@ -62,7 +62,7 @@ DynTensor fused_step(const DynTensor& param, DynTensor grad, ParamState& state, 
   a.step = state.step;
   a.decoupled = decoupled;
   a.maximize = maximize;
-  auto r = ember::adam_step(param, std::move(grad), std::move(state.tensors.at("exp_avg")),
+  auto r = ember::adam_step(std::move(param), std::move(grad), std::move(state.tensors.at("exp_avg")),
                             std::move(state.tensors.at("exp_avg_sq")), a);
   state.tensors["exp_avg"] = std::move(r.exp_avg);
   state.tensors["exp_avg_sq"] = std::move(r.exp_avg_sq);
@@ -78,8 +78,9 @@ Adam::Adam(AdamConfig config) : Optimizer(config.groups, config.clipping, config
 }
 ParamState Adam::init_state(const DynTensor& param) const { return adam_state(param, c_.amsgrad); }
 std::vector<std::string> Adam::state_names() const { return adam_names(c_.amsgrad); }
-DynTensor Adam::update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const {
-  if (!c_.amsgrad) return fused_step(param, std::move(grad), state, h.lr, h.weight_decay, c_.betas, c_.eps, c_.maximize, false);
+DynTensor Adam::update(DynTensor param, DynTensor grad, ParamState& state, const Hyper& h) const {
+  if (!c_.amsgrad)
+    return fused_step(std::move(param), std::move(grad), state, h.lr, h.weight_decay, c_.betas, c_.eps, c_.maximize, false);
   if (c_.maximize) grad = -grad;
   if (h.weight_decay != 0) grad = grad + param * h.weight_decay;
   return adam_step(param, grad, state, h.lr, c_.betas, c_.eps, c_.amsgrad);
@@ -91,8 +92,9 @@ AdamW::AdamW(AdamWConfig config)
 }
 ParamState AdamW::init_state(const DynTensor& param) const { return adam_state(param, c_.amsgrad); }
 std::vector<std::string> AdamW::state_names() const { return adam_names(c_.amsgrad); }
-DynTensor AdamW::update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const {
-  if (!c_.amsgrad) return fused_step(param, std::move(grad), state, h.lr, h.weight_decay, c_.betas, c_.eps, c_.maximize, true);
+DynTensor AdamW::update(DynTensor param, DynTensor grad, ParamState& state, const Hyper& h) const {
+  if (!c_.amsgrad)
+    return fused_step(std::move(param), std::move(grad), state, h.lr, h.weight_decay, c_.betas, c_.eps, c_.maximize, true);
   if (c_.maximize) grad = -grad;
   DynTensor decayed = param * (1 - h.lr * h.weight_decay);
   return adam_step(decayed, grad, state, h.lr, c_.betas, c_.eps, c_.amsgrad);

@@ -32,7 +32,7 @@ ParamState Lamb::init_state(const DynTensor& param) const {
 
 std::vector<std::string> Lamb::state_names() const { return {"exp_avg", "exp_avg_sq"}; }
 
-DynTensor Lamb::update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const {
+DynTensor Lamb::update(DynTensor param, DynTensor grad, ParamState& state, const Hyper& h) const {
   auto [beta1, beta2] = c_.betas;
   DynTensor exp_avg = state.tensors.at("exp_avg") * beta1 + grad * (1 - beta1);
   DynTensor exp_avg_sq = state.tensors.at("exp_avg_sq") * beta2 + (grad * (1 - beta2)) * grad;

@@ -24,7 +24,7 @@ ParamState Lion::init_state(const DynTensor& param) const {
 
 std::vector<std::string> Lion::state_names() const { return {"exp_avg"}; }
 
-DynTensor Lion::update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const {
+DynTensor Lion::update(DynTensor param, DynTensor grad, ParamState& state, const Hyper& h) const {
   auto [beta1, beta2] = c_.betas;
   const DynTensor& exp_avg = state.tensors.at("exp_avg");
   DynTensor direction = sign(exp_avg * beta1 + grad * (1 - beta1));

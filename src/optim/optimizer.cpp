@@ -77,18 +77,23 @@ void Optimizer::step_params(const Slots& params, GradientsParams grads, double l
   }
   if (clipping_) clipping_->apply(used);
 
-  // Compute every new value and state first, then commit: an Error leaves module and state as they were.
+  // Compute every new value and state first, then commit: an Error leaves the state as it was.
+  // Each parameter's tensor is moved into its update, so the new value can take its memory when
+  // the module was moved into step() (nothing else holds it); a module passed as a copy shares
+  // its tensors with the caller's, whose values stay. After an Error the module given to step()
+  // is discarded with the stack, so its emptied parameters are never seen.
   std::vector<std::tuple<nn::Param*, DynTensor, ParamState>> updates;
   for (const auto& [path, p] : params) {
     if (p->frozen()) continue;
     auto g = used.get(p->id());
     if (!g) continue;
-    const DynTensor& value = p->value();
     auto it = state_.find(p->id());
-    ParamState st = it == state_.end() ? init_state(value) : it->second;
-    for (auto& [k, t] : st.tensors) t = on(t, value);
+    ParamState st = it == state_.end() ? init_state(p->value()) : it->second;
+    for (auto& [k, t] : st.tensors) t = on(t, p->value());
     st.step += 1;
-    DynTensor next = update(value, on(*g, value), st, resolve(path, lr));
+    DynTensor grad = on(*g, p->value());
+    const Hyper hyper = resolve(path, lr);
+    DynTensor next = update(p->take(), std::move(grad), st, hyper);
     updates.emplace_back(p, std::move(next), std::move(st));
   }
   for (auto& [p, next, st] : updates) {

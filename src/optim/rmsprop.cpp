@@ -27,7 +27,7 @@ std::vector<std::string> RmsProp::state_names() const {
   return names;
 }
 
-DynTensor RmsProp::update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const {
+DynTensor RmsProp::update(DynTensor param, DynTensor grad, ParamState& state, const Hyper& h) const {
   if (c_.maximize) grad = -grad;
   if (h.weight_decay != 0) grad = grad + param * h.weight_decay;
   const double alpha = c_.alpha;

@@ -20,7 +20,7 @@ std::vector<std::string> Sgd::state_names() const {
   return {"momentum_buffer"};
 }
 
-DynTensor Sgd::update(const DynTensor& param, DynTensor d_p, ParamState& state, const Hyper& h) const {
+DynTensor Sgd::update(DynTensor param, DynTensor d_p, ParamState& state, const Hyper& h) const {
   if (c_.maximize) d_p = -d_p;
   if (h.weight_decay != 0) d_p = d_p + param * h.weight_decay;
   if (c_.momentum != 0) {

@@ -677,6 +677,16 @@ MUTANTS = [
         "suites": [unit(DIST_JOBS, "World/Zero*")],
     },
     {
+        "id": "optimizer-param-copied-not-moved",
+        "family": "optim",
+        "file": "src/optim/optimizer.cpp",
+        "search": "DynTensor next = update(p->take(), std::move(grad), st, hyper);",
+        "replace": "DynTensor next = update(p->value(), std::move(grad), st, hyper);",
+        "description": "the optimizer keeps holding each parameter while it updates it, so the new value never "
+                       "takes the old memory (a CUDA graph reading the parameters would replay on stale weights)",
+        "suites": [unit("tests/optim/ember_optim_optimizer_tests", "Optimizer.AdamUpdatesAMovedModuleInPlace")],
+    },
+    {
         "id": "book-example-renamed-api",
         "family": "doc examples",
         "file": "docs/book/06-data.md",

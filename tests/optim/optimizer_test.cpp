@@ -427,6 +427,36 @@ TEST(Optimizer, FrozenParametersGetNoGradientAndStayUnchanged) {
   for (const auto& [k, t] : opt.state_dict(after)) EXPECT_EQ(k.rfind("fc1.", 0), std::string::npos) << k;
 }
 
+// Adam / AdamW write a moved-in module's new parameter values into the old ones' memory (what a
+// CUDA graph that reads the parameters needs, docs/cuda-graphs.md); a module passed as a copy
+// leaves the caller's values alone, and both give the same values.
+TEST(Optimizer, AdamUpdatesAMovedModuleInPlace) {
+  auto address = [](const nn::Param& p) { return p.value().device().backend().memory_view(p.value().primitive())->data; };
+  for (bool decoupled : {false, true}) {
+    SCOPED_TRACE(decoupled ? "AdamW" : "Adam");
+    const Problem p = data(DType::f64);
+    Mlp moved = make_mlp(DType::f64), copied = moved;
+    std::unique_ptr<Optimizer> o1 = decoupled ? std::unique_ptr<Optimizer>(new AdamW({.weight_decay = 0.1}))
+                                             : std::unique_ptr<Optimizer>(new Adam({.weight_decay = 0.1}));
+    std::unique_ptr<Optimizer> o2 = decoupled ? std::unique_ptr<Optimizer>(new AdamW({.weight_decay = 0.1}))
+                                             : std::unique_ptr<Optimizer>(new Adam({.weight_decay = 0.1}));
+    void* w = nullptr;  // (the first step makes new tensors: `copied` shares the first ones)
+    for (int s = 0; s < 4; ++s) {
+      auto g = mse(moved.forward(p.x), p.y).backward();
+      moved = o1->step(std::move(moved), g, 0.05);
+      if (s == 0) w = address(moved.fc1.weight);
+      EXPECT_EQ(address(moved.fc1.weight), w) << "step " << s;
+      const std::vector<double> before = values(copied.fc2.bias);
+      Mlp next = o2->step(copied, mse(copied.forward(p.x), p.y).backward(), 0.05);
+      EXPECT_EQ(values(copied.fc2.bias), before);  // the copy's caller keeps its values
+      EXPECT_NE(address(next.fc1.weight), address(copied.fc1.weight));
+      copied = next;
+      EXPECT_EQ(values(moved.fc1.weight), values(copied.fc1.weight));
+      EXPECT_EQ(values(moved.fc2.bias), values(copied.fc2.bias));
+    }
+  }
+}
+
 TEST(Optimizer, StateDictKeysAndLoadErrors) {
   const Problem p = data(DType::f64);
   Mlp m = make_mlp(DType::f64);

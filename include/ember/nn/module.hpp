@@ -68,6 +68,9 @@ class Param {
   const Shape& shape() const { return value_.shape(); }
   // The same parameter (same id) holding `v`.
   void set(DynTensor v);
+  // Moves the value out, leaving the parameter undefined until set() (optimizers: so an update
+  // can write the new value into the old one's memory).
+  DynTensor take() { return std::move(value_); }
   void set_frozen(bool f);
   std::optional<DynTensor> grad(const Gradients& g) const;
 

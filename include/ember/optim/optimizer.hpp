@@ -109,8 +109,11 @@ class Optimizer {
   // The tensor names a state holds after an update (to check load_state_dict input).
   virtual std::vector<std::string> state_names() const = 0;
   // One parameter's new value. `state.step` has already been incremented; `grad` has the
-  // parameter's dtype, shape and device. Runs with gradient recording off.
-  virtual DynTensor update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const = 0;
+  // parameter's dtype, shape and device. Runs with gradient recording off. `param` is the
+  // module's own tensor, moved out of it: an update that moves it into its last op lets the
+  // backend write the new value into the same memory when nothing else holds the parameter (the
+  // caller moved the module in), which a CUDA graph reading the parameter relies on.
+  virtual DynTensor update(DynTensor param, DynTensor grad, ParamState& state, const Hyper& h) const = 0;
 
  private:
   using Slots = std::vector<std::pair<std::string, nn::Param*>>;
@@ -153,7 +156,7 @@ class Sgd final : public Optimizer {
  protected:
   ParamState init_state(const DynTensor& param) const override;
   std::vector<std::string> state_names() const override;
-  DynTensor update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const override;
+  DynTensor update(DynTensor param, DynTensor grad, ParamState& state, const Hyper& h) const override;
 
  private:
   SgdConfig c_;
@@ -191,7 +194,7 @@ class Adam final : public Optimizer {
  protected:
   ParamState init_state(const DynTensor& param) const override;
   std::vector<std::string> state_names() const override;
-  DynTensor update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const override;
+  DynTensor update(DynTensor param, DynTensor grad, ParamState& state, const Hyper& h) const override;
 
  private:
   AdamConfig c_;
@@ -205,7 +208,7 @@ class AdamW final : public Optimizer {
  protected:
   ParamState init_state(const DynTensor& param) const override;
   std::vector<std::string> state_names() const override;
-  DynTensor update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const override;
+  DynTensor update(DynTensor param, DynTensor grad, ParamState& state, const Hyper& h) const override;
 
  private:
   AdamWConfig c_;
@@ -233,7 +236,7 @@ class RmsProp final : public Optimizer {
  protected:
   ParamState init_state(const DynTensor& param) const override;
   std::vector<std::string> state_names() const override;
-  DynTensor update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const override;
+  DynTensor update(DynTensor param, DynTensor grad, ParamState& state, const Hyper& h) const override;
 
  private:
   RmsPropConfig c_;
@@ -260,7 +263,7 @@ class AdaGrad final : public Optimizer {
  protected:
   ParamState init_state(const DynTensor& param) const override;
   std::vector<std::string> state_names() const override;
-  DynTensor update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const override;
+  DynTensor update(DynTensor param, DynTensor grad, ParamState& state, const Hyper& h) const override;
 
  private:
   AdaGradConfig c_;
@@ -284,7 +287,7 @@ class Lion final : public Optimizer {
  protected:
   ParamState init_state(const DynTensor& param) const override;
   std::vector<std::string> state_names() const override;
-  DynTensor update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const override;
+  DynTensor update(DynTensor param, DynTensor grad, ParamState& state, const Hyper& h) const override;
 
  private:
   LionConfig c_;
@@ -309,7 +312,7 @@ class Lamb final : public Optimizer {
  protected:
   ParamState init_state(const DynTensor& param) const override;
   std::vector<std::string> state_names() const override;
-  DynTensor update(const DynTensor& param, DynTensor grad, ParamState& state, const Hyper& h) const override;
+  DynTensor update(DynTensor param, DynTensor grad, ParamState& state, const Hyper& h) const override;
 
  private:
   LambConfig c_;
