@@ -936,7 +936,10 @@ class CudaFusedKernels final : public FusedKernels {
     params.push_back(&rows_arg);
     params.push_back(&cols_arg);
     params.push_back(nullptr);
-    const int64_t blocks = std::min<int64_t>(rows, int64_t(be_.sm_count()) * std::max(1, 2048 / threads));
+    // a block per row up to 64 an SM (the kernel strides over the rest): on an H100, softmax
+    // from primitives over [8192, 4096] f32 in float4s took 98 us with 8192 blocks and 103 us
+    // with 1056 (8 an SM), in a standalone run of the generated kernel
+    const int64_t blocks = std::min<int64_t>(rows, int64_t(be_.sm_count()) * 64);
     be_.launch_raw(be_.jit().get(key, "fused_rows", source), dim3(unsigned(blocks)), dim3(unsigned(threads)), 0,
                    params.data());
     return {outs.begin(), outs.end()};
