@@ -28,6 +28,7 @@ void mark_exit_on_teardown() {
 }
 }  // namespace
 void set_autotune_enabled(bool on) { g_autotune = on; }
+bool process_exiting() { return g_exiting; }
 bool autotune_enabled() { return g_autotune && !capturing_on_this_thread(); }  // (nothing is timed in a capture)
 
 CudaBackend::CudaBackend(int index) : index_(index), allocator_(index) {

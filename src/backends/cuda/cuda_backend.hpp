@@ -181,6 +181,9 @@ void end_index_checks(CudaBackend& be);
 
 // Whether kernels may time candidates once per shape (ember::cuda::set_autotune).
 bool autotune_enabled();
+// The process is exiting (atexit has run): objects destroyed now leave device state to the
+// operating system (see cuda_backend.cpp).
+bool process_exiting();
 // The calling thread is capturing a CUDA graph (graph.cpp).
 bool capturing_on_this_thread();
 void set_autotune_enabled(bool on);

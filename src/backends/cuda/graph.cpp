@@ -42,6 +42,7 @@ class CudaGraph final : public CapturedWork {
       : be_(be), graph_(graph), exec_(exec), pool_(pool), inputs_(std::move(cap.inputs)), keep_(std::move(cap.keep)),
         nodes_(nodes) {}
   ~CudaGraph() override {
+    if (process_exiting()) return;  // (a graph in a static: the backend may be gone; as the backend does)
     std::lock_guard<std::recursive_mutex> lock(be_.mu_);
     set_device_nothrow(be_.index_);
     (void)cudaStreamSynchronize(be_.stream_);  // a replay may still run
