@@ -13,29 +13,54 @@ namespace ember {
 namespace {
 
 // The attributes an elementwise op can carry, as text: exact (the doubles' bits), so two
-// programs share a cache entry only when they compute the same thing.
-void put_attrs(std::ostream& os, const OpAttrs& attrs) {
+// programs share a cache entry only when they compute the same thing. Appended to one string
+// (signature() is asked for once per fused group: an ostringstream was 5% of a CPU profile of a
+// small training step on the fusion decorator).
+void put_num(std::string& s, long long v) { s += std::to_string(v); }
+
+void put_hex(std::string& s, uint64_t v) {
+  char buf[17];
+  int n = 0;
+  do {
+    buf[n++] = "0123456789abcdef"[v & 15];
+    v >>= 4;
+  } while (v);
+  while (n) s += buf[--n];
+}
+
+void put_attrs(std::string& s, const OpAttrs& attrs) {
   auto bits = [](double d) {
     uint64_t u;
     std::memcpy(&u, &d, sizeof u);
     return u;
   };
-  if (const auto* s = std::get_if<ScalarAttrs>(&attrs))
-    os << '{' << std::hex << bits(s->a) << ',' << bits(s->b) << std::dec << '}';
-  else if (const auto* c = std::get_if<CastAttrs>(&attrs))
-    os << '{' << dtype_name(c->dtype) << '}';
-  else if (const auto* r = std::get_if<ReduceAttrs>(&attrs)) {
-    os << "{dims";
-    for (int d : r->dims) os << ',' << d;
-    os << (r->keepdim ? ",keep" : "") << ",c" << r->correction << '}';
+  if (const auto* sa = std::get_if<ScalarAttrs>(&attrs)) {
+    s += '{';
+    put_hex(s, bits(sa->a));
+    s += ',';
+    put_hex(s, bits(sa->b));
+    s += '}';
+  } else if (const auto* c = std::get_if<CastAttrs>(&attrs)) {
+    s += '{';
+    s += dtype_name(c->dtype);
+    s += '}';
+  } else if (const auto* r = std::get_if<ReduceAttrs>(&attrs)) {
+    s += "{dims";
+    for (int d : r->dims) s += ',', put_num(s, d);
+    if (r->keepdim) s += ",keep";
+    s += ",c";
+    put_num(s, r->correction);
+    s += '}';
+  } else if (!std::holds_alternative<NoAttrs>(attrs)) {
+    s += "{attrs#";
+    put_num(s, int64_t(attrs.index()));
+    s += '}';
   }
-  else if (!std::holds_alternative<NoAttrs>(attrs))
-    os << "{attrs#" << attrs.index() << '}';
 }
 
-void put_arg(std::ostream& os, int32_t a) {
-  if (a < 0) os << "in" << ~a;
-  else os << 't' << a;
+void put_arg(std::string& s, int32_t a) {
+  if (a < 0) s += "in", put_num(s, ~a);
+  else s += 't', put_num(s, a);
 }
 
 }  // namespace
@@ -159,21 +184,9 @@ ColumnSweeps column_sweeps(const FusedProgram& p) {
   return s;
 }
 
-// (built by appending to one string: the ostringstream it used was 5% of a CPU profile of a small
-// training step on the fusion decorator, which asks for it once per fused group)
 std::string FusedProgram::signature() const {
   std::string os;
   os.reserve(64 + 24 * inputs.size() + 40 * nodes.size());
-  auto num = [&](long long v) { os += std::to_string(v); };
-  auto hex = [&](uint64_t v) {
-    char buf[17];
-    int n = 0;
-    do {
-      buf[n++] = "0123456789abcdef"[v & 15];
-      v >>= 4;
-    } while (v);
-    while (n) os += buf[--n];
-  };
   // broadcast pattern of `in` against `dom`: '1' where the input has size 1 (or no dim) and the
   // domain does not, '.' elsewhere
   auto pattern = [&](const Shape& in, const Shape& dom) {
@@ -184,40 +197,11 @@ std::string FusedProgram::signature() const {
       os += bc ? '1' : '.';
     }
   };
-  auto attrs_of = [&](const OpAttrs& attrs) {  // as put_attrs writes them
-    auto bits = [](double d) {
-      uint64_t u;
-      std::memcpy(&u, &d, sizeof u);
-      return u;
-    };
-    if (const auto* sa = std::get_if<ScalarAttrs>(&attrs)) {
-      os += '{';
-      hex(bits(sa->a));
-      os += ',';
-      hex(bits(sa->b));
-      os += '}';
-    } else if (const auto* c = std::get_if<CastAttrs>(&attrs)) {
-      os += '{';
-      os += dtype_name(c->dtype);
-      os += '}';
-    } else if (const auto* r = std::get_if<ReduceAttrs>(&attrs)) {
-      os += "{dims";
-      for (int d : r->dims) os += ',', num(d);
-      if (r->keepdim) os += ",keep";
-      os += ",c";
-      num(r->correction);
-      os += '}';
-    } else if (!std::holds_alternative<NoAttrs>(attrs)) {
-      os += "{attrs#";
-      num(int64_t(attrs.index()));
-      os += '}';
-    }
-  };
   os += 'r';
-  num(shape.rank());
+  put_num(os, shape.rank());
   os += ';';
-  if (is_rows()) os += "rows", num(reduce_from), os += ',', num(reduced_shape.rank()), os += ';';
-  if (is_cols()) os += "cols", num(reduce_to), os += ',', num(reduced_shape.rank()), os += ';';
+  if (is_rows()) os += "rows", put_num(os, reduce_from), os += ',', put_num(os, reduced_shape.rank()), os += ';';
+  if (is_cols()) os += "cols", put_num(os, reduce_to), os += ',', put_num(os, reduced_shape.rank()), os += ';';
   for (const auto& in : inputs) {
     os += dtype_name(in.dtype);
     os += in.shape.numel() == 1 ? '=' : ':';  // '=': one value
@@ -231,19 +215,18 @@ std::string FusedProgram::signature() const {
   for (const auto& n : nodes) {
     if (n.reduced) os += 'R';
     os += op_name(n.kind);
-    attrs_of(n.attrs);
+    put_attrs(os, n.attrs);
     os += '(';
     for (size_t i = 0; i < n.args.size(); ++i) {
       if (i) os += ',';
-      if (n.args[i] < 0) os += "in", num(~n.args[i]);
-      else os += 't', num(n.args[i]);
+      put_arg(os, n.args[i]);
     }
     os += ')';
     os += dtype_name(n.dtype);
     os += ';';
   }
   os += "out";
-  for (int32_t o : outputs) os += ',', num(o);
+  for (int32_t o : outputs) os += ',', put_num(os, o);
   return os;
 }
 
@@ -257,13 +240,14 @@ std::string FusedProgram::describe() const {
   os << '\n';
   for (size_t j = 0; j < nodes.size(); ++j) {
     const Node& n = nodes[j];
-    os << "  t" << j << " = " << op_name(n.kind);
-    put_attrs(os, n.attrs);
-    os << '(';
+    std::string text;
+    put_attrs(text, n.attrs);
+    text += '(';
     for (size_t i = 0; i < n.args.size(); ++i) {
-      if (i) os << ", ";
-      put_arg(os, n.args[i]);
+      if (i) text += ", ";
+      put_arg(text, n.args[i]);
     }
+    os << "  t" << j << " = " << op_name(n.kind) << text;
     os << ") " << n.dtype << (n.reduced ? (is_cols() ? " per column" : " per row") : "");
     for (int32_t o : outputs)
       if (o == int32_t(j)) os << " -> out";

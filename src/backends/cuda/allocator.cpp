@@ -79,7 +79,7 @@ void CachingAllocator::deallocate(void* p, size_t bytes) {
   size_t sz = size_class(bytes);
   std::lock_guard<std::mutex> lock(mu_);
   stats_.in_use -= int64_t(sz);
-  if (auto o = owner_.find(p); o != owner_.end()) {
+  if (auto o = owner_.empty() ? owner_.end() : owner_.find(p); o != owner_.end()) {  // (no graph: no lookup)
     auto pool = pools_.find(o->second);
     if (pool != pools_.end()) {
       pool->second.free[sz].push_back(p);

@@ -102,17 +102,23 @@ std::unique_ptr<CapturedWork> CudaBackend::capture(const std::function<void()>& 
   Capture cap;
   cap.thread = std::this_thread::get_id();
   cap.pool = allocator_.begin_pool();
-  auto abandon = [&] {
+  auto end_capture = [&] {
     capture_ = nullptr;
     --t_capturing;
     allocator_.end_pool();
+  };
+  // on a failure nothing recorded has run: the pool goes back at once
+  auto give_up = [&](cudaGraph_t graph) {
+    if (graph) (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    allocator_.release_pool(cap.pool);
   };
   capture_ = &cap;
   ++t_capturing;
   cudaError_t e = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed);
   if (e != cudaSuccess) {
-    abandon();
-    allocator_.release_pool(cap.pool);
+    end_capture();
+    give_up(nullptr);
     fail(e, "cudaStreamBeginCapture");
   }
   cudaGraph_t graph = nullptr;
@@ -120,17 +126,14 @@ std::unique_ptr<CapturedWork> CudaBackend::capture(const std::function<void()>& 
     region();
   } catch (...) {
     (void)cudaStreamEndCapture(stream_, &graph);
-    if (graph) (void)cudaGraphDestroy(graph);
-    (void)cudaGetLastError();
-    abandon();
-    allocator_.release_pool(cap.pool);  // nothing recorded ran
+    end_capture();
+    give_up(graph);
     throw;
   }
   e = cudaStreamEndCapture(stream_, &graph);
-  abandon();
+  end_capture();
   if (e != cudaSuccess || !graph) {
-    (void)cudaGetLastError();
-    allocator_.release_pool(cap.pool);
+    give_up(graph);
     throw Error(name() + ": capturing a CUDA graph failed (" + cudaGetErrorString(e) +
                 "): a call in the region waited for the device or is not allowed while capturing");
   }
@@ -139,9 +142,7 @@ std::unique_ptr<CapturedWork> CudaBackend::capture(const std::function<void()>& 
   cudaGraphExec_t exec = nullptr;
   e = cudaGraphInstantiate(&exec, graph, 0);
   if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    (void)cudaGraphDestroy(graph);
-    allocator_.release_pool(cap.pool);
+    give_up(graph);
     fail(e, "cudaGraphInstantiate");
   }
   ++graphs_alive_;

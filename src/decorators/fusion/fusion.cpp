@@ -126,29 +126,12 @@ class FusionBackend final : public ForwardingBackend {
     return outs;
   }
 
-  TensorData read(const PrimitivePtr& p) override {
-    PrimitivePtr v;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      v = value_of(p);
-    }
-    return inner_->read(v);
-  }
+  TensorData read(const PrimitivePtr& p) override { return inner_->read(locked_value_of(p)); }
   std::optional<MemoryView> memory_view(const PrimitivePtr& p) override {
-    PrimitivePtr v;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      v = value_of(p);
-    }
-    return inner_->memory_view(v);
+    return inner_->memory_view(locked_value_of(p));
   }
   bool overwrite(const PrimitivePtr& dst, const TensorData& src) override {
-    PrimitivePtr v;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      v = value_of(dst);
-    }
-    return inner_->overwrite(v, src);
+    return inner_->overwrite(locked_value_of(dst), src);
   }
   // what was queued before the region runs first; what the region queues is flushed into it
   std::unique_ptr<CapturedWork> capture(const std::function<void()>& region) override {
@@ -204,6 +187,11 @@ class FusionBackend final : public ForwardingBackend {
     EMBER_CHECK(t.value != nullptr, "fusion: tensor of shape ", p->shape(),
                 " has no value (an earlier error interrupted the group that computes it)");
     return t.value;
+  }
+  // Same, taking mu_ (read, memory_view, overwrite).
+  PrimitivePtr locked_value_of(const PrimitivePtr& p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return value_of(p);
   }
   // Same, giving the value up when the caller holds the only handle (so the inner backend may
   // reuse the buffer in place).
