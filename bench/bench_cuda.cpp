@@ -272,23 +272,24 @@ enum class Precision { f32, tf32, bf16 };
 // (torch.nn.utils.clip_grad_norm_); no read-back in the step.
 // The check runs one step of a model of shape `check` on 2 sequences.
 // bf16 rows also report MFU: 6 * parameters * tokens/s over the H200's 989 TFLOP/s dense bf16.
-// A training step whose forward and backward are one CUDA graph (ember/tensor/graph.hpp), the
-// optimizer running after each replay: the time of a step, or the capture's Error in `r`.
+// A training step whose forward and backward are one CUDA graph, captured by graph::Step
+// (ember/tensor/graph.hpp: eager at the first call, captured at the second, replayed after), the
+// optimizer running after each call: the time of a step, or why there is no graph in `r`.
 template <class M, class Opt, class LossOf>
 void graph_step_bench(Result& r, const Device& dev, M& m, Opt& opt, double lr, const LossOf& loss_of) {
   try {
     Gradients grads;
-    auto region = [&] { grads = loss_of(m).backward(); };
-    region();  // the warm-up step
-    m = opt.step(std::move(m), grads, lr);
-    graph::Graph g = graph::capture(dev, region);
-    m = opt.step(std::move(m), grads, lr);
-    const double ms = time_ms(dev, [&] {
-      g.replay();
+    graph::Step step(dev, [&] { grads = loss_of(m).backward(); });
+    auto one = [&] {
+      step();
       m = opt.step(std::move(m), grads, lr);
-    });
+    };
+    one();  // the warm-up
+    one();  // the capture
+    const double ms = time_ms(dev, one);
+    if (step.stats().captures == 0) throw Error(step.refusal());
     r.set("graph_fusion_ms", ms);
-    r.set("graph_kernels", double(g.kernels()));
+    r.set("graph_kernels", double(step.stats().kernels));
     r.set("speedup_graph_fusion_vs_eager", r.ms / ms);
   } catch (const Error& e) {
     r.set_text("graph_error", e.what());

@@ -1,6 +1,10 @@
 // Graphs (include/ember/tensor/graph.hpp): the tensor layer's side of Backend::capture.
 #include "ember/tensor/graph.hpp"
 
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
 #include "ember/core/error.hpp"
 
 namespace ember::graph {
@@ -20,8 +24,113 @@ Graph capture(const Device& device, const std::function<void()>& region) {
 void overwrite(const DynTensor& dst, const DynTensor& src) {
   EMBER_CHECK(dst.shape() == src.shape() && dst.dtype() == src.dtype(), "graph overwrite: ", src.dtype(), " ",
               src.shape(), " into ", dst.dtype(), " ", dst.shape());
-  EMBER_CHECK(dst.device().backend().overwrite(dst.primitive(), src.into_data()), "graph overwrite: ",
-              dst.device().name(), " cannot write into a tensor in place");
+  Backend& b = dst.device().backend();
+  const bool done = src.device() == dst.device() ? b.copy_into(dst.primitive(), src.primitive())
+                                                  : b.overwrite(dst.primitive(), src.into_data());
+  EMBER_CHECK(done, "graph overwrite: ", dst.device().name(), " cannot write into a tensor in place");
+}
+
+namespace {
+
+bool graphs_off() {
+  static const bool off = [] {
+    const char* e = std::getenv("EMBER_GRAPHS");
+    return e && (std::string(e) == "off" || std::string(e) == "0");
+  }();
+  return off;
+}
+
+std::string signature_of(const std::vector<DynTensor>& inputs) {
+  std::ostringstream s;
+  for (const DynTensor& x : inputs) s << x.device().name() << ' ' << x.dtype() << ' ' << x.shape() << ';';
+  return s.str();
+}
+
+}  // namespace
+
+// One input signature's state: warmed up (the function ran once), captured (the graph and the
+// copies of the inputs it reads) or eager for good.
+struct Step::Entry {
+  std::string signature;
+  bool warm = false;
+  bool eager_only = false;
+  int invalidated = 0;  // replays refused because a tensor the graph read was freed
+  Graph graph;
+  std::vector<DynTensor> inputs;  // the copies the graph reads
+};
+
+Step::Step(Device device, Fn fn, int max_graphs)
+    : device_(std::move(device)), fn_(std::move(fn)), max_graphs_(max_graphs) {
+  EMBER_CHECK(fn_ != nullptr, "graph::Step: no function");
+}
+Step::Step(Step&&) noexcept = default;
+Step& Step::operator=(Step&&) noexcept = default;
+Step::~Step() = default;
+
+void Step::call(const std::vector<DynTensor>& inputs) {
+  ++stats_.calls;
+  auto eager = [&] {
+    ++stats_.eager;
+    fn_(inputs);
+  };
+  if (graphs_off()) return eager();
+  const std::string sig = signature_of(inputs);
+  auto it = std::find_if(entries_.begin(), entries_.end(), [&](const auto& e) { return e->signature == sig; });
+  if (it == entries_.end()) {
+    entries_.push_back(std::make_unique<Entry>());
+    entries_.back()->signature = sig;
+    it = entries_.end() - 1;
+  }
+  Entry& e = **it;
+  if (e.eager_only) return eager();
+  if (e.graph) {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].primitive() != e.inputs[i].primitive()) overwrite(e.inputs[i], inputs[i]);
+    try {
+      e.graph.replay();
+      ++stats_.replays;
+      return;
+    } catch (const Error& err) {  // refused before launching: a tensor it reads was freed
+      refusal_ = err.what();
+      e.graph = Graph();
+      e.inputs.clear();
+      --stats_.graphs;
+      if (++e.invalidated >= 3) e.eager_only = true;  // the function's tensors keep being replaced
+      return eager();                                  // and the next call captures again
+    }
+  }
+  if (!e.warm) {
+    e.warm = true;
+    return eager();
+  }
+  if (stats_.graphs >= max_graphs_) {
+    refusal_ = "graph::Step: " + std::to_string(max_graphs_) + " graphs held already (one per input signature)";
+    e.eager_only = true;
+    return eager();
+  }
+  std::vector<DynTensor> copies;
+  try {
+    for (const DynTensor& x : inputs) {
+      DynTensor c = DynTensor::empty(x.shape(), x.dtype(), device_);
+      overwrite(c, x);
+      copies.push_back(std::move(c));
+    }
+  } catch (const Error& err) {  // no in-place writes: no graphs either (the CPU)
+    refusal_ = "graph::Step: " + device_.name() + " cannot record graphs (" + err.what() + ")";
+    e.eager_only = true;
+    return eager();
+  }
+  try {
+    e.graph = capture(device_, [&] { fn_(copies); });
+    e.inputs = std::move(copies);
+    ++stats_.captures;
+    stats_.kernels = e.graph.kernels();
+    ++stats_.graphs;
+  } catch (const Error& err) {  // refused, and nothing ran: eager from now on
+    refusal_ = err.what();
+    e.eager_only = true;
+    eager();
+  }
 }
 
 }  // namespace ember::graph

@@ -89,6 +89,8 @@ class Backend {
   // Writes `src` (the same shape and dtype) into the memory of the contiguous `dst` in place: the
   // one write into an existing tensor, for the inputs of captured work. false when it cannot.
   virtual bool overwrite(const PrimitivePtr& /*dst*/, const TensorData& /*src*/) { return false; }
+  // The same from `src`, a tensor of this backend (any layout), without a trip through the host.
+  virtual bool copy_into(const PrimitivePtr& /*dst*/, const PrimitivePtr& /*src*/) { return false; }
 };
 
 // The base of a decorator: every call is forwarded to the backend it wraps. A decorator
@@ -126,6 +128,7 @@ class ForwardingBackend : public Backend {
   FusedKernels* fused_kernels() override { return inner_->fused_kernels(); }
   std::unique_ptr<CapturedWork> capture(const std::function<void()>& region) override { return inner_->capture(region); }
   bool overwrite(const PrimitivePtr& dst, const TensorData& src) override { return inner_->overwrite(dst, src); }
+  bool copy_into(const PrimitivePtr& dst, const PrimitivePtr& src) override { return inner_->copy_into(dst, src); }
 
  protected:
   std::shared_ptr<Backend> inner_;

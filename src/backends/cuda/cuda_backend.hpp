@@ -65,6 +65,7 @@ class CudaBackend final : public Backend {
   FusedKernels* fused_kernels() override { return fused_.get(); }
   std::unique_ptr<CapturedWork> capture(const std::function<void()>& region) override;  // graph.cpp
   bool overwrite(const PrimitivePtr& dst, const TensorData& src) override;               // graph.cpp
+  bool copy_into(const PrimitivePtr& dst, const PrimitivePtr& src) override;             // graph.cpp
 
   // ---- CUDA graphs (graph.cpp) ----
   // Throws an Error naming `what` when the calling thread is capturing a graph on this device:

@@ -164,4 +164,19 @@ bool CudaBackend::overwrite(const PrimitivePtr& dst, const TensorData& src) {
   return true;
 }
 
+bool CudaBackend::copy_into(const PrimitivePtr& dst, const PrimitivePtr& src) {
+  EMBER_CHECK(dst != nullptr && src != nullptr, "copy_into: null tensor");
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  refuse_in_capture("copy_into");
+  const CudaTensor& t = as_cuda(dst);
+  const CudaTensor& s = as_cuda(src);
+  EMBER_CHECK(t.dtype() == s.dtype() && t.shape() == s.shape(), "copy_into: ", s.dtype(), " values of shape ",
+              s.shape(), " into a ", t.dtype(), " tensor of shape ", t.shape());
+  EMBER_CHECK(t.is_contiguous(), "copy_into: the destination must be contiguous");
+  if (dst == src) return true;
+  set_device(index_);
+  copy_view(*this, view_of(t), view_of(s));
+  return true;
+}
+
 }  // namespace ember::cuda

@@ -143,6 +143,9 @@ class AutodiffBackend final : public ForwardingBackend {
   TensorData read(const PrimitivePtr& p) override { return inner_->read(ad(p).inner); }
   std::optional<MemoryView> memory_view(const PrimitivePtr& p) override { return inner_->memory_view(ad(p).inner); }
   bool overwrite(const PrimitivePtr& dst, const TensorData& src) override { return inner_->overwrite(ad(dst).inner, src); }
+  bool copy_into(const PrimitivePtr& dst, const PrimitivePtr& src) override {
+    return inner_->copy_into(ad(dst).inner, ad(src).inner);
+  }
   PrimitivePtr write(const TensorData& data) override {
     return std::make_shared<AdPrimitive>(inner_->write(data), Edge{});
   }

@@ -133,6 +133,9 @@ class FusionBackend final : public ForwardingBackend {
   bool overwrite(const PrimitivePtr& dst, const TensorData& src) override {
     return inner_->overwrite(locked_value_of(dst), src);
   }
+  bool copy_into(const PrimitivePtr& dst, const PrimitivePtr& src) override {
+    return inner_->copy_into(locked_value_of(dst), locked_value_of(src));
+  }
   // what was queued before the region runs first; what the region queues is flushed into it
   std::unique_ptr<CapturedWork> capture(const std::function<void()>& region) override {
     flush_all();
@@ -188,7 +191,7 @@ class FusionBackend final : public ForwardingBackend {
                 " has no value (an earlier error interrupted the group that computes it)");
     return t.value;
   }
-  // Same, taking mu_ (read, memory_view, overwrite).
+  // Same, taking mu_ (read, memory_view, overwrite, copy_into).
   PrimitivePtr locked_value_of(const PrimitivePtr& p) {
     std::lock_guard<std::mutex> lock(mu_);
     return value_of(p);

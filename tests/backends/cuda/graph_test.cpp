@@ -167,5 +167,104 @@ TEST(CudaGraph, RegionMemoryStaysTheGraphs) {
   expect_close(y, exp(x.to(Device::cpu())) * 2.0 + 1.0, 1e-6);
 }
 
+// graph::Step: a training loop written once, eager for the first step, captured for the second
+// and replayed after, follows the eager loop's losses; the batches come from the host and from
+// the device (copied into the Step's inputs on the device).
+TEST(CudaGraphStep, TrainsLikeTheEagerLoop) {
+  REQUIRE_GPU();
+  for (Device base : {Device::cuda(0), Device::cuda(0).fusion()}) {
+    Device dev = base.autodiff();
+    SCOPED_TRACE(dev.name());
+    auto make = [&] {
+      dev.seed(11);
+      return TwoLayer{nn::LinearConfig{32, 64}.init(dev), nn::LinearConfig{64, 10}.init(dev)};
+    };
+    constexpr int kSteps = 8;
+    std::vector<DynTensor> xs, ys;
+    for (int s = 0; s < kSteps; ++s) {
+      xs.push_back(DynTensor::normal({128, 32}, 0, 1, DType::f32, Device::cpu()));
+      ys.push_back(DynTensor::randint({128}, 0, 10, DType::i64, Device::cpu()));
+    }
+    auto batch = [&](int s) {  // even steps from the host, odd ones from the device
+      return s % 2 ? TensorPair{xs[size_t(s)].to(dev), ys[size_t(s)].to(dev)} : TensorPair{xs[size_t(s)], ys[size_t(s)]};
+    };
+    std::vector<float> eager, stepped;
+    {
+      TwoLayer m = make();
+      auto opt = optim::AdamConfig{}.init();
+      for (int s = 0; s < kSteps; ++s) {
+        DynTensor loss = nn::cross_entropy(m.forward(xs[size_t(s)].to(dev)), ys[size_t(s)].to(dev));
+        eager.push_back(loss.item<float>());
+        m = opt.step(std::move(m), loss.backward(), 1e-2);
+      }
+    }
+    {
+      TwoLayer m = make();
+      auto opt = optim::AdamConfig{}.init();
+      DynTensor loss;
+      Gradients grads;
+      graph::Step step(dev, [&](const DynTensor& x, const DynTensor& y) {
+        DynTensor l = nn::cross_entropy(m.forward(x.to(dev)), y.to(dev));
+        grads = l.backward();
+        loss = l.detach();
+      });
+      for (int s = 0; s < kSteps; ++s) {
+        auto [x, y] = batch(s);
+        step(x, y);
+        stepped.push_back(loss.item<float>());
+        m = opt.step(std::move(m), grads, 1e-2);
+      }
+      // host and device batches have different signatures: each warms up, then is captured
+      EXPECT_EQ(step.stats().calls, kSteps);
+      EXPECT_EQ(step.stats().captures, 2) << step.refusal();
+      EXPECT_EQ(step.stats().eager, 2);
+      EXPECT_EQ(step.stats().replays, kSteps - 4);
+    }
+    for (size_t i = 0; i < eager.size(); ++i) EXPECT_NEAR(stepped[i], eager[i], 1e-5) << "step " << i + 1;
+  }
+}
+
+// A new input shape is a new graph; a random op makes the Step eager for that shape, with the
+// reason; a tensor the graph read that was replaced (and freed) makes the call eager and the
+// next one capture again. Every call computes what the function computes eagerly.
+TEST(CudaGraphStep, FallsBackToEagerWhereAGraphWouldBeWrong) {
+  REQUIRE_GPU();
+  Device dev = Device::cuda(0).fusion();
+  Device cpu = Device::cpu();
+  auto wc = DynTensor::normal({48, 40}, 0, 1, DType::f32, cpu), bc = DynTensor::normal({40}, 0, 1, DType::f32, cpu);
+  DynTensor w = wc.to(dev), b = bc.to(dev), y;
+  graph::Step step(dev, [&](const DynTensor& x) { y = small_net(x, w, b); });
+  for (int i = 0; i < 9; ++i) {
+    const int64_t rows = i % 3 == 2 ? 24 : 64;  // two shapes
+    auto xc = DynTensor::normal({rows, 48}, 0, 1, DType::f32, cpu);
+    step(xc.to(dev));
+    expect_close(y, small_net(xc, wc, bc), 1e-5);
+  }
+  EXPECT_EQ(step.stats().graphs, 2);
+  EXPECT_EQ(step.stats().captures, 2);
+  EXPECT_EQ(step.stats().replays, 9 - 4);
+
+  // w replaced by a new tensor: the old one is freed, the replay refused, and the call eager
+  wc = wc * 0.5;
+  w = wc.to(dev);
+  auto xc = DynTensor::normal({64, 48}, 0, 1, DType::f32, cpu);
+  step(xc.to(dev));
+  expect_close(y, small_net(xc, wc, bc), 1e-5);
+  EXPECT_NE(step.refusal().find("was freed"), std::string::npos) << step.refusal();
+  step(xc.to(dev));  // captured again, reading the new w
+  expect_close(y, small_net(xc, wc, bc), 1e-5);
+  EXPECT_EQ(step.stats().captures, 3);
+
+  graph::Step noisy(dev, [&](const DynTensor& x) { y = x + DynTensor::normal(x.shape(), 0, 1, DType::f32, dev) * 0.0; });
+  for (int i = 0; i < 3; ++i) {
+    auto xc2 = DynTensor::normal({64, 48}, 0, 1, DType::f32, cpu);
+    noisy(xc2.to(dev));
+    expect_close(y, xc2, 1e-6);
+  }
+  EXPECT_EQ(noisy.stats().eager, 3);
+  EXPECT_EQ(noisy.stats().captures, 0);
+  EXPECT_NE(noisy.refusal().find("random op"), std::string::npos) << noisy.refusal();
+}
+
 }  // namespace
 }  // namespace ember
