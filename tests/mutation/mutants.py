@@ -687,6 +687,16 @@ MUTANTS = [
         "suites": [unit("tests/optim/ember_optim_optimizer_tests", "Optimizer.AdamUpdatesAMovedModuleInPlace")],
     },
     {
+        "id": "graph-step-eager-only-skips-the-function",
+        "family": "graphs",
+        "file": "src/tensor/graph.cpp",
+        "search": "  if (e.eager_only) return eager();",
+        "replace": "  if (e.eager_only) return;",
+        "description": "graph::Step returns without running the function once a signature is eager for good (a CPU "
+                       "device, a refused capture), so every call after the first two leaves stale results",
+        "suites": [unit("tests/tensor/ember_tensor_tests", "GraphStep.*")],
+    },
+    {
         "id": "book-example-renamed-api",
         "family": "doc examples",
         "file": "docs/book/06-data.md",
