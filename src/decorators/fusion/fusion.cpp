@@ -478,18 +478,22 @@ class FusionBackend final : public ForwardingBackend {
         }
     }
     std::vector<PrimitivePtr> vals(n);
+    // (per entry, over every group: a flush of small groups allocates little)
+    std::vector<int32_t> local(n, -1);        // entry -> node index in its group's program
+    std::vector<int32_t> value_input(n, -1);  // entry of an earlier group -> input index of this one
+    std::vector<int32_t> read_here;           // the entries value_input holds for this group
     for (int32_t g = 0; g < int32_t(groups.size()); ++g) {
       const Group& grp = groups[size_t(g)];
-      // the group's inputs: distinct leaves and values of earlier groups
+      // the group's inputs: distinct leaves and values of earlier groups (few: a linear search)
       std::vector<PrimitivePtr> inputs;
-      std::unordered_map<const Primitive*, int32_t> input_index;
       auto input_of = [&](PrimitivePtr v) {
-        auto [it, fresh] = input_index.emplace(v.get(), int32_t(inputs.size()));
-        if (fresh) inputs.push_back(std::move(v));
-        return it->second;
+        for (size_t i = 0; i < inputs.size(); ++i)
+          if (inputs[i].get() == v.get()) return int32_t(i);
+        inputs.push_back(std::move(v));
+        return int32_t(inputs.size() - 1);
       };
-      std::unordered_map<int32_t, int32_t> value_input;  // entry of an earlier group -> input index
-      std::unordered_map<int32_t, int32_t> local;        // entry -> node index in the program
+      for (int32_t j : read_here) value_input[size_t(j)] = -1;
+      read_here.clear();
       FusedProgram prog;
       prog.shape = grp.shape;
       prog.reduce_from = grp.reduce_from;
@@ -500,21 +504,22 @@ class FusionBackend final : public ForwardingBackend {
         FusedProgram::Node node{e.kind, e.attrs, {}, e.out.dtype, bool(reduced[size_t(j)])};
         for (Arg& a : e.args) {
           if (a.node >= 0 && group_of[size_t(a.node)] == g) {
-            node.args.push_back(local.at(a.node));
+            node.args.push_back(local[size_t(a.node)]);
           } else if (a.node >= 0) {
-            auto it = value_input.find(a.node);
-            if (it == value_input.end()) {  // the group that reads a value last takes it (in-place reuse)
+            int32_t& in = value_input[size_t(a.node)];
+            if (in < 0) {  // the group that reads a value last takes it (in-place reuse)
               PrimitivePtr& v = vals[size_t(a.node)];
-              it = value_input.emplace(a.node, input_of(last_use[size_t(a.node)] == g ? std::move(v) : v)).first;
+              in = input_of(last_use[size_t(a.node)] == g ? std::move(v) : v);
+              read_here.push_back(a.node);
             }
-            node.args.push_back(~it->second);
+            node.args.push_back(~in);
           } else {
             node.args.push_back(~input_of(std::move(a.leaf)));
           }
         }
-        local[j] = int32_t(prog.nodes.size());
+        local[size_t(j)] = int32_t(prog.nodes.size());
         prog.nodes.push_back(std::move(node));
-        if (is_out[size_t(j)]) prog.outputs.push_back(local[j]);
+        if (is_out[size_t(j)]) prog.outputs.push_back(local[size_t(j)]);
       }
       for (const auto& in : inputs) prog.inputs.push_back(in->meta());
       std::vector<PrimitivePtr> outs;
