@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "ember/backends/cuda.hpp"
 #include "ember/decorators/fusion.hpp"
@@ -70,6 +71,20 @@ struct TwoLayer {
   DynTensor forward(DynTensor x) const { return fc2.forward(relu(fc1.forward(std::move(x)))); }
 };
 
+// The losses of `steps` eager Adam steps (lr 1e-2) of `m`, step s on the pair batch(s).
+template <class Batch>
+std::vector<float> eager_losses(TwoLayer m, int steps, const Batch& batch) {
+  auto opt = optim::AdamConfig{}.init();
+  std::vector<float> losses;
+  for (int s = 0; s < steps; ++s) {
+    auto [x, y] = batch(s);
+    DynTensor loss = nn::cross_entropy(m.forward(x), y);
+    losses.push_back(loss.item<float>());
+    m = opt.step(std::move(m), loss.backward(), 1e-2);
+  }
+  return losses;
+}
+
 // Forward and backward as one graph, Adam after each replay: the same losses as the eager loop.
 TEST(CudaGraph, TrainingStepFollowsTheEagerLoop) {
   REQUIRE_GPU();
@@ -83,16 +98,8 @@ TEST(CudaGraph, TrainingStepFollowsTheEagerLoop) {
     auto x = DynTensor::normal({128, 32}, 0, 1, DType::f32, dev);
     auto y = DynTensor::randint({128}, 0, 10, DType::i64, dev);
     constexpr int kSteps = 8;
-    std::vector<float> eager, replayed;
-    {
-      TwoLayer m = make();
-      auto opt = optim::AdamConfig{}.init();
-      for (int s = 0; s < kSteps; ++s) {
-        DynTensor loss = nn::cross_entropy(m.forward(x), y);
-        eager.push_back(loss.item<float>());
-        m = opt.step(std::move(m), loss.backward(), 1e-2);
-      }
-    }
+    const std::vector<float> eager = eager_losses(make(), kSteps, [&](int) { return TensorPair{x, y}; });
+    std::vector<float> replayed;
     {
       TwoLayer m = make();
       auto opt = optim::AdamConfig{}.init();
@@ -188,16 +195,9 @@ TEST(CudaGraphStep, TrainsLikeTheEagerLoop) {
     auto batch = [&](int s) {  // even steps from the host, odd ones from the device
       return s % 2 ? TensorPair{xs[size_t(s)].to(dev), ys[size_t(s)].to(dev)} : TensorPair{xs[size_t(s)], ys[size_t(s)]};
     };
-    std::vector<float> eager, stepped;
-    {
-      TwoLayer m = make();
-      auto opt = optim::AdamConfig{}.init();
-      for (int s = 0; s < kSteps; ++s) {
-        DynTensor loss = nn::cross_entropy(m.forward(xs[size_t(s)].to(dev)), ys[size_t(s)].to(dev));
-        eager.push_back(loss.item<float>());
-        m = opt.step(std::move(m), loss.backward(), 1e-2);
-      }
-    }
+    const std::vector<float> eager = eager_losses(
+        make(), kSteps, [&](int s) { return TensorPair{xs[size_t(s)].to(dev), ys[size_t(s)].to(dev)}; });
+    std::vector<float> stepped;
     {
       TwoLayer m = make();
       auto opt = optim::AdamConfig{}.init();
