@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <sstream>
 
 #include "ember/core/error.hpp"
 
@@ -40,10 +39,19 @@ bool graphs_off() {
   return off;
 }
 
-std::string signature_of(const std::vector<DynTensor>& inputs) {
-  std::ostringstream s;
-  for (const DynTensor& x : inputs) s << x.device().name() << ' ' << x.dtype() << ' ' << x.shape() << ';';
-  return s.str();
+// What a Step's graph is specialised on, per input.
+struct InputSig {
+  Device device;
+  DType dtype;
+  Shape shape;
+};
+
+bool same_signature(const std::vector<InputSig>& sig, const std::vector<DynTensor>& inputs) {
+  if (sig.size() != inputs.size()) return false;
+  for (size_t i = 0; i < sig.size(); ++i)
+    if (!(sig[i].device == inputs[i].device()) || sig[i].dtype != inputs[i].dtype() || sig[i].shape != inputs[i].shape())
+      return false;
+  return true;
 }
 
 }  // namespace
@@ -51,7 +59,7 @@ std::string signature_of(const std::vector<DynTensor>& inputs) {
 // One input signature's state: warmed up (the function ran once), captured (the graph and the
 // copies of the inputs it reads) or eager for good.
 struct Step::Entry {
-  std::string signature;
+  std::vector<InputSig> signature;
   bool warm = false;
   bool eager_only = false;
   int invalidated = 0;  // replays refused because a tensor the graph read was freed
@@ -74,11 +82,11 @@ void Step::call(const std::vector<DynTensor>& inputs) {
     fn_(inputs);
   };
   if (graphs_off()) return eager();
-  const std::string sig = signature_of(inputs);
-  auto it = std::find_if(entries_.begin(), entries_.end(), [&](const auto& e) { return e->signature == sig; });
+  auto it = std::find_if(entries_.begin(), entries_.end(),
+                         [&](const auto& e) { return same_signature(e->signature, inputs); });
   if (it == entries_.end()) {
     entries_.push_back(std::make_unique<Entry>());
-    entries_.back()->signature = sig;
+    for (const DynTensor& x : inputs) entries_.back()->signature.push_back({x.device(), x.dtype(), x.shape()});
     it = entries_.end() - 1;
   }
   Entry& e = **it;
