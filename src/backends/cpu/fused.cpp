@@ -13,11 +13,12 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <emmintrin.h>
+#include <immintrin.h>
 #include <mutex>
 #include <unordered_map>
 
 #include "cpu_backend.hpp"
+#include "cpu_features.hpp"
 #include "elementwise_simd.hpp"
 #include "gemm.hpp"
 #include "reduce_kernels.hpp"
@@ -88,10 +89,20 @@ inline void copy_run(const char* src, int64_t stride, char* dst, int64_t run) {
   }
 }
 
-// dst[0, bytes) = src[0, bytes) with non-temporal stores where dst is 16-byte aligned: an
-// output is written once and not read by this group again, so its lines need not be read into
-// the cache first (as the eager kernels' large stores do), which saves a third of the traffic.
-inline void stream_copy(char* dst, const char* src, size_t bytes) {
+// dst[0, bytes) = src[0, bytes) with non-temporal stores where dst is aligned: an output is
+// written once and not read by this group again, so its lines need not be read into the cache
+// first (as the eager kernels' large stores do), which saves a third of the traffic. A store
+// as wide as a cache line where the CPU has one: on Zen 4, 16-byte streaming stores ran a
+// memory-bound group (x * 0.5 + 1, 16 MiB) 1.3-1.8x slower than 64-byte ones.
+__attribute__((target("avx512f"))) void stream_copy_avx512(char* dst, const char* src, size_t bytes) {
+  size_t i = 0;
+  if (reinterpret_cast<uintptr_t>(dst) % 64 == 0) {
+    for (; i + 64 <= bytes; i += 64)
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), _mm512_loadu_si512(src + i));
+  }
+  if (i < bytes) std::memcpy(dst + i, src + i, bytes - i);
+}
+void stream_copy_sse2(char* dst, const char* src, size_t bytes) {
   size_t i = 0;
   if (reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
     for (; i + 16 <= bytes; i += 16)
@@ -99,6 +110,44 @@ inline void stream_copy(char* dst, const char* src, size_t bytes) {
   }
   if (i < bytes) std::memcpy(dst + i, src + i, bytes - i);
 }
+void stream_copy(char* dst, const char* src, size_t bytes) {
+  static const auto copy = features().avx512 ? stream_copy_avx512 : stream_copy_sse2;
+  copy(dst, src, bytes);
+}
+
+// The next tile's dense inputs, brought into L2 while this tile computes. The nodes of a tile
+// run one after another over the whole tile, so the hardware prefetcher, which follows a stream
+// only a few lines ahead, would leave each tile's first read waiting on DRAM; and asking for a
+// whole tile at once stalls on the core's few outstanding misses. So the lines are asked for a
+// share at a time, one share before each node. Measured on Zen 4 (2026-12-06): the GELU of plain
+// ops over [4, 512, 2048] on one thread 3.9 -> 3.0 ms; softmax of primitives over [8192, 4096]
+// (a row program: the next row is fetched) 13.5-14.7 -> 10.9-13.5 ms on two.
+struct Prefetch {
+  static constexpr int kMaxRanges = 8;
+  const char* begin[kMaxRanges];
+  const char* end[kMaxRanges];
+  int ranges = 0, at = 0;
+  const char* p = nullptr;
+  int64_t lines = 0, issued = 0;
+
+  void reset() { ranges = at = 0, lines = issued = 0, p = nullptr; }
+  void add(const char* base, size_t es, int64_t from, int64_t to) {
+    if (from >= to || ranges == kMaxRanges) return;
+    begin[ranges] = base + from * int64_t(es);
+    end[ranges] = base + to * int64_t(es);
+    lines += (end[ranges] - begin[ranges] + 63) / 64;
+    if (ranges++ == 0) p = begin[0];
+  }
+  // Issues lines until `share` / `shares` of them have been asked for.
+  void issue(size_t share, size_t shares) {
+    const int64_t upto = shares == 0 ? lines : lines * int64_t(share) / int64_t(shares);
+    for (; issued < upto && at < ranges; ++issued) {
+      _mm_prefetch(p, _MM_HINT_T1);
+      p += 64;
+      if (p >= end[at] && ++at < ranges) p = begin[at];
+    }
+  }
+};
 
 // Walks the flat index range [begin, begin + n) of `shape` and copies the input's elements
 // (strides in elements, 0 on broadcast dims) into dst.
@@ -448,12 +497,15 @@ class CpuFusedKernels final : public FusedKernels {
     }
     w.in_ptr.resize(nin);
     w.node_ptr.resize(nn);
+    Prefetch pf;
     for (int64_t b = begin, end = begin + count; b < end; b += kTile) {
       const int64_t n = std::min(kTile, end - b);
+      pf.reset();
       for (size_t i = 0; i < nin; ++i) {
         const In& in = t.ins[i];
         if (in.dense) {
           w.in_ptr[i] = in.base + b * int64_t(in.es);
+          pf.add(in.base, in.es, b + n, std::min(b + n + kTile, t.total));
         } else if (in.scalar) {
           w.in_ptr[i] = buf + t.in_off[i];
         } else {
@@ -463,6 +515,7 @@ class CpuFusedKernels final : public FusedKernels {
       }
       w.keep.clear();
       for (size_t j = 0; j < nn; ++j) {
+        pf.issue(j + 1, nn);
         const FusedProgram::Node& node = p.nodes[j];
         w.arg_ptr.clear();
         w.arg_one.clear();
@@ -563,6 +616,8 @@ class CpuFusedKernels final : public FusedKernels {
     for (int32_t o : p.outputs)
       if (!p.nodes[size_t(o)].reduced) full_outs.push_back(o);
     const std::vector<int32_t> out_needs = closure(full_outs);
+    int64_t full_nodes = 0;  // computed once per row when the row is one tile
+    for (size_t j = 0; j < nn; ++j) full_nodes += !p.nodes[j].reduced;
 
     parallel_for(0, rows, std::max<int64_t>(1, 32768 / cols), [&](int64_t rb, int64_t re) {
       HalfScratch& tmp = half_scratch(T);
@@ -574,6 +629,8 @@ class CpuFusedKernels final : public FusedKernels {
       std::vector<const char*> node_ptr(nn), in_ptr(nin), arg_ptr;
       std::vector<char> arg_one, done(nn), filled(nn), loaded(nin);
       std::vector<PrimitivePtr> keep;
+      Prefetch pf;
+      int64_t computed = 0;
       int64_t tile = -1, b = 0, n = 0;
       auto set_tile = [&](int64_t row, int64_t t) {
         if (t == tile) return;
@@ -631,9 +688,16 @@ class CpuFusedKernels final : public FusedKernels {
         }
         node_ptr[size_t(j)] = exec_node(p, plan, size_t(j), arg_ptr, arg_one, buf + node_off[size_t(j)], n, tmp, keep);
         done[size_t(j)] = 1;
+        pf.issue(size_t(++computed), size_t(full_nodes));
       };
       for (int64_t row = rb; row < re; ++row) {
         tile = -1;
+        // the next row of each dense input, a share before each full node of this row
+        pf.reset();
+        computed = 0;
+        if (lead == 1 && row + 1 < rows)
+          for (size_t i = 0; i < nin; ++i)
+            if (in_full[i] && ins[i].dense) pf.add(ins[i].base, ins[i].es, (row + 1) * run, (row + 2) * run);
         std::fill(filled.begin(), filled.end(), 0);
         for (size_t i = 0; i < nin; ++i)
           if (in_red[i]) {
