@@ -129,6 +129,7 @@ DynTensor scalar_tensor(Scalar s, DType dtype, const Device& device) {
   CreateAttrs a;
   a.dtype = dtype;
   a.a = s.value;
+  a.shared = true;  // an operand only: no user holds it
   return create(OpKind::full, std::move(a), device);
 }
 

@@ -56,6 +56,10 @@ struct CreateAttrs {  // full (a=value), arange (a=start, b=end, c=step), linspa
   Shape shape;
   DType dtype = DType::f32;
   double a = 0, b = 0, c = 0;
+  // full of one value that may share a read-only buffer with equal constants: the scalar
+  // operands that `x * 0.5` creates, which no user holds (a backend may then make each value
+  // once). A tensor a user creates never shares: graph::overwrite may write into it.
+  bool shared = false;
   bool operator==(const CreateAttrs&) const = default;
 };
 struct ReduceAttrs {

@@ -52,7 +52,35 @@ void fill_value(T* p, int64_t n, T value) {
   });
 }
 
-std::vector<PrimitivePtr> full_kernel(CpuBackend&, Op& op) {
+std::vector<PrimitivePtr> full_kernel(CpuBackend&, Op& op);
+
+// Scalar operands (the one-value `full`s that `x * 0.5` creates, CreateAttrs::shared) are made
+// once per (dtype, value) and thread, and shared: no user holds them, and a shared buffer is
+// never reused in place (its use count is above one). The table is small and cleared when full.
+PrimitivePtr shared_constant(CpuBackend& be, Op& op) {
+  struct Entry {
+    DType dtype;
+    uint64_t bits;
+    CpuTensorPtr t;
+  };
+  thread_local std::vector<Entry> table;
+  const TensorMeta& meta = op.outputs[0];
+  uint64_t bits;
+  const double v = op.attr<CreateAttrs>().a;
+  std::memcpy(&bits, &v, sizeof bits);
+  for (const Entry& e : table)
+    if (e.dtype == meta.dtype && e.bits == bits)
+      return std::make_shared<CpuTensor>(meta, e.t->storage, contiguous_strides(meta.shape), 0);
+  if (table.size() >= 64) table.clear();
+  Op one = op;
+  std::get<CreateAttrs>(one.attrs).shared = false;
+  CpuTensorPtr t = std::static_pointer_cast<CpuTensor>(full_kernel(be, one)[0]);
+  table.push_back({meta.dtype, bits, t});
+  return std::make_shared<CpuTensor>(meta, t->storage, contiguous_strides(meta.shape), 0);
+}
+
+std::vector<PrimitivePtr> full_kernel(CpuBackend& be, Op& op) {
+  if (op.attr<CreateAttrs>().shared && op.outputs[0].shape.numel() == 1) return {shared_constant(be, op)};
   auto out = alloc(op.outputs[0]);
   double v = op.attr<CreateAttrs>().a;
   int64_t n = out->numel();

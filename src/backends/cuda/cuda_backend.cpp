@@ -95,14 +95,18 @@ std::vector<PrimitivePtr> CudaBackend::execute(Op op) {
                         "run the optimizer outside the captured region)");
     note_captured_inputs(op.inputs);
   }
-  if (op.kind == OpKind::full && op.outputs[0].shape.numel() == 1) return {constant(op)};
+  if (op.kind == OpKind::full && op.attr<CreateAttrs>().shared && op.outputs[0].shape.numel() == 1)
+    return {constant(op)};
   OpProfiler::Scope timed(op, stream_);  // EMBER_CUDA_PROFILE=1 (profile.hpp)
   return k(*this, op);
 }
 
-// Scalars (the 0-d operands of `x * 0.9`) are made once per (dtype, value) and shared: tensors
-// are immutable, and a shared buffer is never reused in place (its use count is above one), so
-// a training loop launches no fill kernel for its constants. The table is small and cleared
+// Scalar operands (the 0-d operands of `x * 0.9`, CreateAttrs::shared) are made once per
+// (dtype, value) and shared: no user holds them, and a shared buffer is never reused in place
+// (its use count is above one), so a training loop launches no fill kernel for its constants.
+// A `full` the user asks for is never shared: graph::overwrite writes into such tensors (a
+// learning rate read by a captured step, graph::Step's copies of its inputs), and writing into a
+// shared zero would change every `+ 0` in the process. The table is small and cleared
 // when full: values that change every step (Adam's bias corrections) then cycle through the
 // same few pool blocks, so the pool's reserved bytes stay flat over a long loop.
 PrimitivePtr CudaBackend::constant(Op& op) {

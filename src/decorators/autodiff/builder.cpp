@@ -34,7 +34,13 @@ Val full(Backend* be, const Shape& s, double v, DType dt) {
   a.a = v;
   return create(be, OpKind::full, std::move(a));
 }
-Val scalar(Backend* be, double v, DType dt) { return full(be, Shape{}, v, dt); }
+Val scalar(Backend* be, double v, DType dt) {  // an operand of the rules' arithmetic only
+  CreateAttrs a;
+  a.dtype = dt;
+  a.a = v;
+  a.shared = true;
+  return create(be, OpKind::full, std::move(a));
+}
 Val zeros_like(const Val& x) { return full(x.backend(), x.shape(), 0.0, x.dtype()); }
 Val ones_like(const Val& x) { return full(x.backend(), x.shape(), 1.0, x.dtype()); }
 Val full_like(const Val& x, double v) { return full(x.backend(), x.shape(), v, x.dtype()); }

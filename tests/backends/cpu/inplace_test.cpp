@@ -37,3 +37,30 @@ TEST(InPlace, ViewsAreNotReused) {
   EXPECT_NE(buffer(y), buffer(base));
   EXPECT_EQ(base.to_vector<float>()[0], 1.0f);
 }
+
+// The scalar operands of `x * 0.5` (CreateAttrs::shared) are made once per value and share a
+// buffer, which no op then writes into; a one-value tensor the user makes has its own.
+TEST(InPlace, ScalarOperandsShareABufferUserScalarsDoNot) {
+  Backend& be = Device::cpu().backend();
+  auto operand = [&](double v) {
+    CreateAttrs a;
+    a.dtype = DType::f32;
+    a.a = v;
+    a.shared = true;
+    return DynTensor(be.execute(make_op(OpKind::full, {}, std::move(a)))[0], Device::cpu());
+  };
+  auto h1 = operand(0.5), h2 = operand(0.5);
+  EXPECT_EQ(buffer(h1), buffer(h2));
+  EXPECT_NE(buffer(h1), buffer(operand(0.25)));
+  EXPECT_EQ(h2.item<float>(), 0.5f);
+  EXPECT_NE(buffer(DynTensor::zeros({})), buffer(DynTensor::zeros({})));
+
+  // an op that receives the last handle of a shared operand still writes a new buffer
+  const void* shared = buffer(h1);
+  h2 = DynTensor();
+  auto y = neg(std::move(h1));
+  EXPECT_NE(buffer(y), shared);
+  EXPECT_EQ(operand(0.5).item<float>(), 0.5f);
+  auto x = DynTensor::full({8}, 3.0, DType::f32);
+  EXPECT_EQ((x * 0.5).to_vector<float>()[0], 1.5f);
+}

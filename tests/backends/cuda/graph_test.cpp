@@ -65,6 +65,35 @@ TEST(CudaGraph, ReplaysOnNewInputs) {
   }
 }
 
+// A 0-d tensor the user makes (a learning rate, a loss scale) is theirs to overwrite: the scalar
+// operands of `x + 0` and `x * 1` share buffers per value, and writing into one of those would
+// change every such expression in the process. graph::Step copies its inputs into tensors it
+// makes the same way, so a 0-d input of a step must not reach them either.
+TEST(CudaGraph, OverwritingAZeroDimTensorChangesNoConstant) {
+  REQUIRE_GPU();
+  for (Device dev : {Device::cuda(0), Device::cuda(0).fusion()}) {
+    SCOPED_TRACE(dev.name());
+    auto x = DynTensor::normal({1000}, 0, 1, DType::f32, Device::cpu());
+    auto xd = x.to(dev);
+    auto zero = DynTensor::zeros({}, DType::f32, dev), one = DynTensor::ones({}, DType::f32, dev);
+    graph::overwrite(zero, DynTensor::full({}, 5.0, DType::f32, Device::cpu()));
+    graph::overwrite(one, DynTensor::full({}, 3.0, DType::f32, Device::cpu()));
+    EXPECT_EQ(zero.item<float>(), 5.0f);
+    EXPECT_EQ(one.item<float>(), 3.0f);
+    expect_close(xd + 0, x, 0);
+    expect_close(xd * 1, x, 0);
+    expect_close(DynTensor::zeros({}, DType::f32, dev), DynTensor::zeros({}), 0);
+
+    DynTensor out;
+    graph::Step step(dev, [&](const DynTensor& lr) { out = xd * lr; });
+    for (double lr : {7.0, 9.0, 11.0}) step(DynTensor::full({}, lr, DType::f32, dev));
+    EXPECT_EQ(step.stats().replays, 1) << step.refusal();
+    expect_close(out, x * 11.0, 0);
+    expect_close(xd + 0, x, 0);
+    expect_close(DynTensor::empty({}, DType::f32, dev) * 0 + 2, DynTensor::full({}, 2.0, DType::f32), 0);
+  }
+}
+
 struct TwoLayer {
   nn::Linear fc1, fc2;
   EMBER_MODULE(fc1, fc2)
