@@ -21,6 +21,7 @@
 #include "ember/core/shape.hpp"
 #include "ember/core/tensor_data.hpp"
 #include "ember/tensor/autodiff.hpp"
+#include "ember/tensor/custom_op.hpp"
 #include "ember/tensor/dyn_tensor.hpp"
 #include "ember/tensor/ops.hpp"
 #include "ember/tensor/tensor.hpp"

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ember/core/custom_op.hpp"
 #include "ember/core/error.hpp"
 #include "ember/core/op.hpp"
 
@@ -490,6 +491,18 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
       const auto& a = std::get<AdamAttrs>(attrs);
       EMBER_CHECK(a.step >= 1, op, ": step must be >= 1, got ", a.step);
       return {*in[0], *in[0], *in[0]};
+    }
+    case OpKind::custom: {
+      const auto& impl = std::get<CustomAttrs>(attrs).impl;
+      EMBER_CHECK(impl != nullptr, op, ": no definition");
+      std::vector<TensorMeta> metas;
+      for (size_t i = 0; i < in.size(); ++i) {
+        EMBER_CHECK(in[i], impl->name, ": input ", i, " is missing");
+        metas.push_back(*in[i]);
+      }
+      std::vector<TensorMeta> outs = impl->infer(metas);
+      EMBER_CHECK(!outs.empty(), impl->name, ": the definition's infer gave no outputs");
+      return outs;
     }
     default:
       EMBER_FAIL(op, ": no inference rule");

@@ -19,6 +19,8 @@ const std::map<std::string_view, std::string_view> kCoveredElsewhere = {
     {"random_normal", "tests/tensor/random_test.cpp (distribution, bounds, per-seed reproducibility)"},
     {"random_bernoulli", "tests/tensor/random_test.cpp (distribution, bounds, per-seed reproducibility)"},
     {"random_randint", "tests/tensor/random_test.cpp (distribution, bounds, per-seed reproducibility)"},
+    {"custom", "tests/tensor/custom_op_test.cpp (user-defined ops on every CPU stack against their composition), "
+               "tests/backends/cuda/custom_op_test.cpp"},
 };
 
 // A decorator that forwards everything to `inner` and counts the kinds of the executed ops.

@@ -148,9 +148,17 @@ struct AdamAttrs {
   bool operator==(const AdamAttrs&) const = default;
 };
 
+// A user-defined op (ember/core/custom_op.hpp): which one. Two ops are the same op when they
+// point at the same definition.
+struct CustomOpImpl;
+struct CustomAttrs {
+  std::shared_ptr<const CustomOpImpl> impl;
+  bool operator==(const CustomAttrs&) const = default;
+};
+
 using OpAttrs = std::variant<NoAttrs, ScalarAttrs, CreateAttrs, ReduceAttrs, DimAttrs, DimsAttrs, ShapeAttrs,
                              SliceAttrs, RollAttrs, PadAttrs, CastAttrs, ConvAttrs, PoolAttrs, InterpolateAttrs,
-                             NormAttrs, AttentionAttrs, AdamAttrs>;
+                             NormAttrs, AttentionAttrs, AdamAttrs, CustomAttrs>;
 
 // ---- the table-derived enums ----
 enum class OpKind : uint16_t {

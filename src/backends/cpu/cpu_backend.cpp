@@ -19,6 +19,7 @@ CpuBackend::CpuBackend() {
   register_linalg_kernels(kernels_);
   register_nn_kernels(kernels_);
   register_optim_kernels(kernels_);
+  register_custom_kernels(kernels_);
   fused_ = make_fused_kernels(*this);
 }
 

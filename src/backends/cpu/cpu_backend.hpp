@@ -29,6 +29,8 @@ void register_pool_kernels(KernelTable& t);         // pool.cpp
 void register_norm_kernels(KernelTable& t);         // norm.cpp
 void register_attention_kernels(KernelTable& t);    // attention.cpp
 void register_optim_kernels(KernelTable& t);        // optim.cpp (fused optimizer updates)
+void register_custom_kernels(KernelTable& t);       // custom.cpp (user-defined ops)
+bool custom_supported(const Op& op);               // custom.cpp: the definition has a CPU kernel
 
 // The fused elementwise groups of the fusion decorator (fused.cpp).
 std::unique_ptr<FusedKernels> make_fused_kernels(CpuBackend& be);
@@ -51,7 +53,9 @@ class CpuBackend final : public Backend {
   PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) override;
   PrimitivePtr wrap_bytes(const TensorMeta& meta, std::span<const std::byte> bytes,
                           std::shared_ptr<const void> owner) override;
-  bool supports(const Op& op) const override { return kernels_[size_t(op.kind)] != nullptr; }
+  bool supports(const Op& op) const override {
+    return kernels_[size_t(op.kind)] != nullptr && (op.kind != OpKind::custom || custom_supported(op));
+  }
   void seed(uint64_t s) override;
   MemoryStats memory_stats() const override;
   void reset_peak_memory() override;

@@ -60,6 +60,7 @@ CudaBackend::CudaBackend(int index) : index_(index), allocator_(index) {
   register_conv_kernels(kernels_);
   register_attention_kernels(kernels_);
   register_optim_kernels(kernels_);
+  register_custom_kernels(kernels_);
 }
 
 CudaBackend::~CudaBackend() {

@@ -42,6 +42,8 @@ void register_matmul_kernels(KernelTable& t);       // matmul.cpp (cuBLASLt)
 void register_conv_kernels(KernelTable& t);         // conv.cpp (cuDNN): conv, conv_transpose
 void register_attention_kernels(KernelTable& t);    // attention.cpp
 void register_optim_kernels(KernelTable& t);        // optim.cpp: adam_step
+void register_custom_kernels(KernelTable& t);       // custom.cpp: user-defined ops
+bool custom_supported(const Op& op);               // custom.cpp: the definition has a CUDA kernel
 
 // The fused elementwise groups of the fusion decorator (fused.cpp).
 std::unique_ptr<FusedKernels> make_fused_kernels(CudaBackend& be);
@@ -56,7 +58,9 @@ class CudaBackend final : public Backend {
   std::optional<MemoryView> memory_view(const PrimitivePtr& p) override;
   PrimitivePtr write(const TensorData& data) override;
   PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) override;
-  bool supports(const Op& op) const override { return kernels_[size_t(op.kind)] != nullptr; }
+  bool supports(const Op& op) const override {
+    return kernels_[size_t(op.kind)] != nullptr && (op.kind != OpKind::custom || custom_supported(op));
+  }
   void sync() override;
   void seed(uint64_t s) override;
   MemoryStats memory_stats() const override { return allocator_.stats(); }

@@ -122,6 +122,7 @@ class BackwardCtx {
   template <class A>
   const A& attr() const { return std::get<A>(*attrs_); }
   size_t num_inputs() const { return in_meta_->size(); }
+  size_t num_outputs() const { return out_meta_->size(); }
   bool has_input(size_t i) const { return (*in_present_)[i]; }  // optional inputs may be absent
   const TensorMeta& in(size_t i) const { return (*in_meta_)[i]; }
   const TensorMeta& out(size_t i) const { return (*out_meta_)[i]; }

@@ -15,6 +15,7 @@
 #include <functional>
 #include <limits>
 
+#include "ember/core/custom_op.hpp"
 #include "rules.hpp"
 
 namespace ember::autodiff {
@@ -480,6 +481,36 @@ void register_nn_rules(RuleTable& t) {
       if (need_mask) out[3] = cast(sum_to(ds, c.in(3).shape), c.in(3).dtype);
       return out;
     };
+  }
+  // a user-defined op: its definition's backward, on this backward's backend (recorded again
+  // under create_graph, so a backward written with differentiable ops gives second order too)
+  {
+    Rule r;
+    r.save_inputs = kAllInputs;
+    r.save_outputs = kAllInputs;
+    r.fn = [](BackwardCtx& c) -> Grads {
+      const CustomOpImpl& impl = *c.attr<CustomAttrs>().impl;
+      EMBER_CHECK(impl.backward != nullptr, impl.name, ": not differentiable (its definition has no backward)");
+      std::vector<PrimitivePtr> in, out, g;
+      for (size_t i = 0; i < c.num_inputs(); ++i) in.push_back(c.has_input(i) ? c.input(i).prim() : nullptr);
+      for (size_t o = 0; o < c.num_outputs(); ++o) {
+        out.push_back(c.output(o).prim());
+        g.push_back(c.grad(o).prim());
+      }
+      std::vector<PrimitivePtr> r = impl.backward(*c.backend(), in, out, g);
+      EMBER_CHECK(r.size() == c.num_inputs(), impl.name, ": backward gave ", r.size(), " gradients for ",
+                  c.num_inputs(), " inputs");
+      Grads grads;
+      for (size_t i = 0; i < r.size(); ++i) {
+        if (r[i])
+          EMBER_CHECK(r[i]->shape() == c.in(i).shape && r[i]->dtype() == c.in(i).dtype, impl.name,
+                      ": backward gave a ", r[i]->dtype(), " ", r[i]->shape(), " gradient for input ", i, ", a ",
+                      c.in(i).dtype, " ", c.in(i).shape);
+        grads.push_back(r[i] ? Val(c.backend(), r[i]) : Val());
+      }
+      return grads;
+    };
+    t[size_t(OpKind::custom)] = r;
   }
 }
 
