@@ -1,6 +1,8 @@
 // Param, the module visitor's helpers, the summary table and state-dict loading.
 #include "ember/nn/module.hpp"
 
+#include "ember/decorators/autodiff.hpp"
+
 #include <cxxabi.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <utility>
 
 namespace ember::nn {
 
@@ -137,9 +140,11 @@ struct CheckState final : Visitor {
   }
 };
 
-DynTensor track(DynTensor v, bool frozen) {
+DynTensor track(DynTensor v, bool frozen, const autodiff::LeafIdentity& leaf = nullptr) {
   v = v.detach();
-  if (!frozen && v.device().is_autodiff() && is_float(v.dtype())) v = v.require_grad();
+  if (!frozen && v.device().is_autodiff() && is_float(v.dtype()))
+    v = leaf ? DynTensor(autodiff::require_grad_as(v.device().backend(), v.primitive(), leaf), v.device())
+             : v.require_grad();
   return v;
 }
 }  // namespace
@@ -170,7 +175,14 @@ void set_module_checks(bool on) {
 
 bool module_checks() { return flags().on.load(std::memory_order_relaxed); }
 
-void Param::set(DynTensor v) { value_ = track(std::move(v), frozen_); }
+void Param::set(DynTensor v) { value_ = track(std::move(v), frozen_, std::exchange(taken_leaf_, nullptr)); }
+
+DynTensor Param::take() {
+  // a value that a copy of the module still holds stays a leaf of its own
+  taken_leaf_ = value_.defined() && value_.primitive().use_count() == 1 ? autodiff::leaf_identity(value_.primitive())
+                                                                         : nullptr;
+  return std::move(value_);
+}
 
 void Param::set_frozen(bool f) {
   frozen_ = f;

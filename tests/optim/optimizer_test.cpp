@@ -457,6 +457,35 @@ TEST(Optimizer, AdamUpdatesAMovedModuleInPlace) {
   }
 }
 
+// A parameter updated in place stays the same autodiff leaf (as a PyTorch parameter does):
+// gradients computed before the step still find it, which is what a replayed CUDA graph relies
+// on (its backward keeps writing the gradients of the leaves it was captured with). A module
+// passed as a copy gets new leaves: the caller's old ones are still alive.
+TEST(Optimizer, AnUpdatedParameterKeepsItsGradientKey) {
+  const Problem p = data(DType::f64);
+  Mlp moved = make_mlp(DType::f64), copied = moved;
+  Adam opt, opt2;
+  auto g = mse(moved.forward(p.x), p.y).backward();
+  copied = opt2.step(copied, g, 0.05);  // (a copy: `moved` still holds the first leaves)
+  EXPECT_FALSE(copied.fc1.weight.grad(g).has_value());
+  ASSERT_TRUE(moved.fc1.weight.grad(g).has_value());
+  const std::vector<double> dw = values(*moved.fc1.weight.grad(g));
+  for (int s = 0; s < 3; ++s) {
+    moved = opt.step(std::move(moved), g, 0.05);  // the same gradients, every step
+    ASSERT_TRUE(moved.fc1.weight.grad(g).has_value()) << "step " << s;
+    EXPECT_EQ(values(*moved.fc1.weight.grad(g)), dw);
+  }
+  // and the eager loop is unchanged: fresh gradients each step give the values of the copy's loop
+  Mlp a = make_mlp(DType::f64), b = a;
+  Adam oa, ob;
+  for (int s = 0; s < 3; ++s) {
+    a = oa.step(std::move(a), mse(a.forward(p.x), p.y).backward(), 0.05);
+    Mlp nb = ob.step(b, mse(b.forward(p.x), p.y).backward(), 0.05);
+    b = nb;
+  }
+  EXPECT_EQ(values(a.fc1.weight), values(b.fc1.weight));
+}
+
 TEST(Optimizer, StateDictKeysAndLoadErrors) {
   const Problem p = data(DType::f64);
   Mlp m = make_mlp(DType::f64);

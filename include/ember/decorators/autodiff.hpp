@@ -31,6 +31,16 @@ std::shared_ptr<Backend> inner_of(const Backend& b);
 
 // A leaf that gradients are computed for. `p` must be a floating primitive of backend `b`.
 PrimitivePtr require_grad(Backend& b, const PrimitivePtr& p);
+// A leaf's identity: what gradients are keyed by (null for anything but a leaf). A parameter
+// updated by an optimizer keeps it (require_grad_as), as a PyTorch parameter updated in place
+// stays the same tensor: a Gradients map computed before the update, such as the one a CUDA
+// graph's replays keep writing, then still finds the parameter's gradient. Only for a value
+// that replaces the leaf's old one, which nothing else holds.
+using LeafIdentity = std::shared_ptr<const void>;
+LeafIdentity leaf_identity(const PrimitivePtr& p);
+// require_grad, with the given identity (a fresh one when `id` is null or its shape and dtype
+// are not p's).
+PrimitivePtr require_grad_as(Backend& b, const PrimitivePtr& p, const LeafIdentity& id);
 // True when `p` is tracked (a leaf that requires grad, or the result of an op on one).
 bool is_tracked(const PrimitivePtr& p);
 // The same value, no longer tracked.

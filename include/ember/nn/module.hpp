@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -66,11 +67,14 @@ class Param {
   bool frozen() const { return frozen_; }
   bool defined() const { return value_.defined(); }
   const Shape& shape() const { return value_.shape(); }
-  // The same parameter (same id) holding `v`.
+  // The same parameter (same id) holding `v`. After take() of a value nothing else held, `v` also
+  // keeps the old value's autodiff leaf (the key of its gradients), as a PyTorch parameter
+  // updated in place stays the same tensor: gradients computed before the update (the ones a
+  // replayed CUDA graph keeps writing) still belong to it.
   void set(DynTensor v);
   // Moves the value out, leaving the parameter undefined until set() (optimizers: so an update
   // can write the new value into the old one's memory).
-  DynTensor take() { return std::move(value_); }
+  DynTensor take();
   void set_frozen(bool f);
   std::optional<DynTensor> grad(const Gradients& g) const;
 
@@ -81,6 +85,7 @@ class Param {
   DynTensor value_;
   uint64_t id_ = 0;
   bool frozen_ = false;
+  std::shared_ptr<const void> taken_leaf_;  // take() to set(): the leaf the new value keeps
 };
 
 // Module checks (see the top of this file): on by default where the library is built without

@@ -237,6 +237,21 @@ PrimitivePtr require_grad(Backend& b, const PrimitivePtr& p) {
   return std::make_shared<AdPrimitive>(a.inner, Edge{std::move(leaf), 0});
 }
 
+LeafIdentity leaf_identity(const PrimitivePtr& p) {
+  auto* a = dynamic_cast<const AdPrimitive*>(p.get());
+  if (!a || !a->edge.node || !a->edge.node->leaf) return nullptr;
+  return a->edge.node;
+}
+
+PrimitivePtr require_grad_as(Backend& b, const PrimitivePtr& p, const LeafIdentity& id) {
+  if (!id) return require_grad(b, p);
+  auto node = std::const_pointer_cast<Node>(std::static_pointer_cast<const Node>(id));
+  const bool fits = node->out_meta.size() == 1 && node->out_meta[0].shape == p->shape() &&
+                    node->out_meta[0].dtype == p->dtype();
+  if (!fits || !as_autodiff(b) || !is_float(p->dtype()) || ad(p).edge.node) return require_grad(b, p);
+  return std::make_shared<AdPrimitive>(ad(p).inner, Edge{std::move(node), 0});
+}
+
 bool is_tracked(const PrimitivePtr& p) {
   auto* a = dynamic_cast<const AdPrimitive*>(p.get());
   return a && a->edge.node;
