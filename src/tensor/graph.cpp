@@ -56,30 +56,32 @@ bool same_signature(const std::vector<InputSig>& sig, const std::vector<DynTenso
 
 }  // namespace
 
-// One input signature's state: warmed up (the function ran once), captured (the graph and the
-// copies of the inputs it reads) or eager for good.
-struct Step::Entry {
+// One input signature's state: warmed up (the function ran once), captured (the graph, the
+// copies of the inputs it reads and the function's result at the capture) or eager for good.
+struct StepBase::Entry {
   std::vector<InputSig> signature;
   bool warm = false;
   bool eager_only = false;
   int invalidated = 0;  // replays refused because a tensor the graph read was freed
   Graph graph;
   std::vector<DynTensor> inputs;  // the copies the graph reads
+  std::any result;                // what the function returned at the capture
 };
 
-Step::Step(Device device, Fn fn, int max_graphs)
-    : device_(std::move(device)), fn_(std::move(fn)), max_graphs_(max_graphs) {
+StepBase::StepBase(Device device, Fn fn, bool returns, int max_graphs)
+    : device_(std::move(device)), fn_(std::move(fn)), returns_(returns), max_graphs_(max_graphs) {
   EMBER_CHECK(fn_ != nullptr, "graph::Step: no function");
 }
-Step::Step(Step&&) noexcept = default;
-Step& Step::operator=(Step&&) noexcept = default;
-Step::~Step() = default;
+StepBase::StepBase(StepBase&&) noexcept = default;
+StepBase& StepBase::operator=(StepBase&&) noexcept = default;
+StepBase::~StepBase() = default;
 
-void Step::call(const std::vector<DynTensor>& inputs) {
+std::any StepBase::call_any(const std::vector<DynTensor>& inputs) {
   ++stats_.calls;
   auto eager = [&] {
     ++stats_.eager;
-    fn_(inputs);
+    last_ = nullptr;
+    return fn_(inputs);
   };
   if (graphs_off()) return eager();
   auto it = std::find_if(entries_.begin(), entries_.end(),
@@ -91,18 +93,26 @@ void Step::call(const std::vector<DynTensor>& inputs) {
   }
   Entry& e = **it;
   if (e.eager_only) return eager();
+  auto drop_graph = [&] {
+    e.graph = Graph();
+    e.inputs.clear();
+    e.result.reset();
+    --stats_.graphs;
+  };
+  // A function that writes its results to outside variables: since another call assigned them,
+  // only a capture (which runs the function) makes them this graph's again.
+  if (e.graph && !returns_ && last_ != &e) drop_graph();
   if (e.graph) {
     for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i].primitive() != e.inputs[i].primitive()) overwrite(e.inputs[i], inputs[i]);
     try {
       e.graph.replay();
       ++stats_.replays;
-      return;
+      last_ = &e;
+      return e.result;
     } catch (const Error& err) {  // refused before launching: a tensor it reads was freed
       refusal_ = err.what();
-      e.graph = Graph();
-      e.inputs.clear();
-      --stats_.graphs;
+      drop_graph();
       if (++e.invalidated >= 3) e.eager_only = true;  // the function's tensors keep being replaced
       return eager();                                  // and the next call captures again
     }
@@ -128,17 +138,21 @@ void Step::call(const std::vector<DynTensor>& inputs) {
     e.eager_only = true;
     return eager();
   }
+  std::any result;
   try {
-    e.graph = capture(device_, [&] { fn_(copies); });
-    e.inputs = std::move(copies);
-    ++stats_.captures;
-    stats_.kernels = e.graph.kernels();
-    ++stats_.graphs;
+    e.graph = capture(device_, [&] { result = fn_(copies); });
   } catch (const Error& err) {  // refused, and nothing ran: eager from now on
     refusal_ = err.what();
     e.eager_only = true;
-    eager();
+    return eager();
   }
+  e.inputs = std::move(copies);
+  e.result = result;
+  ++stats_.captures;
+  stats_.kernels = e.graph.kernels();
+  ++stats_.graphs;
+  last_ = &e;
+  return result;
 }
 
 }  // namespace ember::graph

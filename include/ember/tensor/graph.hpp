@@ -21,6 +21,7 @@
 // after the replay). Devices without graphs (the CPU) throw an Error from capture.
 #pragma once
 
+#include <any>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -64,12 +65,12 @@ void overwrite(const DynTensor& dst, const DynTensor& src);
 //
 //   # Model model = given<Model>(); optim::Adam opt = optim::AdamConfig{}.init();
 //   # Device dev = given<Device>(); auto batches = given<std::vector<TensorPair>>();
-//   Gradients grads;
 //   graph::Step step(dev, [&](const DynTensor& x, const DynTensor& y) {
-//     grads = nn::cross_entropy(model.forward(x), y).backward();
+//     DynTensor loss = nn::cross_entropy(model.forward(x), y);
+//     return std::pair{loss.detach(), loss.backward()};
 //   });
 //   for (auto& [x, y] : batches) {
-//     step(x, y);                                       // eager, captured, then replayed
+//     auto [loss, grads] = step(x, y);                  // eager, captured, then replayed
 //     model = opt.step(std::move(model), grads, 1e-3);  // in place: the graph reads the new weights
 //   }
 //
@@ -79,11 +80,18 @@ void overwrite(const DynTensor& dst, const DynTensor& src);
 // (a CPU device, a random op, a read: docs/cuda-graphs.md) the function runs eagerly, for good
 // for that signature, and refusal() says why; where a replay is refused because a tensor the
 // graph reads was freed (a parameter replaced instead of updated in place), the call runs
-// eagerly and the next one captures again. What the function writes to outside variables (grads
-// above) is the graph's, written again by every replay: use it before the next call. The inputs
-// are data, not differentiated; other tensors the function reads (the parameters) are read from
-// the same memory at every replay, and host values it uses (a learning rate, a flag) are those
-// of the capture. EMBER_GRAPHS=off makes every call eager. Not thread-safe.
+// eagerly and the next one captures again. EMBER_GRAPHS=off makes every call eager. Not
+// thread-safe.
+//
+// Results. A call returns what the function returned: its own tensors when the call ran eagerly,
+// the ones of the capture (which the replay has just rewritten) when it replayed, so a replayed
+// result is valid until the next call of the same signature. The result may be any copyable value
+// holding tensors: a DynTensor, a vector, a pair with Gradients. A function that returns nothing
+// and writes its results to outside variables works too, but a replay cannot write those
+// variables again: after a call of another signature (whose run assigned them), its graph is
+// captured again instead of replayed. The inputs are data, not differentiated; other tensors the
+// function reads (the parameters) are read from the same memory at every replay, and host values
+// it uses (a learning rate, a flag) are those of the capture.
 struct StepStats {
   int64_t calls = 0;
   int64_t eager = 0;     // calls that ran the function eagerly (warm-ups and refusals included)
@@ -93,61 +101,119 @@ struct StepStats {
   int64_t kernels = 0;   // the kernels and copies of the latest graph captured
 };
 
-class Step {
+// The untyped machinery of Step<R>: results travel as std::any.
+class StepBase {
  public:
-  using Fn = std::function<void(const std::vector<DynTensor>&)>;
-  // `fn` takes the inputs as a vector (any count).
-  Step(Device device, Fn fn, int max_graphs = 8);
-  // `fn` takes 0 to 8 `const DynTensor&` arguments.
-  template <class F>
-    requires(!std::is_convertible_v<F, Fn>)
-  Step(Device device, F fn, int max_graphs = 8) : Step(std::move(device), adapt(std::move(fn)), max_graphs) {}
-  Step(Step&&) noexcept;
-  Step& operator=(Step&&) noexcept;
-  ~Step();
-
-  template <class... T>
-  void operator()(const T&... inputs) {
-    call({DynTensor(inputs)...});
-  }
-  void call(const std::vector<DynTensor>& inputs);
+  using Fn = std::function<std::any(const std::vector<DynTensor>&)>;
+  // `returns`: the function returns its results (else it writes them to outside variables).
+  StepBase(Device device, Fn fn, bool returns, int max_graphs);
+  StepBase(StepBase&&) noexcept;
+  StepBase& operator=(StepBase&&) noexcept;
+  ~StepBase();
 
   const StepStats& stats() const { return stats_; }
   // Why the last capture or replay was refused ("" when none was).
   const std::string& refusal() const { return refusal_; }
 
- private:
+ protected:
+  std::any call_any(const std::vector<DynTensor>& inputs);
+
   template <class F, size_t... I>
   static Fn bind(F fn, std::index_sequence<I...>) {
-    return [fn = std::move(fn)](const std::vector<DynTensor>& v) {
+    return [fn = std::move(fn)](const std::vector<DynTensor>& v) -> std::any {
       EMBER_CHECK(v.size() == sizeof...(I), "graph::Step: the function takes ", sizeof...(I), " inputs, called with ",
                   v.size());
-      fn(v[I]...);
+      if constexpr (std::is_void_v<decltype(fn(v[I]...))>) {
+        fn(v[I]...);
+        return {};
+      } else {
+        return fn(v[I]...);
+      }
     };
   }
-  template <class F, size_t N = 0>
-  static Fn adapt(F fn) {
-    if constexpr (invocable_with<F>(std::make_index_sequence<N>{})) return bind(std::move(fn), std::make_index_sequence<N>{});
-    else {
-      static_assert(N < 8, "graph::Step: the function must take 0 to 8 const DynTensor& arguments");
-      if constexpr (N < 8) return adapt<F, N + 1>(std::move(fn));
-      else return Fn{};
-    }
-  }
-  template <size_t>
-  using TensorArg = const DynTensor&;
-  template <class F, size_t... I>
-  static constexpr bool invocable_with(std::index_sequence<I...>) {
-    return std::is_invocable_v<F&, TensorArg<I>...>;
-  }
 
+ private:
   struct Entry;
   Device device_;
   Fn fn_;
+  bool returns_;
   int max_graphs_;
   std::vector<std::unique_ptr<Entry>> entries_;
+  const Entry* last_ = nullptr;  // the entry whose graph ran the previous call (null: it ran eagerly)
   StepStats stats_;
   std::string refusal_;
 };
+
+namespace detail {
+template <size_t>
+using StepArg = const DynTensor&;
+template <class F, size_t... I>
+constexpr bool step_invocable(std::index_sequence<I...>) {
+  return std::is_invocable_v<F&, StepArg<I>...>;
+}
+// How many const DynTensor& the function takes (0 to 8), or 9 for one std::vector<DynTensor>.
+template <class F, size_t N = 0>
+constexpr size_t step_arity() {
+  if constexpr (std::is_invocable_v<F&, const std::vector<DynTensor>&> && !std::is_invocable_v<F&>) return 9;
+  else if constexpr (step_invocable<F>(std::make_index_sequence<N>{})) return N;
+  else {
+    static_assert(N < 8, "graph::Step: the function must take 0 to 8 const DynTensor& arguments or a vector of them");
+    if constexpr (N < 8) return step_arity<F, N + 1>();
+    else return 0;
+  }
+}
+template <class F, size_t... I>
+constexpr auto step_result_of(std::index_sequence<I...>) {
+  return std::type_identity<std::invoke_result_t<F&, StepArg<I>...>>{};
+}
+template <class F>
+constexpr auto step_result_of() {
+  if constexpr (step_arity<F>() == 9) return std::type_identity<std::invoke_result_t<F&, const std::vector<DynTensor>&>>{};
+  else return step_result_of<F>(std::make_index_sequence<step_arity<F>()>{});
+}
+// What the function returns (void included).
+template <class F>
+using step_result_t = typename decltype(step_result_of<F>())::type;
+}  // namespace detail
+
+template <class R>
+class Step : public StepBase {
+ public:
+  // `fn` takes 0 to 8 `const DynTensor&` arguments, or the inputs as one std::vector<DynTensor>.
+  template <class F>
+  Step(Device device, F fn, int max_graphs = 8)
+      : StepBase(std::move(device), erase(std::move(fn)), !std::is_void_v<R>, max_graphs) {}
+
+  template <class... T>
+  R operator()(const T&... inputs) {
+    return call(std::vector<DynTensor>{DynTensor(inputs)...});
+  }
+  R call(const std::vector<DynTensor>& inputs) {
+    if constexpr (std::is_void_v<R>) call_any(inputs);
+    else return std::any_cast<R>(call_any(inputs));
+  }
+
+ private:
+  template <class F>
+  static Fn erase(F fn) {
+    constexpr size_t n = detail::step_arity<F>();
+    if constexpr (n == 9) {
+      return [fn = std::move(fn)](const std::vector<DynTensor>& v) -> std::any {
+        if constexpr (std::is_void_v<R>) {
+          fn(v);
+          return {};
+        } else {
+          return fn(v);
+        }
+      };
+    } else {
+      return bind(std::move(fn), std::make_index_sequence<n>{});
+    }
+  }
+};
+template <class F>
+Step(Device, F) -> Step<detail::step_result_t<F>>;
+template <class F>
+Step(Device, F, int) -> Step<detail::step_result_t<F>>;
 
 }  // namespace ember::graph

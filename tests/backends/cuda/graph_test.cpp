@@ -230,16 +230,13 @@ TEST(CudaGraphStep, TrainsLikeTheEagerLoop) {
     {
       TwoLayer m = make();
       auto opt = optim::AdamConfig{}.init();
-      DynTensor loss;
-      Gradients grads;
       graph::Step step(dev, [&](const DynTensor& x, const DynTensor& y) {
         DynTensor l = nn::cross_entropy(m.forward(x.to(dev)), y.to(dev));
-        grads = l.backward();
-        loss = l.detach();
+        return std::pair{l.detach(), l.backward()};
       });
       for (int s = 0; s < kSteps; ++s) {
         auto [x, y] = batch(s);
-        step(x, y);
+        auto [loss, grads] = step(x, y);  // the two signatures' graphs replay in turn
         stepped.push_back(loss.item<float>());
         m = opt.step(std::move(m), grads, 1e-2);
       }
@@ -262,25 +259,37 @@ TEST(CudaGraphStep, FallsBackToEagerWhereAGraphWouldBeWrong) {
   Device cpu = Device::cpu();
   auto wc = DynTensor::normal({48, 40}, 0, 1, DType::f32, cpu), bc = DynTensor::normal({40}, 0, 1, DType::f32, cpu);
   DynTensor w = wc.to(dev), b = bc.to(dev), y;
-  graph::Step step(dev, [&](const DynTensor& x) { y = small_net(x, w, b); });
+  graph::Step step(dev, [&](const DynTensor& x) { return small_net(x, w, b); });
   for (int i = 0; i < 9; ++i) {
     const int64_t rows = i % 3 == 2 ? 24 : 64;  // two shapes
     auto xc = DynTensor::normal({rows, 48}, 0, 1, DType::f32, cpu);
-    step(xc.to(dev));
+    y = step(xc.to(dev));
     expect_close(y, small_net(xc, wc, bc), 1e-5);
   }
   EXPECT_EQ(step.stats().graphs, 2);
   EXPECT_EQ(step.stats().captures, 2);
   EXPECT_EQ(step.stats().replays, 9 - 4);
 
+  // the same function writing its result to `y` instead: a replay cannot assign y, so a graph
+  // whose signature was not the previous call's is captured again (which runs the function)
+  graph::Step writes(dev, [&](const DynTensor& x) { y = small_net(x, w, b); });
+  for (int i = 0; i < 9; ++i) {
+    const int64_t rows = i % 3 == 2 ? 24 : 64;
+    auto xc = DynTensor::normal({rows, 48}, 0, 1, DType::f32, cpu);
+    writes(xc.to(dev));
+    expect_close(y, small_net(xc, wc, bc), 1e-5);
+  }
+  EXPECT_EQ(writes.stats().replays, 2);   // calls 5 and 8 follow a call of their own graph
+  EXPECT_EQ(writes.stats().captures, 5);  // calls 2, 4, 6, 7 and 9
+
   // w replaced by a new tensor: the old one is freed, the replay refused, and the call eager
   wc = wc * 0.5;
   w = wc.to(dev);
   auto xc = DynTensor::normal({64, 48}, 0, 1, DType::f32, cpu);
-  step(xc.to(dev));
+  y = step(xc.to(dev));
   expect_close(y, small_net(xc, wc, bc), 1e-5);
   EXPECT_NE(step.refusal().find("was freed"), std::string::npos) << step.refusal();
-  step(xc.to(dev));  // captured again, reading the new w
+  y = step(xc.to(dev));  // captured again, reading the new w
   expect_close(y, small_net(xc, wc, bc), 1e-5);
   EXPECT_EQ(step.stats().captures, 3);
 
