@@ -221,6 +221,11 @@ if /usr/bin/python3 -c "import torch, torchvision" 2>/dev/null; then
 else
   skipped+=("examples/onnx_inference (python3-torch or python3-torchvision missing)")
 fi
+# examples/custom_kernel: a user-defined op (CPU kernel, CUDA source, backward) against its
+# composition from built-in ops on every CPU stack, then training a small MLP with it
+# ("max difference: forward F gradient G second-order S  loss: custom A composed B"; README).
+ex_check custom_kernel '/^max difference: / && $4 <= 1e-5 && $6 <= 1e-5 && $8 <= 1e-4 && $11 < 1e-3 && $11 < 1.05 * $13 && $13 < 1.05 * $11' \
+  ../../examples/custom_kernel
 # examples/custom_training_loop: the demo's CNN on 3,000 Fashion-MNIST images, one epoch, by a
 # hand-written loop ("test accuracy: X" on 1,000 test images, X >= 0.70).
 if [ -d /usr/share/datasets/fashion-mnist ]; then
