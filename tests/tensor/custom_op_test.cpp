@@ -9,9 +9,11 @@
 
 #include <ember/ember.hpp>
 
+#include "custom_swish.hpp"
 #include "ember/decorators/fusion.hpp"
 
 using namespace ember;
+using namespace ember::testing_ops;
 
 namespace {
 
@@ -20,27 +22,6 @@ std::vector<TensorMeta> same_as_input(std::span<const TensorMeta> in) {
   EMBER_CHECK(in[0].dtype == DType::f32, "test::swish: f32 input, got ", in[0].dtype);
   return {in[0]};
 }
-
-// swish(x) = x * sigmoid(x), its backward written with tensor ops
-const CustomOp& swish_op() {
-  static const CustomOp op({
-      .name = "test::swish",
-      .infer = same_as_input,
-      .cpu =
-          [](const CustomCpuArgs& a) {
-            const float* x = a.in<float>(0);
-            float* y = a.out<float>(0);
-            for (int64_t i = 0; i < a.output_meta[0].shape.numel(); ++i) y[i] = x[i] / (1.0f + std::exp(-x[i]));
-          },
-      .backward =
-          [](const std::vector<DynTensor>& in, const std::vector<DynTensor>& out, const std::vector<DynTensor>& g) {
-            DynTensor s = sigmoid(in[0]);
-            return std::vector<DynTensor>{g[0] * (s + out[0] * (1 - s))};
-          },
-  });
-  return op;
-}
-DynTensor swish_composed(const DynTensor& x) { return x * sigmoid(x); }
 
 // Two outputs: (min(a, b), max(a, b)) elementwise, with a backward that routes each gradient
 // to the input that won.
@@ -71,13 +52,6 @@ const CustomOp& minmax_op() {
           },
   });
   return op;
-}
-
-void expect_near(const DynTensor& got, const DynTensor& want, double tol) {
-  auto g = got.to(Device::cpu()).cast(DType::f64).to_vector<double>();
-  auto w = want.to(Device::cpu()).cast(DType::f64).to_vector<double>();
-  ASSERT_EQ(g.size(), w.size());
-  for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], w[i], tol * (1 + std::abs(w[i]))) << "element " << i;
 }
 
 std::string error_of(const std::function<void()>& f) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "../../tensor/custom_swish.hpp"
 #include "ember/backends/cuda.hpp"
 #include "ember/decorators/fusion.hpp"
 #include "ember/ember.hpp"
@@ -15,36 +16,8 @@ namespace {
 #define REQUIRE_GPU() \
   if (!cuda::available()) GTEST_SKIP() << "no CUDA device: " << cuda::describe_devices()
 
-const CustomOp& swish_op() {
-  static const CustomOp op({
-      .name = "test::cuda_swish",
-      .infer = [](std::span<const TensorMeta> in) { return std::vector<TensorMeta>{in[0]}; },
-      .cpu =
-          [](const CustomCpuArgs& a) {
-            for (int64_t i = 0; i < a.output_meta[0].shape.numel(); ++i)
-              a.out<float>(0)[i] = a.in<float>(0)[i] / (1.0f + std::exp(-a.in<float>(0)[i]));
-          },
-      .cuda_source = R"(
-extern "C" __global__ void swish(float* y, const float* x, long long n) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-    y[i] = x[i] / (1.0f + expf(-x[i]));
-})",
-      .cuda_entry = "swish",
-      .backward =
-          [](const std::vector<DynTensor>& in, const std::vector<DynTensor>& out, const std::vector<DynTensor>& g) {
-            DynTensor s = sigmoid(in[0]);
-            return std::vector<DynTensor>{g[0] * (s + out[0] * (1 - s))};
-          },
-  });
-  return op;
-}
-
-void expect_near(const DynTensor& got, const DynTensor& want, double tol) {
-  auto g = got.to(Device::cpu()).cast(DType::f64).to_vector<double>();
-  auto w = want.to(Device::cpu()).cast(DType::f64).to_vector<double>();
-  ASSERT_EQ(g.size(), w.size());
-  for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], w[i], tol * (1 + std::abs(w[i]))) << "element " << i;
-}
+using testing_ops::expect_near;
+using testing_ops::swish_op;
 
 TEST(CudaCustomOp, RunsOnEveryCudaStackLikeTheCpuKernel) {
   REQUIRE_GPU();
