@@ -288,6 +288,13 @@ void graph_step_bench(Result& r, const Device& dev, M& m, Opt& opt, double lr, c
     one();  // the capture
     const double ms = time_ms(dev, one);
     if (step.stats().captures == 0) throw Error(step.refusal());
+    // a replay whose gradients no longer reach the parameters would time a step with no update
+    size_t trainable = 0;
+    nn::for_each_param(m, [&](const std::string&, nn::Param& p) { trainable += p.frozen() ? 0 : 1; });
+    const size_t reached = optim::GradientsParams::from(m, grads).size();
+    if (reached != trainable)
+      throw Error("graph::Step: the replayed gradients reach " + std::to_string(reached) + " of " +
+                  std::to_string(trainable) + " parameters after the timed steps");
     r.set("graph_fusion_ms", ms);
     r.set("graph_kernels", double(step.stats().kernels));
     r.set("speedup_graph_fusion_vs_eager", r.ms / ms);
