@@ -4,6 +4,7 @@
 
 #include "dispatch.hpp"
 #include "ember/core/error.hpp"
+#include "ember/core/hash.hpp"
 
 namespace ember {
 
@@ -27,6 +28,8 @@ CustomOp::CustomOp(Def def) {
   impl->cpu = std::move(def.cpu);
   impl->cuda_source = std::move(def.cuda_source);
   impl->cuda_entry = std::move(def.cuda_entry);
+  if (!impl->cuda_source.empty())
+    impl->cuda_key = "custom/" + impl->name + "/" + std::to_string(fnv1a(impl->cuda_source));
   if (def.backward) {
     impl->backward = [bw = std::move(def.backward), name = impl->name](
                          Backend& be, const std::vector<PrimitivePtr>& in, const std::vector<PrimitivePtr>& out,

@@ -38,6 +38,9 @@ struct CustomOpImpl {
   // kernel's business) and the parameters (outputs..., inputs..., int64_t n), every buffer
   // contiguous. Empty: not supported on CUDA.
   std::string cuda_source, cuda_entry;
+  // The CUDA kernel's key in the JIT cache, made once with the definition: the name and the
+  // source's hash, so that a redefinition under the same name is a new kernel.
+  std::string cuda_key;
   // The gradients of the inputs from the inputs, the outputs and the outputs' gradients (an
   // undefined PrimitivePtr where an output gets none), computed with ops on `be` (so that they
   // are recorded again for second-order gradients). An undefined result: no gradient. Empty

@@ -118,17 +118,22 @@ class StepBase {
  protected:
   std::any call_any(const std::vector<DynTensor>& inputs);
 
+  // The function's results as std::any (empty for a function that returns nothing).
+  template <class F, class... A>
+  static std::any invoke_into_any(F& fn, const A&... args) {
+    if constexpr (std::is_void_v<std::invoke_result_t<F&, const A&...>>) {
+      fn(args...);
+      return {};
+    } else {
+      return fn(args...);
+    }
+  }
   template <class F, size_t... I>
   static Fn bind(F fn, std::index_sequence<I...>) {
-    return [fn = std::move(fn)](const std::vector<DynTensor>& v) -> std::any {
+    return [fn = std::move(fn)](const std::vector<DynTensor>& v) mutable -> std::any {
       EMBER_CHECK(v.size() == sizeof...(I), "graph::Step: the function takes ", sizeof...(I), " inputs, called with ",
                   v.size());
-      if constexpr (std::is_void_v<decltype(fn(v[I]...))>) {
-        fn(v[I]...);
-        return {};
-      } else {
-        return fn(v[I]...);
-      }
+      return invoke_into_any(fn, v[I]...);
     };
   }
 
@@ -198,14 +203,7 @@ class Step : public StepBase {
   static Fn erase(F fn) {
     constexpr size_t n = detail::step_arity<F>();
     if constexpr (n == 9) {
-      return [fn = std::move(fn)](const std::vector<DynTensor>& v) -> std::any {
-        if constexpr (std::is_void_v<R>) {
-          fn(v);
-          return {};
-        } else {
-          return fn(v);
-        }
-      };
+      return [fn = std::move(fn)](const std::vector<DynTensor>& v) mutable -> std::any { return invoke_into_any(fn, v); };
     } else {
       return bind(std::move(fn), std::make_index_sequence<n>{});
     }

@@ -8,7 +8,6 @@
 #include "cuda_tensor.hpp"
 #include "ember/core/custom_op.hpp"
 #include "ember/core/error.hpp"
-#include "ember/core/hash.hpp"
 #include "jit.hpp"
 
 namespace ember::cuda {
@@ -31,9 +30,7 @@ std::vector<PrimitivePtr> custom_kernel(CudaBackend& be, Op& op) {
   }
   int64_t n = op.outputs[0].shape.numel();
   if (n == 0) return {outs.begin(), outs.end()};
-  // the source's hash in the key: a redefinition under the same name is a new kernel
-  const std::string key = "custom/" + impl.name + "/" + std::to_string(fnv1a(impl.cuda_source));
-  CUfunction f = be.jit().get(key, impl.cuda_entry.c_str(), [&] { return impl.cuda_source; });
+  CUfunction f = be.jit().get(impl.cuda_key, impl.cuda_entry.c_str(), [&] { return impl.cuda_source; });
   std::vector<void*> params;
   for (void*& p : ptrs) params.push_back(&p);
   params.push_back(&n);
