@@ -145,30 +145,42 @@ std::string fused_kernel_source(const FusedProgram& p, const std::string& modes)
       if (modes[i] != 'd')  // ('g' inputs never take this entry: the host checks)
         s += "  const " + in_t(i) + " s" + std::to_string(i) + " = a" + std::to_string(i) + "[0];\n";
     s += "  const int64_t np = n / FVEC;\n";
-    s += "  for (int64_t v = tid; v < np; v += nt) {\n";
-    std::vector<std::string> in, out;
-    for (size_t i = 0; i < p.inputs.size(); ++i) {
-      const std::string si = std::to_string(i);
-      if (modes[i] == 'd') {
-        s += "    const FPack<" + in_t(i) + "> x" + si + " = reinterpret_cast<const FPack<" + in_t(i) + ">*>(a" + si +
-             ")[v];\n";
-        in.push_back("x" + si + ".v[e]");
-      } else {
-        in.push_back("s" + si);
+    // two packs a thread in flight, the grid one pass over them (the host sizes it), as the
+    // eager flat_vec does
+    auto pack_step = [&](const std::vector<std::string>& at) {
+      std::string b;
+      std::vector<std::vector<std::string>> ins(at.size()), outs(at.size());
+      for (size_t u = 0; u < at.size(); ++u) {
+        const std::string su = std::to_string(u);
+        for (size_t i = 0; i < p.inputs.size(); ++i) {
+          const std::string si = std::to_string(i);
+          if (modes[i] == 'd') {
+            b += "    const FPack<" + in_t(i) + "> x" + si + "_" + su + " = reinterpret_cast<const FPack<" + in_t(i) +
+                 ">*>(a" + si + ")[" + at[u] + "];\n";
+            ins[u].push_back("x" + si + "_" + su + ".v[e]");
+          } else {
+            ins[u].push_back("s" + si);
+          }
+        }
+        for (size_t k = 0; k < p.outputs.size(); ++k) {
+          b += "    FPack<" + out_t(k) + "> q" + std::to_string(k) + "_" + su + ";\n";
+          outs[u].push_back("q" + std::to_string(k) + "_" + su + ".v[e]");
+        }
       }
-    }
-    for (size_t k = 0; k < p.outputs.size(); ++k) {
-      s += "    FPack<" + out_t(k) + "> q" + std::to_string(k) + ";\n";
-      out.push_back("q" + std::to_string(k) + ".v[e]");
-    }
-    s += "#pragma unroll\n    for (int e = 0; e < FVEC; ++e) " + call(in, out) + "\n";
-    for (size_t k = 0; k < p.outputs.size(); ++k)
-      s += "    reinterpret_cast<FPack<" + out_t(k) + ">*>(out" + std::to_string(k) + ")[v] = q" + std::to_string(k) +
-           ";\n";
-    s += "  }\n";
+      b += "#pragma unroll\n    for (int e = 0; e < FVEC; ++e) {\n";
+      for (size_t u = 0; u < at.size(); ++u) b += "      " + call(ins[u], outs[u]) + "\n";
+      b += "    }\n";
+      for (size_t u = 0; u < at.size(); ++u)
+        for (size_t k = 0; k < p.outputs.size(); ++k)
+          b += "    reinterpret_cast<FPack<" + out_t(k) + ">*>(out" + std::to_string(k) + ")[" + at[u] + "] = q" +
+               std::to_string(k) + "_" + std::to_string(u) + ";\n";
+      return b;
+    };
+    s += "  int64_t v = tid;\n";
+    s += "  for (; v + nt < np; v += 2 * nt) {\n" + pack_step({"v", "v + nt"}) + "  }\n";
+    s += "  if (v < np) {\n" + pack_step({"v"}) + "  }\n";
+    std::vector<std::string> in, out;
     s += "  for (int64_t i = np * FVEC + tid; i < n; i += nt) {\n";
-    in.clear();
-    out.clear();
     for (size_t i = 0; i < p.inputs.size(); ++i)
       in.push_back(modes[i] == 'd' ? "a" + std::to_string(i) + "[i]" : "s" + std::to_string(i));
     for (size_t k = 0; k < p.outputs.size(); ++k) out.push_back("out" + std::to_string(k) + "[i]");
@@ -850,8 +862,8 @@ class CudaFusedKernels final : public FusedKernels {
     for (auto& ptr : ptrs) params.push_back(&ptr);
     const int64_t max_blocks = int64_t(be_.sm_count()) * 16;
     if (packed) {
-      int64_t work = std::max<int64_t>(n / vec, 1);
-      int64_t blocks = std::min((work + kThreads - 1) / kThreads, max_blocks);
+      // one pass of blocks over the packs, two a thread (as the eager flat_vec, elementwise.cpp)
+      const int64_t blocks = std::clamp<int64_t>((n / vec + 2 * kThreads - 1) / (2 * kThreads), 1, 0x7fffffff);
       int64_t nn = n;
       params.push_back(&nn);
       params.push_back(nullptr);
