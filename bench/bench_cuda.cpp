@@ -272,29 +272,45 @@ enum class Precision { f32, tf32, bf16 };
 // (torch.nn.utils.clip_grad_norm_); no read-back in the step.
 // The check runs one step of a model of shape `check` on 2 sequences.
 // bf16 rows also report MFU: 6 * parameters * tokens/s over the H200's 989 TFLOP/s dense bf16.
-// A training step whose forward and backward are one CUDA graph, captured by graph::Step
-// (ember/tensor/graph.hpp: eager at the first call, captured at the second, replayed after), the
-// optimizer running after each call: the time of a step, or why there is no graph in `r`.
-template <class M, class Opt, class LossOf>
-void graph_step_bench(Result& r, const Device& dev, M& m, Opt& opt, double lr, const LossOf& loss_of) {
+// A whole training step as one CUDA graph, captured by graph::Step (ember/tensor/graph.hpp:
+// eager at the first call, captured at the second, replayed after): forward, backward, clipping
+// and the optimizer, made capturable (its learning rate an input of the Step, its step counts on
+// the device). The time of a step, or why there is no graph in `r`.
+template <class M, class Config, class LossOf>
+void graph_step_bench(Result& r, const Device& dev, M& m, Config config, double lr, const LossOf& loss_of) {
   try {
-    Gradients grads;
-    graph::Step step(dev, [&] { grads = loss_of(m).backward(); });
+    config.capturable = true;
+    auto opt = config.init();
+    graph::Step step(dev, [&](const DynTensor& lr_in) {
+      DynTensor loss = loss_of(m);
+      m = opt.step(std::move(m), loss.backward(), lr_in);
+    });
+    const DynTensor lr_t = DynTensor::full(Shape{}, Scalar(lr), DType::f32, dev);
+    int64_t calls = 0;
     auto one = [&] {
-      step();
-      m = opt.step(std::move(m), grads, lr);
+      step(lr_t);
+      ++calls;
     };
     one();  // the warm-up
     one();  // the capture
     const double ms = time_ms(dev, one);
     if (step.stats().captures == 0) throw Error(step.refusal());
-    // a replay whose gradients no longer reach the parameters would time a step with no update
-    size_t trainable = 0;
-    nn::for_each_param(m, [&](const std::string&, nn::Param& p) { trainable += p.frozen() ? 0 : 1; });
-    const size_t reached = optim::GradientsParams::from(m, grads).size();
-    if (reached != trainable)
-      throw Error("graph::Step: the replayed gradients reach " + std::to_string(reached) + " of " +
-                  std::to_string(trainable) + " parameters after the timed steps");
+    // a replay that stopped updating the parameters would time a step that trains nothing
+    DynTensor first;
+    nn::for_each_param(m, [&](const std::string&, nn::Param& p) {
+      if (!first.defined() && !p.frozen()) first = p.value().detach().to(Device::cpu());
+    });
+    one();
+    DynTensor after;
+    nn::for_each_param(m, [&](const std::string&, nn::Param& p) {
+      if (!after.defined() && !p.frozen()) after = p.value().detach().to(Device::cpu());
+    });
+    if (first.defined() && (first - after).abs().max().item() == 0)
+      throw Error("graph::Step: a replay left the parameters unchanged");
+    for (const auto& [key, t] : opt.state_dict(m))
+      if (key.size() > 5 && key.compare(key.size() - 5, 5, ".step") == 0 && int64_t(t.item()) != calls)
+        throw Error("graph::Step: " + key + " is " + std::to_string(int64_t(t.item())) + " after " +
+                    std::to_string(calls) + " steps");
     r.set("graph_fusion_ms", ms);
     r.set("graph_kernels", double(step.stats().kernels));
     r.set("speedup_graph_fusion_vs_eager", r.ms / ms);
@@ -327,11 +343,18 @@ void gpt_train_bench(const std::string& name, const Device& gpu, const GptShape&
     optim::AdamW opt(adamw);
     auto x = DynTensor::randint({batch, g.context}, 0, g.vocab, DType::i64, dev);
     auto y = DynTensor::randint({batch * g.context}, 0, g.vocab, DType::i64, dev);
-    r.ms = time_ms(gpu, [&] {
+    auto eager_step = [&] {
       DynTensor logits = m.forward(x);
       DynTensor loss = nn::cross_entropy(reshape(logits, {-1, g.vocab}), y);
       m = opt.step(std::move(m), loss.backward(), 3e-4);
-    });
+    };
+    // peak memory over the timed steps, after a first one (the optimizer state exists), with
+    // only this model alive: as the peer measures it (torch.cuda.reset_peak_memory_stats)
+    eager_step();
+    gpu.sync();
+    gpu.backend().reset_peak_memory();
+    r.ms = time_ms(gpu, eager_step);
+    r.set("peak_bytes", double(gpu.memory_stats().peak));
     {  // the same step on the fusion decorator (autodiff on top): issue 25's train-step targets
       Device fdev = gpu.fusion().autodiff();
       fdev.seed(1);
@@ -346,7 +369,7 @@ void gpt_train_bench(const std::string& name, const Device& gpu, const GptShape&
       });
       r.set("fusion_ms", fusion_ms);
       r.set("speedup_fusion_vs_eager", r.ms / fusion_ms);
-      graph_step_bench(r, fdev, fm, fopt, 3e-4, [&](const Gpt& model) {
+      graph_step_bench(r, fdev, fm, adamw, 3e-4, [&](const Gpt& model) {
         return nn::cross_entropy(reshape(model.forward(fx), {-1, g.vocab}), fy);
       });
     }
@@ -358,7 +381,6 @@ void gpt_train_bench(const std::string& name, const Device& gpu, const GptShape&
     r.set_text("shape", shape.str());
     const double tokens_per_s = double(batch * g.context) / (r.ms * 1e-3);
     r.set("tokens_per_s", tokens_per_s);
-    r.set("peak_bytes", double(gpu.memory_stats().peak));
     if (prec == Precision::bf16) r.set("mfu", 6.0 * double(nn::num_params(m)) * tokens_per_s / 989e12);
   });
 }
@@ -775,7 +797,8 @@ int main(int argc, char** argv) {
       });
       r.set("fusion_ms", fusion_ms);
       r.set("speedup_fusion_vs_eager", r.ms / fusion_ms);
-      graph_step_bench(r, fdev, fm, fopt, 1e-3, [&](const Mlp& c) { return nn::cross_entropy(c.forward(fx), fy); });
+      graph_step_bench(r, fdev, fm, optim::AdamConfig{}, 1e-3,
+                       [&](const Mlp& c) { return nn::cross_entropy(c.forward(fx), fy); });
     }
     // No memory growth: the pool's reserved bytes after 100 and after 10,000 more steps.
     for (int i = 0; i < 100; ++i) step();

@@ -480,7 +480,8 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
       return {*in[0], *in[1], *in[2]};
     }
     case OpKind::adam_step: {
-      expect_inputs(op, in, 4, 4);
+      expect_inputs(op, in, 4, 6);
+      EMBER_CHECK(in.size() != 5, op, ": lr and step go together");
       const char* names[] = {"param", "grad", "exp_avg", "exp_avg_sq"};
       expect_float(op, *in[0], "param");
       for (int i = 1; i < 4; ++i) {
@@ -489,6 +490,14 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
                     in[i]->dtype, in[i]->shape, ", expected ", in[0]->dtype, in[0]->shape, " like param");
       }
       const auto& a = std::get<AdamAttrs>(attrs);
+      if (in.size() == 6) {  // the learning rate and the step count on the device
+        for (int i = 4; i < 6; ++i) {
+          EMBER_CHECK(in[i], op, ": ", i == 4 ? "lr" : "step", " is missing");
+          EMBER_CHECK(in[i]->shape.rank() == 0 && in[i]->dtype == DType::f32, op, ": ", i == 4 ? "lr" : "step",
+                      " must be an f32 0-d tensor, got ", in[i]->dtype, in[i]->shape);
+        }
+        return {*in[0], *in[0], *in[0], *in[5]};
+      }
       EMBER_CHECK(a.step >= 1, op, ": step must be >= 1, got ", a.step);
       return {*in[0], *in[0], *in[0]};
     }

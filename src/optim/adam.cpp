@@ -7,7 +7,8 @@
 namespace ember::optim {
 
 namespace {
-void check_adam(const char* name, std::pair<double, double> betas, double eps) {
+void check_adam(const char* name, std::pair<double, double> betas, double eps, bool amsgrad, bool capturable) {
+  EMBER_CHECK(!(amsgrad && capturable), name, ": capturable needs amsgrad off");
   EMBER_CHECK(eps >= 0, name, ": eps must be >= 0, got ", eps);
   EMBER_CHECK(betas.first >= 0 && betas.first < 1, name, ": betas.first must be in [0, 1), got ", betas.first);
   EMBER_CHECK(betas.second >= 0 && betas.second < 1, name, ": betas.second must be in [0, 1), got ", betas.second);
@@ -51,8 +52,10 @@ DynTensor adam_step(const DynTensor& param, const DynTensor& grad, ParamState& s
 }
 
 // Without amsgrad the whole update is one fused op (one kernel instead of about eleven).
-DynTensor fused_step(DynTensor param, DynTensor grad, ParamState& state, double lr, double weight_decay,
+// Capturable (h.lr_tensor defined): the op reads the learning rate and the step on the device.
+DynTensor fused_step(DynTensor param, DynTensor grad, ParamState& state, const Optimizer::Hyper& h,
                      std::pair<double, double> betas, double eps, bool maximize, bool decoupled) {
+  const double lr = h.lr, weight_decay = h.weight_decay;
   AdamAttrs a;
   a.lr = lr;
   a.beta1 = betas.first;
@@ -62,6 +65,19 @@ DynTensor fused_step(DynTensor param, DynTensor grad, ParamState& state, double 
   a.step = state.step;
   a.decoupled = decoupled;
   a.maximize = maximize;
+  if (h.lr_tensor.defined()) {
+    a.lr = h.lr_scale;
+    a.step = 1;  // (not used: the device's count is)
+    if (!state.device_step.defined())
+      state.device_step = DynTensor::full(Shape{}, Scalar(double(state.step - 1)), DType::f32, param.device());
+    auto r = ember::adam_step(std::move(param), std::move(grad), std::move(state.tensors.at("exp_avg")),
+                              std::move(state.tensors.at("exp_avg_sq")), a, h.lr_tensor,
+                              std::move(state.device_step));
+    state.tensors["exp_avg"] = std::move(r.exp_avg);
+    state.tensors["exp_avg_sq"] = std::move(r.exp_avg_sq);
+    state.device_step = std::move(r.step);
+    return std::move(r.param);
+  }
   auto r = ember::adam_step(std::move(param), std::move(grad), std::move(state.tensors.at("exp_avg")),
                             std::move(state.tensors.at("exp_avg_sq")), a);
   state.tensors["exp_avg"] = std::move(r.exp_avg);
@@ -74,13 +90,13 @@ Adam AdamConfig::init() const { return Adam(*this); }
 AdamW AdamWConfig::init() const { return AdamW(*this); }
 
 Adam::Adam(AdamConfig config) : Optimizer(config.groups, config.clipping, config.weight_decay), c_(std::move(config)) {
-  check_adam("Adam", c_.betas, c_.eps);
+  check_adam("Adam", c_.betas, c_.eps, c_.amsgrad, c_.capturable);
 }
 ParamState Adam::init_state(const DynTensor& param) const { return adam_state(param, c_.amsgrad); }
 std::vector<std::string> Adam::state_names() const { return adam_names(c_.amsgrad); }
 DynTensor Adam::update(DynTensor param, DynTensor grad, ParamState& state, const Hyper& h) const {
   if (!c_.amsgrad)
-    return fused_step(std::move(param), std::move(grad), state, h.lr, h.weight_decay, c_.betas, c_.eps, c_.maximize, false);
+    return fused_step(std::move(param), std::move(grad), state, h, c_.betas, c_.eps, c_.maximize, false);
   if (c_.maximize) grad = -grad;
   if (h.weight_decay != 0) grad = grad + param * h.weight_decay;
   return adam_step(param, grad, state, h.lr, c_.betas, c_.eps, c_.amsgrad);
@@ -88,13 +104,13 @@ DynTensor Adam::update(DynTensor param, DynTensor grad, ParamState& state, const
 
 AdamW::AdamW(AdamWConfig config)
     : Optimizer(config.groups, config.clipping, config.weight_decay), c_(std::move(config)) {
-  check_adam("AdamW", c_.betas, c_.eps);
+  check_adam("AdamW", c_.betas, c_.eps, c_.amsgrad, c_.capturable);
 }
 ParamState AdamW::init_state(const DynTensor& param) const { return adam_state(param, c_.amsgrad); }
 std::vector<std::string> AdamW::state_names() const { return adam_names(c_.amsgrad); }
 DynTensor AdamW::update(DynTensor param, DynTensor grad, ParamState& state, const Hyper& h) const {
   if (!c_.amsgrad)
-    return fused_step(std::move(param), std::move(grad), state, h.lr, h.weight_decay, c_.betas, c_.eps, c_.maximize, true);
+    return fused_step(std::move(param), std::move(grad), state, h, c_.betas, c_.eps, c_.maximize, true);
   if (c_.maximize) grad = -grad;
   DynTensor decayed = param * (1 - h.lr * h.weight_decay);
   return adam_step(decayed, grad, state, h.lr, c_.betas, c_.eps, c_.amsgrad);

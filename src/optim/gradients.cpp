@@ -60,8 +60,13 @@ GradientsParams& GradientsParams::clip_by_value(double clip_value) {
 }
 
 double GradientsParams::clip_by_norm(double max_norm, double p) {
+  DynTensor total = clip_by_norm_tensor(max_norm, p);
+  return total.defined() ? total.item() : 0;
+}
+
+DynTensor GradientsParams::clip_by_norm_tensor(double max_norm, double p) {
   EMBER_CHECK(!std::isnan(p) && p > 0, "GradientsParams::clip_by_norm: norm type must be > 0, got ", p);
-  if (grads_.empty()) return 0;
+  if (grads_.empty()) return {};
   NoGradGuard no_grad;
   // As clip_grad_norm_: one norm per gradient, then the norm of those norms, all in tensor ops
   // (no host round trip before the multiplication). Mixed dtypes are promoted.
@@ -78,7 +83,7 @@ double GradientsParams::clip_by_norm(double max_norm, double p) {
   DynTensor total = norms.size() == 1 ? norms[0] : (inf ? max(stack(norms)) : norm(stack(norms), p));
   DynTensor coef = clamp_max(max_norm / (total + 1e-6), 1.0);
   for (auto& [id, g] : grads_) g = g * coef.cast(g.dtype()).to(g.device());
-  return total.item();
+  return total;
 }
 
 }  // namespace ember::optim

@@ -15,7 +15,7 @@ void GradientClipping::apply(GradientsParams& grads) const {
   if (kind == Kind::value) {
     grads.clip_by_value(threshold);
   } else {
-    grads.clip_by_norm(threshold, norm_type);
+    grads.clip_by_norm_tensor(threshold, norm_type);  // (not read: a step need not wait for the device)
   }
 }
 
@@ -48,9 +48,9 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups, std::optional<GradientClipp
 
 Optimizer::Hyper Optimizer::resolve(const std::string& path, double lr) const {
   for (const auto& [re, g] : groups_->groups) {
-    if (std::regex_search(path, re)) return {lr * g.lr_scale, g.weight_decay.value_or(weight_decay_)};
+    if (std::regex_search(path, re)) return {lr * g.lr_scale, g.weight_decay.value_or(weight_decay_), g.lr_scale};
   }
-  return {lr, weight_decay_};
+  return {lr, weight_decay_, 1};
 }
 
 namespace {
@@ -62,9 +62,29 @@ DynTensor on(const DynTensor& t, const DynTensor& like) {
 }
 }  // namespace
 
-void Optimizer::step_params(const Slots& params, GradientsParams grads, double lr) {
-  EMBER_CHECK(std::isfinite(lr) && lr >= 0, name(), ".step: lr must be finite and >= 0, got ", lr);
+void Optimizer::step_params(const Slots& params, GradientsParams grads, double lr, const DynTensor& lr_tensor) {
+  if (lr_tensor.defined()) {
+    EMBER_CHECK(capturable(), name(), ".step: a learning rate tensor is read on the device, which needs a capturable "
+                "optimizer (Adam or AdamW with capturable = true); pass a double");
+    EMBER_CHECK(lr_tensor.shape().rank() == 0 && is_float(lr_tensor.dtype()), name(),
+                ".step: the learning rate tensor must be a floating 0-d tensor, got ", lr_tensor.dtype(), " ",
+                lr_tensor.shape());
+  } else {
+    EMBER_CHECK(std::isfinite(lr) && lr >= 0, name(), ".step: lr must be finite and >= 0, got ", lr);
+  }
   NoGradGuard no_grad;
+  // capturable: the learning rate as an f32 0-d tensor on each parameter's device (made once a
+  // step from a double; recorded in a graph as the capture's value)
+  std::vector<std::pair<Device, DynTensor>> lr_on;
+  auto lr_for = [&](const Device& d) {
+    for (auto& [dev, t] : lr_on)
+      if (dev == d) return t;
+    DynTensor t = lr_tensor.defined() ? lr_tensor.detach() : DynTensor::full(Shape{}, Scalar(lr), DType::f32, d);
+    if (t.dtype() != DType::f32) t = t.cast(DType::f32);
+    if (!(t.device() == d)) t = t.to(d);
+    lr_on.emplace_back(d, t);
+    return t;
+  };
   // Only the module's trainable parameters take part (clipping included).
   GradientsParams used;
   for (const auto& [path, p] : params) {
@@ -82,19 +102,39 @@ void Optimizer::step_params(const Slots& params, GradientsParams grads, double l
   // the module was moved into step() (nothing else holds it); a module passed as a copy shares
   // its tensors with the caller's, whose values stay. After an Error the module given to step()
   // is discarded with the stack, so its emptied parameters are never seen.
+  //
+  // In place: a parameter that nothing else holds also gives its state to the update (moved out
+  // of state_), so the new state can take the old one's memory. An Error after that drops the
+  // state of the parameters reached (the module they belonged to was moved in and is gone).
   std::vector<std::tuple<nn::Param*, DynTensor, ParamState>> updates;
-  for (const auto& [path, p] : params) {
-    if (p->frozen()) continue;
-    auto g = used.get(p->id());
-    if (!g) continue;
-    auto it = state_.find(p->id());
-    ParamState st = it == state_.end() ? init_state(p->value()) : it->second;
-    for (auto& [k, t] : st.tensors) t = on(t, p->value());
-    st.step += 1;
-    DynTensor grad = on(*g, p->value());
-    const Hyper hyper = resolve(path, lr);
-    DynTensor next = update(p->take(), std::move(grad), st, hyper);
-    updates.emplace_back(p, std::move(next), std::move(st));
+  std::vector<uint64_t> moved;  // the ids whose state was moved out of state_
+  try {
+    for (const auto& [path, p] : params) {
+      if (p->frozen()) continue;
+      auto g = used.get(p->id());
+      if (!g) continue;
+      auto it = state_.find(p->id());
+      const bool in_place = p->value().defined() && p->value().primitive().use_count() == 1;
+      ParamState st;
+      if (it == state_.end()) {
+        st = init_state(p->value());
+      } else if (in_place) {
+        st = std::move(it->second);
+        moved.push_back(p->id());
+      } else {
+        st = it->second;
+      }
+      for (auto& [k, t] : st.tensors) t = on(t, p->value());
+      st.step += 1;
+      DynTensor grad = on(*g, p->value());
+      Hyper hyper = resolve(path, lr);
+      if (capturable()) hyper.lr_tensor = lr_for(p->value().device());
+      DynTensor next = update(p->take(), std::move(grad), st, hyper);
+      updates.emplace_back(p, std::move(next), std::move(st));
+    }
+  } catch (...) {
+    for (uint64_t id : moved) state_.erase(id);
+    throw;
   }
   for (auto& [p, next, st] : updates) {
     p->set(std::move(next));
@@ -108,7 +148,9 @@ nn::NamedTensors Optimizer::save_state(const Slots& params) const {
     auto it = state_.find(p->id());
     if (it == state_.end()) continue;
     const ParamState& st = it->second;
-    out.emplace_back(path + ".step", DynTensor::full(Shape{}, Scalar(st.step), DType::i64, p->value().device()));
+    // a capturable optimizer's count is the device's (graph replays advance it, not the host)
+    const int64_t step = st.device_step.defined() ? int64_t(std::llround(st.device_step.item())) : st.step;
+    out.emplace_back(path + ".step", DynTensor::full(Shape{}, Scalar(step), DType::i64, p->value().device()));
     for (const auto& [k, t] : st.tensors) out.emplace_back(path + "." + k, t);
   }
   return out;

@@ -123,7 +123,15 @@ CrossEntropyRows cross_entropy_rows(DynTensor logits, DynTensor target, int64_t 
 
 AdamUpdate adam_step(DynTensor param, DynTensor grad, DynTensor exp_avg, DynTensor exp_avg_sq, const AdamAttrs& a) {
   auto r = run_op(OpKind::adam_step, {std::move(param), std::move(grad), std::move(exp_avg), std::move(exp_avg_sq)}, a);
-  return {std::move(r[0]), std::move(r[1]), std::move(r[2])};
+  return {std::move(r[0]), std::move(r[1]), std::move(r[2]), DynTensor()};
+}
+
+AdamUpdate adam_step(DynTensor param, DynTensor grad, DynTensor exp_avg, DynTensor exp_avg_sq, const AdamAttrs& a,
+                     DynTensor lr, DynTensor step) {
+  auto r = run_op(OpKind::adam_step,
+                  {std::move(param), std::move(grad), std::move(exp_avg), std::move(exp_avg_sq), std::move(lr), std::move(step)},
+                  a);
+  return {std::move(r[0]), std::move(r[1]), std::move(r[2]), std::move(r[3])};
 }
 
 }  // namespace ember

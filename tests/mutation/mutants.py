@@ -752,4 +752,22 @@ MUTANTS = [
         "description": "the extractor stops reading docs/book/, so the book's code is never compiled",
         "suites": [unit(DOCS_TESTS)],
     },
+    {
+        "id": "capturable-adam-skips-the-step-count",
+        "family": "optim",
+        "file": "src/backends/cpu/optim.cpp",
+        "search": "    t_dev = contiguous(op.inputs[5])->data<float>()[0] + 1;",
+        "replace": "    t_dev = contiguous(op.inputs[5])->data<float>()[0];",
+        "description": "the device-scalar Adam update uses the step count before this step (bias corrections one step late)",
+        "suites": [unit("tests/optim/ember_optim_optimizer_tests", "Optimizer.Capturable*")],
+    },
+    {
+        "id": "optimizer-state-copied-not-moved",
+        "family": "optim",
+        "file": "src/optim/optimizer.cpp",
+        "search": "        st = std::move(it->second);",
+        "replace": "        st = it->second;",
+        "description": "a step over a moved module copies the optimizer state instead of handing it over, so the new state never takes the old one's memory (a CUDA graph would read stale moments)",
+        "suites": [unit("tests/optim/ember_optim_optimizer_tests", "Optimizer.AdamUpdatesAMovedModuleInPlace")],
+    },
 ]

@@ -94,7 +94,8 @@ std::pair<double, double> betas_of(const json& cfg, std::pair<double, double> df
 }
 
 // The ember optimizer for a case spec (the generator's config keys are PyTorch's argument names).
-std::unique_ptr<Optimizer> make_optimizer(const json& c) {
+// `capturable`: Adam and AdamW read the learning rate and step counts on the device.
+std::unique_ptr<Optimizer> make_optimizer(const json& c, bool capturable = false) {
   const std::string kind = c.at("optimizer");
   const json& cfg = c.at("config");
   auto groups = groups_of(c);
@@ -117,6 +118,7 @@ std::unique_ptr<Optimizer> make_optimizer(const json& c) {
     a.weight_decay = cfg.value("weight_decay", a.weight_decay);
     a.amsgrad = cfg.value("amsgrad", a.amsgrad);
     a.maximize = cfg.value("maximize", a.maximize);
+    a.capturable = capturable;
     a.groups = groups;
     a.clipping = clipping;
     return std::make_unique<Adam>(a);
@@ -128,6 +130,7 @@ std::unique_ptr<Optimizer> make_optimizer(const json& c) {
     a.weight_decay = cfg.value("weight_decay", a.weight_decay);
     a.amsgrad = cfg.value("amsgrad", a.amsgrad);
     a.maximize = cfg.value("maximize", a.maximize);
+    a.capturable = capturable;
     a.groups = groups;
     a.clipping = clipping;
     return std::make_unique<AdamW>(a);
@@ -184,12 +187,16 @@ Problem data(DType dt) {
 }
 
 // `steps` optimizer steps of case `c` (one batch, or two micro-batches whose gradients are summed).
-Mlp train(Mlp m, Optimizer& opt, const json& c, const Problem& p, int steps) {
+// `lr_tensor`: the learning rate goes in as an f32 0-d tensor (capturable optimizers), and the
+// module is moved into each step (updated in place).
+Mlp train(Mlp m, Optimizer& opt, const json& c, const Problem& p, int steps, bool lr_tensor = false) {
   const double lr = c.at("lr");
   const int micro = c.at("micro_batches");
+  const DynTensor lr_t = DynTensor::full(Shape{}, Scalar(lr), DType::f32, p.x.device());
   for (int s = 0; s < steps; ++s) {
     if (micro == 1) {
-      m = opt.step(m, mse(m.forward(p.x), p.y).backward(), lr);
+      Gradients g = mse(m.forward(p.x), p.y).backward();
+      m = lr_tensor ? opt.step(std::move(m), g, lr_t) : opt.step(m, g, lr);
       continue;
     }
     const int64_t half = p.x.size(0) / 2;
@@ -199,7 +206,7 @@ Mlp train(Mlp m, Optimizer& opt, const json& c, const Problem& p, int steps) {
     };
     GradientsParams g = part(0);
     g.accumulate(part(half));
-    m = opt.step(m, std::move(g), lr);
+    m = lr_tensor ? opt.step(std::move(m), std::move(g), lr_t) : opt.step(m, std::move(g), lr);
   }
   return m;
 }
@@ -353,6 +360,57 @@ INSTANTIATE_TEST_SUITE_P(Optimizers, Reference, testing::ValuesIn(load_cases()),
 INSTANTIATE_TEST_SUITE_P(Optimizers, RoundTrip, testing::ValuesIn(load_cases(/*f64_only=*/true)),
                          [](const testing::TestParamInfo<Case>& i) { return i.param.name; });
 
+// Capturable Adam and AdamW (the learning rate and the step counts read on the device, the
+// per-step scalars computed there) against PyTorch's 20 steps, and their state_dict. f64 within
+// 1e-6: the learning rate is an f32 tensor (0.02 is 2e-8 off), which clipping's cases amplify to
+// 4e-7. (1 - beta2^t in f32, as torch's capturable path has it, would be 1e-5 off at once.)
+TEST(Optimizer, CapturableAdamMatchesPyTorch) {
+  int ran = 0;
+  for (const Case& k : load_cases()) {
+    const json& c = doc().at("cases").at(k.index);
+    const std::string kind = c.at("optimizer");
+    if ((kind != "adam" && kind != "adamw") || c.at("config").value("amsgrad", false)) continue;
+    SCOPED_TRACE(k.name);
+    ++ran;
+    const DType dt = c.at("dtype") == "f64" ? DType::f64 : DType::f32;
+    std::set<std::string> frozen;
+    for (const auto& f : c.at("frozen")) frozen.insert(f.get<std::string>());
+    auto opt = make_optimizer(c, /*capturable=*/true);
+    EXPECT_TRUE(opt->capturable());
+    const int steps = c.at("steps");
+    Mlp m = train(make_mlp(dt, frozen), *opt, c, data(dt), steps, /*lr_tensor=*/true);
+    for (const auto& [path, value] : nn::named_parameters(m)) {
+      if (frozen.count(path)) continue;
+      expect_close(values(value), c.at("params").at(path).get<std::vector<double>>(), dt == DType::f64 ? 1e-6 : 1e-4,
+                   k.name + " " + path);
+    }
+    for (const auto& [key, t] : opt->state_dict(m)) {
+      if (key.size() > 5 && key.compare(key.size() - 5, 5, ".step") == 0) {
+        EXPECT_EQ(int64_t(t.item()), steps) << key;
+      }
+    }
+  }
+  EXPECT_GE(ran, 4);
+}
+
+TEST(Optimizer, CapturableErrors) {
+  Mlp m = make_mlp(DType::f64);
+  const Problem p = data(DType::f64);
+  Gradients g = mse(m.forward(p.x), p.y).backward();
+  const DynTensor lr = DynTensor::full(Shape{}, Scalar(0.1), DType::f32, dev());
+  EXPECT_THROW(Adam({.amsgrad = true, .capturable = true}), Error);
+  Sgd sgd;
+  EXPECT_FALSE(sgd.capturable());
+  EXPECT_THROW(sgd.step(m, g, lr), Error);  // a tensor learning rate needs a capturable optimizer
+  AdamW plain;
+  EXPECT_THROW(plain.step(m, g, lr), Error);
+  AdamW opt({.capturable = true});
+  EXPECT_THROW(opt.step(m, g, DynTensor::full(Shape{1}, Scalar(0.1), DType::f32, dev())), Error);  // not 0-d
+  EXPECT_THROW(opt.step(m, g, DynTensor::full(Shape{}, Scalar(1), DType::i64, dev())), Error);    // not floating
+  EXPECT_NO_THROW(opt.step(m, g, 0.1));  // a double is recorded as a value
+  EXPECT_NO_THROW(opt.step(m, g, DynTensor::full(Shape{}, Scalar(0.1), DType::f64, dev())));  // cast to f32
+}
+
 TEST(OptimizerCases, ReferenceFileIsPresent) {
   ASSERT_TRUE(doc().contains("cases")) << "missing " << EMBER_OPTIM_TEST_DIR << "/cases/optimizers.json";
   EXPECT_GE(doc().at("cases").size(), 14u);
@@ -441,11 +499,19 @@ TEST(Optimizer, AdamUpdatesAMovedModuleInPlace) {
     std::unique_ptr<Optimizer> o2 = decoupled ? std::unique_ptr<Optimizer>(new AdamW({.weight_decay = 0.1}))
                                              : std::unique_ptr<Optimizer>(new Adam({.weight_decay = 0.1}));
     void* w = nullptr;  // (the first step makes new tensors: `copied` shares the first ones)
+    void* m1 = nullptr;  // exp_avg of fc1.weight: the state is updated in place too
+    auto state_address = [&](const std::string& key) -> void* {
+      for (const auto& [k, t] : o1->state_dict(moved))
+        if (k == key) return t.device().backend().memory_view(t.primitive())->data;
+      return nullptr;
+    };
     for (int s = 0; s < 4; ++s) {
       auto g = mse(moved.forward(p.x), p.y).backward();
       moved = o1->step(std::move(moved), g, 0.05);
       if (s == 0) w = address(moved.fc1.weight);
+      if (s == 0) m1 = state_address("fc1.weight.exp_avg");
       EXPECT_EQ(address(moved.fc1.weight), w) << "step " << s;
+      EXPECT_EQ(state_address("fc1.weight.exp_avg"), m1) << "step " << s;
       const std::vector<double> before = values(copied.fc2.bias);
       Mlp next = o2->step(copied, mse(copied.forward(p.x), p.y).backward(), 0.05);
       EXPECT_EQ(values(copied.fc2.bias), before);  // the copy's caller keeps its values

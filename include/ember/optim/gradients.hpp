@@ -62,6 +62,10 @@ class GradientsParams {
   // every gradient is multiplied by min(1, max_norm / (total + 1e-6)). Returns the total norm
   // before clipping (0 when there are no gradients).
   double clip_by_norm(double max_norm, double p = 2);
+  // The same, returning the total norm as a 0-d tensor on the gradients' device without reading
+  // it (nothing waits for the device; a CUDA graph may record it). Undefined when there are no
+  // gradients.
+  DynTensor clip_by_norm_tensor(double max_norm, double p = 2);
 
  private:
   std::map<uint64_t, DynTensor> grads_;

@@ -22,6 +22,28 @@
 // untouched (as PyTorch skips parameters whose .grad is None). Clipping, when configured, applies
 // to the gradients of all the stepped parameters together before the update. Updates are tensor
 // ops computed in each parameter's dtype on its device.
+//
+// In place. When the module was moved into step() (nothing else holds its parameters), each new
+// value and state tensor takes the memory of the old one, so a step allocates nothing and a CUDA
+// graph that reads the parameters and the state reads the new values. (An Error in such a step,
+// which the checks before any update leave to out-of-memory, resets the state of the parameters
+// it reached.) A module passed as a copy keeps its values and the optimizer state is replaced,
+// not overwritten.
+//
+// Capturable (Adam and AdamW with `.capturable = true`, torch.optim's capturable=True): the
+// learning rate and the step counts live in device memory and the update reads them there, so
+// the whole step, optimizer included, can be recorded in a CUDA graph and replayed. Pass the
+// learning rate as an f32 0-d tensor that is an input of the graph::Step (docs/cuda-graphs.md);
+// a double learning rate is recorded as the value of the capture.
+//
+//   # Device dev = Device::cpu().autodiff();
+//   # nn::Linear model = nn::LinearConfig{4, 1}.init(dev);
+//   # auto loss = [&](const nn::Linear& m) { return m.forward(DynTensor::ones({2, 4}, DType::f32, dev)).mean(); };
+//   optim::AdamW opt({.capturable = true});
+//   DynTensor lr = DynTensor::full({}, 1e-3, DType::f32, dev);
+//   Gradients grads = loss(model).backward();
+//   model = opt.step(std::move(model), grads, lr);   // reads lr on the device
+//   # run
 #pragma once
 
 #include <cstdint>
@@ -59,6 +81,9 @@ struct GradientClipping {
 struct ParamState {
   int64_t step = 0;
   std::map<std::string, DynTensor> tensors;
+  // capturable optimizers: the step count before this update in device memory (f32 0-d), which
+  // the updates advance there; `step` is then the count of the host's calls
+  DynTensor device_step{};
 };
 
 class Optimizer {
@@ -73,7 +98,18 @@ class Optimizer {
   }
   template <class M>
   M step(M module, GradientsParams grads, double lr) {
-    step_params(slots(module), std::move(grads), lr);
+    step_params(slots(module), std::move(grads), lr, DynTensor());
+    return module;
+  }
+  // The learning rate as a 0-d floating tensor, read on the device (capturable optimizers only).
+  template <class M>
+  M step(M module, const Gradients& grads, const DynTensor& lr) {
+    GradientsParams g = GradientsParams::from(module, grads);
+    return step(std::move(module), std::move(g), lr);
+  }
+  template <class M>
+  M step(M module, GradientsParams grads, const DynTensor& lr) {
+    step_params(slots(module), std::move(grads), 0, lr);
     return module;
   }
 
@@ -94,14 +130,20 @@ class Optimizer {
   // Forgets all state.
   void reset() { state_.clear(); }
 
-  // The PyTorch-style name, e.g. "Adam".
-  virtual std::string name() const = 0;
-
- protected:
+  // What update() is given for one parameter:
   struct Hyper {  // resolved for one parameter: lr * lr_scale and the group's weight decay
     double lr;
     double weight_decay;
+    double lr_scale = 1;
+    DynTensor lr_tensor{};  // capturable: the step's learning rate (f32 0-d, on the parameter's device)
   };
+
+  // The PyTorch-style name, e.g. "Adam".
+  virtual std::string name() const = 0;
+  // Whether the learning rate and the step counts are read on the device (see above).
+  virtual bool capturable() const { return false; }
+
+ protected:
   Optimizer(std::vector<ParamGroup> groups, std::optional<GradientClipping> clipping, double weight_decay);
 
   // The state of a parameter before its first update.
@@ -123,7 +165,7 @@ class Optimizer {
     nn::for_each_param(module, [&](const std::string& path, nn::Param& p) { out.emplace_back(path, &p); });
     return out;
   }
-  void step_params(const Slots& params, GradientsParams grads, double lr);
+  void step_params(const Slots& params, GradientsParams grads, double lr, const DynTensor& lr_tensor);
   nn::NamedTensors save_state(const Slots& params) const;
   void load_state(const Slots& params, const nn::NamedTensors& state);
   Hyper resolve(const std::string& path, double lr) const;
@@ -170,6 +212,7 @@ struct AdamConfig {
   double weight_decay = 0;
   bool amsgrad = false;
   bool maximize = false;
+  bool capturable = false;  // lr and step read on the device (amsgrad off)
   std::vector<ParamGroup> groups{};
   std::optional<GradientClipping> clipping{};
   Adam init() const;
@@ -181,6 +224,7 @@ struct AdamWConfig {
   double weight_decay = 1e-2;  // decoupled: param *= 1 - lr * weight_decay
   bool amsgrad = false;
   bool maximize = false;
+  bool capturable = false;  // lr and step read on the device (amsgrad off)
   std::vector<ParamGroup> groups{};
   std::optional<GradientClipping> clipping{};
   AdamW init() const;
@@ -190,6 +234,7 @@ class Adam final : public Optimizer {
   explicit Adam(AdamConfig config = {});
   const AdamConfig& config() const { return c_; }
   std::string name() const override { return "Adam"; }
+  bool capturable() const override { return c_.capturable; }
 
  protected:
   ParamState init_state(const DynTensor& param) const override;
@@ -204,6 +249,7 @@ class AdamW final : public Optimizer {
   explicit AdamW(AdamWConfig config = {});
   const AdamWConfig& config() const { return c_; }
   std::string name() const override { return "AdamW"; }
+  bool capturable() const override { return c_.capturable; }
 
  protected:
   ParamState init_state(const DynTensor& param) const override;

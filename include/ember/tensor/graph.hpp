@@ -17,8 +17,9 @@
 // parameters) must stay alive and change only in place: with graph::overwrite, or as an
 // optimizer updates parameters whose tensors nothing else holds; a replay after such a tensor
 // was freed throws. Refused inside a region, with an Error naming the call: reads and syncs,
-// writes from the host, random ops, nonzero / masked_select and adam_step (run the optimizer
-// after the replay). Devices without graphs (the CPU) throw an Error from capture.
+// writes from the host, random ops, nonzero / masked_select and a non-capturable optimizer's
+// adam_step (make it capturable, optim/optimizer.hpp, or run it after the replay). Devices without
+// graphs (the CPU) throw an Error from capture.
 #pragma once
 
 #include <any>

@@ -190,8 +190,15 @@ CrossEntropyRows cross_entropy_rows(DynTensor logits, DynTensor target, int64_t 
 // amsgrad off; `a.step` counts updates from 1). Returns the new param, exp_avg, exp_avg_sq.
 struct AdamUpdate {
   DynTensor param, exp_avg, exp_avg_sq;
+  DynTensor step;  // the device-scalar form's new step count (undefined otherwise)
 };
 AdamUpdate adam_step(DynTensor param, DynTensor grad, DynTensor exp_avg, DynTensor exp_avg_sq, const AdamAttrs& a);
+// The same update with its learning rate and step count read on the device (torch.optim's
+// capturable=True), so that a recorded graph replays it with the values of each replay: `lr` and
+// `step` are f32 0-d tensors on the parameter's device, the learning rate used is a.lr * lr (a.lr
+// is a group's lr_scale) and the step step + 1, which is also returned (a.step is not used).
+AdamUpdate adam_step(DynTensor param, DynTensor grad, DynTensor exp_avg, DynTensor exp_avg_sq, const AdamAttrs& a,
+                     DynTensor lr, DynTensor step);
 
 // ---- PyTorch's names (the table is EMBER_PYTORCH_ALIASES in op_list.hpp) ----
 #define EMBER_ALIAS_UNARY(alias, name) \

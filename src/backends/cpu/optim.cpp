@@ -7,6 +7,10 @@
 //
 // Computed in f32 for f32 / f16 / bf16 (the scalars rounded to f32, as PyTorch does for float
 // tensors), in f64 for f64. The outputs reuse the inputs' buffers when the op holds them alone.
+// The device-scalar form (inputs lr and step, f32 0-d) takes lr = a.lr * lr and t = step + 1
+// from them, computes the scalars from those in the compute type, and returns t as well. Its
+// bias corrections are -expm1(t log b): 1 - b^t in f32 loses digits to cancellation (beta2 =
+// 0.999 at t = 1: 1.3e-5 relative, which torch's capturable path has), this form does not.
 #include <cmath>
 
 #include "cpu_backend.hpp"
@@ -21,17 +25,21 @@ template <class C>
 struct AdamScalars {
   C lr_wd, one_minus_lr_wd, wd, b1, one_minus_b1, b2, one_minus_b2, step_size, bc2_sqrt, eps;
   bool decoupled, maximize;
-  explicit AdamScalars(const AdamAttrs& a) {
-    double t = double(a.step);
-    lr_wd = C(a.lr * a.weight_decay);
-    one_minus_lr_wd = C(1 - a.lr * a.weight_decay);
+  // `lr` and `t`: the learning rate and the step of the update (a.lr and a.step in double, or
+  // the device-scalar form's, in C)
+  template <class S>
+  AdamScalars(const AdamAttrs& a, S lr, S t, bool device_scalars) {
+    lr_wd = C(lr * S(a.weight_decay));
+    one_minus_lr_wd = C(S(1) - lr * S(a.weight_decay));
     wd = C(a.weight_decay);
     b1 = C(a.beta1);
     one_minus_b1 = C(1 - a.beta1);
     b2 = C(a.beta2);
     one_minus_b2 = C(1 - a.beta2);
-    step_size = C(a.lr / (1 - std::pow(a.beta1, t)));
-    bc2_sqrt = C(std::sqrt(1 - std::pow(a.beta2, t)));
+    const S bc1 = device_scalars ? -std::expm1(t * S(std::log(a.beta1))) : S(1) - std::pow(S(a.beta1), t);
+    const S bc2 = device_scalars ? -std::expm1(t * S(std::log(a.beta2))) : S(1) - std::pow(S(a.beta2), t);
+    step_size = C(lr / bc1);
+    bc2_sqrt = C(std::sqrt(bc2));
     eps = C(a.eps);
     decoupled = a.decoupled;
     maximize = a.maximize;
@@ -50,6 +58,13 @@ struct AdamScalars {
 
 std::vector<PrimitivePtr> adam_step_kernel(CpuBackend&, Op& op) {
   const auto& a = op.attr<AdamAttrs>();
+  const bool device_scalars = op.inputs.size() == 6;
+  double lr_dev = 0;  // the device-scalar form's learning rate and step
+  float t_dev = 0;
+  if (device_scalars) {
+    lr_dev = a.lr * double(contiguous(op.inputs[4])->data<float>()[0]);
+    t_dev = contiguous(op.inputs[5])->data<float>()[0] + 1;
+  }
   CpuTensorPtr grad = contiguous(op.inputs[1]);
   // Outputs 0..2 (param, exp_avg, exp_avg_sq) come from inputs 0, 2, 3, whose buffers they
   // take over when the op holds the only reference (no handle is kept here for that reason).
@@ -64,7 +79,8 @@ std::vector<PrimitivePtr> adam_step_kernel(CpuBackend&, Op& op) {
   const int64_t n = op.outputs[0].shape.numel();
   visit_float_dtype(op.outputs[0].dtype, op.name(), [&]<class T>() {
     using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    const AdamScalars<C> s(a);
+    const AdamScalars<C> s = device_scalars ? AdamScalars<C>(a, C(lr_dev), C(t_dev), true)
+                                            : AdamScalars<C>(a, a.lr, double(a.step), false);
     const T *p = static_cast<const T*>(in[0]), *g = grad->data<T>(), *m = static_cast<const T*>(in[1]),
             *v = static_cast<const T*>(in[2]);
     T *po = out[0]->data<T>(), *mo = out[1]->data<T>(), *vo = out[2]->data<T>();
@@ -78,7 +94,10 @@ std::vector<PrimitivePtr> adam_step_kernel(CpuBackend&, Op& op) {
       }
     });
   });
-  return {out[0], out[1], out[2]};
+  if (!device_scalars) return {out[0], out[1], out[2]};
+  CpuTensorPtr step = output_reusing(op, 5, op.outputs[3]);
+  step->data<float>()[0] = t_dev;
+  return {out[0], out[1], out[2], step};
 }
 
 }  // namespace

@@ -91,9 +91,9 @@ std::vector<PrimitivePtr> CudaBackend::execute(Op op) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   make_current();
   if (capture_) {
-    if (op.kind == OpKind::adam_step)
+    if (op.kind == OpKind::adam_step && op.inputs.size() == 4)
       refuse_in_capture("adam_step (its step count and learning rate are host values a replay would repeat; "
-                        "run the optimizer outside the captured region)");
+                        "run the optimizer outside the captured region, or make it capturable)");
     note_captured_inputs(op.inputs);
   }
   if (op.kind == OpKind::full && op.attr<CreateAttrs>().shared && op.outputs[0].shape.numel() == 1)

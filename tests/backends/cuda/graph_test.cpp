@@ -250,6 +250,60 @@ TEST(CudaGraphStep, TrainsLikeTheEagerLoop) {
   }
 }
 
+// The whole step in the graph: forward, backward, clipping and a capturable AdamW whose
+// learning rate (a schedule) is an input of the Step and whose step counts live on the device.
+// Each replay follows the eager loop with a host learning rate; the state_dict counts the steps.
+TEST(CudaGraphStep, CapturableOptimizerRunsInsideTheGraph) {
+  REQUIRE_GPU();
+  for (Device base : {Device::cuda(0), Device::cuda(0).fusion()}) {
+    Device dev = base.autodiff();
+    SCOPED_TRACE(dev.name());
+    auto make = [&] {
+      dev.seed(5);
+      return TwoLayer{nn::LinearConfig{32, 64}.init(dev), nn::LinearConfig{64, 10}.init(dev)};
+    };
+    constexpr int kSteps = 10;
+    auto lr_at = [](int s) { return 1e-2 * (1.0 - s / 16.0); };
+    std::vector<TensorPair> batches;
+    for (int s = 0; s < kSteps; ++s)
+      batches.push_back({DynTensor::normal({128, 32}, 0, 1, DType::f32, dev),
+                         DynTensor::randint({128}, 0, 10, DType::i64, dev)});
+    const optim::AdamWConfig config{.weight_decay = 0.05, .clipping = optim::GradientClipping::by_norm(0.5)};
+    std::vector<float> eager;
+    {
+      TwoLayer m = make();
+      optim::AdamW opt(config);
+      for (int s = 0; s < kSteps; ++s) {
+        DynTensor loss = nn::cross_entropy(m.forward(batches[size_t(s)].first), batches[size_t(s)].second);
+        eager.push_back(loss.item<float>());
+        m = opt.step(std::move(m), loss.backward(), lr_at(s));
+      }
+    }
+    std::vector<float> stepped;
+    TwoLayer m = make();
+    optim::AdamWConfig c = config;
+    c.capturable = true;
+    optim::AdamW opt(c);
+    graph::Step step(dev, [&](const DynTensor& x, const DynTensor& y, const DynTensor& lr) {
+      DynTensor loss = nn::cross_entropy(m.forward(x), y);
+      m = opt.step(std::move(m), loss.backward(), lr);
+      return loss.detach();
+    });
+    for (int s = 0; s < kSteps; ++s) {
+      const DynTensor lr = DynTensor::full(Shape{}, Scalar(lr_at(s)), DType::f32, Device::cpu());
+      stepped.push_back(step(batches[size_t(s)].first, batches[size_t(s)].second, lr).item<float>());
+    }
+    EXPECT_EQ(step.stats().captures, 1) << step.refusal();
+    EXPECT_EQ(step.stats().replays, kSteps - 2);
+    for (size_t i = 0; i < eager.size(); ++i) EXPECT_NEAR(stepped[i], eager[i], 1e-4) << "step " << i + 1;
+    for (const auto& [key, t] : opt.state_dict(m)) {
+      if (key.size() > 5 && key.compare(key.size() - 5, 5, ".step") == 0) {
+        EXPECT_EQ(int64_t(t.item()), kSteps) << key;
+      }
+    }
+  }
+}
+
 // A new input shape is a new graph; a random op makes the Step eager for that shape, with the
 // reason; a tensor the graph read that was replaced (and freed) makes the call eager and the
 // next one capture again. Every call computes what the function computes eagerly.

@@ -47,6 +47,22 @@ TEST(CudaOptim, AdamStepMatchesTheCpu) {
       EXPECT_LE(err(want.param, got.param), tol);
       EXPECT_LE(err(want.exp_avg, got.exp_avg), tol);
       EXPECT_LE(err(want.exp_avg_sq, got.exp_avg_sq), tol);
+      // the device-scalar form (capturable optimizers): lr = a.lr * lr, step + 1 read on the device
+      AdamAttrs d = a;
+      d.lr = 0.5;  // a group's lr_scale
+      auto lr = DynTensor::full(Shape{}, Scalar(0.02), DType::f32, Device::cpu());
+      auto step = DynTensor::full(Shape{}, Scalar(double(a.step - 1)), DType::f32, Device::cpu());
+      auto dwant = adam_step(p, g, m, v, d, lr, step);
+      auto dgot = adam_step(p.to(gpu), g.to(gpu), m.to(gpu), v.to(gpu), d, lr.to(gpu), step.to(gpu));
+      EXPECT_LE(err(dwant.param, dgot.param), tol);
+      EXPECT_LE(err(dwant.exp_avg, dgot.exp_avg), tol);
+      EXPECT_LE(err(dwant.exp_avg_sq, dgot.exp_avg_sq), tol);
+      EXPECT_EQ(dgot.step.to(Device::cpu()).item(), double(a.step));
+      EXPECT_EQ(step.item(), double(a.step - 1));  // (the input is not overwritten: it is held here)
+      // and it is the host form's update at lr 0.01 (0.5 * 0.02) within the compute type's rounding
+      if (dt == DType::f64) {
+        EXPECT_LE(err(want.param, dgot.param), 1e-9);
+      }
     }
   }
 }
