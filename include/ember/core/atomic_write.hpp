@@ -4,7 +4,8 @@
 // and the trace writer; model files have their own durable writer (store/file_io.cpp).
 //
 //   # std::string dir = "runs", text = "hello";
-//   if (!ember::write_file_atomically(dir + "/x.txt", text)) { /* not written; no temp left */ }
+//   bool written = ember::write_file_atomically(dir + "/x.txt", text);  // false: not written, no temp left
+//   if (!written) throw ember::Error("not saved");
 #pragma once
 
 #include <string>
