@@ -766,7 +766,7 @@ MUTANTS = [
         "family": "optim",
         "file": "src/optim/optimizer.cpp",
         "search": "        st = std::move(it->second);",
-        "replace": "        st = it->second;",
+        "replace": "        st = ParamState(it->second);",
         "description": "a step over a moved module copies the optimizer state instead of handing it over, so the new state never takes the old one's memory (a CUDA graph would read stale moments)",
         "suites": [unit("tests/optim/ember_optim_optimizer_tests", "Optimizer.AdamUpdatesAMovedModuleInPlace")],
     },
