@@ -325,6 +325,16 @@ else
   passed=$((passed + dl_p)); failed=$((failed + dl_f))
 fi
 
+# The API reference (scripts/docs.sh): Doxygen over the public headers, failing on any warning,
+# an undocumented public symbol first of all.
+echo "== api docs"
+api_log=build/test-logs/api-docs.log
+if scripts/docs.sh >"$api_log" 2>&1; then
+  echo "   1 passed, 0 failed ($api_log)"; passed=$((passed + 1))
+else
+  tail -15 "$api_log"; echo "   0 passed, 1 failed ($api_log)"; failed=$((failed + 1))
+fi
+
 # The model-file parsers under libFuzzer (clang, ASan + UBSan) for a bounded time: 60 s in
 # all, 30 s for the store parsers (15 s each) and 30 s for the ONNX reader.
 echo "== fuzz (safetensors, pytorch: 30 s)"

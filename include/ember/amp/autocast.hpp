@@ -45,6 +45,8 @@ CastPolicy op_policy(OpKind kind);
 // an ember::Error naming it. Leaving the outermost scope clears the cast cache.
 class Autocast {
  public:
+  // Enters the scope; the destructor restores the enclosing scope's state. Throws ember::Error for a dtype other
+  // than bf16, f16 or f32.
   explicit Autocast(DType dtype = DType::bf16, bool enabled = true);
   ~Autocast();
   Autocast(const Autocast&) = delete;
@@ -64,18 +66,21 @@ decltype(auto) autocast(DType dtype, F&& f) {
 
 // Whether autocast is on for this thread, and its dtype.
 bool autocast_enabled();
+// The low-precision dtype (bf16 or f16) while autocast is on for this thread, else nullopt.
 std::optional<DType> autocast_dtype();
 
 // Counters of this thread's autocast casts (for tests and profiling): casts to the low dtype
 // that were run, uses served from the per-scope cache, and upcasts to f32; and the number of
 // entries the cache holds now.
 struct AutocastStats {
-  int64_t lower_casts = 0;
-  int64_t cache_hits = 0;
-  int64_t upcasts = 0;
-  int64_t cache_entries = 0;
+  int64_t lower_casts = 0;    // casts to the low dtype that were run
+  int64_t cache_hits = 0;     // uses of a cast served from the per-scope cache
+  int64_t upcasts = 0;        // inputs upcast to f32
+  int64_t cache_entries = 0;  // casts the cache holds now
 };
+// This thread's counters since the last reset_autocast_stats(), with cache_entries as of now.
 AutocastStats autocast_stats();
+// Zeroes this thread's counters (the cache itself is kept).
 void reset_autocast_stats();
 
 }  // namespace ember::amp

@@ -36,19 +36,25 @@
 
 namespace ember::amp {
 
+// Options of GradScaler (torch.cuda.amp.GradScaler's arguments and defaults).
 struct GradScalerConfig {
-  double init_scale = 65536.0;  // 2^16
-  double growth_factor = 2.0;
-  double backoff_factor = 0.5;
-  int64_t growth_interval = 2000;
-  bool enabled = true;
-  DType dtype = DType::f16;  // the autocast dtype the gradients come from; bf16 passes through
+  double init_scale = 65536.0;     // 2^16
+  double growth_factor = 2.0;      // multiplies the scale after growth_interval clean steps, > 1
+  double backoff_factor = 0.5;     // multiplies the scale after an inf/NaN, in (0, 1)
+  int64_t growth_interval = 2000;  // consecutive clean steps before the scale grows, >= 1
+  bool enabled = true;             // false: every call passes through (scale 1, step() always steps)
+  DType dtype = DType::f16;        // the autocast dtype the gradients come from; bf16 passes through
 };
 
+// Dynamic loss scaling for f16 mixed precision (torch.cuda.amp.GradScaler): the scale, plus the inf/NaN check of
+// the current step between unscale_() and update().
 class GradScaler {
  public:
+  // Throws ember::Error when init_scale is not positive and finite, growth_factor <= 1, backoff_factor is outside
+  // (0, 1), growth_interval < 1 or dtype is not floating. With dtype bf16 it warns once and is disabled.
   explicit GradScaler(GradScalerConfig config = {});
 
+  // False when built with enabled = false or for bf16; every call then passes through.
   bool is_enabled() const { return enabled_; }
   // loss * scale (the loss itself when disabled). Under bf16 autocast it warns once and passes
   // the loss through, and the step that follows (unscale_, step, update) passes through too.
@@ -68,6 +74,7 @@ class GradScaler {
     skipped_ = false;
     return opt.step(std::move(module), std::move(grads), lr);
   }
+  // As above, collecting the module's parameter gradients from `grads` first.
   template <class M>
   M step(optim::Optimizer& opt, M module, const Gradients& grads, double lr) {
     optim::GradientsParams g = optim::GradientsParams::from(module, grads);
@@ -79,10 +86,13 @@ class GradScaler {
   // Sets the scale (torch's update(new_scale)); the growth tracker restarts.
   void update(double new_scale);
 
+  // The current loss scale; 1 when disabled.
   double get_scale() const { return enabled_ ? scale_ : 1.0; }
+  // Clean steps since the scale last changed (torch's _growth_tracker).
   int64_t growth_tracker() const { return growth_tracker_; }
   bool found_inf() const { return found_inf_; }         // of the last unscale_
   bool last_step_skipped() const { return skipped_; }   // the last step() skipped the update
+  // The options, with the growth settings as load_state_dict() last restored them.
   const GradScalerConfig& config() const { return config_; }
 
   // PyTorch's state_dict keys: scale, growth_factor, backoff_factor, growth_interval,
@@ -104,6 +114,7 @@ class GradScaler {
 
 // Where amp's warnings go (default: one line on stderr). Returns the previous handler.
 using WarningHandler = std::function<void(std::string_view)>;
+// Sends amp's warnings to `handler` (an empty one restores stderr); returns the previous handler. Thread-safe.
 WarningHandler set_warning_handler(WarningHandler handler);
 
 // The loss scaling of a train step that does not own the scaler (a Learner's step): multiplied by
@@ -113,8 +124,10 @@ WarningHandler set_warning_handler(WarningHandler handler);
 //     return train::TrainStepResult{{loss, {}, {}}, amp::scale_loss(loss).backward()};
 //   };
 DynTensor scale_loss(DynTensor loss);
+// Makes a scaler the one scale_loss() uses on this thread, for the guard's lifetime (RAII, nestable).
 class ActiveScaler {
  public:
+  // Activates `scaler` (not owned; nullptr deactivates) until destruction restores the previous one.
   explicit ActiveScaler(const GradScaler* scaler);
   ~ActiveScaler();
   ActiveScaler(const ActiveScaler&) = delete;

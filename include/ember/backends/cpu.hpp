@@ -11,9 +11,11 @@
 
 namespace ember::cpu {
 
+// A new CPU backend with no decorators (programs normally use Device::cpu()).
 std::shared_ptr<Backend> make_backend();
 // Threads used by CPU kernels (default: all cores, or EMBER_NUM_THREADS).
 void set_num_threads(int n);
+// The number of threads CPU kernels use now.
 int num_threads();
 
 }  // namespace ember::cpu

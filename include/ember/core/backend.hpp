@@ -26,6 +26,8 @@
 
 namespace ember {
 
+// A backend's memory accounting (Backend::memory_stats), like torch.cuda.memory_allocated,
+// memory_reserved and max_memory_allocated. All zero for a backend that keeps none.
 struct MemoryStats {
   int64_t in_use = 0;    // bytes held by live tensors
   int64_t reserved = 0;  // bytes held by the pool (in use + cached)
@@ -36,8 +38,8 @@ struct MemoryStats {
 // contiguous row-major values at `data`, in the backend's memory (host memory on the CPU, device
 // memory on CUDA); `owner` keeps them alive, and nothing writes into them while it does.
 struct MemoryView {
-  void* data = nullptr;
-  std::shared_ptr<const void> owner;
+  void* data = nullptr;  // the first element
+  std::shared_ptr<const void> owner;  // keeps data valid (and unwritten) while held
   int cuda_device = -1;  // the CUDA device whose memory holds them; -1: host memory
 };
 
@@ -51,12 +53,19 @@ class CapturedWork {
   virtual int64_t kernels() const = 0;  // the recorded kernels and copies
 };
 
+// An executor of ops on one device (the CPU, one CUDA device) or a decorator around one; see the
+// file's contract. Shared through std::shared_ptr by every tensor of the device.
 class Backend {
  public:
   virtual ~Backend() = default;
-  virtual std::string name() const = 0;
+  virtual std::string name() const = 0;  // "cpu", "cuda:0", ...; used in error messages
+  // Runs `op` (built by make_op, its inputs this backend's primitives) and returns its outputs, one
+  // per op.outputs entry with that meta. May run asynchronously (CUDA); throws an Error when the op
+  // is not supported here.
   virtual std::vector<PrimitivePtr> execute(Op op) = 0;
+  // Copies `p`'s values to the host (contiguous), waiting for the work that produces them.
   virtual TensorData read(const PrimitivePtr& p) = 0;
+  // A new primitive holding a copy of host values `data`.
   virtual PrimitivePtr write(const TensorData& data) = 0;
   // The same from raw bytes (contiguous little-endian values of `meta`), for loaders that hold
   // them already (a memory-mapped file): backends override it to copy once.
@@ -73,11 +82,16 @@ class Backend {
   // The values of `p` in place (a contiguous copy when `p` is a strided view), or nullopt when the
   // backend cannot expose its memory, and callers read() instead.
   virtual std::optional<MemoryView> memory_view(const PrimitivePtr& /*p*/) { return std::nullopt; }
+  // Whether execute() can run `op` (its kind, dtypes and, for a custom op, a kernel for this backend).
   virtual bool supports(const Op& op) const = 0;
+  // Waits until all work queued so far has finished (torch.cuda.synchronize); a no-op on the CPU.
   virtual void sync() {}
+  // Restarts the backend's random stream from `seed` (torch.manual_seed): the random ops that follow
+  // draw the same numbers again for the same seed.
   virtual void seed(uint64_t seed) = 0;
-  virtual MemoryStats memory_stats() const { return {}; }
-  virtual void reset_peak_memory() {}
+  virtual MemoryStats memory_stats() const { return {}; }  // the current memory accounting
+  virtual void reset_peak_memory() {}  // restarts MemoryStats::peak from the current in_use
+  // Frees the cached but unused memory of the backend's pool (torch.cuda.empty_cache).
   virtual void memory_cleanup() {}
   // Optional services. The kernels that run fused elementwise groups (the fusion decorator's
   // code generator); nullptr when the backend has none, and the decorator then runs every op
@@ -103,6 +117,7 @@ class Backend {
 //   };
 class ForwardingBackend : public Backend {
  public:
+  // Wraps `inner`, which the decorator shares ownership of.
   explicit ForwardingBackend(std::shared_ptr<Backend> inner) : inner_(std::move(inner)) {}
   // The backend this decorator wraps.
   const std::shared_ptr<Backend>& inner() const { return inner_; }
@@ -131,7 +146,7 @@ class ForwardingBackend : public Backend {
   bool copy_into(const PrimitivePtr& dst, const PrimitivePtr& src) override { return inner_->copy_into(dst, src); }
 
  protected:
-  std::shared_ptr<Backend> inner_;
+  std::shared_ptr<Backend> inner_;  // the wrapped backend (never null)
 };
 
 }  // namespace ember

@@ -22,6 +22,7 @@
 
 namespace ember {
 
+// What an optional backend registers: functions that open, count and describe its devices.
 struct BackendProvider {
   // A new backend for device `index`; throws an Error when there is no such device.
   std::function<std::shared_ptr<Backend>(int index)> make;

@@ -16,13 +16,17 @@
 
 namespace ember {
 
+#ifndef EMBER_DOXYGEN
+// The traits of a function object (a lambda, std::function): those of its operator().
 template <class F>
 struct callable_traits : callable_traits<decltype(&std::remove_cvref_t<F>::operator())> {};
+#endif
 
+// The traits of a function type; every other specialisation reduces to this one.
 template <class R, class... A>
 struct callable_traits<R(A...)> {
-  using result = R;
-  using args = std::tuple<A...>;
+  using result = R;  // the return type
+  using args = std::tuple<A...>;  // the parameter types, as declared (references and const kept)
 };
 template <class R, class... A>
 struct callable_traits<R (*)(A...)> : callable_traits<R(A...)> {};
@@ -37,8 +41,10 @@ struct callable_traits<R (C::*)(A...) noexcept> : callable_traits<R(A...)> {};
 template <class C, class R, class... A>
 struct callable_traits<R (C::*)(A...) const noexcept> : callable_traits<R(A...)> {};
 
+// The return type of callable F.
 template <class F>
 using callable_result_t = typename callable_traits<F>::result;
+// The type of callable F's parameter I (from 0), as declared.
 template <class F, size_t I>
 using callable_arg_t = std::tuple_element_t<I, typename callable_traits<F>::args>;
 

@@ -17,18 +17,23 @@ namespace ember {
 // What a CPU kernel of a custom op sees: contiguous, dense buffers (inputs read-only), with
 // their shapes and dtypes. Outputs are freshly allocated and must be written whole.
 struct CustomCpuArgs {
-  std::span<const void* const> inputs;
-  std::span<void* const> outputs;
-  std::span<const TensorMeta> input_meta, output_meta;
+  std::span<const void* const> inputs;  // one buffer per input, in the op's input order
+  std::span<void* const> outputs;       // one buffer per output, in the order infer gave them
+  // the inputs' shapes and dtypes (parallel to inputs)
+  std::span<const TensorMeta> input_meta, output_meta;  // the outputs' shapes and dtypes (parallel to outputs)
 
+  // Input i's buffer as T (unchecked: T must match input_meta[i].dtype).
   template <class T>
   const T* in(size_t i) const { return static_cast<const T*>(inputs[i]); }
+  // Output i's buffer as T (unchecked: T must match output_meta[i].dtype).
   template <class T>
   T* out(size_t i) const { return static_cast<T*>(outputs[i]); }
 };
 
+// The definition of a custom op: its name, inference, kernels and backward. Shared (immutable)
+// by every op that CustomAttrs points at it; copies of the pointer compare as the same op.
 struct CustomOpImpl {
-  std::string name;
+  std::string name;  // the op's name, used in error messages
   // Checks the inputs (throws Error naming the op on bad input) and gives the outputs.
   std::function<std::vector<TensorMeta>(std::span<const TensorMeta>)> infer;
   // The CPU kernel (none: the op is not supported on the CPU).
@@ -37,7 +42,7 @@ struct CustomOpImpl {
   // `cuda_entry`, launched with one thread per element of output 0 (grid-stride loops are the
   // kernel's business) and the parameters (outputs..., inputs..., int64_t n), every buffer
   // contiguous. Empty: not supported on CUDA.
-  std::string cuda_source, cuda_entry;
+  std::string cuda_source, cuda_entry;  // the __global__ function's name in cuda_source
   // The CUDA kernel's key in the JIT cache, made once with the definition: the name and the
   // source's hash, so that a redefinition under the same name is a new kernel.
   std::string cuda_key;

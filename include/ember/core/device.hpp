@@ -21,6 +21,7 @@ namespace ember {
 // backward. Gradients are identical; peak memory is lower.
 enum class Checkpointing : uint8_t { none, balanced };
 
+// A handle on a backend stack (cheap to copy: a shared pointer). Equal devices share one backend.
 class Device {
  public:
   // The process-wide CPU backend (defined by the tensor layer, which links the backends).
@@ -31,12 +32,12 @@ class Device {
   static Device cuda(int index = 0);
   // Set the default device used when none is given (initially Device::cpu()).
   static Device default_device();
-  static void set_default_device(Device d);
+  static void set_default_device(Device d);  // replaces the default device (thread-safe)
 
   // This device with the autodiff decorator (defined by the tensor layer). Calling it twice
   // with the same strategy gives the same device; on an autodiff device it changes nothing.
   Device autodiff(Checkpointing strategy = Checkpointing::none) const;
-  bool is_autodiff() const;
+  bool is_autodiff() const;  // the top of the stack is the autodiff decorator
   // This device with the fusion decorator (defined by the tensor layer): elementwise ops are
   // queued and run as fused kernels (ember/decorators/fusion.hpp). Calling it twice gives the
   // same device; on a fusion device it changes nothing. Put autodiff on top
@@ -47,17 +48,18 @@ class Device {
   // The device under the autodiff decorator (itself when it has none).
   Device inner() const;
 
+  // A device for `backend` (a backend or a decorator stack built by hand); must not be null.
   explicit Device(std::shared_ptr<Backend> backend) : backend_(std::move(backend)) {}
 
-  Backend& backend() const { return *backend_; }
-  const std::shared_ptr<Backend>& backend_ptr() const { return backend_; }
-  std::string name() const { return backend_->name(); }
-  void seed(uint64_t s) const { backend_->seed(s); }
-  void sync() const { backend_->sync(); }
-  MemoryStats memory_stats() const { return backend_->memory_stats(); }
-  void memory_cleanup() const { backend_->memory_cleanup(); }
+  Backend& backend() const { return *backend_; }  // the top of the backend stack
+  const std::shared_ptr<Backend>& backend_ptr() const { return backend_; }  // the same, shared
+  std::string name() const { return backend_->name(); }  // the backend's name ("cpu", "cuda:0", ...)
+  void seed(uint64_t s) const { backend_->seed(s); }  // reseeds the device's random ops (Backend::seed)
+  void sync() const { backend_->sync(); }  // waits for the device's queued work (Backend::sync)
+  MemoryStats memory_stats() const { return backend_->memory_stats(); }  // the backend's memory accounting
+  void memory_cleanup() const { backend_->memory_cleanup(); }  // frees cached memory (Backend::memory_cleanup)
 
-  bool operator==(const Device& o) const { return backend_ == o.backend_; }
+  bool operator==(const Device& o) const { return backend_ == o.backend_; }  // the same backend object
 
  private:
   std::shared_ptr<Backend> backend_;

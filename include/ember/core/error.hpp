@@ -12,9 +12,11 @@
 
 namespace ember {
 
+// The exception every ember failure throws (bad shapes or dtypes, unsupported ops, I/O errors);
+// what() names the op, the argument and the shapes involved.
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& what) : std::runtime_error(what) {}
+  explicit Error(const std::string& what) : std::runtime_error(what) {}  // an error with message `what`
 };
 
 // An op, dtype, attribute or mode that exists (in ember's IR, in the ONNX spec) but that this
@@ -23,7 +25,7 @@ class Error : public std::runtime_error {
 // catch this type instead of matching words in a message.
 class NotImplemented : public Error {
  public:
-  explicit NotImplemented(const std::string& what) : Error(what) {}
+  explicit NotImplemented(const std::string& what) : Error(what) {}  // an error with message `what`
 };
 
 namespace detail {

@@ -44,24 +44,26 @@
 
 namespace ember {
 
+// A fused group of elementwise ops (and, in row/column programs, reductions); see the file's comment.
 struct FusedProgram {
+  // One op of the group; its output is the temporary t<index> that later nodes read.
   struct Node {
-    OpKind kind;
-    OpAttrs attrs;
+    OpKind kind;    // the op (elementwise, or a reduction in row/column programs)
+    OpAttrs attrs;  // its attributes, as make_op normalised them
     std::vector<int32_t> args;  // a >= 0: node a (earlier); a < 0: input ~a
     DType dtype;                // the output dtype (the shape is the group's)
     bool reduced = false;       // row / column programs: a per-row / per-column node (reduced_shape)
   };
   Shape shape;                    // the iteration domain
   std::vector<TensorMeta> inputs; // each broadcastable to `shape`
-  std::vector<Node> nodes;
+  std::vector<Node> nodes;        // the ops, in topological order
   std::vector<int32_t> outputs;   // the nodes materialised, in the order run() returns them
   int reduce_from = -1;           // row programs: the first reduced dim of `shape`; else -1
   Shape reduced_shape;            // row and column programs: the reduced nodes' shape
   int reduce_to = 0;              // column programs: the reduced leading dims [0, reduce_to); else 0
 
-  bool is_rows() const { return reduce_from >= 0; }
-  bool is_cols() const { return reduce_to > 0; }
+  bool is_rows() const { return reduce_from >= 0; }  // a row program (reductions over trailing dims)
+  bool is_cols() const { return reduce_to > 0; }  // a column program (reductions over leading dims)
   // The shape node j computes (`shape`, or `reduced_shape` for a reduced node).
   const Shape& node_shape(size_t j) const { return nodes[j].reduced ? reduced_shape : shape; }
 
@@ -86,10 +88,11 @@ bool reduces_leading_dims(const Op& op, int64_t& rows, int64_t& cols);
 // `count` sweeps for its reductions.
 struct ColumnSweeps {
   std::vector<int> first;  // per node
-  int count = 0;
+  int count = 0;  // the sweeps the program needs
   static int passes(OpKind reduction);  // 2 for var, std and logsumexp, else 1
   int ready(const FusedProgram& p, size_t node) const;  // sweeps done before node's value exists
 };
+// The sweep plan of column program `p`.
 ColumnSweeps column_sweeps(const FusedProgram& p);
 
 // The service a backend offers the fusion decorator (Backend::fused_kernels()).

@@ -22,6 +22,7 @@
 
 namespace ember {
 
+// Whether `p` is a matmul program (its node 0 is a matmul).
 inline bool has_producer(const FusedProgram& p) { return !p.nodes.empty() && p.nodes[0].kind == OpKind::matmul; }
 
 // A matmul program cut into its product and the elementwise rest. The product is of p's inputs
@@ -32,11 +33,14 @@ inline bool has_producer(const FusedProgram& p) { return !p.nodes.empty() && p.n
 // (rest_input[i]: where p's input i is among them, or -1); outputs[k] is p's output k: -1 for
 // the product itself, else the index of the rest's output.
 struct ProducerSplit {
-  int32_t a_input = -1, b_input = -1, bias_input = -1;
-  FusedProgram rest;
-  std::vector<int32_t> rest_input;
-  std::vector<int32_t> outputs;
+  // p's input that is the product's left operand; then b_input, its right operand
+  int32_t a_input = -1, b_input = -1, bias_input = -1;  // p's input added by the product's bias epilogue, or -1
+  FusedProgram rest;  // the elementwise epilogue over the product (no nodes when there is none)
+  std::vector<int32_t> rest_input;  // per input of p: its index among rest's inputs, or -1
+  std::vector<int32_t> outputs;  // per output of p: -1 for the product, else rest's output index
 };
+// Cuts matmul program `p` into the product and the rest (throws an Error when has_producer(p) is
+// false); `fold_bias` lets an add of a bias vector move into the product (a bias epilogue).
 ProducerSplit split_producer(const FusedProgram& p, bool fold_bias);
 
 }  // namespace ember

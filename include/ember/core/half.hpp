@@ -12,14 +12,16 @@
 
 namespace ember {
 
+// IEEE binary16 (torch.float16): 1 sign, 5 exponent, 10 mantissa bits; a plain 2-byte value.
 struct f16 {
-  uint16_t bits = 0;
-  f16() = default;
-  explicit f16(float f) : bits(from_float(f)) {}
-  explicit f16(double d) : f16(static_cast<float>(d)) {}
-  explicit operator float() const { return to_float(bits); }
-  static f16 from_bits(uint16_t b) { f16 h; h.bits = b; return h; }
+  uint16_t bits = 0;  // the raw binary16 encoding
+  f16() = default;  // +0
+  explicit f16(float f) : bits(from_float(f)) {}  // f rounded to nearest even
+  explicit f16(double d) : f16(static_cast<float>(d)) {}  // d, rounded to float first, then to f16
+  explicit operator float() const { return to_float(bits); }  // the exact float value
+  static f16 from_bits(uint16_t b) { f16 h; h.bits = b; return h; }  // the value with encoding b
 
+  // The binary16 encoding of f: round to nearest even, NaN kept (quiet), overflow to inf.
   static uint16_t from_float(float f) {
     uint32_t x = std::bit_cast<uint32_t>(f);
     uint32_t sign = (x >> 16) & 0x8000u;
@@ -46,6 +48,7 @@ struct f16 {
     if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) ++q;  // carry may overflow into inf: correct
     return static_cast<uint16_t>(sign | q);
   }
+  // The float value of binary16 encoding h (exact: every f16 is a float).
   static float to_float(uint16_t h) {
     uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu;
@@ -67,20 +70,23 @@ struct f16 {
   }
 };
 
+// bfloat16 (torch.bfloat16): the top 16 bits of a float (8 exponent, 7 mantissa bits); a plain 2-byte value.
 struct bf16 {
-  uint16_t bits = 0;
-  bf16() = default;
-  explicit bf16(float f) : bits(from_float(f)) {}
-  explicit bf16(double d) : bf16(static_cast<float>(d)) {}
-  explicit operator float() const { return to_float(bits); }
-  static bf16 from_bits(uint16_t b) { bf16 h; h.bits = b; return h; }
+  uint16_t bits = 0;  // the raw bfloat16 encoding
+  bf16() = default;  // +0
+  explicit bf16(float f) : bits(from_float(f)) {}  // f rounded to nearest even
+  explicit bf16(double d) : bf16(static_cast<float>(d)) {}  // d, rounded to float first, then to bf16
+  explicit operator float() const { return to_float(bits); }  // the exact float value
+  static bf16 from_bits(uint16_t b) { bf16 h; h.bits = b; return h; }  // the value with encoding b
 
+  // The bfloat16 encoding of f: round to nearest even, NaN kept (quiet).
   static uint16_t from_float(float f) {
     uint32_t x = std::bit_cast<uint32_t>(f);
     if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
     uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
     return static_cast<uint16_t>((x + rounding) >> 16);
   }
+  // The float value of bfloat16 encoding b (exact).
   static float to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 };
 

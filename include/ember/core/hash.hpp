@@ -12,8 +12,9 @@
 
 namespace ember {
 
-inline constexpr uint64_t kFnv1aOffset = 0xcbf29ce484222325ULL;
+inline constexpr uint64_t kFnv1aOffset = 0xcbf29ce484222325ULL;  // FNV-1a's 64-bit offset basis: the empty hash
 
+// Hashes the bytes of `s` into `h` (start: the offset basis; pass a previous result to continue).
 inline uint64_t fnv1a(std::string_view s, uint64_t h = kFnv1aOffset) {
   for (unsigned char c : s) {
     h ^= c;

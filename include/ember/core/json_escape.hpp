@@ -12,6 +12,8 @@
 
 namespace ember {
 
+// Appends `s` to `out` as the inside of a JSON string (no quotes added); control characters
+// become \n, \t, \r or \u00XX escapes.
 inline void append_json_escaped(std::string& out, std::string_view s) {
   for (char ch : s) {
     const auto c = static_cast<unsigned char>(ch);

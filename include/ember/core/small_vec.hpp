@@ -20,37 +20,45 @@
 
 namespace ember {
 
+// A std::vector-like sequence of trivially copyable T with room for N values inline (see the file's
+// comment). Iterators and pointers are invalidated by any growth, as with std::vector, and also by
+// a move. Not thread-safe.
 template <class T, size_t N>
 class SmallVec {
   static_assert(std::is_trivially_copyable_v<T> && N > 0);
 
  public:
-  using value_type = T;
-  using size_type = size_t;
-  using difference_type = std::ptrdiff_t;
-  using reference = T&;
-  using const_reference = const T&;
-  using pointer = T*;
-  using const_pointer = const T*;
-  using iterator = T*;
-  using const_iterator = const T*;
-  using reverse_iterator = std::reverse_iterator<iterator>;
-  using const_reverse_iterator = std::reverse_iterator<const_iterator>;
+  using value_type = T;                 // the element type
+  using size_type = size_t;             // sizes and indices
+  using difference_type = std::ptrdiff_t;  // iterator distances
+  using reference = T&;                 // an element
+  using const_reference = const T&;     // a read-only element
+  using pointer = T*;                   // pointer to an element
+  using const_pointer = const T*;       // pointer to a read-only element
+  using iterator = T*;                  // a plain pointer into the storage
+  using const_iterator = const T*;      // a read-only plain pointer into the storage
+  using reverse_iterator = std::reverse_iterator<iterator>;  // iterates from the back
+  using const_reverse_iterator = std::reverse_iterator<const_iterator>;  // read-only, from the back
 
+  // Empty, with the N inline slots as capacity.
   SmallVec() = default;
-  explicit SmallVec(size_t n, const T& v = T()) { assign(n, v); }
-  SmallVec(std::initializer_list<T> il) { assign(il.begin(), il.end()); }
+  explicit SmallVec(size_t n, const T& v = T()) { assign(n, v); }  // n copies of v
+  SmallVec(std::initializer_list<T> il) { assign(il.begin(), il.end()); }  // the listed values
+  // A copy of the range [first, last) (any input iterators).
   template <class It, class = typename std::iterator_traits<It>::iterator_category>
   SmallVec(It first, It last) {
     assign(first, last);
   }
+  // A copy of v's values; implicit, so that APIs taking a SmallVec accept a std::vector.
   SmallVec(const std::vector<T>& v) { assign(v.begin(), v.end()); }  // NOLINT: implicit by design
-  SmallVec(const SmallVec& o) { assign(o.begin(), o.end()); }
-  SmallVec(SmallVec&& o) noexcept { take(o); }
+  SmallVec(const SmallVec& o) { assign(o.begin(), o.end()); }  // copies o's values
+  SmallVec(SmallVec&& o) noexcept { take(o); }  // takes o's heap storage (or copies its inline values); o is left empty
+  // Copies o's values.
   SmallVec& operator=(const SmallVec& o) {
     if (this != &o) assign(o.begin(), o.end());
     return *this;
   }
+  // Takes o's values as the move constructor does; o is left empty.
   SmallVec& operator=(SmallVec&& o) noexcept {
     if (this != &o) {
       release();
@@ -58,50 +66,56 @@ class SmallVec {
     }
     return *this;
   }
+  // Replaces the values with the listed ones.
   SmallVec& operator=(std::initializer_list<T> il) {
     assign(il.begin(), il.end());
     return *this;
   }
   ~SmallVec() { release(); }
 
+  // A std::vector copy of the values (implicit, for the APIs that take one).
   operator std::vector<T>() const { return std::vector<T>(begin(), end()); }  // NOLINT
-  std::vector<T> vec() const { return *this; }
+  std::vector<T> vec() const { return *this; }  // a std::vector copy of the values
 
-  size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  size_t capacity() const { return cap_; }
-  T* data() { return data_; }
-  const T* data() const { return data_; }
-  iterator begin() { return data_; }
-  iterator end() { return data_ + size_; }
-  const_iterator begin() const { return data_; }
-  const_iterator end() const { return data_ + size_; }
-  const_iterator cbegin() const { return data_; }
-  const_iterator cend() const { return data_ + size_; }
-  reverse_iterator rbegin() { return reverse_iterator(end()); }
-  reverse_iterator rend() { return reverse_iterator(begin()); }
-  const_reverse_iterator rbegin() const { return const_reverse_iterator(end()); }
-  const_reverse_iterator rend() const { return const_reverse_iterator(begin()); }
-  T& operator[](size_t i) { return data_[i]; }
-  const T& operator[](size_t i) const { return data_[i]; }
-  T& front() { return data_[0]; }
-  const T& front() const { return data_[0]; }
-  T& back() { return data_[size_ - 1]; }
-  const T& back() const { return data_[size_ - 1]; }
+  size_t size() const { return size_; }  // the number of values
+  bool empty() const { return size_ == 0; }  // size() == 0
+  size_t capacity() const { return cap_; }  // values storable without reallocating (N while inline)
+  T* data() { return data_; }  // the contiguous values (inline or on the heap)
+  const T* data() const { return data_; }  // the contiguous values, read-only
+  iterator begin() { return data_; }  // first value
+  iterator end() { return data_ + size_; }  // one past the last value
+  const_iterator begin() const { return data_; }  // first value, read-only
+  const_iterator end() const { return data_ + size_; }  // one past the last value, read-only
+  const_iterator cbegin() const { return data_; }  // first value, read-only
+  const_iterator cend() const { return data_ + size_; }  // one past the last value, read-only
+  reverse_iterator rbegin() { return reverse_iterator(end()); }  // last value, iterating backwards
+  reverse_iterator rend() { return reverse_iterator(begin()); }  // before the first value
+  const_reverse_iterator rbegin() const { return const_reverse_iterator(end()); }  // last value, read-only
+  const_reverse_iterator rend() const { return const_reverse_iterator(begin()); }  // before the first, read-only
+  T& operator[](size_t i) { return data_[i]; }  // value i (unchecked)
+  const T& operator[](size_t i) const { return data_[i]; }  // value i, read-only (unchecked)
+  T& front() { return data_[0]; }  // the first value (must not be empty)
+  const T& front() const { return data_[0]; }  // the first value, read-only (must not be empty)
+  T& back() { return data_[size_ - 1]; }  // the last value (must not be empty)
+  const T& back() const { return data_[size_ - 1]; }  // the last value, read-only (must not be empty)
 
+  // Makes room for n values (moving to the heap when n > capacity()); never shrinks.
   void reserve(size_t n) {
     if (n > cap_) move_to_heap(n);
   }
-  void clear() { size_ = 0; }
+  void clear() { size_ = 0; }  // removes every value; keeps the capacity
+  // Shrinks to n values or grows to n, filling the new ones with v.
   void resize(size_t n, const T& v = T()) {
     reserve(n);
     for (size_t i = size_; i < n; ++i) data_[i] = v;
     size_ = n;
   }
+  // Replaces the values with n copies of v.
   void assign(size_t n, const T& v) {
     clear();
     resize(n, v);
   }
+  // Replaces the values with a copy of [first, last), which may lie in this vector.
   template <class It>
   void assign(It first, It last) {
     const auto n = size_t(std::distance(first, last));
@@ -113,6 +127,7 @@ class SmallVec {
     std::copy(first, last, data_);  // (an overlapping source is a prefix move to the front: safe)
     size_ = n;
   }
+  // Appends v (which may be one of this vector's values).
   void push_back(const T& v) {
     if (size_ == cap_) {
       const T copy = v;  // (v may live in this vector)
@@ -122,19 +137,24 @@ class SmallVec {
     }
     data_[size_++] = v;
   }
+  // Appends T(a...) and returns it.
   template <class... A>
   T& emplace_back(A&&... a) {
     push_back(T(std::forward<A>(a)...));
     return back();
   }
-  void pop_back() { --size_; }
+  void pop_back() { --size_; }  // removes the last value (must not be empty)
+  // Inserts v before pos; returns an iterator to it.
   iterator insert(const_iterator pos, const T& v) { return insert(pos, size_t(1), v); }
+  // Inserts n copies of v before pos; returns an iterator to the first.
   iterator insert(const_iterator pos, size_t n, const T& v) {
     const T copy = v;
     const size_t i = open(pos, n);
     std::fill_n(data_ + i, n, copy);
     return data_ + i;
   }
+  // Inserts a copy of [first, last) before pos (the range may lie in this vector); returns an iterator
+  // to the first inserted value.
   template <class It, class = typename std::iterator_traits<It>::iterator_category>
   iterator insert(const_iterator pos, It first, It last) {
     const std::vector<T> src(first, last);  // (the range may live in this vector)
@@ -142,8 +162,11 @@ class SmallVec {
     std::copy(src.begin(), src.end(), data_ + i);
     return data_ + i;
   }
+  // Inserts the listed values before pos; returns an iterator to the first.
   iterator insert(const_iterator pos, std::initializer_list<T> il) { return insert(pos, il.begin(), il.end()); }
+  // Removes the value at pos; returns an iterator to the value that followed it.
   iterator erase(const_iterator pos) { return erase(pos, pos + 1); }
+  // Removes [first, last); returns an iterator to the value that followed the range.
   iterator erase(const_iterator first, const_iterator last) {
     const size_t i = size_t(first - data_), n = size_t(last - first);
     std::copy(data_ + i + n, data_ + size_, data_ + i);
@@ -151,10 +174,13 @@ class SmallVec {
     return data_ + i;
   }
 
+  // Same size and equal values.
   friend bool operator==(const SmallVec& a, const SmallVec& b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
+  // Same size and equal values as a std::vector.
   friend bool operator==(const SmallVec& a, const std::vector<T>& b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end());
   }
+  // Lexicographical order, as std::vector's.
   friend bool operator<(const SmallVec& a, const SmallVec& b) {
     return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
   }

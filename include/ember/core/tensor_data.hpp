@@ -19,12 +19,15 @@
 
 namespace ember {
 
+// Host values of a tensor (see the file's comment): an owning, copyable value type.
 class TensorData {
  public:
-  TensorData() = default;
+  TensorData() = default;  // a placeholder (shape [], f32, but no bytes): assign before use
   TensorData(Shape shape, DType dtype);  // zero-filled
+  // Takes `bytes` as the values; throws an Error unless their size is numel * dtype_size(dtype).
   TensorData(Shape shape, DType dtype, std::vector<std::byte> bytes);
 
+  // A copy of `values` with dtype dtype_v<T>; throws an Error unless they fill `shape` exactly.
   template <class T>
   static TensorData from_vector(const std::vector<T>& values, Shape shape) {
     EMBER_CHECK(static_cast<int64_t>(values.size()) == shape.numel(), "TensorData::from_vector: ", values.size(),
@@ -40,16 +43,18 @@ class TensorData {
   // Values of any arithmetic type, converted to `dtype` (for tests and importers).
   static TensorData from_doubles(const std::vector<double>& values, Shape shape, DType dtype);
 
-  const Shape& shape() const { return shape_; }
-  DType dtype() const { return dtype_; }
-  int64_t numel() const { return shape_.numel(); }
-  std::span<const std::byte> bytes() const { return bytes_; }
-  std::span<std::byte> bytes() { return bytes_; }
+  const Shape& shape() const { return shape_; }  // the values' shape
+  DType dtype() const { return dtype_; }  // the values' element type
+  int64_t numel() const { return shape_.numel(); }  // the number of values
+  std::span<const std::byte> bytes() const { return bytes_; }  // the raw values, row-major
+  std::span<std::byte> bytes() { return bytes_; }  // the raw values, writable
+  // The values as T, without conversion; throws an Error unless T is the dtype's type.
   template <class T>
   std::span<const T> as() const {
     EMBER_CHECK(dtype_v<T> == dtype_, "TensorData::as: holds ", dtype_, ", asked for ", dtype_v<T>);
     return {reinterpret_cast<const T*>(bytes_.data()), static_cast<size_t>(numel())};
   }
+  // The values as writable T, without conversion; throws an Error unless T is the dtype's type.
   template <class T>
   std::span<T> as() {
     EMBER_CHECK(dtype_v<T> == dtype_, "TensorData::as: holds ", dtype_, ", asked for ", dtype_v<T>);
@@ -62,9 +67,10 @@ class TensorData {
     auto v = c.template as<T>();
     return std::vector<T>(v.begin(), v.end());
   }
-  std::vector<double> to_doubles() const;
+  std::vector<double> to_doubles() const;  // to_vector<double>()
 
   TensorData convert(DType dtype) const;  // PyTorch cast semantics
+  // A copy with the same values in `shape`; throws an Error when the element counts differ.
   TensorData reshape(Shape shape) const;
 
   // Compares values within |a - b| <= atol + rtol * |b| (b = expected = `other`). NaN equals NaN,

@@ -50,6 +50,7 @@ uint64_t session_id();
 // ember::Error.
 class Session {
  public:
+  // Starts recording, to be written to `path`; throws ember::Error when a session already runs.
   explicit Session(std::string path);
   ~Session();  // stop(), reporting a failed write to stderr (a destructor does not throw)
   Session(const Session&) = delete;
@@ -57,7 +58,7 @@ class Session {
 
   // Ends recording and writes the file; throws ember::Error when it cannot be written.
   void stop();
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return path_; }  // the file the trace goes to
 
  private:
   std::string path_;
@@ -75,14 +76,17 @@ class Session {
 //   trace::Scope s("fused", [&] { return std::pair(kernel_name(p), p.describe()); });  // both
 class Scope {
  public:
+  // An event `name` with no args.
   Scope(const char* category, std::string_view name) {
     if (enabled()) [[unlikely]]
       begin(category, name, {});
   }
+  // An event `name` with `args` (built by the caller even when nothing records).
   Scope(const char* category, std::string_view name, std::string args) {
     if (enabled()) [[unlikely]]
       begin(category, name, std::move(args));
   }
+  // An event `name` whose args make_args() builds only while a session records.
   template <class MakeArgs>
     requires std::is_invocable_r_v<std::string, MakeArgs>
   Scope(const char* category, std::string_view name, MakeArgs&& make_args) {

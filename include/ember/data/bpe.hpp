@@ -48,15 +48,18 @@
 
 namespace ember::data {
 
+// Settings of BpeTokenizer::train and train_files.
 struct BpeTrainOptions {
   // Total vocabulary size: 256 byte tokens + merges + special tokens. Training stops earlier
   // when no pair occurs min_frequency times.
   int32_t vocab_size = 50257;
-  int64_t min_frequency = 2;
+  int64_t min_frequency = 2;  // the fewest occurrences a pair needs to be merged (values below 1 count as 1)
   // Appended after the merges, in this order (GPT-2: just "<|endoftext|>").
   std::vector<std::string> special_tokens = {"<|endoftext|>"};
 };
 
+// A byte-level BPE tokenizer compatible with GPT-2's (see the header comment). Copies share one immutable
+// vocabulary; encode and decode are safe from several threads at once.
 class BpeTokenizer {
  public:
   // GPT-2's files: encoder.json (token string -> id) and vocab.bpe ("#version" line, then one
@@ -65,12 +68,17 @@ class BpeTokenizer {
   // `dir`/encoder.json and `dir`/vocab.bpe, as save() writes them.
   static BpeTokenizer load(const std::string& dir);
 
+  // Learns merges from `texts` (each pre-tokenized on its own). Throws ember::Error when vocab_size is below
+  // 256 plus the special tokens, or a special token is empty or already a token.
   static BpeTokenizer train(const std::vector<std::string>& texts, const BpeTrainOptions& options = {});
+  // Learns merges from one text; as the vector overload.
   static BpeTokenizer train(std::string_view text, const BpeTrainOptions& options = {});
+  // Learns merges from the files' contents; a missing file throws ember::Error.
   static BpeTokenizer train_files(const std::vector<std::string>& paths, const BpeTrainOptions& options = {});
 
   // Writes `dir`/encoder.json and `dir`/vocab.bpe (the directory is created), each atomically.
   void save(const std::string& dir) const;
+  // Writes the two files to the given paths, each atomically.
   void save(const std::string& encoder_json_path, const std::string& vocab_bpe_path) const;
 
   // GPT-2's encoding: special-token strings are plain text.
@@ -80,8 +88,8 @@ class BpeTokenizer {
   // The bytes of the tokens, concatenated; an id outside [0, vocab_size()) throws.
   std::string decode(std::span<const int32_t> ids) const;
 
-  int32_t vocab_size() const;
-  size_t merge_count() const;
+  int32_t vocab_size() const;  // Number of tokens: 256 bytes + merges + special tokens.
+  size_t merge_count() const;  // Number of learned merges.
   // The bytes of one token (a special token: its text).
   const std::string& token_bytes(int32_t id) const;
   // The id of the token with exactly these bytes, if there is one.

@@ -37,40 +37,47 @@
 
 namespace ember::data {
 
+// A column's type: integer (int64), real (double) or text (std::string).
 enum class CsvType { integer, real, text };
 
+// One field's value: std::monostate for an empty field, else the value as its column's CsvType.
 using CsvValue = std::variant<std::monostate, int64_t, double, std::string>;
 
+// How CsvDataset reads a file.
 struct CsvOptions {
-  char delimiter = ',';
+  char delimiter = ',';                  // field separator (e.g. '\t' for TSV)
   std::map<std::string, CsvType> types;  // declared column types; the rest are inferred
   bool infer_types = true;               // false: undeclared columns are text
 };
 
 // The column names and types of a CSV file, shared by its rows.
 struct CsvSchema {
-  std::string path;
-  std::vector<std::string> names;
-  std::vector<CsvType> types;
+  std::string path;                            // the file the schema was read from (named in errors)
+  std::vector<std::string> names;              // column names, from the header row
+  std::vector<CsvType> types;                  // column types, in the order of names
   size_t column(std::string_view name) const;  // index of a column; throws naming the file
 };
 
+// One record of a CSV file: its values in column order and the line it starts on.
 class CsvRow {
  public:
+  // Normally made by CsvDataset.
   CsvRow(std::shared_ptr<const CsvSchema> schema, std::vector<CsvValue> values, size_t line)
       : schema_(std::move(schema)), values_(std::move(values)), line_(line) {}
 
-  size_t size() const { return values_.size(); }
-  size_t line() const { return line_; }  // the file line where this record starts
-  const CsvSchema& schema() const { return *schema_; }
+  size_t size() const { return values_.size(); }        // Number of columns.
+  size_t line() const { return line_; }                 // the file line where this record starts
+  const CsvSchema& schema() const { return *schema_; }  // The file's column names and types.
+  // The value in column `column` (0-based); throws std::out_of_range past the last column.
   const CsvValue& operator[](size_t column) const { return values_.at(column); }
+  // The value in the named column; an unknown name throws ember::Error naming the file.
   const CsvValue& operator[](std::string_view name) const { return values_[schema_->column(name)]; }
-  bool is_null(std::string_view name) const;
+  bool is_null(std::string_view name) const;  // True when the named column's field is empty.
 
   // Typed access; a null or mistyped value throws naming the file, line and column.
   int64_t integer(std::string_view name) const;
-  double real(std::string_view name) const;  // integer columns convert
-  const std::string& text(std::string_view name) const;
+  double real(std::string_view name) const;              // integer columns convert
+  const std::string& text(std::string_view name) const;  // text columns only; numbers and empty fields throw
 
  private:
   std::shared_ptr<const CsvSchema> schema_;
@@ -78,13 +85,16 @@ class CsvRow {
   size_t line_;
 };
 
+// A CSV file read eagerly into rows, one dataset item per record (the header row excluded).
 class CsvDataset final : public Dataset<CsvRow> {
  public:
+  // Reads and parses `path`; throws ember::Error for a missing or empty file, a duplicate column name, a bad
+  // record (see the header comment), or CsvOptions::types naming a column the file lacks.
   explicit CsvDataset(const std::string& path, CsvOptions options = {});
   std::optional<CsvRow> get(size_t index) const override;
   size_t size() const override { return rows_.size(); }
-  const CsvSchema& schema() const { return *schema_; }
-  const std::vector<std::string>& columns() const { return schema_->names; }
+  const CsvSchema& schema() const { return *schema_; }                        // The file's column names and types.
+  const std::vector<std::string>& columns() const { return schema_->names; }  // The column names, from the header row.
 
  private:
   std::shared_ptr<const CsvSchema> schema_;

@@ -47,15 +47,18 @@ namespace ember::data {
 template <class I, class B>
 using Batcher = std::function<B(std::vector<I>, const Device&)>;
 
+// How DataLoader::split divides an epoch's batches among parts: strided gives part j the batches j, j + n,
+// j + 2n, ...; contiguous gives part j the j-th of n consecutive runs of batches.
 enum class SplitMode { strided, contiguous };
 
+// Settings of a DataLoader (set them through DataLoaderBuilder); the fields mirror torch.utils.data.DataLoader's.
 struct LoaderOptions {
-  size_t batch_size = 1;
+  size_t batch_size = 1;  // items per batch (must be positive); the last batch may be smaller unless drop_last
   std::optional<uint64_t> shuffle_seed;  // none: index order
-  bool drop_last = false;
-  size_t num_workers = 0;
-  size_t prefetch = 0;  // batches built ahead; 0: 2 * num_workers
-  Device device = Device::default_device();
+  bool drop_last = false;                // drop the last, smaller batch of an epoch (torch's drop_last)
+  size_t num_workers = 0;                // threads building batches ahead; 0: the consumer's thread builds each batch
+  size_t prefetch = 0;                   // batches built ahead; 0: 2 * num_workers
+  Device device = Device::default_device();  // the device batches are built on (passed to the batcher)
 };
 
 namespace detail {
@@ -91,6 +94,9 @@ struct EpochStats {
 
 }  // namespace detail
 
+// Iterates over a dataset in batches of type B, one epoch per begin(), built on worker threads in a
+// deterministic order (like torch.utils.data.DataLoader; see the header comment). Iterate a loader from one
+// thread at a time; usually made by DataLoaderBuilder::build.
 template <class B>
 class DataLoader {
  public:
@@ -98,19 +104,22 @@ class DataLoader {
   // type-erased).
   using MakeBatch = std::function<B(const std::vector<size_t>& indices, const Device& device)>;
 
-  struct Sentinel {};
+  struct Sentinel {};  // end() of an epoch's range
+  // Input iterator over the batches of one epoch; reaching a batch whose building threw rethrows that error.
   class Iterator {
    public:
-    using value_type = B;
-    using difference_type = std::ptrdiff_t;
+    using value_type = B;                    // the batch type
+    using difference_type = std::ptrdiff_t;  // signed distance type (required by std::input_iterator)
     Iterator() = default;
-    const B& operator*() const { return *batch_; }
-    const B* operator->() const { return batch_.get(); }
+    const B& operator*() const { return *batch_; }        // The current batch (valid until the iterator advances).
+    const B* operator->() const { return batch_.get(); }  // Pointer to the current batch.
+    // Moves to the next batch, waiting for it if it is not built yet; rethrows an error from building it.
     Iterator& operator++() {
       advance();
       return *this;
     }
-    void operator++(int) { advance(); }
+    void operator++(int) { advance(); }  // Moves to the next batch (as the prefix form).
+    // True once the epoch is over.
     friend bool operator==(const Iterator& it, Sentinel) { return it.batch_ == nullptr; }
 
    private:
@@ -125,6 +134,8 @@ class DataLoader {
     std::shared_ptr<const B> batch_;
   };
 
+  // A loader over a dataset of `dataset_size` items whose batches `make` builds. Throws ember::Error for an
+  // empty dataset, a zero batch size, or drop_last leaving no batch.
   DataLoader(MakeBatch make, size_t dataset_size, LoaderOptions options)
       : src_(std::make_shared<const Source>(Source{std::move(make), dataset_size, std::move(options)})),
         device_(src_->options.device) {
@@ -138,11 +149,13 @@ class DataLoader {
         parts_(o.parts_),
         mode_(o.mode_),
         next_epoch_(o.next_epoch_) {}
+  // Shares the dataset and options of `o`, not its running epoch.
   DataLoader& operator=(const DataLoader& o) {
     if (this != &o) *this = DataLoader(o);
     return *this;
   }
-  DataLoader(DataLoader&&) noexcept = default;
+  DataLoader(DataLoader&&) noexcept = default;  // Takes over the running epoch, if any.
+  // Takes over the other loader's dataset, options, epoch counter and running epoch.
   DataLoader& operator=(DataLoader&&) noexcept = default;
   ~DataLoader() {
     if (auto run = run_.lock()) run->stop();
@@ -166,8 +179,9 @@ class DataLoader {
     run_ = run;
     return Iterator(std::move(run));
   }
-  Sentinel end() const { return {}; }
+  Sentinel end() const { return {}; }  // The end of the range begin() starts.
 
+  // Batches per epoch in this loader (its own part after split()).
   size_t num_batches() const { return detail::part_batches(total_batches(), part_, parts_, mode_).size(); }
   // Items per epoch in this loader's batches.
   size_t num_items() const {
@@ -178,12 +192,13 @@ class DataLoader {
                                                                                     : src_->dataset_size % o.batch_size;
     return n;
   }
-  size_t batch_size() const { return src_->options.batch_size; }
-  const Device& device() const { return device_; }
-  const LoaderOptions& options() const { return src_->options; }
+  size_t batch_size() const { return src_->options.batch_size; }  // Items per batch (LoaderOptions::batch_size).
+  const Device& device() const { return device_; }                // The device this loader builds its batches on.
+  const LoaderOptions& options() const { return src_->options; }  // The options the loader was built with.
 
   // The epoch the next begin() starts (for resuming a run).
   uint64_t epoch() const { return next_epoch_; }
+  // Sets the epoch the next begin() starts (seeds the shuffle order and current_epoch()).
   void set_epoch(uint64_t epoch) { next_epoch_ = epoch; }
 
   // Seconds the consumer spent blocked waiting for batches in the current or last epoch.
@@ -239,32 +254,39 @@ class DataLoader {
 template <class I, class B>
 class DataLoaderBuilder {
  public:
+  // Batches are built by `batcher` from a vector of items and the target device.
   explicit DataLoaderBuilder(Batcher<I, B> batcher) : batcher_(std::move(batcher)) {}
+  // Items per batch (default 1), like torch's batch_size.
   DataLoaderBuilder& batch_size(size_t n) {
     options_.batch_size = n;
     return *this;
   }
+  // Shuffles each epoch: epoch e visits the items in permutation(size, seed + e) order (default: index order).
   DataLoaderBuilder& shuffle(uint64_t seed) {
     options_.shuffle_seed = seed;
     return *this;
   }
+  // Drops the last batch of an epoch when it is smaller than batch_size (default off), like torch's drop_last.
   DataLoaderBuilder& drop_last(bool on = true) {
     options_.drop_last = on;
     return *this;
   }
+  // Threads building batches ahead (default 0: built on the consumer's thread), like torch's num_workers.
   DataLoaderBuilder& num_workers(size_t n) {
     options_.num_workers = n;
     return *this;
   }
+  // Batches built ahead of the one the consumer holds (default 0, meaning 2 * num_workers).
   DataLoaderBuilder& prefetch(size_t batches) {
     options_.prefetch = batches;
     return *this;
   }
+  // The device batches are built on (default Device::default_device()).
   DataLoaderBuilder& device(Device d) {
     options_.device = std::move(d);
     return *this;
   }
-  const LoaderOptions& options() const { return options_; }
+  const LoaderOptions& options() const { return options_; }  // The options set so far.
 
   // Throws ember::Error for a null or empty dataset, a zero batch size, or drop_last leaving
   // no batch.
@@ -287,6 +309,7 @@ class DataLoaderBuilder {
   LoaderOptions options_;
 };
 
+// Deduces the item and batch types from a batcher function pointer.
 template <class I, class B>
 DataLoaderBuilder(B (*)(std::vector<I>, const Device&)) -> DataLoaderBuilder<I, B>;
 // A lambda or std::function batcher: the item type from its first parameter (std::vector<I>, by

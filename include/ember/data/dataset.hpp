@@ -25,18 +25,22 @@
 
 namespace ember::data {
 
+// Random-access collection of items of type I; the interface every dataset and view implements (like
+// torch.utils.data.Dataset). Implementations must keep get() and size() safe to call from several threads.
 template <class I>
 class Dataset {
  public:
-  using Item = I;
+  using Item = I;  // The item type; ItemOf<P> reads it from a dataset pointer type.
   virtual ~Dataset() = default;
   // The item at `index`, or std::nullopt when index >= size(). Errors reading the item
   // (a corrupt file, a failing parser) throw ember::Error naming the source.
   virtual std::optional<I> get(size_t index) const = 0;
+  // Number of items; valid indices are 0 .. size() - 1.
   virtual size_t size() const = 0;
-  bool empty() const { return size() == 0; }
+  bool empty() const { return size() == 0; }  // True when size() == 0.
 };
 
+// Shared, immutable handle to a dataset: what views take and return, and what DataLoaderBuilder::build takes.
 template <class I>
 using DatasetPtr = std::shared_ptr<const Dataset<I>>;
 
@@ -64,18 +68,19 @@ template <class I>
 class InMemoryDataset final : public Dataset<I> {
  public:
   InMemoryDataset() = default;
-  explicit InMemoryDataset(std::vector<I> items) : items_(std::move(items)) {}
+  explicit InMemoryDataset(std::vector<I> items) : items_(std::move(items)) {}  // Takes ownership of `items`.
   std::optional<I> get(size_t index) const override {
     if (index >= items_.size()) return std::nullopt;
     return items_[index];
   }
   size_t size() const override { return items_.size(); }
-  const std::vector<I>& items() const { return items_; }
+  const std::vector<I>& items() const { return items_; }  // The items, in index order.
 
  private:
   std::vector<I> items_;
 };
 
+// A DatasetPtr over `items` (moved into an InMemoryDataset).
 template <class I>
 DatasetPtr<I> in_memory(std::vector<I> items) {
   return std::make_shared<const InMemoryDataset<I>>(std::move(items));

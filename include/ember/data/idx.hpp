@@ -32,20 +32,24 @@ namespace ember::data {
 // little-endian).
 TensorData read_idx(const std::string& path);
 
+// One MNIST-style example: a grayscale u8 image and its class label (as IdxDataset::get returns it).
 struct MnistItem {
   std::vector<uint8_t> image;  // rows * cols pixels, row-major, 0 = background
-  uint8_t label = 0;
-  int64_t rows = 28, cols = 28;
+  uint8_t label = 0;           // class index (0-9 for MNIST and Fashion-MNIST)
+  // rows: the image height in pixels.
+  int64_t rows = 28, cols = 28;  // cols: the image width in pixels
 };
 
 // Images + labels IDX files paired item by item.
 class IdxDataset final : public Dataset<MnistItem> {
  public:
+  // Reads both files (gzip or raw) eagerly; throws ember::Error unless images is u8 [count, rows, cols] and
+  // labels u8 [count] with the same count, or for any read_idx error.
   IdxDataset(const std::string& images_path, const std::string& labels_path);
   std::optional<MnistItem> get(size_t index) const override;
   size_t size() const override { return count_; }
-  int64_t rows() const { return rows_; }
-  int64_t cols() const { return cols_; }
+  int64_t rows() const { return rows_; }                // image height in pixels
+  int64_t cols() const { return cols_; }                // image width in pixels
   const TensorData& images() const { return images_; }  // u8 [count, rows, cols]
   const TensorData& labels() const { return labels_; }  // u8 [count]
 
@@ -57,17 +61,25 @@ class IdxDataset final : public Dataset<MnistItem> {
 
 // MNIST-style directories: {train,t10k}-{images-idx3,labels-idx1}-ubyte, each either .gz or raw.
 struct Mnist {
+  // The training split: dir/train-images-idx3-ubyte and dir/train-labels-idx1-ubyte (.gz or raw). Throws
+  // ember::Error when a file is missing.
   static std::shared_ptr<const IdxDataset> train(const std::string& dir);
+  // The test split: dir/t10k-images-idx3-ubyte and dir/t10k-labels-idx1-ubyte (.gz or raw). Throws
+  // ember::Error when a file is missing.
   static std::shared_ptr<const IdxDataset> test(const std::string& dir);
 };
 
+// Where Debian's dataset-fashion-mnist package installs the files.
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
 // Fashion-MNIST (60,000 training and 10,000 test images of 10 clothing classes), by default
 // from Debian's package dataset-fashion-mnist.
 struct FashionMnist {
+  // The 60,000 training images; a missing file throws ember::Error suggesting the Debian package.
   static std::shared_ptr<const IdxDataset> train(const std::string& dir = kFashionMnistDir);
+  // The 10,000 test images; a missing file throws ember::Error suggesting the Debian package.
   static std::shared_ptr<const IdxDataset> test(const std::string& dir = kFashionMnistDir);
+  // Class names by label: "T-shirt/top", "Trouser", ..., "Ankle boot".
   static const std::array<const char*, 10> kClassNames;
 };
 

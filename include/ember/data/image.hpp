@@ -25,25 +25,31 @@
 
 namespace ember::data {
 
+// How an image tensor's dimensions are ordered: chw [C, H, W] (PyTorch's order) or hwc [H, W, C] (the files'
+// interleaved order).
 enum class ImageLayout { chw, hwc };
 
+// An image and its class label: the item type of ImageFolderDataset and the input of batch_images.
 struct ImageItem {
-  TensorData image;  // u8 or f32; [C, H, W] (chw) or [H, W, C] (hwc)
-  int64_t label = 0;
-  ImageLayout layout = ImageLayout::chw;
+  TensorData image;                       // u8 or f32; [C, H, W] (chw) or [H, W, C] (hwc)
+  int64_t label = 0;                      // class index
+  ImageLayout layout = ImageLayout::chw;  // the order of image's dimensions
 
-  int64_t channels() const { return image.shape()[layout == ImageLayout::chw ? 0 : 2]; }
-  int64_t height() const { return image.shape()[layout == ImageLayout::chw ? 1 : 0]; }
-  int64_t width() const { return image.shape()[layout == ImageLayout::chw ? 2 : 1]; }
+  int64_t channels() const { return image.shape()[layout == ImageLayout::chw ? 0 : 2]; }  // Number of channels (C).
+  int64_t height() const { return image.shape()[layout == ImageLayout::chw ? 1 : 0]; }    // Height in pixels (H).
+  int64_t width() const { return image.shape()[layout == ImageLayout::chw ? 2 : 1]; }     // Width in pixels (W).
 };
 
 // Decodes PNG or JPEG bytes (recognised by their signature); `name` is used in error messages.
 TensorData decode_image(std::span<const uint8_t> bytes, const std::string& name, ImageLayout layout = ImageLayout::chw,
                         int channels = 0);
+// Reads and decodes a PNG or JPEG file into u8 pixels; `channels` 0 keeps the file's, 1, 3 or 4 converts.
+// Throws ember::Error naming the file when it is missing, not PNG or JPEG, truncated or corrupt.
 TensorData read_image(const std::string& path, ImageLayout layout = ImageLayout::chw, int channels = 0);
 
 // Write u8 images with 1-4 channels (PNG) or 1 or 3 channels (JPEG, quality 1..100).
 void write_png(const std::string& path, const TensorData& image, ImageLayout layout = ImageLayout::chw);
+// JPEG at `quality` 1..100 (default 95); a u8 image of 1 or 3 channels, else ember::Error.
 void write_jpeg(const std::string& path, const TensorData& image, ImageLayout layout = ImageLayout::chw,
                 int quality = 95);
 

@@ -35,6 +35,7 @@ ImageItem random_crop(ImageItem item, int64_t height, int64_t width, int64_t pad
 
 // Mirror left-right; random_horizontal_flip does it with probability p.
 ImageItem horizontal_flip(ImageItem item);
+// Flips with probability `p` (a draw from `rng`), like torchvision's RandomHorizontalFlip.
 ImageItem random_horizontal_flip(ImageItem item, double p, Rng& rng);
 
 }  // namespace ember::data

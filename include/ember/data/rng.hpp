@@ -25,22 +25,24 @@
 
 namespace ember::data {
 
+// Portable pseudo-random generator (xoshiro256** seeded by splitmix64) whose sequence depends only on its
+// seed. Not thread-safe: give each thread its own Rng.
 class Rng {
  public:
-  using result_type = uint64_t;
-  explicit Rng(uint64_t seed = 0);
+  using result_type = uint64_t;     // the type of next() (for UniformRandomBitGenerator)
+  explicit Rng(uint64_t seed = 0);  // One stream per seed; equal seeds give equal sequences.
   // Several seeds mixed into one stream (e.g. a view's seed, the epoch and an item index).
   Rng(uint64_t seed, uint64_t stream_a, uint64_t stream_b = 0);
 
-  uint64_t next();
-  uint64_t operator()() { return next(); }
-  static constexpr uint64_t min() { return 0; }
-  static constexpr uint64_t max() { return std::numeric_limits<uint64_t>::max(); }
+  uint64_t next();                               // The next 64 random bits; advances the state.
+  uint64_t operator()() { return next(); }       // Same as next() (for std distributions).
+  static constexpr uint64_t min() { return 0; }  // Smallest value next() returns.
+  static constexpr uint64_t max() { return std::numeric_limits<uint64_t>::max(); }  // Largest value next() returns.
 
-  uint64_t below(uint64_t n);             // uniform in [0, n) without modulo bias; n > 0
+  uint64_t below(uint64_t n);             // uniform in [0, n) without modulo bias; n > 0, else ember::Error
   double uniform();                       // uniform in [0, 1) with 53 random bits
   bool bernoulli(double p);               // true with probability p
-  int64_t range(int64_t lo, int64_t hi);  // uniform in [lo, hi] (inclusive)
+  int64_t range(int64_t lo, int64_t hi);  // uniform in [lo, hi] (inclusive); lo > hi throws ember::Error
 
  private:
   uint64_t s_[4];
@@ -53,6 +55,7 @@ uint64_t current_epoch();
 // custom loaders may too).
 class EpochScope {
  public:
+  // Sets current_epoch() to `epoch` on this thread; the destructor restores the previous value.
   explicit EpochScope(uint64_t epoch);
   ~EpochScope();
   EpochScope(const EpochScope&) = delete;

@@ -32,20 +32,22 @@ namespace ember::data {
 // NULL, INTEGER, REAL, TEXT, BLOB.
 using SqlValue = std::variant<std::monostate, int64_t, double, std::string, std::vector<uint8_t>>;
 
+// One row of a SQLite table: its rowid and its values by column name, with typed accessors.
 class SqliteRow {
  public:
+  // Normally made by SqliteDataset; `source` names the database and table for error messages.
   SqliteRow(std::shared_ptr<const std::string> source, int64_t rowid, std::map<std::string, SqlValue> columns)
       : source_(std::move(source)), rowid_(rowid), columns_(std::move(columns)) {}
 
-  int64_t rowid() const { return rowid_; }
-  const std::map<std::string, SqlValue>& columns() const { return columns_; }
-  const SqlValue& operator[](std::string_view name) const;  // throws for an unknown column
-  bool is_null(std::string_view name) const;
+  int64_t rowid() const { return rowid_; }                                     // The row's SQLite rowid.
+  const std::map<std::string, SqlValue>& columns() const { return columns_; }  // All values read, by column name.
+  const SqlValue& operator[](std::string_view name) const;                     // throws for an unknown column
+  bool is_null(std::string_view name) const;  // True when the named column is NULL; throws for an unknown column.
   // Typed access; a NULL or mistyped value throws naming the db, table, rowid and column.
   int64_t integer(std::string_view name) const;
-  double real(std::string_view name) const;  // INTEGER converts
-  const std::string& text(std::string_view name) const;
-  const std::vector<uint8_t>& blob(std::string_view name) const;
+  double real(std::string_view name) const;                       // INTEGER converts
+  const std::string& text(std::string_view name) const;           // TEXT values only
+  const std::vector<uint8_t>& blob(std::string_view name) const;  // BLOB values only (raw bytes)
   // "'db' table 'name' rowid N": where this row came from (for error messages).
   std::string where() const;
 
@@ -55,19 +57,25 @@ class SqliteRow {
   std::map<std::string, SqlValue> columns_;
 };
 
+// How SqliteDataset reads a table.
 struct SqliteOptions {
   std::vector<std::string> columns;  // the columns to read; empty: all
 };
 
+// A SQLite table opened read-only, one item per row in rowid order; get() reads its row from the database
+// (a mutex serialises reads, so loader threads may share it).
 class SqliteDataset final : public Dataset<SqliteRow> {
  public:
+  // Opens `db_path` read-only and lists the table's rowids. Throws ember::Error for a database that cannot be
+  // opened or read, a missing table, or an options.columns name the table lacks.
   SqliteDataset(const std::string& db_path, const std::string& table, SqliteOptions options = {});
-  ~SqliteDataset() override;
+  ~SqliteDataset() override;  // Closes the database.
   SqliteDataset(const SqliteDataset&) = delete;
   SqliteDataset& operator=(const SqliteDataset&) = delete;
 
   std::optional<SqliteRow> get(size_t index) const override;
   size_t size() const override;
+  // The columns each row holds (options.columns, or all of the table's), in SELECT order.
   const std::vector<std::string>& column_names() const;
 
  private:

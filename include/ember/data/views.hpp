@@ -45,6 +45,7 @@ std::vector<size_t> sample_indices(size_t n, size_t count, bool with_replacement
 template <class I, class O>
 class MapDataset final : public Dataset<O> {
  public:
+  // Wraps `inner`; `fn` runs on each get(), possibly on several threads at once.
   MapDataset(DatasetPtr<I> inner, std::function<O(I)> fn) : inner_(std::move(inner)), fn_(std::move(fn)) {}
   std::optional<O> get(size_t index) const override {
     std::optional<I> item = inner_->get(index);
@@ -62,6 +63,8 @@ class MapDataset final : public Dataset<O> {
 template <class I>
 class IndexedDataset final : public Dataset<I> {
  public:
+  // View of inner[indices[i]] for each i; indices are not checked here (get() returns std::nullopt for an
+  // index past the end of inner).
   IndexedDataset(DatasetPtr<I> inner, std::vector<size_t> indices)
       : inner_(std::move(inner)), indices_(std::move(indices)) {}
   std::optional<I> get(size_t index) const override {
@@ -69,6 +72,7 @@ class IndexedDataset final : public Dataset<I> {
     return inner_->get(indices_[index]);
   }
   size_t size() const override { return indices_.size(); }
+  // The indices into the wrapped dataset, in view order.
   const std::vector<size_t>& indices() const { return indices_; }
 
  private:
@@ -80,6 +84,7 @@ class IndexedDataset final : public Dataset<I> {
 template <class I>
 class PartialDataset final : public Dataset<I> {
  public:
+  // View of items [begin, end) of `inner`; throws ember::Error unless begin <= end <= inner->size().
   PartialDataset(DatasetPtr<I> inner, size_t begin, size_t end) : inner_(std::move(inner)), begin_(begin), end_(end) {
     EMBER_CHECK(begin <= end && end <= inner_->size(), "partial: range [", begin, ", ", end,
                 ") does not fit a dataset of ", inner_->size(), " items");
@@ -99,6 +104,7 @@ class PartialDataset final : public Dataset<I> {
 template <class I>
 class ConcatDataset final : public Dataset<I> {
  public:
+  // Joins `parts` in order; throws ember::Error if any part is null. Like torch.utils.data.ConcatDataset.
   explicit ConcatDataset(std::vector<DatasetPtr<I>> parts) : parts_(std::move(parts)) {
     size_t total = 0;
     for (size_t i = 0; i < parts_.size(); ++i) {
@@ -120,6 +126,7 @@ class ConcatDataset final : public Dataset<I> {
   std::vector<DatasetPtr<I>> parts_;
   std::vector<size_t> ends_;  // cumulative sizes
 };
+// Another name for ConcatDataset.
 template <class I>
 using ComposedDataset = ConcatDataset<I>;
 
@@ -127,6 +134,7 @@ using ComposedDataset = ConcatDataset<I>;
 template <class I>
 class WindowsDataset final : public Dataset<std::vector<I>> {
  public:
+  // Windows of `k` items; throws ember::Error when k == 0 or inner has fewer than k items.
   WindowsDataset(DatasetPtr<I> inner, size_t k) : inner_(std::move(inner)), k_(k) {
     EMBER_CHECK(k > 0, "windows: the window size must be positive");
     EMBER_CHECK(inner_->size() >= k, "windows: a window of ", k, " items needs a dataset of at least ", k,
@@ -154,6 +162,7 @@ class WindowsDataset final : public Dataset<std::vector<I>> {
 template <class I, class O>
 class AugmentedDataset final : public Dataset<O> {
  public:
+  // Applies `fn` to each item with Rng(seed, current_epoch(), index); `fn` may run on several threads at once.
   AugmentedDataset(DatasetPtr<I> inner, uint64_t seed, std::function<O(I, Rng&)> fn)
       : inner_(std::move(inner)), seed_(seed), fn_(std::move(fn)) {}
   std::optional<O> get(size_t index) const override {
@@ -171,6 +180,7 @@ class AugmentedDataset final : public Dataset<O> {
 };
 
 // ---- constructors of views ----
+// The view f(item) of each item of `ds`; the item type is the result type of `fn`.
 template <class D, class F>
 auto map(std::shared_ptr<D> ds, F fn) {
   using I = ItemOf<std::shared_ptr<D>>;
@@ -178,6 +188,7 @@ auto map(std::shared_ptr<D> ds, F fn) {
   return DatasetPtr<O>(std::make_shared<const MapDataset<I, O>>(std::move(ds), std::move(fn)));
 }
 
+// A view of `ds` in the order permutation(ds->size(), seed), fixed when the view is built.
 template <class D>
 auto shuffled(std::shared_ptr<D> ds, uint64_t seed) {
   using I = ItemOf<std::shared_ptr<D>>;
@@ -185,12 +196,15 @@ auto shuffled(std::shared_ptr<D> ds, uint64_t seed) {
   return DatasetPtr<I>(std::make_shared<const IndexedDataset<I>>(std::move(ds), std::move(p)));
 }
 
+// Items [begin, end) of `ds`; throws ember::Error unless begin <= end <= ds->size().
 template <class D>
 auto partial(std::shared_ptr<D> ds, size_t begin, size_t end) {
   using I = ItemOf<std::shared_ptr<D>>;
   return DatasetPtr<I>(std::make_shared<const PartialDataset<I>>(std::move(ds), begin, end));
 }
 
+// Fractions must be positive and sum to at most 1 (else ember::Error); when they sum to 1 the last part ends
+// at the last item, otherwise the remainder is left out. Like torch.utils.data.random_split without shuffling.
 // Consecutive parts of `ds` by fractions, e.g. split(ds, {0.9, 0.1}) -> {train, valid}.
 // Shuffle first (shuffled) for a random split.
 template <class D>
@@ -201,6 +215,8 @@ auto split(std::shared_ptr<D> ds, const std::vector<double>& fractions) {
   return parts;
 }
 
+// The indices come from sample_indices, which throws ember::Error for an empty `ds`, or n > ds->size()
+// without replacement.
 // `n` items drawn with or without replacement (seeded).
 template <class D>
 auto sampled(std::shared_ptr<D> ds, size_t n, bool with_replacement, uint64_t seed) {
@@ -209,21 +225,26 @@ auto sampled(std::shared_ptr<D> ds, size_t n, bool with_replacement, uint64_t se
   return DatasetPtr<I>(std::make_shared<const IndexedDataset<I>>(std::move(ds), std::move(idx)));
 }
 
+// The datasets of `parts` end to end (a ConcatDataset); throws ember::Error if any part is null.
 template <class I>
 DatasetPtr<I> concatenated(std::vector<DatasetPtr<I>> parts) {
   return std::make_shared<const ConcatDataset<I>>(std::move(parts));
 }
+// Another name for concatenated().
 template <class I>
 DatasetPtr<I> composed(std::vector<DatasetPtr<I>> parts) {
   return concatenated(std::move(parts));
 }
 
+// Sliding windows of `k` consecutive items of `ds` (a WindowsDataset): ds->size() - k + 1 items.
 template <class D>
 auto windows(std::shared_ptr<D> ds, size_t k) {
   using I = ItemOf<std::shared_ptr<D>>;
   return DatasetPtr<std::vector<I>>(std::make_shared<const WindowsDataset<I>>(std::move(ds), k));
 }
 
+// The view fn(item, rng) of each item, with rng = Rng(seed, current_epoch(), index): fresh, reproducible
+// random augmentations every DataLoader epoch. The item type is the result type of `fn`.
 template <class D, class F>
 auto augmented(std::shared_ptr<D> ds, uint64_t seed, F fn) {
   using I = ItemOf<std::shared_ptr<D>>;

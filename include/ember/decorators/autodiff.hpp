@@ -25,6 +25,7 @@ namespace ember::autodiff {
 
 // Wraps `inner` (which must not itself be an autodiff backend).
 std::shared_ptr<Backend> wrap(std::shared_ptr<Backend> inner, Checkpointing strategy);
+// True when `b` itself (not a backend below it) is an autodiff backend.
 bool is_autodiff(const Backend& b);
 // The wrapped backend of an autodiff backend.
 std::shared_ptr<Backend> inner_of(const Backend& b);
@@ -37,6 +38,7 @@ PrimitivePtr require_grad(Backend& b, const PrimitivePtr& p);
 // graph's replays keep writing, then still finds the parameter's gradient. Only for a value
 // that replaces the leaf's old one, which nothing else holds.
 using LeafIdentity = std::shared_ptr<const void>;
+// The identity of leaf `p`; null when `p` is not a leaf.
 LeafIdentity leaf_identity(const PrimitivePtr& p);
 // require_grad, with the given identity (a fresh one when `id` is null or its shape and dtype
 // are not p's).
@@ -49,6 +51,7 @@ PrimitivePtr detach(const PrimitivePtr& p);
 // makes an untracked autodiff primitive of an inner one; `inner_value` gives an autodiff
 // primitive's inner value (the primitive itself when it is not an autodiff one).
 PrimitivePtr wrap_value(PrimitivePtr inner);
+// The inner value of an autodiff primitive; `p` itself when it is not one.
 PrimitivePtr inner_value(const PrimitivePtr& p);
 
 // The graph key of a leaf (a tensor made by require_grad); nullopt for anything else. It is
@@ -62,9 +65,11 @@ std::optional<uint64_t> leaf_key(const PrimitivePtr& p);
 // ends the backward.
 using LeafGradientHook = std::function<void(uint64_t leaf_key, const PrimitivePtr& grad)>;
 
+// Options of backward() (torch.autograd.backward's create_graph and retain_graph, plus a hook).
 struct BackwardOptions {
   bool create_graph = false;  // record the backward ops, so gradients can be differentiated again
   bool retain_graph = false;  // keep the saved tensors, so backward can run again (implied by create_graph)
+  // Called as each leaf's gradient becomes final (see LeafGradientHook); none by default.
   LeafGradientHook on_leaf_gradient{};
 };
 
@@ -73,6 +78,7 @@ class GradientMap {
  public:
   std::optional<PrimitivePtr> get(const PrimitivePtr& x) const;  // throws Error for foreign tensors
   bool remove(const PrimitivePtr& x);                             // true when a gradient was removed
+  // The number of gradients held.
   size_t size() const { return grads_.size(); }
 
  private:
@@ -87,6 +93,8 @@ GradientMap backward(Backend& b, const PrimitivePtr& root, const PrimitivePtr& u
 
 // Gradient recording is on by default, per thread; NoGradGuard turns it off in a scope.
 bool grad_enabled();
+// Turns gradient recording off on this thread for its lifetime (torch.no_grad()); destruction restores the
+// previous setting. Nestable.
 class NoGradGuard {
  public:
   NoGradGuard();

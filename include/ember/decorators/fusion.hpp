@@ -24,6 +24,7 @@ namespace ember::fusion {
 // Wraps `inner`, which must not carry the autodiff decorator (autodiff goes on top:
 // `.fusion().autodiff()`, so that the backward pass fuses too).
 std::shared_ptr<Backend> wrap(std::shared_ptr<Backend> inner);
+// True when `b` itself (not a backend below it) is a fusion backend.
 bool is_fusion(const Backend& b);
 // The wrapped backend of a fusion backend.
 std::shared_ptr<Backend> inner_of(const Backend& b);
@@ -36,13 +37,15 @@ struct Stats {
   int64_t groups_fused = 0;  // groups of two or more ops run as one kernel
   int64_t ops_fused = 0;     // the ops inside those groups
   int64_t groups_single = 0; // groups of one op (run as the plain op)
-  int64_t flushes = 0;
+  int64_t flushes = 0;       // times a non-empty queue was run
   int64_t views_folded = 0;  // views of queued values computed inside the kernels that read them
 };
+// The counters of fusion backend `b`, all threads together; throws ember::Error when `b` is not one.
 Stats stats(const Backend& b);
 // Runs every queued op of every thread now (what a read does), without waiting for the device:
 // for loops that keep results alive without reading them, and benchmarks.
 void flush(const Backend& b);
+// Zeroes the counters of fusion backend `b`; throws ember::Error when `b` is not one.
 void reset_stats(const Backend& b);
 
 }  // namespace ember::fusion

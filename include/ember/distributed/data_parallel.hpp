@@ -36,23 +36,29 @@
 
 namespace ember::distributed {
 
+// Options of DataParallel.
 struct DataParallelOptions {
   double bucket_mb = 25;  // bucket capacity in MiB (PyTorch's bucket_cap_mb)
 };
 
 // What the last backward() did, for tests and the Learner's per-rank timings.
 struct DataParallelStats {
-  int buckets = 0;
+  int buckets = 0;                       // buckets the gradients were reduced in
   int started_during_backward = 0;       // buckets whose all-reduce began while backward still had gradients to make
   std::chrono::nanoseconds backward{0};  // the autodiff backward, hook work included
   std::chrono::nanoseconds communication_wait{0};  // blocked on the buckets after backward
 };
 
+// Data-parallel training over a process group (torch.nn.parallel.DistributedDataParallel): the same parameters on
+// every rank, gradients averaged over ranks (see the file comment). Movable, not copyable.
 class DataParallel {
  public:
+  // Throws ember::Error when `group` is null or bucket_mb is not positive.
   explicit DataParallel(ProcessGroupPtr group, DataParallelOptions options = {});
   ~DataParallel();
+  // Takes over the group, buckets and state; the moved-from object must not be used again.
   DataParallel(DataParallel&&) noexcept;
+  // Takes over the group, buckets and state; the moved-from object must not be used again.
   DataParallel& operator=(DataParallel&&) noexcept;
 
   // Checks that every rank has the same parameters and buffers (paths, shapes, dtypes), then
@@ -88,6 +94,7 @@ class DataParallel {
   // While the returned object lives, backward() does not communicate (gradient accumulation).
   class NoSync {
    public:
+    // Pauses the communication of `dp`; destruction restores the previous setting (nestable).
     explicit NoSync(DataParallel& dp);
     ~NoSync();
     NoSync(const NoSync&) = delete;
@@ -97,9 +104,12 @@ class DataParallel {
     DataParallel* dp_;
     bool prev_;
   };
+  // A guard during whose lifetime backward() does not communicate (torch's no_sync()).
   [[nodiscard]] NoSync no_sync() { return NoSync(*this); }
 
+  // Counters and timings of the last backward().
   const DataParallelStats& last_stats() const;
+  // The process group it reduces over.
   ProcessGroup& group() const;
 
  private:

@@ -24,6 +24,7 @@
 
 namespace ember::distributed {
 
+// Settings for init_process_group() that override the environment; an unset field comes from the variable named.
 struct ProcessGroupOptions {
   std::optional<int> rank{};         // default: $RANK
   std::optional<int> world_size{};   // default: $WORLD_SIZE
@@ -38,14 +39,17 @@ struct ProcessGroupOptions {
 
 // What the environment and the options resolve to (without joining anything).
 struct ProcessGroupConfig {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;
-  std::string master_addr;
-  int master_port = 0;
-  std::chrono::milliseconds timeout{300000};
-  std::string backend = "gloo";
+  int rank = 0;                               // this process's rank, in [0, world_size)
+  int world_size = 1;                         // the number of ranks, >= 1
+  int local_rank = 0;                         // rank among the processes on this host (e.g. to pick a GPU)
+  std::string master_addr;                    // the rendezvous host; may be empty when world_size is 1
+  int master_port = 0;                        // the rendezvous port; may be 0 when world_size is 1
+  std::chrono::milliseconds timeout{300000};  // for the rendezvous and each collective
+  std::string backend = "gloo";               // "gloo" or "nccl"
 };
+// The settings `o` and the environment give. Throws ember::Error when the rank or world size is missing or out of
+// range, when world_size > 1 and MASTER_ADDR or MASTER_PORT is missing or invalid, or when EMBER_DIST_TIMEOUT is
+// not a positive number of seconds.
 ProcessGroupConfig resolve_config(const ProcessGroupOptions& o = {});
 
 // Joins the group; blocks until every rank joined or the timeout passed.

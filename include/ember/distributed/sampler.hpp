@@ -23,15 +23,18 @@
 
 namespace ember::distributed {
 
+// Options of sharded() (torch.utils.data.DistributedSampler's shuffle, seed and drop_last).
 struct ShardOptions {
-  bool shuffle = true;
-  uint64_t seed = 0;
-  bool drop_last = false;
+  bool shuffle = true;     // permute with seed + epoch each epoch; false keeps the order
+  uint64_t seed = 0;       // the same on every rank
+  bool drop_last = false;  // drop the tail rather than pad: floor(n / W) items each
 };
 
+// Rank `rank`'s share of a dataset of items I (see the file comment); made by sharded().
 template <class I>
 class ShardedDataset final : public data::Dataset<I> {
  public:
+  // Throws ember::Error when `inner` is null, `rank` is not in [0, world), or drop_last would leave every rank empty.
   ShardedDataset(data::DatasetPtr<I> inner, int rank, int world, ShardOptions o)
       : inner_(std::move(inner)), rank_(rank), world_(world), o_(o) {
     EMBER_CHECK(inner_, "sharded: the dataset is null");
@@ -46,6 +49,7 @@ class ShardedDataset final : public data::Dataset<I> {
     size_t k = static_cast<size_t>(rank_) + index * static_cast<size_t>(world_);
     return inner_->get((*order(data::current_epoch()))[k % n]);
   }
+  // ceil(n / world) items, or floor(n / world) with drop_last.
   size_t size() const override {
     size_t n = inner_->size(), w = static_cast<size_t>(world_);
     return o_.drop_last ? n / w : (n + w - 1) / w;
@@ -77,6 +81,8 @@ class ShardedDataset final : public data::Dataset<I> {
   mutable std::map<uint64_t, std::shared_ptr<const std::vector<size_t>>> orders_;
 };
 
+// Rank `rank`'s share of `ds` among `world` ranks, as a dataset of the same item type; throws as ShardedDataset's
+// constructor does.
 template <class D>
 auto sharded(std::shared_ptr<D> ds, int rank, int world, ShardOptions o = {}) {
   using I = typename std::remove_cv_t<D>::Item;

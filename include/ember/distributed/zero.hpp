@@ -28,10 +28,16 @@
 
 namespace ember::distributed {
 
+// ZeRO stage 1 over a process group (torch.distributed.optim.ZeroRedundancyOptimizer): wraps an optimizer so that
+// each rank keeps the state of its share of the parameters only.
 class ZeroOptimizer {
  public:
+  // Shares ownership of `optimizer`, which is then stepped through this object only. Throws ember::Error when
+  // `group` or `optimizer` is null.
   ZeroOptimizer(ProcessGroupPtr group, std::shared_ptr<optim::Optimizer> optimizer);
 
+  // Averages the local gradients over the ranks, updates this rank's parameters with the wrapped optimizer and
+  // all-gathers the new values into every rank's module. A collective: every rank must call it.
   template <class M>
   M step(M module, optim::GradientsParams local_grads, double lr) {
     Params ps = params_of(module);
@@ -58,6 +64,7 @@ class ZeroOptimizer {
   std::vector<int> owners(const M& module) const {
     return assign(params_of(const_cast<M&>(module)));
   }
+  // The wrapped optimizer, holding this rank's share of the state.
   optim::Optimizer& optimizer() const { return *opt_; }
 
  private:

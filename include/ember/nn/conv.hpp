@@ -31,58 +31,74 @@ struct Conv;
 template <int N>
 struct ConvTranspose;
 
+// torch.nn.Conv1d/2d/3d's arguments; N is the number of spatial dims.
 template <int N>
 struct ConvConfig {
-  int64_t in_channels = 0;
-  int64_t out_channels = 0;
-  Sizes kernel_size{};
-  Sizes stride{1};
-  Sizes padding{0};
-  Sizes dilation{1};
-  int64_t groups = 1;
-  bool bias = true;
-  ConvPaddingMode padding_mode = ConvPaddingMode::zeros;
+  int64_t in_channels = 0;   // C_in; positive and divisible by groups
+  int64_t out_channels = 0;  // C_out; positive and divisible by groups
+  Sizes kernel_size{};       // required: one positive size, or N
+  Sizes stride{1};           // the step between output positions
+  Sizes padding{0};          // added on both sides of every spatial dim
+  Sizes dilation{1};         // the spacing between kernel taps
+  int64_t groups = 1;        // in and out channels split into this many independent convolutions
+  bool bias = true;          // a learnable bias [out_channels]
+  ConvPaddingMode padding_mode = ConvPaddingMode::zeros;  // what the padding is filled with
   // PyTorch's padding="same" (needs stride 1): pads so that the output has the input's size, the
   // odd extra element on the end side. `padding` is then ignored. (padding="valid" is padding {0}.)
   bool padding_same = false;
   // For the weight; the bias is always U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as in PyTorch.
   Initializer initializer = Initializer::torch_default();
+  // Builds the layer on `device`; throws ember::Error when the channels do not fit groups, kernel_size is
+  // missing or not positive, a size option has neither 1 nor N values, or padding_same has a stride.
   Conv<N> init(const Device& device = Device::default_device()) const;
 };
 
+// torch.nn.Conv1d/2d/3d. Each spatial output size is
+// floor((in + 2 * padding - dilation * (kernel - 1) - 1) / stride) + 1.
 template <int N>
 struct Conv {
   Param weight{};               // [out_channels, in_channels / groups, *kernel_size]
   std::optional<Param> bias{};  // [out_channels]
   ConvConfig<N> config{};       // the options it was made with (the initializer is not used again)
   EMBER_MODULE(weight, bias)
+  // Output [N, C_out, *out_spatial] (unbatched: [C_out, *out_spatial]); throws ember::Error on a wrong
+  // rank, channel count or dtype.
   DynTensor forward(DynTensor x) const;  // [N, C_in, *spatial] or [C_in, *spatial]
 };
 
+// torch.nn.ConvTranspose1d/2d/3d's arguments, in PyTorch's order; N is the number of spatial dims.
 template <int N>
 struct ConvTransposeConfig {
-  int64_t in_channels = 0;
-  int64_t out_channels = 0;
-  Sizes kernel_size{};
-  Sizes stride{1};
-  Sizes padding{0};
-  Sizes output_padding{0};
-  int64_t groups = 1;
-  bool bias = true;
-  Sizes dilation{1};
+  int64_t in_channels = 0;   // C_in; positive and divisible by groups
+  int64_t out_channels = 0;  // C_out; positive and divisible by groups
+  Sizes kernel_size{};       // required: one positive size, or N
+  Sizes stride{1};           // the upsampling step
+  Sizes padding{0};          // dilation * (kernel - 1) - padding zeros are added to each side of the input
+  Sizes output_padding{0};   // extra size on the end side of each output dim (less than stride or dilation)
+  int64_t groups = 1;        // in and out channels split into this many independent convolutions
+  bool bias = true;          // a learnable bias [out_channels]
+  Sizes dilation{1};         // the spacing between kernel taps
+  // For the weight; the bias is always U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as in PyTorch.
   Initializer initializer = Initializer::torch_default();
+  // Builds the layer on `device`; throws ember::Error when the channels do not fit groups, kernel_size is
+  // missing or not positive, or a size option has neither 1 nor N values.
   ConvTranspose<N> init(const Device& device = Device::default_device()) const;
 };
 
+// torch.nn.ConvTranspose1d/2d/3d (the gradient of a convolution). Each spatial output size is
+// (in - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1.
 template <int N>
 struct ConvTranspose {
   Param weight{};               // [in_channels, out_channels / groups, *kernel_size]
   std::optional<Param> bias{};  // [out_channels]
-  ConvTransposeConfig<N> config{};
+  ConvTransposeConfig<N> config{};  // the options it was made with (the initializer is not used again)
   EMBER_MODULE(weight, bias)
+  // x [N, C_in, *spatial] or [C_in, *spatial]; output [N, C_out, *out_spatial] (unbatched: no N).
+  // Throws ember::Error on a wrong rank, channel count or dtype.
   DynTensor forward(DynTensor x) const;
   // Picks output_padding so that the spatial output size is `output_size` (N values, or the full
-  // output shape), as torch's forward(input, output_size).
+  // output shape), as torch's forward(input, output_size). Throws ember::Error when no output_padding
+  // in [0, stride) reaches it.
   DynTensor forward(DynTensor x, Sizes output_size) const;
 };
 
@@ -99,17 +115,17 @@ extern template struct ConvTranspose<1>;
 extern template struct ConvTranspose<2>;
 extern template struct ConvTranspose<3>;
 
-using Conv1dConfig = ConvConfig<1>;
-using Conv2dConfig = ConvConfig<2>;
-using Conv3dConfig = ConvConfig<3>;
-using Conv1d = Conv<1>;
-using Conv2d = Conv<2>;
-using Conv3d = Conv<3>;
-using ConvTranspose1dConfig = ConvTransposeConfig<1>;
-using ConvTranspose2dConfig = ConvTransposeConfig<2>;
-using ConvTranspose3dConfig = ConvTransposeConfig<3>;
-using ConvTranspose1d = ConvTranspose<1>;
-using ConvTranspose2d = ConvTranspose<2>;
-using ConvTranspose3d = ConvTranspose<3>;
+using Conv1dConfig = ConvConfig<1>;  // input [N, C, L]
+using Conv2dConfig = ConvConfig<2>;  // input [N, C, H, W]
+using Conv3dConfig = ConvConfig<3>;  // input [N, C, D, H, W]
+using Conv1d = Conv<1>;  // torch.nn.Conv1d: input [N, C, L] or [C, L]
+using Conv2d = Conv<2>;  // torch.nn.Conv2d: input [N, C, H, W] or [C, H, W]
+using Conv3d = Conv<3>;  // torch.nn.Conv3d: input [N, C, D, H, W] or [C, D, H, W]
+using ConvTranspose1dConfig = ConvTransposeConfig<1>;  // input [N, C, L]
+using ConvTranspose2dConfig = ConvTransposeConfig<2>;  // input [N, C, H, W]
+using ConvTranspose3dConfig = ConvTransposeConfig<3>;  // input [N, C, D, H, W]
+using ConvTranspose1d = ConvTranspose<1>;  // torch.nn.ConvTranspose1d: input [N, C, L] or [C, L]
+using ConvTranspose2d = ConvTranspose<2>;  // torch.nn.ConvTranspose2d: input [N, C, H, W] or [C, H, W]
+using ConvTranspose3d = ConvTranspose<3>;  // torch.nn.ConvTranspose3d: input [N, C, D, H, W] or [C, D, H, W]
 
 }  // namespace ember::nn

@@ -14,13 +14,15 @@
 
 namespace ember::nn {
 
+// torch.nn.Dropout (see the top of this file); it is its own config.
 struct Dropout {
-  double p = 0.5;
-  Mode mode{};
+  double p = 0.5;  // the probability of zeroing an element, in [0, 1]
+  Mode mode{};     // training (dropout on, the default) or eval (identity)
   EMBER_MODULE(mode)
-  Dropout init(const Device& /*device*/ = Device::default_device()) const { return *this; }
+  Dropout init(const Device& /*device*/ = Device::default_device()) const { return *this; }  // a copy
+  // Output of x's shape; throws ember::Error when p is outside [0, 1].
   DynTensor forward(DynTensor x) const;
 };
-using DropoutConfig = Dropout;
+using DropoutConfig = Dropout;  // the layer is its own config
 
 }  // namespace ember::nn

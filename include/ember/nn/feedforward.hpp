@@ -25,26 +25,31 @@ namespace ember::nn {
 // The activations the feed-forward blocks offer (gelu is the exact erf form, gelu_tanh the
 // tanh approximation).
 enum class FeedForwardActivation : uint8_t { relu, gelu, gelu_tanh, silu };
+// The activation applied elementwise to `x` (any shape).
 DynTensor apply_activation(DynTensor x, FeedForwardActivation activation);
 
 struct PositionWiseFeedForward;
 
+// Configuration of a PositionWiseFeedForward (Burn's PositionWiseFeedForwardConfig).
 struct PositionWiseFeedForwardConfig {
-  int64_t d_model = 0;
-  int64_t d_ff = 0;
-  double dropout = 0.1;
-  FeedForwardActivation activation = FeedForwardActivation::gelu;
-  bool bias = true;
+  int64_t d_model = 0;  // the input and output width; must be positive
+  int64_t d_ff = 0;     // the hidden width; must be positive
+  double dropout = 0.1;  // dropout probability after the activation (training mode), in [0, 1]
+  FeedForwardActivation activation = FeedForwardActivation::gelu;  // the hidden activation
+  bool bias = true;  // biases in both Linear layers
   Initializer initializer = Initializer::torch_default();  // for both weights
+  // Builds the module on `device`; throws ember::Error when d_model or d_ff is not positive or dropout
+  // is outside [0, 1].
   PositionWiseFeedForward init(const Device& device = Device::default_device()) const;
 };
 
+// linear_outer(dropout(activation(linear_inner(x)))), applied to the last dim of every position.
 struct PositionWiseFeedForward {
   Linear linear_inner;  // d_model -> d_ff
   Linear linear_outer;  // d_ff -> d_model
-  Mode mode;
-  double dropout = 0.1;
-  FeedForwardActivation activation = FeedForwardActivation::gelu;
+  Mode mode;             // training (dropout on) or eval
+  double dropout = 0.1;  // dropout probability after the activation
+  FeedForwardActivation activation = FeedForwardActivation::gelu;  // the hidden activation
   EMBER_MODULE(linear_inner, linear_outer, mode)
   DynTensor forward(const DynTensor& x) const;  // [*, d_model] -> [*, d_model]
 };

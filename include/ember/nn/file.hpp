@@ -18,6 +18,8 @@ NamedTensors read_tensors(const std::string& path, const Device& device = Device
 // Writes a safetensors file atomically (temporary file, then rename).
 void write_tensors(const std::string& path, const NamedTensors& tensors, const std::map<std::string, std::string>& metadata = {});
 
+// Writes the module's state_dict (parameters and buffers) to a safetensors file at `path`, atomically,
+// with the string `metadata` in its header.
 template <class M>
 void save(const M& module, const std::string& path, const std::map<std::string, std::string>& metadata = {}) {
   write_tensors(path, state_dict(module), metadata);

@@ -29,19 +29,24 @@ using ember::relu;
 using ember::sigmoid;
 using ember::silu;
 using ember::softplus;
-DynTensor relu6(DynTensor x);
-DynTensor elu(DynTensor x, double alpha = 1.0);
+DynTensor relu6(DynTensor x);  // min(max(0, x), 6)
+DynTensor elu(DynTensor x, double alpha = 1.0);  // x for x > 0, alpha * (exp(x) - 1) otherwise
+// scale * elu(x, alpha) with PyTorch's fixed alpha (1.6733) and scale (1.0507).
 DynTensor selu(DynTensor x);
+// x for x > 0, alpha * (exp(x / alpha) - 1) otherwise; throws ember::Error when alpha is 0.
 DynTensor celu(DynTensor x, double alpha = 1.0);
-DynTensor mish(DynTensor x);
-DynTensor softsign(DynTensor x);
-DynTensor hard_swish(DynTensor x);
+DynTensor mish(DynTensor x);        // x * tanh(softplus(x))
+DynTensor softsign(DynTensor x);    // x / (1 + |x|)
+DynTensor hard_swish(DynTensor x);  // x * relu6(x + 3) / 6
+// x clamped to [min_val, max_val]; throws ember::Error when min_val > max_val.
 DynTensor hard_tanh(DynTensor x, double min_val = -1.0, double max_val = 1.0);
-DynTensor tanh_shrink(DynTensor x);
+DynTensor tanh_shrink(DynTensor x);  // x - tanh(x)
+// x - lambda for x > lambda, x + lambda for x < -lambda, 0 otherwise; throws ember::Error when lambda < 0.
 DynTensor soft_shrink(DynTensor x, double lambda = 0.5);
-DynTensor hard_shrink(DynTensor x, double lambda = 0.5);
+DynTensor hard_shrink(DynTensor x, double lambda = 0.5);  // x where |x| > lambda, 0 otherwise
+// GELU's form: none is the exact x * Phi(x) (erf), tanh the tanh approximation (PyTorch's approximate).
 enum class GeluApproximation { none, tanh };
-DynTensor gelu(DynTensor x, GeluApproximation approximate);
+DynTensor gelu(DynTensor x, GeluApproximation approximate);  // torch.nn.functional.gelu(x, approximate)
 // Gated units: x is split into halves a, b along `dim` (whose size must be even).
 DynTensor glu(DynTensor x, int dim = -1);     // a * sigmoid(b)
 DynTensor swiglu(DynTensor x, int dim = -1);  // silu(a) * b
@@ -65,8 +70,10 @@ DynTensor rms_norm(DynTensor x, Sizes normalized_shape, std::optional<DynTensor>
 // other dim. y uses the biased batch variance (as PyTorch); var is the unbiased one, for
 // updating running statistics. mean and var are not tracked by autodiff.
 struct BatchNormTrainResult {
-  DynTensor y, mean, var;
+  // y: the normalised (and affine-transformed) x; mean: the per-channel batch mean [C].
+  DynTensor y, mean, var;  // var: the per-channel unbiased batch variance [C]
 };
+// y, mean and var as above; throws ember::Error when x is not [N, C, *] or has a single value per channel.
 BatchNormTrainResult batch_norm_train(DynTensor x, std::optional<DynTensor> weight = {},
                                       std::optional<DynTensor> bias = {}, double eps = 1e-5);
 // x / max(||x||_p along dim, eps).
@@ -74,11 +81,15 @@ DynTensor normalize(DynTensor x, double p = 2.0, int dim = 1, double eps = 1e-12
 
 // ---- layout ----
 // [*, C * r * r, H, W] -> [*, C, H * r, W * r], and back.
+// Throws ember::Error when the channel count is not divisible by upscale_factor^2 or x has rank < 3.
 DynTensor pixel_shuffle(DynTensor x, int64_t upscale_factor);
+// [*, C, H * r, W * r] -> [*, C * r * r, H, W]; throws ember::Error when H or W is not divisible by r.
 DynTensor pixel_unshuffle(DynTensor x, int64_t downscale_factor);
 // interpolate to a given spatial size, or to floor(size * scale_factor) for every spatial dim
 // (coordinates then map by the in/out size ratio, as recompute_scale_factor=True).
 DynTensor upsample(DynTensor x, Sizes size, InterpMode mode = InterpMode::nearest, bool align_corners = false);
+// x [N, C, *spatial] to floor(size * scale_factor) in every spatial dim; throws ember::Error when
+// scale_factor <= 0.
 DynTensor upsample(DynTensor x, double scale_factor, InterpMode mode = InterpMode::nearest, bool align_corners = false);
 
 // ---- layers ----

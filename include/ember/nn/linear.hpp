@@ -23,12 +23,14 @@ namespace ember::nn {
 struct Linear;
 struct Bilinear;
 
+// torch.nn.Linear's arguments.
 struct LinearConfig {
-  int64_t in_features = 0;
-  int64_t out_features = 0;
-  bool bias = true;
+  int64_t in_features = 0;   // the input's last dim; must be non-negative
+  int64_t out_features = 0;  // the output's last dim; must be non-negative
+  bool bias = true;          // a learnable bias [out_features]
   // For the weight; the bias is always U(-1/sqrt(in_features), 1/sqrt(in_features)), as in PyTorch.
   Initializer initializer = Initializer::torch_default();
+  // Builds the layer on `device`; throws ember::Error when a feature count is negative.
   Linear init(const Device& device = Device::default_device()) const;
 };
 
@@ -40,12 +42,14 @@ struct Linear {
   DynTensor forward(DynTensor x) const;  // [*, in_features] -> [*, out_features]
 };
 
+// torch.nn.Bilinear's arguments.
 struct BilinearConfig {
-  int64_t in1_features = 0;
-  int64_t in2_features = 0;
-  int64_t out_features = 0;
-  bool bias = true;
-  // Weight and bias are U(-1/sqrt(in1_features), 1/sqrt(in1_features)), as in PyTorch.
+  int64_t in1_features = 0;  // the first input's last dim; must be positive
+  int64_t in2_features = 0;  // the second input's last dim; must be positive
+  int64_t out_features = 0;  // the output's last dim; must be positive
+  bool bias = true;          // a learnable bias [out_features]
+  // Weight and bias are U(-1/sqrt(in1_features), 1/sqrt(in1_features)), as in PyTorch. Throws
+  // ember::Error when a feature count is not positive.
   Bilinear init(const Device& device = Device::default_device()) const;
 };
 
@@ -58,31 +62,33 @@ struct Bilinear {
   DynTensor forward(DynTensor x1, DynTensor x2) const;
 };
 
+// torch.nn.Identity: returns its input (a placeholder in a Sequential).
 struct Identity {
   EMBER_MODULE()
-  Identity init(const Device& /*device*/ = Device::default_device()) const { return *this; }
-  DynTensor forward(DynTensor x) const { return x; }
+  Identity init(const Device& /*device*/ = Device::default_device()) const { return *this; }  // a copy
+  DynTensor forward(DynTensor x) const { return x; }  // x unchanged
 };
-using IdentityConfig = Identity;
+using IdentityConfig = Identity;  // the layer is its own config
 
 // Merges dims start_dim..end_dim into one (torch.nn.Flatten: start_dim = 1 keeps the batch dim).
 struct Flatten {
-  int start_dim = 1;
-  int end_dim = -1;
+  int start_dim = 1;  // the first dim merged; negative counts from the end
+  int end_dim = -1;   // the last dim merged (inclusive); negative counts from the end
   EMBER_MODULE()
-  Flatten init(const Device& /*device*/ = Device::default_device()) const { return *this; }
-  DynTensor forward(DynTensor x) const;
+  Flatten init(const Device& /*device*/ = Device::default_device()) const { return *this; }  // a copy
+  DynTensor forward(DynTensor x) const;  // dims start_dim..end_dim merged into one; a scalar becomes [1]
 };
-using FlattenConfig = Flatten;
+using FlattenConfig = Flatten;  // the layer is its own config
 
 // Splits dim `dim` into `unflattened_size` (one entry may be -1), as torch.nn.Unflatten.
 struct Unflatten {
-  int dim = 0;
-  Sizes unflattened_size{};
+  int dim = 0;  // the dim split; negative counts from the end
+  Sizes unflattened_size{};  // the sizes replacing it (one may be -1); their product must be its size
   EMBER_MODULE()
-  Unflatten init(const Device& /*device*/ = Device::default_device()) const { return *this; }
+  Unflatten init(const Device& /*device*/ = Device::default_device()) const { return *this; }  // a copy
+  // Throws ember::Error when unflattened_size is empty or does not match the size of `dim`.
   DynTensor forward(DynTensor x) const;
 };
-using UnflattenConfig = Unflatten;
+using UnflattenConfig = Unflatten;  // the layer is its own config
 
 }  // namespace ember::nn

@@ -47,6 +47,7 @@
 
 namespace ember::nn {
 
+// (path, tensor) pairs in order: what named_parameters() and state_dict() return and load_state_dict() reads.
 using NamedTensors = std::vector<std::pair<std::string, DynTensor>>;
 
 // A trainable tensor. Its id survives optimizer updates (set()), so optimizer state follows it.
@@ -54,19 +55,23 @@ using NamedTensors = std::vector<std::pair<std::string, DynTensor>>;
 class Param {
  public:
   Param() { track_address(); }
+  // Holds `value` detached, under a new id; unless frozen, a float value on an autodiff device requires grad.
   explicit Param(DynTensor value, bool frozen = false);
   // Copies and moves are member-wise; while module checks are on, each Param's address is recorded.
   Param(const Param& o) : value_(o.value_), id_(o.id_), frozen_(o.frozen_) { track_address(); }
+  // Takes the value, id and frozen flag of `o`.
   Param(Param&& o) noexcept : value_(std::move(o.value_)), id_(o.id_), frozen_(o.frozen_) { track_address(); }
-  Param& operator=(const Param&) = default;
-  Param& operator=(Param&&) noexcept = default;
+  Param& operator=(const Param&) = default;  // copies value, id and frozen flag
+  Param& operator=(Param&&) noexcept = default;  // moves value, id and frozen flag
   ~Param() { untrack_address(); }
-  const DynTensor& value() const { return value_; }
+  const DynTensor& value() const { return value_; }  // the tensor (undefined after take())
   operator const DynTensor&() const { return value_; }  // NOLINT: use a parameter like a tensor
+  // Unique per parameter and kept by copies and set(): optimizers key their state by it.
   uint64_t id() const { return id_; }
-  bool frozen() const { return frozen_; }
+  bool frozen() const { return frozen_; }  // a frozen parameter gets no gradient; optimizers skip it
+  // False for a default-constructed Param and after take(); visits skip undefined parameters.
   bool defined() const { return value_.defined(); }
-  const Shape& shape() const { return value_.shape(); }
+  const Shape& shape() const { return value_.shape(); }  // the value's shape
   // The same parameter (same id) holding `v`. After take() of a value nothing else held, `v` also
   // keeps the old value's autodiff leaf (the key of its gradients), as a PyTorch parameter
   // updated in place stays the same tensor: gradients computed before the update (the ones a
@@ -75,7 +80,10 @@ class Param {
   // Moves the value out, leaving the parameter undefined until set() (optimizers: so an update
   // can write the new value into the old one's memory).
   DynTensor take();
+  // Freezes (true) or unfreezes (false); an unfrozen float value on an autodiff device requires grad again.
   void set_frozen(bool f);
+  // Its gradient in `g`; nullopt when the value does not require grad (frozen, not float, not autodiff) or
+  // `g` holds none for it.
   std::optional<DynTensor> grad(const Gradients& g) const;
 
  private:
@@ -92,24 +100,29 @@ class Param {
 // NDEBUG; the environment variable EMBER_CHECK_MODULES=1 (or 0) overrides that default. Switch them
 // on before the modules are built: Params made while they were off are not checked.
 void set_module_checks(bool on);
-bool module_checks();
+bool module_checks();  // whether module checks are on now
 
 // Non-trainable module state saved with the module (running statistics, counters).
 struct Buffer {
-  DynTensor value;
+  DynTensor value;  // the state tensor; an undefined value is skipped by visits
   operator const DynTensor&() const { return value; }  // NOLINT
 };
 
 // Train/eval flag of modules whose forward depends on it (Dropout, BatchNorm).
 struct Mode {
-  bool training = true;
+  bool training = true;  // true: training mode (the default); false: eval mode, set by set_training()
 };
 
+// What a module's visit() calls for each field it reaches (EMBER_MODULE); override the hooks you need.
+// The hooks do nothing by default.
 class Visitor {
  public:
   virtual ~Visitor() = default;
+  // Called for each defined Param, with its dotted path ("fc1.weight").
   virtual void param(const std::string& /*path*/, Param& /*p*/) {}
+  // Called for each Buffer with a defined value, with its dotted path.
   virtual void buffer(const std::string& /*path*/, Buffer& /*b*/) {}
+  // Called for each Mode flag (it has no path).
   virtual void mode(Mode& /*m*/) {}
 };
 
@@ -126,6 +139,8 @@ template <class T> struct is_optional : std::false_type {};
 template <class T> struct is_optional<std::optional<T>> : std::true_type {};
 }  // namespace detail
 
+// Visits one EMBER_MODULE field at `path`: a Param, Buffer or Mode goes to `v`, an optional when set, a
+// vector element-wise (paths "path.0", "path.1", ...), a module through its visit(). Other types do not compile.
 template <class T>
 void visit_field(Visitor& v, const std::string& path, T& field) {
   if constexpr (std::is_same_v<T, Param>) {
@@ -234,6 +249,7 @@ decltype(auto) in_module(const ModuleInfo& info, const char* type, F&& body) {
   }
 
 // ---- generic module operations (any visitable type) ----
+// Calls `f(path, param)` for each defined parameter of `m`, in declaration order.
 template <class M>
 void for_each_param(M& m, const std::function<void(const std::string&, Param&)>& f) {
   struct V : Visitor {
@@ -243,6 +259,7 @@ void for_each_param(M& m, const std::function<void(const std::string&, Param&)>&
   } v(f);
   m.visit(v);
 }
+// Calls `f(path, buffer)` for each buffer of `m` with a defined value, in declaration order.
 template <class M>
 void for_each_buffer(M& m, const std::function<void(const std::string&, Buffer&)>& f) {
   struct V : Visitor {
@@ -271,6 +288,7 @@ NamedTensors state_dict(const M& m) {
   const_cast<M&>(m).visit(v);
   return std::move(v.out);
 }
+// The number of parameter elements; with trainable_only, frozen parameters are not counted.
 template <class M>
 int64_t num_params(const M& m, bool trainable_only = false) {
   int64_t n = 0;
@@ -292,6 +310,7 @@ M freeze(M m, bool frozen = true) {
   for_each_param(m, [&](const std::string&, Param& p) { p.set_frozen(frozen); });
   return m;
 }
+// Sets every Mode flag of `m`: true for training mode, false for eval mode (PyTorch's train() and eval()).
 template <class M>
 void set_training(M& m, bool training) {
   struct V : Visitor {
@@ -303,6 +322,7 @@ void set_training(M& m, bool training) {
 }
 // A table: name, shape, parameter count (frozen ones marked), plus the total.
 std::string summary_table(const std::vector<std::tuple<std::string, Shape, int64_t, bool>>& rows);
+// summary_table() of the module's parameters, by path in declaration order.
 template <class M>
 std::string summary(const M& m) {
   std::vector<std::tuple<std::string, Shape, int64_t, bool>> rows;
@@ -314,21 +334,25 @@ std::string summary(const M& m) {
 
 // ---- loading named tensors into a module ----
 struct KeyRemap {  // std::regex pattern -> replacement (ECMAScript, $1 groups), applied in order
-  std::string pattern, replacement;
+  // The regex searched for in each source key, and what replaces each match.
+  std::string pattern, replacement;  // replacement: the substitution text
 };
+// Options of load_state_dict().
 struct LoadOptions {
-  std::vector<KeyRemap> remap{};
+  std::vector<KeyRemap> remap{};  // source-key rewrites, applied before matching to module paths
   bool strict = true;      // throw when anything is missing, unexpected or mismatched
   bool cast_dtype = true;  // convert to the parameter's dtype
   // Adapts a source tensor to ember's layout for a key (e.g. a transposed weight); may be empty.
   std::function<DynTensor(const std::string& key, DynTensor t, const Shape& target)> adapt{};
 };
+// What load_state_dict() could not match; every list is empty on a full load.
 struct LoadReport {
   std::vector<std::string> missing;      // in the module, not in the source
   std::vector<std::string> unexpected;   // in the source, not in the module
   std::vector<std::string> mismatched;   // "key: source [..] vs module [..]"
+  // True when nothing is missing, unexpected or mismatched.
   bool ok() const { return missing.empty() && unexpected.empty() && mismatched.empty(); }
-  std::string str() const;
+  std::string str() const;  // the three lists, one key a line, for messages
 };
 namespace detail {
 LoadReport load_into(const std::vector<std::tuple<std::string, Param*, Buffer*>>& slots, NamedTensors source,

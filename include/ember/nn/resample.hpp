@@ -16,21 +16,23 @@
 
 namespace ember::nn {
 
+// torch.nn.PixelShuffle: moves channel blocks of r * r into r x r spatial blocks (sub-pixel upsampling).
 struct PixelShuffle {
-  int64_t upscale_factor = 1;
+  int64_t upscale_factor = 1;  // r; the channel count must be divisible by r * r
   EMBER_MODULE()
-  PixelShuffle init(const Device& /*device*/ = Device::default_device()) const { return *this; }
+  PixelShuffle init(const Device& /*device*/ = Device::default_device()) const { return *this; }  // a copy
   DynTensor forward(DynTensor x) const;  // [*, C*r*r, H, W] -> [*, C, H*r, W*r]
 };
-using PixelShuffleConfig = PixelShuffle;
+using PixelShuffleConfig = PixelShuffle;  // the layer is its own config
 
+// torch.nn.PixelUnshuffle: the inverse of PixelShuffle.
 struct PixelUnshuffle {
-  int64_t downscale_factor = 1;
+  int64_t downscale_factor = 1;  // r; H and W must be divisible by r
   EMBER_MODULE()
-  PixelUnshuffle init(const Device& /*device*/ = Device::default_device()) const { return *this; }
+  PixelUnshuffle init(const Device& /*device*/ = Device::default_device()) const { return *this; }  // a copy
   DynTensor forward(DynTensor x) const;  // [*, C, H*r, W*r] -> [*, C*r*r, H, W]
 };
-using PixelUnshuffleConfig = PixelUnshuffle;
+using PixelUnshuffleConfig = PixelUnshuffle;  // the layer is its own config
 
 // As PyTorch: linear needs a [N, C, L] input, bilinear and bicubic [N, C, H, W]; nearest any
 // [N, C, *spatial]. (trilinear is not supported.)
@@ -43,14 +45,16 @@ enum class UpsampleMode : uint8_t { nearest, linear, bilinear, bicubic };
 // PyTorch's 1 / scale_factor whenever input size * scale_factor is a whole number (for example
 // every integer factor); for other factors PyTorch's Upsample maps coordinates with 1 / scale_factor.
 struct Upsample {
-  Sizes size{};
-  std::vector<double> scale_factor{};
-  UpsampleMode mode = UpsampleMode::nearest;
+  Sizes size{};  // the output spatial size (empty: use scale_factor)
+  std::vector<double> scale_factor{};  // positive factors (empty: use size)
+  UpsampleMode mode = UpsampleMode::nearest;  // the interpolation
   std::optional<bool> align_corners{};  // linear modes only; nullopt: false
   EMBER_MODULE()
-  Upsample init(const Device& /*device*/ = Device::default_device()) const { return *this; }
+  Upsample init(const Device& /*device*/ = Device::default_device()) const { return *this; }  // a copy
+  // x [N, C, *spatial] -> [N, C, *new spatial]; throws ember::Error when both or neither of size and
+  // scale_factor are given, a count or rank does not fit, or align_corners is set with nearest.
   DynTensor forward(DynTensor x) const;
 };
-using UpsampleConfig = Upsample;
+using UpsampleConfig = Upsample;  // the layer is its own config
 
 }  // namespace ember::nn

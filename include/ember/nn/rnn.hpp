@@ -40,55 +40,73 @@ namespace ember::nn {
 
 // The weights of one layer in one direction.
 struct RnnCellParams {
-  Param weight_ih, weight_hh;
-  std::optional<Param> bias_ih, bias_hh;
+  // weight_ih: input-to-hidden, [G*H, in]; weight_hh: hidden-to-hidden (gate layout at the top of this file).
+  Param weight_ih, weight_hh;  // weight_hh: hidden-to-hidden, [G*H, H]
+  // bias_ih: added to x @ weight_ih^T, [G*H]; both biases are present when the layer has bias.
+  std::optional<Param> bias_ih, bias_hh;  // bias_hh: added to h @ weight_hh^T, [G*H]
 };
 
+// The activation of an Rnn's cell, torch.nn.RNN's nonlinearity ("tanh" or "relu").
 enum class RnnNonlinearity : uint8_t { tanh, relu };
 
 struct Rnn;
 struct Lstm;
 struct Gru;
 
+// torch.nn.RNN's arguments.
 struct RnnConfig {
-  int64_t input_size = 0, hidden_size = 0;
-  int64_t num_layers = 1;
-  RnnNonlinearity nonlinearity = RnnNonlinearity::tanh;
-  bool bias = true;
-  bool batch_first = false;
-  double dropout = 0;
-  bool bidirectional = false;
+  // input_size: the input's feature count; hidden_size: H, the hidden state's. Both must be positive.
+  int64_t input_size = 0, hidden_size = 0;  // H, the hidden state's size
+  int64_t num_layers = 1;  // stacked layers, at least 1
+  RnnNonlinearity nonlinearity = RnnNonlinearity::tanh;  // the cell's activation
+  bool bias = true;  // bias_ih and bias_hh in every layer
+  bool batch_first = false;  // input and output [N, L, *] rather than [L, N, *] (not h_n, c_n)
+  double dropout = 0;  // dropout probability on every layer's output but the last (training mode), in [0, 1]
+  bool bidirectional = false;  // a reverse direction per layer too (D = 2)
   std::optional<Initializer> initializer{};  // default: U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))
+  // Builds the layers on `device`; throws ember::Error when a size is not positive, num_layers < 1 or
+  // dropout is outside [0, 1].
   Rnn init(const Device& device = Device::default_device()) const;
 };
 
+// torch.nn.LSTM's arguments (without proj_size).
 struct LstmConfig {
-  int64_t input_size = 0, hidden_size = 0;
-  int64_t num_layers = 1;
-  bool bias = true;
-  bool batch_first = false;
-  double dropout = 0;
-  bool bidirectional = false;
-  std::optional<Initializer> initializer{};
+  // input_size: the input's feature count; hidden_size: H, the hidden state's. Both must be positive.
+  int64_t input_size = 0, hidden_size = 0;  // H, the hidden state's size
+  int64_t num_layers = 1;  // stacked layers, at least 1
+  bool bias = true;  // bias_ih and bias_hh in every layer
+  bool batch_first = false;  // input and output [N, L, *] rather than [L, N, *] (not h_n, c_n)
+  double dropout = 0;  // dropout probability on every layer's output but the last (training mode), in [0, 1]
+  bool bidirectional = false;  // a reverse direction per layer too (D = 2)
+  std::optional<Initializer> initializer{};  // default: U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))
+  // Builds the layers on `device`; throws ember::Error as RnnConfig::init does.
   Lstm init(const Device& device = Device::default_device()) const;
 };
 
+// torch.nn.GRU's arguments.
 struct GruConfig {
-  int64_t input_size = 0, hidden_size = 0;
-  int64_t num_layers = 1;
-  bool bias = true;
-  bool batch_first = false;
-  double dropout = 0;
-  bool bidirectional = false;
-  std::optional<Initializer> initializer{};
+  // input_size: the input's feature count; hidden_size: H, the hidden state's. Both must be positive.
+  int64_t input_size = 0, hidden_size = 0;  // H, the hidden state's size
+  int64_t num_layers = 1;  // stacked layers, at least 1
+  bool bias = true;  // bias_ih and bias_hh in every layer
+  bool batch_first = false;  // input and output [N, L, *] rather than [L, N, *] (not h_n, c_n)
+  double dropout = 0;  // dropout probability on every layer's output but the last (training mode), in [0, 1]
+  bool bidirectional = false;  // a reverse direction per layer too (D = 2)
+  std::optional<Initializer> initializer{};  // default: U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))
+  // Builds the layers on `device`; throws ember::Error as RnnConfig::init does.
   Gru init(const Device& device = Device::default_device()) const;
 };
 
+// What Rnn::forward and Gru::forward return (shapes at the top of this file).
 struct RnnOutput {
-  DynTensor output{}, h_n{};
+  // output: the last layer's hidden state at every step, [L, N, D * H] (batch_first: [N, L, D * H]).
+  DynTensor output{}, h_n{};  // h_n: the final hidden state of every layer and direction, [D * num_layers, N, H]
 };
+// What Lstm::forward returns (shapes at the top of this file).
 struct LstmOutput {
-  DynTensor output{}, h_n{}, c_n{};
+  // output: the last layer's hidden state at every step, [L, N, D * H] (batch_first: [N, L, D * H]);
+  // h_n: the final hidden states, [D * num_layers, N, H].
+  DynTensor output{}, h_n{}, c_n{};  // c_n: the final cell states, [D * num_layers, N, H]
 };
 
 namespace detail {
@@ -102,31 +120,45 @@ void visit_recurrent(Visitor& v, const std::string& prefix, std::vector<RnnCellP
                      const RecurrentLayout& layout);
 }  // namespace detail
 
+// torch.nn.RNN: an Elman RNN, h' = nonlinearity(W_ih x + b_ih + W_hh h + b_hh), per layer and direction.
+// state_dict keys and parameter shapes as PyTorch's (see the top of this file).
 struct Rnn {
-  RnnConfig config;
+  RnnConfig config;  // the configuration it was built with (the layout of `cells`)
   std::vector<RnnCellParams> cells;  // layer-major, forward direction before reverse
-  Mode mode;
+  Mode mode;  // training (dropout between layers on) or eval
   mutable detail::ModuleInfo ember_module_{};  // its path, for errors
+  // Visits the cells' parameters under PyTorch's keys (weight_ih_l0, ..., bias_hh_l1_reverse), then the mode.
   void visit(Visitor& v, const std::string& prefix = {});
+  // input [L, N, input_size] (batch_first [N, L, input_size], unbatched [L, input_size]); h0 defaults to
+  // zeros. Throws ember::Error on a wrong input or h0 shape.
   RnnOutput forward(const DynTensor& input, const std::optional<DynTensor>& h0 = std::nullopt) const;
 };
 
+// torch.nn.LSTM: a multi-layer LSTM with gates (i, f, g, o).
+// state_dict keys and parameter shapes as PyTorch's (see the top of this file).
 struct Lstm {
-  LstmConfig config;
-  std::vector<RnnCellParams> cells;
-  Mode mode;
+  LstmConfig config;  // the configuration it was built with (the layout of `cells`)
+  std::vector<RnnCellParams> cells;  // layer-major, forward direction before reverse
+  Mode mode;  // training (dropout between layers on) or eval
   mutable detail::ModuleInfo ember_module_{};  // its path, for errors
+  // Visits the cells' parameters under PyTorch's keys (weight_ih_l0, ..., bias_hh_l1_reverse), then the mode.
   void visit(Visitor& v, const std::string& prefix = {});
+  // input as Rnn::forward's; h0 and c0 default to zeros. Throws ember::Error on a wrong input, h0 or c0
+  // shape.
   LstmOutput forward(const DynTensor& input, const std::optional<DynTensor>& h0 = std::nullopt,
                      const std::optional<DynTensor>& c0 = std::nullopt) const;
 };
 
+// torch.nn.GRU: a multi-layer GRU with gates (r, z, n).
+// state_dict keys and parameter shapes as PyTorch's (see the top of this file).
 struct Gru {
-  GruConfig config;
-  std::vector<RnnCellParams> cells;
-  Mode mode;
+  GruConfig config;  // the configuration it was built with (the layout of `cells`)
+  std::vector<RnnCellParams> cells;  // layer-major, forward direction before reverse
+  Mode mode;  // training (dropout between layers on) or eval
   mutable detail::ModuleInfo ember_module_{};  // its path, for errors
+  // Visits the cells' parameters under PyTorch's keys (weight_ih_l0, ..., bias_hh_l1_reverse), then the mode.
   void visit(Visitor& v, const std::string& prefix = {});
+  // input as Rnn::forward's; h0 defaults to zeros. Throws ember::Error on a wrong input or h0 shape.
   RnnOutput forward(const DynTensor& input, const std::optional<DynTensor>& h0 = std::nullopt) const;
 };
 

@@ -32,24 +32,27 @@
 
 namespace ember::nn {
 
+// What Sequential accepts as a layer: a copyable type with forward(DynTensor) (const or not) returning
+// a DynTensor, and visit() (EMBER_MODULE).
 template <class M>
 concept SequentialLayer = std::copy_constructible<M> && requires(M& m, DynTensor x, Visitor& v, const std::string& p) {
   { m.forward(x) } -> std::convertible_to<DynTensor>;
   m.visit(v, p);
 };
 
+// torch.nn.Sequential: owns its layers (type-erased, deep-copied) and runs them in order.
 class Sequential {
  public:
-  Sequential() = default;
+  Sequential() = default;  // no layers: forward returns its input
   // Sequential(a, b, c) == Sequential().push(a).push(b).push(c) (one Sequential argument: the copy constructor).
   template <SequentialLayer... Ms>
   explicit Sequential(Ms... layers) requires(sizeof...(Ms) > 1 || !(std::same_as<Ms, Sequential> && ...)) {
     (push(std::move(layers)), ...);
   }
-  Sequential(const Sequential& other);
-  Sequential& operator=(const Sequential& other);
-  Sequential(Sequential&&) noexcept = default;
-  Sequential& operator=(Sequential&&) noexcept = default;
+  Sequential(const Sequential& other);  // a deep copy: every layer is copied
+  Sequential& operator=(const Sequential& other);  // replaces the layers with deep copies of other's
+  Sequential(Sequential&&) noexcept = default;  // takes the layers, leaving the source empty
+  Sequential& operator=(Sequential&&) noexcept = default;  // takes the layers
   ~Sequential() = default;
 
   // Appends a layer; returns *this for chaining.
@@ -58,10 +61,12 @@ class Sequential {
     layers_.push_back(std::make_unique<Holder<M>>(std::move(layer)));
     return *this;
   }
-  size_t size() const { return layers_.size(); }
-  bool empty() const { return layers_.empty(); }
+  size_t size() const { return layers_.size(); }  // the number of layers
+  bool empty() const { return layers_.empty(); }  // true when it has no layers
 
+  // Runs the layers in order, each through its non-const forward where it has one (see above).
   DynTensor forward(DynTensor x);
+  // Runs the layers in order through their const forward; throws ember::Error at a layer without one.
   DynTensor forward(DynTensor x) const;
 
   // Layer i as its type; throws when i is out of range or holds another type.
@@ -69,6 +74,7 @@ class Sequential {
   M& at(size_t i) {
     return *static_cast<M*>(checked(i, typeid(M)));
   }
+  // Layer i as its type, read-only; throws as the non-const overload does.
   template <class M>
   const M& at(size_t i) const {
     return *static_cast<const M*>(const_cast<Sequential*>(this)->checked(i, typeid(M)));
@@ -76,6 +82,7 @@ class Sequential {
   // The type of layer i (for inspection).
   const std::type_info& type_at(size_t i) const;
 
+  // Visits layer i under the path prefix "i" ("0.weight", ...), as PyTorch's state_dict keys.
   void visit(Visitor& v, const std::string& prefix = {});
 
  private:
@@ -116,9 +123,9 @@ class Sequential {
 
 // A parameterless layer from a function, for Sequential: `net.push(nn::Lambda{[](DynTensor x) { ... }})`.
 struct Lambda {
-  std::function<DynTensor(DynTensor)> fn{};
+  std::function<DynTensor(DynTensor)> fn{};  // the function forward applies; must be set
   EMBER_MODULE()
-  DynTensor forward(DynTensor x) const {
+  DynTensor forward(DynTensor x) const {  // fn(x)
     return detail::in_module(ember_module_, "Lambda", [&] { return fn(std::move(x)); });
   }
 };

@@ -49,86 +49,113 @@ struct TransformerDecoderLayer;
 struct TransformerEncoder;
 struct TransformerDecoder;
 
+// torch.nn.TransformerEncoderLayer's arguments.
 struct TransformerEncoderLayerConfig {
-  int64_t d_model = 0;
-  int64_t nhead = 1;
-  int64_t dim_feedforward = 2048;
-  double dropout = 0.1;
-  FeedForwardActivation activation = FeedForwardActivation::relu;
-  double layer_norm_eps = 1e-5;
-  bool batch_first = false;
-  bool norm_first = false;
+  int64_t d_model = 0;             // E, the model width; must be positive and a multiple of nhead
+  int64_t nhead = 1;               // attention heads
+  int64_t dim_feedforward = 2048;  // the feed-forward block's hidden width
+  double dropout = 0.1;            // dropout probability (attention weights and every sub-block), in [0, 1]
+  FeedForwardActivation activation = FeedForwardActivation::relu;  // the feed-forward block's activation
+  double layer_norm_eps = 1e-5;    // eps of every LayerNorm
+  bool batch_first = false;        // inputs and outputs [N, S, E] rather than [S, N, E]
+  bool norm_first = false;         // pre-norm (true) or post-norm (false, PyTorch's default), see above
   bool bias = true;  // every Linear, attention projection and LayerNorm (PyTorch >= 2.1's bias)
+  // Builds the layer on `device`; throws ember::Error when d_model, nhead or dim_feedforward is not
+  // positive, d_model is not a multiple of nhead, or dropout is outside [0, 1].
   TransformerEncoderLayer init(const Device& device = Device::default_device()) const;
 };
 
+// torch.nn.TransformerDecoderLayer's arguments (the fields mean what they do for the encoder layer).
 struct TransformerDecoderLayerConfig {
-  int64_t d_model = 0;
-  int64_t nhead = 1;
-  int64_t dim_feedforward = 2048;
-  double dropout = 0.1;
-  FeedForwardActivation activation = FeedForwardActivation::relu;
-  double layer_norm_eps = 1e-5;
-  bool batch_first = false;
-  bool norm_first = false;
-  bool bias = true;
+  int64_t d_model = 0;             // E, the model width; must be positive and a multiple of nhead
+  int64_t nhead = 1;               // attention heads
+  int64_t dim_feedforward = 2048;  // the feed-forward block's hidden width
+  double dropout = 0.1;            // dropout probability (attention weights and every sub-block), in [0, 1]
+  FeedForwardActivation activation = FeedForwardActivation::relu;  // the feed-forward block's activation
+  double layer_norm_eps = 1e-5;    // eps of every LayerNorm
+  bool batch_first = false;        // inputs and outputs [N, S, E] rather than [S, N, E]
+  bool norm_first = false;         // pre-norm (true) or post-norm (false, PyTorch's default), see above
+  bool bias = true;  // every Linear, attention projection and LayerNorm (PyTorch >= 2.1's bias)
+  // Builds the layer on `device`; throws ember::Error as TransformerEncoderLayerConfig::init does.
   TransformerDecoderLayer init(const Device& device = Device::default_device()) const;
 };
 
+// torch.nn.TransformerEncoderLayer: self-attention and feed-forward blocks (computation at the top of
+// this file).
 struct TransformerEncoderLayer {
-  MultiHeadAttention self_attn;
-  Linear linear1, linear2;
-  LayerNorm norm1, norm2;
-  Mode mode;
-  double dropout = 0.1;
-  FeedForwardActivation activation = FeedForwardActivation::relu;
-  bool norm_first = false;
+  MultiHeadAttention self_attn;  // the self-attention
+  // linear1: the feed-forward block's first layer, d_model -> dim_feedforward (weight [dim_feedforward, d_model]).
+  Linear linear1, linear2;  // linear2: its second layer, dim_feedforward -> d_model
+  // norm1: the LayerNorm of the self-attention block (placement at the top of this file).
+  LayerNorm norm1, norm2;  // norm2: the LayerNorm of the feed-forward block
+  Mode mode;               // training (dropout on) or eval
+  double dropout = 0.1;    // dropout probability
+  FeedForwardActivation activation = FeedForwardActivation::relu;  // the feed-forward block's activation
+  bool norm_first = false;  // pre-norm (true) or post-norm
   EMBER_MODULE(self_attn, linear1, linear2, norm1, norm2, mode)
-  // src [S, N, E] (batch_first: [N, S, E]; unbatched [S, E]); masks of the self-attention.
+  // src [S, N, E] (batch_first: [N, S, E]; unbatched [S, E]); masks of the self-attention. The
+  // output has src's shape.
   DynTensor forward(const DynTensor& src, const AttentionMasks& src_masks = {}) const;
 };
 
+// torch.nn.TransformerDecoderLayer: self-attention, attention over the memory and feed-forward
+// blocks (computation at the top of this file).
 struct TransformerDecoderLayer {
-  MultiHeadAttention self_attn, multihead_attn;
-  Linear linear1, linear2;
-  LayerNorm norm1, norm2, norm3;
-  Mode mode;
-  double dropout = 0.1;
-  FeedForwardActivation activation = FeedForwardActivation::relu;
-  bool norm_first = false;
+  // self_attn: the self-attention over tgt.
+  MultiHeadAttention self_attn, multihead_attn;  // multihead_attn: tgt's attention over the encoder's memory
+  // linear1: the feed-forward block's first layer, d_model -> dim_feedforward (weight [dim_feedforward, d_model]).
+  Linear linear1, linear2;  // linear2: its second layer, dim_feedforward -> d_model
+  // norm1: the LayerNorm of the self-attention block; norm2: of the attention over the memory.
+  LayerNorm norm1, norm2, norm3;  // norm3: the LayerNorm of the feed-forward block
+  Mode mode;               // training (dropout on) or eval
+  double dropout = 0.1;    // dropout probability
+  FeedForwardActivation activation = FeedForwardActivation::relu;  // the feed-forward block's activation
+  bool norm_first = false;  // pre-norm (true) or post-norm
   EMBER_MODULE(self_attn, multihead_attn, linear1, linear2, norm1, norm2, norm3, mode)
   // tgt [T, N, E], memory [S, N, E] (batch_first: [N, T, E], [N, S, E]). tgt_masks are the
   // self-attention's (tgt_mask, tgt_key_padding_mask, tgt_is_causal), memory_masks the
-  // cross-attention's (memory_mask, memory_key_padding_mask).
+  // cross-attention's (memory_mask, memory_key_padding_mask). The output has tgt's shape.
   DynTensor forward(const DynTensor& tgt, const DynTensor& memory, const AttentionMasks& tgt_masks = {},
                     const AttentionMasks& memory_masks = {}) const;
 };
 
+// torch.nn.TransformerEncoder's arguments: num_layers layers configured alike.
 struct TransformerEncoderConfig {
-  TransformerEncoderLayerConfig layer;
-  int64_t num_layers = 1;
+  TransformerEncoderLayerConfig layer;  // every layer's configuration
+  int64_t num_layers = 1;               // at least 1
   bool final_norm = false;  // a LayerNorm after the last layer (PyTorch's norm argument)
+  // Builds the stack on `device`, each layer initialised independently; throws ember::Error when
+  // num_layers < 1 or the layer configuration is invalid.
   TransformerEncoder init(const Device& device = Device::default_device()) const;
 };
 
+// torch.nn.TransformerDecoder's arguments: num_layers layers configured alike.
 struct TransformerDecoderConfig {
-  TransformerDecoderLayerConfig layer;
-  int64_t num_layers = 1;
-  bool final_norm = false;
+  TransformerDecoderLayerConfig layer;  // every layer's configuration
+  int64_t num_layers = 1;               // at least 1
+  bool final_norm = false;  // a LayerNorm after the last layer (PyTorch's norm argument)
+  // Builds the stack on `device`, each layer initialised independently; throws ember::Error when
+  // num_layers < 1 or the layer configuration is invalid.
   TransformerDecoder init(const Device& device = Device::default_device()) const;
 };
 
+// torch.nn.TransformerEncoder: the layers applied in order, then the optional final LayerNorm.
 struct TransformerEncoder {
-  std::vector<TransformerEncoderLayer> layers;
-  std::optional<LayerNorm> norm;
+  std::vector<TransformerEncoderLayer> layers;  // state_dict keys layers.{i}.*
+  std::optional<LayerNorm> norm;  // the final LayerNorm (final_norm), [d_model]
   EMBER_MODULE(layers, norm)
+  // src as TransformerEncoderLayer::forward's, the same masks for every layer; output src's shape.
   DynTensor forward(const DynTensor& src, const AttentionMasks& masks = {}) const;
 };
 
+// torch.nn.TransformerDecoder: the layers applied in order over the same memory, then the optional
+// final LayerNorm.
 struct TransformerDecoder {
-  std::vector<TransformerDecoderLayer> layers;
-  std::optional<LayerNorm> norm;
+  std::vector<TransformerDecoderLayer> layers;  // state_dict keys layers.{i}.*
+  std::optional<LayerNorm> norm;  // the final LayerNorm (final_norm), [d_model]
   EMBER_MODULE(layers, norm)
+  // tgt and memory as TransformerDecoderLayer::forward's, the same masks for every layer; output
+  // tgt's shape.
   DynTensor forward(const DynTensor& tgt, const DynTensor& memory, const AttentionMasks& tgt_masks = {},
                     const AttentionMasks& memory_masks = {}) const;
 };

@@ -58,15 +58,16 @@ void generate(const ModelProto& model, const std::string& out_dir, const std::st
 
 // Builders used by the generated code to spell out a node.
 namespace gen {
-AttributeProto attr_int(std::string name, int64_t v);
-AttributeProto attr_float(std::string name, float v);
-AttributeProto attr_string(std::string name, std::string v);
-AttributeProto attr_ints(std::string name, std::vector<int64_t> v);
-AttributeProto attr_floats(std::string name, std::vector<float> v);
-AttributeProto attr_strings(std::string name, std::vector<std::string> v);
-AttributeProto attr_tensor(std::string name, TensorProto v);
+AttributeProto attr_int(std::string name, int64_t v);  // an INT attribute `name` = v
+AttributeProto attr_float(std::string name, float v);  // a FLOAT attribute `name` = v
+AttributeProto attr_string(std::string name, std::string v);  // a STRING attribute `name` = v (bytes)
+AttributeProto attr_ints(std::string name, std::vector<int64_t> v);  // an INTS attribute `name` = v
+AttributeProto attr_floats(std::string name, std::vector<float> v);  // a FLOATS attribute `name` = v
+AttributeProto attr_strings(std::string name, std::vector<std::string> v);  // a STRINGS attribute `name` = v
+AttributeProto attr_tensor(std::string name, TensorProto v);  // a TENSOR attribute `name` = v
 // A tensor of an ONNX DataType and dims; `hex` is its raw little-endian bytes in hexadecimal.
 TensorProto tensor(int32_t data_type, std::vector<int64_t> dims, std::string_view hex);
+// A node with these fields (domain "" for the default one; "" in inputs/outputs for omitted ones).
 NodeProto node(std::string op_type, std::string name, std::string domain, std::vector<std::string> inputs,
                std::vector<std::string> outputs, std::vector<AttributeProto> attributes = {});
 }  // namespace gen

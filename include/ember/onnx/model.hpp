@@ -84,14 +84,16 @@ struct GraphProto;
 
 // One entry of metadata_props or external_data.
 struct StringStringEntry {
-  std::string key;
-  std::string value;
-  bool operator==(const StringStringEntry&) const = default;
+  std::string key;    // the entry's key
+  std::string value;  // its value
+  bool operator==(const StringStringEntry&) const = default;  // same key and value
 };
 
+// A tensor of the file (an initializer, a Constant's or attribute's value, test data), with its
+// data still as stored; to_tensor_data() converts it.
 struct TensorProto {
-  std::string name;
-  std::string doc_string;
+  std::string name;        // the value name it initialises ("" for attribute values)
+  std::string doc_string;  // free-form documentation from the file
   std::vector<int64_t> dims;  // each >= 0; their product fits in int64 (checked while parsing)
   int32_t data_type = 0;      // a DataType value; unknown values are kept
   // The data, exactly one of these (or none for a tensor without elements):
@@ -105,109 +107,117 @@ struct TensorProto {
   // data_location = EXTERNAL: keys "location" (a path relative to the model's directory),
   // "offset", "length", "checksum".
   bool external = false;
-  std::vector<StringStringEntry> external_data;
+  std::vector<StringStringEntry> external_data;  // the external_data entries, in file order
   bool has_segment = false;  // segmented tensors are refused by to_tensor_data
 
   int64_t numel() const;  // product of dims (1 for a scalar)
-  std::optional<std::string> external_value(std::string_view key) const;
+  std::optional<std::string> external_value(std::string_view key) const;  // external_data's last value for key
 };
 
 // One dimension of a tensor type: a fixed size, a symbolic name, or unknown (both empty).
 struct Dimension {
   std::optional<int64_t> value;  // dim_value
   std::string param;             // dim_param, e.g. "batch"
-  std::string denotation;
-  bool is_symbolic() const { return !value && !param.empty(); }
-  bool is_unknown() const { return !value && param.empty(); }
+  std::string denotation;        // the dimension's denotation (e.g. "DATA_BATCH"), informational
+  bool is_symbolic() const { return !value && !param.empty(); }  // a named size without a value
+  bool is_unknown() const { return !value && param.empty(); }  // neither a value nor a name
 };
 
 // TypeProto: a tensor type (element type + optional shape), or a sequence / optional / map of
 // another type, or a sparse tensor type.
 struct TypeProto {
+  // Which member of TypeProto's oneof the type is (undefined: none was given).
   enum class Kind : uint8_t { undefined, tensor, sequence, map, optional, sparse_tensor };
-  Kind kind = Kind::undefined;
+  Kind kind = Kind::undefined;  // which kind of type this is
   int32_t elem_type = 0;                  // tensor / sparse_tensor: element type (DataType)
   int32_t key_type = 0;                   // map: key element type
   std::optional<std::vector<Dimension>> shape;  // tensor / sparse_tensor; nullopt = rank unknown
   std::shared_ptr<TypeProto> elem;        // sequence / optional: element type; map: value type
-  std::string denotation;
+  std::string denotation;                 // the type's denotation (e.g. "IMAGE"), informational
 };
 std::string type_string(const TypeProto& type);  // "tensor(FLOAT)[batch,3,224,224]", "seq(tensor(INT64))"
 
+// A named value's declaration: a graph input, output or value_info entry.
 struct ValueInfoProto {
-  std::string name;
-  std::string doc_string;
-  TypeProto type;
-  bool has_type = false;
+  std::string name;        // the value's name
+  std::string doc_string;  // free-form documentation from the file
+  TypeProto type;          // its declared type (Kind::undefined when has_type is false)
+  bool has_type = false;   // whether the file gave a type
   // Shortcuts for tensor types (elem_type 0 and no shape otherwise).
   int32_t elem_type() const { return type.kind == TypeProto::Kind::tensor ? type.elem_type : 0; }
-  const std::optional<std::vector<Dimension>>& shape() const { return type.shape; }
+  const std::optional<std::vector<Dimension>>& shape() const { return type.shape; }  // the type's shape
 };
 
+// A node attribute: its name, type and value (the value lives in the field that matches `type`).
 struct AttributeProto {
-  std::string name;
+  std::string name;  // the attribute's name ("axis", "kernel_shape", ...)
   std::string ref_attr_name;  // set inside function bodies: the value comes from the caller
-  std::string doc_string;
-  AttributeType type = AttributeType::undefined;
+  std::string doc_string;  // free-form documentation from the file
+  AttributeType type = AttributeType::undefined;  // which field below holds the value
   // The value: the field that matches `type`.
   float f = 0;
-  int64_t i = 0;
+  int64_t i = 0;  // INT
   std::string s;  // bytes
-  TensorProto t;
-  std::shared_ptr<GraphProto> g;
-  TypeProto tp;
-  std::vector<float> floats;
-  std::vector<int64_t> ints;
-  std::vector<std::string> strings;
-  std::vector<TensorProto> tensors;
-  std::vector<GraphProto> graphs;
-  std::vector<TypeProto> type_protos;
+  TensorProto t;  // TENSOR
+  std::shared_ptr<GraphProto> g;  // GRAPH (a subgraph: If branches, Loop and Scan bodies)
+  TypeProto tp;  // TYPE_PROTO
+  std::vector<float> floats;  // FLOATS
+  std::vector<int64_t> ints;  // INTS
+  std::vector<std::string> strings;  // STRINGS (bytes each)
+  std::vector<TensorProto> tensors;  // TENSORS
+  std::vector<GraphProto> graphs;  // GRAPHS
+  std::vector<TypeProto> type_protos;  // TYPE_PROTOS
 };
 
+// One operator application of a graph.
 struct NodeProto {
-  std::string name;
-  std::string op_type;
+  std::string name;  // the node's name (may be empty; not required to be unique)
+  std::string op_type;  // the operator ("Conv", "MatMul", ...)
   std::string domain;  // "" (or "ai.onnx") is the default domain
-  std::string doc_string;
+  std::string doc_string;  // free-form documentation from the file
   std::vector<std::string> inputs;   // "" marks an omitted optional input
   std::vector<std::string> outputs;  // "" marks an omitted optional output
-  std::vector<AttributeProto> attributes;
+  std::vector<AttributeProto> attributes;  // the node's attributes, in file order
 
   const AttributeProto* attribute(std::string_view name) const;  // nullptr when absent
 };
 
+// A computation graph: the model's main graph or a subgraph held by an attribute.
 struct GraphProto {
-  std::string name;
-  std::string doc_string;
+  std::string name;  // the graph's name
+  std::string doc_string;  // free-form documentation from the file
   std::vector<NodeProto> nodes;  // topologically sorted (checked)
-  std::vector<TensorProto> initializers;
+  std::vector<TensorProto> initializers;  // the constant tensors (weights), each named after its value
   std::vector<ValueInfoProto> inputs;  // may include initializers (IR < 4 style defaults)
-  std::vector<ValueInfoProto> outputs;
-  std::vector<ValueInfoProto> value_info;
+  std::vector<ValueInfoProto> outputs;  // the graph's results, in order
+  std::vector<ValueInfoProto> value_info;  // declared types of intermediate values (optional hints)
 
   const TensorProto* initializer(std::string_view name) const;  // nullptr when absent
 };
 
+// An opset_import entry: the version of an operator set the model uses.
 struct OperatorSetId {
   std::string domain;  // "" = ai.onnx
-  int64_t version = 0;
-  bool operator==(const OperatorSetId&) const = default;
+  int64_t version = 0;  // the operator set's version (opset)
+  bool operator==(const OperatorSetId&) const = default;  // same domain and version
 };
 
-struct FunctionInfo {  // a FunctionProto, skipped but for its identity
-  std::string domain;
-  std::string name;
+// A FunctionProto, skipped but for its identity.
+struct FunctionInfo {
+  std::string domain;  // the function's domain
+  std::string name;  // the function's name (its op_type in nodes)
 };
 
+// A parsed model file (load_model, parse_model).
 struct ModelProto {
-  int64_t ir_version = 0;
-  std::vector<OperatorSetId> opset_import;
-  std::string producer_name;
-  std::string producer_version;
-  std::string domain;
-  int64_t model_version = 0;
-  std::string doc_string;
-  GraphProto graph;
+  int64_t ir_version = 0;  // the ONNX IR version the file declares
+  std::vector<OperatorSetId> opset_import;  // the operator sets (and versions) the model imports
+  std::string producer_name;  // the tool that wrote the file ("pytorch", ...)
+  std::string producer_version;  // that tool's version
+  std::string domain;  // the model's namespace (reverse-DNS), informational
+  int64_t model_version = 0;  // the model's own version number
+  std::string doc_string;  // free-form documentation from the file
+  GraphProto graph;  // the main graph
   std::vector<StringStringEntry> metadata;  // metadata_props, in file order
   std::vector<FunctionInfo> functions;      // model-local functions (bodies not read)
   std::string base_dir;  // where external data is resolved ("" for models parsed from memory)
@@ -239,27 +249,28 @@ struct OptionalProto;
 // A sequence value (the test data of sequence-typed graph inputs and outputs). Sparse tensors
 // and maps are refused by the parser.
 struct SequenceProto {
-  std::string name;
+  std::string name;  // the value's name
   int32_t elem_type = 0;  // a ValueKind value: what the elements are
-  std::vector<TensorProto> tensor_values;
-  std::vector<SequenceProto> sequence_values;
-  std::vector<OptionalProto> optional_values;
+  std::vector<TensorProto> tensor_values;  // the elements when elem_type is tensor
+  std::vector<SequenceProto> sequence_values;  // the elements when elem_type is sequence
+  std::vector<OptionalProto> optional_values;  // the elements when elem_type is optional
 };
 
 // An optional value: empty (elem_type UNDEFINED and no value) or holding one value.
 struct OptionalProto {
-  std::string name;
+  std::string name;  // the value's name
   int32_t elem_type = 0;  // a ValueKind value
-  std::optional<TensorProto> tensor_value;
-  std::shared_ptr<SequenceProto> sequence_value;
-  std::shared_ptr<OptionalProto> optional_value;
-  bool has_value() const { return tensor_value || sequence_value || optional_value; }
+  std::optional<TensorProto> tensor_value;  // the value when elem_type is tensor
+  std::shared_ptr<SequenceProto> sequence_value;  // the value when elem_type is sequence
+  std::shared_ptr<OptionalProto> optional_value;  // the value when elem_type is optional
+  bool has_value() const { return tensor_value || sequence_value || optional_value; }  // not empty
 };
 
 // A serialized SequenceProto / OptionalProto on its own (test data files of sequence- and
 // optional-typed inputs and outputs). Errors name the field and its byte offset; nesting is
 // limited like a model's.
 SequenceProto parse_sequence_proto(std::span<const std::byte> bytes);
+// The OptionalProto counterpart of parse_sequence_proto.
 OptionalProto parse_optional_proto(std::span<const std::byte> bytes);
 
 // Converts a tensor's data (raw, typed fields or external file) to host TensorData. Errors

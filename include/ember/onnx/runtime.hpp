@@ -40,6 +40,7 @@ namespace ember::onnx {
 // tensor or a sequence). A DynTensor converts to a tensor Value implicitly.
 class Value {
  public:
+  // What a Value holds.
   enum class Kind : uint8_t { tensor, sequence, optional };
 
   Value() = default;  // an undefined tensor
@@ -50,10 +51,10 @@ class Value {
   // An optional: empty (nullopt) or holding a tensor or a sequence.
   static Value optional(std::optional<Value> element = std::nullopt);
 
-  Kind kind() const { return kind_; }
-  bool is_tensor() const { return kind_ == Kind::tensor; }
-  bool is_sequence() const { return kind_ == Kind::sequence; }
-  bool is_optional() const { return kind_ == Kind::optional; }
+  Kind kind() const { return kind_; }  // what the value holds
+  bool is_tensor() const { return kind_ == Kind::tensor; }  // kind() == Kind::tensor (an undefined tensor too)
+  bool is_sequence() const { return kind_ == Kind::sequence; }  // kind() == Kind::sequence
+  bool is_optional() const { return kind_ == Kind::optional; }  // kind() == Kind::optional (empty or not)
   bool defined() const { return kind_ != Kind::tensor || tensor_.defined(); }  // false: an undefined tensor
 
   // The parts; each is an Error for a value of another kind.
@@ -77,11 +78,12 @@ class Value {
 // Converts the test data of sequence / optional values (see parse_sequence_proto) to a Value
 // on `device`. Sequences of sequences and optionals inside sequences are unsupported.
 Value to_value(const SequenceProto& sequence, const Device& device = Device::default_device());
+// The same for an optional's test data: an empty optional, or one holding a tensor or a sequence.
 Value to_value(const OptionalProto& optional, const Device& device = Device::default_device());
 
 // A graph input or output: its name, element type and shape (dims may be symbolic).
 struct ValueInfo {
-  std::string name;
+  std::string name;  // the value's name in the graph (the key of run()'s maps)
   TypeProto::Kind kind = TypeProto::Kind::tensor;  // tensor, sequence, optional, ... (undefined: not declared)
   int32_t elem_type = 0;             // the ONNX DataType (0: not declared)
   std::optional<DType> dtype;        // the ember dtype, when ember has one
@@ -89,6 +91,8 @@ struct ValueInfo {
   std::string type;                  // type_string() of the declaration, for messages
 };
 
+// A loaded ONNX model ready to run on one device (see the file's comment). run() and run_values()
+// are const and leave the model unchanged.
 class Model {
  public:
   // Reads a model file (external data relative to its directory).
@@ -106,13 +110,13 @@ class Model {
 
   // The graph inputs that must be fed (initializer-backed inputs excluded) and the outputs.
   const std::vector<ValueInfo>& inputs() const { return inputs_; }
-  const std::vector<ValueInfo>& outputs() const { return outputs_; }
+  const std::vector<ValueInfo>& outputs() const { return outputs_; }  // the graph outputs, in graph order
   // Op types of the graph (by "domain::op" for other domains) that have no handler, sorted.
   std::vector<std::string> unsupported_ops() const;
 
-  const ModelProto& proto() const { return proto_; }
-  const Device& device() const { return device_; }
-  int64_t opset() const { return opset_; }
+  const ModelProto& proto() const { return proto_; }  // the model as parsed, after constant folding
+  const Device& device() const { return device_; }  // where initializers live and the graph runs
+  int64_t opset() const { return opset_; }  // the default domain's imported opset (1 when the file has none)
 
  private:
   explicit Model(Device device) : device_(std::move(device)) {}

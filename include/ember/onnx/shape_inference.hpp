@@ -47,18 +47,19 @@ struct InferredType {
 std::map<std::string, InferredType> infer_shapes(const GraphProto& graph, int64_t opset,
                                                  const std::string& base_dir = "");
 
+// What fold_constants did to a graph.
 struct FoldStats {
   int64_t nodes_before = 0;  // nodes of the top-level graph before folding
   int64_t nodes_folded = 0;  // nodes replaced by initializers
   int64_t passes = 0;        // passes until nothing more folded
-  int64_t initializers_added = 0;
+  int64_t initializers_added = 0;  // initializers created for folded outputs
   int64_t initializers_removed = 0;  // initializers that no remaining node or output reads
 };
 
+inline constexpr int64_t kMaxFoldGrowth = int64_t(1) << 16;  // element count fold_constants may grow a value to
 // Folds constant subgraphs of `graph` in place (see above), running nodes through the
 // runtime's handlers (onnx::run_node) on `device`. Outputs larger than both their inputs and
 // kMaxFoldGrowth elements (ConstantOfShape, Expand, Tile of big shapes) are not materialised.
-inline constexpr int64_t kMaxFoldGrowth = int64_t(1) << 16;
 FoldStats fold_constants(GraphProto& graph, int64_t opset, const Device& device = Device::cpu(),
                          const std::string& base_dir = "");
 

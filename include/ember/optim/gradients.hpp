@@ -27,6 +27,8 @@
 
 namespace ember::optim {
 
+// The gradients of one module's trainable parameters, keyed by parameter id: what Optimizer::step() consumes,
+// and where accumulation and clipping happen. The tensors are detached.
 class GradientsParams {
  public:
   GradientsParams() = default;
@@ -39,17 +41,27 @@ class GradientsParams {
     nn::for_each_param(const_cast<M&>(module), [&](const std::string&, nn::Param& p) { params.push_back(&p); });
     return from_params(params, grads);
   }
+  // The gradients `grads` holds for `params` (from() without the module walk): frozen and unreached ones skipped.
   static GradientsParams from_params(const std::vector<const nn::Param*>& params, const Gradients& grads);
 
+  // The gradient of the parameter with this id, or nullopt when there is none.
   std::optional<DynTensor> get(uint64_t param_id) const;
+  // The gradient of `p`, or nullopt when there is none.
   std::optional<DynTensor> get(const nn::Param& p) const { return get(p.id()); }
+  // Sets (or replaces) the gradient of the parameter with this id, detached; throws ember::Error when it is undefined.
   void set(uint64_t param_id, DynTensor grad);
+  // Sets (or replaces) the gradient of `p`, detached; throws ember::Error when it is undefined.
   void set(const nn::Param& p, DynTensor grad) { set(p.id(), std::move(grad)); }
   bool remove(uint64_t param_id);  // true if there was a gradient
+  // Removes the gradient of `p`; true if there was one.
   bool remove(const nn::Param& p) { return remove(p.id()); }
+  // Whether the parameter with this id has a gradient.
   bool contains(uint64_t param_id) const { return grads_.count(param_id) != 0; }
+  // The number of parameters with a gradient.
   size_t size() const { return grads_.size(); }
+  // Whether no parameter has a gradient.
   bool empty() const { return grads_.empty(); }
+  // All gradients by parameter id.
   const std::map<uint64_t, DynTensor>& items() const { return grads_; }
 
   // Adds `other` (gradient accumulation): shared ids are summed, the others are copied.

@@ -59,33 +59,43 @@
 
 namespace ember::optim {
 
+// Overrides for the parameters whose path matches `pattern` (torch's param_groups); of several groups the first
+// match applies.
 struct ParamGroup {
-  std::string pattern;  // std::regex searched in the parameter path, e.g. "^encoder\\." or "bias$"
-  double lr_scale = 1;
+  std::string pattern;                   // std::regex searched in the parameter path, e.g. "^encoder\\." or "bias$"
+  double lr_scale = 1;                   // the parameters' lr is the step's lr times lr_scale, >= 0
   std::optional<double> weight_decay{};  // replaces the config's weight_decay for this group
 };
 
+// Gradient clipping applied to all the stepped gradients together before each update.
 struct GradientClipping {
+  // Clamp each element (torch.nn.utils.clip_grad_value_) or rescale by the total norm (clip_grad_norm_).
   enum class Kind : uint8_t { value, norm };
-  Kind kind = Kind::norm;
-  double threshold = 1;  // value: clip_value; norm: max_norm
-  double norm_type = 2;  // norm only; may be infinity
+  Kind kind = Kind::norm;  // which clipping: see by_value() and by_norm()
+  double threshold = 1;    // value: clip_value; norm: max_norm
+  double norm_type = 2;    // norm only; may be infinity
 
+  // Clamps every gradient element to [-clip_value, clip_value].
   static GradientClipping by_value(double clip_value) { return {Kind::value, clip_value, 2}; }
+  // Scales every gradient by min(1, max_norm / (total + 1e-6)), total being the norm_type-norm of all the gradients
+  // together (norm_type may be infinity).
   static GradientClipping by_norm(double max_norm, double norm_type = 2) { return {Kind::norm, max_norm, norm_type}; }
+  // Clips `grads` in place as configured (the total norm is not read back, so nothing waits for the device).
   void apply(GradientsParams& grads) const;
 };
 
 // One parameter's optimizer state: the number of updates it received and named tensors
 // (PyTorch's names: "exp_avg", "momentum_buffer", ...).
 struct ParamState {
-  int64_t step = 0;
-  std::map<std::string, DynTensor> tensors;
+  int64_t step = 0;                          // updates received; for capturable optimizers, the host's step() calls
+  std::map<std::string, DynTensor> tensors;  // by state name, each with the parameter's shape, dtype and device
   // capturable optimizers: the step count before this update in device memory (f32 0-d), which
   // the updates advance there; `step` is then the count of the host's calls
   DynTensor device_step{};
 };
 
+// Base of the optimizers (torch.optim.Optimizer): parameter groups, clipping and the per-parameter state around
+// one subclass update() per parameter. The state is keyed by parameter id and follows the module across steps.
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -96,6 +106,8 @@ class Optimizer {
     GradientsParams g = GradientsParams::from(module, grads);
     return step(std::move(module), std::move(g), lr);
   }
+  // As above, with the gradients already collected (e.g. accumulated or clipped by hand). Throws ember::Error when
+  // lr is negative or not finite, or a gradient's shape differs from its parameter's.
   template <class M>
   M step(M module, GradientsParams grads, double lr) {
     step_params(slots(module), std::move(grads), lr, DynTensor());
@@ -107,6 +119,8 @@ class Optimizer {
     GradientsParams g = GradientsParams::from(module, grads);
     return step(std::move(module), std::move(g), lr);
   }
+  // As above, with the gradients already collected. Throws ember::Error unless the optimizer is capturable and lr is
+  // a floating 0-d tensor.
   template <class M>
   M step(M module, GradientsParams grads, const DynTensor& lr) {
     step_params(slots(module), std::move(grads), 0, lr);
@@ -131,10 +145,10 @@ class Optimizer {
   void reset() { state_.clear(); }
 
   // What update() is given for one parameter:
-  struct Hyper {  // resolved for one parameter: lr * lr_scale and the group's weight decay
-    double lr;
-    double weight_decay;
-    double lr_scale = 1;
+  struct Hyper {            // resolved for one parameter: lr * lr_scale and the group's weight decay
+    double lr;              // the step's lr times the group's lr_scale (0 when the lr is the tensor lr_tensor)
+    double weight_decay;    // the group's weight decay, or else the config's
+    double lr_scale = 1;    // the group's lr_scale, which a capturable update applies to lr_tensor
     DynTensor lr_tensor{};  // capturable: the step's learning rate (f32 0-d, on the parameter's device)
   };
 
@@ -144,6 +158,8 @@ class Optimizer {
   virtual bool capturable() const { return false; }
 
  protected:
+  // `weight_decay` applies to parameters without a group that sets its own. Throws ember::Error when a weight decay,
+  // lr_scale or clipping threshold is negative, a norm_type is not > 0 or a pattern is not a valid regex.
   Optimizer(std::vector<ParamGroup> groups, std::optional<GradientClipping> clipping, double weight_decay);
 
   // The state of a parameter before its first update.
@@ -179,19 +195,25 @@ class Optimizer {
 
 // ---- torch.optim.SGD ----
 class Sgd;
+// Options of Sgd, with torch.optim.SGD's names and defaults (the lr is passed to each step).
 struct SgdConfig {
-  double momentum = 0;
-  double dampening = 0;
-  double weight_decay = 0;  // L2 penalty added to the gradient
-  bool nesterov = false;
-  bool maximize = false;
-  std::vector<ParamGroup> groups{};
-  std::optional<GradientClipping> clipping{};
+  double momentum = 0;                         // momentum factor, >= 0; 0 turns momentum off
+  double dampening = 0;                        // the momentum buffer adds (1 - dampening) * grad
+  double weight_decay = 0;                     // L2 penalty added to the gradient
+  bool nesterov = false;                       // Nesterov momentum; needs momentum > 0 and dampening 0
+  bool maximize = false;                       // ascends the objective instead of descending it
+  std::vector<ParamGroup> groups{};            // per-parameter overrides (see ParamGroup)
+  std::optional<GradientClipping> clipping{};  // clipping before the update; none by default
+  // An Sgd with this config; throws as its constructor does.
   Sgd init() const;
 };
+// Stochastic gradient descent with optional momentum (torch.optim.SGD); with momentum, state "momentum_buffer".
 class Sgd final : public Optimizer {
  public:
+  // Throws ember::Error when momentum < 0, when nesterov is set without momentum > 0 and dampening 0, or when a
+  // group or the clipping is invalid (see Optimizer's constructor).
   explicit Sgd(SgdConfig config = {});
+  // The options it was built with.
   const SgdConfig& config() const { return c_; }
   std::string name() const override { return "SGD"; }
 
@@ -206,32 +228,40 @@ class Sgd final : public Optimizer {
 
 // ---- torch.optim.Adam (L2 weight decay) and torch.optim.AdamW (decoupled weight decay) ----
 class Adam;
+// Options of Adam, with torch.optim.Adam's names and defaults (the lr is passed to each step).
 struct AdamConfig {
-  std::pair<double, double> betas{0.9, 0.999};
-  double eps = 1e-8;
-  double weight_decay = 0;
-  bool amsgrad = false;
-  bool maximize = false;
-  bool capturable = false;  // lr and step read on the device (amsgrad off)
-  std::vector<ParamGroup> groups{};
-  std::optional<GradientClipping> clipping{};
+  std::pair<double, double> betas{0.9, 0.999};  // decay rates of the first and second moment averages, each in [0, 1)
+  double eps = 1e-8;                            // added to the denominator for numerical stability, >= 0
+  double weight_decay = 0;                      // L2 penalty added to the gradient, >= 0
+  bool amsgrad = false;              // uses the maximum of the second-moment averages so far (state "max_exp_avg_sq")
+  bool maximize = false;             // ascends the objective instead of descending it
+  bool capturable = false;           // lr and step read on the device (amsgrad off)
+  std::vector<ParamGroup> groups{};  // per-parameter overrides (see ParamGroup)
+  std::optional<GradientClipping> clipping{};  // clipping before the update; none by default
+  // An Adam with this config; throws as its constructor does.
   Adam init() const;
 };
 class AdamW;
+// Options of AdamW, with torch.optim.AdamW's names and defaults (the lr is passed to each step).
 struct AdamWConfig {
-  std::pair<double, double> betas{0.9, 0.999};
-  double eps = 1e-8;
-  double weight_decay = 1e-2;  // decoupled: param *= 1 - lr * weight_decay
-  bool amsgrad = false;
-  bool maximize = false;
-  bool capturable = false;  // lr and step read on the device (amsgrad off)
-  std::vector<ParamGroup> groups{};
-  std::optional<GradientClipping> clipping{};
+  std::pair<double, double> betas{0.9, 0.999};  // decay rates of the first and second moment averages, each in [0, 1)
+  double eps = 1e-8;                            // added to the denominator for numerical stability, >= 0
+  double weight_decay = 1e-2;                   // decoupled: param *= 1 - lr * weight_decay
+  bool amsgrad = false;              // uses the maximum of the second-moment averages so far (state "max_exp_avg_sq")
+  bool maximize = false;             // ascends the objective instead of descending it
+  bool capturable = false;           // lr and step read on the device (amsgrad off)
+  std::vector<ParamGroup> groups{};  // per-parameter overrides (see ParamGroup)
+  std::optional<GradientClipping> clipping{};  // clipping before the update; none by default
+  // An AdamW with this config; throws as its constructor does.
   AdamW init() const;
 };
+// Adam with L2 weight decay (torch.optim.Adam); state "exp_avg", "exp_avg_sq" and, with amsgrad, "max_exp_avg_sq".
 class Adam final : public Optimizer {
  public:
+  // Throws ember::Error when a beta is outside [0, 1), eps < 0, capturable is set with amsgrad, or a group or the
+  // clipping is invalid (see Optimizer's constructor).
   explicit Adam(AdamConfig config = {});
+  // The options it was built with.
   const AdamConfig& config() const { return c_; }
   std::string name() const override { return "Adam"; }
   bool capturable() const override { return c_.capturable; }
@@ -244,9 +274,13 @@ class Adam final : public Optimizer {
  private:
   AdamConfig c_;
 };
+// Adam with decoupled weight decay (torch.optim.AdamW); the same state as Adam.
 class AdamW final : public Optimizer {
  public:
+  // Throws ember::Error when a beta is outside [0, 1), eps < 0, capturable is set with amsgrad, or a group or the
+  // clipping is invalid (see Optimizer's constructor).
   explicit AdamW(AdamWConfig config = {});
+  // The options it was built with.
   const AdamWConfig& config() const { return c_; }
   std::string name() const override { return "AdamW"; }
   bool capturable() const override { return c_.capturable; }
@@ -262,20 +296,27 @@ class AdamW final : public Optimizer {
 
 // ---- torch.optim.RMSprop ----
 class RmsProp;
+// Options of RmsProp, with torch.optim.RMSprop's names and defaults (the lr is passed to each step).
 struct RmsPropConfig {
-  double alpha = 0.99;
-  double eps = 1e-8;
-  double weight_decay = 0;
-  double momentum = 0;
-  bool centered = false;
-  bool maximize = false;
-  std::vector<ParamGroup> groups{};
-  std::optional<GradientClipping> clipping{};
+  double alpha = 0.99;      // smoothing constant of the squared-gradient average, >= 0
+  double eps = 1e-8;        // added to the denominator for numerical stability, >= 0
+  double weight_decay = 0;  // L2 penalty added to the gradient, >= 0
+  double momentum = 0;      // momentum factor, >= 0; 0 turns momentum off
+  bool centered = false;    // normalizes by an estimate of the gradient's variance instead of its second moment
+  bool maximize = false;    // ascends the objective instead of descending it
+  std::vector<ParamGroup> groups{};            // per-parameter overrides (see ParamGroup)
+  std::optional<GradientClipping> clipping{};  // clipping before the update; none by default
+  // An RmsProp with this config; throws as its constructor does.
   RmsProp init() const;
 };
+// RMSprop (torch.optim.RMSprop); state "square_avg", plus "momentum_buffer" with momentum and "grad_avg" when
+// centered.
 class RmsProp final : public Optimizer {
  public:
+  // Throws ember::Error when alpha, eps or momentum is negative, or a group or the clipping is invalid (see
+  // Optimizer's constructor).
   explicit RmsProp(RmsPropConfig config = {});
+  // The options it was built with.
   const RmsPropConfig& config() const { return c_; }
   std::string name() const override { return "RMSprop"; }
 
@@ -290,19 +331,25 @@ class RmsProp final : public Optimizer {
 
 // ---- torch.optim.Adagrad ----
 class AdaGrad;
+// Options of AdaGrad, with torch.optim.Adagrad's names and defaults (the lr is passed to each step).
 struct AdaGradConfig {
-  double lr_decay = 0;
-  double weight_decay = 0;
-  double initial_accumulator_value = 0;
-  double eps = 1e-10;
-  bool maximize = false;
-  std::vector<ParamGroup> groups{};
-  std::optional<GradientClipping> clipping{};
+  double lr_decay = 0;                         // the lr of the t-th update is lr / (1 + (t - 1) * lr_decay), >= 0
+  double weight_decay = 0;                     // L2 penalty added to the gradient, >= 0
+  double initial_accumulator_value = 0;        // starting value of the squared-gradient sum, >= 0
+  double eps = 1e-10;                          // added to the denominator for numerical stability, >= 0
+  bool maximize = false;                       // ascends the objective instead of descending it
+  std::vector<ParamGroup> groups{};            // per-parameter overrides (see ParamGroup)
+  std::optional<GradientClipping> clipping{};  // clipping before the update; none by default
+  // An AdaGrad with this config; throws as its constructor does.
   AdaGrad init() const;
 };
+// Adagrad (torch.optim.Adagrad, dense gradients); state "sum".
 class AdaGrad final : public Optimizer {
  public:
+  // Throws ember::Error when lr_decay, initial_accumulator_value or eps is negative, or a group or the clipping is
+  // invalid (see Optimizer's constructor).
   explicit AdaGrad(AdaGradConfig config = {});
+  // The options it was built with.
   const AdaGradConfig& config() const { return c_; }
   std::string name() const override { return "Adagrad"; }
 
@@ -317,16 +364,23 @@ class AdaGrad final : public Optimizer {
 
 // ---- Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms", Algorithm 2) ----
 class Lion;
+// Options of Lion, with the paper's defaults (the lr is passed to each step; the paper uses 3-10x less than AdamW).
 struct LionConfig {
+  // beta1 weighs the momentum in the update direction, beta2 in the momentum's running average; each in [0, 1].
   std::pair<double, double> betas{0.9, 0.99};
-  double weight_decay = 0;  // decoupled: param *= 1 - lr * weight_decay
-  std::vector<ParamGroup> groups{};
-  std::optional<GradientClipping> clipping{};
+  double weight_decay = 0;                     // decoupled: param *= 1 - lr * weight_decay
+  std::vector<ParamGroup> groups{};            // per-parameter overrides (see ParamGroup)
+  std::optional<GradientClipping> clipping{};  // clipping before the update; none by default
+  // A Lion with this config; throws as its constructor does.
   Lion init() const;
 };
+// Lion: steps by the sign of an interpolated momentum, with decoupled weight decay; state "exp_avg".
 class Lion final : public Optimizer {
  public:
+  // Throws ember::Error when a beta is outside [0, 1], or a group or the clipping is invalid (see Optimizer's
+  // constructor).
   explicit Lion(LionConfig config = {});
+  // The options it was built with.
   const LionConfig& config() const { return c_; }
   std::string name() const override { return "Lion"; }
 
@@ -341,17 +395,24 @@ class Lion final : public Optimizer {
 
 // ---- LAMB (You et al. 2020, "Large Batch Optimization for Deep Learning", Algorithm 2) ----
 class Lamb;
+// Options of Lamb (the lr is passed to each step).
 struct LambConfig {
-  std::pair<double, double> betas{0.9, 0.999};
-  double eps = 1e-6;
-  double weight_decay = 0;  // added to the Adam ratio before the trust ratio is taken
-  std::vector<ParamGroup> groups{};
-  std::optional<GradientClipping> clipping{};
+  std::pair<double, double> betas{0.9, 0.999};  // decay rates of the first and second moment averages, each in [0, 1)
+  double eps = 1e-6;                            // added to the denominator for numerical stability, >= 0
+  double weight_decay = 0;                      // added to the Adam ratio before the trust ratio is taken
+  std::vector<ParamGroup> groups{};             // per-parameter overrides (see ParamGroup)
+  std::optional<GradientClipping> clipping{};   // clipping before the update; none by default
+  // A Lamb with this config; throws as its constructor does.
   Lamb init() const;
 };
+// LAMB: Adam's update scaled for each parameter tensor by the trust ratio norm(param) / norm(update), 1 when
+// either norm is 0; state "exp_avg" and "exp_avg_sq".
 class Lamb final : public Optimizer {
  public:
+  // Throws ember::Error when a beta is outside [0, 1), eps < 0, or a group or the clipping is invalid (see
+  // Optimizer's constructor).
   explicit Lamb(LambConfig config = {});
+  // The options it was built with.
   const LambConfig& config() const { return c_; }
   std::string name() const override { return "LAMB"; }
 

@@ -38,16 +38,18 @@ namespace ember::store {
 // limit is 10,000 bytes).
 inline constexpr uint64_t kMaxNpyHeaderBytes = 1u << 20;
 
+// The array of a .npy file, validated as described above.
 TensorData read_npy(const std::string& path);
+// Writes `data` to `path` as a .npy file, atomically (bf16 as float32).
 void write_npy(const std::string& path, const TensorData& data);
 
 // The same format in memory; `source` names the buffer in error messages.
 TensorData read_npy_from_memory(std::span<const std::byte> bytes, std::string_view source = "<memory>");
-std::vector<std::byte> write_npy_to_memory(const TensorData& data);
+std::vector<std::byte> write_npy_to_memory(const TensorData& data);  // the bytes write_npy writes
 
 // The dtype write_npy stores a tensor of `dtype` as (bf16 -> f32; every other dtype as is),
 // and the NumPy name of a dtype ("float32", "int64", "bool", ...; "bfloat16" for bf16).
 DType npy_stored_dtype(DType dtype);
-std::string_view npy_dtype_name(DType dtype);
+std::string_view npy_dtype_name(DType dtype);  // NumPy's name of `dtype`
 
 }  // namespace ember::store

@@ -31,16 +31,18 @@ namespace ember::store {
 // A non-tensor leaf of a checkpoint: None, bool, int, float or str.
 using CheckpointValue = std::variant<std::monostate, bool, int64_t, double, std::string>;
 
+// What a torch.save file holds: its tensors and its other leaves, by dotted key.
 struct PytorchCheckpoint {
-  TensorMap tensors;
+  TensorMap tensors;  // every tensor, by dotted key
   std::vector<std::pair<std::string, CheckpointValue>> values;  // in pickle order
-  const CheckpointValue* find_value(std::string_view name) const;
+  const CheckpointValue* find_value(std::string_view name) const;  // the value of key `name`, or nullptr
 };
 
 // The tensors of a torch.save file (the state_dict, or every tensor of a nested checkpoint).
 TensorMap load_pytorch(const std::string& path, const Device& device = Device::default_device());
 // Tensors and non-tensor values.
 PytorchCheckpoint load_pytorch_checkpoint(const std::string& path, const Device& device = Device::default_device());
+// load_pytorch_checkpoint of a file's bytes; `source` names them in error messages.
 PytorchCheckpoint load_pytorch_from_memory(std::span<const std::byte> bytes, std::string_view source = "<memory>",
                                            const Device& device = Device::default_device());
 

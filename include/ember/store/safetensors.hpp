@@ -35,24 +35,29 @@ namespace ember::store {
 // One tensor's entry of a safetensors header. Offsets count from the start of the data
 // buffer (file offset header.data_offset).
 struct SafetensorsTensorInfo {
-  std::string name;
-  DType dtype = DType::f32;
-  Shape shape;
-  uint64_t data_begin = 0;
-  uint64_t data_end = 0;
+  std::string name;  // its key in the file
+  DType dtype = DType::f32;  // element type
+  Shape shape;  // sizes per dim
+  uint64_t data_begin = 0;  // offset of its first byte
+  uint64_t data_end = 0;  // offset one past its last byte
 };
 
+// A safetensors file's header, as read_safetensors_header gives it.
 struct SafetensorsHeader {
   std::vector<SafetensorsTensorInfo> tensors;  // sorted by name
-  std::map<std::string, std::string> metadata;
+  std::map<std::string, std::string> metadata;  // the `__metadata__` strings
   uint64_t data_offset = 0;  // 8 + header length: where the data buffer starts in the file
 };
 
 // Headers longer than this are refused before anything is allocated.
 inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100ull << 20;
 
+// Writes `tensors` and the string `metadata` to `path`, atomically (see above); throws ember::Error for an
+// undefined tensor or one named `__metadata__`.
 void save_safetensors(const std::string& path, const TensorMap& tensors,
                       const std::map<std::string, std::string>& metadata = {});
+// The tensors of a safetensors file, in the header's (name) order, on `device`; where the backend can, they
+// use the read-only mapping of the file in place instead of a copy.
 TensorMap load_safetensors(const std::string& path, const Device& device = Device::default_device());
 // Reads and validates the header only (names, dtypes, shapes, offsets, metadata).
 SafetensorsHeader read_safetensors_header(const std::string& path);
@@ -61,14 +66,16 @@ SafetensorsHeader read_safetensors_header(const std::string& path);
 // buffer in error messages.
 std::vector<std::byte> save_safetensors_to_memory(const TensorMap& tensors,
                                                   const std::map<std::string, std::string>& metadata = {});
+// The tensors of a safetensors file's bytes, copied onto `device`.
 TensorMap load_safetensors_from_memory(std::span<const std::byte> bytes, std::string_view source = "<memory>",
                                        const Device& device = Device::default_device());
+// The header of a safetensors file's bytes.
 SafetensorsHeader read_safetensors_header_from_memory(std::span<const std::byte> bytes,
                                                       std::string_view source = "<memory>");
 
 // safetensors dtype names ("F32", "BF16", "BOOL", ...) and back; the latter throws on names
 // ember has no dtype for.
 std::string_view safetensors_dtype_name(DType dtype);
-DType dtype_from_safetensors_name(std::string_view name);
+DType dtype_from_safetensors_name(std::string_view name);  // the inverse
 
 }  // namespace ember::store

@@ -24,12 +24,13 @@
 
 namespace ember::store {
 
+// Named tensors in insertion order, with O(1) lookup by name (a state dict); names are unique.
 class TensorMap {
  public:
-  using Entry = std::pair<std::string, DynTensor>;
+  using Entry = std::pair<std::string, DynTensor>;  // a name and its tensor
 
   TensorMap() = default;
-  TensorMap(std::initializer_list<Entry> entries);
+  TensorMap(std::initializer_list<Entry> entries);  // throws on a duplicate name
 
   // Adds a tensor; throws an Error when `name` is already present.
   void insert(std::string name, DynTensor tensor);
@@ -40,14 +41,14 @@ class TensorMap {
 
   const DynTensor& at(std::string_view name) const;    // throws an Error naming the key
   const DynTensor* find(std::string_view name) const;  // nullptr when absent
-  bool contains(std::string_view name) const { return find(name) != nullptr; }
+  bool contains(std::string_view name) const { return find(name) != nullptr; }  // whether `name` is present
 
-  size_t size() const { return entries_.size(); }
-  bool empty() const { return entries_.empty(); }
-  auto begin() const { return entries_.begin(); }
-  auto end() const { return entries_.end(); }
-  const std::vector<Entry>& entries() const { return entries_; }
-  std::vector<std::string> names() const;
+  size_t size() const { return entries_.size(); }  // number of tensors
+  bool empty() const { return entries_.empty(); }  // true when there are no tensors
+  auto begin() const { return entries_.begin(); }  // the entries in insertion order
+  auto end() const { return entries_.end(); }  // end of the entries
+  const std::vector<Entry>& entries() const { return entries_; }  // (name, tensor) pairs in insertion order
+  std::vector<std::string> names() const;  // the names in insertion order
 
   // Renames every key that starts with `from` so that it starts with `to` instead (e.g.
   // "module." -> "" for DataParallel checkpoints). Throws when two keys would collide.

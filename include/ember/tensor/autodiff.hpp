@@ -16,13 +16,15 @@
 
 namespace ember {
 
+// The gradients one backward() computed, by tensor: read with x.grad(grads) or get(x).
 class Gradients {
  public:
   Gradients() = default;
+  // Wraps the gradients an autodiff backward computed on `device`.
   Gradients(autodiff::GradientMap map, Device device) : map_(std::move(map)), device_(std::move(device)) {}
   std::optional<DynTensor> get(const DynTensor& x) const;  // same as x.grad(*this)
   bool remove(const DynTensor& x);                         // drops x's gradient; true if it had one
-  size_t size() const { return map_.size(); }
+  size_t size() const { return map_.size(); }  // number of gradients held
 
  private:
   autodiff::GradientMap map_;

@@ -58,20 +58,27 @@
 
 namespace ember {
 
+// A user-defined op made from a Def (see above), called like a built-in op; copies share the definition.
 class CustomOp {
  public:
+  // A backward rule: from the inputs, the outputs and the outputs' gradients, one gradient per input
+  // (an undefined DynTensor for none).
   using Backward = std::function<std::vector<DynTensor>(
       const std::vector<DynTensor>& inputs, const std::vector<DynTensor>& outputs, const std::vector<DynTensor>& grads)>;
+  // What defines an op: `name`, `infer` and a kernel (`cpu`, or `cuda_source` with `cuda_entry`) are required.
   struct Def {
     // (every field has a default, so a definition names only what it has: {.name = ..., .cpu = ...})
     std::string name{};  // in messages and in the kernel cache's keys; "namespace::op" by convention
+    // The outputs' shapes and dtypes from the inputs'; throws ember::Error for inputs the op does not take.
     std::function<std::vector<TensorMeta>(std::span<const TensorMeta>)> infer{};
-    std::function<void(const CustomCpuArgs&)> cpu{};
-    std::string cuda_source{};
-    std::string cuda_entry{};
-    Backward backward{};
+    std::function<void(const CustomCpuArgs&)> cpu{};  // the CPU kernel, on contiguous buffers
+    std::string cuda_source{};  // CUDA C++ source, compiled by NVRTC
+    std::string cuda_entry{};  // the name of cuda_source's kernel
+    Backward backward{};  // none: the op is not differentiable
   };
 
+  // Makes the op of `def`; throws ember::Error when the name, infer or every kernel is missing, or when only
+  // one of cuda_source and cuda_entry is given.
   explicit CustomOp(Def def);
 
   // Every output. The inputs must share one device.
@@ -82,7 +89,7 @@ class CustomOp {
     return std::move(run(std::vector<DynTensor>{DynTensor(std::forward<T>(inputs))...})[0]);
   }
 
-  const std::string& name() const;
+  const std::string& name() const;  // the definition's name
   // The IR's definition (CustomAttrs{op.impl()} builds the op with make_op).
   const std::shared_ptr<const CustomOpImpl>& impl() const { return impl_; }
 

@@ -28,6 +28,7 @@
 namespace ember {
 namespace dlpack {
 
+// DLPack's device types (ember exports kDLCPU and kDLCUDA, imports kDLCPU and kDLCUDAHost).
 enum DLDeviceType : int32_t {
   kDLCPU = 1,
   kDLCUDA = 2,
@@ -45,6 +46,7 @@ enum DLDeviceType : int32_t {
   kDLHexagon = 16,
 };
 
+// DLPack's element type codes.
 enum DLDataTypeCode : uint8_t {
   kDLInt = 0,
   kDLUInt = 1,
@@ -55,29 +57,33 @@ enum DLDataTypeCode : uint8_t {
   kDLBool = 6,
 };
 
+// Where a DLTensor's memory is.
 struct DLDevice {
-  DLDeviceType device_type;
-  int32_t device_id;
+  DLDeviceType device_type;  // kDLCPU, kDLCUDA, ...
+  int32_t device_id;  // the device index (0 for the CPU)
 };
 
+// An element type: code, bits and lanes (f32: kDLFloat, 32, 1).
 struct DLDataType {
   uint8_t code;    // a DLDataTypeCode
   uint8_t bits;    // of one lane
   uint16_t lanes;  // 1 for scalars
 };
 
+// DLPack's description of strided memory, without its owner.
 struct DLTensor {
   void* data;  // the first element is at data + byte_offset
-  DLDevice device;
-  int32_t ndim;
-  DLDataType dtype;
+  DLDevice device;  // where the memory is
+  int32_t ndim;  // rank
+  DLDataType dtype;  // element type
   int64_t* shape;    // ndim entries
   int64_t* strides;  // ndim entries, in elements; nullptr: compact row-major
-  uint64_t byte_offset;
+  uint64_t byte_offset;  // bytes from data to the first element
 };
 
+// A DLTensor with its producer's context and deleter: what to_dlpack and from_dlpack exchange.
 struct DLManagedTensor {
-  DLTensor dl_tensor;
+  DLTensor dl_tensor;  // the memory and its layout
   void* manager_ctx;                       // the producer's
   void (*deleter)(DLManagedTensor* self);  // the consumer calls it once, when done
 };

@@ -38,15 +38,17 @@
 
 namespace ember::graph {
 
+// Recorded device work that replays with one launch (torch.cuda.CUDAGraph); capture() makes one. Move-only.
 class Graph {
  public:
   Graph() = default;
+  // Wraps work a backend recorded.
   explicit Graph(std::unique_ptr<CapturedWork> work) : work_(std::move(work)) {}
   // Runs the recorded work again on the same memory (asynchronously, as any op).
   void replay();
   // The recorded kernels and copies (0 for an empty Graph).
   int64_t kernels() const { return work_ ? work_->kernels() : 0; }
-  explicit operator bool() const { return work_ != nullptr; }
+  explicit operator bool() const { return work_ != nullptr; }  // false for an empty Graph
 
  private:
   std::unique_ptr<CapturedWork> work_;
@@ -93,11 +95,12 @@ void overwrite(const DynTensor& dst, const DynTensor& src);
 // captured again instead of replayed. The inputs are data, not differentiated; other tensors the
 // function reads (the parameters) are read from the same memory at every replay, and host values
 // it uses (a learning rate, a flag) are those of the capture.
+// What Step::stats() returns: counts since the Step was made.
 struct StepStats {
-  int64_t calls = 0;
+  int64_t calls = 0;  // calls of the Step
   int64_t eager = 0;     // calls that ran the function eagerly (warm-ups and refusals included)
   int64_t captures = 0;  // graphs recorded (each runs the function once)
-  int64_t replays = 0;
+  int64_t replays = 0;  // calls answered by a replay
   int64_t graphs = 0;    // graphs held now, one per input signature
   int64_t kernels = 0;   // the kernels and copies of the latest graph captured
 };
@@ -105,18 +108,19 @@ struct StepStats {
 // The untyped machinery of Step<R>: results travel as std::any.
 class StepBase {
  public:
-  using Fn = std::function<std::any(const std::vector<DynTensor>&)>;
+  using Fn = std::function<std::any(const std::vector<DynTensor>&)>;  // the function, its inputs as one vector
   // `returns`: the function returns its results (else it writes them to outside variables).
   StepBase(Device device, Fn fn, bool returns, int max_graphs);
-  StepBase(StepBase&&) noexcept;
-  StepBase& operator=(StepBase&&) noexcept;
+  StepBase(StepBase&&) noexcept;  // takes over the other's graphs
+  StepBase& operator=(StepBase&&) noexcept;  // takes over the other's graphs
   ~StepBase();
 
-  const StepStats& stats() const { return stats_; }
+  const StepStats& stats() const { return stats_; }  // counts of calls, captures, replays, ...
   // Why the last capture or replay was refused ("" when none was).
   const std::string& refusal() const { return refusal_; }
 
  protected:
+  // One call (eager, captured or replayed, as described above); returns the function's result.
   std::any call_any(const std::vector<DynTensor>& inputs);
 
   // The function's results as std::any (empty for a function that returns nothing).
@@ -129,6 +133,7 @@ class StepBase {
       return fn(args...);
     }
   }
+  // `fn`, which takes sizeof...(I) tensors, as an Fn that checks the number of inputs it gets.
   template <class F, size_t... I>
   static Fn bind(F fn, std::index_sequence<I...>) {
     return [fn = std::move(fn)](const std::vector<DynTensor>& v) mutable -> std::any {
@@ -182,6 +187,8 @@ template <class F>
 using step_result_t = typename decltype(step_result_of<F>())::type;
 }  // namespace detail
 
+// A function whose device work is captured and replayed automatically (see above); R, what the function
+// returns, is deduced from it.
 template <class R>
 class Step : public StepBase {
  public:
@@ -190,10 +197,12 @@ class Step : public StepBase {
   Step(Device device, F fn, int max_graphs = 8)
       : StepBase(std::move(device), erase(std::move(fn)), !std::is_void_v<R>, max_graphs) {}
 
+  // Calls the function with `inputs`, each converted to DynTensor: eagerly, capturing or replaying.
   template <class... T>
   R operator()(const T&... inputs) {
     return call(std::vector<DynTensor>{DynTensor(inputs)...});
   }
+  // The same with the inputs as one vector.
   R call(const std::vector<DynTensor>& inputs) {
     if constexpr (std::is_void_v<R>) call_any(inputs);
     else return std::any_cast<R>(call_any(inputs));
@@ -210,8 +219,10 @@ class Step : public StepBase {
     }
   }
 };
+// R is the function's result type.
 template <class F>
 Step(Device, F) -> Step<detail::step_result_t<F>>;
+// The same with max_graphs.
 template <class F>
 Step(Device, F, int) -> Step<detail::step_result_t<F>>;
 

@@ -23,6 +23,7 @@
 
 namespace ember {
 
+// A per-thread hook that may replace an op's inputs before the op is built (see above); amp's autocast is one.
 class OpInputHook {
  public:
   virtual ~OpInputHook() = default;

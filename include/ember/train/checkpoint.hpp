@@ -26,6 +26,7 @@
 
 namespace ember::train {
 
+// When and where the Learner writes checkpoints, and which it keeps (see the header comment).
 struct CheckpointConfig {
   std::string dir{};               // empty: <run dir>/checkpoints (no checkpoints without a run dir)
   int64_t keep_last = 3;           // the most recent ones kept (>= 1)
@@ -35,18 +36,22 @@ struct CheckpointConfig {
   int64_t every_steps = 0;         // also every n optimizer steps (0: never)
 };
 
+// A complete checkpoint found on disk.
 struct CheckpointInfo {
-  std::string path;
+  std::string path;               // the checkpoint folder
   int64_t step = 0;               // optimizer steps done when it was written
   std::optional<double> score{};  // the best_metric value it was saved with, if any
 };
 
 // Complete checkpoints of `dir`, by step (read-only: nothing is cleaned up).
 std::vector<CheckpointInfo> list_checkpoints(const std::string& dir);
+// The complete checkpoint of `dir` with the most optimizer steps; std::nullopt when there is none.
 std::optional<CheckpointInfo> latest_checkpoint(const std::string& dir);
 // `path` is a checkpoint folder, or a folder of checkpoints (its latest); throws when neither.
 CheckpointInfo resolve_checkpoint(const std::string& path);
 
+// Writes checkpoint folders atomically into one directory and deletes all but the last keep_last (and the best
+// by score when keep_best). Throws ember::Error for an empty dir or keep_last < 1.
 class Checkpointer {
  public:
   // Creates `dir` if needed and removes what interrupted writes left there.
@@ -58,9 +63,11 @@ class Checkpointer {
   // final path.
   std::string save(int64_t step, std::optional<double> score, const std::function<void(const std::string&)>& write);
 
-  const std::string& dir() const { return dir_; }
-  std::vector<CheckpointInfo> list() const { return list_checkpoints(dir_); }
+  const std::string& dir() const { return dir_; }                              // The checkpoints directory.
+  std::vector<CheckpointInfo> list() const { return list_checkpoints(dir_); }  // Its complete checkpoints, by step.
+  // The checkpoint with the most steps, if any.
   std::optional<CheckpointInfo> latest() const { return latest_checkpoint(dir_); }
+  // The checkpoint with the best score (higher or lower as configured; NaN scores ignored), if any.
   std::optional<CheckpointInfo> best() const;
 
  private:
@@ -74,6 +81,7 @@ class Checkpointer {
 
 // Small files written atomically: a temporary file in the same folder, fsync, rename, fsync of the folder.
 void write_file_atomic(const std::string& path, const std::string& content);
+// The whole file as bytes; throws ember::Error when it cannot be opened.
 std::string read_file(const std::string& path);
 
 }  // namespace ember::train

@@ -22,6 +22,9 @@
 
 namespace ember::train {
 
+// Configures `builder` for data-parallel training over dp's process group: rank and world size, gradient
+// averaging over the ranks after each step, and the timing hooks; returns `builder`. `dp` must outlive the
+// Learner it builds.
 template <class M, class B>
 LearnerBuilder<M, B>& use_data_parallel(LearnerBuilder<M, B>& builder, distributed::DataParallel& dp) {
   LearnerConfig& c = builder.config();

@@ -9,6 +9,8 @@
 
 namespace ember::train {
 
+// Turns the first Ctrl-C into a flag a training loop polls (see the header comment); the Learner makes one
+// unless LearnerConfig::handle_sigint is off.
 class InterruptGuard {
  public:
   InterruptGuard();   // installs the SIGINT handler (one guard at a time; nested ones share it)
@@ -17,7 +19,7 @@ class InterruptGuard {
   InterruptGuard& operator=(const InterruptGuard&) = delete;
 
   bool requested() const;  // a SIGINT arrived since the guard was made (or clear())
-  void clear();
+  void clear();            // Forgets SIGINTs received so far (requested() is false again).
 };
 
 }  // namespace ember::train

@@ -81,53 +81,55 @@
 
 namespace ember::train {
 
+// When a non-plateau lr scheduler steps: after every optimizer step, or after every epoch (after validation).
 enum class SchedulerInterval { step, epoch };
 
 // What the on_step callback sees after every train batch.
 struct StepInfo {
-  int64_t epoch = 0;        // 0-based
-  int64_t batch = 0;        // batches done in this epoch (1-based)
-  int64_t iteration = 0;    // train batches done in the run
-  int64_t global_step = 0;  // optimizer steps done in the run
-  double loss = 0;
-  bool optimizer_stepped = false;
+  int64_t epoch = 0;               // 0-based
+  int64_t batch = 0;               // batches done in this epoch (1-based)
+  int64_t iteration = 0;           // train batches done in the run
+  int64_t global_step = 0;         // optimizer steps done in the run
+  double loss = 0;                 // the batch's mean loss
+  bool optimizer_stepped = false;  // true when this batch ended with an optimizer step
 };
 
 // What Learner::evaluate measured.
 struct EvalResult {
-  NamedValues values;         // loss and the learner's metrics, over every sample
-  ConfusionMatrix confusion;  // empty without class outputs
-  int64_t samples = 0;
-  double seconds = 0;
+  NamedValues values;                           // loss and the learner's metrics, over every sample
+  ConfusionMatrix confusion;                    // empty without class outputs
+  int64_t samples = 0;                          // samples evaluated
+  double seconds = 0;                           // wall-clock time of the evaluation, in seconds
   double value(const std::string& name) const;  // NaN when absent
   std::string str() const;                      // "loss 0.3012  accuracy 0.9104 ..."
 };
 
 // Everything but the model, the steps, the optimizer and the scheduler.
 struct LearnerConfig {
-  int64_t num_epochs = 1;
-  int64_t grad_accumulation = 1;
+  int64_t num_epochs = 1;         // epochs to train (>= 1)
+  int64_t grad_accumulation = 1;  // batches per optimizer step; their gradients are averaged (>= 1)
+  // Reseeds the model's device from (seed, iteration) before every train batch; none: no reseeding
   std::optional<uint64_t> seed{};
-  std::string run_dir{};                           // empty: no logs, plots or summary files
-  std::optional<CheckpointConfig> checkpoints{};   // none: no checkpoints
-  std::optional<EarlyStoppingConfig> early_stopping{};
-  SchedulerInterval scheduler_interval = SchedulerInterval::step;
-  std::string plateau_metric = "valid/loss";
-  std::vector<MetricPtr> metrics{};  // measured besides the loss (the builder fills in defaults)
-  std::shared_ptr<Renderer> renderer{};
-  RendererKind renderer_kind = RendererKind::automatic;
-  int verbosity = 0;  // the plain renderer: 0 one line per epoch, 1 progress lines and messages
-  bool handle_sigint = true;
-  std::string resume_from{};  // a checkpoint folder, or a folder of checkpoints (its latest)
+  std::string run_dir{};                                           // empty: no logs, plots or summary files
+  std::optional<CheckpointConfig> checkpoints{};                   // none: no checkpoints
+  std::optional<EarlyStoppingConfig> early_stopping{};             // none: no early stopping
+  SchedulerInterval scheduler_interval = SchedulerInterval::step;  // when a non-plateau scheduler steps
+  std::string plateau_metric = "valid/loss";  // "split/metric" a ReduceLROnPlateau scheduler steps on, once per epoch
+  std::vector<MetricPtr> metrics{};           // measured besides the loss (the builder fills in defaults)
+  std::shared_ptr<Renderer> renderer{};       // a renderer of your own; null: one made from renderer_kind
+  RendererKind renderer_kind = RendererKind::automatic;  // the renderer to make when `renderer` is null
+  int verbosity = 0;            // the plain renderer: 0 one line per epoch, 1 progress lines and messages
+  bool handle_sigint = true;    // a SIGINT handler ends the run cleanly (a second Ctrl-C ends the process)
+  std::string resume_from{};    // a checkpoint folder, or a folder of checkpoints (its latest)
   bool resume_required = true;  // false: start afresh when resume_from holds no checkpoint yet
-  bool system_metrics = true;
-  std::function<void(const StepInfo&)> on_step{};
+  bool system_metrics = true;  // record lr, iter_per_s, samples_per_s, data_wait, cpu_percent and memory (off: lr only)
+  std::function<void(const StepInfo&)> on_step{};  // called on the training thread after every train batch
   // Mixed precision (docs/amp.md): the train and valid steps run inside an amp::Autocast scope of
   // this dtype; with a grad_scaler the optimizer step goes through an amp::GradScaler (its state is
   // saved in checkpoints, its scale shown as "loss_scale"), and the train step scales its loss
   // with amp::scale_loss(loss) before backward.
   std::optional<DType> mixed_precision{};
-  std::optional<amp::GradScalerConfig> grad_scaler{};
+  std::optional<amp::GradScalerConfig> grad_scaler{};  // loss scaling for f16 (none: no scaler)
   // Data-parallel training (train/data_parallel.hpp fills these from a distributed::DataParallel):
   // logs, plots, checkpoints and the renderer run on rank 0 only; `reduce_gradients` averages each
   // optimizer step's gradients over the ranks (the module's parameters in order are its first
@@ -135,10 +137,12 @@ struct LearnerConfig {
   // split, and `gather_values` (an all-gather of a few doubles) lets rank 0's epoch values show
   // "comm_s", "slowest_rank" and that rank's compute time. Metrics are each rank's own (rank 0
   // shows its shard's).
-  int rank = 0;
-  int world_size = 1;
+  int rank = 0;        // this process's rank (0 writes files and renders)
+  int world_size = 1;  // number of data-parallel ranks
+  // Averages a step's gradients over the ranks; empty for one process
   std::function<void(const std::vector<const nn::Param*>&, optim::GradientsParams&)> reduce_gradients{};
-  std::function<double()> communication_seconds{};
+  std::function<double()> communication_seconds{};  // the communication time so far, in seconds; empty for one process
+  // Gathers each rank's values on rank 0; empty for one process
   std::function<std::vector<double>(const std::vector<double>&)> gather_values{};
 };
 
@@ -225,8 +229,10 @@ void loader_set_epoch(L& l, int64_t epoch) {
 
 }  // namespace detail
 
+// The train step of a classification Learner (the type its first constructor takes).
 template <class M, class B>
 using TrainStepFn = std::function<TrainStepResult(M&, const B&)>;
+// The valid step of a classification Learner (the type its first constructor takes).
 template <class M, class B>
 using ValidStepFn = std::function<ClassificationOutput(const M&, const B&)>;
 
@@ -300,6 +306,8 @@ using step_batch_t = std::remove_cvref_t<callable_arg_t<F, 1>>;
 
 }  // namespace detail
 
+// Runs train and validation loops of a model M over batches B (see the header comment); built by
+// LearnerBuilder. A Learner owns the model, the optimizer and the scheduler; use it from one thread.
 template <class M, class B>
 class Learner {
  public:
@@ -341,6 +349,8 @@ class Learner {
   M fit(TrainLoader&& train_loader, ValidLoader&& valid_loader) {
     return run(detail::deref_loader(train_loader), &detail::deref_loader(valid_loader));
   }
+  // Trains without validation; early stopping and a best checkpoint must then monitor a "train/..." metric
+  // (else ember::Error).
   template <class TrainLoader>
   M fit(TrainLoader&& train_loader) {
     return run(detail::deref_loader(train_loader), static_cast<std::vector<B>*>(nullptr));
@@ -361,11 +371,13 @@ class Learner {
     return ev.result();
   }
 
-  const M& model() const { return model_; }
-  const FitSummary& summary() const { return summary_; }
+  const M& model() const { return model_; }               // The model as trained so far.
+  const FitSummary& summary() const { return summary_; }  // The summary of the last fit().
+  // The metric history of the last fit(), per step and per epoch.
   const MetricHistory& history() const { return history_; }
-  optim::Optimizer& optimizer() { return *opt_; }
-  optim::LrScheduler& scheduler() { return *sched_; }
+  optim::Optimizer& optimizer() { return *opt_; }      // The optimizer (its state persists across fit() calls).
+  optim::LrScheduler& scheduler() { return *sched_; }  // The learning-rate scheduler.
+  // The configuration the learner was built with (rank > 0 drops the files and the renderer).
   const LearnerConfig& config() const { return config_; }
   // The loss scaler of an f16 mixed-precision run (nullptr otherwise).
   const amp::GradScaler* grad_scaler() const { return scaler_ ? &*scaler_ : nullptr; }
@@ -516,6 +528,7 @@ class Learner {
   MetricHistory history_;
 };
 
+// Fluent construction of a Learner<M, B>; build() checks the settings and fills in the defaults.
 template <class M, class B>
 class LearnerBuilder {
  public:
@@ -538,6 +551,7 @@ class LearnerBuilder {
     opt_ = std::make_unique<O>(std::move(opt));
     return *this;
   }
+  // An optimizer already made, owned by the learner.
   LearnerBuilder& optimizer(std::unique_ptr<optim::Optimizer> opt) {
     opt_ = std::move(opt);
     return *this;
@@ -547,20 +561,26 @@ class LearnerBuilder {
     lr_ = lr;
     return *this;
   }
+  // The learning-rate scheduler, owned by the learner, and whether it steps per optimizer step (default) or per
+  // epoch; a ReduceLROnPlateau steps per epoch on plateau_metric whatever `every` says.
   LearnerBuilder& scheduler(std::unique_ptr<optim::LrScheduler> s, SchedulerInterval every = SchedulerInterval::step) {
     sched_ = std::move(s);
     config_.scheduler_interval = every;
     return *this;
   }
+  // The metric a ReduceLROnPlateau scheduler watches, as "split/name" (default "valid/loss").
   LearnerBuilder& plateau_metric(std::string ref) { return set(config_.plateau_metric, std::move(ref)); }
-  LearnerBuilder& epochs(int64_t n) { return set(config_.num_epochs, n); }
+  LearnerBuilder& epochs(int64_t n) { return set(config_.num_epochs, n); }  // Epochs to train (default 1; >= 1).
+  // Batches per optimizer step, gradients averaged (default 1; >= 1).
   LearnerBuilder& grad_accumulation(int64_t k) { return set(config_.grad_accumulation, k); }
+  // Reseeds the device from (s, iteration) before every train batch, so resumed runs draw the same.
   LearnerBuilder& seed(uint64_t s) { return set(config_.seed, std::optional<uint64_t>(s)); }
   // The metrics besides the loss (replacing the defaults of the step's output type; {} for none).
   LearnerBuilder& metrics(std::vector<MetricPtr> m) {
     metrics_set_ = true;
     return set(config_.metrics, std::move(m));
   }
+  // Adds one metric (the defaults of the step's output type are then dropped).
   LearnerBuilder& metric(MetricPtr m) {
     metrics_set_ = true;
     config_.metrics.push_back(std::move(m));
@@ -569,13 +589,19 @@ class LearnerBuilder {
   // The plain renderer's detail: 0 (default) one line per epoch, 1 progress lines every few
   // seconds, each split's epoch line, checkpoint messages.
   LearnerBuilder& verbosity(int level) { return set(config_.verbosity, level); }
+  // Folder for steps.jsonl, epochs.jsonl, plots/, summary files and checkpoints (default: none).
   LearnerBuilder& run_dir(std::string dir) { return set(config_.run_dir, std::move(dir)); }
+  // Turns checkpoints on; they need run_dir unless c.dir is set.
   LearnerBuilder& checkpoints(CheckpointConfig c = {}) { return set(config_.checkpoints, std::optional(std::move(c))); }
+  // Stops when c.metric stops improving (see early_stopping.hpp).
   LearnerBuilder& early_stopping(EarlyStoppingConfig c) {
     return set(config_.early_stopping, std::optional(std::move(c)));
   }
+  // Shows progress through your own renderer instead of a built-in one.
   LearnerBuilder& renderer(std::shared_ptr<Renderer> r) { return set(config_.renderer, std::move(r)); }
+  // Picks a built-in renderer (default automatic).
   LearnerBuilder& renderer(RendererKind kind) { return set(config_.renderer_kind, kind); }
+  // Whether the learner handles Ctrl-C to stop cleanly (default on).
   LearnerBuilder& handle_sigint(bool on) { return set(config_.handle_sigint, on); }
   // Continue a run from a checkpoint folder or a folder of checkpoints (its latest). With
   // required = false a folder without checkpoints starts a fresh run (one command line for the
@@ -584,7 +610,9 @@ class LearnerBuilder {
     config_.resume_required = required;
     return set(config_.resume_from, std::move(checkpoint));
   }
+  // Whether to record system values: speed, data wait, cpu and memory (default on).
   LearnerBuilder& system_metrics(bool on) { return set(config_.system_metrics, on); }
+  // Calls `f` after every train batch, on the training thread.
   LearnerBuilder& on_step(std::function<void(const StepInfo&)> f) { return set(config_.on_step, std::move(f)); }
   // Mixed precision: the steps run under amp::Autocast(dtype). bf16 needs no loss scaling; f16
   // gets an amp::GradScaler with PyTorch's defaults (the train step then backpropagates
@@ -593,6 +621,8 @@ class LearnerBuilder {
     return mixed_precision(dtype, dtype == DType::f16 ? std::optional<amp::GradScalerConfig>(amp::GradScalerConfig{})
                                                       : std::nullopt);
   }
+  // Mixed precision with an explicit scaler config (std::nullopt: no loss scaling). Throws ember::Error unless
+  // dtype is bf16 or f16.
   LearnerBuilder& mixed_precision(DType dtype, std::optional<amp::GradScalerConfig> scaler) {
     EMBER_CHECK(dtype == DType::bf16 || dtype == DType::f16, "LearnerBuilder::mixed_precision: cannot autocast to ",
                 dtype, " (bf16 or f16)");
@@ -601,8 +631,10 @@ class LearnerBuilder {
     config_.grad_scaler = scaler;
     return *this;
   }
-  LearnerConfig& config() { return config_; }
+  LearnerConfig& config() { return config_; }  // The configuration so far, for settings without a builder method.
 
+  // The Learner. Throws ember::Error without a train step, without lr or scheduler, or for epochs or
+  // grad_accumulation below 1. Defaults: SGD optimizer, the metrics of the step's output type.
   Learner<M, B> build() {
     EMBER_CHECK(has_train_step_, "LearnerBuilder: no train step");
     EMBER_CHECK(sched_ || lr_, "LearnerBuilder: set a learning rate (lr) or a scheduler");
@@ -638,6 +670,7 @@ class LearnerBuilder {
 // the train step's second parameter.
 template <class M, class F>
 LearnerBuilder(M, F) -> LearnerBuilder<M, detail::step_batch_t<F>>;
+// The same deduction with a valid step (its type does not take part).
 template <class M, class F, class G>
 LearnerBuilder(M, F, G) -> LearnerBuilder<M, detail::step_batch_t<F>>;
 

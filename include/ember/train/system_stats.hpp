@@ -15,6 +15,7 @@
 
 namespace ember::train {
 
+// Resource use measured by ProcessMonitor::sample().
 struct ProcessSample {
   double cpu_percent = 0;  // CPU time / wall time since the previous sample, x100 (200 = two cores busy)
   int64_t rss_bytes = 0;   // resident set size
@@ -25,10 +26,11 @@ double process_cpu_seconds();
 // Resident set size in bytes; 0 where /proc is unavailable.
 int64_t process_rss_bytes();
 
+// Measures this process's CPU use between samples (the first from construction) and its resident memory.
 class ProcessMonitor {
  public:
   ProcessMonitor();
-  ProcessSample sample();
+  ProcessSample sample();  // CPU use since the previous sample (or construction), and the current resident memory.
 
  private:
   double last_cpu_;
