@@ -230,8 +230,8 @@ DynTensor scaled_dot_product_attention(DynTensor q, DynTensor k, DynTensor v, st
                                        bool is_causal = false, std::optional<double> scale = std::nullopt);
 // Softmax cross-entropy of rows in one fused op (nn::cross_entropy's common case): logits
 // [N, C], i64 targets [N]. loss[n] = logsumexp(logits[n]) - logits[n, target[n]], 0 where
-// target[n] == ignore_index; valid[n] = 1 where the target counts, else 0 (the logits' dtype, no
-// gradient). A target outside [0, C) that is not ignore_index is an error.
+// target[n] == ignore_index; valid[n] = 1 where the target counts, else 0 (loss's dtype: f32, f64
+// for f64 logits; no gradient). A target outside [0, C) that is not ignore_index is an error.
 struct CrossEntropyRows {
   // loss: [N], f32 (f64 for f64 logits)
   DynTensor loss, valid;  // valid: [N], loss's dtype

@@ -179,32 +179,6 @@ void autotune_note(std::string_view kind, std::string_view what, const std::stri
                  what.data(), key.c_str());
 }
 
-std::string to_hex(const void* data, size_t n) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  const auto* p = static_cast<const unsigned char*>(data);
-  std::string s(2 * n, '0');
-  for (size_t i = 0; i < n; ++i) {
-    s[2 * i] = kDigits[p[i] >> 4];
-    s[2 * i + 1] = kDigits[p[i] & 15];
-  }
-  return s;
-}
-
-bool from_hex(std::string_view hex, void* data, size_t n) {
-  if (hex.size() != 2 * n) return false;
-  auto digit = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  for (char c : hex)
-    if (digit(c) < 0) return false;  // (`data` is left as it was)
-  auto* p = static_cast<unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) p[i] = static_cast<unsigned char>(digit(hex[2 * i]) << 4 | digit(hex[2 * i + 1]));
-  return true;
-}
-
 const char* ember_version() { return ember::version(); }
 
 }  // namespace ember::cuda

@@ -91,10 +91,6 @@ bool autotune_setting(const char* ember_autotune, const char* ember_cuda_autotun
 // each problem that is timed ("timed") or takes a saved winner ("saved").
 void autotune_note(std::string_view kind, std::string_view what, const std::string& key);
 
-// `n` bytes as 2n lower-case hex digits, and back (false unless `hex` is exactly 2n hex digits).
-std::string to_hex(const void* data, size_t n);
-bool from_hex(std::string_view hex, void* data, size_t n);
-
 // ember's version (ember::version(), include/ember/version.hpp): part of the autotune and JIT
 // cache keys, so that a new version re-tunes and recompiles.
 const char* ember_version();

@@ -19,8 +19,8 @@
 // alignments), so a repeated product pays only for its launch. The algorithm is the fastest of
 // cuBLASLt's heuristic's first kLtCandidates, timed on the first call of a problem of at least
 // kTuneFlops (autotuning: on an H200, the GPT-2-small-shaped TF32 training step of
-// bench_cuda.cpp ran 1.5% faster than on the heuristic's first choices). The winner's bytes
-// persist in <cache_dir>/autotune-cublaslt.txt (autotune.hpp); a later process takes a saved
+// bench_cuda.cpp ran 1.5% faster than on the heuristic's first choices). The winner's configuration
+// (algo_identity) persists in <cache_dir>/autotune-cublaslt.txt (autotune.hpp); a later process takes a saved
 // winner that is among its heuristic's candidates without timing them, and ignores any other.
 //
 // Integer dtypes use a generated tiled kernel that accumulates with wrap-around in 32 bits
@@ -107,6 +107,29 @@ std::string lt_store_key(const LtKey& k) {
 
 AutotuneStore& lt_store(CudaBackend& be) {
   return autotune_store("cublaslt", autotune_environment(be.props(), "cuBLASLt " + std::to_string(cublasLtGetVersion())));
+}
+
+// What identifies an algorithm across processes: its configuration attributes (the algorithm id,
+// tile, split-K, reduction scheme, swizzle, custom option, stages, inner and cluster shapes), not
+// the bytes of the opaque cublasLtMatmulAlgo_t, which need not be the same for the same choice.
+// Empty when an attribute cannot be read.
+std::string algo_identity(const cublasLtMatmulAlgo_t& algo) {
+  static constexpr cublasLtMatmulAlgoConfigAttributes_t kAttrs[] = {
+      CUBLASLT_ALGO_CONFIG_ID,            CUBLASLT_ALGO_CONFIG_TILE_ID,       CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+      CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION,
+      CUBLASLT_ALGO_CONFIG_STAGES_ID,     CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID};
+  std::string id = "cfg";
+  for (cublasLtMatmulAlgoConfigAttributes_t a : kAttrs) {
+    size_t size = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&algo, a, nullptr, 0, &size) != CUBLAS_STATUS_SUCCESS || size == 0 ||
+        size > sizeof(uint64_t))
+      return {};
+    uint64_t v = 0;  // (little-endian: a narrower attribute fills the low bytes)
+    if (cublasLtMatmulAlgoConfigGetAttribute(&algo, a, &v, size, &size) != CUBLAS_STATUS_SUCCESS) return {};
+    id += ':';
+    id += std::to_string(v);
+  }
+  return id;
 }
 
 // Largest power of two (<= 256) that divides the address and, in a batch, the batch stride.
@@ -204,17 +227,15 @@ LtPlan* make_plan(CudaBackend& be, const LtKey& k, const GemmArgs& g, std::strin
   if (p->candidates.size() < 2) {
     p->candidates.clear();
   } else if (const std::optional<std::string> saved = lt_store(be).get(lt_store_key(k))) {
-    // a winner an earlier process timed: used only when this heuristic offers it too (the bytes
-    // of another cuBLASLt's algorithm could mean something else)
-    cublasLtMatmulAlgo_t algo{};
-    if (from_hex(*saved, &algo, sizeof algo))
-      for (const cublasLtMatmulAlgo_t& c : p->candidates)
-        if (std::memcmp(&c, &algo, sizeof algo) == 0) {
-          p->algo = c;
-          p->candidates.clear();
-          autotune_note("cublaslt", "saved", lt_store_key(k));
-          break;
-        }
+    // a winner an earlier process timed, by its configuration: used only when this heuristic
+    // offers it too
+    for (const cublasLtMatmulAlgo_t& c : p->candidates)
+      if (algo_identity(c) == *saved) {
+        p->algo = c;
+        p->candidates.clear();
+        autotune_note("cublaslt", "saved", lt_store_key(k));
+        break;
+      }
   }
   return p;
 }
@@ -480,7 +501,7 @@ bool try_gemm_lt(CudaBackend& be, const GemmArgs& g, std::string_view op) {
     p->algo = p->candidates[best.value_or(0)];
     p->candidates.clear();
     if (best) {
-      lt_store(be).put(lt_store_key(k), to_hex(&p->algo, sizeof p->algo));
+      if (const std::string id = algo_identity(p->algo); !id.empty()) lt_store(be).put(lt_store_key(k), id);
       autotune_note("cublaslt", "timed", lt_store_key(k));
     }
   }

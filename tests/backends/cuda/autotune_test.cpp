@@ -330,23 +330,6 @@ TEST(AutotuneStore, SettingFromTheEnvironment) {
   EXPECT_FALSE(cuda::autotune_setting("", "0"));   // (set but empty counts as unset)
 }
 
-TEST(AutotuneStore, AlgorithmBytesAsHex) {
-  uint64_t algo[8];
-  for (int i = 0; i < 8; ++i) algo[i] = 0x0123456789abcdefULL * uint64_t(i + 1);
-  const std::string hex = cuda::to_hex(algo, sizeof algo);
-  EXPECT_EQ(hex.size(), 128u);
-  uint64_t back[8] = {};
-  ASSERT_TRUE(cuda::from_hex(hex, back, sizeof back));
-  EXPECT_EQ(std::memcmp(algo, back, sizeof algo), 0);
-  EXPECT_EQ(cuda::to_hex("\x00\xff\x1a", 3), "00ff1a");
-  uint64_t untouched[8] = {};
-  EXPECT_FALSE(cuda::from_hex(hex.substr(2), untouched, sizeof untouched));  // short
-  std::string bad = hex;
-  bad[7] = 'g';
-  EXPECT_FALSE(cuda::from_hex(bad, untouched, sizeof untouched));
-  for (uint64_t v : untouched) EXPECT_EQ(v, 0u);
-}
-
 // Run by AutotuneGpu.WinnersAreSavedAndTakenByTheNextProcess in a child process: a 2-GFLOP f32
 // product (autotuned: above kTuneFlops) checked against the CPU's.
 TEST(AutotuneGpu, ChildRunsAMatmul) {
