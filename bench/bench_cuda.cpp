@@ -140,6 +140,7 @@ double driver_launch_ms(const Device& dev) {
 
 std::vector<Result> g_results;
 std::string g_filter;
+bool g_eager_only = false;  // --eager-only: the train-step rows time only their eager step (to profile it)
 std::string g_check_dir = "build/reports/bench-cuda-check";
 
 // A row's correctness check: its inputs and ember's outputs on them, as "in.<name>" and
@@ -355,7 +356,7 @@ void gpt_train_bench(const std::string& name, const Device& gpu, const GptShape&
     gpu.backend().reset_peak_memory();
     r.ms = time_ms(gpu, eager_step);
     r.set("peak_bytes", double(gpu.memory_stats().peak));
-    {  // the same step on the fusion decorator (autodiff on top): issue 25's train-step targets
+    if (!g_eager_only) {  // the same step on the fusion decorator (autodiff on top): issue 25's train-step targets
       Device fdev = gpu.fusion().autodiff();
       fdev.seed(1);
       Gpt fm = gpt(g, fdev);
@@ -485,6 +486,7 @@ int main(int argc, char** argv) {
     if (a == "--out" && i + 1 < argc) out = argv[++i];
     else if (a == "--filter" && i + 1 < argc) g_filter = argv[++i];
     else if (a == "--check-dir" && i + 1 < argc) g_check_dir = argv[++i];
+    else if (a == "--eager-only") g_eager_only = true;
   }
   // No stale check data: cuda_peer.py must find only what this run wrote.
   if (std::filesystem::is_directory(g_check_dir))

@@ -185,6 +185,32 @@ TEST(CudaLinalgMatmul, HalfTypesAndF64) {
   }
 }
 
+// Rows that do not start on 16-byte boundaries (a vocabulary of 50257, or 1027 columns) are
+// copied at a padded pitch for a large product (matmul.cpp's kPadFlops): the values must not
+// change, whichever operand (lhs, rhs, output, a transposed lhs, a bias epilogue) is padded.
+TEST(CudaLinalgMatmul, UnalignedRowsOfALargeProduct) {
+  REQUIRE_GPU();
+  Device gpu = Device::cuda(0);
+  cuda::set_allow_tf32(false);
+  auto a = randn_cast({1024, 1027}), b = randn_cast({1027, 1025});  // A, B and C unaligned
+  expect_close(matmul(a.to(gpu), b.to(gpu)), matmul(a, b), 1e-4, 1e-4, "f32, every operand unaligned");
+  auto at = randn_cast({1027, 1031});  // a transposed lhs with an unaligned leading dim
+  expect_close(matmul(transpose(at.to(gpu), 0, 1), b.to(gpu)), matmul(transpose(at, 0, 1), b), 1e-4, 1e-4,
+               "f32, transposed lhs");
+  // a linear layer's head: [B, T, C] x W^T + bias, the output's rows unaligned
+  auto x = randn_cast({4, 512, 768}), w = randn_cast({5003, 768}), bias = randn_cast({5003});
+  expect_close(matmul(x.to(gpu), transpose(w.to(gpu), 0, 1), bias.to(gpu)), matmul(x, transpose(w, 0, 1), bias),
+               1e-4, 1e-4, "f32, bias epilogue into unaligned rows");
+  for (DType dt : {DType::bf16, DType::f16}) {
+    auto ah = a.cast(dt), bh = b.cast(dt);
+    // the reference: f32 products of the same rounded inputs, rounded once. Sums of 1027
+    // products are about 32 in size (a pitch bug moves values by that much); cuBLASLt's f16
+    // kernels round partial sums, 0.03 off here.
+    expect_close(matmul(ah.to(gpu), bh.to(gpu)), matmul(ah.cast(DType::f32), bh.cast(DType::f32)).cast(dt), 2e-2,
+                 0.1, std::string(dtype_name(dt)) + ", every operand unaligned");
+  }
+}
+
 TEST(CudaLinalgMatmul, IntegersWrapLikeTheCpu) {
   REQUIRE_GPU();
   Device gpu = Device::cuda(0);
