@@ -11,7 +11,8 @@
 //     blocks, "splits", whose partial accumulators the last split block to finish, or a
 //     finalize kernel, merges in order) per output, with 16-byte vector loads;
 //   * col: the innermost kept dim is contiguous: threads along it (coalesced), each walking a
-//     chunk of the reduced positions, merged through shared memory (and splits);
+//     chunk of the reduced positions, merged through shared memory (and splits); col_vec, when
+//     one strided dim is reduced and the layout allows, moves 16-byte vectors of adjacent outputs;
 //   * anything else is first copied into a contiguous [kept..., reduced...] buffer.
 // Accumulation: half/bf16/f32 in float, f64 in double, integers in 64 bits. No atomics: every
 // result is deterministic.
@@ -661,6 +662,60 @@ extern "C" __global__ void col(Params P, const T* __restrict__ x, EMBER_GC Shape
   }
 }
 
+// col with a 16-byte vector of R_V adjacent outputs per thread: one reduced dim (stride st), and
+// K, st and the kept strides multiples of R_V from a 16-byte aligned x. Four vectors in flight per
+// thread. The sums of a linear layer's bias gradient (bf16 [8192, 768] -> [768]) took 16.4 us
+// on an H100 through col, one element per thread.
+extern "C" __global__ void col_vec(Params P, const T* __restrict__ x, EMBER_GC Shape osh, EMBER_GC Strides ost,
+                                   int64_t K, int64_t st, int64_t R, int64_t O2, int S, Acc* part) {
+  __shared__ Acc sh[256];
+#ifdef R_NEEDS_P
+  const A pval = A(P.p);
+#endif
+  const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
+  const int64_t jv = int64_t(blockIdx.x) * TX + tx, nk = K / R_V, sv = st / R_V;
+  const int s = blockIdx.z;
+  const int64_t rs0 = R * s / S, rlen = R * (s + 1) / S - rs0;
+  const int64_t r0 = rs0 + rlen * ty / TY, r1 = rs0 + rlen * (ty + 1) / TY;
+  for (int64_t o2 = blockIdx.y; o2 < O2; o2 += gridDim.y) {
+    Acc a[R_V];
+#pragma unroll
+    for (int e = 0; e < R_V; ++e) a[e] = r_init();
+    if (jv < nk) {
+      const uint4* p = reinterpret_cast<const uint4*>(x + r_off(o2, osh, ost)) + jv;
+      int64_t r = r0;
+      for (; r + 4 <= r1; r += 4) {
+        VecT v[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) v[u].u = p[(r + u) * sv];
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+#pragma unroll
+          for (int e = 0; e < R_V; ++e) R_STEP(a[e], C(v[u].v[e]), r + u);
+      }
+      for (; r < r1; ++r) {
+        VecT v;
+        v.u = p[r * sv];
+#pragma unroll
+        for (int e = 0; e < R_V; ++e) R_STEP(a[e], C(v.v[e]), r);
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < R_V; ++e) {
+      sh[ty * TX + tx] = a[e];
+      __syncthreads();
+      if (ty == 0 && jv < nk) {
+        Acc m = a[e];
+        for (int t = 1; t < TY; ++t) r_merge(m, sh[t * TX + tx]);
+        const int64_t o = o2 * K + jv * R_V + e;
+        if (S == 1) r_store(P, o, m);
+        else part[o * S + s] = m;
+      }
+      __syncthreads();
+    }
+  }
+}
+
 // Merges the S partials of every output in order: one block per output...
 extern "C" __global__ void finalize_block(Params P, const Acc* __restrict__ part, int64_t out_n, int S) {
   for (int64_t o = blockIdx.x; o < out_n; o += gridDim.x) {
@@ -831,6 +886,30 @@ struct Reduction {
     to_args(name, kept, 0, kept.n() - 1, osh, ost);
     to_args(name, red, 0, red.n(), rsh, rst);
     const int64_t K = kept.size.back(), O2 = out_n / K;
+    const int64_t vw = int64_t(16 / dtype_size(dt));
+    bool vec = red.n() == 1 && K % vw == 0 && red.stride[0] % vw == 0 && K / vw >= 4 &&
+               reinterpret_cast<uintptr_t>(x) % 16 == 0;
+    for (size_t i = 0; vec && i + 1 < kept.n(); ++i) vec = kept.stride[i] % vw == 0;
+    if (vec) {
+      const int64_t nk = K / vw;
+      int TX = 1;
+      while (TX < 32 && TX < nk) TX *= 2;
+      const int TY = 256 / TX;
+      const int64_t bx = ceil_div(nk, TX), blocks = bx * O2, target = int64_t(be.sm_count()) * 8;
+      int64_t S = 1;
+      if (blocks < target) S = std::clamp<int64_t>(target / blocks, 1, std::max<int64_t>(1, R / (int64_t(TY) * 8)));
+      S = std::min<int64_t>(S, 65535);
+      dim3 grid(unsigned(bx), unsigned(std::min<int64_t>(O2, 65535)), unsigned(S));
+      const int64_t st = red.stride[0];
+      if (S == 1) {
+        be.launch(fn("col_vec"), grid, dim3(TX, TY), 0, P, x, osh, ost, K, st, R, O2, 1, static_cast<void*>(nullptr));
+      } else {
+        Buffer part(be.allocator(), size_t(out_n * S) * kMaxAccBytes);
+        be.launch(fn("col_vec"), grid, dim3(TX, TY), 0, P, x, osh, ost, K, st, R, O2, int(S), part.ptr);
+        finalize(part.ptr, out_n, int(S));
+      }
+      return;
+    }
     int TX = 1;
     while (TX < 32 && TX < K) TX *= 2;
     const int TY = 256 / TX;

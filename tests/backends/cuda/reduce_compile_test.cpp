@@ -133,6 +133,12 @@ TEST(CudaReduce, LargeReductionsUseSplitsAndStayDeterministic) {
   expect_close(sum(z, {1}), sum(gz, {1}), 1e-4, 1e-2, "long rows");
   expect_close(logsumexp(z, {1}), logsumexp(gz, {1}), 1e-5, 1e-5, "long rows logsumexp");
   expect_close(norm(z, 2, {1}), norm(gz, 2, {1}), 1e-5, 1e-5, "long rows norm");
+  // a linear layer's bias gradient: 16-byte vectors of columns (col_vec), with splits
+  auto bg = sample({8, 1024, 768}, DType::bf16, 5);
+  auto gbg = bg.to(gpu());
+  expect_close(sum(bg, {0, 1}), sum(gbg, {0, 1}), 1e-2, 5e-2, "bf16 bias-gradient sum");
+  expect_close(max(bg, {0}), max(gbg, {0}), 0, 0, "bf16 column max");
+  expect_close(argmax(bg, 1), argmax(gbg, 1), 0, 0, "bf16 column argmax");
   auto w = sample({100000, 3}, DType::f32, 4);  // tiny inner dim: copied into rows
   expect_close(sum(w, {0}), sum(w.to(gpu()), {0}), 1e-4, 1e-3, "narrow columns");
 }
