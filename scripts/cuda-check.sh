@@ -3,7 +3,9 @@
 # (for machines that have the toolchain but no Debian package archive). Usage:
 #   scripts/cuda-check.sh [LOGDIR] [STAGES]
 # STAGES (default "build,compile,conformance,autodiff,unit,bench"): any comma-separated subset,
-# run in that order. `compile` compiles every generated kernel on all cores into the disk cache
+# run in that order; "consumers" (not a default) installs the build and builds
+# tests/consumers/ against it (find_package(ember COMPONENTS cuda) and pkg-config ember-cuda),
+# whose CUDA consumers then run a product on the GPU. `compile` compiles every generated kernel on all cores into the disk cache
 # (EMBER_CACHE_DIR) first, so the suites after it don't compile their kernels one at a time.
 # On a fresh 16-core H100 machine (2026-12-05) build took 128 s, compile 150 s and the suites,
 # run side by side, about 165 s (the autodiff stacks; one after another they took 350 s): the
@@ -56,6 +58,14 @@ wait
 for n in compile conformance autodiff cuda_tests fusion random_cuda; do
   [ -f "$logs/$n.sum" ] && summary+=("$(cat "$logs/$n.sum")")
 done
+if has consumers; then
+  t=$(date +%s)
+  extra=(ember-onnx ember-run)  # (installed too)
+  cmake --build build --target help | grep -q '^ember_distributed:' && extra+=(ember_distributed)
+  cmake --build build -j "$(nproc)" --target "${extra[@]}" >"$logs/consumers-build.log" 2>&1
+  tests/consumers/check.sh build >"$logs/consumers.log" 2>&1
+  summary+=("$(tail -1 "$logs/consumers.log") ($(( $(date +%s) - t )) s)")
+fi
 if has bench; then
   t=$(date +%s)
   build/bench/ember_bench_cuda --out build/reports/bench-cuda-ember.json ${BENCH_ARGS:-} >"$logs/bench-ember.log" 2>&1

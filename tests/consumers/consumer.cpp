@@ -1,7 +1,8 @@
 // A program outside ember's tree, built against an installed ember by test.sh (tests/consumers/
 // check.sh): with find_package, with pkg-config and with the README's g++ line. Built plainly it
 // is a CPU-only program, which must link no CUDA library; with -DEMBER_CONSUMER_CUDA it is
-// linked with the CUDA backend, which must then be registered. Prints "consumer ok" last.
+// linked with the CUDA backend, which must then be registered, and where a GPU is present a
+// product must run on it (scripts/cuda-check.sh consumers). Prints "consumer ok" last.
 #include <ember/core/backend_registry.hpp>
 #include <ember/ember.hpp>
 #include <ember/train/renderer.hpp>
@@ -29,6 +30,16 @@ int main(int argc, char**) {
   if (!registered) {
     std::cerr << "consumer: linked with the CUDA backend, but it is not registered: " << devices << "\n";
     return 1;
+  }
+  if (cuda::available()) {  // on a GPU machine (scripts/cuda-check.sh's consumers stage): the same product there
+    Device gpu = Device::cuda(0);
+    auto xg = x.to(gpu);
+    const float sg = sum(matmul(xg, xg)).item();
+    if (sg != 54) {
+      std::cerr << "consumer: sum(x @ x) on " << devices << " = " << sg << ", expected 54\n";
+      return 1;
+    }
+    std::cout << "cuda: sum(x @ x) = 54 on the GPU\n";
   }
 #else
   if (registered) {
