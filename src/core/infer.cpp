@@ -480,14 +480,26 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
       return {*in[0], *in[1], *in[2]};
     }
     case OpKind::adam_step: {
-      expect_inputs(op, in, 4, 6);
-      EMBER_CHECK(in.size() != 5, op, ": lr and step go together");
+      // param, grad, exp_avg, exp_avg_sq for each of k parameters (one dtype), or for one with
+      // lr and step (the device-scalar form)
+      EMBER_CHECK(in.size() >= 4 && (in.size() % 4 == 0 || in.size() == 6), op, ": expected 4 inputs per parameter",
+                  " (or 6: one parameter with lr and step), got ", in.size());
       const char* names[] = {"param", "grad", "exp_avg", "exp_avg_sq"};
-      expect_float(op, *in[0], "param");
-      for (int i = 1; i < 4; ++i) {
-        EMBER_CHECK(in[i], op, ": ", names[i], " is missing");
-        EMBER_CHECK(in[i]->shape == in[0]->shape && in[i]->dtype == in[0]->dtype, op, ": ", names[i], " is ",
-                    in[i]->dtype, in[i]->shape, ", expected ", in[0]->dtype, in[0]->shape, " like param");
+      const size_t k = in.size() == 6 ? 1 : in.size() / 4;
+      std::vector<TensorMeta> outs;
+      for (size_t q = 0; q < k; ++q) {
+        const TensorMeta* pm = in[4 * q];
+        EMBER_CHECK(pm, op, ": param ", q, " is missing");
+        expect_float(op, *pm, "param");
+        EMBER_CHECK(pm->dtype == in[0]->dtype, op, ": every parameter of one update has one dtype: param ", q, " is ",
+                    pm->dtype, ", param 0 ", in[0]->dtype);
+        for (size_t i = 1; i < 4; ++i) {
+          const TensorMeta* t = in[4 * q + i];
+          EMBER_CHECK(t, op, ": ", names[i], " of param ", q, " is missing");
+          EMBER_CHECK(t->shape == pm->shape && t->dtype == pm->dtype, op, ": ", names[i], " of param ", q, " is ",
+                      t->dtype, t->shape, ", expected ", pm->dtype, pm->shape, " like param");
+        }
+        outs.insert(outs.end(), {*pm, *pm, *pm});
       }
       const auto& a = std::get<AdamAttrs>(attrs);
       if (in.size() == 6) {  // the learning rate and the step count on the device
@@ -496,10 +508,11 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
           EMBER_CHECK(in[i]->shape.rank() == 0 && in[i]->dtype == DType::f32, op, ": ", i == 4 ? "lr" : "step",
                       " must be an f32 0-d tensor, got ", in[i]->dtype, in[i]->shape);
         }
-        return {*in[0], *in[0], *in[0], *in[5]};
+        outs.push_back(*in[5]);
+        return outs;
       }
       EMBER_CHECK(a.step >= 1, op, ": step must be >= 1, got ", a.step);
-      return {*in[0], *in[0], *in[0]};
+      return outs;
     }
     case OpKind::custom: {
       const auto& impl = std::get<CustomAttrs>(attrs).impl;

@@ -84,6 +84,53 @@ DynTensor fused_step(DynTensor param, DynTensor grad, ParamState& state, const O
   state.tensors["exp_avg_sq"] = std::move(r.exp_avg_sq);
   return std::move(r.param);
 }
+// Every item's update through multi-tensor adam_step ops: one per run of parameters that share a
+// device, a dtype, a step count and hyper-parameters (in a training loop: one per parameter
+// group and dtype), in the items' order.
+void fused_steps(std::vector<Optimizer::Item>& items, std::pair<double, double> betas, double eps, bool maximize,
+                 bool decoupled) {
+  std::vector<bool> done(items.size(), false);
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (done[i]) continue;
+    const Optimizer::Item& lead = items[i];
+    auto same = [&](const Optimizer::Item& o) {
+      return o.param.device() == lead.param.device() && o.param.dtype() == lead.param.dtype() &&
+             o.state.step == lead.state.step && o.hyper.lr == lead.hyper.lr &&
+             o.hyper.weight_decay == lead.hyper.weight_decay;
+    };
+    std::vector<size_t> run;
+    for (size_t j = i; j < items.size(); ++j)
+      if (!done[j] && same(items[j])) {
+        run.push_back(j);
+        done[j] = true;
+      }
+    AdamAttrs a;
+    a.lr = lead.hyper.lr;
+    a.beta1 = betas.first;
+    a.beta2 = betas.second;
+    a.eps = eps;
+    a.weight_decay = lead.hyper.weight_decay;
+    a.step = lead.state.step;
+    a.decoupled = decoupled;
+    a.maximize = maximize;
+    std::vector<DynTensor> params, grads, ms, vs;
+    for (size_t j : run) {
+      Optimizer::Item& it = items[j];
+      params.push_back(std::move(it.param));
+      grads.push_back(std::move(it.grad));
+      ms.push_back(std::move(it.state.tensors.at("exp_avg")));
+      vs.push_back(std::move(it.state.tensors.at("exp_avg_sq")));
+    }
+    std::vector<AdamUpdate> r =
+        adam_step_multi(std::move(params), std::move(grads), std::move(ms), std::move(vs), a);
+    for (size_t q = 0; q < run.size(); ++q) {
+      Optimizer::Item& it = items[run[q]];
+      it.next = std::move(r[q].param);
+      it.state.tensors["exp_avg"] = std::move(r[q].exp_avg);
+      it.state.tensors["exp_avg_sq"] = std::move(r[q].exp_avg_sq);
+    }
+  }
+}
 }  // namespace
 
 Adam AdamConfig::init() const { return Adam(*this); }
@@ -102,6 +149,11 @@ DynTensor Adam::update(DynTensor param, DynTensor grad, ParamState& state, const
   return adam_step(param, grad, state, h.lr, c_.betas, c_.eps, c_.amsgrad);
 }
 
+void Adam::update_all(std::vector<Item>& items) const {
+  if (c_.amsgrad || c_.capturable) return Optimizer::update_all(items);
+  fused_steps(items, c_.betas, c_.eps, c_.maximize, false);
+}
+
 AdamW::AdamW(AdamWConfig config)
     : Optimizer(config.groups, config.clipping, config.weight_decay), c_(std::move(config)) {
   check_adam("AdamW", c_.betas, c_.eps, c_.amsgrad, c_.capturable);
@@ -114,6 +166,11 @@ DynTensor AdamW::update(DynTensor param, DynTensor grad, ParamState& state, cons
   if (c_.maximize) grad = -grad;
   DynTensor decayed = param * (1 - h.lr * h.weight_decay);
   return adam_step(decayed, grad, state, h.lr, c_.betas, c_.eps, c_.amsgrad);
+}
+
+void AdamW::update_all(std::vector<Item>& items) const {
+  if (c_.amsgrad || c_.capturable) return Optimizer::update_all(items);
+  fused_steps(items, c_.betas, c_.eps, c_.maximize, true);
 }
 
 }  // namespace ember::optim

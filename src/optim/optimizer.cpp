@@ -106,7 +106,8 @@ void Optimizer::step_params(const Slots& params, GradientsParams grads, double l
   // In place: a parameter that nothing else holds also gives its state to the update (moved out
   // of state_), so the new state can take the old one's memory. An Error after that drops the
   // state of the parameters reached (the module they belonged to was moved in and is gone).
-  std::vector<std::tuple<nn::Param*, DynTensor, ParamState>> updates;
+  std::vector<Item> items;
+  std::vector<nn::Param*> owners;
   std::vector<uint64_t> moved;  // the ids whose state was moved out of state_
   try {
     for (const auto& [path, p] : params) {
@@ -129,17 +130,22 @@ void Optimizer::step_params(const Slots& params, GradientsParams grads, double l
       DynTensor grad = on(*g, p->value());
       Hyper hyper = resolve(path, lr);
       if (capturable()) hyper.lr_tensor = lr_for(p->value().device());
-      DynTensor next = update(p->take(), std::move(grad), st, hyper);
-      updates.emplace_back(p, std::move(next), std::move(st));
+      items.push_back({p->take(), std::move(grad), std::move(st), std::move(hyper)});
+      owners.push_back(p);
     }
+    update_all(items);
   } catch (...) {
     for (uint64_t id : moved) state_.erase(id);
     throw;
   }
-  for (auto& [p, next, st] : updates) {
-    p->set(std::move(next));
-    state_[p->id()] = std::move(st);
+  for (size_t i = 0; i < items.size(); ++i) {
+    owners[i]->set(std::move(items[i].next));
+    state_[owners[i]->id()] = std::move(items[i].state);
   }
+}
+
+void Optimizer::update_all(std::vector<Item>& items) const {
+  for (Item& it : items) it.next = update(std::move(it.param), std::move(it.grad), it.state, it.hyper);
 }
 
 nn::NamedTensors Optimizer::save_state(const Slots& params) const {

@@ -126,6 +126,24 @@ AdamUpdate adam_step(DynTensor param, DynTensor grad, DynTensor exp_avg, DynTens
   return {std::move(r[0]), std::move(r[1]), std::move(r[2]), DynTensor()};
 }
 
+std::vector<AdamUpdate> adam_step_multi(std::vector<DynTensor> params, std::vector<DynTensor> grads,
+                                        std::vector<DynTensor> exp_avgs, std::vector<DynTensor> exp_avg_sqs,
+                                        const AdamAttrs& a) {
+  const size_t k = params.size();
+  EMBER_CHECK(k > 0 && grads.size() == k && exp_avgs.size() == k && exp_avg_sqs.size() == k,
+              "adam_step_multi: needs as many grads, exp_avgs and exp_avg_sqs as params (at least one), got ", k, ", ",
+              grads.size(), ", ", exp_avgs.size(), " and ", exp_avg_sqs.size());
+  std::vector<DynTensor> in;
+  in.reserve(4 * k);
+  for (size_t i = 0; i < k; ++i)
+    for (DynTensor* t : {&params[i], &grads[i], &exp_avgs[i], &exp_avg_sqs[i]}) in.push_back(std::move(*t));
+  auto r = run_op(OpKind::adam_step, std::move(in), a);
+  std::vector<AdamUpdate> out(k);
+  for (size_t i = 0; i < k; ++i)
+    out[i] = {std::move(r[3 * i]), std::move(r[3 * i + 1]), std::move(r[3 * i + 2]), DynTensor()};
+  return out;
+}
+
 AdamUpdate adam_step(DynTensor param, DynTensor grad, DynTensor exp_avg, DynTensor exp_avg_sq, const AdamAttrs& a,
                      DynTensor lr, DynTensor step) {
   auto r = run_op(OpKind::adam_step,

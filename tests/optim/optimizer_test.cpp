@@ -645,6 +645,93 @@ TEST(Optimizer, LambTrustRatioIsOneWhenANormIsZero) {
   EXPECT_EQ(values(fresh.step(n, zero, 0.1).w), (std::vector<double>{1.0, 2.0}));
 }
 
+// adam_step_multi (what Adam and AdamW step with): each parameter's update equals the
+// single-tensor adam_step's (itself checked against PyTorch above), bit for bit, in one op over
+// tensors of different shapes; bad lists are Errors.
+TEST(Optimizer, MultiTensorAdamStepEqualsSingleSteps) {
+  const Device cpu = Device::cpu();
+  AdamAttrs a;
+  a.lr = 0.01;
+  a.step = 3;
+  a.weight_decay = 0.1;
+  for (bool decoupled : {false, true}) {
+    a.decoupled = decoupled;
+    for (DType dt : {DType::f64, DType::f32, DType::bf16}) {
+      std::vector<DynTensor> p, g, m, v;
+      int seed = 0;
+      for (Shape s : {Shape{3, 4}, Shape{5}, Shape{2, 2, 2}}) {
+        cpu.seed(uint64_t(++seed));
+        p.push_back(DynTensor::normal(s, 0, 1, DType::f32, cpu).cast(dt));
+        g.push_back(DynTensor::normal(s, 0, 1, DType::f32, cpu).cast(dt));
+        m.push_back(DynTensor::normal(s, 0, 0.1, DType::f32, cpu).cast(dt));
+        v.push_back(abs(DynTensor::normal(s, 0, 0.1, DType::f32, cpu)).cast(dt));
+      }
+      std::vector<AdamUpdate> multi = adam_step_multi(p, g, m, v, a);
+      ASSERT_EQ(multi.size(), 3u);
+      for (size_t i = 0; i < 3; ++i) {
+        AdamUpdate one = adam_step(p[i], g[i], m[i], v[i], a);
+        EXPECT_EQ(values(multi[i].param), values(one.param)) << i << " " << dtype_name(dt);
+        EXPECT_EQ(values(multi[i].exp_avg), values(one.exp_avg)) << i;
+        EXPECT_EQ(values(multi[i].exp_avg_sq), values(one.exp_avg_sq)) << i;
+        EXPECT_NE(values(multi[i].param), values(p[i])) << i;  // (it moved)
+      }
+      EXPECT_THROW((void)adam_step_multi(p, {g[0], g[1]}, m, v, a), Error);
+    }
+  }
+  auto f32 = DynTensor::ones(Shape{2}, DType::f32, cpu), f64 = DynTensor::ones(Shape{2}, DType::f64, cpu);
+  try {
+    (void)adam_step_multi({f32, f64}, {f32, f64}, {f32, f64}, {f32, f64}, a);
+    ADD_FAILURE() << "mixed dtypes in one update";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("one dtype"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)adam_step_multi({}, {}, {}, {}, a), Error);
+}
+
+// Parameters that skipped a step (no gradient) have a lower step count than the others, so one
+// Adam step updates them with other bias corrections: the same values as single-tensor updates
+// with each parameter's own count, as torch.optim keeps a count per parameter.
+TEST(Optimizer, ParametersWithDifferentStepCountsUpdateApart) {
+  const Problem pr = data(DType::f64);
+  Mlp m = make_mlp(DType::f64);
+  AdamW opt({.weight_decay = 0.1});
+  // the reference: each parameter's own count and moments, single-tensor updates
+  std::map<std::string, std::tuple<int64_t, DynTensor, DynTensor>> ref;
+  Mlp r = m;
+  AdamAttrs a;
+  a.lr = 0.05;
+  a.weight_decay = 0.1;
+  a.decoupled = true;
+  for (int s = 0; s < 4; ++s) {
+    GradientsParams g = GradientsParams::from(m, mse(m.forward(pr.x), pr.y).backward());
+    GradientsParams gr = GradientsParams::from(r, mse(r.forward(pr.x), pr.y).backward());
+    if (s == 1) {  // fc2 gets no gradient in the second step
+      g.remove(m.fc2.weight.id());
+      g.remove(m.fc2.bias.id());
+      gr.remove(r.fc2.weight.id());
+      gr.remove(r.fc2.bias.id());
+    }
+    m = opt.step(std::move(m), g, 0.05);
+    nn::for_each_param(r, [&](const std::string& path, nn::Param& p) {
+      auto grad = gr.get(p.id());
+      if (!grad) return;
+      auto& [count, exp_avg, exp_avg_sq] = ref[path];
+      if (!exp_avg.defined()) exp_avg = exp_avg_sq = DynTensor::zeros(p.shape(), DType::f64, p.value().device());
+      a.step = ++count;
+      NoGradGuard no_grad;
+      AdamUpdate u = adam_step(p.value().detach(), grad->detach(), exp_avg, exp_avg_sq, a);
+      exp_avg = u.exp_avg;
+      exp_avg_sq = u.exp_avg_sq;
+      p.set(u.param);
+    });
+    for (size_t i = 0; i < 4; ++i)
+      EXPECT_EQ(values(nn::named_parameters(m)[i].second), values(nn::named_parameters(r)[i].second))
+          << "step " << s << " " << nn::named_parameters(m)[i].first;
+  }
+  EXPECT_EQ(std::get<0>(ref["fc2.bias"]), 3);
+  EXPECT_EQ(std::get<0>(ref["fc1.bias"]), 4);
+}
+
 }  // namespace
 }  // namespace ember::optim
 

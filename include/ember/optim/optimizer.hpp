@@ -21,7 +21,9 @@
 // lr and the config's weight_decay. Frozen parameters and parameters without a gradient are left
 // untouched (as PyTorch skips parameters whose .grad is None). Clipping, when configured, applies
 // to the gradients of all the stepped parameters together before the update. Updates are tensor
-// ops computed in each parameter's dtype on its device.
+// ops computed in each parameter's dtype on its device; Adam and AdamW (amsgrad and capturable
+// off) update all the parameters that share a dtype, a device, a step count and a group in one
+// multi-tensor op (adam_step_multi: on CUDA one launch per 32 tensors, as torch.optim's fused=True).
 //
 // In place. When the module was moved into step() (nothing else holds its parameters), each new
 // value and state tensor takes the memory of the old one, so a step allocates nothing and a CUDA
@@ -95,7 +97,7 @@ struct ParamState {
 };
 
 // Base of the optimizers (torch.optim.Optimizer): parameter groups, clipping and the per-parameter state around
-// one subclass update() per parameter. The state is keyed by parameter id and follows the module across steps.
+// one subclass update() per parameter (or one update_all() of them all). The state is keyed by parameter id and follows the module across steps.
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -152,6 +154,13 @@ class Optimizer {
     DynTensor lr_tensor{};  // capturable: the step's learning rate (f32 0-d, on the parameter's device)
   };
 
+  // What update_all() is given for one parameter, and `next`, its new value, which it sets.
+  struct Item {
+    DynTensor param, grad;  // as update() takes them
+    ParamState state;       // as update() takes it, updated in place
+    Hyper hyper;            // the parameter's hyper-parameters
+    DynTensor next{};       // the new value (set by update_all)
+  };
   // The PyTorch-style name, e.g. "Adam".
   virtual std::string name() const = 0;
   // Whether the learning rate and the step counts are read on the device (see above).
@@ -172,6 +181,10 @@ class Optimizer {
   // backend write the new value into the same memory when nothing else holds the parameter (the
   // caller moved the module in), which a CUDA graph reading the parameter relies on.
   virtual DynTensor update(DynTensor param, DynTensor grad, ParamState& state, const Hyper& h) const = 0;
+  // The new values of all the parameters of one step: update() of each by default. An optimizer
+  // that updates many tensors in one op overrides it (Adam and AdamW without amsgrad: one
+  // multi-tensor adam_step per dtype, device, step count and hyper-parameters).
+  virtual void update_all(std::vector<Item>& items) const;
 
  private:
   using Slots = std::vector<std::pair<std::string, nn::Param*>>;
@@ -270,6 +283,7 @@ class Adam final : public Optimizer {
   ParamState init_state(const DynTensor& param) const override;
   std::vector<std::string> state_names() const override;
   DynTensor update(DynTensor param, DynTensor grad, ParamState& state, const Hyper& h) const override;
+  void update_all(std::vector<Item>& items) const override;
 
  private:
   AdamConfig c_;
@@ -289,6 +303,7 @@ class AdamW final : public Optimizer {
   ParamState init_state(const DynTensor& param) const override;
   std::vector<std::string> state_names() const override;
   DynTensor update(DynTensor param, DynTensor grad, ParamState& state, const Hyper& h) const override;
+  void update_all(std::vector<Item>& items) const override;
 
  private:
   AdamWConfig c_;

@@ -255,6 +255,13 @@ AdamUpdate adam_step(DynTensor param, DynTensor grad, DynTensor exp_avg, DynTens
 // is a group's lr_scale) and the step step + 1, which is also returned (a.step is not used).
 AdamUpdate adam_step(DynTensor param, DynTensor grad, DynTensor exp_avg, DynTensor exp_avg_sq, const AdamAttrs& a,
                      DynTensor lr, DynTensor step);
+// The updates of several parameters in one op (torch.optim's fused=True): result i is
+// adam_step(params[i], grads[i], exp_avgs[i], exp_avg_sqs[i], a), all with the hyper-parameters
+// and step count of `a`. The parameters share a dtype and a device; CUDA updates up to 32 tensors
+// in each launch. Throws an Error when the four lists differ in length or are empty.
+std::vector<AdamUpdate> adam_step_multi(std::vector<DynTensor> params, std::vector<DynTensor> grads,
+                                        std::vector<DynTensor> exp_avgs, std::vector<DynTensor> exp_avg_sqs,
+                                        const AdamAttrs& a);
 
 // ---- PyTorch's names (the table is EMBER_PYTORCH_ALIASES in op_list.hpp) ----
 #define EMBER_ALIAS_UNARY(alias, name) \

@@ -25,25 +25,18 @@ template <class C>
 struct AdamScalars {
   C lr_wd, one_minus_lr_wd, wd, b1, one_minus_b1, b2, one_minus_b2, step_size, bc2_sqrt, eps;
   bool decoupled, maximize;
-  // `lr` and `t`: the learning rate and the step of the update (a.lr and a.step in double, or
-  // the device-scalar form's, in C)
-  template <class S>
-  AdamScalars(const AdamAttrs& a, S lr, S t, bool device_scalars) {
-    lr_wd = C(lr * S(a.weight_decay));
-    one_minus_lr_wd = C(S(1) - lr * S(a.weight_decay));
-    wd = C(a.weight_decay);
-    b1 = C(a.beta1);
-    one_minus_b1 = C(1 - a.beta1);
-    b2 = C(a.beta2);
-    one_minus_b2 = C(1 - a.beta2);
-    const S bc1 = device_scalars ? -std::expm1(t * S(std::log(a.beta1))) : S(1) - std::pow(S(a.beta1), t);
-    const S bc2 = device_scalars ? -std::expm1(t * S(std::log(a.beta2))) : S(1) - std::pow(S(a.beta2), t);
-    step_size = C(lr / bc1);
-    bc2_sqrt = C(std::sqrt(bc2));
-    eps = C(a.eps);
-    decoupled = a.decoupled;
-    maximize = a.maximize;
+
+  // The host form: a.lr and a.step, in double, with the bias corrections 1 - b^t (as torch.optim).
+  static AdamScalars host(const AdamAttrs& a) {
+    const double t = double(a.step);
+    return AdamScalars(a, a.lr, 1 - std::pow(a.beta1, t), 1 - std::pow(a.beta2, t));
   }
+  // The device-scalar form: the learning rate and step read from tensors, in C, with the bias
+  // corrections -expm1(t log b).
+  static AdamScalars device(const AdamAttrs& a, C lr, C t) {
+    return AdamScalars(a, lr, C(-std::expm1(t * C(std::log(a.beta1)))), C(-std::expm1(t * C(std::log(a.beta2)))));
+  }
+
   // One element: p, m, v updated in place from g.
   void update(C& p, C g, C& m, C& v) const {
     if (maximize) g = -g;
@@ -54,50 +47,77 @@ struct AdamScalars {
     C denom = std::sqrt(v) / bc2_sqrt + eps;
     p = p + (m * -step_size) / denom;
   }
+
+ private:
+  // `lr` and the bias corrections bc1, bc2 in S (double, or C for the device-scalar form)
+  template <class S>
+  AdamScalars(const AdamAttrs& a, S lr, S bc1, S bc2) {
+    lr_wd = C(lr * S(a.weight_decay));
+    one_minus_lr_wd = C(S(1) - lr * S(a.weight_decay));
+    wd = C(a.weight_decay);
+    b1 = C(a.beta1);
+    one_minus_b1 = C(1 - a.beta1);
+    b2 = C(a.beta2);
+    one_minus_b2 = C(1 - a.beta2);
+    step_size = C(lr / bc1);
+    bc2_sqrt = C(std::sqrt(bc2));
+    eps = C(a.eps);
+    decoupled = a.decoupled;
+    maximize = a.maximize;
+  }
 };
 
+// One update, or one of each of the k parameters of a multi-tensor op (inputs 4q..4q+3 ->
+// outputs 3q..3q+2); all share the scalars.
 std::vector<PrimitivePtr> adam_step_kernel(CpuBackend&, Op& op) {
   const auto& a = op.attr<AdamAttrs>();
   const bool device_scalars = op.inputs.size() == 6;
+  const size_t k = device_scalars ? 1 : op.inputs.size() / 4;
   double lr_dev = 0;  // the device-scalar form's learning rate and step
   float t_dev = 0;
   if (device_scalars) {
     lr_dev = a.lr * double(contiguous(op.inputs[4])->data<float>()[0]);
     t_dev = contiguous(op.inputs[5])->data<float>()[0] + 1;
   }
-  CpuTensorPtr grad = contiguous(op.inputs[1]);
-  // Outputs 0..2 (param, exp_avg, exp_avg_sq) come from inputs 0, 2, 3, whose buffers they
-  // take over when the op holds the only reference (no handle is kept here for that reason).
-  const size_t src[3] = {0, 2, 3};
-  const void* in[3];
-  CpuTensorPtr out[3];
-  for (size_t o = 0; o < 3; ++o) {
-    op.inputs[src[o]] = contiguous(op.inputs[src[o]]);
-    in[o] = as_cpu(op.inputs[src[o]]).raw();
-    out[o] = output_reusing(op, src[o], op.outputs[o]);
-  }
-  const int64_t n = op.outputs[0].shape.numel();
-  visit_float_dtype(op.outputs[0].dtype, op.name(), [&]<class T>() {
-    using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    const AdamScalars<C> s = device_scalars ? AdamScalars<C>(a, C(lr_dev), C(t_dev), true)
-                                            : AdamScalars<C>(a, a.lr, double(a.step), false);
-    const T *p = static_cast<const T*>(in[0]), *g = grad->data<T>(), *m = static_cast<const T*>(in[1]),
-            *v = static_cast<const T*>(in[2]);
-    T *po = out[0]->data<T>(), *mo = out[1]->data<T>(), *vo = out[2]->data<T>();
-    parallel_for(0, n, 16384, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        C pi = C(p[i]), mi = C(m[i]), vi = C(v[i]);
-        s.update(pi, C(g[i]), mi, vi);
-        po[i] = T(pi);
-        mo[i] = T(mi);
-        vo[i] = T(vi);
-      }
+  std::vector<PrimitivePtr> results;
+  for (size_t q = 0; q < k; ++q) {
+    CpuTensorPtr grad = contiguous(op.inputs[4 * q + 1]);
+    // Outputs (param, exp_avg, exp_avg_sq) come from inputs 0, 2, 3 of the quadruple, whose
+    // buffers they take over when the op holds the only reference (no handle is kept here for
+    // that reason).
+    const size_t src[3] = {4 * q, 4 * q + 2, 4 * q + 3};
+    const void* in[3];
+    CpuTensorPtr out[3];
+    for (size_t o = 0; o < 3; ++o) {
+      op.inputs[src[o]] = contiguous(op.inputs[src[o]]);
+      in[o] = as_cpu(op.inputs[src[o]]).raw();
+      out[o] = output_reusing(op, src[o], op.outputs[3 * q + o]);
+    }
+    const int64_t n = op.outputs[3 * q].shape.numel();
+    visit_float_dtype(op.outputs[3 * q].dtype, op.name(), [&]<class T>() {
+      using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      const AdamScalars<C> s =
+          device_scalars ? AdamScalars<C>::device(a, C(lr_dev), C(t_dev)) : AdamScalars<C>::host(a);
+      const T *p = static_cast<const T*>(in[0]), *g = grad->data<T>(), *m = static_cast<const T*>(in[1]),
+              *v = static_cast<const T*>(in[2]);
+      T *po = out[0]->data<T>(), *mo = out[1]->data<T>(), *vo = out[2]->data<T>();
+      parallel_for(0, n, 16384, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          C pi = C(p[i]), mi = C(m[i]), vi = C(v[i]);
+          s.update(pi, C(g[i]), mi, vi);
+          po[i] = T(pi);
+          mo[i] = T(mi);
+          vo[i] = T(vi);
+        }
+      });
     });
-  });
-  if (!device_scalars) return {out[0], out[1], out[2]};
+    results.insert(results.end(), {out[0], out[1], out[2]});
+  }
+  if (!device_scalars) return results;
   CpuTensorPtr step = output_reusing(op, 5, op.outputs[3]);
   step->data<float>()[0] = t_dev;
-  return {out[0], out[1], out[2], step};
+  results.push_back(step);
+  return results;
 }
 
 }  // namespace

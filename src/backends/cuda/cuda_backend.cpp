@@ -91,7 +91,7 @@ std::vector<PrimitivePtr> CudaBackend::execute(Op op) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   make_current();
   if (capture_) {
-    if (op.kind == OpKind::adam_step && op.inputs.size() == 4)
+    if (op.kind == OpKind::adam_step && op.inputs.size() != 6)
       refuse_in_capture("adam_step (its step count and learning rate are host values a replay would repeat; "
                         "run the optimizer outside the captured region, or make it capturable)");
     note_captured_inputs(op.inputs);

@@ -443,11 +443,26 @@ extern "C" __global__ void rows_stream(const T* __restrict__ x, const T* __restr
   }
 }
 
+// The sums of the 8 row lanes of a (32 columns, 8 lanes) block, added in lane order: the result
+// is threadIdx.y == 0's aw and ab. Every thread of the block calls it.
+__device__ __forceinline__ void merge_lanes(C& aw, C& ab) {
+  __shared__ C sw[8][33], sb[8][33];
+  sw[threadIdx.y][threadIdx.x] = aw;
+  sb[threadIdx.y][threadIdx.x] = ab;
+  __syncthreads();
+  if (threadIdx.y == 0) {
+#pragma unroll
+    for (int k = 1; k < 8; ++k) {
+      aw += sw[k][threadIdx.x];
+      ab += sb[k][threadIdx.x];
+    }
+  }
+}
+
 // Blocks of (32 columns, 8 row lanes); blockIdx.y = the chunk of rows. part: [2][chunks][D].
 extern "C" __global__ void __launch_bounds__(256) cols_partial(const T* __restrict__ x, const T* __restrict__ g,
                                                                const C* __restrict__ stats, C* __restrict__ part,
                                                                int64_t rows, int64_t D, int64_t chunk) {
-  __shared__ C sw[8][33], sb[8][33];
   const int64_t j = int64_t(blockIdx.x) * 32 + threadIdx.x;
   const int64_t r0 = int64_t(blockIdx.y) * chunk;
   const int64_t r1 = r0 + chunk < rows ? r0 + chunk : rows;
@@ -459,15 +474,8 @@ extern "C" __global__ void __launch_bounds__(256) cols_partial(const T* __restri
       ab += gv;
     }
   }
-  sw[threadIdx.y][threadIdx.x] = aw;
-  sb[threadIdx.y][threadIdx.x] = ab;
-  __syncthreads();
+  merge_lanes(aw, ab);
   if (threadIdx.y == 0 && j < D) {
-#pragma unroll
-    for (int k = 1; k < 8; ++k) {
-      aw += sw[k][threadIdx.x];
-      ab += sb[k][threadIdx.x];
-    }
     part[int64_t(blockIdx.y) * D + j] = aw;
     part[(int64_t(gridDim.y) + blockIdx.y) * D + j] = ab;
   }
@@ -478,7 +486,6 @@ extern "C" __global__ void __launch_bounds__(256) cols_partial(const T* __restri
 // lanes' sums are added in order.
 extern "C" __global__ void __launch_bounds__(256) cols_merge(const C* __restrict__ part, T* __restrict__ dw,
                                                              T* __restrict__ db, int64_t D, int chunks) {
-  __shared__ C sw[8][33], sb[8][33];
   const int64_t j = int64_t(blockIdx.x) * 32 + threadIdx.x;
   C aw = C(0), ab = C(0);
   if (j < D)
@@ -486,15 +493,8 @@ extern "C" __global__ void __launch_bounds__(256) cols_merge(const C* __restrict
       aw += part[int64_t(c) * D + j];
       ab += part[int64_t(chunks + c) * D + j];
     }
-  sw[threadIdx.y][threadIdx.x] = aw;
-  sb[threadIdx.y][threadIdx.x] = ab;
-  __syncthreads();
+  merge_lanes(aw, ab);
   if (threadIdx.y == 0 && j < D) {
-#pragma unroll
-    for (int k = 1; k < 8; ++k) {
-      aw += sw[k][threadIdx.x];
-      ab += sb[k][threadIdx.x];
-    }
     dw[j] = T(aw);
     db[j] = T(ab);
   }

@@ -69,5 +69,46 @@ TEST(CudaOptim, AdamStepMatchesTheCpu) {
   }
 }
 
+// The multi-tensor form (what Adam and AdamW step with): 40 tensors of many sizes, an empty one
+// among them, so two launches of up to 32 (adam_multi), each tensor's values the CPU's.
+TEST(CudaOptim, MultiTensorAdamStepMatchesTheCpu) {
+  if (!cuda::available()) GTEST_SKIP() << "no CUDA device: " << cuda::describe_devices();
+  const Device cpu = Device::cpu(), gpu = Device::cuda(0);
+  for (DType dt : {DType::f32, DType::bf16, DType::f64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    AdamAttrs a;
+    a.lr = 0.01;
+    a.step = 5;
+    a.weight_decay = 0.1;
+    a.decoupled = true;
+    std::vector<DynTensor> p, g, m, v, pg, gg, mg, vg;
+    for (int i = 0; i < 40; ++i) {
+      const Shape s = i == 7 ? Shape{0, 3} : i % 3 == 0 ? Shape{int64_t(1 + 97 * i), 33} : Shape{int64_t(1 + i)};
+      p.push_back(DynTensor::normal(s, 0, 1, DType::f32, cpu).cast(dt));
+      g.push_back(DynTensor::normal(s, 0, 1, DType::f32, cpu).cast(dt));
+      m.push_back(DynTensor::normal(s, 0, 0.1, DType::f32, cpu).cast(dt));
+      v.push_back(abs(DynTensor::normal(s, 0, 0.1, DType::f32, cpu)).cast(dt));
+      pg.push_back(p.back().to(gpu));
+      gg.push_back(g.back().to(gpu));
+      mg.push_back(m.back().to(gpu));
+      vg.push_back(v.back().to(gpu));
+    }
+    auto want = adam_step_multi(p, g, m, v, a);
+    auto got = adam_step_multi(pg, gg, mg, vg, a);
+    ASSERT_EQ(got.size(), 40u);
+    const double tol = dt == DType::f64 ? 1e-12 : dt == DType::f32 ? 1e-6 : 1e-2;
+    for (size_t i = 0; i < 40; ++i) {
+      ASSERT_EQ(got[i].param.shape(), p[i].shape()) << i;
+      if (p[i].numel() == 0) continue;
+      auto err = [&](const DynTensor& x, const DynTensor& y) {
+        return max(abs(x.cast(DType::f64) - y.to(cpu).cast(DType::f64))).item();
+      };
+      EXPECT_LE(err(want[i].param, got[i].param), tol) << i;
+      EXPECT_LE(err(want[i].exp_avg, got[i].exp_avg), tol) << i;
+      EXPECT_LE(err(want[i].exp_avg_sq, got[i].exp_avg_sq), tol) << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ember
