@@ -20,9 +20,13 @@ int main(int argc, char**) {
     std::cerr << "consumer: sum(x @ x) = " << s << ", expected 54\n";
     return 1;
   }
+#ifndef EMBER_CONSUMER_NO_TRAIN
   // the train layer: its dashboard needs ncursesw, which ember's link interface must bring
   auto renderer = train::make_renderer(train::RendererKind::none);
   if (argc > 99) renderer = train::make_dashboard_renderer();  // (never runs; linked all the same)
+#else
+  (void)argc;  // (a package built without the data and train layers: a GPU machine without ncurses)
+#endif
 
   bool registered = find_backend("cuda") != nullptr;
   std::string devices = cuda::describe_devices();
