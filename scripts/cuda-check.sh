@@ -61,8 +61,8 @@ done
 if has consumers; then
   t=$(date +%s)
   extra=()  # the installed targets the stages above did not build, where this build has them
-  for t in ember-onnx ember-run ember_distributed; do
-    cmake --build build --target help | grep -q "^$t:" && extra+=("$t")
+  for target in ember-onnx ember-run ember_distributed; do
+    cmake --build build --target help | grep -q "^$target:" && extra+=("$target")
   done
   cmake --build build -j "$(nproc)" --target "${extra[@]}" >"$logs/consumers-build.log" 2>&1
   tests/consumers/check.sh build >"$logs/consumers.log" 2>&1

@@ -3,6 +3,7 @@
 
     ./build/examples/gpt2 --config tiny --corpus-mb 2 --steps 100 --amp off --dump runs/dump
     /usr/bin/python3 examples/gpt2/compare_pytorch.py runs/dump [--device cpu|cuda] [--max-diff 0.02]
+        [--compile] [--losses-out FILE] [--against FILE]
 
 `--dump DIR` makes ember write the initial weights (DIR/init.safetensors, Hugging Face's GPT-2
 names and layouts), every training batch in order (DIR/batches.safetensors: tokens
@@ -110,6 +111,9 @@ def main():
     ap.add_argument("dump")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--max-diff", type=float, default=0.02)
+    ap.add_argument("--compile", action="store_true", help="run the PyTorch model under torch.compile")
+    ap.add_argument("--losses-out", help="also write PyTorch's per-step losses here (JSON list)")
+    ap.add_argument("--against", help="compare with these losses (a --losses-out file) instead of ember's")
     a = ap.parse_args()
     s = json.load(open(os.path.join(a.dump, "settings.json")))
     dev = torch.device(a.device)
@@ -117,6 +121,7 @@ def main():
     model = Gpt2(s["vocab"], s["context"], s["layers"], s["heads"], s["d_model"]).to(dev)
     state = {k: v.to(dev) for k, v in read_safetensors(os.path.join(a.dump, "init.safetensors")).items()}
     model.load_state_dict(state, strict=True)
+    fwd = torch.compile(model) if a.compile else model
     tokens = read_safetensors(os.path.join(a.dump, "batches.safetensors"))["tokens"].to(dev)
 
     no_decay = lambda n: n.endswith("bias") or n.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight"))  # noqa: E731
@@ -125,9 +130,9 @@ def main():
                              {"params": [p for n, p in params if no_decay(n)], "weight_decay": 0.0}],
                             lr=s["lr"], betas=(0.9, 0.95))
     warm = max(1, s["warmup"])
-    sched = torch.optim.lr_scheduler.SequentialLR(opt, [
-        torch.optim.lr_scheduler.LinearLR(opt, start_factor=1.0 / warm, end_factor=1.0, total_iters=warm),
-        torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, s["steps"] - s["warmup"]), eta_min=s["lr"] / 10)],
+    cosine = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, s["steps"] - s["warmup"]), eta_min=s["lr"] / 10)
+    sched = cosine if s["warmup"] == 0 else torch.optim.lr_scheduler.SequentialLR(opt, [
+        torch.optim.lr_scheduler.LinearLR(opt, start_factor=1.0 / warm, end_factor=1.0, total_iters=warm), cosine],
         milestones=[s["warmup"]])
     amp = s["amp"]
     autocast = (lambda: torch.autocast(dev.type, dtype=torch.bfloat16 if amp == "bf16" else torch.float16)) \
@@ -141,7 +146,7 @@ def main():
         for k in range(accum):
             b = tokens[step * accum + k]
             with autocast():
-                logits = model(b[:, :-1])
+                logits = fwd(b[:, :-1])
                 loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), b[:, 1:].reshape(-1))
             losses.append(loss.item())
             (scaler.scale(loss / accum) if scaler else loss / accum).backward()
@@ -155,19 +160,28 @@ def main():
             opt.step()
         sched.step()
 
+    if a.losses_out:
+        with open(a.losses_out, "w") as f:
+            json.dump(losses, f)
     ember = []
-    with open(os.path.join(s["run_dir"], "steps.jsonl")) as f:
-        for line in f:
-            ember.append(json.loads(line)["loss"])
+    if a.against:  # e.g. PyTorch eager against PyTorch under torch.compile: the rounding noise floor
+        ember = json.load(open(a.against))
+    else:
+        with open(os.path.join(s["run_dir"], "steps.jsonl")) as f:
+            for line in f:
+                ember.append(json.loads(line)["loss"])
     m = min(len(ember), len(losses))
     if m == 0:
         print("compare_pytorch: no steps to compare", file=sys.stderr)
         return 1
     diffs = [abs(x - y) for x, y in zip(ember[:m], losses[:m])]
+    who = "other" if a.against else "ember"
     mean = sum(diffs) / m
-    for i in sorted({0, 1, m // 2, m - 1}):
-        print(f"step {i + 1:4d}: ember {ember[i]:.5f}  pytorch {losses[i]:.5f}")
-    print(f"mean |loss_ember - loss_pytorch| over {m} steps: {mean:.6f} (max {max(diffs):.6f}; "
+    for i in sorted({0, 1, m // 4, m // 2, 3 * m // 4, m - 1, diffs.index(max(diffs))}):
+        print(f"step {i + 1:4d}: {who} {ember[i]:.5f}  pytorch {losses[i]:.5f}")
+    for q in range(0, m, 10):  # the mean difference over each run of 10 steps: drift or noise
+        print(f"steps {q + 1:3d}-{min(m, q + 10):3d}: mean |diff| {sum(diffs[q:q + 10]) / len(diffs[q:q + 10]):.5f}")
+    print(f"mean |loss_{who} - loss_pytorch| over {m} steps: {mean:.6f} (max {max(diffs):.6f}; "
           f"limit {a.max_diff}; torch {torch.__version__}, {a.device}, autocast {amp})")
     return 0 if mean <= a.max_diff and math.isfinite(mean) else 1
 

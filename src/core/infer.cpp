@@ -514,6 +514,31 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
       EMBER_CHECK(a.step >= 1, op, ": step must be >= 1, got ", a.step);
       return outs;
     }
+    case OpKind::norm_multi:
+    case OpKind::mul_multi: {
+      // k tensors of one floating dtype (mul_multi: then the 0-d scalar of that dtype)
+      const bool mul = kind == OpKind::mul_multi;
+      const size_t k = in.size() - (mul ? 1 : 0);
+      EMBER_CHECK(in.size() >= (mul ? 2u : 1u), op, ": expected at least one tensor", mul ? " and the scalar" : "",
+                  ", got ", in.size(), " inputs");
+      std::vector<TensorMeta> outs;
+      for (size_t i = 0; i < k; ++i) {
+        EMBER_CHECK(in[i], op, ": tensor ", i, " is missing");
+        expect_float(op, *in[i], "tensor");
+        EMBER_CHECK(in[i]->dtype == in[0]->dtype, op, ": every tensor has one dtype: tensor ", i, " is ",
+                    in[i]->dtype, ", tensor 0 ", in[0]->dtype);
+        if (mul) outs.push_back(*in[i]);
+      }
+      if (!mul) {
+        const double p = std::get<ScalarAttrs>(attrs).a;
+        EMBER_CHECK(p > 0, op, ": the norm's order p must be > 0, got ", p);
+        return {TensorMeta{Shape{int64_t(k)}, in[0]->dtype}};
+      }
+      const TensorMeta* s = in[k];
+      EMBER_CHECK(s && s->shape.rank() == 0 && s->dtype == in[0]->dtype, op, ": the scalar must be a 0-d ",
+                  in[0]->dtype, " tensor, got ", s ? s->dtype : in[0]->dtype, s ? s->shape : Shape{});
+      return outs;
+    }
     case OpKind::custom: {
       const auto& impl = std::get<CustomAttrs>(attrs).impl;
       EMBER_CHECK(impl != nullptr, op, ": no definition");

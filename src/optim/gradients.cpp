@@ -1,6 +1,7 @@
 // GradientsParams: per-parameter gradients, accumulation and clipping (PyTorch's clip_grad_* semantics).
 #include "ember/optim/gradients.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -68,21 +69,41 @@ DynTensor GradientsParams::clip_by_norm_tensor(double max_norm, double p) {
   EMBER_CHECK(!std::isnan(p) && p > 0, "GradientsParams::clip_by_norm: norm type must be > 0, got ", p);
   if (grads_.empty()) return {};
   NoGradGuard no_grad;
-  // As clip_grad_norm_: one norm per gradient, then the norm of those norms, all in tensor ops
-  // (no host round trip before the multiplication). Mixed dtypes are promoted.
-  const Device device = grads_.begin()->second.device();
+  // As clip_grad_norm_ with foreach: the gradients' norms by one norm_multi per device and
+  // dtype, the norm of those norms, then every gradient times min(1, max_norm / (total + 1e-6))
+  // by one mul_multi per device and dtype, all on the device (no host read). Mixed dtypes are
+  // promoted for the total. The gradients are moved into mul_multi, so that each result takes its
+  // gradient's buffer (after an Error there, out of memory, that group's gradients are gone).
+  struct Group {
+    Device device;
+    DType dtype;
+    std::vector<DynTensor*> grads;
+  };
+  std::vector<Group> groups;
   DType dtype = grads_.begin()->second.dtype();
-  for (const auto& [id, g] : grads_) dtype = promote_types(dtype, g.dtype());
-  const bool inf = std::isinf(p);
-  std::vector<DynTensor> norms;
-  norms.reserve(grads_.size());
-  for (const auto& [id, g] : grads_) {
-    DynTensor n = inf ? max(abs(g)) : norm(g, p);
-    norms.push_back(n.cast(dtype).to(device));
+  for (auto& [id, g] : grads_) {
+    dtype = promote_types(dtype, g.dtype());
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const Group& q) { return q.device == g.device() && q.dtype == g.dtype(); });
+    if (it == groups.end()) it = groups.insert(groups.end(), Group{g.device(), g.dtype(), {}});
+    it->grads.push_back(&g);
   }
-  DynTensor total = norms.size() == 1 ? norms[0] : (inf ? max(stack(norms)) : norm(stack(norms), p));
+  const Device device = groups[0].device;
+  std::vector<DynTensor> norms;
+  for (const Group& q : groups) {
+    std::vector<DynTensor> xs;
+    for (DynTensor* g : q.grads) xs.push_back(*g);
+    norms.push_back(norm_multi(std::move(xs), p).cast(dtype).to(device));
+  }
+  DynTensor all = norms.size() == 1 ? norms[0] : cat(norms, 0);
+  DynTensor total = std::isinf(p) ? max(all) : norm(all, p);
   DynTensor coef = clamp_max(max_norm / (total + 1e-6), 1.0);
-  for (auto& [id, g] : grads_) g = g * coef.cast(g.dtype()).to(g.device());
+  for (const Group& q : groups) {
+    std::vector<DynTensor> xs;
+    for (DynTensor* g : q.grads) xs.push_back(std::move(*g));
+    std::vector<DynTensor> ys = mul_multi(std::move(xs), coef.cast(q.dtype).to(q.device));
+    for (size_t i = 0; i < ys.size(); ++i) *q.grads[i] = std::move(ys[i]);
+  }
   return total;
 }
 

@@ -144,6 +144,19 @@ std::vector<AdamUpdate> adam_step_multi(std::vector<DynTensor> params, std::vect
   return out;
 }
 
+DynTensor norm_multi(std::vector<DynTensor> xs, double p) {
+  EMBER_CHECK(!xs.empty(), "norm_multi: needs at least one tensor");
+  return run1(OpKind::norm_multi, std::move(xs), ScalarAttrs{p, 0});
+}
+
+std::vector<DynTensor> mul_multi(std::vector<DynTensor> xs, DynTensor s) {
+  EMBER_CHECK(!xs.empty(), "mul_multi: needs at least one tensor");
+  EMBER_CHECK(s.defined(), "mul_multi: the scalar is undefined");
+  if (s.dtype() != xs[0].dtype()) s = s.cast(xs[0].dtype());
+  xs.push_back(std::move(s));
+  return run_op(OpKind::mul_multi, std::move(xs), NoAttrs{});
+}
+
 AdamUpdate adam_step(DynTensor param, DynTensor grad, DynTensor exp_avg, DynTensor exp_avg_sq, const AdamAttrs& a,
                      DynTensor lr, DynTensor step) {
   auto r = run_op(OpKind::adam_step,

@@ -19,6 +19,9 @@ References (every expected value comes from torch on the exact input values of t
   cross_entropy_backward              autograd of F.cross_entropy(reduction="none") in f64 with upstream g
   adam_step                           torch.optim.Adam / AdamW (foreach=False) .step() on a parameter
                                       whose state is (step - 1, exp_avg, exp_avg_sq)
+  norm_multi                          torch.linalg.vector_norm of each input (torch._foreach_norm's
+                                      values; 0 for an empty input, where torch's inf-norm raises)
+  mul_multi                           x * s for each input x (torch._foreach_mul)
 f16/bf16 inputs: evaluated in f32 (adam_step, gelu/silu backward) or f64 on the same rounded
 values, results rounded to the dtype (the backends compute these ops in f32 too).
 Each f32/f16/bf16 case is also checked against the same op in f64 rounded to the output dtype
@@ -316,12 +319,45 @@ def gen_adam_step():
             add(name, op, [p, gr, m, v], outs, a, r, at, o64)
 
 
+# ---- norm_multi / mul_multi: multi-tensor ops (torch._foreach_norm / _foreach_mul) ----
+MULTI_SHAPES = [[3, 4], [], [5], [2, 3, 5], [700], [0]]
+
+
+def norm_ref(x, p, cdt):
+    """torch.linalg.vector_norm in cdt (0 for an empty tensor, where torch's inf-norm has no identity)"""
+    if x.numel() == 0:
+        return torch.zeros((), dtype=cdt)
+    return torch.linalg.vector_norm(x.to(cdt), p)
+
+
+def gen_multi():
+    for dt in DTYPES:
+        for pname, p in [("p2", 2.0), ("p1", 1.0), ("p3", 3.0), ("inf", math.inf)]:
+            name = "norm_multi/%s/%s" % (dt, pname)
+            g = gen_for(name)
+            xs = [uniform(s, dt, -2, 2, g) for s in MULTI_SHAPES]
+            cdt = compute_dtype(dt)
+            want = torch.stack([norm_ref(x, p, cdt) for x in xs]).to(DT[dt])
+            w64 = torch.stack([norm_ref(x, p, torch.float64) for x in xs])
+            r, at = tol(dt, K=700, mag=2.0)
+            add(name, "norm_multi", xs, [want], {"p": "inf" if math.isinf(p) else p}, r, at, [w64])
+        name = "mul_multi/%s" % dt
+        g = gen_for(name)
+        xs = [uniform(s, dt, -2, 2, g) for s in MULTI_SHAPES]
+        s = uniform([], dt, 0.1, 1, g)
+        outs = [(x.to(compute_dtype(dt)) * s.to(compute_dtype(dt))).to(DT[dt]) for x in xs]
+        o64 = [x.double() * s.double() for x in xs]
+        r, at = tol(dt)
+        add(name, "mul_multi", xs + [s], outs, {}, r, at, o64)
+
+
 def main():
     gen_activation_backward()
     gen_layer_norm_backward()
     gen_attention_backward()
     gen_cross_entropy()
     gen_adam_step()
+    gen_multi()
     with open(OUT, "w") as fh:
         fh.write('{"family": "ir", "cases": [\n')
         for i, c in enumerate(CASES):

@@ -103,6 +103,7 @@ OpAttrs attention_attrs(const Json& a) {
   return r;
 }
 OpAttrs cross_entropy_attrs(const Json& a) { return DimAttrs{1, false, a.value("ignore_index", int64_t(-100))}; }
+OpAttrs norm_multi_attrs(const Json& a) { return ScalarAttrs{num(a["p"]), 0}; }
 OpAttrs adam_attrs(const Json& a) {
   AdamAttrs r;
   r.lr = num(a["lr"]);
@@ -316,6 +317,7 @@ const std::map<std::string, OpFn>& op_registry() {
       IR(gelu_backward, no_attrs), IR(gelu_tanh_backward, no_attrs), IR(silu_backward, no_attrs),
       IR(layer_norm_backward, norm_attrs), IR(attention_backward, attention_attrs),
       IR(cross_entropy, cross_entropy_attrs), IR(cross_entropy_backward, cross_entropy_attrs), IR(adam_step, adam_attrs),
+      IR(norm_multi, norm_multi_attrs), IR(mul_multi, no_attrs),
   };
   return table;
 }

@@ -441,6 +441,82 @@ TEST(GradientsParams, ClipByNormMatchesPyTorch) {
   }
 }
 
+// x rounded to the nearest bf16 (ties to even): 8 significant bits.
+double round_to_bf16(double x) {
+  int e = 0;
+  std::frexp(x, &e);  // x = m 2^e, 0.5 <= |m| < 1
+  return std::ldexp(std::nearbyint(std::ldexp(x, 8 - e)), e - 8);
+}
+
+// Gradients of three dtypes (three norm_multi / mul_multi groups), one of them empty: the total is
+// the p-norm of every element, each gradient is scaled by min(1, max_norm / (total + 1e-6)), and
+// each keeps its dtype. The expected values are the formula evaluated on the host in double.
+TEST(GradientsParams, ClipByNormOverMixedDtypesIsTheFormula) {
+  const std::vector<std::pair<Shape, DType>> specs = {{Shape{40, 3}, DType::f64}, {Shape{7}, DType::f32},
+                                                      {Shape{0}, DType::f32},     {Shape{5, 2}, DType::f64},
+                                                      {Shape{33}, DType::bf16},   {Shape{}, DType::f32}};
+  for (double p : {2.0, 1.0, 3.0, std::numeric_limits<double>::infinity()}) {
+    GradientsParams g;
+    std::vector<std::vector<double>> before;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      std::vector<double> v(size_t(specs[i].first.numel()));
+      for (size_t j = 0; j < v.size(); ++j) v[j] = std::sin(double(7 * i + 3 * j + 1)) * (i == 4 ? 4.0 : 1.0);
+      DynTensor t = DynTensor::from_vector<double>(v, specs[i].first, Device::cpu()).cast(specs[i].second);
+      before.push_back(values(t));  // as rounded to the dtype
+      g.set(i, t);
+    }
+    // each gradient's norm in its dtype (as clip_grad_norm_: the bf16 one's is rounded to bf16),
+    // then the norm of the norms
+    double acc = 0;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      double a = 0;
+      for (double x : before[i]) a = std::isinf(p) ? std::max(a, std::abs(x)) : a + std::pow(std::abs(x), p);
+      a = std::isinf(p) ? a : std::pow(a, 1 / p);
+      if (specs[i].second == DType::bf16) a = round_to_bf16(a);
+      acc = std::isinf(p) ? std::max(acc, a) : acc + std::pow(a, p);
+    }
+    const double total = std::isinf(p) ? acc : std::pow(acc, 1 / p);
+    const double max_norm = total / 3;
+    EXPECT_NEAR(g.clip_by_norm(max_norm, p), total, 1e-6 * total) << "p=" << p;
+    const double coef = std::min(1.0, max_norm / (total + 1e-6));
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const DynTensor t = *g.get(i);
+      EXPECT_EQ(t.dtype(), specs[i].second);
+      EXPECT_EQ(t.shape(), specs[i].first);
+      std::vector<double> want = before[i];
+      for (double& x : want) x *= coef;
+      expect_close(values(t), want, specs[i].second == DType::bf16 ? 2e-2 : 1e-5, "p=" + std::to_string(p));
+    }
+  }
+}
+
+TEST(MultiTensorOps, BadInputIsAnError) {
+  const Device d = Device::cpu();
+  const DynTensor a = DynTensor::ones(Shape{3}, DType::f32, d), b = DynTensor::ones(Shape{2}, DType::f64, d);
+  EXPECT_THROW(norm_multi({}), Error);
+  EXPECT_THROW(norm_multi({a, b}), Error);  // two dtypes
+  EXPECT_THROW(norm_multi({a}, 0), Error);  // p <= 0
+  EXPECT_THROW(norm_multi({DynTensor::ones(Shape{3}, DType::i32, d)}), Error);
+  EXPECT_THROW(mul_multi({}, DynTensor::ones(Shape{}, DType::f32, d)), Error);
+  EXPECT_THROW(mul_multi({a}, DynTensor::ones(Shape{1}, DType::f32, d)), Error);  // not 0-d
+  EXPECT_THROW(mul_multi({a, b}, DynTensor::ones(Shape{}, DType::f32, d)), Error);
+  EXPECT_THROW(mul_multi({a}, DynTensor()), Error);
+  try {
+    norm_multi({a, b});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("norm_multi"), std::string::npos) << e.what();
+  }
+  // an input held only by the op gives its buffer to the result
+  DynTensor x = DynTensor::from_vector<float>(std::vector<float>(1000, 2.0f), Shape{1000}, d);
+  const void* where = d.backend().memory_view(x.primitive())->data;
+  std::vector<DynTensor> xs;
+  xs.push_back(std::move(x));  // (not a braced list: its elements are copies that live on)
+  std::vector<DynTensor> y = mul_multi(std::move(xs), DynTensor::full(Shape{}, Scalar(0.5), DType::f64, d));
+  EXPECT_EQ(d.backend().memory_view(y[0].primitive())->data, where);
+  EXPECT_EQ(y[0].to_vector<float>()[999], 1.0f);
+}
+
 TEST(GradientsParams, GetSetRemoveAccumulateScaleClip) {
   Mlp m = make_mlp(DType::f64);
   const Problem p = data(DType::f64);

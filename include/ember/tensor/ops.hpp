@@ -263,6 +263,15 @@ std::vector<AdamUpdate> adam_step_multi(std::vector<DynTensor> params, std::vect
                                         std::vector<DynTensor> exp_avgs, std::vector<DynTensor> exp_avg_sqs,
                                         const AdamAttrs& a);
 
+// Multi-tensor ops (torch._foreach_norm / _foreach_mul), which gradient clipping uses: one op,
+// and on CUDA a few launches, for any number of tensors of one floating dtype on one device.
+// norm_multi: a 1-d tensor of each tensor's p-norm (p > 0 or +inf; 0 for an empty tensor),
+// accumulated in f32 (f64 for f64) and returned in the tensors' dtype.
+DynTensor norm_multi(std::vector<DynTensor> xs, double p = 2);
+// mul_multi: xs[i] * s for each i; s is a 0-d tensor (cast to the tensors' dtype). An input held
+// nowhere else gives its buffer to its result.
+std::vector<DynTensor> mul_multi(std::vector<DynTensor> xs, DynTensor s);
+
 // ---- PyTorch's names (the table is EMBER_PYTORCH_ALIASES in op_list.hpp) ----
 #define EMBER_ALIAS_UNARY(alias, name) \
   inline DynTensor alias(DynTensor x) { return name(std::move(x)); }

@@ -1,4 +1,5 @@
-// Fused optimizer updates: adam_step, one Adam / AdamW update per element in one pass,
+// Fused optimizer updates: adam_step, one Adam / AdamW update per element in one pass, and the
+// multi-tensor ops of gradient clipping, norm_multi and mul_multi (at the end). adam_step runs
 // in the order of torch.optim's _single_tensor_adam(w) (PyTorch 1.13):
 //
 //   g = maximize ? -grad : grad;  AdamW: p *= 1 - lr wd;  Adam: g += wd p
@@ -11,7 +12,9 @@
 // from them, computes the scalars from those in the compute type, and returns t as well. Its
 // bias corrections are -expm1(t log b): 1 - b^t in f32 loses digits to cancellation (beta2 =
 // 0.999 at t = 1: 1.3e-5 relative, which torch's capturable path has), this form does not.
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "cpu_backend.hpp"
 #include "ember/core/half.hpp"
@@ -120,8 +123,70 @@ std::vector<PrimitivePtr> adam_step_kernel(CpuBackend&, Op& op) {
   return results;
 }
 
+// norm_multi: each tensor's p-norm, from partial sums over chunks of 16384 elements added in
+// chunk order (the same result for any number of threads).
+std::vector<PrimitivePtr> norm_multi_kernel(CpuBackend&, Op& op) {
+  const double p = op.attr<ScalarAttrs>().a;
+  const size_t k = op.inputs.size();
+  CpuTensorPtr out = alloc(op.outputs[0]);
+  visit_float_dtype(op.outputs[0].dtype, op.name(), [&]<class T>() {
+    using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    constexpr int64_t kChunk = 16384;
+    for (size_t q = 0; q < k; ++q) {
+      CpuTensorPtr x = contiguous(op.inputs[q]);
+      const T* xs = x->data<T>();
+      const int64_t n = x->numel(), chunks = (n + kChunk - 1) / kChunk;
+      std::vector<C> part(size_t(chunks), C(0));
+      parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
+        for (int64_t c = b; c < e; ++c) {
+          C acc = 0;
+          for (int64_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
+            const C v = std::abs(C(xs[i]));
+            if (std::isinf(p)) acc = (std::isnan(v) || v > acc) ? v : acc;
+            else acc += p == 2 ? v * v : (p == 1 ? v : std::pow(v, C(p)));
+          }
+          part[size_t(c)] = acc;
+        }
+      });
+      C total = 0;
+      for (C v : part) total = std::isinf(p) ? ((std::isnan(v) || v > total) ? v : total) : total + v;
+      if (!std::isinf(p) && p != 1) total = p == 2 ? std::sqrt(total) : std::pow(total, C(1 / p));
+      out->data<T>()[q] = T(total);
+    }
+  });
+  return {out};
+}
+
+// mul_multi: x_i * s, each output in its input's buffer where the op holds it alone.
+std::vector<PrimitivePtr> mul_multi_kernel(CpuBackend&, Op& op) {
+  const size_t k = op.inputs.size() - 1;
+  CpuTensorPtr s = contiguous(op.inputs[k]);
+  std::vector<PrimitivePtr> results;
+  for (size_t q = 0; q < k; ++q) {
+    op.inputs[q] = contiguous(op.inputs[q]);
+    const void* in = as_cpu(op.inputs[q]).raw();
+    CpuTensorPtr out = output_reusing(op, q, op.outputs[q]);
+    const int64_t n = op.outputs[q].shape.numel();
+    visit_float_dtype(op.outputs[q].dtype, op.name(), [&]<class T>() {
+      using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      const C sv = C(s->data<T>()[0]);
+      const T* x = static_cast<const T*>(in);
+      T* y = out->data<T>();
+      parallel_for(0, n, 32768, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) y[i] = T(C(x[i]) * sv);
+      });
+    });
+    results.push_back(std::move(out));
+  }
+  return results;
+}
+
 }  // namespace
 
-void register_optim_kernels(KernelTable& t) { t[size_t(OpKind::adam_step)] = adam_step_kernel; }
+void register_optim_kernels(KernelTable& t) {
+  t[size_t(OpKind::adam_step)] = adam_step_kernel;
+  t[size_t(OpKind::norm_multi)] = norm_multi_kernel;
+  t[size_t(OpKind::mul_multi)] = mul_multi_kernel;
+}
 
 }  // namespace ember::cpu

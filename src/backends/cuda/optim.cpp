@@ -1,4 +1,5 @@
-// Fused optimizer updates on the GPU: adam_step, one Adam / AdamW update of a parameter in one
+// Fused optimizer updates on the GPU (and clipping's multi-tensor norm_multi and mul_multi, below
+// MultiTensors): adam_step, one Adam / AdamW update of a parameter in one
 // kernel, or of many (a multi-tensor op) in one launch per 32 tensors (adam_multi) (the CPU backend's src/backends/cpu/optim.cpp has the formula and its order; the
 // arithmetic here is the same, in f32 for f32 / f16 / bf16 and f64 for f64). The per-step
 // scalars are kernel arguments, so one compiled kernel per dtype serves every step. The
@@ -6,12 +7,14 @@
 // reads them from device memory and computes the scalars in C (bias corrections as
 // -expm1(t log b), free of the cancellation of 1 - b^t in f32), and then adam_count, which
 // writes step + 1 (after the update in stream order, so it may overwrite the step it read).
+#include <algorithm>
 #include <cmath>
 
 #include "cuda_backend.hpp"
 #include "ember/core/error.hpp"
 #include "jit.hpp"
 #include "optim_sources.hpp"
+#include "reduce_sources.hpp"
 
 namespace ember::cuda {
 
@@ -37,6 +40,90 @@ struct AdamTensors {
 #define EMBER_STRINGIZE2(...) #__VA_ARGS__
 #define EMBER_STRINGIZE(...) EMBER_STRINGIZE2(__VA_ARGS__)
 const char* kAdamTensors = "struct AdamTensors { " EMBER_STRINGIZE(EMBER_ADAM_TENSORS(T*, const T*)) " };\n";
+
+// The tensors of one norm_multi or mul_multi launch (y: mul_multi's outputs), from one field list
+// as AdamTensors; `base` is the index of the launch's first tensor in the op.
+constexpr int kMulti = 64;
+#define EMBER_MULTI_TENSORS(P, CP)                                                                 \
+  CP x[64];                                                                                      \
+  P y[64];                                                                                       \
+  int64_t n[64];                                                                                 \
+  int64_t first[65];                                                                             \
+  int32_t count;                                                                                 \
+  int32_t base;
+struct MultiTensors {
+  EMBER_MULTI_TENSORS(void*, const void*)
+};
+const char* kMultiTensors = "struct MultiTensors { " EMBER_STRINGIZE(EMBER_MULTI_TENSORS(T*, const T*)) " };\n";
+
+// norm_multi in two launches per 64 tensors: norm_part writes one partial (sum of |x|^p, or max
+// |x|) per block, norm_final merges each tensor's partials in block order (deterministic) and
+// takes the root. mode: 0 p = 2, 1 p = 1, 2 any other p, 3 p = inf. mul_multi: y = x s. Both read
+// 16 bytes at a time where a tensor is 16-byte aligned.
+const char* kMultiKernels = R"CUDA(
+union VecT { uint4 u; T v[VW]; };
+__device__ __forceinline__ int tensor_of(const MultiTensors& t) {
+  int k = 0;
+  while (k + 1 < t.count && t.first[k + 1] <= (int64_t)blockIdx.x) ++k;
+  return k;
+}
+__device__ __forceinline__ C norm_term(C acc, C v, C p, int mode) {
+  v = m_abs(v);
+  if (mode == 3) return m_nanmax(acc, v);
+  return acc + (mode == 0 ? v * v : mode == 1 ? v : m_pow(v, p));
+}
+extern "C" __global__ void norm_part(MultiTensors t, C p, int32_t mode, C* __restrict__ part) {
+  const int k = tensor_of(t);
+  const int64_t b = (int64_t)blockIdx.x - t.first[k], nb = t.first[k + 1] - t.first[k];
+  const T* x = t.x[k];
+  const int64_t n = t.n[k], i0 = b * blockDim.x + threadIdx.x, stride = nb * blockDim.x;
+  C acc = C(0);
+  int64_t done = 0;
+  if (((unsigned long long)x & 15) == 0) {
+    done = n / VW * VW;
+    for (int64_t i = i0; i < n / VW; i += stride) {
+      VecT v;
+      v.u = ((const uint4*)x)[i];
+#pragma unroll
+      for (int j = 0; j < VW; ++j) acc = norm_term(acc, C(v.v[j]), p, mode);
+    }
+  }
+  for (int64_t i = done + i0; i < n; i += stride) acc = norm_term(acc, C(x[i]), p, mode);
+  __shared__ C red[32];
+  acc = mode == 3 ? group_max(acc, blockDim.x, red) : group_sum(acc, blockDim.x, red);
+  if (threadIdx.x == 0) part[blockIdx.x] = acc;
+}
+extern "C" __global__ void norm_final(MultiTensors t, C p, int32_t mode, const C* __restrict__ part,
+                                      T* __restrict__ out) {
+  const int k = blockIdx.x;
+  C acc = C(0);
+  for (int64_t i = t.first[k] + threadIdx.x; i < t.first[k + 1]; i += blockDim.x)
+    acc = mode == 3 ? m_nanmax(acc, part[i]) : acc + part[i];
+  __shared__ C red[32];
+  acc = mode == 3 ? group_max(acc, blockDim.x, red) : group_sum(acc, blockDim.x, red);
+  if (threadIdx.x == 0) out[t.base + k] = T(mode == 0 ? m_sqrt(acc) : mode == 2 ? m_pow(acc, C(1) / p) : acc);
+}
+extern "C" __global__ void mul_multi(MultiTensors t, const T* s) {
+  const int k = tensor_of(t);
+  const int64_t b = (int64_t)blockIdx.x - t.first[k], nb = t.first[k + 1] - t.first[k];
+  const T* x = t.x[k];
+  T* y = t.y[k];
+  const C sv = C(s[0]);
+  const int64_t n = t.n[k], i0 = b * blockDim.x + threadIdx.x, stride = nb * blockDim.x;
+  int64_t done = 0;
+  if ((((unsigned long long)x | (unsigned long long)y) & 15) == 0) {
+    done = n / VW * VW;
+    for (int64_t i = i0; i < n / VW; i += stride) {
+      VecT v;
+      v.u = ((const uint4*)x)[i];
+#pragma unroll
+      for (int j = 0; j < VW; ++j) v.v[j] = T(C(v.v[j]) * sv);
+      ((uint4*)y)[i] = v.u;
+    }
+  }
+  for (int64_t i = done + i0; i < n; i += stride) y[i] = T(C(x[i]) * sv);
+}
+)CUDA";
 
 const char* kAdamKernel = R"CUDA(
 extern "C" __global__ void adam_step(T* __restrict__ po, T* __restrict__ mo, T* __restrict__ vo,
@@ -220,7 +307,92 @@ std::vector<PrimitivePtr> adam_step_kernel(CudaBackend& be, Op& op) {
   return results;
 }
 
+std::string multi_key(DType dt) { return "multi_tensor/" + std::string(dtype_name(dt)); }
+
+// The tensors of one launch, from tensor q0 on (at most kMulti), each with `blocks(n)` blocks
+// (at least one, so that an empty tensor's norm is written too); q is advanced past them.
+template <class Blocks>
+MultiTensors multi_table(const std::vector<const void*>& x, const std::vector<void*>& y,
+                         const std::vector<int64_t>& n, size_t& q, Blocks blocks) {
+  MultiTensors t{};
+  t.base = int32_t(q);
+  for (; q < n.size() && t.count < kMulti; ++q) {
+    const int c = t.count++;
+    t.x[c] = x[q];
+    t.y[c] = y.empty() ? nullptr : y[q];
+    t.n[c] = n[q];
+    t.first[c + 1] = t.first[c] + std::max<int64_t>(1, blocks(n[q]));
+  }
+  return t;
+}
+
+std::vector<PrimitivePtr> norm_multi_kernel(CudaBackend& be, Op& op) {
+  const double p = op.attr<ScalarAttrs>().a;
+  const DType dt = op.outputs[0].dtype;
+  const int32_t mode = std::isinf(p) ? 3 : p == 2 ? 0 : p == 1 ? 1 : 2;
+  std::vector<const void*> x;
+  std::vector<int64_t> n;
+  for (auto& in : op.inputs) {
+    in = contiguous(be, in);
+    x.push_back(static_cast<const CudaTensor&>(*in).raw());
+    n.push_back(in->meta().shape.numel());
+  }
+  CudaTensorPtr out = alloc(be, op.outputs[0]);
+  auto source = [&] { return multi_source(dt); };
+  CUfunction part_fn = be.jit().get(multi_key(dt), "norm_part", source);
+  CUfunction final_fn = be.jit().get(multi_key(dt), "norm_final", source);
+  constexpr int kThreads = 256;
+  const int64_t vw = 16 / int64_t(dtype_size(dt));
+  const size_t acc = dt == DType::f64 ? 8 : 4;
+  for (size_t q = 0; q < n.size();) {
+    MultiTensors t = multi_table(x, {}, n, q, [&](int64_t m) {
+      return std::min<int64_t>((m + kThreads * vw * 4 - 1) / (kThreads * vw * 4), 1024);
+    });
+    Buffer part(be.allocator(), size_t(t.first[t.count]) * acc);
+    const auto run = [&]<class C>(C) {
+      be.launch(part_fn, unsigned(t.first[t.count]), kThreads, 0, t, C(p), mode, part.ptr);
+      be.launch(final_fn, unsigned(t.count), kThreads, 0, t, C(p), mode, part.ptr, out->raw());
+    };
+    if (dt == DType::f64) run(double{});
+    else run(float{});
+  }
+  return {out};
+}
+
+std::vector<PrimitivePtr> mul_multi_kernel(CudaBackend& be, Op& op) {
+  const size_t k = op.inputs.size() - 1;
+  const DType dt = op.outputs[0].dtype;
+  std::vector<const void*> x;
+  std::vector<void*> y;
+  std::vector<int64_t> n;
+  std::vector<PrimitivePtr> results;
+  op.inputs[k] = contiguous(be, op.inputs[k]);
+  const void* s = static_cast<const CudaTensor&>(*op.inputs[k]).raw();
+  for (size_t q = 0; q < k; ++q) {
+    op.inputs[q] = contiguous(be, op.inputs[q]);
+    x.push_back(static_cast<const CudaTensor&>(*op.inputs[q]).raw());
+    CudaTensorPtr t = output_reusing(be, op, q, op.outputs[q]);
+    y.push_back(t->raw());
+    n.push_back(op.outputs[q].shape.numel());
+    results.push_back(std::move(t));
+  }
+  CUfunction f = be.jit().get(multi_key(dt), "mul_multi", [&] { return multi_source(dt); });
+  constexpr int kThreads = 256;
+  const int64_t vw = 16 / int64_t(dtype_size(dt));
+  for (size_t q = 0; q < k;) {
+    MultiTensors t = multi_table(x, y, n, q, [&](int64_t m) { return int64_t(grid_for(be, (m + vw - 1) / vw, kThreads, 2)); });
+    be.launch(f, unsigned(t.first[t.count]), kThreads, 0, t, s);
+  }
+  return results;
+}
+
 }  // namespace
+
+std::string multi_source(DType dt) {
+  EMBER_CHECK(is_float(dt), "norm_multi / mul_multi: ", dt, " is not a floating dtype");
+  return reduce_family_helpers() + "typedef " + std::string(device_type(dt)) + " T;\ntypedef " + compute_type(dt) +
+         " C;\n#define VW " + std::to_string(16 / dtype_size(dt)) + "\n" + kMultiTensors + kMultiKernels;
+}
 
 std::string adam_source(DType dt) {
   EMBER_CHECK(is_float(dt), "adam_step: ", dt, " is not a floating dtype");
@@ -230,10 +402,17 @@ std::string adam_source(DType dt) {
 
 std::vector<std::pair<std::string, std::string>> optim_variants() {
   std::vector<std::pair<std::string, std::string>> v;
-  for (DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16}) v.emplace_back(adam_key(dt), adam_source(dt));
+  for (DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
+    v.emplace_back(adam_key(dt), adam_source(dt));
+    v.emplace_back(multi_key(dt), multi_source(dt));
+  }
   return v;
 }
 
-void register_optim_kernels(KernelTable& t) { t[size_t(OpKind::adam_step)] = adam_step_kernel; }
+void register_optim_kernels(KernelTable& t) {
+  t[size_t(OpKind::adam_step)] = adam_step_kernel;
+  t[size_t(OpKind::norm_multi)] = norm_multi_kernel;
+  t[size_t(OpKind::mul_multi)] = mul_multi_kernel;
+}
 
 }  // namespace ember::cuda

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "cuda_backend.hpp"
 #include "jit.hpp"
@@ -108,6 +109,57 @@ TEST(CudaOptim, MultiTensorAdamStepMatchesTheCpu) {
       EXPECT_LE(err(want[i].exp_avg_sq, got[i].exp_avg_sq), tol) << i;
     }
   }
+}
+
+// norm_multi and mul_multi over 150 tensors (three launches of 64): the p-norms and products of
+// the CPU backend (which the conformance cases check against PyTorch), with an empty tensor,
+// a 0-d one, large ones split over many blocks, and views that start 1 element past 16-byte
+// alignment (the scalar path). mul_multi writes into the buffers of inputs it holds alone.
+TEST(CudaOptim, MultiTensorNormAndMulMatchTheCpu) {
+  if (!cuda::available()) GTEST_SKIP() << "no CUDA device: " << cuda::describe_devices();
+  const Device cpu = Device::cpu(), gpu = Device::cuda(0);
+  for (DType dt : {DType::f32, DType::bf16, DType::f16, DType::f64}) {
+    std::vector<DynTensor> xc, xg;
+    for (int i = 0; i < 150; ++i) {
+      const Shape s = i == 7 ? Shape{0} : i == 8 ? Shape{} : i % 50 == 1 ? Shape{1 << 20, 3} : Shape{int64_t(1 + 13 * i)};
+      DynTensor x = DynTensor::normal(s, 0, 1, DType::f32, cpu).cast(dt);
+      if (i % 10 == 3) x = narrow(DynTensor::normal(Shape{s.numel() + 1}, 0, 1, DType::f32, cpu).cast(dt), 0, 1, s.numel());
+      xc.push_back(x);
+      xg.push_back(x.to(gpu));
+    }
+    for (int i = 3; i < 150; i += 10) {  // misaligned device views with the same values
+      DynTensor padded = cat({DynTensor::zeros(Shape{1}, dt, gpu), xg[size_t(i)].reshape({-1})}, 0);
+      xg[size_t(i)] = narrow(padded, 0, 1, xc[size_t(i)].numel()).reshape(xc[size_t(i)].shape());
+    }
+    const double tol = dt == DType::f64 ? 1e-12 : dt == DType::f32 ? 1e-5 : dt == DType::f16 ? 2e-3 : 1.6e-2;
+    for (double p : {2.0, 1.0, 3.0, std::numeric_limits<double>::infinity()}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " p=" + std::to_string(p));
+      const std::vector<double> want = norm_multi(xc, p).cast(DType::f64).to_vector<double>();
+      const std::vector<double> got = norm_multi(xg, p).to(cpu).cast(DType::f64).to_vector<double>();
+      ASSERT_EQ(got.size(), 150u);
+      EXPECT_EQ(got[7], 0.0);
+      for (size_t i = 0; i < 150; ++i) {
+        if (std::isinf(want[i])) EXPECT_EQ(got[i], want[i]) << i;  // f16's 1-norm of 3M elements overflows
+        else EXPECT_NEAR(got[i], want[i], tol * std::abs(want[i]) + 1e-30) << i;
+      }
+    }
+    const DynTensor s = DynTensor::full(Shape{}, Scalar(0.375), dt, cpu);
+    std::vector<DynTensor> want = mul_multi(xc, s);
+    std::vector<DynTensor> got = mul_multi(xg, s.to(gpu));
+    for (size_t i = 0; i < 150; ++i) {
+      ASSERT_EQ(got[i].shape(), xc[i].shape()) << i;
+      if (xc[i].numel() == 0) continue;
+      EXPECT_EQ(max(abs(got[i].to(cpu).cast(DType::f64) - want[i].cast(DType::f64))).item(), 0.0) << i;
+    }
+  }
+  // in place: a tensor held only by the op keeps its buffer
+  DynTensor x = DynTensor::from_vector<float>(std::vector<float>(4096, 2.0f), Shape{4096}, gpu);
+  const void* where = gpu.backend().memory_view(x.primitive())->data;
+  std::vector<DynTensor> xs;
+  xs.push_back(std::move(x));  // (not a braced list: its elements are copies that live on)
+  std::vector<DynTensor> y = mul_multi(std::move(xs), DynTensor::full(Shape{}, Scalar(0.25), DType::f32, gpu));
+  EXPECT_EQ(gpu.backend().memory_view(y[0].primitive())->data, where);
+  EXPECT_EQ(y[0].to(cpu).to_vector<float>()[4095], 0.5f);
 }
 
 }  // namespace
