@@ -62,8 +62,10 @@ std::string fused_kernel_source(const FusedProgram& p, const std::string& modes)
 // how the full level reads it (d dense, c per column, r per row, s one value, g strided, - not
 // read) and how the reduced level does (r, s, g, -). With `vec` > 1 (items a multiple of it, cols
 // too, the dense and per-column inputs and the outputs aligned to vec elements) each thread takes
-// vectors of `vec` consecutive elements and reads and writes them whole.
-std::string fused_rows_source(const FusedProgram& p, const std::string& modes, int threads, int items, int vec = 1);
+// vectors of `vec` consecutive elements and reads and writes them whole. `exact`: the caller
+// guarantees cols == threads * items, so the kernel tests no column against cols.
+std::string fused_rows_source(const FusedProgram& p, const std::string& modes, int threads, int items, int vec = 1,
+                              bool exact = false);
 // The kernels of a column program (FusedProgram::reduce_to > 0): entries cols_sweep<s> (a pass
 // over the rows, 32 x 8 threads a block, a block per 32 columns and chunk of rows), cols_epi<k>
 // (per column: the chunks merged in order, the pass ended, the epilogue) and cols_out (full

@@ -510,11 +510,13 @@ TEST(CudaElementwiseCompile, FusedGroupsCompile) {
   // pass (items 0)
   auto add_rows = [&](const std::string& name, const FusedProgram& p, const std::vector<std::string>& modes) {
     for (const auto& m : modes)
-      for (auto [threads, items, vec] : {std::tuple{256, 16, 1}, std::tuple{32, 3, 1}, std::tuple{1024, 0, 1},
-                                         std::tuple{256, 16, 4}, std::tuple{64, 8, 8}, std::tuple{32, 4, 2}})
+      for (auto [threads, items, vec, exact] :
+           {std::tuple{256, 16, 1, false}, std::tuple{32, 3, 1, true}, std::tuple{1024, 0, 1, false},
+            std::tuple{256, 16, 4, false}, std::tuple{256, 16, 4, true}, std::tuple{64, 8, 8, false},
+            std::tuple{32, 4, 2, true}})
         sources.push_back({"fused_test/rows/" + name + "/" + m + "/" + std::to_string(threads) + "x" +
-                               std::to_string(items) + "v" + std::to_string(vec),
-                           cuda::fused_rows_source(p, m, threads, items, vec)});
+                               std::to_string(items) + "v" + std::to_string(vec) + (exact ? "x" : ""),
+                           cuda::fused_rows_source(p, m, threads, items, vec, exact)});
   };
   FusedProgram softmax;  // m = max(x); e = exp(x - m); y = e / sum(e)
   softmax.shape = Shape{8192, 4096};
