@@ -789,6 +789,15 @@ MUTANTS = [
         "suites": [unit("tests/optim/ember_optim_optimizer_tests", "GradientsParams.*")],
     },
     {
+        "id": "linear-weight-grad-transposed-path-scaled",
+        "family": "autodiff",
+        "file": "src/decorators/autodiff/rules_reduce.cpp",
+        "search": "        out[1] = c.input_is_transpose(1) ? transpose(matmul(transpose(g_rows, 0, 1), a_rows), 0, 1)",
+        "replace": "        out[1] = c.input_is_transpose(1) ? transpose(matmul(transpose(g_rows, 0, 1), a_rows), 0, 1) * 1.001",
+        "description": "the gradient of a transposed weight (nn::Linear) taken in the weight's layout is off by 0.1%",
+        "suites": [unit("tests/nn/conformance/ember_nn_conformance")],
+    },
+    {
         "id": "optimizer-state-copied-not-moved",
         "family": "optim",
         "file": "src/optim/optimizer.cpp",

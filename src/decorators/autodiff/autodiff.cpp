@@ -287,6 +287,12 @@ class Ctx final : public BackwardCtx {
   }
   bool needs_grad(size_t i) const override { return node_->next[i].node != nullptr; }
   bool create_graph() const override { return create_; }
+  bool input_is_transpose(size_t i) const override {
+    const Node* p = node_->next[i].node.get();
+    if (!p || p->kind != OpKind::permute || p->in_meta.empty() || p->in_meta[0].shape.rank() != 2) return false;
+    const auto& dims = std::get<DimsAttrs>(p->attrs).dims;
+    return dims.size() == 2 && dims[0] == 1 && dims[1] == 0;
+  }
   Val input(size_t i) override {
     PrimitivePtr v = node_->input_value(i);
     if (!v) return {};

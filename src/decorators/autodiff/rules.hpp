@@ -137,6 +137,10 @@ class BackwardCtx {
   // Whether this backward is itself recorded (create_graph): a rule that emits an op without
   // a rule of its own (a fused backward) must then use differentiable ops instead.
   virtual bool create_graph() const = 0;
+  // Whether input i is the transpose of a tracked matrix (permute {1, 0} of a 2-d tensor, as
+  // nn::Linear's weight^T): a rule may then compute the input's gradient in the layout that
+  // makes the matrix's own gradient contiguous after the permute's rule transposes it back.
+  virtual bool input_is_transpose(size_t /*i*/) const { return false; }
 
  protected:
   OpKind kind_{};

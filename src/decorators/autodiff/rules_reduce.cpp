@@ -328,7 +328,11 @@ void register_reduce_rules(RuleTable& t) {
   // difference between one [768, 8192] x [8192, 3072] GEMM and eight GEMMs plus an 8-way sum over
   // a [8, 768, 3072] intermediate.
   t[size_t(OpKind::matmul)].save_inputs = 0b11;
-  // A bias (third input, [N] added to every row) gets g summed over the rows.
+  // A bias (third input, [N] added to every row) gets g summed over the rows. A matrix b that is
+  // the transpose of a tracked matrix W (nn::Linear: x @ W^T) gets db as (g^T @ a)^T, a view of a
+  // product in W's layout, so that W's gradient (the permute's rule transposes db back) is
+  // contiguous: clipping, the optimizer and accumulation then read it without a copy (GPT-2
+  // small has three such weights a layer; an H100 profile showed the clip copying each of them).
   t[size_t(OpKind::matmul)].fn = [](BackwardCtx& c) -> Grads {
     Grads out(c.num_inputs());
     if (!floating(c)) return out;
@@ -344,7 +348,10 @@ void register_reduce_rules(RuleTable& t) {
         for (int d = 0; d + 1 < ar; ++d) rows *= as[d];
         Val a_rows = reshape(c.input(0), Shape{rows, as[-1]});
         Val g_rows = reshape(g, Shape{rows, g.shape()[-1]});
-        out[1] = matmul(transpose(a_rows, 0, 1), g_rows);
+        out[1] = c.input_is_transpose(1) ? transpose(matmul(transpose(g_rows, 0, 1), a_rows), 0, 1)
+                                         : matmul(transpose(a_rows, 0, 1), g_rows);
+      } else if (bs.rank() == 2 && ar == 2 && c.input_is_transpose(1)) {
+        out[1] = transpose(matmul(transpose(g, 0, 1), c.input(0)), 0, 1);
       } else {
         out[1] = sum_to(matmul(transpose(c.input(0), -1, -2), g), bs);
       }
