@@ -12,6 +12,7 @@
 #include "ember/core/backend.hpp"
 #include "ember/core/error.hpp"
 #include "ember/core/tensor_data.hpp"
+#include "ember/tensor/ops.hpp"
 
 namespace ember {
 
@@ -110,16 +111,47 @@ DLManagedTensor* to_dlpack(const DynTensor& t) {
   return &ctx.release()->managed;
 }
 
+namespace {
+
+// CUDA memory, wrapped in place with its strides (any layout); ember never writes into it, and
+// m's deleter runs after the last ember tensor over it dies and the device is done with it.
+DynTensor from_dlpack_cuda(DLManagedTensor* m, const TensorMeta& meta, const std::vector<int64_t>& dims,
+                           size_t numel) {
+  const dlpack::DLTensor& dl = m->dl_tensor;
+  const Device device = Device::cuda(dl.device.device_id);  // an Error names a missing CUDA backend
+  std::vector<int64_t> strides(dims.size());
+  for (size_t d = dims.size(), step = 1; d-- > 0;) {
+    strides[d] = dl.strides ? dl.strides[d] : int64_t(step);
+    step *= size_t(dims[d]);
+  }
+  // m is taken only once the backend has accepted the memory: an Error leaves it the caller's
+  auto taken = std::make_shared<bool>(false);
+  std::shared_ptr<const void> owner(m, [taken](const void* p) {
+    auto* managed = static_cast<DLManagedTensor*>(const_cast<void*>(p));
+    if (*taken && managed->deleter) managed->deleter(managed);
+  });
+  auto* data = static_cast<std::byte*>(dl.data) + dl.byte_offset;
+  PrimitivePtr p = device.backend().wrap_device_memory(meta.dtype == DType::boolean ? TensorMeta{meta.shape, DType::u8}
+                                                                                      : meta,
+                                                       numel ? data : nullptr, strides, owner);
+  EMBER_CHECK(p != nullptr, "from_dlpack: backend ", device.backend().name(), " cannot use CUDA memory in place");
+  *taken = true;
+  DynTensor out(std::move(p), device);
+  // ember's bools are 0 or 1: other nonzero bytes become 1 (a copy; the import is released)
+  return meta.dtype == DType::boolean ? ne(out, 0) : out;
+}
+
+}  // namespace
+
 DynTensor from_dlpack(DLManagedTensor* m) {
   EMBER_CHECK(m != nullptr, "from_dlpack: argument 'm' is a null DLManagedTensor");
   const dlpack::DLTensor& dl = m->dl_tensor;
   const auto device_type = static_cast<int32_t>(dl.device.device_type);
-  EMBER_CHECK(device_type != dlpack::kDLCUDA && device_type != dlpack::kDLCUDAManaged,
-              "from_dlpack: argument 'dl_tensor.device' is CUDA device ", dl.device.device_id,
-              ": importing CUDA memory is not supported yet; copy the tensor to the CPU first");
-  EMBER_CHECK(device_type == dlpack::kDLCPU || device_type == dlpack::kDLCUDAHost,
+  const bool cuda = device_type == dlpack::kDLCUDA || device_type == dlpack::kDLCUDAManaged;
+  EMBER_CHECK(cuda || device_type == dlpack::kDLCPU || device_type == dlpack::kDLCUDAHost,
               "from_dlpack: argument 'dl_tensor.device' has device type ", device_type,
-              "; ember imports host memory (kDLCPU = 1, kDLCUDAHost = 3)");
+              "; ember imports host memory (kDLCPU = 1, kDLCUDAHost = 3) and CUDA memory (kDLCUDA = 2, "
+              "kDLCUDAManaged = 13)");
   EMBER_CHECK(dl.ndim >= 0 && (dl.ndim == 0 || dl.shape != nullptr), "from_dlpack: argument 'dl_tensor.ndim' is ",
               dl.ndim, (dl.ndim < 0 ? "" : " with a null shape"));
   const DType dtype = dtype_of_dl(dl.dtype);
@@ -144,6 +176,7 @@ DynTensor from_dlpack(DLManagedTensor* m) {
       step *= dims[i];
     }
   }
+  if (cuda) return from_dlpack_cuda(m, meta, dims, numel);
   Backend& cpu = Device::cpu().backend();
   if (contiguous) {
     // the deleter runs when the last ember tensor over these bytes dies (or at once, when

@@ -505,6 +505,27 @@ TEST(Fusion, ViewsOfQueuedChainsFoldIntoTheReader) {
   EXPECT_EQ(st.groups_single, 0);
 }
 
+// A transposed view of a queued chain read by a matmul is not computed transposed: the matmul
+// takes a plain view of the chain's value (read through its strides), and the expression the
+// fold made for the view, read by nothing else, is dropped.
+TEST(Fusion, MatmulReadsTheTransposeOfAQueuedChainAsAView) {
+  auto f = [](std::vector<DynTensor> v) {
+    auto g = exp(v[0]) * 2;  // [64, 48], queued; read by the matmul and by an add
+    // [48, 64] x [64, 32]: the weight-gradient form
+    return std::make_tuple(matmul(transpose(g, 0, 1), v[1]), g + 1);
+  };
+  std::vector<DynTensor> eager{randn({64, 48}, 1, Device::cpu()), randn({64, 32}, 2, Device::cpu())};
+  std::vector<DynTensor> lazy{randn({64, 48}, 1, fused()), randn({64, 32}, 2, fused())};
+  const auto [want, want2] = f(eager);
+  reset();
+  const auto [got, got2] = f(lazy);
+  expect_same(got, want);
+  expect_same(got2, want2);
+  const auto st = stats();
+  EXPECT_EQ(st.views_folded, 1);
+  EXPECT_EQ(st.ops_dropped, 2);  // the folded copies of exp and mul, never computed
+}
+
 // Not folded: a view of a reduction's result, a view whose expression mixes shapes, and a
 // reshape of a broadcast input; each still gives eager's values.
 TEST(Fusion, ViewsThatDoNotFoldStillMatchEager) {

@@ -798,6 +798,15 @@ MUTANTS = [
         "suites": [unit("tests/nn/conformance/ember_nn_conformance")],
     },
     {
+        "id": "fusion-folds-transposes-into-matmul-operands",
+        "family": "fusion",
+        "file": "src/decorators/fusion/fusion.cpp",
+        "search": "    if (kernels_ && op.kind == OpKind::matmul) unfold_transposes(op);",
+        "replace": "    if (false && kernels_ && op.kind == OpKind::matmul) unfold_transposes(op);",
+        "description": "a matmul operand that is a transposed view of a queued chain is computed transposed",
+        "suites": [unit("tests/fusion/ember_fusion_tests", "Fusion.*")],
+    },
+    {
         "id": "optimizer-state-copied-not-moved",
         "family": "optim",
         "file": "src/optim/optimizer.cpp",

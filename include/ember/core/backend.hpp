@@ -79,6 +79,14 @@ class Backend {
                                   std::shared_ptr<const void> /*owner*/) {
     return write_bytes(meta, bytes);
   }
+  // A primitive over device memory that another library owns (from_dlpack): element 0 at `data`,
+  // `strides` in elements (one per dim of meta.shape, any sign). `owner` keeps the memory alive
+  // while the primitive lives; ember never writes into it. nullptr where the backend has no such
+  // memory (the default; the caller then reports it).
+  virtual PrimitivePtr wrap_device_memory(const TensorMeta& /*meta*/, void* /*data*/,
+                                          std::span<const int64_t> /*strides*/, std::shared_ptr<const void> /*owner*/) {
+    return nullptr;
+  }
   // The values of `p` in place (a contiguous copy when `p` is a strided view), or nullopt when the
   // backend cannot expose its memory, and callers read() instead.
   virtual std::optional<MemoryView> memory_view(const PrimitivePtr& /*p*/) { return std::nullopt; }
@@ -132,6 +140,10 @@ class ForwardingBackend : public Backend {
   PrimitivePtr wrap_bytes(const TensorMeta& meta, std::span<const std::byte> bytes,
                           std::shared_ptr<const void> owner) override {
     return inner_->wrap_bytes(meta, bytes, std::move(owner));
+  }
+  PrimitivePtr wrap_device_memory(const TensorMeta& meta, void* data, std::span<const int64_t> strides,
+                                  std::shared_ptr<const void> owner) override {
+    return inner_->wrap_device_memory(meta, data, strides, std::move(owner));
   }
   std::optional<MemoryView> memory_view(const PrimitivePtr& p) override { return inner_->memory_view(p); }
   bool supports(const Op& op) const override { return inner_->supports(op); }

@@ -14,8 +14,12 @@
 // through the exported buffer; every ember tensor that shares it then sees the new values.
 // from_dlpack: host memory (kDLCPU, kDLCUDAHost) is wrapped in place when it is row-major
 // contiguous and aligned for its dtype; other strides (and bool values) are copied, and the
-// deleter then runs at once. CUDA memory is not imported yet (an Error says so). ember never
-// writes into an imported buffer; the producer's later writes are seen by ember.
+// deleter then runs at once. CUDA memory (kDLCUDA, kDLCUDAManaged) is wrapped in place with any
+// strides, on Device::cuda(device_id); the import waits for the device (a DLPack capsule names
+// no stream, so the producer's writes must be issued before it), and the deleter runs once the
+// last ember tensor over the memory is gone and ember's stream is done with it (CUDA bools are
+// copied, as on the host). ember never writes into an imported buffer; the producer's later
+// writes are seen by ember.
 // dtypes: f64, f32, f16, bf16, i64, i32, i16, i8, u8 and bool (kDLBool; kDLUInt/kDLInt of 8 bits
 // are u8/i8), one lane.
 #pragma once
@@ -28,7 +32,8 @@
 namespace ember {
 namespace dlpack {
 
-// DLPack's device types (ember exports kDLCPU and kDLCUDA, imports kDLCPU and kDLCUDAHost).
+// DLPack's device types (ember exports kDLCPU and kDLCUDA, imports kDLCPU, kDLCUDAHost, kDLCUDA
+// and kDLCUDAManaged).
 enum DLDeviceType : int32_t {
   kDLCPU = 1,
   kDLCUDA = 2,

@@ -238,6 +238,48 @@ PrimitivePtr CudaBackend::write_bytes(const TensorMeta& meta, std::span<const st
   return t;
 }
 
+PrimitivePtr CudaBackend::wrap_device_memory(const TensorMeta& meta, void* data, std::span<const int64_t> strides,
+                                             std::shared_ptr<const void> owner) {
+  EMBER_CHECK(int(strides.size()) == meta.shape.rank(), name(), " wrap_device_memory: ", strides.size(),
+              " strides for a tensor of rank ", meta.shape.rank());
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  refuse_in_capture("importing device memory (from_dlpack)");
+  set_device(index_);
+  const int64_t elem = int64_t(dtype_size(meta.dtype));
+  // the extent the view reaches: [lo, hi) elements from element 0 (strides may be negative)
+  int64_t lo = 0, hi = 1;
+  for (int d = 0; d < meta.shape.rank(); ++d) {
+    if (meta.shape[d] == 0) lo = 0, hi = 0;
+    const int64_t reach = (meta.shape[d] - 1) * strides[d];
+    (reach < 0 ? lo : hi) += reach;
+  }
+  if (meta.shape.numel() == 0) lo = 0, hi = 0;
+  char* base = static_cast<char*>(data) + lo * elem;
+  if (hi > lo) {
+    cudaPointerAttributes attr{};
+    const cudaError_t e = cudaPointerGetAttributes(&attr, base);
+    if (e != cudaSuccess) (void)cudaGetLastError();
+    EMBER_CHECK(e == cudaSuccess && (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged),
+                name(), " from_dlpack: the memory at ", data, " is not CUDA device memory");
+    EMBER_CHECK(attr.device == index_, name(), " from_dlpack: the memory at ", data, " is on CUDA device ",
+                attr.device, ", not ", index_);
+    // DLPack's capsules carry no stream: the producer's writes must be done before ember reads
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  // Released only after ember's stream has finished with the memory (not while a graph is being
+  // captured on it: nothing captured has run yet).
+  cudaStream_t stream = stream_;
+  std::shared_ptr<const void> keep(owner.get(), [stream, owner](const void*) mutable {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &status) == cudaSuccess && status == cudaStreamCaptureStatusNone)
+      (void)cudaStreamSynchronize(stream);
+    (void)cudaGetLastError();
+    owner.reset();
+  });
+  auto buf = std::make_shared<Buffer>(base, size_t(hi - lo) * size_t(elem), std::move(keep));
+  return std::make_shared<CudaTensor>(meta, std::move(buf), ShapeDims(strides.begin(), strides.end()), -lo);
+}
+
 PrimitivePtr CudaBackend::write(const TensorData& data) {
   return write_bytes({data.shape(), data.dtype()}, std::span<const std::byte>(data.bytes().data(), data.bytes().size()));
 }

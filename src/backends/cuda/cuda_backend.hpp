@@ -58,6 +58,8 @@ class CudaBackend final : public Backend {
   std::optional<MemoryView> memory_view(const PrimitivePtr& p) override;
   PrimitivePtr write(const TensorData& data) override;
   PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) override;
+  PrimitivePtr wrap_device_memory(const TensorMeta& meta, void* data, std::span<const int64_t> strides,
+                                  std::shared_ptr<const void> owner) override;
   bool supports(const Op& op) const override {
     return kernels_[size_t(op.kind)] != nullptr && (op.kind != OpKind::custom || custom_supported(op));
   }

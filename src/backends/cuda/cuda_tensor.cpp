@@ -7,7 +7,7 @@ namespace ember::cuda {
 
 Buffer::Buffer(CachingAllocator& a, size_t n) : ptr(a.allocate(n)), bytes(n), pool(&a) {}
 Buffer::~Buffer() {
-  if (ptr) pool->deallocate(ptr, bytes);
+  if (ptr && pool) pool->deallocate(ptr, bytes);
 }
 
 bool CudaTensor::is_contiguous() const {
@@ -31,7 +31,7 @@ CudaTensorPtr output_reusing(CudaBackend& be, Op& op, size_t i, const TensorMeta
   if (i < op.inputs.size() && op.inputs[i] && op.inputs[i].use_count() == 1) {
     auto& t = as_cuda(op.inputs[i]);
     size_t bytes = size_t(meta.shape.numel()) * dtype_size(meta.dtype);
-    if (t.buffer.use_count() == 1 && t.offset == 0 && t.is_contiguous() && t.buffer->bytes == bytes &&
+    if (t.buffer_alone() && t.offset == 0 && t.is_contiguous() && t.buffer->bytes == bytes &&
         size_t(t.numel()) * dtype_size(t.dtype()) == bytes)
       return std::make_shared<CudaTensor>(meta, t.buffer, contiguous_strides(meta.shape), 0);
   }

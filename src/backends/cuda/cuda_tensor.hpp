@@ -16,11 +16,15 @@ namespace ember::cuda {
 class CudaBackend;
 class CachingAllocator;
 
+// Device memory: a block of the caching allocator (pool), or memory another library owns
+// (from_dlpack: pool null, `owner` keeps it alive; ember never writes into it).
 struct Buffer {
   void* ptr = nullptr;
   size_t bytes = 0;
   CachingAllocator* pool = nullptr;
+  std::shared_ptr<const void> owner;
   Buffer(CachingAllocator& a, size_t n);
+  Buffer(void* p, size_t n, std::shared_ptr<const void> o) : ptr(p), bytes(n), owner(std::move(o)) {}
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -39,6 +43,9 @@ class CudaTensor : public Primitive {
   void* raw() const { return static_cast<char*>(buffer->ptr) + offset * int64_t(dtype_size(dtype())); }
   int64_t numel() const { return shape().numel(); }
   bool is_contiguous() const;
+  // Whether an op holding this tensor alone may write into its buffer: no other tensor shares
+  // the buffer and ember allocated it (imported memory is never written).
+  bool buffer_alone() const { return buffer.use_count() == 1 && buffer->pool != nullptr; }
 };
 using CudaTensorPtr = std::shared_ptr<CudaTensor>;
 

@@ -702,7 +702,7 @@ bool can_reuse(const Op& op, size_t i, const TensorMeta& meta) {
   if (i >= op.inputs.size() || !op.inputs[i] || op.inputs[i].use_count() != 1) return false;
   const CudaTensor& t = as_cuda(op.inputs[i]);
   size_t bytes = size_t(meta.shape.numel()) * dtype_size(meta.dtype);
-  return t.shape() == meta.shape && t.buffer.use_count() == 1 && t.offset == 0 && t.is_contiguous() &&
+  return t.shape() == meta.shape && t.buffer_alone() && t.offset == 0 && t.is_contiguous() &&
          t.buffer->bytes == bytes && size_t(t.numel()) * dtype_size(t.dtype()) == bytes;
 }
 
@@ -723,7 +723,7 @@ CudaTensorPtr permuted_output(CudaBackend& be, Op& op, size_t first, size_t last
   for (size_t i = first; i < last; ++i) {
     if (!op.inputs[i] || op.inputs[i].use_count() != 1) continue;
     const CudaTensor& t = as_cuda(op.inputs[i]);
-    if (t.buffer.use_count() == 1 && t.offset == 0 && t.shape() == m.shape && dtype_size(t.dtype()) == dtype_size(m.dtype) &&
+    if (t.buffer_alone() && t.offset == 0 && t.shape() == m.shape && dtype_size(t.dtype()) == dtype_size(m.dtype) &&
         t.buffer->bytes == bytes && same_layout(t, strides))
       return std::make_shared<CudaTensor>(m, t.buffer, strides, 0);
   }

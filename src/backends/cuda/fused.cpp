@@ -836,7 +836,7 @@ class CudaFusedKernels final : public FusedKernels {
       for (size_t i = 0; i < nin && !out; ++i) {
         if (reused[i] || modes[i] != 'd' || inputs[i].use_count() != 1) continue;
         const CudaTensor& t = as_cuda(inputs[i]);
-        if (t.buffer.use_count() == 1 && t.offset == 0 && t.buffer->bytes == bytes &&
+        if (t.buffer_alone() && t.offset == 0 && t.buffer->bytes == bytes &&
             dtype_size(t.dtype()) == dtype_size(meta.dtype)) {
           out = std::make_shared<CudaTensor>(meta, t.buffer, contiguous_strides(shape), 0);
           reused[i] = true;
@@ -1114,7 +1114,7 @@ class CudaFusedKernels final : public FusedKernels {
       for (size_t i = 0; i < nin && !out && !node.reduced && reuse; ++i) {
         if (reused[i] || modes[2 * i] != 'd' || inputs[i].use_count() != 1) continue;
         const CudaTensor& t = as_cuda(inputs[i]);
-        if (t.buffer.use_count() == 1 && t.offset == 0 && t.is_contiguous() && t.buffer->bytes == bytes &&
+        if (t.buffer_alone() && t.offset == 0 && t.is_contiguous() && t.buffer->bytes == bytes &&
             dtype_size(t.dtype()) == dtype_size(meta.dtype)) {
           out = std::make_shared<CudaTensor>(meta, t.buffer, contiguous_strides(shape), 0);
           reused[i] = true;

@@ -159,6 +159,7 @@ bool CudaBackend::overwrite(const PrimitivePtr& dst, const TensorData& src) {
   EMBER_CHECK(t.dtype() == src.dtype() && t.shape() == src.shape(), "overwrite: ", src.dtype(), " values of shape ",
               src.shape(), " into a ", t.dtype(), " tensor of shape ", t.shape());
   EMBER_CHECK(t.is_contiguous(), "overwrite: the destination must be contiguous");
+  EMBER_CHECK(t.buffer->pool != nullptr, "overwrite: the destination is memory imported by from_dlpack, which ember never writes");
   set_device(index_);
   if (!src.bytes().empty()) copy_to_device(t.raw(), src.bytes().data(), src.bytes().size());
   return true;
@@ -173,6 +174,7 @@ bool CudaBackend::copy_into(const PrimitivePtr& dst, const PrimitivePtr& src) {
   EMBER_CHECK(t.dtype() == s.dtype() && t.shape() == s.shape(), "copy_into: ", s.dtype(), " values of shape ",
               s.shape(), " into a ", t.dtype(), " tensor of shape ", t.shape());
   EMBER_CHECK(t.is_contiguous(), "copy_into: the destination must be contiguous");
+  EMBER_CHECK(t.buffer->pool != nullptr, "copy_into: the destination is memory imported by from_dlpack, which ember never writes");
   if (dst == src) return true;
   set_device(index_);
   copy_view(*this, view_of(t), view_of(s));

@@ -81,11 +81,18 @@ extern "C" __global__ void norm_part(MultiTensors t, C p, int32_t mode, C* __res
   int64_t done = 0;
   if (((unsigned long long)x & 15) == 0) {
     done = n / VW * VW;
-    for (int64_t i = i0; i < n / VW; i += stride) {
-      VecT v;
-      v.u = ((const uint4*)x)[i];
+    // four 16-byte loads in flight per thread
+    for (int64_t i = i0; i < n / VW; i += 4 * stride) {
+      VecT v[4];
 #pragma unroll
-      for (int j = 0; j < VW; ++j) acc = norm_term(acc, C(v.v[j]), p, mode);
+      for (int u = 0; u < 4; ++u)
+        if (i + u * stride < n / VW) v[u].u = ((const uint4*)x)[i + u * stride];
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        if (i + u * stride < n / VW) {
+#pragma unroll
+          for (int j = 0; j < VW; ++j) acc = norm_term(acc, C(v[u].v[j]), p, mode);
+        }
     }
   }
   for (int64_t i = done + i0; i < n; i += stride) acc = norm_term(acc, C(x[i]), p, mode);
@@ -113,12 +120,18 @@ extern "C" __global__ void mul_multi(MultiTensors t, const T* s) {
   int64_t done = 0;
   if ((((unsigned long long)x | (unsigned long long)y) & 15) == 0) {
     done = n / VW * VW;
-    for (int64_t i = i0; i < n / VW; i += stride) {
-      VecT v;
-      v.u = ((const uint4*)x)[i];
+    for (int64_t i = i0; i < n / VW; i += 4 * stride) {  // four 16-byte loads in flight per thread
+      VecT v[4];
 #pragma unroll
-      for (int j = 0; j < VW; ++j) v.v[j] = T(C(v.v[j]) * sv);
-      ((uint4*)y)[i] = v.u;
+      for (int u = 0; u < 4; ++u)
+        if (i + u * stride < n / VW) v[u].u = ((const uint4*)x)[i + u * stride];
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        if (i + u * stride < n / VW) {
+#pragma unroll
+          for (int j = 0; j < VW; ++j) v[u].v[j] = T(C(v[u].v[j]) * sv);
+          ((uint4*)y)[i + u * stride] = v[u].u;
+        }
     }
   }
   for (int64_t i = done + i0; i < n; i += stride) y[i] = T(C(x[i]) * sv);
@@ -380,7 +393,7 @@ std::vector<PrimitivePtr> mul_multi_kernel(CudaBackend& be, Op& op) {
   constexpr int kThreads = 256;
   const int64_t vw = 16 / int64_t(dtype_size(dt));
   for (size_t q = 0; q < k;) {
-    MultiTensors t = multi_table(x, y, n, q, [&](int64_t m) { return int64_t(grid_for(be, (m + vw - 1) / vw, kThreads, 2)); });
+    MultiTensors t = multi_table(x, y, n, q, [&](int64_t m) { return int64_t(grid_for(be, (m + vw - 1) / vw, kThreads, 4)); });
     be.launch(f, unsigned(t.first[t.count]), kThreads, 0, t, s);
   }
   return results;

@@ -152,14 +152,21 @@ TEST(CudaOptim, MultiTensorNormAndMulMatchTheCpu) {
       EXPECT_EQ(max(abs(got[i].to(cpu).cast(DType::f64) - want[i].cast(DType::f64))).item(), 0.0) << i;
     }
   }
-  // in place: a tensor held only by the op keeps its buffer
-  DynTensor x = DynTensor::from_vector<float>(std::vector<float>(4096, 2.0f), Shape{4096}, gpu);
-  const void* where = gpu.backend().memory_view(x.primitive())->data;
-  std::vector<DynTensor> xs;
-  xs.push_back(std::move(x));  // (not a braced list: its elements are copies that live on)
+  // in place: tensors held only by the op keep their buffers; one held elsewhere too does not
+  std::vector<DynTensor> xs(3);
+  std::vector<const void*> where;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    xs[i] = DynTensor::from_vector<float>(std::vector<float>(4096, float(i + 1)), Shape{4096}, gpu);
+    where.push_back(gpu.backend().memory_view(xs[i].primitive())->data);
+  }
+  const DynTensor kept = xs[2];
   std::vector<DynTensor> y = mul_multi(std::move(xs), DynTensor::full(Shape{}, Scalar(0.25), DType::f32, gpu));
-  EXPECT_EQ(gpu.backend().memory_view(y[0].primitive())->data, where);
-  EXPECT_EQ(y[0].to(cpu).to_vector<float>()[4095], 0.5f);
+  for (size_t i = 0; i < y.size(); ++i) {
+    const bool reused = gpu.backend().memory_view(y[i].primitive())->data == where[i];
+    EXPECT_EQ(reused, i < 2) << i;
+    EXPECT_EQ(y[i].to(cpu).to_vector<float>()[4095], 0.25f * float(i + 1)) << i;
+  }
+  EXPECT_EQ(kept.to(cpu).to_vector<float>()[0], 3.0f);
 }
 
 }  // namespace

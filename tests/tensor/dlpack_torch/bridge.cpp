@@ -50,6 +50,30 @@ DynTensor* bridge_arange(const char* dtype, int rows, int cols, int transpose) {
   return new DynTensor(transpose ? x.t() : x);
 }
 
+// Whether this build has a usable CUDA device (the CUDA cases run only then).
+int bridge_cuda() {
+  try {
+    (void)ember::Device::cuda(0);
+    return 1;
+  } catch (const ember::Error&) {
+    return 0;
+  }
+}
+// The tensor on the GPU (a new handle).
+DynTensor* bridge_to_cuda(const DynTensor* h) { return new DynTensor(h->to(ember::Device::cuda(0))); }
+const char* bridge_device(const DynTensor* h) {
+  static std::string name;
+  name = h->device().name();
+  return name.c_str();
+}
+// h * 2 into a new handle, h's own handle given up first (an op holding imported memory alone
+// must still not write into it).
+DynTensor* bridge_times2_consume(DynTensor* h) {
+  DynTensor x = std::move(*h);
+  delete h;
+  return new DynTensor(std::move(x) * 2.0);
+}
+
 DLManagedTensor* bridge_to_dlpack(const DynTensor* h) { return ember::to_dlpack(*h); }
 
 // Takes m (on success); nullptr with the message in bridge_error() on an ember::Error.

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""ember's DLPack exchange with PyTorch (Debian's python3-torch, 1.13's capsule API).
+"""ember's DLPack exchange with PyTorch (Debian's python3-torch, 1.13's capsule API; on a GPU
+machine its torch, with CUDA tensors both ways as well).
 
 Loads the bridge library (bridge.cpp) with ctypes and hands tensors both ways through
 torch.utils.dlpack: values, shapes, dtypes, zero copy (a write on one side is seen on the other)
@@ -25,7 +26,8 @@ for name, res, args in [
     ("bridge_to_dlpack", H, [H]), ("bridge_from_dlpack", H, [H]), ("bridge_error", ctypes.c_char_p, []),
     ("bridge_free", None, [H]), ("bridge_rank", ctypes.c_int, [H]), ("bridge_dim", ctypes.c_int64, [H, ctypes.c_int]),
     ("bridge_dtype", ctypes.c_char_p, [H]), ("bridge_get", ctypes.c_double, [H, ctypes.c_int64]),
-    ("bridge_sum", ctypes.c_double, [H])]:
+    ("bridge_sum", ctypes.c_double, [H]), ("bridge_cuda", ctypes.c_int, []), ("bridge_to_cuda", H, [H]),
+    ("bridge_device", ctypes.c_char_p, [H]), ("bridge_times2_consume", H, [H])]:
     fn = getattr(lib, name)
     fn.restype, fn.argtypes = res, args
 
@@ -147,6 +149,69 @@ check("torch->ember complex64 refused", not h and "dl_tensor.dtype" in lib.bridg
       lib.bridge_error().decode())
 gc.collect()
 check("torch->ember complex64 deleter ran by torch's capsule", lib.bridge_deleted() == before + 1)
+
+# ---- CUDA (where both this torch and the bridge's build have a GPU) ----
+cuda = torch.cuda.is_available() and lib.bridge_cuda() == 1
+if cuda:
+    dev = torch.device("cuda:0")
+    # ember -> torch: a CUDA tensor of every dtype, in place; torch's writes are seen by ember
+    for name in TORCH:
+        hc = lib.bridge_arange(name.encode(), 3, 4, 0)
+        h = lib.bridge_to_cuda(hc)
+        lib.bridge_free(hc)
+        before = lib.bridge_deleted()
+        t, m = ember_to_torch(h)
+        dl = DLTensor.from_address(m)
+        check(f"cuda ember->torch {name} device", t.device == dev and dl.device_type == 2, str(t.device))
+        check(f"cuda ember->torch {name} values", torch.equal(t.cpu(), reference(name, 3, 4)), str(t))
+        check(f"cuda ember->torch {name} zero copy", t.data_ptr() == dl.data + dl.byte_offset)
+        t[1, 2] = 100
+        torch.cuda.synchronize()
+        check(f"cuda torch write seen by ember {name}", lib.bridge_get(h, 6) == 100, str(lib.bridge_get(h, 6)))
+        lib.bridge_free(h)
+        del t
+        gc.collect()
+        check(f"cuda ember->torch {name} deleter ran", lib.bridge_deleted() == before + 1)
+
+    # torch -> ember: CUDA tensors of every dtype imported in place, on ember's cuda:0
+    for name in TORCH:
+        t = reference(name, 4, 5).to(dev)
+        before = lib.bridge_deleted()
+        h, m = torch_to_ember(t)
+        check(f"cuda torch->ember {name} imported", bool(h), lib.bridge_error().decode())
+        if not h:
+            continue
+        check(f"cuda torch->ember {name} device", lib.bridge_device(h).decode() == "cuda:0", lib.bridge_device(h).decode())
+        check(f"cuda torch->ember {name} sum", lib.bridge_sum(h) == float(t.double().sum()), f"{lib.bridge_sum(h)}")
+        t[3, 4] = 7
+        torch.cuda.synchronize()
+        check(f"cuda torch write seen by ember {name}", lib.bridge_get(h, 19) == 7, str(lib.bridge_get(h, 19)))
+        check(f"cuda torch->ember {name} deleter waits", lib.bridge_deleted() == before)
+        lib.bridge_free(h)
+        check(f"cuda torch->ember {name} deleter ran", lib.bridge_deleted() == before + 1)
+
+    # strided CUDA tensors are imported in place too (no copy: the deleter waits)
+    for what, t in [("transpose", torch.arange(12, dtype=torch.float32, device=dev).reshape(3, 4).t()),
+                    ("step slice", torch.arange(20, dtype=torch.int64, device=dev)[::3]),
+                    ("flip-free narrow", torch.arange(30, dtype=torch.float16, device=dev).reshape(5, 6)[1:4, 2:5])]:
+        before = lib.bridge_deleted()
+        h, _ = torch_to_ember(t)
+        got = [lib.bridge_get(h, i) for i in range(t.numel())]
+        check(f"cuda torch->ember {what}", got == [float(v) for v in t.cpu().reshape(-1)], str(got))
+        check(f"cuda torch->ember {what} in place", lib.bridge_deleted() == before)
+        lib.bridge_free(h)
+        check(f"cuda torch->ember {what} deleter ran", lib.bridge_deleted() == before + 1)
+
+    # ember never writes into imported memory, even from an op that holds it alone
+    t = torch.arange(8, dtype=torch.float32, device=dev)
+    h, _ = torch_to_ember(t)
+    h2 = lib.bridge_times2_consume(h)
+    check("cuda imported memory not written", torch.equal(t.cpu(), torch.arange(8, dtype=torch.float32)), str(t))
+    check("cuda op on imported memory", lib.bridge_get(h2, 7) == 14.0, str(lib.bridge_get(h2, 7)))
+    lib.bridge_free(h2)
+    print("dlpack torch: CUDA cases ran on", torch.cuda.get_device_name(0))
+else:
+    print("dlpack torch: CUDA cases skipped (no GPU for torch or for ember)")
 
 print(f"dlpack torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
