@@ -118,7 +118,14 @@ namespace {
 DynTensor from_dlpack_cuda(DLManagedTensor* m, const TensorMeta& meta, const std::vector<int64_t>& dims,
                            size_t numel) {
   const dlpack::DLTensor& dl = m->dl_tensor;
-  const Device device = Device::cuda(dl.device.device_id);  // an Error names a missing CUDA backend
+  const Device device = [&] {
+    try {
+      return Device::cuda(dl.device.device_id);
+    } catch (const Error& e) {
+      EMBER_FAIL("from_dlpack: argument 'dl_tensor.device' is CUDA device ", dl.device.device_id,
+                 ", which ember cannot use: ", e.what());
+    }
+  }();
   std::vector<int64_t> strides(dims.size());
   for (size_t d = dims.size(), step = 1; d-- > 0;) {
     strides[d] = dl.strides ? dl.strides[d] : int64_t(step);
