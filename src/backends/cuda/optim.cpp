@@ -67,6 +67,20 @@ __device__ __forceinline__ int tensor_of(const MultiTensors& t) {
   while (k + 1 < t.count && t.first[k + 1] <= (int64_t)blockIdx.x) ++k;
   return k;
 }
+// f(i, v) for each of this thread's 16-byte vectors i of x (i0, i0 + stride, ... below nv), with
+// four loads in flight per thread.
+template <class F>
+__device__ __forceinline__ void each_vector(const T* x, int64_t nv, int64_t i0, int64_t stride, F f) {
+  for (int64_t i = i0; i < nv; i += 4 * stride) {
+    VecT v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (i + u * stride < nv) v[u].u = ((const uint4*)x)[i + u * stride];
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (i + u * stride < nv) f(i + u * stride, v[u]);
+  }
+}
 __device__ __forceinline__ C norm_term(C acc, C v, C p, int mode) {
   v = m_abs(v);
   if (mode == 3) return m_nanmax(acc, v);
@@ -81,19 +95,10 @@ extern "C" __global__ void norm_part(MultiTensors t, C p, int32_t mode, C* __res
   int64_t done = 0;
   if (((unsigned long long)x & 15) == 0) {
     done = n / VW * VW;
-    // four 16-byte loads in flight per thread
-    for (int64_t i = i0; i < n / VW; i += 4 * stride) {
-      VecT v[4];
+    each_vector(x, n / VW, i0, stride, [&](int64_t, VecT& v) {
 #pragma unroll
-      for (int u = 0; u < 4; ++u)
-        if (i + u * stride < n / VW) v[u].u = ((const uint4*)x)[i + u * stride];
-#pragma unroll
-      for (int u = 0; u < 4; ++u)
-        if (i + u * stride < n / VW) {
-#pragma unroll
-          for (int j = 0; j < VW; ++j) acc = norm_term(acc, C(v[u].v[j]), p, mode);
-        }
-    }
+      for (int j = 0; j < VW; ++j) acc = norm_term(acc, C(v.v[j]), p, mode);
+    });
   }
   for (int64_t i = done + i0; i < n; i += stride) acc = norm_term(acc, C(x[i]), p, mode);
   __shared__ C red[32];
@@ -120,19 +125,11 @@ extern "C" __global__ void mul_multi(MultiTensors t, const T* s) {
   int64_t done = 0;
   if ((((unsigned long long)x | (unsigned long long)y) & 15) == 0) {
     done = n / VW * VW;
-    for (int64_t i = i0; i < n / VW; i += 4 * stride) {  // four 16-byte loads in flight per thread
-      VecT v[4];
+    each_vector(x, n / VW, i0, stride, [&](int64_t i, VecT& v) {
 #pragma unroll
-      for (int u = 0; u < 4; ++u)
-        if (i + u * stride < n / VW) v[u].u = ((const uint4*)x)[i + u * stride];
-#pragma unroll
-      for (int u = 0; u < 4; ++u)
-        if (i + u * stride < n / VW) {
-#pragma unroll
-          for (int j = 0; j < VW; ++j) v[u].v[j] = T(C(v[u].v[j]) * sv);
-          ((uint4*)y)[i + u * stride] = v[u].u;
-        }
-    }
+      for (int j = 0; j < VW; ++j) v.v[j] = T(C(v.v[j]) * sv);
+      ((uint4*)y)[i] = v.u;
+    });
   }
   for (int64_t i = done + i0; i < n; i += stride) y[i] = T(C(x[i]) * sv);
 }
