@@ -209,6 +209,8 @@ void register_elementwise_ops(OpTable& t) {
       if (c.has(2)) hi = scalar_of(c.in(2));
     }
     if (!lo && !hi) return {x};
+    // one pass (ReLU6 in MobileNets); min then max, as below, and NaN stays NaN
+    if (is_float(x.dtype())) return {clamp(x, lo, hi)};
     DynTensor y = x;
     if (lo) y = maximum(y, DynTensor::full(Shape{}, *lo, x.dtype(), x.device()));
     if (hi) y = minimum(y, DynTensor::full(Shape{}, *hi, x.dtype(), x.device()));

@@ -815,4 +815,22 @@ MUTANTS = [
         "description": "a step over a moved module copies the optimizer state instead of handing it over, so the new state never takes the old one's memory (a CUDA graph would read stale moments)",
         "suites": [unit("tests/optim/ember_optim_optimizer_tests", "Optimizer.AdamUpdatesAMovedModuleInPlace")],
     },
+    {
+        "id": "in-place-write-keeps-derived-forms",
+        "family": "cpu",
+        "file": "src/backends/cpu/cpu_tensor.cpp",
+        "search": "if (t.storage.use_count() == 1 && t.storage->begin_write() && t.is_contiguous()",
+        "replace": "if (t.storage.use_count() == 1 && t.storage->writable() && t.is_contiguous()",
+        "description": "an op that writes into a buffer in place keeps the conv weights packed from its old contents",
+        "suites": [unit(CPU_TESTS, "*KeptWeightPacking*")],
+    },
+    {
+        "id": "kept-packing-ignores-offset",
+        "family": "cpu",
+        "file": "src/backends/cpu/conv.cpp",
+        "search": "uint64_t h = 0x9e3779b97f4a7c15ull ^ uint64_t(ws.offset);",
+        "replace": "uint64_t h = 0x9e3779b97f4a7c15ull;",
+        "description": "two weight views of one buffer share one kept packing",
+        "suites": [unit(CPU_TESTS, "*KeptWeightPacking*")],
+    },
 ]

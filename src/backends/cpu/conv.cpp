@@ -141,6 +141,25 @@ T* workspace(size_t n) {
   return buf.data();
 }
 
+// Where the weights live, for packings kept with them (Storage::derived): their storage (null
+// when they were converted or copied for this call) and their offset in it, in elements.
+struct WeightStore {
+  Storage* storage = nullptr;
+  int64_t offset = 0;
+};
+
+// The weights packed by `pack` into `floats` values, kept with the weights from their second
+// use on (inference packs once, as ONNX Runtime does at load); null when not kept (the caller
+// packs into its own buffer). `hold` keeps the block alive for the call.
+const float* kept_packing(const WeightStore& ws, std::initializer_list<int64_t> key, size_t floats,
+                          const std::function<void(float*)>& pack, std::shared_ptr<const Storage>& hold) {
+  if (!ws.storage) return nullptr;
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ uint64_t(ws.offset);
+  for (int64_t k : key) h = (h ^ uint64_t(k)) * 0x100000001b3ull + (h >> 29);
+  hold = ws.storage->derived(h, floats * sizeof(float), [&](void* dst) { pack(static_cast<float*>(dst)); });
+  return hold ? static_cast<const float*>(hold->data) : nullptr;
+}
+
 // ---------------------------------------------------------------------------------------
 // im2col: rows r in [r0, r1), r = ((c * KD + kd) * KH + kh) * KW + kw, of one image/group
 // (x: its Cg planes), columns = output pixels [p0, p1); row r is at col + (r - r0) * ld.
@@ -479,7 +498,7 @@ const detail::GemmKernelSet<float>* packed_conv_kernels() {
 }
 
 void conv_forward_packed(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
-                         const detail::GemmKernelSet<float>& ks, int nth) {
+                         const detail::GemmKernelSet<float>& ks, int nth, const WeightStore& ws) {
   const int64_t MR = ks.mr, NR = ks.nr;
   const int64_t P = g.out_px(), IP = g.in_px(), KK = g.kk();
   const int64_t Kdim = g.Cg * KK;
@@ -492,22 +511,30 @@ void conv_forward_packed(const ConvGeom& g, const float* x, const float* w, cons
   // Packed weights: group gi, K block at row k0 (kc rows), strip st at
   // apack + gi * a_group + strips * k0 * MR + st * kc * MR.
   const int64_t a_group = strips * Kdim * MR;
-  std::vector<float> apack(size_t(g.G * a_group));
-  auto pack_weights = [&](int64_t t0, int64_t t1) {
+  auto pack_weights = [&](float* apack, int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t gi = t / strips, st = t % strips;
       const int64_t m = std::min<int64_t>(MR, g.Og - st * MR);
       const float* wg = w + (gi * g.Og + st * MR) * Kdim;
       for (int64_t k0 = 0; k0 < Kdim; k0 += kcb) {
         const int64_t kc = std::min(kcb, Kdim - k0);
-        ks.pack_a(wg + k0, Kdim, 1, m, kc, apack.data() + gi * a_group + strips * k0 * MR + st * kc * MR);
+        ks.pack_a(wg + k0, Kdim, 1, m, kc, apack + gi * a_group + strips * k0 * MR + st * kc * MR);
       }
     }
   };
-  if (nth > 1 && g.G * strips > 1 && g.G * a_group > 65536)
-    parallel_for(0, g.G * strips, 1, pack_weights);
-  else
-    pack_weights(0, g.G * strips);
+  std::shared_ptr<const Storage> kept;
+  const float* apack = kept_packing(
+      ws, {1, g.G, g.Og, Kdim, MR, kcb}, size_t(g.G * a_group),
+      [&](float* dst) { pack_weights(dst, 0, g.G * strips); }, kept);
+  std::vector<float> own;
+  if (!apack) {
+    own.resize(size_t(g.G * a_group));
+    if (nth > 1 && g.G * strips > 1 && g.G * a_group > 65536)
+      parallel_for(0, g.G * strips, 1, [&](int64_t t0, int64_t t1) { pack_weights(own.data(), t0, t1); });
+    else
+      pack_weights(own.data(), 0, g.G * strips);
+    apack = own.data();
+  }
 
   // Pixel chunks of whole micro-panels (~ 384 pixels); more of them, or strip ranges, when
   // there are too few units for the threads.
@@ -537,7 +564,7 @@ void conv_forward_packed(const ConvGeom& g, const float* x, const float* w, cons
       float* yg = y + (n * g.O + gi * g.Og) * P;
       const int64_t o0 = s0 * MR, o1 = std::min(g.Og, s1 * MR);
       if (bias) fill_bias(yg + o0 * P, P, o1 - o0, p0, p1, bias + gi * g.Og + o0);
-      const float* ag = apack.data() + gi * a_group;
+      const float* ag = apack + gi * a_group;
       for (int64_t k0 = 0; k0 < Kdim; k0 += kcb) {
         const int64_t kc = std::min(kcb, Kdim - k0);
         im2col(g, xg, k0, k0 + kc, p0, p1, col, cl);
@@ -559,6 +586,52 @@ void conv_forward_packed(const ConvGeom& g, const float* x, const float* w, cons
   else
     run_units(0, units);
 }
+
+// The weights of the single-image paths below as NR-channel panels (Kdim x NR each, panel j of
+// group gi at gi * Np * Kdim + j * Kdim * NR): kept with the weights where they are
+// (kept_packing), else packed in each call.
+class ChannelPanels {
+ public:
+  ChannelPanels(const ConvGeom& g, const detail::GemmKernelSet<float>& ks, const float* w, int nth,
+                const WeightStore& ws)
+      : g_(g), ks_(ks), w_(w), nth_(nth), Kdim_(g.Cg * g.kk()), NR_(ks.nr), Np_((g.Og + ks.nr - 1) / ks.nr * ks.nr) {
+    kept_ = kept_packing(
+        ws, {2, g.G, g.Og, Kdim_, NR_}, size_t(g.G * Np_ * Kdim_),
+        [&](float* dst) {
+          for (int64_t gi = 0; gi < g.G; ++gi) pack(gi, 0, g.Og, dst + gi * Np_ * Kdim_);
+        },
+        hold_);
+  }
+  // Group gi's panels of channels [c0, c0 + cols) (c0 a multiple of NR): kept, or packed into
+  // the calling thread's buffer.
+  const float* unit(int64_t gi, int64_t c0, int64_t cols) const {
+    if (kept_) return kept_ + gi * Np_ * Kdim_ + c0 * Kdim_;
+    float* dst = workspace<float>(size_t(Kdim_ * ((cols + NR_ - 1) / NR_) * NR_));
+    pack(gi, c0, cols, dst);
+    return dst;
+  }
+  // All of group gi's panels: kept, or packed over the threads into a shared buffer.
+  const float* all(int64_t gi) const {
+    if (kept_) return kept_ + gi * Np_ * Kdim_;
+    float* dst = workspace<float, 2>(size_t(Np_ * Kdim_));
+    run_units_dynamic(Np_ / NR_, nth_, [&](int64_t j) {
+      pack(gi, j * NR_, std::min(NR_, g_.Og - j * NR_), dst + j * Kdim_ * NR_);
+    });
+    return dst;
+  }
+
+ private:
+  void pack(int64_t gi, int64_t c0, int64_t cols, float* dst) const {
+    ks_.pack_b(w_ + (gi * g_.Og + c0) * Kdim_, 1, Kdim_, Kdim_, cols, dst);
+  }
+  const ConvGeom& g_;
+  const detail::GemmKernelSet<float>& ks_;
+  const float* w_;
+  int nth_;
+  int64_t Kdim_, NR_, Np_;
+  std::shared_ptr<const Storage> hold_;
+  const float* kept_ = nullptr;
+};
 
 // ---------------------------------------------------------------------------------------
 // f32 conv of one image at a time (batch 1) through the AVX-512 micro-kernel, with the GEMM
@@ -585,7 +658,7 @@ void conv_forward_packed(const ConvGeom& g, const float* x, const float* w, cons
 constexpr int64_t kImageKBlock = 256;  // K rows per block
 
 void conv_forward_image(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
-                        const detail::GemmKernelSet<float>& ks, int nth) {
+                        const detail::GemmKernelSet<float>& ks, int nth, const WeightStore& ws) {
   const int64_t MR = ks.mr, NR = ks.nr;
   const int64_t P = g.out_px(), IP = g.in_px(), Og = g.Og;
   const int64_t Kdim = g.Cg * g.kk();
@@ -607,9 +680,7 @@ void conv_forward_image(const ConvGeom& g, const float* x, const float* w, const
   };
   // Weights of channels [c0, c0 + cols), all K rows, as NR-channel panels of Kdim x NR at dst
   // (K block k0 of panel j at dst + j * Kdim * NR + k0 * NR).
-  auto pack_w = [&](const float* wg, int64_t c0, int64_t cols, float* dst) {
-    ks.pack_b(wg + c0 * Kdim, 1, Kdim, Kdim, cols, dst);
-  };
+  const ChannelPanels panels(g, ks, w, nth, ws);
   // ct[rows, cols] (row stride ldc) (+)= A block x B block (panel j at bp + j * Kdim * NR).
   auto multiply = [&](const float* ap, int64_t rows, const float* bp, int64_t cols, int64_t kc, float beta,
                       float* ct, int64_t ldc) {
@@ -625,7 +696,6 @@ void conv_forward_image(const ConvGeom& g, const float* x, const float* w, const
   for (int64_t ngi = 0; ngi < g.N * g.G; ++ngi) {
     const int64_t n = ngi / g.G, gi = ngi % g.G;
     const float* xg = x + (n * g.C + gi * g.Cg) * IP;
-    const float* wg = w + gi * Og * Kdim;
     const float* bg = bias ? bias + gi * Og : nullptr;
     float* yg = y + (n * g.O + gi * Og) * P;
     if (channel_split) {
@@ -639,8 +709,7 @@ void conv_forward_image(const ConvGeom& g, const float* x, const float* w, const
       const int64_t per_unit = std::max<int64_t>(1, npanels / (8 * std::max(nth, 1)));
       run_units_dynamic((npanels + per_unit - 1) / per_unit, nth, [&](int64_t u) {
         const int64_t c0 = u * per_unit * NR, cols = std::min(per_unit * NR, Og - c0);
-        float* bp = workspace<float>(size_t(Kdim * per_unit * NR));
-        pack_w(wg, c0, cols, bp);
+        const float* bp = panels.unit(gi, c0, cols);
         for (int64_t k0 = 0; k0 < Kdim; k0 += kcb) {
           const int64_t kc = std::min(kcb, Kdim - k0);
           multiply(ap + k0 * Mp, P, bp + k0 * NR, cols, kc, k0 == 0 ? 0.0f : 1.0f, ct + c0, Og);
@@ -648,11 +717,7 @@ void conv_forward_image(const ConvGeom& g, const float* x, const float* w, const
         detail::transpose_bias_f32_avx512(ct + c0, P, cols, Og, bg ? bg + c0 : nullptr, yg + c0 * P, P);
       });
     } else {
-      float* bp = workspace<float, 1>(size_t(Np * Kdim));
-      run_units_dynamic(npanels, nth, [&](int64_t j) {
-        const int64_t c0 = j * NR;
-        pack_w(wg, c0, std::min(NR, Og - c0), bp + j * Kdim * NR);
-      });
+      const float* bp = panels.all(gi);
       // Chunks of at most 16 micro-panels (224 pixels), four per thread where there are enough.
       const int64_t ppc = std::clamp<int64_t>((mpanels + 4 * nth - 1) / (4 * nth), 1, 16);
       const int64_t len = ppc * MR;
@@ -686,7 +751,7 @@ bool implicit_applies(const ConvGeom& g, const detail::GemmKernelSet<float>& ks)
 }
 
 void conv_forward_image_implicit(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
-                                 const detail::GemmKernelSet<float>& ks, int nth) {
+                                 const detail::GemmKernelSet<float>& ks, int nth, const WeightStore& ws) {
   constexpr int64_t MR = 14, NR = 32;
   const int64_t P = g.out_px(), IP = g.in_px(), Og = g.Og;
   const int64_t Kdim = g.Cg * g.kk();
@@ -735,20 +800,17 @@ void conv_forward_image_implicit(const ConvGeom& g, const float* x, const float*
       }
     }
   };
-  auto pack_w = [&](const float* wg, int64_t c0, int64_t cols, float* dst) {
-    ks.pack_b(wg + c0 * Kdim, 1, Kdim, Kdim, cols, dst);
-  };
+  const ChannelPanels panels(g, ks, w, nth, ws);
 
   for (int64_t ngi = 0; ngi < g.N * g.G; ++ngi) {
     const int64_t n = ngi / g.G, gi = ngi % g.G;
     const float* xg = x + (n * g.C + gi * g.Cg) * IP;
-    const float* wg = w + gi * Og * Kdim;
     const float* bg = bias ? bias + gi * Og : nullptr;
     float* yg = y + (n * g.O + gi * Og) * P;
     // The padded input (the input itself when there is no padding), then the products
-    // (channel split) or the packed weights.
+    // (channel split).
     const bool padded = g.p[0] || g.p[1] || g.p[2];
-    float* buf = workspace<float, 1>(size_t((padded ? g.Cg * plane : 0) + (channel_split ? P * Og : Np * Kdim)));
+    float* buf = workspace<float, 1>(size_t((padded ? g.Cg * plane : 0) + (channel_split ? P * Og : 0)));
     float* rest = buf + (padded ? g.Cg * plane : 0);
     const float* xp = padded ? buf : xg;
     // (a small input is copied by the caller alone: a dispatch would cost more)
@@ -776,18 +838,13 @@ void conv_forward_image_implicit(const ConvGeom& g, const float* x, const float*
       const int64_t per_unit = std::max<int64_t>(1, npanels / (8 * std::max(nth, 1)));
       run_units_dynamic((npanels + per_unit - 1) / per_unit, nth, [&](int64_t u) {
         const int64_t c0 = u * per_unit * NR, cols = std::min(per_unit * NR, Og - c0);
-        float* bp = workspace<float>(size_t(Kdim * per_unit * NR));
-        pack_w(wg, c0, cols, bp);
+        const float* bp = panels.unit(gi, c0, cols);
         for (int64_t k0 = 0; k0 < Kdim; k0 += kcb)
           multiply(xp, 0, mpanels, 0, bp, cols, k0, std::min(kcb, Kdim - k0), ct + c0, Og);
         detail::transpose_bias_f32_avx512(ct + c0, P, cols, Og, bg ? bg + c0 : nullptr, yg + c0 * P, P);
       });
     } else {
-      float* bp = rest;
-      run_units_dynamic(npanels, nth, [&](int64_t j) {
-        const int64_t c0 = j * NR;
-        pack_w(wg, c0, std::min(NR, Og - c0), bp + j * Kdim * NR);
-      });
+      const float* bp = panels.all(gi);
       // Runs of at most 16 pixel panels, four per thread where there are enough.
       const int64_t ppc = std::clamp<int64_t>((mpanels + 4 * nth - 1) / (4 * nth), 1, 16);
       run_units_dynamic((mpanels + ppc - 1) / ppc, nth, [&](int64_t u) {
@@ -884,7 +941,7 @@ void conv_forward_small_output(const ConvGeom& g, const T* x, int64_t xs0, int64
 
 // ---------------------------------------------------------------------------------------
 template <class T>
-void conv_forward(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y) {
+void conv_forward(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y, const WeightStore& ws = {}) {
   const int64_t P = g.out_px(), IP = g.in_px(), KK = g.kk();
   const int64_t Kdim = g.Cg * KK;
   const int64_t ng = g.N * g.G;
@@ -908,11 +965,11 @@ void conv_forward(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y
         // channels are few and the pixels many, where the usual orientation needs no
         // transpose and a cheaper im2col.
         if (ng < 2 * nth && ks->pack_b && ks->mr <= 16 && implicit_applies(g, *ks))
-          conv_forward_image_implicit(g, x, w, bias, y, *ks, nth);
+          conv_forward_image_implicit(g, x, w, bias, y, *ks, nth, ws);
         else if (ng < 2 * nth && ks->pack_b && ks->mr <= 16 && (g.Og >= 128 || P <= 4 * g.Og))
-          conv_forward_image(g, x, w, bias, y, *ks, nth);
+          conv_forward_image(g, x, w, bias, y, *ks, nth, ws);
         else
-          conv_forward_packed(g, x, w, bias, y, *ks, nth);
+          conv_forward_packed(g, x, w, bias, y, *ks, nth, ws);
         return;
       }
     }
@@ -1099,11 +1156,11 @@ std::vector<PrimitivePtr> conv_kernel_impl(CpuBackend&, Op& op) {
   CpuTensorPtr bc;
   if (op.inputs.size() > 2 && op.inputs[2]) bc = contiguous(op.inputs[2]);
 
-  auto run = [&]<class T>(const T* x, const T* w, const T* b, T* y) {
+  auto run = [&]<class T>(const T* x, const T* w, const T* b, T* y, const WeightStore& ws) {
     if constexpr (Transpose)
       conv_transpose_forward<T>(g, x, w, b, y);
     else
-      conv_forward<T>(g, x, w, b, y);
+      conv_forward<T>(g, x, w, b, y, ws);
   };
   visit_float_dtype(om.dtype, op.name(), [&]<class T>() {
     if constexpr (is_half_v<T>) {
@@ -1113,10 +1170,11 @@ std::vector<PrimitivePtr> conv_kernel_impl(CpuBackend&, Op& op) {
       half_to_f32(xc->data<T>(), x, nx);
       half_to_f32(wc->data<T>(), w, nw);
       if (bc) half_to_f32(bc->data<T>(), b, nb);
-      run.template operator()<float>(x, w, bc ? b : nullptr, y);
+      run.template operator()<float>(x, w, bc ? b : nullptr, y, WeightStore{});
       f32_to_half(y, out->data<T>(), ny);
     } else {
-      run.template operator()<T>(xc->data<T>(), wc->data<T>(), bc ? bc->data<T>() : nullptr, out->data<T>());
+      run.template operator()<T>(xc->data<T>(), wc->data<T>(), bc ? bc->data<T>() : nullptr, out->data<T>(),
+                                 WeightStore{wc->storage.get(), wc->offset});
     }
   });
   return {out};

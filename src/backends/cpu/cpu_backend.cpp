@@ -60,6 +60,7 @@ PrimitivePtr CpuBackend::wrap_bytes(const TensorMeta& meta, std::span<const std:
 
 std::optional<MemoryView> CpuBackend::memory_view(const PrimitivePtr& p) {
   CpuTensorPtr t = contiguous(p);  // p itself when contiguous
+  t->storage->drop_derived();      // the caller may write through the pointer
   void* data = t->raw();
   return MemoryView{data, std::move(t)};
 }

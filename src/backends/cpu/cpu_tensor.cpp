@@ -1,6 +1,7 @@
 #include "cpu_tensor.hpp"
 
 #include <cstring>
+#include <mutex>
 
 #include "ember/core/error.hpp"
 #include "thread_pool.hpp"
@@ -43,10 +44,38 @@ CpuTensorPtr contiguous(const PrimitivePtr& p) {
   return out;
 }
 
+namespace {
+std::mutex& derived_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+}  // namespace
+
+std::shared_ptr<const Storage> Storage::derived(uint64_t key, size_t bytes, const std::function<void(void*)>& make) {
+  std::lock_guard lock(derived_mutex());
+  if (!derived_) derived_ = std::make_unique<std::vector<Derived>>();
+  for (Derived& d : *derived_) {
+    if (d.key != key) continue;
+    if (!d.form) {
+      auto form = std::make_shared<Storage>(bytes);
+      make(form->data);
+      d.form = std::move(form);
+    }
+    return d.form;
+  }
+  derived_->push_back({key, nullptr});
+  return nullptr;
+}
+
+void Storage::drop_derived() {
+  std::lock_guard lock(derived_mutex());
+  derived_.reset();
+}
+
 CpuTensorPtr output_reusing(Op& op, size_t i, const TensorMeta& meta) {
   if (i < op.inputs.size() && op.inputs[i] && op.inputs[i].use_count() == 1) {
     auto& t = as_cpu(op.inputs[i]);
-    if (t.storage.use_count() == 1 && t.storage->writable() && t.is_contiguous() && t.offset == 0 && t.shape() == meta.shape &&
+    if (t.storage.use_count() == 1 && t.storage->begin_write() && t.is_contiguous() && t.offset == 0 && t.shape() == meta.shape &&
         dtype_size(t.dtype()) == dtype_size(meta.dtype) && t.storage->bytes == size_t(t.numel()) * dtype_size(t.dtype()))
       return std::make_shared<CpuTensor>(meta, t.storage, contiguous_strides(meta.shape), 0);
   }

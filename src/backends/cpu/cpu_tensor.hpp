@@ -19,18 +19,38 @@ struct Storage {
   size_t bytes = 0;
   explicit Storage(size_t n) : data(n ? Allocator::global().allocate(n) : nullptr), bytes(n) {}
   // Memory the backend does not own (a mapped file), read-only: kernels never write into it
-  // (in-place reuse checks writable()); `owner` keeps it alive.
+  // (in-place reuse asks begin_write()); `owner` keeps it alive.
   Storage(const void* external, size_t n, std::shared_ptr<const void> owner)
       : data(const_cast<void*>(external)), bytes(n), owner_(std::move(owner)) {}
   ~Storage() {
     if (data && !owner_) Allocator::global().deallocate(data, bytes);
   }
   bool writable() const { return owner_ == nullptr; }
+  // Asked by every kernel before it writes into a buffer it did not allocate (in-place reuse,
+  // which requires the caller to hold the storage alone): whether it may, and if so the derived
+  // forms are dropped, since the contents are about to change.
+  bool begin_write() {
+    derived_.reset();
+    return writable();
+  }
+  // A form derived from the contents, by key, kept with them until they may change (a conv's
+  // weights packed for its micro-kernel: inference packs them once, as at model load).
+  // begin_write() and CpuBackend::memory_view (a pointer that may be written through) drop
+  // them. The first request of a key only records it and returns null (the caller then works
+  // without); the second runs `make` over a new block of `bytes` and keeps it. So a storage that
+  // is read once before it changes, as a weight in training, never holds a second copy.
+  std::shared_ptr<const Storage> derived(uint64_t key, size_t bytes, const std::function<void(void*)>& make);
+  void drop_derived();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
  private:
+  struct Derived {
+    uint64_t key;
+    std::shared_ptr<const Storage> form;  // null until the second request
+  };
   std::shared_ptr<const void> owner_;
+  std::unique_ptr<std::vector<Derived>> derived_;  // guarded by a global mutex (cpu_tensor.cpp)
 };
 
 class CpuTensor : public Primitive {

@@ -91,7 +91,7 @@ inline CpuTensorPtr permuted_output(Op& op, size_t i, const TensorMeta& meta, co
   size_t bytes = size_t(meta.shape.numel()) * dtype_size(meta.dtype);
   if (i < op.inputs.size() && op.inputs[i] && op.inputs[i].use_count() == 1) {
     const CpuTensor& t = as_cpu(op.inputs[i]);
-    if (t.storage.use_count() == 1 && t.storage->writable() && t.offset == 0 && t.shape() == meta.shape &&
+    if (t.storage.use_count() == 1 && t.storage->begin_write() && t.offset == 0 && t.shape() == meta.shape &&
         dtype_size(t.dtype()) == dtype_size(meta.dtype) && t.storage->bytes == bytes && same_layout(t, strides))
       return std::make_shared<CpuTensor>(meta, t.storage, strides, 0);
   }

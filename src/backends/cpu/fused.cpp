@@ -386,7 +386,7 @@ class CpuFusedKernels final : public FusedKernels {
       for (size_t i = 0; i < inputs.size() && !out && !node.reduced; ++i) {
         if (in_reused[i] || inputs[i].use_count() != 1 || (!pinned.empty() && pinned[i])) continue;
         const CpuTensor& t = as_cpu(inputs[i]);
-        if (t.storage.use_count() == 1 && t.storage->writable() && t.is_contiguous() && t.offset == 0 &&
+        if (t.storage.use_count() == 1 && t.storage->begin_write() && t.is_contiguous() && t.offset == 0 &&
             t.shape() == shape && dtype_size(t.dtype()) == dtype_size(meta.dtype) &&
             t.storage->bytes == size_t(shape.numel()) * dtype_size(meta.dtype)) {
           out = std::make_shared<CpuTensor>(meta, t.storage, contiguous_strides(shape), 0);
