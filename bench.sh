@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks ember against its peer library and reports how they compare.
 #
-#   ./bench.sh cpu [ember_bench_cpu options]   CPU backend vs LibTorch
+#   ./bench.sh cpu [ember_bench_cpu options]   CPU backend vs LibTorch (and ONNX Runtime: onnx_*_vs_ort)
 #   ./bench.sh cuda [--filter a,b]             CUDA backend vs PyTorch (python3 torch) on GPU 0
 #
 # Installs what is missing, configures with the "bench" preset, builds the benchmark and runs
@@ -48,10 +48,25 @@ scripts/install-deps.sh bench
 export CCACHE_DIR="${CCACHE_DIR:-$PWD/.cache/ccache}"
 cmake --preset bench >/dev/null
 cmake --build --preset bench -j "$(nproc)" --target ember_bench_cpu
-# The onnx_resnet18_* benchmarks' model (ONNX for ember, TorchScript for LibTorch): Debian's
-# python3-torch and python3-torchvision export it once into build/bench-models.
-if ! /usr/bin/python3 bench/export_resnet18.py build/bench-models; then
-  echo "bench.sh: ResNet-18 not exported (needs python3-torch and python3-torchvision): onnx_resnet18_* skipped" >&2
+# The onnx_* benchmarks' models (ONNX for ember and ONNX Runtime, TorchScript for LibTorch):
+# Debian's python3-torch and python3-torchvision export them once into build/bench-models.
+for model in resnet18 mobilenet_v2; do
+  if ! /usr/bin/python3 bench/export_resnet18.py --model "$model" build/bench-models; then
+    echo "bench.sh: $model not exported (needs python3-torch and python3-torchvision): onnx_${model}_* skipped" >&2
+  fi
+done
+# The onnx_*_vs_ort rows' peer: ONNX Runtime's CPU build from npm (onnxruntime-node, whose
+# package carries libonnxruntime; --ignore-scripts skips its install script, which would fetch
+# GPU providers), run by bench/ort_peer.js under Node. Installed once into a prefix git ignores.
+export EMBER_BENCH_ORT=${EMBER_BENCH_ORT:-build/ort}
+ort_version=${EMBER_BENCH_ORT_VERSION:-1.31.1}
+if [ ! -f "$EMBER_BENCH_ORT/node_modules/onnxruntime-node/package.json" ]; then
+  if command -v node >/dev/null && command -v npm >/dev/null; then
+    npm install --prefix "$EMBER_BENCH_ORT" --ignore-scripts --no-audit --no-fund "onnxruntime-node@$ort_version" >&2 ||
+      echo "bench.sh: npm install onnxruntime-node@$ort_version failed: onnx_*_vs_ort skipped" >&2
+  else
+    echo "bench.sh: node and npm not found (apt-get install nodejs npm): onnx_*_vs_ort (ONNX Runtime) skipped" >&2
+  fi
 fi
 
 threads=${EMBER_BENCH_THREADS:-$(nproc)}

@@ -14,14 +14,23 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -167,19 +176,19 @@ struct Ctx {
 
   // run.compare with the ember device's sync() closing every timed sample.
   bench::Entry& compare(const std::string& name, const bench::Runner::Fn& ember_fn, const bench::Runner::Fn& peer_fn,
-                        const bench::Runner::CheckFn& check) {
-    return run.compare(name, kPeer, ember_fn, peer_fn, check, [] { ember::Device::cpu().sync(); });
+                        const bench::Runner::CheckFn& check, const std::string& peer = kPeer) {
+    return run.compare(name, peer, ember_fn, peer_fn, check, [] { ember::Device::cpu().sync(); });
   }
 };
 
 // Runs `body` (which sets up and calls run.compare) when `name` is selected; a setup failure
 // (e.g. an ember op that does not exist yet while creating inputs) becomes an error entry.
-void guarded(Ctx& cx, const std::string& name, const std::function<void()>& body) {
+void guarded(Ctx& cx, const std::string& name, const std::function<void()>& body, const std::string& peer = kPeer) {
   if (!cx.run.selected(name)) return;
   try {
     body();
   } catch (const std::exception& e) {
-    cx.run.fail(name, kPeer, e.what());
+    cx.run.fail(name, peer, e.what());
   }
 }
 
@@ -839,6 +848,9 @@ void bench_load_safetensors(Ctx& cx) {
 
 // ------------------------------------------------------------------ ONNX models
 
+// FLOP of one 3x224x224 image: 2 * the multiply-adds of the convs and the final Gemm.
+constexpr double kResnet18Flop = 3.628146688e9, kMobilenetV2Flop = 6.01548544e8;
+
 // Where bench/export_resnet18.py writes the models (bench.sh runs it first).
 std::filesystem::path bench_models_dir() {
   const char* dir = std::getenv("EMBER_BENCH_MODELS");
@@ -871,10 +883,274 @@ void bench_onnx_resnet18(Ctx& cx, int64_t batch) {
         name, [&] { bench::keep(ember_run()); }, [&] { bench::keep(peer_run()); },
         // Same function: the logits agree to 1e-4 of their largest magnitude.
         [&] { return check_close(ember_run(), peer_run(), {.atol_of_max = 1e-4}); });
-    set_gflops(cx, e, 3.628146688e9 * double(batch));  // convs + fc: 2 * multiply-adds per image
+    set_gflops(cx, e, kResnet18Flop * double(batch));
     if (e.ember_ms) e.set("images_per_s", double(batch) / (*e.ember_ms * 1e-3));
     if (e.peer_ms) e.set("images_per_s_peer", double(batch) / (*e.peer_ms * 1e-3));
   });
+}
+
+// ---- ember against ONNX Runtime (onnx_*_vs_ort) ----
+//
+// ONNX Runtime's CPU build comes from npm (onnxruntime-node, which bench.sh installs into
+// build/ort) and runs under Node in a child process, bench/ort_peer.js, on the same .onnx file,
+// input and thread count. The child times its own samples of session.run when asked, so the
+// harness interleaves them with ember's samples as it does for LibTorch; the row's peer_ms is
+// the median of the child's clock (the harness's clock of that side also counts the pipe and the
+// child's wait for ONNX Runtime's spinning threads, which it does outside its samples).
+
+const std::string kOrtPeerScript = "bench/ort_peer.js";  // relative to the repository root, like build/
+
+// The npm prefix that holds node_modules/onnxruntime-node.
+std::filesystem::path ort_dir() {
+  const char* dir = std::getenv("EMBER_BENCH_ORT");
+  return dir && *dir ? dir : "build/ort";
+}
+
+// The value of `"key": ...` in a one-line JSON object (a number, a word or an array, as text),
+// or "" when the key is absent. Enough for bench/ort_peer.js's replies and a package.json.
+std::string json_field(const std::string& json, const std::string& key) {
+  size_t p = json.find('"' + key + '"');
+  if (p == std::string::npos) return "";
+  p = json.find(':', p);
+  if (p == std::string::npos) return "";
+  p = json.find_first_not_of(" \t\n", p + 1);
+  if (p == std::string::npos) return "";
+  if (json[p] == '"') return json.substr(p + 1, json.find('"', p + 1) - p - 1);
+  const size_t end = json[p] == '[' ? json.find(']', p) + 1 : json.find_first_of(",}\n", p);
+  return json.substr(p, end - p);
+}
+
+double json_number(const std::string& json, const std::string& key) {
+  const std::string v = json_field(json, key);
+  if (v.empty() || v == "null") throw std::runtime_error("bench/ort_peer.js: no \"" + key + "\" in " + json);
+  return std::stod(v);
+}
+
+// The installed onnxruntime-node's version, from its package.json ("" when not installed).
+std::string ort_version() {
+  std::ifstream in(ort_dir() / "node_modules" / "onnxruntime-node" / "package.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  return in ? json_field(text.str(), "version") : "";
+}
+
+// A child process whose stdin and stdout are pipes to this one (its stderr is ours), talking in
+// lines. Closing its stdin asks it to exit; the destructor does that and waits for it.
+class ChildProcess {
+ public:
+  ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env) : program_(argv.at(1)) {
+    std::signal(SIGPIPE, SIG_IGN);  // a child that died makes write() fail instead of killing us
+    int in[2], out[2];
+    if (pipe2(in, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    if (pipe2(out, O_CLOEXEC) != 0) {
+      close(in[0]), close(in[1]);
+      throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    auto c_strings = [](const std::vector<std::string>& v) {
+      std::vector<char*> p;
+      for (const auto& s : v) p.push_back(const_cast<char*>(s.c_str()));
+      p.push_back(nullptr);
+      return p;
+    };
+    std::vector<char*> args = c_strings(argv), envp = c_strings(env);
+    const int err = posix_spawnp(&pid_, args[0], &actions, nullptr, args.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    close(in[0]), close(out[1]);
+    to_child_ = in[1], from_child_ = out[0];
+    if (err != 0) {
+      close(to_child_), close(from_child_);
+      throw std::runtime_error("cannot run " + argv[0] + ": " + std::strerror(err));
+    }
+  }
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  ~ChildProcess() {
+    close(to_child_);
+    close(from_child_);
+    int status = 0;
+    if (pid_ > 0) waitpid(pid_, &status, 0);
+  }
+
+  // The next line the child writes (without the newline).
+  std::string read_line() {
+    for (;;) {
+      const size_t nl = pending_.find('\n');
+      if (nl != std::string::npos) {
+        std::string line = pending_.substr(0, nl);
+        pending_.erase(0, nl + 1);
+        return line;
+      }
+      char buf[4096];
+      const ssize_t n = read(from_child_, buf, sizeof buf);
+      if (n > 0) {
+        pending_.append(buf, size_t(n));
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else {
+        int status = 0;
+        waitpid(pid_, &status, 0);
+        pid_ = -1;
+        throw std::runtime_error(program_ + " exited with status " +
+                                 std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)) +
+                                 " (its message is above)");
+      }
+    }
+  }
+
+  // Writes `line` and a newline, returns the child's answer (one line).
+  std::string request(const std::string& line) {
+    const std::string text = line + "\n";
+    for (size_t done = 0; done < text.size();) {
+      const ssize_t n = write(to_child_, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return read_line();  // the child is gone: read_line says how it ended
+      done += size_t(n);
+    }
+    return read_line();
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int to_child_ = -1, from_child_ = -1;
+  std::string pending_;
+  std::string program_;
+};
+
+// A fresh directory under the system's temporary directory, removed with everything in it.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    path = std::filesystem::temp_directory_path() / ("ember_bench_ort_" + std::to_string(getpid()));
+    std::filesystem::create_directories(path);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+
+bench::Check check_close(const DynTensor& got, const std::vector<int64_t>& ref_dims, const std::vector<float>& ref,
+                         bench::Tolerance tol) {
+  if (got.shape().dims() != ref_dims) {
+    bench::Check c;
+    c.detail = "shape " + got.shape().str() + " vs peer " + ember::Shape(ref_dims).str();
+    return c;
+  }
+  const std::vector<float> g = got.to_vector<float>();
+  return bench::compare_values(g.data(), ref.data(), static_cast<int64_t>(g.size()), tol);
+}
+
+// Inference of `model` (bench/export_resnet18.py --model MODEL) on a batch of 3x224x224 images:
+// ember's onnx::Model::run in this process against ONNX Runtime in bench/ort_peer.js. The check
+// compares ember's output with ONNX Runtime's for the same batch, and ember's output for the
+// reference input with PyTorch's, saved at export (MODEL_ref.safetensors); both to 1e-4 of the
+// largest logit.
+void bench_onnx_vs_ort(Ctx& cx, const std::string& model_name, int64_t batch, double flop_per_image) {
+  const std::string name = "onnx_" + model_name + "_b" + std::to_string(batch) + "_vs_ort";
+  if (!cx.run.selected(name)) return;
+  const std::filesystem::path dir = bench_models_dir();
+  const std::filesystem::path onnx_file = dir / (model_name + ".onnx"),
+                              ref_file = dir / (model_name + "_ref.safetensors");
+  if (!std::filesystem::exists(onnx_file) || !std::filesystem::exists(ref_file)) {
+    std::cerr << "  " << name << ": skipped: " << onnx_file.string() << " or " << ref_file.string()
+              << " missing (/usr/bin/python3 bench/export_resnet18.py --model " << model_name
+              << " writes them; needs python3-torch and python3-torchvision)\n";
+    return;
+  }
+  const std::string version = ort_version();
+  if (version.empty()) {
+    std::cerr << "  " << name << ": skipped: onnxruntime-node is not installed in " << ort_dir().string()
+              << " (bench.sh cpu installs it with npm; EMBER_BENCH_ORT names another npm prefix)\n";
+    return;
+  }
+  if (!std::filesystem::exists(kOrtPeerScript)) {
+    std::cerr << "  " << name << ": skipped: " << kOrtPeerScript << " not found (run from the repository root)\n";
+    return;
+  }
+  const std::string peer = "onnxruntime " + version;
+  guarded(
+      cx, name,
+      [&] {
+        const ember::onnx::Model model = ember::onnx::Model::load(onnx_file.string(), ember::Device::cpu());
+        DynTensor x = DynTensor::normal({batch, 3, 224, 224});
+        const TempDir tmp;
+        const std::filesystem::path input_file = tmp.path / "input.f32", output_file = tmp.path / "output.f32";
+        {
+          const std::vector<float> v = x.to_vector<float>();
+          std::ofstream f(input_file, std::ios::binary);
+          f.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
+          if (!f) throw std::runtime_error("cannot write " + input_file.string());
+        }
+        std::vector<std::string> env;
+        for (char** e = environ; *e; ++e)
+          if (std::strncmp(*e, "NODE_PATH=", 10) != 0) env.emplace_back(*e);
+        env.push_back("NODE_PATH=" + std::filesystem::absolute(ort_dir() / "node_modules").string());
+        ChildProcess ort({"node", kOrtPeerScript, onnx_file.string(), input_file.string(),
+                          std::to_string(batch) + ",3,224,224", std::to_string(cx.threads), output_file.string()},
+                         env);
+        // Session creation, warm-up and calibration happen before this line.
+        const std::string ready = ort.read_line();
+        if (json_field(ready, "ready") != "true") throw std::runtime_error("bench/ort_peer.js: " + ready);
+
+        std::vector<int64_t> peer_dims;
+        {
+          std::stringstream dims(json_field(ready, "output_shape").substr(1));
+          for (std::string d; std::getline(dims, d, ',');) peer_dims.push_back(std::stoll(d));
+        }
+        std::vector<float> peer_out;
+        {
+          std::ifstream f(output_file, std::ios::binary | std::ios::ate);
+          peer_out.resize(size_t(f.tellg()) / sizeof(float));
+          f.seekg(0);
+          f.read(reinterpret_cast<char*>(peer_out.data()), std::streamsize(peer_out.size() * sizeof(float)));
+          if (!f) throw std::runtime_error("cannot read " + output_file.string());
+        }
+        const ember::nn::NamedTensors ref = ember::nn::read_tensors(ref_file.string(), ember::Device::cpu());
+        auto ref_tensor = [&](const std::string& key) {
+          for (const auto& [k, t] : ref)
+            if (k == key) return t;
+          throw std::runtime_error(ref_file.string() + " has no tensor " + key);
+        };
+        const DynTensor ref_in = ref_tensor("input"), ref_out = ref_tensor("output");
+
+        auto ember_run = [&](const DynTensor& input) { return model.run({{"input", input}}).at("output"); };
+        double ref_max_abs_diff = NAN;
+        auto check = [&] {
+          const bench::Check c = check_close(ember_run(x), peer_dims, peer_out, {.atol_of_max = 1e-4});
+          bench::Check r =
+              check_close(ember_run(ref_in), ref_out.shape().dims(), ref_out.to_vector<float>(), {.atol_of_max = 1e-4});
+          ref_max_abs_diff = r.max_abs_diff;
+          if (c.ok && !r.ok)
+            r.detail = "against PyTorch's output for " + ref_file.filename().string() + ": " + r.detail;
+          return c.ok ? (r.ok ? c : r) : c;
+        };
+        auto& e = cx.compare(
+            name, [&] { bench::keep(ember_run(x)); }, [&] { json_number(ort.request("sample"), "ms"); }, check, peer);
+
+        if (e.peer_ms) {
+          const std::string report =
+              ort.request("report " + std::to_string(static_cast<int>(e.number("samples").value_or(1))));
+          e.peer_ms = json_number(report, "median_ms");
+          e.set("peer_min_ms", json_number(report, "min_ms"));
+          std::cerr << "    " << peer << " by its own clock: " << bench::format_ms(*e.peer_ms) << " a run (median of "
+                    << json_field(report, "samples") << " samples of " << json_field(ready, "reps")
+                    << " runs; the time above also counts the pipe and the wait for its threads to settle)";
+          if (auto ratio = e.ratio()) std::cerr << ", ratio " << bench::format_num(*ratio) << "x";
+          std::cerr << "\n";
+        }
+        e.set("peer_reps", json_number(ready, "reps"));
+        e.set("ref_max_abs_diff", ref_max_abs_diff);
+        set_gflops(cx, e, flop_per_image * double(batch));
+        if (e.ember_ms) e.set("images_per_s", double(batch) / (*e.ember_ms * 1e-3));
+        if (e.peer_ms) e.set("images_per_s_peer", double(batch) / (*e.peer_ms * 1e-3));
+      },
+      peer);
 }
 
 // ---- user compositions of plain tensor ops, fused (Device::cpu().fusion()) ----
@@ -1018,6 +1294,7 @@ std::string notes(const bench::Entry& e) {
   }
   if (e.check == "mismatch" || e.check == "error")
     if (const auto* d = e.get("check_detail")) s += (s.empty() ? "" : "; ") + std::get<std::string>(*d);
+  if (e.peer != kPeer) s = "vs " + e.peer + (s.empty() ? "" : "; " + s);  // the onnx_*_vs_ort rows
   return s;
 }
 
@@ -1109,6 +1386,9 @@ int main(int argc, char** argv) {
   bench_load_safetensors(cx);
   bench_onnx_resnet18(cx, 1);
   bench_onnx_resnet18(cx, 32);
+  bench_onnx_vs_ort(cx, "resnet18", 1, kResnet18Flop);
+  bench_onnx_vs_ort(cx, "resnet18", 32, kResnet18Flop);
+  bench_onnx_vs_ort(cx, "mobilenet_v2", 1, kMobilenetV2Flop);
 
   if (!out.empty()) {
     try {
@@ -1120,7 +1400,13 @@ int main(int argc, char** argv) {
   }
   std::cout << "\nember vs libtorch " << TORCH_VERSION_MAJOR << "." << TORCH_VERSION_MINOR << " on CPU ("
             << bench::cpu_model_name() << ", " << threads << " threads). ratio = libtorch time / ember time"
-            << " (above 1: ember is faster); times are medians.\n\n";
+            << " (above 1: ember is faster); times are medians.";
+  for (const bench::Entry& e : run.entries())
+    if (e.peer != kPeer) {
+      std::cout << " Rows whose notes say \"vs " << e.peer << "\" compare with that peer instead (same ratio).";
+      break;
+    }
+  std::cout << "\n\n";
   run.print_table(std::cout, notes);
   std::cout << "\n";
   std::cerr << "total " << bench::format_num((bench::now_ms() - t_start) / 1000.0) << " s"

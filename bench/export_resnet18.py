@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""The model of the onnx_resnet18_b1 / _b32 benchmarks (docs/benchmarks.md, "ResNet-18").
+"""The models of the onnx_resnet18_* and onnx_mobilenet_v2_* benchmarks (docs/benchmarks.md,
+"ResNet-18" and "ONNX Runtime").
 
-    /usr/bin/python3 bench/export_resnet18.py [DIR]            # export (torch 1.13 + torchvision)
-    python3 bench/export_resnet18.py --expand [DIR]            # f16 weights -> f32 (no dependencies)
+    /usr/bin/python3 bench/export_resnet18.py [--model NAME] [DIR]   # export (torch 1.13 + torchvision)
+    python3 bench/export_resnet18.py --expand [--model NAME] [DIR]   # f16 weights -> f32 (no dependencies)
 
-DIR defaults to build/bench-models. The export builds torchvision's ResNet-18 with random weights
-(torch.manual_seed(0), weights=None: nothing is downloaded), eval mode, folds each BatchNorm into
-the conv before it (as ONNX exporters and inference runtimes do, so every side runs the same
-graph of convs with bias, ReLU, max-pool, adds, average-pool and one Gemm) and rounds every
-weight to the nearest f16 value, so that the f32 weights ship losslessly at half the size (the
-model still computes in f32). It writes to DIR:
+NAME is resnet18 (the default) or mobilenet_v2; DIR defaults to build/bench-models. The export
+builds torchvision's model of that name with random weights (torch.manual_seed(0), weights=None:
+nothing is downloaded), eval mode, folds each BatchNorm into the conv before it (as ONNX
+exporters and inference runtimes do, so every side runs the same graph of convs with bias,
+activations, pools, adds and one Gemm) and rounds every weight to the nearest f16 value, so that
+the f32 weights ship losslessly at half the size (the model still computes in f32). It writes to
+DIR, for NAME = resnet18:
 
   resnet18.onnx             opset 13, input "input" [batch, 3, 224, 224] (batch symbolic), output
                             "output" [batch, 1000]; initializers named as in torchvision
@@ -22,22 +24,35 @@ model still computes in f32). It writes to DIR:
   resnet18.ts               the same model traced with torch.jit.trace (TorchScript): LibTorch's
                             side of the CPU benchmark (torch::jit::load)
 
---expand writes resnet18.weights from resnet18.weights.f16 where it is missing: a GPU machine
-gets the small files and rebuilds the large one (bench.sh cuda does this).
+and the same six files named after mobilenet_v2 for it.
+
+--expand writes NAME.weights from NAME.weights.f16 where it is missing: a GPU machine gets the
+small files and rebuilds the large one (bench.sh cuda does this).
 
 Exit status 2 when torch or torchvision is missing (bench.sh then skips the rows with a message).
 """
+import argparse
 import json
 import os
 import struct
 import sys
 
-ONNX = "resnet18.onnx"
-WEIGHTS = "resnet18.weights"
-INDEX = "resnet18.json"
-WEIGHTS_F16 = "resnet18.weights.f16"
-REFERENCE = "resnet18_ref.safetensors"
-TORCHSCRIPT = "resnet18.ts"
+MODELS = ("resnet18", "mobilenet_v2")  # torchvision.models constructors
+
+
+class Files:
+    """The names of one model's files in DIR."""
+
+    def __init__(self, model):
+        self.onnx = f"{model}.onnx"
+        self.weights = f"{model}.weights"
+        self.index = f"{model}.json"
+        self.weights_f16 = f"{model}.weights.f16"
+        self.reference = f"{model}_ref.safetensors"
+        self.torchscript = f"{model}.ts"
+
+    def all(self):
+        return (self.onnx, self.weights, self.index, self.weights_f16, self.reference, self.torchscript)
 
 
 # ------------------------------------------------------------------ protobuf, the little needed
@@ -90,8 +105,8 @@ def length_delimited(number, payload):
     return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
-def externalise(model_bytes, weights):
-    """Rewrites a ModelProto so that every initializer's data lives in the file WEIGHTS.
+def externalise(model_bytes, weights, location):
+    """Rewrites a ModelProto so that every initializer's data lives in the file `location`.
 
     TensorProto fields used: dims 1, data_type 2, name 8, raw_data 9, external_data 13
     (key 1, value 2), data_location 14 (1 = EXTERNAL); ModelProto.graph is 7 and
@@ -123,7 +138,7 @@ def externalise(model_bytes, weights):
         index.append({"name": name, "shape": dims, "offset": offset})
         out = b"".join(varint(1 << 3) + varint(d) for d in dims) + varint(2 << 3) + varint(1)
         out += length_delimited(8, name.encode())
-        for k, v in (("location", WEIGHTS), ("offset", str(offset)), ("length", str(len(raw)))):
+        for k, v in (("location", location), ("offset", str(offset)), ("length", str(len(raw)))):
             out += length_delimited(13, length_delimited(1, k.encode()) + length_delimited(2, v.encode()))
         return out + varint(14 << 3) + varint(1)
 
@@ -148,11 +163,11 @@ def write_safetensors(path, tensors):
 
 # ------------------------------------------------------------------ the two modes
 
-def expand(out_dir):
-    dst = os.path.join(out_dir, WEIGHTS)
+def expand(out_dir, files):
+    dst = os.path.join(out_dir, files.weights)
     if os.path.exists(dst):
         return
-    with open(os.path.join(out_dir, WEIGHTS_F16), "rb") as f:
+    with open(os.path.join(out_dir, files.weights_f16), "rb") as f:
         half = f.read()
     n = len(half) // 2
     with open(dst + ".tmp", "wb") as f:
@@ -164,7 +179,7 @@ def expand(out_dir):
     print(f"export_resnet18.py: wrote {dst}", file=sys.stderr)
 
 
-def export(out_dir):
+def export(out_dir, name, files):
     try:
         import io
         import warnings
@@ -178,7 +193,7 @@ def export(out_dir):
     warnings.filterwarnings("ignore")
 
     torch.manual_seed(0)
-    model = torchvision.models.resnet18(weights=None).eval()
+    model = getattr(torchvision.models, name)(weights=None).eval()
     # Statistics and affine parameters of a trained network's size instead of the initial 1s
     # and 0s, so that the folded biases are not all zero (and not merged by the exporter).
     with torch.no_grad():
@@ -187,7 +202,8 @@ def export(out_dir):
             bn.bias.normal_(0, 0.1)
             bn.running_mean.normal_(0, 0.1)
             bn.running_var.uniform_(0.5, 1.5)
-    # Fold BatchNorm into the conv it follows: (conv1, bn1), (layerN.M.convK, bnK), downsample.(0, 1).
+    # Fold BatchNorm into the conv it follows, its sibling: ResNet's (conv1, bn1), (layerN.M.convK,
+    # bnK), downsample.(0, 1); MobileNet's (0, 1) of each Conv2dNormActivation and of each block.
     for parent in model.modules():
         names = list(parent._modules)
         for a, b in zip(names, names[1:]):
@@ -208,7 +224,7 @@ def export(out_dir):
                           do_constant_folding=True, dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
         traced = torch.jit.trace(model, (x,))
     weights = bytearray()
-    onnx_bytes, index = externalise(buf.getvalue(), weights)
+    onnx_bytes, index = externalise(buf.getvalue(), weights, files.weights)
     state = model.state_dict()
     # The exporter kept torchvision's names, one initializer per parameter: bench/cuda_peer.py relies on it.
     shapes = {t["name"]: t["shape"] for t in index}
@@ -217,32 +233,35 @@ def export(out_dir):
 
     os.makedirs(out_dir, exist_ok=True)
     path = lambda name: os.path.join(out_dir, name)  # noqa: E731
-    with open(path(ONNX), "wb") as f:
+    with open(path(files.onnx), "wb") as f:
         f.write(onnx_bytes)
-    with open(path(WEIGHTS), "wb") as f:
+    with open(path(files.weights), "wb") as f:
         f.write(weights)
-    with open(path(WEIGHTS_F16), "wb") as f:
+    with open(path(files.weights_f16), "wb") as f:
         f.write(torch.frombuffer(weights, dtype=torch.float32).half().numpy().tobytes())
-    with open(path(INDEX), "w") as f:
+    with open(path(files.index), "w") as f:
         json.dump(index, f, indent=0)
-    write_safetensors(path(REFERENCE), {"input": (x.shape, x.numpy().tobytes()),
-                                        "output": (ref.shape, ref.numpy().tobytes())})
-    torch.jit.save(traced, path(TORCHSCRIPT))
-    print(f"export_resnet18.py: wrote {out_dir}/{{{ONNX},{WEIGHTS},{INDEX},{WEIGHTS_F16},{REFERENCE},{TORCHSCRIPT}}}",
-          file=sys.stderr)
+    write_safetensors(path(files.reference), {"input": (x.shape, x.numpy().tobytes()),
+                                              "output": (ref.shape, ref.numpy().tobytes())})
+    torch.jit.save(traced, path(files.torchscript))
+    print(f"export_resnet18.py: wrote {out_dir}/{{{','.join(files.all())}}}", file=sys.stderr)
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "--expand"]
-    out_dir = args[0] if args else "build/bench-models"
-    if "--expand" in sys.argv:
-        expand(out_dir)
+    parser = argparse.ArgumentParser(description="Exports a benchmark model (see the module's docstring).")
+    parser.add_argument("dir", nargs="?", default="build/bench-models")
+    parser.add_argument("--model", choices=MODELS, default="resnet18")
+    parser.add_argument("--expand", action="store_true", help="write NAME.weights from NAME.weights.f16")
+    args = parser.parse_args()
+    files = Files(args.model)
+    if args.expand:
+        expand(args.dir, files)
         return
     # Up to date when every file is newer than this script.
-    outputs = [os.path.join(out_dir, n) for n in (ONNX, WEIGHTS, INDEX, WEIGHTS_F16, REFERENCE, TORCHSCRIPT)]
+    outputs = [os.path.join(args.dir, n) for n in files.all()]
     if all(os.path.exists(p) and os.path.getmtime(p) >= os.path.getmtime(__file__) for p in outputs):
         return
-    export(out_dir)
+    export(args.dir, args.model, files)
 
 
 if __name__ == "__main__":

@@ -362,7 +362,7 @@ void Runner::print_table(std::ostream& os, const std::function<std::string(const
     std::string notes = extra_column ? extra_column(e) : std::string();
     auto add_note = [&](const std::string& s) { notes += (notes.empty() ? "" : "; ") + s; };
     if (e.error) add_note("ember error: " + first_line(*e.error, 80));
-    if (e.peer_error) add_note(peer + " error: " + first_line(*e.peer_error, 80));
+    if (e.peer_error) add_note(e.peer + " error: " + first_line(*e.peer_error, 80));
     std::string ratio = "-";
     if (auto r = e.ratio()) ratio = format_num(*r) + "x";
     // '|' inside a cell would break the table.
