@@ -307,7 +307,7 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
     }
     case OpKind::conv:
     case OpKind::conv_transpose: {
-      expect_inputs(op, in, 2, 3);
+      expect_inputs(op, in, 2, kind == OpKind::conv ? 4 : 3);
       const auto& a = std::get<ConvAttrs>(attrs);
       const auto &x = *in[0], &w = *in[1];
       int nd = static_cast<int>(a.stride.size());
@@ -330,7 +330,9 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
       else
         EMBER_CHECK(c % g == 0 && w.shape[1] * g == c && out_c % g == 0, op, ": weight ", w.shape, " expects ",
                     w.shape[1] * g, " input channels, input ", x.shape, " has ", c, " (groups ", g, ")");
-      if (in.size() == 3 && in[2]) {
+      EMBER_CHECK(!std::isnan(a.act_min) && !std::isnan(a.act_max), op, ": the epilogue's clamp bounds must not be NaN");
+      EMBER_CHECK(kind == OpKind::conv || !a.has_activation(), op, ": has no epilogue (a clamp)");
+      if (in.size() >= 3 && in[2]) {
         expect_same_dtype(op, x, *in[2], "input and bias");
         EMBER_CHECK(in[2]->shape == Shape({out_c}), op, ": bias ", in[2]->shape, " must have shape [", out_c, "]");
       }
@@ -345,6 +347,11 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
         EMBER_CHECK(o > 0 && (tr || n + 2 * p >= d * (k - 1) + 1), op, ": input ", x.shape, " is too small for kernel ",
                     w.shape, " (spatial dim ", i, ")");
         out.push_back(o);
+      }
+      if (in.size() == 4 && in[3]) {
+        expect_same_dtype(op, x, *in[3], "input and residual");
+        EMBER_CHECK(in[3]->shape == Shape(out), op, ": residual ", in[3]->shape, " must have the output's shape ",
+                    Shape(out));
       }
       return {{Shape(out), x.dtype}};
     }

@@ -80,7 +80,13 @@ DynTensor conv_nd(DynTensor x, DynTensor wt, std::optional<DynTensor> b, const C
   }
 }
 
-OpResult conv_op(OpContext& c) {
+// Conv; with `e`, com.microsoft's FusedConv (what ONNX Runtime's graph optimizer writes, and what
+// fuse_conv_epilogues makes at load): the same attributes, then a residual input Z (input 3) and
+// a clamp in the conv's kernel.
+OpResult conv_with(OpContext& c, std::optional<ConvEpilogue> e);
+OpResult conv_op(OpContext& c) { return conv_with(c, std::nullopt); }
+
+OpResult conv_with(OpContext& c, std::optional<ConvEpilogue> e) {
   DynTensor x = c.in(0), wt = c.in(1);
   if (x.rank() < 3 || wt.rank() != x.rank()) c.fail("input and weight must have the same rank, at least 3");
   need_float(c, x);
@@ -99,7 +105,19 @@ OpResult conv_op(OpContext& c) {
   }
   std::optional<DynTensor> b;
   if (c.has(2)) b = c.in(2);
-  return {conv_nd(x, wt, b, o, n, false, c)};
+  if (!e) return {conv_nd(x, wt, b, o, n, false, c)};
+  if (e->residual) {  // a Z that broadcasts is added after the conv
+    Sizes out = {x.shape()[0], wt.shape()[0]};
+    for (int i = 0; i < n; ++i)
+      out.push_back((x.shape()[i + 2] + 2 * o.padding[size_t(i)] - o.dilation[size_t(i)] * (kernel[size_t(i)] - 1) - 1) /
+                        o.stride[size_t(i)] +
+                    1);
+    if (e->residual->shape() != Shape(out)) {
+      DynTensor y = add(conv_nd(x, wt, b, o, n, false, c), *e->residual);
+      return {e->min || e->max ? clamp(y, e->min, e->max) : y};
+    }
+  }
+  return {conv_fused(x, wt, b, o, *e)};
 }
 
 OpResult conv_transpose_op(OpContext& c) {
@@ -380,6 +398,29 @@ void register_nn_ops(OpTable& t) {
     return {y};
   };
   t["Conv"] = conv_op;
+  // com.microsoft's FusedConv: Y = activation(Conv(X, W, B) + Z). Relu and Clip (and Z) run in
+  // the conv's kernel; the other activations ONNX Runtime fuses run after it.
+  t["com.microsoft::FusedConv"] = [](OpContext& c) -> OpResult {
+    const std::string act = c.attr_s("activation", "");
+    const std::vector<float> par = c.attr_floats("activation_params").value_or(std::vector<float>{});
+    auto param = [&](size_t i, float def) { return i < par.size() ? double(par[i]) : double(def); };
+    ConvEpilogue e;
+    if (c.has(3)) e.residual = c.in(3);
+    if (act == "Relu") {
+      e.min = 0.0;
+    } else if (act == "Clip") {
+      if (par.size() != 2) c.fail("activation Clip needs activation_params [min, max]");
+      e.min = param(0, 0), e.max = param(1, 0);
+    } else if (!act.empty() && act != "Sigmoid" && act != "Tanh" && act != "LeakyRelu" && act != "HardSigmoid") {
+      c.unsupported("activation '" + act + "'");
+    }
+    DynTensor y = conv_with(c, e)[0].tensor();
+    if (act == "Sigmoid") y = sigmoid(y);
+    if (act == "Tanh") y = tanh(y);
+    if (act == "LeakyRelu") y = leaky_relu(y, param(0, 0.01f));
+    if (act == "HardSigmoid") y = clamp(add(mul(y, param(0, 0.2f)), param(1, 0.5f)), 0.0, 1.0);
+    return {y};
+  };
   t["ConvTranspose"] = conv_transpose_op;
   t["MaxPool"] = [](OpContext& c) { return pool_op(c, true); };
   t["AveragePool"] = [](OpContext& c) { return pool_op(c, false); };

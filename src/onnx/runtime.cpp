@@ -370,6 +370,7 @@ Model Model::from_proto(ModelProto proto, Device device, std::string base_dir) {
   // Constant subgraphs (shape arithmetic, weight transposes, Shape of static values) run once
   // here, on the model's device, instead of on every run().
   fold_constants(proto.graph, m.opset_, m.device_, m.base_dir_);
+  fuse_conv_epilogues(proto.graph, m.opset_, m.base_dir_);
   for (const TensorProto& t : proto.graph.initializers) {
     std::optional<DType> dt = to_dtype(t.data_type);
     if (!dt)

@@ -46,6 +46,20 @@ DynTensor conv2d(DynTensor x, DynTensor w, std::optional<DynTensor> b, ConvOptio
 DynTensor conv3d(DynTensor x, DynTensor w, std::optional<DynTensor> b, ConvOptions o) {
   return conv_nd(OpKind::conv, 3, "conv3d", std::move(x), std::move(w), std::move(b), o);
 }
+DynTensor conv_fused(DynTensor x, DynTensor w, std::optional<DynTensor> b, ConvOptions o, ConvEpilogue e) {
+  const int nd = x.rank() - 2;
+  EMBER_CHECK(nd >= 1 && nd <= 3, "conv_fused: input must have rank 3 to 5 [N, C, *spatial], got ", x.shape());
+  ConvAttrs a{per_dim(o.stride, nd, "conv_fused", "stride"), per_dim(o.padding, nd, "conv_fused", "padding"),
+              per_dim(o.dilation, nd, "conv_fused", "dilation"), Sizes(size_t(nd), 0), o.groups};
+  EMBER_CHECK(!(e.min && std::isnan(*e.min)) && !(e.max && std::isnan(*e.max)),
+              "conv_fused: the clamp bounds must not be NaN");
+  if (e.min) a.act_min = *e.min;
+  if (e.max) a.act_max = *e.max;
+  std::vector<DynTensor> in{std::move(x), std::move(w)};
+  if (b || e.residual) in.push_back(b ? std::move(*b) : DynTensor());
+  if (e.residual) in.push_back(std::move(*e.residual));
+  return run1(OpKind::conv, std::move(in), std::move(a));
+}
 DynTensor conv_transpose1d(DynTensor x, DynTensor w, std::optional<DynTensor> b, ConvOptions o) {
   return conv_nd(OpKind::conv_transpose, 1, "conv_transpose1d", std::move(x), std::move(w), std::move(b), o);
 }

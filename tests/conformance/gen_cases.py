@@ -74,7 +74,7 @@ GRAD_OPS = set("""
     slice_assign chunk split cat stack pad tril triu contiguous
     gather scatter scatter_add select select_assign select_add index_select take masked_select
     cast
-    conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d avg_pool1d avg_pool2d max_pool1d max_pool2d
+    conv1d conv2d conv3d conv_fused conv_transpose1d conv_transpose2d conv_transpose3d avg_pool1d avg_pool2d max_pool1d max_pool2d
     adaptive_avg_pool1d adaptive_avg_pool2d interpolate embedding layer_norm batch_norm scaled_dot_product_attention
 """.split())
 # gradient tolerances (rtol, atol unit) by the lowest-precision floating dtype of the case;
@@ -2091,6 +2091,48 @@ def gen_nn(f):
                    "scaled_dot_product_attention", ins,
                    lambda *t, causal=causal, scale=scale: sdpa_ref(t[0], t[1], t[2], t[3] if len(t) > 3 else None, causal, scale),
                    {"is_causal": causal, "scale": scale}, rtol=r, atol=a)
+
+    # conv_fused: clamp(conv(x, w) + bias + residual, min, max) (last in the family: the cases above keep their draws)
+    doc("conv_fused", "nn", "clamp(F.convNd(x, weight, bias, stride, padding, dilation, groups) + residual, min, max)  "
+        "(inputs: x, weight[, bias][, residual])", "stride, padding, dilation, groups, bias, residual, min, max (null: none)")
+    cf = [(2, [1, 4, 6, 6], 6, [3, 3], [1, 1], [1, 1], [1, 1], 1, True, True, 0.0, None),
+          (2, [1, 4, 6, 6], 6, [3, 3], [1, 1], [1, 1], [1, 1], 1, True, False, 0.0, 0.5),
+          (2, [2, 6, 7, 5], 6, [3, 3], [2, 1], [1, 1], [1, 1], 6, False, True, -0.25, None),
+          (2, [1, 16, 14, 14], 32, [3, 3], [1, 1], [1, 1], [1, 1], 1, True, True, 0.0, None),
+          (2, [1, 16, 7, 7], 32, [1, 1], [1, 1], [0, 0], [1, 1], 1, True, False, None, 0.25),
+          (2, [3, 8, 9, 9], 12, [3, 3], [2, 2], [1, 1], [1, 1], 2, True, True, None, None),
+          (1, [2, 3, 11], 4, [3], [1], [1], [2], 1, False, True, 0.0, 0.75),
+          (3, [1, 2, 4, 5, 5], 3, [3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1], 1, True, True, 0.0, None)]
+    for dt in ("f32", "f64", "bf16"):
+        for nd, xs, Cout, ks, stride, pad, dil, groups, bias, res, lo, hi in cf:
+            if dt == "bf16" and nd != 2:
+                continue
+            x = f.uniform(xs, -1, 1, dt)
+            w = f.uniform([Cout, xs[1] // groups] + ks, -1, 1, dt)
+            ins = [x, w]
+            if bias:
+                ins.append(f.uniform([Cout], -1, 1, dt))
+            fn = getattr(F, "conv%dd" % nd)
+            out = fn(x.double(), w.double(), None, stride, pad, dil, groups)
+            if res:
+                ins.append(f.uniform(list(out.shape), -1, 1, dt))
+            K = xs[1] // groups
+            for k_ in ks:
+                K *= k_
+            r, a = acc_tol(dt, K, 1.0)
+
+            def ref(*t, nd=nd, fn=fn, stride=stride, pad=pad, dil=dil, groups=groups, bias=bias, res=res, lo=lo, hi=hi):
+                y = fn(t[0], t[1], t[2] if bias else None, stride, pad, dil, groups)
+                if res:
+                    y = y + t[-1]
+                return torch.clamp(y, lo, hi) if lo is not None or hi is not None else y
+
+            name = "conv_fused/%s/x%s_w%s_s%s_p%s_d%s_g%d%s%s_min%s_max%s" % (
+                dt, sh(x.shape), sh(w.shape), sh(stride), sh(pad), sh(dil), groups, "_bias" if bias else "",
+                "_residual" if res else "", lo, hi)
+            f.case(name, "conv_fused", ins, ref,
+                   {"stride": stride, "padding": pad, "dilation": dil, "groups": groups, "bias": bias, "residual": res,
+                    "min": lo, "max": hi}, rtol=r, atol=a, f32acc=True)
 
 
 # ----------------------------------------------------------------------------

@@ -291,6 +291,16 @@ const std::map<std::string, OpFn>& op_registry() {
       {"conv1d", [](V& in, const Json& a, const Device&) { return V{conv1d(in[0], in[1], opt(in, 2), conv_opts(a))}; }},
       {"conv2d", [](V& in, const Json& a, const Device&) { return V{conv2d(in[0], in[1], opt(in, 2), conv_opts(a))}; }},
       {"conv3d", [](V& in, const Json& a, const Device&) { return V{conv3d(in[0], in[1], opt(in, 2), conv_opts(a))}; }},
+      {"conv_fused", [](V& in, const Json& a, const Device&) {
+         size_t i = 2;
+         std::optional<DynTensor> b;
+         ConvEpilogue e;
+         if (flag(a, "bias", false)) b = in[i++];
+         if (flag(a, "residual", false)) e.residual = in[i++];
+         if (a.contains("min") && !a["min"].is_null()) e.min = a["min"].get<double>();
+         if (a.contains("max") && !a["max"].is_null()) e.max = a["max"].get<double>();
+         return V{conv_fused(in[0], in[1], b, conv_opts(a), e)};
+       }},
       {"conv_transpose1d", [](V& in, const Json& a, const Device&) { return V{conv_transpose1d(in[0], in[1], opt(in, 2), conv_opts(a))}; }},
       {"conv_transpose2d", [](V& in, const Json& a, const Device&) { return V{conv_transpose2d(in[0], in[1], opt(in, 2), conv_opts(a))}; }},
       {"conv_transpose3d", [](V& in, const Json& a, const Device&) { return V{conv_transpose3d(in[0], in[1], opt(in, 2), conv_opts(a))}; }},

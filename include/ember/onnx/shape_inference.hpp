@@ -63,4 +63,12 @@ inline constexpr int64_t kMaxFoldGrowth = int64_t(1) << 16;  // element count fo
 FoldStats fold_constants(GraphProto& graph, int64_t opset, const Device& device = Device::cpu(),
                          const std::string& base_dir = "");
 
+// Fuses each Conv of `graph` (not its subgraphs) whose output only one node reads, and which is
+// not a graph output, with that reader when it is a Relu, a Clip of constant bounds, or an Add
+// (and then with a Relu or Clip that alone reads the sum): one com.microsoft FusedConv node,
+// Y = activation(Conv(X, W, B) + Z), as ONNX Runtime's graph optimizer writes it, placed where
+// the last fused node was. The runtime runs the add and the clamp in the conv's kernel
+// (conv_fused). Model::load does this after fold_constants; returns the number of fused Convs.
+int64_t fuse_conv_epilogues(GraphProto& graph, int64_t opset, const std::string& base_dir = "");
+
 }  // namespace ember::onnx

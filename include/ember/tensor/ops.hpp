@@ -186,6 +186,17 @@ DynTensor conv1d(DynTensor x, DynTensor weight, std::optional<DynTensor> bias = 
 DynTensor conv2d(DynTensor x, DynTensor weight, std::optional<DynTensor> bias = {}, ConvOptions o = {});
 // The same over x [N, C, D, H, W] with weight [out, C / groups, kD, kH, kW] (torch.nn.functional.conv3d).
 DynTensor conv3d(DynTensor x, DynTensor weight, std::optional<DynTensor> bias = {}, ConvOptions o = {});
+// What conv_fused does after the bias, in the same kernel: adds `residual` (when given; the output's
+// shape and dtype), then clamps to [min, max] (a missing bound is not applied; NaN stays NaN).
+// ReLU: {.min = 0}; ReLU6: {.min = 0, .max = 6}.
+struct ConvEpilogue {
+  std::optional<DynTensor> residual;
+  std::optional<double> min, max;
+};
+// conv1d / conv2d / conv3d (by x's rank) followed by an epilogue in one kernel, as inference runtimes
+// fuse a conv with the ReLU and the residual add after it (ONNX Runtime's FusedConv):
+// clamp(conv(x, weight) + bias + residual, min, max). Differentiable like the unfused ops.
+DynTensor conv_fused(DynTensor x, DynTensor weight, std::optional<DynTensor> bias, ConvOptions o, ConvEpilogue e);
 // Transposed convolution of x [N, C, L] with weight [C, out / groups, k] (torch.nn.functional.conv_transpose1d).
 DynTensor conv_transpose1d(DynTensor x, DynTensor weight, std::optional<DynTensor> bias = {}, ConvOptions o = {});
 // The same over x [N, C, H, W] (torch.nn.functional.conv_transpose2d).

@@ -32,6 +32,7 @@
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "cpu_backend.hpp"
@@ -72,6 +73,8 @@ void conv_implicit_tile_f32_avx512(int m, int sw, bool split7, int64_t rowstep, 
                                    int n);
 void transpose_bias_f32_avx512(const float* src, int64_t rows, int64_t cols, int64_t lds, const float* bias,
                                float* dst, int64_t ldd);
+void conv_epilogue_f32_avx512(float* y, const float* res, int64_t rows, int64_t cols, int64_t ld, float lo,
+                              float hi);
 }  // namespace detail
 
 namespace {
@@ -159,6 +162,35 @@ const float* kept_packing(const WeightStore& ws, std::initializer_list<int64_t> 
   hold = ws.storage->derived(h, floats * sizeof(float), [&](void* dst) { pack(static_cast<float*>(dst)); });
   return hold ? static_cast<const float*>(hold->data) : nullptr;
 }
+
+// conv_fused's epilogue (ConvAttrs::act_min / act_max and the residual input): y = clamp(y +
+// residual, lo, hi), applied by each path to the output rows it has just finished, while they are
+// in cache.
+template <class T>
+struct Epilogue {
+  const T* residual = nullptr;  // the residual's element 0 (laid out as the output), or null
+  const T* y0 = nullptr;        // the output's element 0
+  T lo = -std::numeric_limits<T>::infinity(), hi = std::numeric_limits<T>::infinity();
+  bool clamp = false;
+  bool active() const { return residual || clamp; }
+  // rows x cols of the output at y (row stride ld)
+  void operator()(T* y, int64_t rows, int64_t cols, int64_t ld) const {
+    if (!active() || rows <= 0 || cols <= 0) return;
+    const T* res = residual ? residual + (y - y0) : nullptr;
+    if constexpr (std::is_same_v<T, float>) {
+      if (features().avx512) {
+        detail::conv_epilogue_f32_avx512(y, res, rows, cols, ld, lo, hi);
+        return;
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < cols; ++i) {
+        T v = y[r * ld + i] + (res ? res[r * ld + i] : T(0));
+        v = v < lo ? lo : v;  // NaN stays NaN
+        y[r * ld + i] = v > hi ? hi : v;
+      }
+  }
+};
 
 // ---------------------------------------------------------------------------------------
 // im2col: rows r in [r0, r1), r = ((c * KD + kd) * KH + kh) * KW + kw, of one image/group
@@ -378,7 +410,7 @@ void fill_bias(T* y, int64_t ld, int64_t rows, int64_t p0, int64_t p1, const T* 
 // multiplier): a GEMM with K = KK would be dominated by packing. Each output plane is the
 // bias plus a sum of shifted, scaled input rows (vectorised along the output row).
 template <class T>
-void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y) {
+void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y, const Epilogue<T>& epi) {
   const int64_t P = g.out_px(), IP = g.in_px(), KK = g.kk();
   const int64_t ID = g.in[0], IH = g.in[1], IW = g.in[2];
   const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
@@ -433,6 +465,7 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
       T* __restrict yo = y + q * P;
       if (simd) {
         simd_plane(xc, wo, bias ? bias[o] : T(0), yo);
+        epi(yo, 1, P, P);
         continue;
       }
       std::fill(yo, yo + P, bias ? bias[o] : T(0));
@@ -462,6 +495,7 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
           }
         }
       }
+      epi(yo, 1, P, P);
     }
   };
   const int64_t per_plane = std::max<int64_t>(1, P * KK);
@@ -498,7 +532,8 @@ const detail::GemmKernelSet<float>* packed_conv_kernels() {
 }
 
 void conv_forward_packed(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
-                         const detail::GemmKernelSet<float>& ks, int nth, const WeightStore& ws) {
+                         const detail::GemmKernelSet<float>& ks, int nth, const WeightStore& ws,
+                         const Epilogue<float>& epi) {
   const int64_t MR = ks.mr, NR = ks.nr;
   const int64_t P = g.out_px(), IP = g.in_px(), KK = g.kk();
   const int64_t Kdim = g.Cg * KK;
@@ -579,6 +614,7 @@ void conv_forward_packed(const ConvGeom& g, const float* x, const float* w, cons
           }
         }
       }
+      epi(yg + o0 * P + p0, o1 - o0, cl, P);
     }
   };
   if (nth > 1 && units > 1)
@@ -658,7 +694,8 @@ class ChannelPanels {
 constexpr int64_t kImageKBlock = 256;  // K rows per block
 
 void conv_forward_image(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
-                        const detail::GemmKernelSet<float>& ks, int nth, const WeightStore& ws) {
+                        const detail::GemmKernelSet<float>& ks, int nth, const WeightStore& ws,
+                        const Epilogue<float>& epi) {
   const int64_t MR = ks.mr, NR = ks.nr;
   const int64_t P = g.out_px(), IP = g.in_px(), Og = g.Og;
   const int64_t Kdim = g.Cg * g.kk();
@@ -715,6 +752,7 @@ void conv_forward_image(const ConvGeom& g, const float* x, const float* w, const
           multiply(ap + k0 * Mp, P, bp + k0 * NR, cols, kc, k0 == 0 ? 0.0f : 1.0f, ct + c0, Og);
         }
         detail::transpose_bias_f32_avx512(ct + c0, P, cols, Og, bg ? bg + c0 : nullptr, yg + c0 * P, P);
+        epi(yg + c0 * P, cols, P, P);
       });
     } else {
       const float* bp = panels.all(gi);
@@ -731,6 +769,7 @@ void conv_forward_image(const ConvGeom& g, const float* x, const float* w, const
           multiply(apk, cl, bp + k0 * NR, Og, kc, k0 == 0 ? 0.0f : 1.0f, ct, Og);
         }
         detail::transpose_bias_f32_avx512(ct, cl, Og, Og, bg, yg + p0, P);
+        epi(yg + p0, Og, cl, P);
       });
     }
   }
@@ -751,7 +790,8 @@ bool implicit_applies(const ConvGeom& g, const detail::GemmKernelSet<float>& ks)
 }
 
 void conv_forward_image_implicit(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
-                                 const detail::GemmKernelSet<float>& ks, int nth, const WeightStore& ws) {
+                                 const detail::GemmKernelSet<float>& ks, int nth, const WeightStore& ws,
+                                 const Epilogue<float>& epi) {
   constexpr int64_t MR = 14, NR = 32;
   const int64_t P = g.out_px(), IP = g.in_px(), Og = g.Og;
   const int64_t Kdim = g.Cg * g.kk();
@@ -842,6 +882,7 @@ void conv_forward_image_implicit(const ConvGeom& g, const float* x, const float*
         for (int64_t k0 = 0; k0 < Kdim; k0 += kcb)
           multiply(xp, 0, mpanels, 0, bp, cols, k0, std::min(kcb, Kdim - k0), ct + c0, Og);
         detail::transpose_bias_f32_avx512(ct + c0, P, cols, Og, bg ? bg + c0 : nullptr, yg + c0 * P, P);
+        epi(yg + c0 * P, cols, P, P);
       });
     } else {
       const float* bp = panels.all(gi);
@@ -855,6 +896,7 @@ void conv_forward_image_implicit(const ConvGeom& g, const float* x, const float*
         for (int64_t k0 = 0; k0 < Kdim; k0 += kcb)
           multiply(xp, q0, q1, first, bp, Og, k0, std::min(kcb, Kdim - k0), ct, Og);
         detail::transpose_bias_f32_avx512(ct, cl, Og, Og, bg, yg + first, P);
+        epi(yg + first, Og, cl, P);
       });
     }
   }
@@ -941,17 +983,19 @@ void conv_forward_small_output(const ConvGeom& g, const T* x, int64_t xs0, int64
 
 // ---------------------------------------------------------------------------------------
 template <class T>
-void conv_forward(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y, const WeightStore& ws = {}) {
+void conv_forward(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y, const WeightStore& ws,
+                  const Epilogue<T>& epi) {
   const int64_t P = g.out_px(), IP = g.in_px(), KK = g.kk();
   const int64_t Kdim = g.Cg * KK;
   const int64_t ng = g.N * g.G;
   if (ng == 0 || P == 0) return;
   if (small_output_conv(g)) {
     conv_forward_small_output<T>(g, x, g.C * IP, IP, w, g.C * KK, KK, bias, y);
+    epi(y, 1, g.N * g.O * P, 0);
     return;
   }
   if (g.Cg == 1 && !g.pointwise() && !(g.G == 1 && g.Og >= 8)) {
-    conv_depthwise<T>(g, x, w, bias, y);
+    conv_depthwise<T>(g, x, w, bias, y, epi);
     return;
   }
   const bool direct = g.pointwise();
@@ -965,11 +1009,11 @@ void conv_forward(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y
         // channels are few and the pixels many, where the usual orientation needs no
         // transpose and a cheaper im2col.
         if (ng < 2 * nth && ks->pack_b && ks->mr <= 16 && implicit_applies(g, *ks))
-          conv_forward_image_implicit(g, x, w, bias, y, *ks, nth, ws);
+          conv_forward_image_implicit(g, x, w, bias, y, *ks, nth, ws, epi);
         else if (ng < 2 * nth && ks->pack_b && ks->mr <= 16 && (g.Og >= 128 || P <= 4 * g.Og))
-          conv_forward_image(g, x, w, bias, y, *ks, nth, ws);
+          conv_forward_image(g, x, w, bias, y, *ks, nth, ws, epi);
         else
-          conv_forward_packed(g, x, w, bias, y, *ks, nth, ws);
+          conv_forward_packed(g, x, w, bias, y, *ks, nth, ws, epi);
         return;
       }
     }
@@ -1003,6 +1047,7 @@ void conv_forward(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y
     if (bias) fill_bias(yg, P, g.Og, p0, p1, bias + gi * g.Og);
     if (direct) {
       gemm_t<T>(g.Og, p1 - p0, Kdim, wg, Kdim, 1, xg + p0, IP, beta, yg + p0, P);
+      epi(yg + p0, g.Og, p1 - p0, P);
       return;
     }
     const int64_t cl = p1 - p0;
@@ -1015,6 +1060,7 @@ void conv_forward(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y
       im2col(g, xg, 0, Kdim, p0, p1, col, cl);
     }
     gemm_t<T>(g.Og, cl, Kdim, wg, Kdim, 1, col, cl, beta, yg + p0, P);
+    epi(yg + p0, g.Og, cl, P);
   };
 
   if (items_parallel) {
@@ -1129,12 +1175,29 @@ bool spatially_contiguous(const CpuTensor& t) {
   return true;
 }
 
+// The epilogue of `op` over output y (T: the compute type) with the residual at `res` (laid out as
+// the output).
+template <class T>
+Epilogue<T> epilogue_of(const Op& op, const T* y, const T* res) {
+  const auto& a = op.attr<ConvAttrs>();
+  Epilogue<T> e;
+  e.y0 = y;
+  e.residual = res;
+  e.clamp = a.has_activation();
+  e.lo = T(a.act_min);
+  e.hi = T(a.act_max);
+  return e;
+}
+
 template <bool Transpose>
 std::vector<PrimitivePtr> conv_kernel_impl(CpuBackend&, Op& op) {
   const TensorMeta& om = op.outputs[0];
   auto out = alloc(om);
   if (om.shape.numel() == 0) return {out};
   const ConvGeom g = make_geom(op);
+  // conv_fused's residual (contiguous, as the output)
+  CpuTensorPtr rc;
+  if (op.inputs.size() > 3 && op.inputs[3]) rc = contiguous(op.inputs[3]);
   if (!Transpose && small_output_conv(g) && (om.dtype == DType::f32 || om.dtype == DType::f64)) {
     // Read the inputs in place when only their first two dims are permuted (autodiff's
     // weight-gradient convs get transposed views): no contiguous copies.
@@ -1144,9 +1207,11 @@ std::vector<PrimitivePtr> conv_kernel_impl(CpuBackend&, Op& op) {
       CpuTensorPtr bc;
       if (op.inputs.size() > 2 && op.inputs[2]) bc = contiguous(op.inputs[2]);
       visit_float_dtype(om.dtype, op.name(), [&]<class T>() {
-        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
           conv_forward_small_output<T>(g, xv.data<T>(), xv.strides[0], xv.strides[1], wv.data<T>(), wv.strides[0],
                                        wv.strides[1], bc ? bc->data<T>() : nullptr, out->data<T>());
+          epilogue_of<T>(op, out->data<T>(), rc ? rc->data<T>() : nullptr)(out->data<T>(), 1, om.shape.numel(), 0);
+        }
       });
       return {out};
     }
@@ -1156,25 +1221,27 @@ std::vector<PrimitivePtr> conv_kernel_impl(CpuBackend&, Op& op) {
   CpuTensorPtr bc;
   if (op.inputs.size() > 2 && op.inputs[2]) bc = contiguous(op.inputs[2]);
 
-  auto run = [&]<class T>(const T* x, const T* w, const T* b, T* y, const WeightStore& ws) {
+  auto run = [&]<class T>(const T* x, const T* w, const T* b, T* y, const WeightStore& ws, const T* res) {
     if constexpr (Transpose)
       conv_transpose_forward<T>(g, x, w, b, y);
     else
-      conv_forward<T>(g, x, w, b, y, ws);
+      conv_forward<T>(g, x, w, b, y, ws, epilogue_of<T>(op, y, res));
   };
   visit_float_dtype(om.dtype, op.name(), [&]<class T>() {
     if constexpr (is_half_v<T>) {
       const int64_t nx = xc->numel(), nw = wc->numel(), nb = bc ? bc->numel() : 0, ny = om.shape.numel();
-      auto buf = alloc({Shape{nx + nw + nb + ny}, DType::f32});  // uninitialised scratch
-      float *x = buf->template data<float>(), *w = x + nx, *b = w + nw, *y = b + nb;
+      const int64_t nr = rc ? ny : 0;
+      auto buf = alloc({Shape{nx + nw + nb + ny + nr}, DType::f32});  // uninitialised scratch
+      float *x = buf->template data<float>(), *w = x + nx, *b = w + nw, *y = b + nb, *r = y + ny;
       half_to_f32(xc->data<T>(), x, nx);
       half_to_f32(wc->data<T>(), w, nw);
       if (bc) half_to_f32(bc->data<T>(), b, nb);
-      run.template operator()<float>(x, w, bc ? b : nullptr, y, WeightStore{});
+      if (rc) half_to_f32(rc->data<T>(), r, nr);
+      run.template operator()<float>(x, w, bc ? b : nullptr, y, WeightStore{}, rc ? r : nullptr);
       f32_to_half(y, out->data<T>(), ny);
     } else {
       run.template operator()<T>(xc->data<T>(), wc->data<T>(), bc ? bc->data<T>() : nullptr, out->data<T>(),
-                                 WeightStore{wc->storage.get(), wc->offset});
+                                 WeightStore{wc->storage.get(), wc->offset}, rc ? rc->data<T>() : nullptr);
     }
   });
   return {out};

@@ -648,7 +648,12 @@ std::vector<PrimitivePtr> conv_kernel(CudaBackend& be, Op& op) {
     }
   }
   if (bias && !bias_added) add_bias(be, *y, *bias);
-  return {y};
+  // conv_fused's epilogue: the residual add, then the clamp, as their own kernels (each in place)
+  PrimitivePtr out = std::move(y);
+  if (op.inputs.size() > 3 && op.inputs[3]) out = be.execute(make_op(OpKind::add, {std::move(out), op.inputs[3]}))[0];
+  if (a.has_activation())
+    out = be.execute(make_op(OpKind::clamp, {std::move(out)}, ScalarAttrs{a.act_min, a.act_max}))[0];
+  return {out};
 }
 
 }  // namespace

@@ -118,6 +118,7 @@ class AutodiffBackend final : public ForwardingBackend {
     const Rule& rule = rules()[static_cast<size_t>(op.kind)];
     std::shared_ptr<Node> node;
     if (tracked && rule.fn && t_grad_enabled) node = record(op, rule);
+    const uint32_t save_out = node && rule.save_outputs_of ? rule.save_outputs_of(op) : rule.save_outputs;
     // Unwrap. A wrapper we hold the only handle to gives up its inner value, so the inner
     // backend may reuse the buffer in place (unless the graph saved it).
     for (auto& p : op.inputs) {
@@ -130,7 +131,7 @@ class AutodiffBackend final : public ForwardingBackend {
     if (node && !node->recomputable) {
       node->saved_out.assign(outs.size(), nullptr);
       for (size_t j = 0; j < outs.size(); ++j)
-        if (rule.save_outputs & (1u << j)) node->saved_out[j] = outs[j];
+        if (save_out & (1u << j)) node->saved_out[j] = outs[j];
     }
     for (size_t j = 0; j < outs.size(); ++j) {
       Edge e;

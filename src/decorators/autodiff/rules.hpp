@@ -157,6 +157,7 @@ struct Rule {
   BackwardFn fn;              // null: the op is not differentiable (floating outputs of it are untracked)
   uint32_t save_inputs = 0;   // bit i: backward reads input(i)
   uint32_t save_outputs = 0;  // bit i: backward reads output(i)
+  uint32_t (*save_outputs_of)(const Op&) = nullptr;  // when set, the save_outputs of this op
 };
 using RuleTable = std::array<Rule, kNumOps>;
 

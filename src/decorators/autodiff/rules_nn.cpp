@@ -246,17 +246,28 @@ Val attention_probs(BackwardCtx& c, const Val& q, const Val& k, double scale) {
 }  // namespace
 
 void register_nn_rules(RuleTable& t) {
-  // conv: y = conv(x, w) + b
-  //   dx = conv_transpose(g, w) with output_padding = (n + 2p - d(k-1) - 1) mod s (exact shape)
-  //   dw = swapped conv of x with g (stride <-> dilation), narrowed to the kernel size
-  //   db = sum of g over N and the spatial dims
+  // conv: y = clamp(conv(x, w) + b + r, min, max), the residual r and the clamp optional (the
+  // epilogue of conv_fused)
+  //   g' = g where min < y < max (the bounds pass none, as relu'(0) = 0; a NaN y passes g)
+  //   dx = conv_transpose(g', w) with output_padding = (n + 2p - d(k-1) - 1) mod s (exact shape)
+  //   dw = swapped conv of x with g' (stride <-> dilation), narrowed to the kernel size
+  //   db = sum of g' over N and the spatial dims; dr = g'
   {
     Rule& r = t[size_t(OpKind::conv)];
     r.save_inputs = 0b11;
+    r.save_outputs_of = [](const Op& op) -> uint32_t { return op.attr<ConvAttrs>().has_activation() ? 1u : 0u; };
     r.fn = [](BackwardCtx& c) -> Grads {
       const auto& a = c.attr<ConvAttrs>();
       Val g = c.grad(0);
+      if (a.has_activation()) {
+        Val y = c.output(0);
+        if (a.act_min > -std::numeric_limits<double>::infinity())
+          g = where(cmp(OpKind::lower_equal, y, a.act_min), 0.0, g);
+        if (a.act_max < std::numeric_limits<double>::infinity())
+          g = where(cmp(OpKind::greater_equal, y, a.act_max), 0.0, g);
+      }
       Grads out(c.num_inputs());
+      if (c.num_inputs() > 3 && c.has_input(3) && c.needs_grad(3)) out[3] = g;
       int nd = int(a.stride.size());
       if (c.needs_grad(0)) {
         ConvAttrs ta = conv_attrs(a.stride, a.padding, a.dilation, a.groups);

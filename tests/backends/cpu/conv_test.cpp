@@ -281,6 +281,60 @@ TEST_P(ConvThreads, KeptWeightPackingFollowsTheWeights) {
   }
 }
 
+// conv_fused's epilogue (+ residual, then a clamp) on every conv path: the cases above, and
+// convs that take the single-image paths (each split) and the batched packed one, in f32 (the
+// AVX-512 epilogue on the tiles each path finishes), f64 and bf16 (one pass at the end).
+TEST_P(ConvThreads, FusedEpilogueMatchesReference) {
+  std::vector<ConvCase> cases = conv_cases();
+  cases.push_back({2, 1, 64, 64, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 1, true});   // implicit, pixels
+  cases.push_back({2, 1, 96, 160, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 1, true});    // implicit, channels
+  cases.push_back({2, 1, 32, 200, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 2, false});   // image, channels
+  cases.push_back({2, 1, 16, 128, {20, 19}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 1, true});  // image, pixels
+  cases.push_back({2, 6, 32, 48, {12, 12}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 1, true});   // packed
+  cases.push_back({2, 1, 16, 24, {8, 8}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, true});     // pointwise
+  cases.push_back({2, 2, 3, 4, {5, 5}, {5, 5}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, true});       // small output
+  struct Bounds {
+    std::optional<double> lo, hi;
+    bool residual;
+  };
+  const Bounds bounds[] = {{0.0, std::nullopt, true}, {-0.3, 0.4, false}, {std::nullopt, std::nullopt, true},
+                           {0.0, 0.5, true}};
+  uint32_t seed = 9000;
+  int k = 0;
+  for (DType dt : {DType::f32, DType::f64, DType::bf16})
+    for (const ConvCase& c : cases) {
+      const Bounds& bd = bounds[k++ % 4];
+      std::mt19937 rng(seed++);
+      std::vector<int64_t> xs = {c.N, c.C}, ws = {c.O, c.C / c.groups}, ys = {c.N, c.O};
+      xs.insert(xs.end(), c.in.begin(), c.in.end());
+      ws.insert(ws.end(), c.k.begin(), c.k.end());
+      for (int64_t v : out_size(c, false)) ys.push_back(v);
+      auto xv = rounded(random_values(Shape(xs).numel(), rng), dt);
+      auto wv = rounded(random_values(Shape(ws).numel(), rng), dt);
+      auto bv = rounded(random_values(c.O, rng), dt);
+      auto rv = rounded(random_values(Shape(ys).numel(), rng), dt);
+      ConvOptions o{c.s, c.p, c.d, c.op, c.groups};
+      std::optional<DynTensor> bt;
+      if (c.bias) bt = make_tensor(bv, Shape{c.O}, dt, false);
+      ConvEpilogue e{std::nullopt, bd.lo, bd.hi};
+      if (bd.residual) e.residual = make_tensor(rv, Shape(ys), dt, false);
+      DynTensor y = conv_fused(make_tensor(xv, Shape(xs), dt, false), make_tensor(wv, Shape(ws), dt, false), bt, o, e);
+      ASSERT_EQ(y.shape(), Shape(ys));
+      auto want = conv_reference(c, false, xv, wv, c.bias ? &bv : nullptr);
+      double scale = 1.0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        if (bd.residual) want[i] += rv[i];
+        scale = std::max(scale, std::abs(want[i]));
+        if (bd.lo) want[i] = std::max(want[i], *bd.lo);
+        if (bd.hi) want[i] = std::min(want[i], *bd.hi);
+      }
+      const auto got = y.into_data().to_doubles();
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], tolerance(dt) * scale) << "dtype " << dt << " case in " << c.in[0] << " C " << c.C
+                                                             << " O " << c.O << " at " << i;
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Threads, ConvThreads, ::testing::Values(1, 2, 3));
 
 TEST(Conv, EmptyBatch) {
