@@ -869,4 +869,13 @@ MUTANTS = [
         "description": "a Conv whose output is also a graph output or read twice is fused away",
         "suites": [unit("tests/onnx/ember_onnx_tests", "OnnxConvFusion.*")],
     },
+    {
+        "id": "depthwise-3x3-plane-ignores-padding",
+        "family": "cpu",
+        "file": "src/backends/cpu/conv_avx512.cpp",
+        "search": "m[c][kw] = lanes(1 - kw - o, W + 1 - kw - o);",
+        "replace": "m[c][kw] = lanes(0, W - o);",
+        "description": "the 3x3 depthwise plane kernel reads the neighbouring row's elements instead of the zero padding",
+        "suites": [unit(CPU_TESTS, "*ConvMatchesReference*")],
+    },
 ]

@@ -16,7 +16,8 @@
 //     channels or pixels (conv_forward_image), without an im2col where the output rows suit
 //     the micro-kernel (conv_forward_image_implicit);
 //   * 1x1, stride-1, unpadded: no im2col, X is used in place as the [Cg, P] matrix;
-//   * one input channel per group (depthwise): a direct kernel (AVX-512 rows for f32), except
+//   * one input channel per group (depthwise): a direct kernel (AVX-512 rows for f32, and a
+//     whole-plane kernel for 3x3 / stride 1 / padding 1, MobileNets' case), except
 //     a single-channel input with 8+ outputs (a network's first layer), where im2col + GEMM
 //     with K = kernel volume is faster;
 //   * a few output pixels from a large kernel (autodiff's weight-gradient convs): one GEMM
@@ -52,6 +53,7 @@ struct DwTap {
   float w;           // the tap's weight
 };
 void depthwise_row_f32_avx512(float* y, int64_t n, int64_t stride, const DwTap* taps, int ntaps, float bias);
+void depthwise3x3_plane_f32_avx512(const float* x, int64_t H, int64_t W, const float* w, float bias, float* y);
 struct Im2colRow {
   const float* plane;  // the input plane of the row's channel
   int64_t ID, IH, IW, OH, OW;
@@ -431,8 +433,15 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
     const int64_t a = std::min(OW, first_valid(woff, sw));
     tap_columns[size_t(kw)] = {woff, a, std::max(a, end_valid(woff, sw, IW, OW))};
   }
+  // 3x3, stride 1, padding 1, 2-d (MobileNets): a kernel for the whole plane
+  const bool plane3x3 = simd && g.k[0] == 1 && g.k[1] == 3 && g.k[2] == 3 && g.s[1] == 1 && g.s[2] == 1 &&
+                        g.p[0] == 0 && g.p[1] == 1 && g.p[2] == 1 && g.d[1] == 1 && g.d[2] == 1 && ID == 1;
   auto simd_plane = [&](const T* xc, const T* wo, T b, T* yo) {
     if constexpr (std::is_same_v<T, float>) {
+      if (plane3x3) {
+        detail::depthwise3x3_plane_f32_avx512(xc, IH, IW, wo, b, yo);
+        return;
+      }
       detail::DwTap taps[kMaxTaps];
       for (int64_t od = 0; od < OD; ++od) {
         for (int64_t oh = 0; oh < OH; ++oh) {

@@ -43,13 +43,24 @@ inline const float* at(const float* row, int64_t i) {
 
 // y[o] = bias + sum_t taps[t].w * taps[t].row[o * stride + taps[t].off] for o in [0, n),
 // where tap t only contributes to the columns [lo, hi). stride is 1 or 2.
-void depthwise_row_f32_avx512(float* y, int64_t n, int64_t stride, const DwTap* taps, int ntaps, float bias) {
+namespace {
+// Output columns [o0, o0 + 16 NC) of a depthwise row (the last chunk may be short: n ends the
+// row), each 16-column chunk with its own accumulator: NC independent FMA chains instead of one
+// (a chain of ntaps FMAs waits on each one's latency).
+template <int NC>
+inline void depthwise_chunks(float* y, int64_t n, int64_t o0, int64_t stride, const DwTap* taps, int ntaps,
+                             float bias) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  for (int64_t o = 0; o < n; o += 16) {
-    const int64_t m = n - o < 16 ? n - o : 16;
-    __m512 acc = _mm512_set1_ps(bias);
-    for (int t = 0; t < ntaps; ++t) {
-      const DwTap& tp = taps[t];
+  __m512 acc[NC];
+#pragma GCC unroll 4
+  for (int c = 0; c < NC; ++c) acc[c] = _mm512_set1_ps(bias);
+  for (int t = 0; t < ntaps; ++t) {
+    const DwTap& tp = taps[t];
+    const __m512 w = _mm512_set1_ps(tp.w);
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) {
+      const int64_t o = o0 + 16 * c;
+      const int64_t m = n - o < 16 ? n - o : 16;
       int64_t s = tp.lo - o, e = tp.hi - o;
       if (s < 0) s = 0;
       if (e > m) e = m;
@@ -57,7 +68,7 @@ void depthwise_row_f32_avx512(float* y, int64_t n, int64_t stride, const DwTap* 
       const float* p = at(tp.row, o * stride + tp.off);
       __m512 v;
       if (stride == 1) {
-        v = _mm512_maskz_loadu_ps(lanes(s, e), p);
+        v = s == 0 && e == 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(lanes(s, e), p);
       } else {
         // Elements 2s, 2s+2, ..., 2e-2 of a 32-element window, then keep the even ones.
         const int64_t js = 2 * s, je = 2 * e - 1;
@@ -65,9 +76,64 @@ void depthwise_row_f32_avx512(float* y, int64_t n, int64_t stride, const DwTap* 
         const __m512 b = _mm512_maskz_loadu_ps(lanes(js - 16, je - 16), at(p, 16));
         v = _mm512_permutex2var_ps(a, even, b);
       }
-      acc = _mm512_fmadd_ps(_mm512_set1_ps(tp.w), v, acc);
+      acc[c] = _mm512_fmadd_ps(w, v, acc[c]);
     }
-    _mm512_mask_storeu_ps(y + o, lanes(0, m), acc);
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < NC; ++c) {
+    const int64_t o = o0 + 16 * c;
+    _mm512_mask_storeu_ps(y + o, lanes(0, n - o), acc[c]);
+  }
+}
+}  // namespace
+
+void depthwise_row_f32_avx512(float* y, int64_t n, int64_t stride, const DwTap* taps, int ntaps, float bias) {
+  int64_t o0 = 0;
+  for (; o0 + 48 < n; o0 += 64) depthwise_chunks<4>(y, n, o0, stride, taps, ntaps, bias);
+  switch ((n - o0 + 15) / 16) {
+    case 3: depthwise_chunks<3>(y, n, o0, stride, taps, ntaps, bias); break;
+    case 2: depthwise_chunks<2>(y, n, o0, stride, taps, ntaps, bias); break;
+    case 1: depthwise_chunks<1>(y, n, o0, stride, taps, ntaps, bias); break;
+    default: break;
+  }
+}
+
+// A whole depthwise plane of a 3x3 kernel with stride 1, padding 1 and dilation 1 (MobileNets'):
+// y[h, o] = bias + sum over kh, kw of w[3 kh + kw] x[h + kh - 1, o + kw - 1] (zero outside), for an
+// H x W plane. The nine weights stay in registers for the plane; four 16-column chunks of a row
+// accumulate at once (four FMA chains); each column offset's load mask is the same in every row.
+void depthwise3x3_plane_f32_avx512(const float* x, int64_t H, int64_t W, const float* w, float bias, float* y) {
+  __m512 wv[9];
+  for (int k = 0; k < 9; ++k) wv[k] = _mm512_set1_ps(w[k]);
+  const __m512 vb = _mm512_set1_ps(bias);
+  for (int64_t o0 = 0; o0 < W; o0 += 64) {
+    __mmask16 m[4][3], st[4];
+    for (int c = 0; c < 4; ++c) {
+      const int64_t o = o0 + 16 * c;
+      st[c] = lanes(0, W - o);
+      for (int kw = 0; kw < 3; ++kw) m[c][kw] = lanes(1 - kw - o, W + 1 - kw - o);  // o + l + kw - 1 in [0, W)
+    }
+    const int nc = W - o0 >= 64 ? 4 : int((W - o0 + 15) / 16);
+    for (int64_t h = 0; h < H; ++h) {
+      __m512 acc[4] = {vb, vb, vb, vb};
+      for (int kh = 0; kh < 3; ++kh) {
+        const int64_t ih = h + kh - 1;
+        if (ih < 0 || ih >= H) continue;
+        const float* row = x + ih * W + o0;
+        for (int kw = 0; kw < 3; ++kw) {
+          const __m512 wk = wv[3 * kh + kw];
+          if (nc == 4) {
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; ++c)
+              acc[c] = _mm512_fmadd_ps(wk, _mm512_maskz_loadu_ps(m[c][kw], at(row, 16 * c + kw - 1)), acc[c]);
+          } else {
+            for (int c = 0; c < nc; ++c)
+              acc[c] = _mm512_fmadd_ps(wk, _mm512_maskz_loadu_ps(m[c][kw], at(row, 16 * c + kw - 1)), acc[c]);
+          }
+        }
+      }
+      for (int c = 0; c < nc; ++c) _mm512_mask_storeu_ps(y + h * W + o0 + 16 * c, st[c], acc[c]);
+    }
   }
 }
 
