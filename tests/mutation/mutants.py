@@ -680,8 +680,8 @@ MUTANTS = [
         "id": "optimizer-param-copied-not-moved",
         "family": "optim",
         "file": "src/optim/optimizer.cpp",
-        "search": "DynTensor next = update(p->take(), std::move(grad), st, hyper);",
-        "replace": "DynTensor next = update(p->value(), std::move(grad), st, hyper);",
+        "search": "items.push_back({p->take(), std::move(grad), std::move(st), std::move(hyper)});",
+        "replace": "items.push_back({p->value(), std::move(grad), std::move(st), std::move(hyper)});",
         "description": "the optimizer keeps holding each parameter while it updates it, so the new value never "
                        "takes the old memory (a CUDA graph reading the parameters would replay on stale weights)",
         "suites": [unit("tests/optim/ember_optim_optimizer_tests", "Optimizer.AdamUpdatesAMovedModuleInPlace")],
