@@ -94,6 +94,11 @@ Conv<N> ConvConfig<N>::init(const Device& device) const {
 
 template <int N>
 DynTensor Conv<N>::forward(DynTensor x) const {
+  return forward(std::move(x), ConvEpilogue{});
+}
+
+template <int N>
+DynTensor Conv<N>::forward(DynTensor x, ConvEpilogue e) const {
   return detail::in_module(ember_module_, conv_name(N, false), [&] {
     const char* name = conv_name(N, false);
     bool unbatched = false;
@@ -125,7 +130,13 @@ DynTensor Conv<N>::forward(DynTensor x) const {
       }
       o.padding = {0};
     }
-    DynTensor y = conv_op(N, false, std::move(x), weight, internal::value_of(bias), o);
+    DynTensor y;
+    if (e.residual || e.min || e.max) {
+      if (unbatched && e.residual) e.residual = unsqueeze(std::move(*e.residual), 0);
+      y = conv_fused(std::move(x), weight, internal::value_of(bias), o, std::move(e));
+    } else {
+      y = conv_op(N, false, std::move(x), weight, internal::value_of(bias), o);
+    }
     return unbatched ? squeeze(std::move(y), 0) : y;
   });
 }

@@ -1,5 +1,6 @@
 // ONNX to C++ code generation: see include/ember/onnx/codegen.hpp.
 #include "ember/onnx/codegen.hpp"
+#include "ember/onnx/shape_inference.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -412,7 +413,9 @@ struct Graph {
 
  private:
   void infer(const NodeProto& n) {
-    if (!std_domain(n.domain) || n.outputs.empty() || (n.inputs.empty() && n.op_type != "Constant")) return;
+    const bool fused_conv = n.domain == "com.microsoft" && n.op_type == "FusedConv";  // a Conv's type
+    if ((!std_domain(n.domain) && !fused_conv) || n.outputs.empty() || (n.inputs.empty() && n.op_type != "Constant"))
+      return;
     const std::string& out = n.outputs[0];
     if (n.op_type == "Constant") {
       const AttributeProto* a = n.attribute("value");
@@ -437,7 +440,7 @@ struct Graph {
                                                "Gelu",          "Transpose",
                                                "Concat"};
     static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Pow"};
-    if (same.count(n.op_type)) {
+    if (same.count(n.op_type) || fused_conv) {
       types[out] = x;
       if (n.op_type == "Identity" && constant(n.inputs[0])) {
         consts[out] = constant(n.inputs[0]);
@@ -487,6 +490,8 @@ struct Stmt {
   std::string output;         // direct / layer: the value it defines
   size_t layer = 0;           // layer: index into the layers
   std::string extra_comment;  // a second node folded into this statement
+  std::string epilogue;       // layer: a second forward() argument ($0 the input, $1 the next read)
+  std::string extra;          // layer: the value $1 names (a FusedConv's residual)
 };
 
 // A constant's values on the host (what the weights file stores).
@@ -602,7 +607,9 @@ std::optional<std::vector<int64_t>> window_attr(const NodeProto& n, const char* 
 
 // Conv with initializer weights (and bias) and symmetric pads as nn::Conv1d/2d/3d.
 std::optional<Layer> conv_layer(const Graph& gr, const NodeProto& n) {
-  if (!only_attrs(n, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})) return std::nullopt;
+  if (!only_attrs(n, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "activation",
+                      "activation_params"}))
+    return std::nullopt;
   if (n.inputs.size() < 2 || gr.type(n.inputs[0]).elem != int32_t(DataType::float32)) return std::nullopt;
   const TensorProto* w = gr.constant(n.inputs[1]);
   if (!w || w->dims.size() < 3 || w->dims.size() > 5 || !f32_initializer(gr, n.inputs[1], w->dims.size()))
@@ -900,9 +907,17 @@ void generate(const ModelProto& model, const std::string& out_dir, const std::st
     EMBER_CHECK(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_', "onnx codegen: the name '", name,
                 "' is not a C++ identifier");
   EMBER_CHECK(!kReserved.count(name), "onnx codegen: the name '", name, "' is reserved");
-  const GraphProto& g = model.graph;
   int64_t opset = model.opset("");
   if (opset == 0) opset = 1;
+  // Convs fused with the ReLU / Clip / residual Add after them, as the runtime runs them
+  // (com.microsoft FusedConv; a Conv layer then calls forward(x, ConvEpilogue{...})).
+  GraphProto fused_graph = model.graph;
+  {
+    const Graph unfused(model.graph, opset, model.base_dir);
+    fuse_conv_epilogues(fused_graph, opset, model.base_dir,
+                        [&](const NodeProto& conv) { return conv_layer(unfused, conv).has_value(); });
+  }
+  const GraphProto& g = fused_graph;
 
   // Refuse what the generated code cannot express before writing anything.
   for (const NodeProto& n : g.nodes)
@@ -952,6 +967,23 @@ void generate(const ModelProto& model, const std::string& out_dir, const std::st
       }
     } else if (single && n.op_type == "Conv") {
       layer = conv_layer(gr, n);
+    } else if (n.domain == "com.microsoft" && n.op_type == "FusedConv" && n.outputs.size() == 1 &&
+               !n.outputs[0].empty() && n.inputs.size() >= 2 && !n.inputs[0].empty()) {
+      const AttributeProto* act = n.attribute("activation");
+      const AttributeProto* par = n.attribute("activation_params");
+      const std::string a = act ? act->s : "";
+      if ((a.empty() || a == "Relu" || (a == "Clip" && par && par->floats.size() == 2)) &&
+          (layer = conv_layer(gr, n))) {
+        const bool z = n.inputs.size() > 3 && !n.inputs[3].empty();
+        auto bound = [&](size_t i) {
+          if (a == "Relu") return std::string(i == 0 ? "0.0" : "std::nullopt");
+          if (a != "Clip" || std::isinf(par->floats[i])) return std::string("std::nullopt");
+          return float_literal(par->floats[i], true);
+        };
+        s.epilogue = "ember::ConvEpilogue{" + std::string(z ? "$1" : "std::nullopt") + ", " + bound(0) + ", " +
+                     bound(1) + "}";
+        if (z) s.extra = n.inputs[3];
+      }
     } else if (std_domain(n.domain) && !n.outputs.empty() && !n.outputs[0].empty() && !n.inputs.empty() &&
                !n.inputs[0].empty()) {
       if (n.op_type == "BatchNormalization") layer = batch_norm_layer(gr, n);
@@ -960,6 +992,7 @@ void generate(const ModelProto& model, const std::string& out_dir, const std::st
     if (layer) {
       s.kind = Stmt::Kind::layer;
       s.reads = {n.inputs[0]};
+      if (!s.extra.empty()) s.reads.push_back(s.extra);
       if (s.output.empty()) s.output = n.outputs[0];
       layer->source =
           "node '" + comment_text(n.name) + "' (" + n.op_type + (s.extra_comment.empty() ? "" : " + Add") + ")";
@@ -1113,7 +1146,13 @@ void generate(const ModelProto& model, const std::string& out_dir, const std::st
     if (s.kind == Stmt::Kind::layer) {
       const std::string& layer = layers[s.layer].member;
       body << "  ember::DynTensor " << names.output_of(s.output, layer) << " = " << layer << ".forward("
-           << arg(s.reads[0]) << ");\n";
+           << arg(s.reads[0]);
+      if (!s.epilogue.empty()) {
+        std::vector<std::string> ids;
+        for (const std::string& r : s.reads) ids.push_back(arg(r));
+        body << ", " << substitute(s.epilogue, ids);
+      }
+      body << ");\n";
       continue;
     }
     if (s.kind == Stmt::Kind::direct) {

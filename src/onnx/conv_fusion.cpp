@@ -24,16 +24,19 @@ void count_reads(const GraphProto& g, std::map<std::string, int>& reads) {
   }
 }
 
-// The value of a one-element initializer (nullopt: not one).
+// The value of a one-element float initializer or Constant node output (nullopt: not one).
 std::optional<double> constant_scalar(const GraphProto& g, const std::string& name, const std::string& base_dir) {
-  for (const TensorProto& t : g.initializers) {
-    if (t.name != name) continue;
-    if (!to_dtype(t.data_type)) return std::nullopt;
-    TensorData d = to_tensor_data(t, base_dir);
-    if (d.shape().numel() != 1 || !is_float(d.dtype())) return std::nullopt;
-    return d.to_doubles()[0];
-  }
-  return std::nullopt;
+  const TensorProto* t = nullptr;
+  for (const TensorProto& i : g.initializers)
+    if (i.name == name) t = &i;
+  for (const NodeProto& n : g.nodes)
+    if (default_domain(n) && n.op_type == "Constant" && n.outputs.size() == 1 && n.outputs[0] == name &&
+        n.attributes.size() == 1 && n.attributes[0].name == "value" && n.attributes[0].type == AttributeType::tensor)
+      t = &n.attributes[0].t;
+  if (!t || !to_dtype(t->data_type)) return std::nullopt;
+  TensorData d = to_tensor_data(*t, base_dir);
+  if (d.shape().numel() != 1 || !is_float(d.dtype())) return std::nullopt;
+  return d.to_doubles()[0];
 }
 
 // The activation a FusedConv can take over from node `n` (which reads the value being fused):
@@ -66,7 +69,8 @@ bool activation_of(const GraphProto& g, const NodeProto& n, const std::string& b
 
 }  // namespace
 
-int64_t fuse_conv_epilogues(GraphProto& graph, int64_t opset, const std::string& base_dir) {
+int64_t fuse_conv_epilogues(GraphProto& graph, int64_t opset, const std::string& base_dir,
+                            const std::function<bool(const NodeProto&)>& accept) {
   std::map<std::string, int> reads;
   count_reads(graph, reads);
   std::set<std::string> outputs;
@@ -86,7 +90,7 @@ int64_t fuse_conv_epilogues(GraphProto& graph, int64_t opset, const std::string&
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const NodeProto& conv = graph.nodes[i];
     if (removed[i] || !default_domain(conv) || conv.op_type != "Conv" || conv.outputs.size() != 1 ||
-        conv.inputs.size() < 2)
+        conv.inputs.size() < 2 || (accept && !accept(conv)))
       continue;
     std::optional<size_t> next = sole_reader(conv.outputs[0]);
     if (!next || removed[*next]) continue;

@@ -218,6 +218,8 @@ class Inference {
       if (std_domain) {
         auto r = table.find(n.op_type);
         if (r != table.end()) r->second(v);
+      } else if (n.domain == "com.microsoft" && n.op_type == "FusedConv") {  // Conv's type and shape
+        table.at("Conv")(v);
       }
       for (size_t k = 0; k < n.outputs.size(); ++k) {
         const std::string& name = n.outputs[k];

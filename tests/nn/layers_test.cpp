@@ -431,6 +431,35 @@ TEST(LayerConv, PaddingModesMatchTorch) {
   EXPECT_THROW((Conv2dConfig{3, 4, {3}, {1}, {0}, {1}, 2}.init()), Error);  // 3 channels, 2 groups
 }
 
+// forward(x, epilogue) against PyTorch's conv output: clamp(y_torch + r, 0, 0.5), batched and
+// unbatched, with symmetric padding (conv_fused) and a padding mode (an explicit pad first).
+TEST(LayerConv, EpilogueClampsTheSumWithTorchsOutput) {
+  for (const char* key : {"conv2d_same_dilated", "conv2d_reflect"}) {
+    const Json& c = refs()[key];
+    auto m = std::string(key) == "conv2d_reflect"
+                 ? Conv2dConfig{.in_channels = 2, .out_channels = 3, .kernel_size = {3}, .padding = {1},
+                                .padding_mode = ConvPaddingMode::reflect}
+                       .init()
+                 : Conv2dConfig{.in_channels = 2, .out_channels = 2, .kernel_size = {3, 2}, .dilation = {2, 3},
+                                .padding_same = true}
+                       .init();
+    load_conv(m, c);
+    const DynTensor y = tensor(c["y"]), x = tensor(c["x"]);
+    const DynTensor r = DynTensor::normal(y.shape()) * 0.5;
+    const std::vector<float> yv = y.to_vector<float>(), rv = r.to_vector<float>();
+    std::vector<float> want(yv.size());
+    for (size_t i = 0; i < yv.size(); ++i) want[i] = std::min(std::max(yv[i] + rv[i], 0.0f), 0.5f);
+    const std::vector<float> got = m.forward(x, {.residual = r, .min = 0.0, .max = 0.5}).to_vector<float>();
+    ASSERT_EQ(got.size(), want.size()) << key;
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5) << key << " element " << i;
+    const int64_t per = int64_t(want.size()) / y.shape()[0];  // the first image, unbatched
+    const std::vector<float> one = m.forward(select(x, 0, 0), {.residual = select(r, 0, 0), .min = 0.0, .max = 0.5})
+                                       .to_vector<float>();
+    ASSERT_EQ(int64_t(one.size()), per) << key;
+    for (int64_t i = 0; i < per; ++i) ASSERT_NEAR(one[size_t(i)], want[size_t(i)], 1e-5) << key << " unbatched " << i;
+  }
+}
+
 TEST(LayerConv, TransposeOutputSizeMatchesTorch) {
   const Json& c = refs()["conv_transpose2d_output_size"];
   auto m =

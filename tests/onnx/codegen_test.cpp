@@ -344,8 +344,10 @@ TEST(OnnxCodegen, ReadableNames) {
                                           {"/layer2/layer2.0/downsample/downsample.0/Conv_output_0"}, {"y"}));
   Generated g = generate(m, "net");
   expect_has(g.h, {"ember::nn::Conv2d layer2_0_downsample_0;"});
-  expect_has(g.c, {"ember::DynTensor layer2_0_downsample_0_out = layer2_0_downsample_0.forward(x);",
-                   "ember::DynTensor y = ember::relu(layer2_0_downsample_0_out);"});
+  // the Relu runs in the conv's kernel (fuse_conv_epilogues)
+  expect_has(g.c, {"ember::DynTensor y = layer2_0_downsample_0.forward(x, ember::ConvEpilogue{std::nullopt, 0.0, "
+                   "std::nullopt});"});
+  EXPECT_EQ(g.c.find("ember::relu("), std::string::npos);
   EXPECT_NE(g.weights.find("layer2_0_downsample_0.weight"), nullptr);
 }
 

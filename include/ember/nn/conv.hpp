@@ -64,6 +64,9 @@ struct Conv {
   // Output [N, C_out, *out_spatial] (unbatched: [C_out, *out_spatial]); throws ember::Error on a wrong
   // rank, channel count or dtype.
   DynTensor forward(DynTensor x) const;  // [N, C_in, *spatial] or [C_in, *spatial]
+  // The same followed by `e` in the conv's kernel (conv_fused): + e.residual (the output's shape),
+  // then a clamp to [e.min, e.max]. forward(x, {.min = 0}) is relu(forward(x)) in one pass.
+  DynTensor forward(DynTensor x, ConvEpilogue e) const;
 };
 
 // torch.nn.ConvTranspose1d/2d/3d's arguments, in PyTorch's order; N is the number of spatial dims.

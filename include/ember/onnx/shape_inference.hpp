@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -69,6 +70,8 @@ FoldStats fold_constants(GraphProto& graph, int64_t opset, const Device& device 
 // Y = activation(Conv(X, W, B) + Z), as ONNX Runtime's graph optimizer writes it, placed where
 // the last fused node was. The runtime runs the add and the clamp in the conv's kernel
 // (conv_fused). Model::load does this after fold_constants; returns the number of fused Convs.
-int64_t fuse_conv_epilogues(GraphProto& graph, int64_t opset, const std::string& base_dir = "");
+// `accept`, when given, says which Convs may fuse (codegen: those it writes as nn layers).
+int64_t fuse_conv_epilogues(GraphProto& graph, int64_t opset, const std::string& base_dir = "",
+                            const std::function<bool(const NodeProto&)>& accept = {});
 
 }  // namespace ember::onnx
