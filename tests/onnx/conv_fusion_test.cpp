@@ -4,6 +4,7 @@
 // suite's conv_fused cases).
 #include <gtest/gtest.h>
 
+#include <ember/onnx/codegen.hpp>
 #include <ember/onnx/runtime.hpp>
 #include <ember/onnx/shape_inference.hpp>
 #include <ember/tensor/ops.hpp>
@@ -24,14 +25,6 @@ NodeProto node(const std::string& op, std::vector<std::string> in, std::string o
   n.outputs = {std::move(out)};
   n.attributes = std::move(attrs);
   return n;
-}
-
-AttributeProto ints(const std::string& name, std::vector<int64_t> v) {
-  AttributeProto a;
-  a.name = name;
-  a.type = AttributeType::ints;
-  a.ints = std::move(v);
-  return a;
 }
 
 std::vector<float> random(size_t n, uint32_t seed) {
@@ -71,7 +64,7 @@ ModelProto residual_model() {
   m.ir_version = 8;
   m.opset_import.push_back({"", 13});
   GraphProto& g = m.graph;
-  const std::vector<AttributeProto> conv = {ints("pads", {1, 1, 1, 1}), ints("kernel_shape", {3, 3})};
+  const std::vector<AttributeProto> conv = {gen::attr_ints("pads", {1, 1, 1, 1}), gen::attr_ints("kernel_shape", {3, 3})};
   for (int k = 1; k <= 5; ++k) {
     g.initializers.push_back(f32("w" + std::to_string(k), {4, 4, 3, 3}, random(144, 10 + k)));
     g.initializers.push_back(f32("b" + std::to_string(k), {4}, random(4, 20 + k)));
@@ -149,14 +142,9 @@ TEST(OnnxConvFusion, FusedConvNodeAsOnnxRuntimeWritesIt) {
   m.opset_import.push_back({"", 13});
   m.opset_import.push_back({"com.microsoft", 1});
   m.graph.initializers = {f32("w", {4, 4, 1, 1}, random(16, 3)), f32("z", {1, 4, 1, 1}, random(4, 4))};
-  AttributeProto act, par;
-  act.name = "activation";
-  act.type = AttributeType::string;
-  act.s = "LeakyRelu";
-  par.name = "activation_params";
-  par.type = AttributeType::floats;
-  par.floats = {0.2f};
-  m.graph.nodes = {node("FusedConv", {"x", "w", "", "z"}, "y", {act, par}, "com.microsoft")};
+  m.graph.nodes = {node("FusedConv", {"x", "w", "", "z"}, "y",
+                        {gen::attr_string("activation", "LeakyRelu"), gen::attr_floats("activation_params", {0.2f})},
+                        "com.microsoft")};
   m.graph.inputs = {value("x")};
   m.graph.outputs = {value("y")};
   Model model = Model::from_proto(m, Device::cpu());

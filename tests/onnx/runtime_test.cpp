@@ -1,5 +1,6 @@
 // onnx::Model: the runtime fixtures of gen_fixtures.py (NumPy expected values), hand-built
 // protos for opset-dependent semantics, and the errors for bad inputs and unknown ops.
+#include <ember/onnx/codegen.hpp>
 #include <ember/onnx/runtime.hpp>
 #include <limits>
 #include <ember/tensor/ops.hpp>
@@ -57,13 +58,7 @@ TensorProto i64_tensor(const std::string& name, std::vector<int64_t> v) {
   return t;
 }
 
-AttributeProto ints_attr(const std::string& name, std::vector<int64_t> v) {
-  AttributeProto a;
-  a.name = name;
-  a.type = AttributeType::ints;
-  a.ints = std::move(v);
-  return a;
-}
+AttributeProto ints_attr(const std::string& name, std::vector<int64_t> v) { return gen::attr_ints(name, std::move(v)); }
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 // alone, and the folded graph must compute the same outputs.
 #include <cstdio>
 #include <cstdlib>
+#include <ember/onnx/codegen.hpp>
 #include <ember/onnx/runtime.hpp>
 #include <ember/onnx/shape_inference.hpp>
 
@@ -76,13 +77,7 @@ TensorProto f32s(const std::string& name, std::vector<int64_t> shape) {
   return t;
 }
 
-AttributeProto ints_attr(const std::string& name, std::vector<int64_t> v) {
-  AttributeProto a;
-  a.name = name;
-  a.type = AttributeType::ints;
-  a.ints = std::move(v);
-  return a;
-}
+AttributeProto ints_attr(const std::string& name, std::vector<int64_t> v) { return gen::attr_ints(name, std::move(v)); }
 AttributeProto int_attr(const std::string& name, int64_t v) {
   AttributeProto a;
   a.name = name;
