@@ -143,9 +143,11 @@ struct ConvAttrs {
   // conv only, an epilogue in the same kernel (ONNX Runtime's FusedConv): a 4th input, the
   // residual (the output's shape and dtype), is added after the bias, then the result is clamped to
   // [act_min, act_max] (ReLU: [0, inf], ReLU6: [0, 6]; NaN stays NaN; +-inf: no bound).
-  double act_min = -std::numeric_limits<double>::infinity();
-  double act_max = std::numeric_limits<double>::infinity();
-  bool has_activation() const { return act_min > -std::numeric_limits<double>::infinity() || act_max < std::numeric_limits<double>::infinity(); }
+  double act_min = -std::numeric_limits<double>::infinity();  // the clamp's lower bound (-inf: none)
+  double act_max = std::numeric_limits<double>::infinity();   // the clamp's upper bound (inf: none)
+  bool has_activation() const {  // whether the epilogue clamps (either bound finite)
+    return act_min > -std::numeric_limits<double>::infinity() || act_max < std::numeric_limits<double>::infinity();
+  }
   bool operator==(const ConvAttrs&) const = default;  // field-wise equality
 };
 // avg_pool and max_pool (PyTorch's avg_poolNd / max_poolNd): one entry per spatial dim in each vector.

@@ -190,8 +190,9 @@ DynTensor conv3d(DynTensor x, DynTensor weight, std::optional<DynTensor> bias = 
 // shape and dtype), then clamps to [min, max] (a missing bound is not applied; NaN stays NaN).
 // ReLU: {.min = 0}; ReLU6: {.min = 0, .max = 6}.
 struct ConvEpilogue {
-  std::optional<DynTensor> residual;
-  std::optional<double> min, max;
+  std::optional<DynTensor> residual;  // added to the conv's output (bias included); the output's shape
+  std::optional<double> min;          // the clamp's lower bound (none: not applied)
+  std::optional<double> max;          // the clamp's upper bound (none: not applied)
 };
 // conv1d / conv2d / conv3d (by x's rank) followed by an epilogue in one kernel, as inference runtimes
 // fuse a conv with the ReLU and the residual add after it (ONNX Runtime's FusedConv):
