@@ -846,9 +846,9 @@ MUTANTS = [
         "id": "conv-epilogue-skipped-in-depthwise",
         "family": "cpu",
         "file": "src/backends/cpu/conv.cpp",
-        "search": "        simd_plane(xc, wo, bias ? bias[o] : T(0), yo);\n        epi(yo, 1, P, P);",
-        "replace": "        simd_plane(xc, wo, bias ? bias[o] : T(0), yo);",
-        "description": "the AVX-512 depthwise conv leaves out conv_fused's epilogue",
+        "search": "      epi(yo, 1, P, P);",
+        "replace": "      (void)epi;",
+        "description": "the depthwise conv leaves out conv_fused's epilogue",
         "suites": [unit(CPU_TESTS, "*FusedEpilogue*")],
     },
     {

@@ -466,44 +466,44 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
       (void)xc, (void)wo, (void)b, (void)yo;
     }
   };
-  auto body = [&](int64_t q0, int64_t q1) {
-    for (int64_t q = q0; q < q1; ++q) {
-      const int64_t n = q / g.O, o = q % g.O;
-      const T* __restrict xc = x + (n * g.C + o / g.Og) * IP;
-      const T* wo = w + o * KK;
-      T* __restrict yo = y + q * P;
-      if (simd) {
-        simd_plane(xc, wo, bias ? bias[o] : T(0), yo);
-        epi(yo, 1, P, P);
-        continue;
-      }
-      std::fill(yo, yo + P, bias ? bias[o] : T(0));
-      for (int64_t od = 0; od < OD; ++od) {
-        for (int64_t oh = 0; oh < OH; ++oh) {
-          T* __restrict yrow = yo + (od * OH + oh) * OW;
-          for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-            const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
-            if (id < 0 || id >= ID) continue;
-            for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-              const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
-              if (ih < 0 || ih >= IH) continue;
-              const T* __restrict xrow = xc + (id * IH + ih) * IW;
-              const T* wk = wo + (kd * g.k[1] + kh) * g.k[2];
-              for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-                const int64_t woff = tap_columns[size_t(kw)].off;
-                const int64_t a = tap_columns[size_t(kw)].lo, b = tap_columns[size_t(kw)].hi;
-                const T wv = wk[kw];
-                const T* __restrict src = xrow + woff;
-                if (sw == 1) {
-                  for (int64_t i = a; i < b; ++i) yrow[i] += wv * src[i];
-                } else {
-                  for (int64_t i = a; i < b; ++i) yrow[i] += wv * src[i * sw];
-                }
+  auto scalar_plane = [&](const T* __restrict xc, const T* wo, T bv, T* __restrict yo) {
+    std::fill(yo, yo + P, bv);
+    for (int64_t od = 0; od < OD; ++od) {
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        T* __restrict yrow = yo + (od * OH + oh) * OW;
+        for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+          const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+          if (id < 0 || id >= ID) continue;
+          for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+            const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+            if (ih < 0 || ih >= IH) continue;
+            const T* __restrict xrow = xc + (id * IH + ih) * IW;
+            const T* wk = wo + (kd * g.k[1] + kh) * g.k[2];
+            for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+              const int64_t woff = tap_columns[size_t(kw)].off;
+              const int64_t a = tap_columns[size_t(kw)].lo, b = tap_columns[size_t(kw)].hi;
+              const T wv = wk[kw];
+              const T* __restrict src = xrow + woff;
+              if (sw == 1) {
+                for (int64_t i = a; i < b; ++i) yrow[i] += wv * src[i];
+              } else {
+                for (int64_t i = a; i < b; ++i) yrow[i] += wv * src[i * sw];
               }
             }
           }
         }
       }
+    }
+  };
+  auto body = [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t n = q / g.O, o = q % g.O;
+      const T* xc = x + (n * g.C + o / g.Og) * IP;
+      T* yo = y + q * P;
+      if (simd)
+        simd_plane(xc, w + o * KK, bias ? bias[o] : T(0), yo);
+      else
+        scalar_plane(xc, w + o * KK, bias ? bias[o] : T(0), yo);
       epi(yo, 1, P, P);
     }
   };
