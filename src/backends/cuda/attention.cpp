@@ -421,31 +421,31 @@ extern "C" __global__ void __launch_bounds__(NT) flash_attn(
 // so the score accumulators of two adjacent 8-key tiles are, packed, the A fragment of P.
 
 const char* kTensorCoreKernelV2 = R"CUDA(
-#define QST (D + 8)
-#define KST (D + 8)
-#define VST (DV + 8)
+#define QST (D + SPAD)
+#define KST (D + SPAD)
+#define VST (DV + SPAD)
 #define LOG2E 1.4426950408889634f
 
 // rows [0, nrows) x dims [0, ncols) of a strided matrix into shared memory (row stride ST
-// halves), zeros outside [0, rows_valid) x [0, cols_valid). vec: 16-byte async copies (unit
-// column stride, cols_valid % 8 == 0, aligned rows); else element loads.
+// elements), zeros outside [0, rows_valid) x [0, cols_valid). vec: 16-byte async copies (unit
+// column stride, cols_valid % SVEC == 0, aligned rows); else element loads.
 template <int NROWS, int NCOLS, int ST>
-__device__ __forceinline__ void load_tile(uint16_t* dst, const T* src, int64_t row0, int64_t rows_valid,
+__device__ __forceinline__ void load_tile(SE* dst, const T* src, int64_t row0, int64_t rows_valid,
                                           int64_t cols_valid, int64_t rs, int64_t cs, bool vec) {
   const int tid = threadIdx.x;
   if (vec) {
     const uint32_t base = smem_addr(dst);
-    for (int idx = tid; idx < NROWS * (NCOLS / 8); idx += NT) {
-      const int r = idx / (NCOLS / 8), c = (idx - r * (NCOLS / 8)) * 8;
+    for (int idx = tid; idx < NROWS * (NCOLS / SVEC); idx += NT) {
+      const int r = idx / (NCOLS / SVEC), c = (idx - r * (NCOLS / SVEC)) * SVEC;
       const int64_t row = row0 + r;
       const bool ok = row < rows_valid && c < cols_valid;
-      cp_async16(base + uint32_t(r * ST + c) * 2u, ok ? (const void*)(src + row * rs + c) : (const void*)src, ok);
+      cp_async16(base + uint32_t(r * ST + c) * SEB, ok ? (const void*)(src + row * rs + c) : (const void*)src, ok);
     }
   } else {
     for (int idx = tid; idx < NROWS * NCOLS; idx += NT) {
       const int r = idx / NCOLS, c = idx - r * NCOLS;
       const int64_t row = row0 + r;
-      dst[r * ST + c] = (row < rows_valid && c < cols_valid) ? src[row * rs + c * cs].bits : (uint16_t)0;
+      dst[r * ST + c] = (row < rows_valid && c < cols_valid) ? se_of(src[row * rs + c * cs]) : (SE)0;
     }
   }
 }
@@ -457,17 +457,15 @@ extern "C" __global__ void __launch_bounds__(NT, FWD_MIN_BLOCKS) flash_attn(
     Shape bsh, Strides qb, Strides kb, Strides vb, Strides mb, float scale_log2, int32_t mask_kind, int32_t causal,
     int32_t vec) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  uint16_t* Qs = (uint16_t*)smem_raw;  // [BM][QST]
-  uint16_t* Ks = Qs + BM * QST;        // 2 x [BN][KST]
-  uint16_t* Vs = Ks + 2 * BN * KST;    // 2 x [BN][VST]
+  SE* Qs = (SE*)smem_raw;     // [BM][QST]
+  SE* Ks = Qs + BM * QST;     // 2 x [BN][KST]
+  SE* Vs = Ks + 2 * BN * KST;  // 2 x [BN][VST]
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tg = lane & 3;
   const float ninf = -ember_inf();
   const bool vec_ok = vec != 0;
   const int64_t ntiles = (L + BM - 1) / BM;
-  // per-lane ldmatrix offsets (halves): Q rows of the warp (A), K key pairs (B), V keys (B, .trans)
-  const uint32_t q_lane = uint32_t((warp * 16 + (lane & 15)) * QST + (lane >> 4) * 8);
-  const uint32_t k_lane = uint32_t(((lane & 7) + ((lane >> 4) << 3)) * KST + ((lane >> 3) & 1) * 8);
-  const uint32_t v_lane = uint32_t(((lane & 7) + ((lane >> 3) & 1) * 8) * VST + (lane >> 4) * 8);
+  // per-lane fragment offsets (elements): Q rows of the warp (A), K keys (B), V keys (B of P V)
+  const uint32_t q_lane = lane_a(warp * 16, QST), k_lane = lane_b(KST), v_lane = lane_bt(VST);
   const uint32_t q_base = smem_addr(Qs), k_base = smem_addr(Ks), v_base = smem_addr(Vs);
   // Blocks walk (tile, batch entry) pairs tile-major: every entry's first tile (causal: the
   // longest rows) is handed out before any entry's second, so the heavy blocks start first
@@ -504,7 +502,7 @@ extern "C" __global__ void __launch_bounds__(NT, FWD_MIN_BLOCKS) flash_attn(
         cp_async_wait<0>();
       }
       __syncthreads();
-      const uint32_t kcur = k_base + uint32_t(cur * BN * KST) * 2u, vcur = v_base + uint32_t(cur * BN * VST) * 2u;
+      const uint32_t kcur = k_base + uint32_t(cur * BN * KST) * SEB, vcur = v_base + uint32_t(cur * BN * VST) * SEB;
 #if FAST_TILES
       // causal: a warp whose 16 rows all precede the tile's first key skips it (nothing kept);
       // a tile that needs no masking for the warp (no mask, no key tail, causal: every key at
@@ -618,8 +616,8 @@ extern "C" __global__ void __launch_bounds__(NT, FWD_MIN_BLOCKS) flash_attn(
 #pragma unroll
       for (int t = 0; t < DV / 8; ++t) {
         const int c = t * 8 + tg * 2;
-        if ((Ev & 1) == 0) {  // both halves or neither (c even); one 4-byte store
-          if (c < Ev) *(uint32_t*)(o + c) = pack2(oacc[t][2 * h] * inv, oacc[t][2 * h + 1] * inv);
+        if ((Ev & 1) == 0) {  // both elements or neither (c even); one store
+          if (c < Ev) store2(o + c, oacc[t][2 * h] * inv, oacc[t][2 * h + 1] * inv);
         } else {
           if (c < Ev) o[c] = T(oacc[t][2 * h] * inv);
           if (c + 1 < Ev) o[c + 1] = T(oacc[t][2 * h + 1] * inv);
@@ -710,7 +708,9 @@ void launch_flash(CudaBackend& be, Op& op, const AttnInputs& in, CudaTensor& out
   c.dtype = dt;
   c.head_dim = pad_dim(in.E);
   c.value_dim = pad_dim(in.Ev);
-  c.tensor_cores = use_tensor_cores(dt);
+  // f32 runs on TF32 tensor cores where TF32 is allowed (set_allow_tf32, as its products do) and
+  // the head dims fit the kernel's shared memory (<= 128); else on exact fp32 FMAs
+  c.tensor_cores = use_tensor_cores(dt) || (tf32_attention(dt) && c.head_dim <= 128 && c.value_dim <= 128);
   const AttnMask mask_kind = mask_kind_of(in);
   const int r = in.q->shape().rank();
   const int nb = r - 2;
@@ -723,15 +723,16 @@ void launch_flash(CudaBackend& be, Op& op, const AttnInputs& in, CudaTensor& out
   auto rs = [&](const CudaTensor& t) { return t.strides[size_t(r - 2)]; };
   auto cs = [&](const CudaTensor& t) { return t.strides[size_t(r - 1)]; };
 
-  // 16-byte loads need unit column strides, dims and row / batch strides in whole 8-element
-  // groups, and 16-byte aligned bases.
+  // 16-byte loads need unit column strides, dims and row / batch strides in whole 16-byte
+  // groups (8 halves, 4 floats), and 16-byte aligned bases.
   int32_t vec = 0;
-  if (c.tensor_cores && in.E % 8 == 0 && in.Ev % 8 == 0) {
+  const int64_t ve = 16 / int64_t(dtype_size(dt));
+  if (c.tensor_cores && in.E % ve == 0 && in.Ev % ve == 0) {
     bool ok = true;
     for (int o = 0; o < 3 && ok; ++o) {
       const CudaTensor& t = o == 0 ? *in.q : o == 1 ? *in.k : *in.v;
-      ok = cs(t) == 1 && rs(t) % 8 == 0 && reinterpret_cast<uintptr_t>(t.raw()) % 16 == 0;
-      for (int d = 0; d < cb.shape.rank && ok; ++d) ok = cb.strides[size_t(o)].v[d] % 8 == 0;
+      ok = cs(t) == 1 && rs(t) % ve == 0 && reinterpret_cast<uintptr_t>(t.raw()) % 16 == 0;
+      for (int d = 0; d < cb.shape.rank && ok; ++d) ok = cb.strides[size_t(o)].v[d] % ve == 0;
     }
     vec = ok ? 1 : 0;
   }
@@ -741,7 +742,7 @@ void launch_flash(CudaBackend& be, Op& op, const AttnInputs& in, CudaTensor& out
   // EMBER_CUDA_ATTN_FWD=v1|v2 selects an earlier kernel, read per call (A/B, tests)
   if (c.tensor_cores) c.version = 3;
   if (const char* e = std::getenv("EMBER_CUDA_ATTN_FWD"); e && c.tensor_cores) {
-    if (std::string(e) == "v1") c.version = 1;
+    if (std::string(e) == "v1") c.version = dt == DType::f32 ? 2 : 1;  // (v1 has no TF32 source)
     if (std::string(e) == "v2") c.version = 2;
   }
   if (const char* e = std::getenv("EMBER_CUDA_ATTN_FWD_BLOCKS"))  // v3's register budget (1 or 2 blocks an SM)
@@ -887,16 +888,43 @@ size_t flash_smem_bytes(const FlashConfig& c) {
   const size_t D = size_t(c.head_dim), DV = size_t(c.value_dim), BM = size_t(flash_block_rows(c)),
                BN = size_t(flash_block_keys(c));
   if (c.tensor_cores && c.version == 1) return (BM * (D + 8) + BN * (D + 8) + DV * (BN + 8)) * 2;
-  if (c.tensor_cores) return (BM * (D + 8) + 2 * BN * (D + 8) + 2 * BN * (DV + 8)) * 2;  // K, V double-buffered
+  if (c.tensor_cores) {  // K, V double-buffered; TF32: f32 elements, rows padded by 4
+    const size_t pad = c.dtype == DType::f32 ? 4 : 8, esz = c.dtype == DType::f32 ? 4 : 2;
+    return (BM * (D + pad) + 2 * BN * (D + pad) + 2 * BN * (DV + pad)) * esz;
+  }
   return (BM * (D + 1) + BN * (D + 1) + BN * DV + BM * (BN + 1)) * 4;
 }
 
 // ---------------------------------------------------------------------------------------
 // The device helpers of the tensor-core kernels (forward v1, v2/v3 and the backward), after
-// the source's MMA_TYPE and async_copy_helpers() (jit.hpp): m16n8k16 products, fragment loads,
-// rounding, and the two warp-level products built from them.
+// the source's `T` and async_copy_helpers() (jit.hpp), one set per precision behind one
+// interface, so the v2/v3 forward and the backward are one source for f16, bf16 and TF32:
+//   SE, SPAD, SVEC, SEB   a shared-memory element, the row padding of shared tiles, elements per
+//                         16-byte copy, bytes per element
+//   se_of, store2, store2s, store4   an input element's bits for shared memory; stores of two
+//                         (four) fp32 values rounded to T, or to the products' input type in
+//                         shared memory
+//   lane_a, lane_b, lane_bt, lane_at   per-lane fragment offsets (elements) into row-major
+//                         tiles: A rows row0.., B [n][k], B [k][n], A from the stored transpose [k][m]
+//   warp_product_abt / _pb / _atb   the warp-level products (below)
 
-const char* const kTensorCoreHelpers = R"CUDA(
+namespace {
+
+const char* const kMmaCommon = R"CUDA(
+// 2^x on the SFU (inputs are scores minus a running max: <= 0, or -inf giving 0)
+__device__ __forceinline__ float fast_exp2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+)CUDA";
+
+// f16 / bf16 (MMA_TYPE): m16n8k16, fragments from ldmatrix.
+const char* const kHalfMma = R"CUDA(
+typedef uint16_t SE;  // the input's bits
+#define SPAD 8        // 16-byte rows whose 8-row ldmatrix phases fall in distinct bank groups
+#define SVEC 8
+#define SEB 2u
 // c += a b on tensor cores, m16n8k16 (fp32 accumulators; fragment layouts: see the v2 kernel)
 __device__ __forceinline__ void mma16816(float* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                          uint32_t b1) {
@@ -914,11 +942,26 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   asm("cvt.rn." MMA_TYPE "x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
-// 2^x on the SFU (inputs are scores minus a running max: <= 0, or -inf giving 0)
-__device__ __forceinline__ float fast_exp2(float x) {
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
+__device__ __forceinline__ SE se_of(T x) { return x.bits; }
+__device__ __forceinline__ void store2(T* p, float lo, float hi) { *(uint32_t*)p = pack2(lo, hi); }
+__device__ __forceinline__ void store2s(SE* p, float lo, float hi) { *(uint32_t*)p = pack2(lo, hi); }
+__device__ __forceinline__ void store4(T* p, float4 a) { *(uint2*)p = make_uint2(pack2(a.x, a.y), pack2(a.z, a.w)); }
+// ldmatrix x4: lanes 8m..8m+7 give the row addresses of 8x8 matrix m
+__device__ __forceinline__ uint32_t lane_a(int row0, int st) {
+  const int lane = threadIdx.x & 31;
+  return uint32_t((row0 + (lane & 15)) * st + (lane >> 4) * 8);
+}
+__device__ __forceinline__ uint32_t lane_b(int st) {
+  const int lane = threadIdx.x & 31;
+  return uint32_t(((lane & 7) + ((lane >> 4) << 3)) * st + ((lane >> 3) & 1) * 8);
+}
+__device__ __forceinline__ uint32_t lane_bt(int st) {
+  const int lane = threadIdx.x & 31;
+  return uint32_t(((lane & 7) + ((lane >> 3) & 1) * 8) * st + (lane >> 4) * 8);
+}
+__device__ __forceinline__ uint32_t lane_at(int st) {
+  const int lane = threadIdx.x & 31;
+  return uint32_t(((lane & 7) + (lane >> 4) * 8) * st + ((lane >> 3) & 1) * 8);
 }
 // Four 8x8 b16 matrices; lanes 8m..8m+7 give the row addresses of matrix m (.trans: transposed).
 __device__ __forceinline__ void ldsm_x4(uint32_t* r, uint32_t addr) {
@@ -932,8 +975,8 @@ __device__ __forceinline__ void ldsm_x4_t(uint32_t* r, uint32_t addr) {
 
 // acc += P B for one warp: P is the warp's 16 x M accumulators (rounded to the input type; two
 // adjacent 8-column tiles, packed, are an A fragment), B is a row-major [M][NC] tile (row stride
-// ST_ halves) read with ldmatrix .trans (b_lane from the .trans B layout); acc[t] holds the
-// 16 x 8 block of columns 8t..8t+7.
+// ST_ halves) read with ldmatrix .trans (b_lane = lane_bt); acc[t] holds the 16 x 8 block of
+// columns 8t..8t+7.
 template <int M, int NC, int ST_>
 __device__ __forceinline__ void warp_product_pb(float (&acc)[NC / 8][4], const float (&p)[M / 8][4], uint32_t b_base,
                                                 uint32_t b_lane) {
@@ -952,9 +995,8 @@ __device__ __forceinline__ void warp_product_pb(float (&acc)[NC / 8][4], const f
 }
 
 // acc = A B^T over K columns for one warp: A is 16 rows of a row-major [row][K] tile (the
-// warp's rows; a_lane from the A layout, its row stride included), B is N rows of another
-// ([n][K], row stride ST_ halves, b_lane from the B layout); acc[t] holds the 16 x 8 block of B
-// rows 8t..8t+7 (C fragment layout).
+// warp's rows; a_lane = lane_a), B is N rows of another ([n][K], b_lane = lane_b); both with row
+// stride ST_ halves; acc[t] holds the 16 x 8 block of B rows 8t..8t+7 (C fragment layout).
 template <int N, int K, int ST_>
 __device__ __forceinline__ void warp_product_abt(float (&acc)[N / 8][4], uint32_t a_base, uint32_t a_lane,
                                                  uint32_t b_base, uint32_t b_lane) {
@@ -973,7 +1015,140 @@ __device__ __forceinline__ void warp_product_abt(float (&acc)[N / 8][4], uint32_
     }
   }
 }
+
+// acc += A B over KD rows for one warp, A read from its stored transpose (a [KD][..] tile, row
+// stride SA; a_off = lane_at(SA) + the first of A's 16 rows), B a row-major [KD][..] tile (row
+// stride SB; b_off = lane_bt(SB) + the first of its NC columns).
+template <int KD, int NC, int SA, int SB>
+__device__ __forceinline__ void warp_product_atb(float (&acc)[NC / 8][4], uint32_t a_base, uint32_t a_off,
+                                                 uint32_t b_base, uint32_t b_off) {
+#pragma unroll
+  for (int kk = 0; kk < KD / 16; ++kk) {
+    uint32_t a[4];
+    ldsm_x4_t(a, a_base + (a_off + kk * 16 * SA) * 2u);
+#pragma unroll
+    for (int t = 0; t < NC / 8; t += 2) {
+      uint32_t bb[4];
+      ldsm_x4_t(bb, b_base + (b_off + kk * 16 * SB + t * 8) * 2u);
+      mma16816(acc[t], a, bb);
+      mma16816(acc[t + 1], a, bb + 2);
+    }
+  }
+}
 )CUDA";
+
+// TF32 (f32 inputs under set_allow_tf32(true)): m16n8k8 on tensor cores, fp32 accumulators.
+// Fragment layouts (PTX ISA, m16n8k8 .tf32): g = lane / 4, tg = lane % 4;
+//   A (16x8): a0 = (g, tg), a1 = (g+8, tg), a2 = (g, tg+4), a3 = (g+8, tg+4)
+//   B (8x8):  b0 = (k tg, n g), b1 = (k tg+4, n g)
+//   C (16x8): c0,c1 = (g, 2tg..+1), c2,c3 = (g+8, 2tg..+1)
+// A product whose A operand is an accumulator (P, dS^T) or a stored transpose takes its k
+// index permuted within each 8: k = tg is column 2tg and k = tg + 4 column 2tg + 1, so the
+// accumulators are the A fragment as they are (a = {c0, c2, c1, c3}), and B's rows are read in
+// the same order (rows 2tg and 2tg + 1). With row strides = 4 mod 32 words (SPAD 4) every
+// fragment load is free of bank conflicts. Shared tiles hold the f32 bits; fragments are
+// rounded to TF32 (cvt.rna) as they are loaded.
+const char* const kTf32Mma = R"CUDA(
+typedef uint32_t SE;  // f32 bits
+#define SPAD 4
+#define SVEC 4
+#define SEB 4u
+__device__ __forceinline__ void mma1688(float* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                        uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ uint32_t tf32_of(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+__device__ __forceinline__ uint32_t lds_tf32(uint32_t addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr));
+  return tf32_of(v);
+}
+__device__ __forceinline__ SE se_of(float x) { return __float_as_uint(x); }
+__device__ __forceinline__ void store2(float* p, float lo, float hi) { *(float2*)p = make_float2(lo, hi); }
+__device__ __forceinline__ void store2s(SE* p, float lo, float hi) { *(uint2*)p = make_uint2(tf32_of(lo), tf32_of(hi)); }
+__device__ __forceinline__ void store4(float* p, float4 a) { *(float4*)p = a; }
+__device__ __forceinline__ uint32_t lane_a(int row0, int st) {
+  const int lane = threadIdx.x & 31;
+  return uint32_t((row0 + (lane >> 2)) * st + (lane & 3));
+}
+__device__ __forceinline__ uint32_t lane_b(int st) {
+  const int lane = threadIdx.x & 31;
+  return uint32_t((lane >> 2) * st + (lane & 3));
+}
+__device__ __forceinline__ uint32_t lane_bt(int st) {
+  const int lane = threadIdx.x & 31;
+  return uint32_t(2 * (lane & 3) * st + (lane >> 2));
+}
+__device__ __forceinline__ uint32_t lane_at(int st) { return lane_bt(st); }
+
+// acc += P B (see the half version): P's k index permuted, B rows 2tg, 2tg + 1 (b_lane = lane_bt).
+template <int M, int NC, int ST_>
+__device__ __forceinline__ void warp_product_pb(float (&acc)[NC / 8][4], const float (&p)[M / 8][4], uint32_t b_base,
+                                                uint32_t b_lane) {
+#pragma unroll
+  for (int kk = 0; kk < M / 8; ++kk) {
+    const uint32_t a0 = tf32_of(p[kk][0]), a1 = tf32_of(p[kk][2]), a2 = tf32_of(p[kk][1]), a3 = tf32_of(p[kk][3]);
+#pragma unroll
+    for (int t = 0; t < NC / 8; ++t) {
+      const uint32_t bp = b_base + (b_lane + kk * 8 * ST_ + t * 8) * 4u;
+      mma1688(acc[t], a0, a1, a2, a3, lds_tf32(bp), lds_tf32(bp + ST_ * 4u));
+    }
+  }
+}
+
+// acc = A B^T (see the half version; a_lane = lane_a, b_lane = lane_b, both with row stride ST_).
+template <int N, int K, int ST_>
+__device__ __forceinline__ void warp_product_abt(float (&acc)[N / 8][4], uint32_t a_base, uint32_t a_lane,
+                                                 uint32_t b_base, uint32_t b_lane) {
+#pragma unroll
+  for (int nt = 0; nt < N / 8; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < K / 8; ++kk) {
+    const uint32_t ap = a_base + (a_lane + kk * 8) * 4u;
+    const uint32_t a0 = lds_tf32(ap), a1 = lds_tf32(ap + 8 * ST_ * 4u), a2 = lds_tf32(ap + 16u),
+                   a3 = lds_tf32(ap + (8 * ST_ + 4) * 4u);
+#pragma unroll
+    for (int nt = 0; nt < N / 8; ++nt) {
+      const uint32_t bp = b_base + (b_lane + nt * 8 * ST_ + kk * 8) * 4u;
+      mma1688(acc[nt], a0, a1, a2, a3, lds_tf32(bp), lds_tf32(bp + 16u));
+    }
+  }
+}
+
+// acc += A B from A's stored transpose (see the half version; a_off = lane_at(SA) + the first
+// row, b_off = lane_bt(SB) + the first column; k permuted in both).
+template <int KD, int NC, int SA, int SB>
+__device__ __forceinline__ void warp_product_atb(float (&acc)[NC / 8][4], uint32_t a_base, uint32_t a_off,
+                                                 uint32_t b_base, uint32_t b_off) {
+#pragma unroll
+  for (int kk = 0; kk < KD / 8; ++kk) {
+    const uint32_t ap = a_base + (a_off + kk * 8 * SA) * 4u;
+    const uint32_t a0 = lds_tf32(ap), a1 = lds_tf32(ap + 32u), a2 = lds_tf32(ap + SA * 4u),
+                   a3 = lds_tf32(ap + (SA + 8) * 4u);
+#pragma unroll
+    for (int t = 0; t < NC / 8; ++t) {
+      const uint32_t bp = b_base + (b_off + kk * 8 * SB + t * 8) * 4u;
+      mma1688(acc[t], a0, a1, a2, a3, lds_tf32(bp), lds_tf32(bp + SB * 4u));
+    }
+  }
+}
+)CUDA";
+
+}  // namespace
+
+std::string mma_helpers(DType dt) {
+  EMBER_CHECK(use_tensor_cores(dt) || dt == DType::f32, "attention: no tensor-core kernel for ", dt);
+  if (dt == DType::f32) return async_copy_helpers() + kMmaCommon + kTf32Mma;
+  return std::string("#define MMA_TYPE \"") + (dt == DType::f16 ? "f16" : "bf16") + "\"\n" + async_copy_helpers() +
+         kMmaCommon + kHalfMma;
+}
 
 // The natural log-sum-exp of a row (the op's second output) from a flash kernel's running max
 // m and sum l = sum exp2(s - m) in the log2 domain: -inf for a row with nothing kept (m = -inf,
@@ -986,14 +1161,16 @@ __device__ __forceinline__ float row_lse(float m, float l) {
 )CUDA";
 
 std::string flash_attention_source(const FlashConfig& c) {
-  EMBER_CHECK(c.tensor_cores ? use_tensor_cores(c.dtype) : (c.dtype == DType::f32 || use_tensor_cores(c.dtype)),
-              "attention: no flash kernel for ", c.dtype);
+  // tensor cores: f16 / bf16, or TF32 for f32 with head dims up to 128 (v2 / v3 only)
+  const bool tc_ok = use_tensor_cores(c.dtype) ||
+                     (c.dtype == DType::f32 && c.version != 1 && c.head_dim <= 128 && c.value_dim <= 128);
+  EMBER_CHECK(c.tensor_cores ? tc_ok : (c.dtype == DType::f32 || use_tensor_cores(c.dtype)),
+              "attention: no flash kernel for ", c.dtype, " (head dims ", c.head_dim, ", ", c.value_dim, ")");
   std::string s = "typedef " + std::string(device_type(c.dtype)) + " T;\n" + kRowLse;
   s += "#define D " + std::to_string(c.head_dim) + "\n#define DV " + std::to_string(c.value_dim) + "\n#define BN " +
        std::to_string(flash_block_keys(c)) + "\n";
   if (c.tensor_cores) {
-    s += std::string("#define MMA_TYPE \"") + (c.dtype == DType::f16 ? "f16" : "bf16") + "\"\n";
-    s += async_copy_helpers() + kTensorCoreHelpers;
+    s += mma_helpers(c.dtype);
     if (c.version == 1) {
       s += kTensorCoreKernel;
     } else {  // versions 2 and 3 share the source: block rows, threads, diagonal-only masking
@@ -1021,6 +1198,10 @@ std::vector<FlashConfig> all_flash_configs() {
           c.tensor_cores = use_tensor_cores(dt);
           c.version = version;
           if (c.tensor_cores || version == 2) r.push_back(c);
+          if (dt == DType::f32 && version != 1 && d <= 128 && dv <= 128) {  // TF32
+            c.tensor_cores = true;
+            r.push_back(c);
+          }
         }
   return r;
 }

@@ -50,20 +50,20 @@ namespace {
 // (Q, dO, K as B of a product over queries or keys; dS as A from the stored dS^T).
 
 const char* kBackwardTcKernel = R"CUDA(
-#define ST (D + 8)
-#define SST (BM + 8)
+#define ST (D + SPAD)
+#define SST (BM + SPAD)
 #define LOG2E 1.4426950408889634f
 
 // Rows [row0, row0 + NROWS) of a contiguous [rows][D] matrix into shared memory (row stride
 // ST), zeros from row `rows` on. Asynchronous: commit and wait before use.
 template <int NROWS>
-__device__ __forceinline__ void load_rows(uint16_t* dst, const T* src, int64_t row0, int64_t rows) {
+__device__ __forceinline__ void load_rows(SE* dst, const T* src, int64_t row0, int64_t rows) {
   const uint32_t base = smem_addr(dst);
-  for (int idx = threadIdx.x; idx < NROWS * (D / 8); idx += NT) {
-    const int r = idx / (D / 8), c = (idx - r * (D / 8)) * 8;
+  for (int idx = threadIdx.x; idx < NROWS * (D / SVEC); idx += NT) {
+    const int r = idx / (D / SVEC), c = (idx - r * (D / SVEC)) * SVEC;
     const int64_t row = row0 + r;
     const bool ok = row < rows;
-    cp_async16(base + uint32_t(r * ST + c) * 2u, ok ? (const void*)(src + row * D + c) : (const void*)src, ok);
+    cp_async16(base + uint32_t(r * ST + c) * SEB, ok ? (const void*)(src + row * D + c) : (const void*)src, ok);
   }
 }
 
@@ -82,14 +82,13 @@ extern "C" __global__ void __launch_bounds__(NT) attn_bwd_prep(
     const T* __restrict__ out, const T* __restrict__ dout, const void* __restrict__ mask, int64_t nbatch, int64_t L,
     int64_t S, int64_t m_rs, int64_t m_cs, Shape bsh, Strides mb, float scale_log2) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  uint16_t* Qs = (uint16_t*)smem_raw;  // [PM][ST]
-  uint16_t* Ks = Qs + PM * ST;         // 2 x [BN][ST] (double-buffered)
+  SE* Qs = (SE*)smem_raw;  // [PM][ST]
+  SE* Ks = Qs + PM * ST;   // 2 x [BN][ST] (double-buffered)
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tg = lane & 3;
   const float ninf = -ember_inf();
   const int64_t ntiles = (L + PM - 1) / PM;
-  // per-lane ldmatrix offsets (halves): A = the warp's 16 Q rows; B = K [key][dim], two 8-key tiles
-  const uint32_t q_lane = uint32_t((warp * 16 + (lane & 15)) * ST + (lane >> 4) * 8);
-  const uint32_t k_lane = uint32_t(((lane & 7) + ((lane >> 4) << 3)) * ST + ((lane >> 3) & 1) * 8);
+  // per-lane fragment offsets (elements): A = the warp's 16 Q rows; B = K [key][dim]
+  const uint32_t q_lane = lane_a(warp * 16, ST), k_lane = lane_b(ST);
   const uint32_t q_base = smem_addr(Qs), k_base = smem_addr(Ks);
   // (tile, batch entry) pairs tile-major over a 1-D grid: the longest causal rows of every
   // entry start first
@@ -130,7 +129,7 @@ extern "C" __global__ void __launch_bounds__(NT) attn_bwd_prep(
         cp_async_wait<0>();
       }
       __syncthreads();
-      const uint32_t kcur = k_base + uint32_t(cur * BN * ST) * 2u;
+      const uint32_t kcur = k_base + uint32_t(cur * BN * ST) * SEB;
       float sacc[BN / 8][4];
       warp_product_abt<BN, D, ST>(sacc, q_base, q_lane, kcur, k_lane);  // S = Q K^T
       // element e of tile nt: row (e < 2 ? row0 : row1), key n0 + nt * 8 + 2 tg + (e & 1).
@@ -200,11 +199,11 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
     const float* __restrict__ dsum, const void* __restrict__ mask, int64_t nbatch, int64_t L, int64_t S, int64_t m_rs,
     int64_t m_cs, Shape bsh, Strides mb, float scale_log2, float scale) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  uint16_t* Ks = (uint16_t*)smem_raw;        // [BN][ST]
-  uint16_t* Vs = Ks + BN * ST;               // [BN][ST]
-  uint16_t* Qs = Vs + BN * ST;               // 2 x [BM][ST] (double-buffered)
-  uint16_t* Os = Qs + 2 * BM * ST;           // 2 x [BM][ST] (dout, double-buffered)
-  uint16_t* Ss = Os + 2 * BM * ST;           // [BN][SST] (dS^T)
+  SE* Ks = (SE*)smem_raw;                    // [BN][ST]
+  SE* Vs = Ks + BN * ST;                     // [BN][ST]
+  SE* Qs = Vs + BN * ST;                     // 2 x [BM][ST] (double-buffered)
+  SE* Os = Qs + 2 * BM * ST;                 // 2 x [BM][ST] (dout, double-buffered)
+  SE* Ss = Os + 2 * BM * ST;                 // [BN][SST] (dS^T)
   float* lse_s = (float*)(Ss + BN * SST);    // [BM]
   float* dsum_s = lse_s + BM;                // [BM]
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tg = lane & 3;
@@ -212,15 +211,12 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
   // dQ split: QG groups of 16 queries x DG groups of DW dims over the NW warps
   const int QG = BM / 16, DG = NW / QG, DW = D / DG;
   const int qm = (warp % QG) * 16, dc0 = (warp / QG) * DW;
-  // per-lane ldmatrix offsets (halves)
-  //   a_lane:  A (16 rows x 16) of a row-major tile, the warp's 16 keys (K, V)
-  //   b_lane:  B (16 x two 8-col tiles) of a row-major [n][k] tile (Q, dO as B over the head dim)
-  //   bt_lane: B (16 x two 8-col tiles) of a row-major [k][n] tile, .trans (Q, dO, K)
-  //   at_lane: A (16 x 16) from the stored transpose [k][m], .trans (dS from dS^T)
-  const uint32_t a_lane = uint32_t((warp * 16 + (lane & 15)) * ST + (lane >> 4) * 8);
-  const uint32_t b_lane = uint32_t(((lane & 7) + ((lane >> 4) << 3)) * ST + ((lane >> 3) & 1) * 8);
-  const uint32_t bt_lane = uint32_t(((lane & 7) + ((lane >> 3) & 1) * 8) * ST + (lane >> 4) * 8);
-  const uint32_t at_lane = uint32_t(((lane & 7) + (lane >> 4) * 8) * SST + ((lane >> 3) & 1) * 8);
+  // per-lane fragment offsets (elements)
+  //   a_lane:  A of a row-major tile, the warp's 16 keys (K, V)
+  //   b_lane:  B of a row-major [n][k] tile (Q, dO as B over the head dim)
+  //   bt_lane: B of a row-major [k][n] tile (Q, dO, K)
+  //   at_lane: A from the stored transpose [k][m] (dS from dS^T)
+  const uint32_t a_lane = lane_a(warp * 16, ST), b_lane = lane_b(ST), bt_lane = lane_bt(ST), at_lane = lane_at(SST);
   const uint32_t k_base = smem_addr(Ks), v_base = smem_addr(Vs), q_base0 = smem_addr(Qs), o_base0 = smem_addr(Os),
                  s_base = smem_addr(Ss);
   const int64_t nkb = (S + BN - 1) / BN;
@@ -269,7 +265,7 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
         cp_async_wait<0>();
       }
       __syncthreads();
-      const uint32_t q_base = q_base0 + uint32_t(buf * BM * ST * 2), o_base = o_base0 + uint32_t(buf * BM * ST * 2);
+      const uint32_t q_base = q_base0 + uint32_t(buf * BM * ST) * SEB, o_base = o_base0 + uint32_t(buf * BM * ST) * SEB;
       // S^T = K Q^T: element e of tile nt is (key e < 2 ? key0 : key1, query m0 + nt * 8 + 2 tg + (e & 1))
       float sacc[BM / 8][4];
       warp_product_abt<BM, D, ST>(sacc, k_base, a_lane, q_base, b_lane);
@@ -318,8 +314,8 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
 #pragma unroll
       for (int nt = 0; nt < BM / 8; ++nt) {
         const int r = warp * 16 + g, c = nt * 8 + tg * 2;
-        *(uint32_t*)(Ss + r * SST + c) = pack2(sacc[nt][0], sacc[nt][1]);
-        *(uint32_t*)(Ss + (r + 8) * SST + c) = pack2(sacc[nt][2], sacc[nt][3]);
+        store2s(Ss + r * SST + c, sacc[nt][0], sacc[nt][1]);
+        store2s(Ss + (r + 8) * SST + c, sacc[nt][2], sacc[nt][3]);
       }
       __syncthreads();
       // dQ (queries qm..qm+15, dims dc0..dc0+DW) += dS K (A: dS from dS^T, .trans; B: K [key][dim], .trans)
@@ -327,18 +323,7 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
         float qacc[D / 8 / (NW / (BM / 16))][4];
 #pragma unroll
         for (int t = 0; t < DW / 8; ++t) qacc[t][0] = qacc[t][1] = qacc[t][2] = qacc[t][3] = 0.f;
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; ++kk) {
-          uint32_t a[4];
-          ldsm_x4_t(a, s_base + (at_lane + kk * 16 * SST + qm) * 2u);
-#pragma unroll
-          for (int t = 0; t < DW / 8; t += 2) {
-            uint32_t bb[4];
-            ldsm_x4_t(bb, k_base + (bt_lane + kk * 16 * ST + dc0 + t * 8) * 2u);
-            mma16816(qacc[t], a, bb);
-            mma16816(qacc[t + 1], a, bb + 2);
-          }
-        }
+        warp_product_atb<BN, DW, SST, ST>(qacc, s_base, at_lane + qm, k_base, bt_lane + dc0);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int64_t row = m0 + qm + g + 8 * h;
@@ -376,9 +361,9 @@ extern "C" __global__ void __launch_bounds__(NT, KV_MIN_BLOCKS) attn_bwd_kv(
 #pragma unroll
       for (int t = 0; t < D / 8; ++t) {
         const int c = t * 8 + tg * 2;
-        const float nan = ember_nan();  // (c even, D even: 4-byte aligned pairs)
-        *(uint32_t*)(dkp + c) = poisoned ? pack2(nan, nan) : pack2(dkacc[t][2 * h] * scale, dkacc[t][2 * h + 1] * scale);
-        *(uint32_t*)(dvp + c) = poisoned ? pack2(nan, nan) : pack2(dvacc[t][2 * h], dvacc[t][2 * h + 1]);
+        const float nan = ember_nan();  // (c even, D even: aligned pairs)
+        store2(dkp + c, poisoned ? nan : dkacc[t][2 * h] * scale, poisoned ? nan : dkacc[t][2 * h + 1] * scale);
+        store2(dvp + c, poisoned ? nan : dvacc[t][2 * h], poisoned ? nan : dvacc[t][2 * h + 1]);
       }
     }
   }
@@ -409,10 +394,7 @@ extern "C" __global__ void attn_bwd_dsum(float* __restrict__ lse2, float* __rest
 extern "C" __global__ void attn_bwd_dq(T* __restrict__ dq, const float* __restrict__ acc, int64_t n4, float scale) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n4; i += int64_t(gridDim.x) * blockDim.x) {
     const float4 a = ((const float4*)acc)[i];
-    uint2 r;
-    r.x = pack2(a.x * scale, a.y * scale);
-    r.y = pack2(a.z * scale, a.w * scale);
-    ((uint2*)dq)[i] = r;
+    store4(dq + 4 * i, make_float4(a.x * scale, a.y * scale, a.z * scale, a.w * scale));
   }
 }
 )CUDA";
@@ -470,7 +452,8 @@ CudaTensorPtr dense_aligned(CudaBackend& be, const CudaTensorPtr& t) {
 // The flash backward: f16 / bf16, E == Ev in {32, 64, 128}, a bool mask or one of q's dtype.
 bool flash_backward_applies(const AttnInputs& in) {
   const DType dt = in.q->dtype();
-  if (!use_tensor_cores(dt) || in.E != in.Ev || (in.E != 32 && in.E != 64 && in.E != 128)) return false;
+  if (!(use_tensor_cores(dt) || tf32_attention(dt)) || in.E != in.Ev || (in.E != 32 && in.E != 64 && in.E != 128))
+    return false;
   if (in.mask && in.mask->dtype() != DType::boolean && in.mask->dtype() != dt) return false;
   if (in.L >= (int64_t(1) << 30) || in.S >= (int64_t(1) << 30)) return false;  // (32-bit row / key indices)
   const char* e = std::getenv("EMBER_CUDA_ATTN_BWD");  // "generic": the materialised path (A/B tests)
@@ -639,6 +622,7 @@ int flash_backward_block_keys(const FlashBackwardConfig& c) { return 16 * c.warp
 // spill 272 / 528 bytes).
 int flash_backward_min_blocks(const FlashBackwardConfig& c) {
   if (c.min_blocks > 0) return c.min_blocks;
+  if (c.dtype == DType::f32) return 1;  // TF32: f32 tiles, one block an SM fits in shared memory
   if (c.version == 2) return c.head_dim == 64 && backward_block_queries(c) == 32 ? 2 : 1;
   return c.head_dim <= 64 ? 3 : 1;
 }
@@ -646,16 +630,18 @@ int flash_backward_min_blocks(const FlashBackwardConfig& c) {
 size_t flash_backward_smem_bytes(const FlashBackwardConfig& c, int kernel) {
   const size_t D = size_t(c.head_dim), BM = size_t(backward_block_queries(c)),
                BN = size_t(flash_backward_block_keys(c));
-  if (kernel == 0) return (BN + 2 * BN) * (D + 8) * 2;  // PM = BN query rows, 2 key tiles
-  return ((2 * BN + 4 * BM) * (D + 8) + BN * (BM + 8)) * 2 + 2 * BM * sizeof(float);
+  // elements and row padding: halves padded by 8, TF32's f32 by 4
+  const size_t pad = c.dtype == DType::f32 ? 4 : 8, esz = c.dtype == DType::f32 ? 4 : 2;
+  if (kernel == 0) return (BN + 2 * BN) * (D + pad) * esz;  // PM = BN query rows, 2 key tiles
+  return ((2 * BN + 4 * BM) * (D + pad) + BN * (BM + pad)) * esz + 2 * BM * sizeof(float);
 }
 
 std::string flash_backward_source(const FlashBackwardConfig& c) {
-  EMBER_CHECK(use_tensor_cores(c.dtype) && (c.head_dim == 32 || c.head_dim == 64 || c.head_dim == 128),
+  EMBER_CHECK((use_tensor_cores(c.dtype) || c.dtype == DType::f32) &&
+                  (c.head_dim == 32 || c.head_dim == 64 || c.head_dim == 128),
               "attention_backward: no flash kernel for ", c.dtype, " with head dim ", c.head_dim);
   std::string s = "typedef " + std::string(device_type(c.dtype)) + " T;\n";
   s += "#define D " + std::to_string(c.head_dim) + "\n#define BM " + std::to_string(backward_block_queries(c)) + "\n";
-  s += std::string("#define MMA_TYPE \"") + (c.dtype == DType::f16 ? "f16" : "bf16") + "\"\n";
   s += "#define MASK_KIND " + std::to_string(int(c.mask)) + "\n";
   s += "#define CAUSAL " + std::to_string(c.causal ? 1 : 0) + "\n";
   s += "#define KV_MIN_BLOCKS " + std::to_string(flash_backward_min_blocks(c)) + "\n";
@@ -667,12 +653,12 @@ std::string flash_backward_source(const FlashBackwardConfig& c) {
        std::to_string(bn) + "\n#define PM " + std::to_string(bn) + "\n";
   s += std::string("#define FAST_TILES ") + (c.version == 2 ? "1" : "0") + "\n#define DQ_VEC " +
        (c.version == 2 ? "1" : "0") + "\n";
-  return s + async_copy_helpers() + kTensorCoreHelpers + kBackwardTcKernel;
+  return s + mma_helpers(c.dtype) + kBackwardTcKernel;
 }
 
 std::vector<FlashBackwardConfig> all_flash_backward_configs() {
   std::vector<FlashBackwardConfig> r;
-  for (DType dt : {DType::f16, DType::bf16})
+  for (DType dt : {DType::f16, DType::bf16, DType::f32})  // f32: TF32
     for (int d : {32, 64, 128})
       for (AttnMask m : {AttnMask::none, AttnMask::boolean, AttnMask::additive})
         for (bool causal : {false, true})

@@ -42,6 +42,9 @@ inline AttnInputs attn_inputs(const Op& op, size_t mask_input) {
 }
 
 inline bool use_tensor_cores(DType dt) { return dt == DType::f16 || dt == DType::bf16; }
+// Whether f32 attention runs its products on TF32 tensor cores: where f32 products may
+// (set_allow_tf32), as the materialised paths' cuBLASLt products do.
+inline bool tf32_attention(DType dt) { return dt == DType::f32 && tf32_allowed(); }
 
 // Batch strides of `t` over dims [0, nb) of `batch` (0 where t's dim is broadcast).
 inline std::vector<int64_t> lead_strides(const std::vector<int64_t>& strides, int nb) {
@@ -89,9 +92,10 @@ inline void allow_smem(CUfunction f, size_t smem) {
   }
 }
 
-// The device helpers of the tensor-core kernels, forward and backward (mma16816, ldmatrix,
-// cp.async, pack2, fast_exp2; attention.cpp): a source adds them after its MMA_TYPE.
-extern const char* const kTensorCoreHelpers;
+// The device helpers of the tensor-core kernels, forward and backward, for inputs of dtype dt
+// (f16 / bf16 on m16n8k16, f32 on TF32 m16n8k8; cp.async, fragment loads, rounding stores,
+// fast_exp2 and the warp-level products; attention.cpp): a source adds them after its `T`.
+std::string mma_helpers(DType dt);
 
 // cuDNN's fused attention (attention_cudnn.cpp): f16 / bf16 without a mask, where cuDNN has an
 // engine for the problem. False (nothing done) where it does not apply; the caller runs its own

@@ -33,6 +33,7 @@ DynTensor randn_cast(Shape s, DType dt) { return DynTensor::normal(std::move(s),
 
 struct Grads3 {
   DynTensor dq, dk, dv;
+  DynTensor out;  // the forward's output
 };
 
 // The reference in f64 on the CPU (q, k, v, g, mask on the CPU, any dtype).
@@ -50,7 +51,8 @@ Grads3 reference(DynTensor q, DynTensor k, DynTensor v, DynTensor g, const std::
   DynTensor p = softmax(s, -1);
   DynTensor dp = matmul(g, transpose(v, -1, -2));
   DynTensor ds = p * (dp - sum(p * dp, {-1}, true));
-  return {matmul(ds, k) * scale, matmul(transpose(ds, -1, -2), q) * scale, matmul(transpose(p, -1, -2), g)};
+  return {matmul(ds, k) * scale, matmul(transpose(ds, -1, -2), q) * scale, matmul(transpose(p, -1, -2), g),
+          matmul(p, v)};
 }
 
 // max |got - want| / max(1e-3, max |want|); NaN must match NaN. Fails with the case named.
@@ -110,12 +112,12 @@ std::string describe(DType dt, Case c, const std::string& variant) {
 }
 
 // Runs the forward and backward on `dev` (the GPU unless named) through autodiff and compares
-// the three gradients.
+// the output and the three gradients. f32_tol: the tolerance for f32 (TF32 takes f16's).
 void check(DType dt, Case c, const DynTensor& q, const DynTensor& k, const DynTensor& v,
            const std::optional<DynTensor>& mask, bool causal, std::optional<double> scale, const std::string& variant,
-           bool transposed_q = false, std::optional<Device> dev = {}) {
+           bool transposed_q = false, std::optional<Device> dev = {}, double f32_tol = 1e-4) {
   Device gpu = (dev ? *dev : Device::cuda(0)).autodiff();
-  const double tol = dt == DType::f64 ? 1e-9 : dt == DType::f32 ? 1e-4 : dt == DType::f16 ? 1.5e-2 : 3e-2;
+  const double tol = dt == DType::f64 ? 1e-9 : dt == DType::f32 ? f32_tol : dt == DType::f16 ? 1.5e-2 : 3e-2;
   auto g = randn_cast(Shape{2, 3, c.L, c.Ev}, dt);
   // q may arrive as [2, L, 3, E] (transposed to [2, 3, L, E] on the device: a strided view)
   DynTensor Q = q.to(gpu).require_grad();
@@ -129,6 +131,7 @@ void check(DType dt, Case c, const DynTensor& q, const DynTensor& k, const DynTe
   double sc = scale ? *scale : 1.0 / std::sqrt(double(c.E));
   Grads3 want = reference(qr, k, v, g, mask, causal, sc);
   std::string what = describe(dt, c, variant);
+  expect_grad_close(out, want.out, tol, what + " out");
   DynTensor dq = *Q.grad(gr);
   if (transposed_q) dq = transpose(dq, 1, 2);
   expect_grad_close(dq, want.dq, tol, what + " dq");
@@ -194,6 +197,47 @@ TEST(CudaAttentionBackward, AgainstF64Reference) {
     }
   }
   use_versions(kVersions[0]);
+}
+
+// TF32 (cuda::set_allow_tf32(true), as GPT-2's TF32 step runs): f32 attention multiplies on
+// tensor cores (m16n8k8) in the flash forward and backward, operands rounded to TF32 (a 10-bit
+// mantissa, as f16's): the output and gradients against the f64 reference with f16's tolerance,
+// for both forward versions and both backward versions, head dims 32 / 64 / 128 and tails.
+TEST(CudaAttentionBackward, Tf32AgainstF64Reference) {
+  REQUIRE_GPU();
+  cuda::set_allow_tf32(true);
+  const Case cases[] = {{17, 17, 64, 64},   {130, 257, 64, 64}, {257, 130, 64, 64},   {1, 130, 32, 32},
+                        {130, 17, 32, 32},  {64, 64, 128, 128}, {200, 384, 128, 128}, {33, 40, 80, 48},
+                        {300, 300, 64, 64}, {256, 256, 64, 64}};
+  const DType dt = DType::f32;
+  for (const Versions& ver : {kVersions[0], kVersions[2]}) {
+    use_versions(ver);
+    const std::string vn = versions_name(ver) + " tf32";
+    for (Case c : cases) {
+      auto q = randn_cast(Shape{2, 3, c.L, c.E}, dt), k = randn_cast(Shape{2, 3, c.S, c.E}, dt);
+      auto v = randn_cast(Shape{2, 3, c.S, c.Ev}, dt);
+      const double tol = 1.5e-2;
+      check(dt, c, q, k, v, {}, false, {}, "plain" + vn, false, {}, tol);
+      check(dt, c, q, k, v, {}, true, {}, "causal" + vn, false, {}, tol);
+      check(dt, c, q, k, v, keep_mask(c.L, c.S), true, 0.3, "causal + bool mask, scale 0.3" + vn, false, {}, tol);
+      check(dt, c, q, k, v, randn_cast(Shape{2, 1, c.L, c.S}, dt), false, {}, "additive mask [2, 1, L, S]" + vn,
+            false, {}, tol);
+      auto qt = randn_cast(Shape{2, c.L, 3, c.E}, dt);
+      check(dt, c, qt, k, v, {}, true, {}, "causal, transposed (strided) q" + vn, true, {}, tol);
+    }
+  }
+  use_versions(kVersions[0]);
+  // the products really are TF32: the output moves from the exact one by more than f32 rounding
+  Case c{130, 257, 64, 64};
+  auto q = randn_cast(Shape{2, 3, c.L, c.E}, dt).to(Device::cuda(0)), k = randn_cast(Shape{2, 3, c.S, c.E}, dt);
+  auto v = randn_cast(Shape{2, 3, c.S, c.Ev}, dt).to(Device::cuda(0));
+  auto kd = k.to(Device::cuda(0));
+  auto tf32 = scaled_dot_product_attention(q, kd, v, std::nullopt, true).to(Device::cpu());
+  cuda::set_allow_tf32(false);
+  auto exact = scaled_dot_product_attention(q, kd, v, std::nullopt, true).to(Device::cpu());
+  const double moved = max(abs(tf32 - exact)).item();
+  EXPECT_GT(moved, 1e-5) << "TF32 attention gave the exact f32 result: the FMA kernel ran";
+  EXPECT_LT(moved, 1e-2);
 }
 
 // attention_backward with the forward's lse (what autodiff passes, and what the tests above

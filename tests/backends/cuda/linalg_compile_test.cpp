@@ -59,7 +59,7 @@ void compile_attention(const std::vector<cuda::KernelSource>& sources) {
 
 TEST(CudaLinalgCompile, FlashAttentionEveryConfig) {
   auto configs = cuda::all_flash_configs();
-  EXPECT_EQ(configs.size(), 112u);  // f32: 16, f16 / bf16: 16 x 3 versions
+  EXPECT_EQ(configs.size(), 130u);  // f32: 16 fma + 9 x 2 versions TF32, f16 / bf16: 16 x 3 versions
   std::set<std::string> keys;       // the JIT key tells every variant apart
   for (const auto& c : configs) keys.insert(c.key());
   EXPECT_EQ(keys.size(), configs.size());
@@ -122,7 +122,7 @@ TEST(CudaLinalgCompile, AttentionSoftmaxEveryVariant) {
 
 TEST(CudaLinalgCompile, FlashAttentionBackwardEveryConfig) {
   auto configs = cuda::all_flash_backward_configs();
-  EXPECT_EQ(configs.size(), 72u);  // 2 dtypes x 3 dims x 3 masks x causal x 2 versions
+  EXPECT_EQ(configs.size(), 108u);  // 3 dtypes (f32: TF32) x 3 dims x 3 masks x causal x 2 versions
   std::set<std::string> keys;
   for (const auto& c : configs) keys.insert(c.key());
   EXPECT_EQ(keys.size(), configs.size());
