@@ -4,7 +4,7 @@
 # cmake/EmberDeb.cmake). README "Use ember in your project"; tests/consumers checks it.
 include(CMakePackageConfigHelpers)
 
-set(EMBER_LIBRARY_TARGETS ${EMBER_APP_TARGETS} ember_onnx ember_amp ember_optim ember_nn ember_store ember_tensor
+set(EMBER_LIBRARY_TARGETS ${EMBER_APP_TARGETS} ember_onnx ember_amp ember_optim ember_nn ember_quant ember_store ember_tensor
                           ember_autodiff ember_fusion ember_cpu ember_core)
 if(EMBER_SHARED)
   set_target_properties(${EMBER_LIBRARY_TARGETS} PROPERTIES
