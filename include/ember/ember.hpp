@@ -24,5 +24,6 @@
 #include "ember/tensor/custom_op.hpp"
 #include "ember/tensor/dyn_tensor.hpp"
 #include "ember/tensor/ops.hpp"
+#include "ember/tensor/quantized_ops.hpp"
 #include "ember/tensor/tensor.hpp"
 #include "ember/version.hpp"

@@ -546,6 +546,68 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
                   in[0]->dtype, " tensor, got ", s ? s->dtype : in[0]->dtype, s ? s->shape : Shape{});
       return outs;
     }
+    case OpKind::matmul_integer: {
+      expect_inputs(op, in, 2, 4);
+      const auto &a = *in[0], &b = *in[1];
+      for (auto [m, arg] : {std::pair{&a, "a"}, std::pair{&b, "b"}})
+        EMBER_CHECK(m->dtype == DType::u8 || m->dtype == DType::i8, op, ": argument '", arg,
+                    "' must be a u8 or i8 tensor, got ", m->dtype, " ", m->shape);
+      expect_rank(op, a, 2, 64, "a");
+      expect_rank(op, b, 2, 64, "b");
+      EMBER_CHECK(a.shape[-1] == b.shape[-2], op, ": inner dimensions differ: a ", a.shape, " b ", b.shape);
+      // a zero point: one value (any shape of one element), or one per row of a / column of b
+      auto check_zp = [&](size_t i, const TensorMeta& x, int64_t per, const char* arg, const char* what) {
+        if (in.size() <= i || !in[i]) return;
+        const TensorMeta& z = *in[i];
+        EMBER_CHECK(z.dtype == x.dtype, op, ": argument '", arg, "' must have the dtype of its operand (", x.dtype,
+                    "), got ", z.dtype, " ", z.shape);
+        EMBER_CHECK(z.shape.numel() == 1 || (z.shape.rank() == 1 && z.shape[0] == per), op, ": argument '", arg,
+                    "' must hold one value or [", per, "] (one per ", what, "), got ", z.shape);
+      };
+      check_zp(2, a, a.shape[-2], "a_zero_point", "row of a");
+      check_zp(3, b, b.shape[-1], "b_zero_point", "column of b");
+      Shape ba(a.shape.begin(), a.shape.end() - 2), bb(b.shape.begin(), b.shape.end() - 2);
+      Shape out = broadcast_shapes(ba, bb, op);
+      out.dims().push_back(a.shape[-2]);
+      out.dims().push_back(b.shape[-1]);
+      return {{out, DType::i32}};
+    }
+    case OpKind::matmul_wq: {
+      expect_inputs(op, in, 3, 4);
+      const auto& q = std::get<WeightQuantAttrs>(attrs);
+      const auto &x = *in[0], &data = *in[1], &scales = *in[2];
+      EMBER_CHECK(q.bits == 4 || q.bits == 8, op, ": bits must be 4 or 8, got ", q.bits);
+      EMBER_CHECK(q.block == 32 || q.block == 64 || q.block == 128, op, ": block must be 32, 64 or 128, got ",
+                  q.block);
+      EMBER_CHECK(x.dtype == DType::f32, op, ": argument 'x' must be an f32 tensor, got ", x.dtype, " ", x.shape);
+      expect_rank(op, x, 1, 64, "x");
+      const int64_t K = x.shape[-1];
+      EMBER_CHECK(K % q.block == 0, op, ": K = ", K, " (the last dim of x ", x.shape,
+                  ") is not a multiple of the block size ", q.block);
+      const bool affine = in.size() > 3 && in[3];
+      expect_rank(op, data, 2, 2, "data");
+      const int64_t N = data.shape[0];
+      if (q.bits == 8) {
+        EMBER_CHECK(data.dtype == (affine ? DType::u8 : DType::i8), op, ": argument 'data' of 8-bit weights must be ",
+                    affine ? "u8 (with a zero point)" : "i8 (without a zero point)", ", got ", data.dtype);
+        EMBER_CHECK(data.shape[1] == K, op, ": argument 'data' has shape ", data.shape, ", expected [", N, ", ", K,
+                    "] for x ", x.shape);
+      } else {
+        EMBER_CHECK(data.dtype == DType::u8, op, ": argument 'data' of 4-bit weights must be u8 (two per byte), got ",
+                    data.dtype);
+        EMBER_CHECK(data.shape[1] * 2 == K, op, ": argument 'data' has shape ", data.shape, ", expected [", N, ", ",
+                    K / 2, "] (two 4-bit weights a byte) for x ", x.shape);
+      }
+      const Shape per_block{N, K / q.block};
+      EMBER_CHECK(scales.dtype == DType::f32 && scales.shape == per_block, op, ": argument 'scales' must be f32 ",
+                  per_block, " (one per block of ", q.block, " weights), got ", scales.dtype, " ", scales.shape);
+      if (affine)
+        EMBER_CHECK(in[3]->dtype == DType::u8 && in[3]->shape == per_block, op,
+                    ": argument 'zero_point' must be u8 ", per_block, ", got ", in[3]->dtype, " ", in[3]->shape);
+      Shape out = x.shape;
+      out[-1] = N;
+      return {{out, DType::f32}};
+    }
     case OpKind::custom: {
       const auto& impl = std::get<CustomAttrs>(attrs).impl;
       EMBER_CHECK(impl != nullptr, op, ": no definition");

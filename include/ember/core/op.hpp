@@ -195,6 +195,13 @@ struct AdamAttrs {
   bool operator==(const AdamAttrs&) const = default;  // field-wise equality
 };
 
+// matmul_wq: how the weight is quantized (ggml's Q8_0 / Q4_0 blocks in spirit).
+struct WeightQuantAttrs {
+  int bits = 4;        // bits per weight: 4 (two per byte) or 8
+  int64_t block = 32;  // weights per scale along K: 32, 64 or 128 (K must be a multiple)
+  bool operator==(const WeightQuantAttrs&) const = default;  // field-wise equality
+};
+
 struct CustomOpImpl;
 // A user-defined op (ember/core/custom_op.hpp): which one. Two ops are the same op when they
 // point at the same definition.
@@ -206,7 +213,7 @@ struct CustomAttrs {
 // Any op's attributes; ops.def fixes which alternative each OpKind takes (make_op checks it).
 using OpAttrs = std::variant<NoAttrs, ScalarAttrs, CreateAttrs, ReduceAttrs, DimAttrs, DimsAttrs, ShapeAttrs,
                              SliceAttrs, RollAttrs, PadAttrs, CastAttrs, ConvAttrs, PoolAttrs, InterpolateAttrs,
-                             NormAttrs, AttentionAttrs, AdamAttrs, CustomAttrs>;
+                             NormAttrs, AttentionAttrs, AdamAttrs, WeightQuantAttrs, CustomAttrs>;
 
 // ---- the table-derived enums ----
 // Every op of ops.def, in table order; op_name gives its name and op_kind_from_name the inverse.

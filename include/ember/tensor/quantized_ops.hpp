@@ -1,0 +1,46 @@
+// Quantized matrix products: int8 x int8 -> int32 (ONNX MatMulInteger) and weight-only
+// quantized linear layers (int8 / int4 weights in blocks along K, f32 activations: the products
+// of LLM decoding, in the spirit of ggml's Q8_0 / Q4_0).
+//
+//   auto a = DynTensor::from_vector<uint8_t>({1, 2, 3, 4}, {2, 2});
+//   auto b = DynTensor::from_vector<int8_t>({1, -1, 2, 0}, {2, 2});
+//   DynTensor c = matmul_integer(a, b);                      // i32 [2, 2]: {7, -1, 11, -3}
+//   // a [1, 64] f32 input times a [3, 64] weight stored as 8-bit blocks of 32
+//   auto x = DynTensor::ones({1, 64});
+//   auto q = DynTensor::ones({3, 64}, DType::i8);
+//   auto s = DynTensor::full({3, 2}, 0.5, DType::f32);
+//   DynTensor y = matmul_wq(x, q, s, std::nullopt, {.bits = 8, .block = 32});  // f32 [1, 3], each 32
+//   # run
+#pragma once
+
+#include <optional>
+
+#include "ember/tensor/dyn_tensor.hpp"
+
+namespace ember {
+
+// sum_k (a - a_zero_point)(b - b_zero_point) in i32 (wrapping modulo 2^32), ONNX MatMulInteger.
+// a: u8 or i8 [.., M, K]; b: u8 or i8 [.., K, N]; batch dims broadcast as in matmul. A zero
+// point has its operand's dtype and holds one value (any shape of one element) or one per row
+// of a ([M]) / per column of b ([N]); absent means 0.
+DynTensor matmul_integer(DynTensor a, DynTensor b, std::optional<DynTensor> a_zero_point = std::nullopt,
+                         std::optional<DynTensor> b_zero_point = std::nullopt);
+
+// How a weight of matmul_wq is quantized: bits per weight (4 or 8) and weights per scale
+// along K (32, 64 or 128).
+struct WeightQuant {
+  int bits = 4;        // 4: two weights a byte (element 2j in the low nibble); 8: one a byte
+  int64_t block = 32;  // weights sharing one scale (and zero point) along K
+};
+
+// y [.., N] = x [.., K] W^T with W [N, K] stored quantized per block along K:
+// - bits 8: data i8 [N, K], W = scale * q; with a zero point, data u8 and W = scale * (q - zp);
+// - bits 4: data u8 [N, K / 2], element 2j of a row in the low nibble of byte j, 2j + 1 in the
+//   high nibble (ONNX's int4 packing); W = scale * q with q a two's complement nibble in
+//   [-8, 7]; with a zero point, q is the unsigned nibble (0..15) and W = scale * (q - zp).
+// scales: f32 [N, K / block]; zero_point: u8 [N, K / block] (nibble values for 4 bits).
+// x is f32 (f16 and bf16 are computed in f32); the result is f32. No gradient flows through it.
+DynTensor matmul_wq(DynTensor x, DynTensor data, DynTensor scales, std::optional<DynTensor> zero_point,
+                    WeightQuant quant);
+
+}  // namespace ember
