@@ -12,11 +12,13 @@ static CpuFeatures detect() {
   f.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  f.avx512vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
 #endif
   if (const char* cap = std::getenv("EMBER_CPU_ISA")) {
     std::string_view c(cap);
     if (c == "scalar") f.avx2 = f.avx512 = false;
     if (c == "avx2") f.avx512 = false;
+    f.avx512vnni = f.avx512vnni && f.avx512;
   }
   return f;
 }

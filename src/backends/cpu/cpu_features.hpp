@@ -13,6 +13,7 @@ namespace ember::cpu {
 struct CpuFeatures {
   bool avx2 = false;    // AVX2 + FMA
   bool avx512 = false;  // AVX-512 F, BW, DQ, VL
+  bool avx512vnni = false;  // AVX-512 VNNI (vpdpbusd) on top of avx512
 };
 
 const CpuFeatures& features();
