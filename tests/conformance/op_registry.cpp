@@ -323,6 +323,15 @@ const std::map<std::string, OpFn>& op_registry() {
          std::optional<double> scale;
          if (a.contains("scale") && !a["scale"].is_null()) scale = num(a["scale"]);
          return V{scaled_dot_product_attention(in[0], in[1], in[2], opt(in, 3), flag(a, "is_causal", false), scale)}; }},
+      // quantized products (cases/quant.json): the zero points given follow a and b in order
+      {"matmul_integer", [](V& in, const Json& a, const Device&) {
+         size_t i = 2;
+         std::optional<DynTensor> za, zb;
+         if (flag(a, "a_zero_point", false)) za = in[i++];
+         if (flag(a, "b_zero_point", false)) zb = in[i++];
+         return V{matmul_integer(in[0], in[1], za, zb)}; }},
+      {"matmul_wq", [](V& in, const Json& a, const Device&) {
+         return V{matmul_wq(in[0], in[1], in[2], opt(in, 3), WeightQuant{a["bits"].get<int>(), i64(a["block"])})}; }},
       // ir: fused IR ops run directly (see run_ir)
       IR(gelu_backward, no_attrs), IR(gelu_tanh_backward, no_attrs), IR(silu_backward, no_attrs),
       IR(layer_norm_backward, norm_attrs), IR(attention_backward, attention_attrs),

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Generate cases/quant.json: conformance cases of the quantized matrix products of
+include/ember/core/ops.def (matmul_integer, matmul_wq), with expected values from numpy.
+
+Run with Debian's python3-numpy:   /usr/bin/python3 gen_quant_cases.py   (deterministic: byte-identical output)
+Same file format and comparison rule as the other case files (README.md). The registry
+(op_registry.cpp) calls the tensor API's matmul_integer / matmul_wq.
+
+References:
+  matmul_integer   numpy int64 matmul of (a - a_zero_point) and (b - b_zero_point) (batch dims
+                   broadcast), wrapped to i32; exact. attrs: a_zero_point / b_zero_point (bool: whether
+                   the input is given; the given ones follow a and b in that order).
+  matmul_wq        the dequantize-then-matmul formula in float64: W[n, k] = scale[n, k / block] *
+                   (q[n, k] - zp[n, k / block]) (zp = 0 without a zero point; q a two's complement
+                   nibble for symmetric 4-bit weights, the unsigned nibble with a zero point; element
+                   2j of a row in the low nibble of byte j), y = x W^T. attrs: bits, block. Inputs:
+                   x, data, scales[, zero_point]. Tolerance (README's rule for accumulating ops):
+                   rtol 1e-5, atol = max(1e-6, 2e-6 sqrt(K) mag), mag the largest |scale| * (max |q| +
+                   max zp) * max |x| (the terms an implementation that subtracts the zero point's share
+                   once per block sums).
+"""
+import json
+import math
+import os
+import zlib
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "cases", "quant.json")
+CASES = []
+
+
+def rng_for(name):
+    return np.random.default_rng(zlib.crc32(name.encode()))
+
+
+def fnum(v):
+    v = float(v)
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return v
+
+
+def ser(a, dt):
+    a = np.ascontiguousarray(a)
+    flat = a.reshape(-1)
+    data = [fnum(v) for v in flat] if dt == "f32" else [int(v) for v in flat]
+    return {"dtype": dt, "shape": list(a.shape), "data": data}
+
+
+def sh(shape):
+    return "scalar" if not shape else "x".join(str(s) for s in shape)
+
+
+def add(name, op, inputs, outs, attrs, rtol=0.0, atol=0.0):
+    assert name not in {c["name"] for c in CASES}, name
+    CASES.append({"name": name, "op": op, "inputs": inputs, "attrs": attrs, "outputs": outs,
+                  "rtol": rtol, "atol": atol})
+
+
+def npdt(dt):
+    return {"u8": np.uint8, "i8": np.int8}[dt]
+
+
+def int_bytes(rng, shape, dt, extreme=False):
+    if extreme:
+        return np.full(shape, 255 if dt == "u8" else -128, dtype=npdt(dt))
+    lo, hi = (0, 256) if dt == "u8" else (-128, 128)
+    return rng.integers(lo, hi, size=shape).astype(npdt(dt))
+
+
+def matmul_integer_case(desc, ashape, bshape, adt, bdt, azp=None, bzp=None, extreme=False):
+    """azp / bzp: None, "scalar" (0-d), "one" ([1]) or "per" ([M] / [N])."""
+    name = f"matmul_integer/{adt}{bdt}/{sh(ashape)}_{sh(bshape)}_{desc}"
+    rng = rng_for(name)
+    a = int_bytes(rng, ashape, adt, extreme)
+    b = int_bytes(rng, bshape, bdt, extreme)
+    M, N = ashape[-2], bshape[-1]
+
+    def zp(kind, dt, count):
+        if kind is None:
+            return None
+        shape = {"scalar": (), "one": (1,), "per": (count,)}[kind]
+        return int_bytes(rng, shape, dt)
+
+    za, zb = zp(azp, adt, M), zp(bzp, bdt, N)
+    av = a.astype(np.int64) - (0 if za is None else (za.astype(np.int64).reshape(-1, 1) if za.ndim else za.astype(np.int64)))
+    bv = b.astype(np.int64) - (0 if zb is None else zb.astype(np.int64))
+    y = np.matmul(av, bv)
+    y = ((y + 2**31) % 2**32 - 2**31).astype(np.int32)
+    inputs = [ser(a, adt), ser(b, bdt)]
+    if za is not None:
+        inputs.append(ser(za, adt))
+    if zb is not None:
+        inputs.append(ser(zb, bdt))
+    add(name, "matmul_integer", inputs, [ser(y, "i32")], {"a_zero_point": za is not None, "b_zero_point": zb is not None})
+
+
+def matmul_wq_case(desc, xshape, N, bits, block, affine):
+    K = xshape[-1]
+    name = f"matmul_wq/f32/{sh(xshape)}_n{N}_q{bits}_b{block}_{'affine' if affine else 'sym'}{desc}"
+    rng = rng_for(name)
+    x = rng.uniform(-1, 1, size=xshape).astype(np.float32)
+    nb = K // block
+    scales = rng.uniform(0.005, 0.05, size=(N, nb)).astype(np.float32)
+    if bits == 4:
+        q = rng.integers(0, 16, size=(N, K)) if affine else rng.integers(-8, 8, size=(N, K))
+        nib = q & 0xF
+        data = (nib[:, 0::2] | (nib[:, 1::2] << 4)).astype(np.uint8)
+        data_dt = "u8"
+        zp = rng.integers(0, 16, size=(N, nb)).astype(np.uint8) if affine else None
+    else:
+        q = rng.integers(0, 256, size=(N, K)) if affine else rng.integers(-128, 128, size=(N, K))
+        data = q.astype(np.uint8 if affine else np.int8)
+        data_dt = "u8" if affine else "i8"
+        zp = rng.integers(0, 256, size=(N, nb)).astype(np.uint8) if affine else None
+    zfull = np.zeros((N, K)) if zp is None else np.repeat(zp.astype(np.float64), block, axis=1)
+    w = np.repeat(scales.astype(np.float64), block, axis=1) * (q.astype(np.float64) - zfull)
+    y = np.matmul(x.astype(np.float64), w.T)
+    mag = float(scales.max()) * (float(np.abs(q).max()) + (float(zp.max()) if zp is not None else 0.0)) * \
+        float(np.abs(x).max() if x.size else 0.0)
+    atol = max(1e-6, 2e-6 * math.sqrt(K) * mag)
+    inputs = [ser(x, "f32"), ser(data, data_dt), ser(scales, "f32")]
+    if zp is not None:
+        inputs.append(ser(zp, "u8"))
+    add(name, "matmul_wq", inputs, [ser(y.astype(np.float32), "f32")], {"bits": bits, "block": block}, 1e-5, atol)
+
+
+def main():
+    # matmul_integer: every dtype pair, tails of the 8 x 32 / 6 x 16 tiles, M = 1, zero points of
+    # both shapes, batch broadcast, K past one 1024-deep slice, the largest products
+    matmul_integer_case("plain", [3, 4], [4, 5], "u8", "u8")
+    matmul_integer_case("zp_scalar", [7, 13], [13, 35], "u8", "i8", "scalar", "scalar")
+    matmul_integer_case("zp_per", [9, 70], [70, 33], "i8", "i8", "per", "per")
+    matmul_integer_case("m1_zp_a", [1, 64], [64, 17], "i8", "u8", "scalar", None)
+    matmul_integer_case("zp_one_b", [5, 9], [9, 40], "u8", "u8", None, "one")
+    matmul_integer_case("zp_per_b", [6, 31], [31, 7], "i8", "u8", "one", "per")
+    matmul_integer_case("batch_bcast", [2, 1, 5, 6], [3, 6, 4], "u8", "i8", "per", "scalar")
+    matmul_integer_case("batch_both", [2, 3, 8], [2, 8, 33], "i8", "i8", None, "per")
+    matmul_integer_case("deep_k", [5, 1100], [1100, 9], "u8", "i8", "per", "per")
+    matmul_integer_case("extreme", [4, 40], [40, 20], "u8", "i8", extreme=True)
+    matmul_integer_case("extreme", [3, 50], [50, 18], "i8", "i8", extreme=True)
+    matmul_integer_case("extreme", [3, 50], [50, 18], "u8", "u8", extreme=True)
+    matmul_integer_case("empty_m", [0, 4], [4, 3], "u8", "i8")
+    # matmul_wq: 4 and 8 bits, every block size, symmetric and affine, M = 1 (GEMV) and more
+    # rows (GEMM), x with batch dims and of rank 1, N not a multiple of the GEMM's 64-row panel
+    matmul_wq_case("", [1, 64], 5, 4, 32, False)
+    matmul_wq_case("", [3, 128], 17, 4, 64, False)
+    matmul_wq_case("", [2, 3, 96], 9, 4, 32, True)
+    matmul_wq_case("", [4, 256], 7, 8, 128, False)
+    matmul_wq_case("", [1, 64], 33, 8, 32, True)
+    matmul_wq_case("", [5, 128], 70, 4, 128, False)
+    matmul_wq_case("", [6, 128], 3, 8, 64, True)
+    matmul_wq_case("", [64], 11, 4, 64, True)
+    with open(OUT, "w") as f:
+        f.write('{"family": "quant", "cases": [\n')
+        f.write(",\n".join(json.dumps(c, separators=(",", ":")) for c in CASES))
+        f.write("\n]}\n")
+    print(f"wrote {len(CASES)} cases to {OUT}")
+
+
+if __name__ == "__main__":
+    main()
