@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ember/tensor/quantized_ops.hpp"
 #include "ops.hpp"
 
 namespace ember::onnx::detail {
@@ -326,16 +327,53 @@ DynTensor requantize(DynTensor v, const OpContext& c, size_t zp_input) {
 
 DynTensor scale_of(const OpContext& c, size_t i) { return cast(c.in(i), DType::f64); }
 
+namespace {
+
+// sum_k (a - a_zp)(b - b_zp) of MatMulInteger / QLinearMatMul as the matmul_integer op, where the
+// operands are u8 / i8 and each zero point holds one value or one per row of a / column of b
+// (ONNX's 1-D forms); 1-D operands as numpy's matmul treats them. Empty when it does not apply.
+std::optional<DynTensor> integer_product(const OpContext& c, size_t a_in, size_t a_zp, size_t b_in, size_t b_zp) {
+  DynTensor a = c.in(a_in), b = c.in(b_in);
+  auto byte = [](const DynTensor& t) { return t.dtype() == DType::u8 || t.dtype() == DType::i8; };
+  if (!byte(a) || !byte(b) || a.rank() < 1 || b.rank() < 1) return std::nullopt;
+  const bool a_vec = a.rank() == 1, b_vec = b.rank() == 1;
+  if (a_vec) a = unsqueeze(a, 0);
+  if (b_vec) b = unsqueeze(b, -1);
+  auto zero_point = [&](size_t i, const DynTensor& x, int64_t per) -> std::optional<std::optional<DynTensor>> {
+    if (!c.has(i)) return std::optional<DynTensor>();
+    const DynTensor& z = c.in(i);
+    if (z.dtype() != x.dtype()) return std::nullopt;
+    if (z.numel() == 1) return std::optional<DynTensor>(reshape(z, {}));
+    if (z.rank() == 1 && z.numel() == per) return std::optional<DynTensor>(z);
+    return std::nullopt;
+  };
+  auto za = zero_point(a_zp, a, a.shape()[-2]);
+  auto zb = zero_point(b_zp, b, b.shape()[-1]);
+  if (!za || !zb) return std::nullopt;
+  DynTensor y = matmul_integer(a, b, *za, *zb);
+  if (b_vec) y = squeeze(y, -1);
+  if (a_vec) y = squeeze(y, b_vec ? -1 : -2);
+  return y;
+}
+
+}  // namespace
+
 void register_nn_ops(OpTable& t) {
   t["MatMulInteger"] = [](OpContext& c) -> OpResult {
+    if (auto y = integer_product(c, 0, 2, 1, 3)) return {*y};
     DynTensor a = minus_zero_point(c.in(0), c, 2, -2), b = minus_zero_point(c.in(1), c, 3, -1);
     if (c.has(2) && c.in(2).numel() > 1) a = cast(c.in(0), DType::f64), a = sub(a, unsqueeze(cast(c.in(2), DType::f64), -1));
     return {cast(matmul(a, b), DType::i32)};
   };
   t["QLinearMatMul"] = [](OpContext& c) -> OpResult {
-    DynTensor a = minus_zero_point(c.in(0), c, 2, -2), b = minus_zero_point(c.in(3), c, 5, -1);
     if (c.in(1).numel() != 1 || c.in(4).numel() != 1 || c.in(6).numel() != 1) c.unsupported("per-axis scales");
-    DynTensor y = mul(matmul(a, b), div(mul(scale_of(c, 1), scale_of(c, 4)), scale_of(c, 6)));
+    DynTensor ab;
+    if (auto y = integer_product(c, 0, 2, 3, 5)) {
+      ab = cast(*y, DType::f64);
+    } else {
+      ab = matmul(minus_zero_point(c.in(0), c, 2, -2), minus_zero_point(c.in(3), c, 5, -1));
+    }
+    DynTensor y = mul(ab, div(mul(scale_of(c, 1), scale_of(c, 4)), scale_of(c, 6)));
     return {requantize(y, c, 7)};
   };
   t["ConvInteger"] = [](OpContext& c) -> OpResult {
