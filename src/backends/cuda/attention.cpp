@@ -901,6 +901,7 @@ size_t flash_smem_bytes(const FlashConfig& c) {
 // interface, so the v2/v3 forward and the backward are one source for f16, bf16 and TF32:
 //   SE, SPAD, SVEC, SEB   a shared-memory element, the row padding of shared tiles, elements per
 //                         16-byte copy, bytes per element
+//   mma_round             a value of T as the products see it (TF32: rounded; halves: itself)
 //   se_of, store2, store2s, store4   an input element's bits for shared memory; stores of two
 //                         (four) fp32 values rounded to T, or to the products' input type in
 //                         shared memory
@@ -943,6 +944,7 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   return r;
 }
 __device__ __forceinline__ SE se_of(T x) { return x.bits; }
+__device__ __forceinline__ float mma_round(float x) { return x; }  // (T values are exact already)
 __device__ __forceinline__ void store2(T* p, float lo, float hi) { *(uint32_t*)p = pack2(lo, hi); }
 __device__ __forceinline__ void store2s(SE* p, float lo, float hi) { *(uint32_t*)p = pack2(lo, hi); }
 __device__ __forceinline__ void store4(T* p, float4 a) { *(uint2*)p = make_uint2(pack2(a.x, a.y), pack2(a.z, a.w)); }
@@ -1071,6 +1073,8 @@ __device__ __forceinline__ uint32_t lds_tf32(uint32_t addr) {
   return tf32_of(v);
 }
 __device__ __forceinline__ SE se_of(float x) { return __float_as_uint(x); }
+// x as the products see it (rounded to TF32)
+__device__ __forceinline__ float mma_round(float x) { return __uint_as_float(tf32_of(x)); }
 __device__ __forceinline__ void store2(float* p, float lo, float hi) { *(float2*)p = make_float2(lo, hi); }
 __device__ __forceinline__ void store2s(SE* p, float lo, float hi) { *(uint2*)p = make_uint2(tf32_of(lo), tf32_of(hi)); }
 __device__ __forceinline__ void store4(float* p, float4 a) { *(float4*)p = a; }

@@ -27,6 +27,8 @@ namespace {
 // Backward, tensor-core path (f16 / bf16, E == Ev == D in {32, 64, 128}; q, k, v, out, dout
 // contiguous [B, rows, D]). With P = softmax(scale q k^T + mask) and g = dout:
 //   dv = P^T g,  dS = P * (g v^T - Dsum),  Dsum_i = sum_c g_ic out_ic,  dq = scale dS k,  dk = scale dS^T q.
+// (TF32: Dsum takes g rounded to TF32, as the product g v^T does, so that P (g v^T - Dsum)
+// cancels where it should, e.g. dS = 0 exactly for a row that sees a single key.)
 // attn_bwd_dsum, when the forward's lse is an input (as autodiff passes it): Dsum_i and lse_i
 //   in the log2 domain, a warp per row. Without it, attn_bwd_prep (one block per PM = 16 NW
 //   query rows, the forward's score loop without the P V product, key tiles up to the diagonal
@@ -111,7 +113,7 @@ extern "C" __global__ void __launch_bounds__(NT) attn_bwd_prep(
       const T* o = out + (b * L + row) * D;
       const T* d = dout + (b * L + row) * D;
       float s = 0.f;
-      for (int c = lane; c < D; c += 32) s += float(o[c]) * float(d[c]);
+      for (int c = lane; c < D; c += 32) s += float(o[c]) * mma_round(float(d[c]));
 #pragma unroll
       for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
       if (lane == 0) dsum[b * L + row] = s;
@@ -380,7 +382,7 @@ extern "C" __global__ void attn_bwd_dsum(float* __restrict__ lse2, float* __rest
     const T* o = out + r * D;
     const T* d = dout + r * D;
     float s = 0.f;
-    for (int c = lane; c < D; c += 32) s += float(o[c]) * float(d[c]);
+    for (int c = lane; c < D; c += 32) s += float(o[c]) * mma_round(float(d[c]));
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
     if (lane == 0) {
