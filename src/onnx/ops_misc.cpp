@@ -743,6 +743,34 @@ void register_misc_ops(OpTable& t) {
     if (c.has(2)) v = sub(v, cast(along_axis(c, c.in(2), x), DType::f32));
     return {mul(v, cast(along_axis(c, c.in(1), x), DType::f32))};
   };
+  // com.microsoft's QLinearAdd (ONNX Runtime's quantized models): inputs A, A_scale, A_zero_point,
+  // B, B_scale, B_zero_point, C_scale, C_zero_point (zero points optional, scales and zero points
+  // one value each); C = saturate(round((A_scale (A - A_zp) + B_scale (B - B_zp)) / C_scale) + C_zp),
+  // rounding half to even, u8 or i8 like A, broadcasting A against B. Computed in f32.
+  t["com.microsoft::QLinearAdd"] = [](OpContext& c) -> OpResult {
+    const DynTensor& a = c.in(0);
+    const DynTensor& b = c.in(3);
+    if (a.dtype() != b.dtype())
+      c.fail("A is " + std::string(dtype_name(a.dtype())) + " but B is " + std::string(dtype_name(b.dtype())));
+    auto [lo, hi] = int_range(a.dtype(), c);
+    auto one_value = [&](size_t i, const char* name, bool zero_point) {
+      const DynTensor& v = c.in(i);
+      if (v.numel() != 1) c.unsupported(std::string(name) + " of " + std::to_string(v.numel()) + " values (per-channel)");
+      if (zero_point && v.dtype() != a.dtype())
+        c.fail(std::string(name) + " is " + std::string(dtype_name(v.dtype())) + ", not A's " +
+               std::string(dtype_name(a.dtype())));
+      return cast(reshape(v, {}), DType::f32);
+    };
+    auto real = [&](size_t x, size_t scale, size_t zero_point, const char* sname, const char* zname) {
+      DynTensor v = cast(c.in(x), DType::f32);
+      if (c.has(zero_point)) v = sub(v, one_value(zero_point, zname, true));
+      return mul(v, one_value(scale, sname, false));
+    };
+    DynTensor sum = add(real(0, 1, 2, "A_scale", "A_zero_point"), real(3, 4, 5, "B_scale", "B_zero_point"));
+    DynTensor q = round(div(sum, one_value(6, "C_scale", false)));
+    if (c.has(7)) q = add(q, one_value(7, "C_zero_point", true));
+    return {cast(clamp(q, Scalar(lo), Scalar(hi)), a.dtype())};
+  };
   t["DynamicQuantizeLinear"] = [](OpContext& c) -> OpResult {
     const DynTensor& x = c.in(0);
     if (x.dtype() != DType::f32) c.unsupported("dtype " + std::string(dtype_name(x.dtype())));

@@ -220,6 +220,8 @@ class Inference {
         if (r != table.end()) r->second(v);
       } else if (n.domain == "com.microsoft" && n.op_type == "FusedConv") {  // Conv's type and shape
         table.at("Conv")(v);
+      } else if (n.domain == "com.microsoft" && n.op_type == "QLinearAdd") {  // A's type, A and B broadcast
+        v.set(0, v.elem(0), broadcast({v.shape(0), v.shape(3)}));
       }
       for (size_t k = 0; k < n.outputs.size(); ++k) {
         const std::string& name = n.outputs[k];
