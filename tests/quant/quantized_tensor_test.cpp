@@ -260,6 +260,24 @@ TEST(Quantize, WeightOnlyOperandsForMatmulWq) {
   EXPECT_FALSE(o8.zero_point.has_value());
 }
 
+TEST(Quantize, WeightOnlyOperandsFeedMatmulWq) {
+  // matmul_wq (tensor/quantized_ops.hpp) reads the layout quantize writes: its product equals the
+  // product with the dequantized weight.
+  const int64_t n = 5, k = 128;
+  DynTensor w = tensor(normal_values(size_t(n * k), 12), {n, k});
+  DynTensor x = tensor(normal_values(size_t(3 * k), 13), {3, k});
+  for (QScheme s : {QScheme::per_block(1, 32, QType::int8), QScheme::per_block(1, 32, QType::int4),
+                    QScheme::per_block(1, 64, QType::uint8, false), QScheme::per_block(1, 128, QType::uint4, false)}) {
+    QuantizedTensor q = quantize(w, s);
+    WeightOnlyOperands o = q.weight_only();
+    std::vector<float> got = matmul_wq(x, o.data, o.scales, o.zero_point, {.bits = o.bits, .block = o.block_size})
+                                 .to_vector<float>();
+    std::vector<float> want = matmul(x, dequantize(q).t()).to_vector<float>();
+    ASSERT_EQ(got.size(), want.size()) << s.str();
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << s.str();
+  }
+}
+
 TEST(QuantizeErrors, EachBadInputNamesTheFunctionAndArgument) {
   DynTensor x = tensor(normal_values(40, 10), {4, 10});
   DynTensor one = DynTensor::full({}, 1.0, DType::f32), zero = DynTensor::zeros({}, DType::i8);

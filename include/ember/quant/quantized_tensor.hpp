@@ -10,6 +10,7 @@
 //   QuantizedTensor c = quantize(w, QScheme::per_channel(0), a.scale().expand({16}).contiguous(),
 //                                DynTensor::zeros({16}, DType::i8));           // given parameters
 //   WeightOnlyOperands wo = q.weight_only();   // data u8 [16, 32], scales f32 [16, 2]: matmul_wq's operands
+//   DynTensor y = matmul_wq(randn({1, 64}), wo.data, wo.scales, wo.zero_point, {.bits = wo.bits, .block = wo.block_size});
 //   # run
 //
 // Layout (docs/quantization.md):
