@@ -627,6 +627,72 @@ BpeTokenizer BpeTokenizer::from_gpt2_files(const std::string& encoder_json_path,
   return BpeTokenizer(std::move(impl));
 }
 
+BpeTokenizer BpeTokenizer::from_vocab_and_merges(const std::vector<std::pair<std::string, int32_t>>& vocab,
+                                                 const std::vector<std::pair<std::string, std::string>>& merges,
+                                                 const std::vector<std::pair<std::string, int32_t>>& special_tokens,
+                                                 std::string_view source) {
+  auto impl = std::make_shared<Impl>();
+  const size_t n_max = vocab.size() + special_tokens.size();
+  std::vector<std::optional<std::string>> bytes_of(n_max);
+  size_t n = 0;  // one past the largest id
+  auto place = [&](int32_t id, std::string bytes, std::string_view what, const std::string& name) {
+    EMBER_CHECK(id >= 0 && size_t(id) < n_max, "BpeTokenizer: ", source, ": ", what, " \"", name, "\": id ", id,
+                " is outside [0, ", n_max, ") (ids must be 0..N-1 over the vocabulary and the special tokens)");
+    auto& slot = bytes_of[size_t(id)];
+    EMBER_CHECK(!slot || *slot == bytes, "BpeTokenizer: ", source, ": ", what, " \"", name, "\": id ", id,
+                " is taken by another token");
+    slot = std::move(bytes);
+    n = std::max(n, size_t(id) + 1);
+  };
+  for (const auto& [spelling, id] : vocab) {
+    auto bytes = gpt2_string_to_bytes(spelling);
+    EMBER_CHECK(bytes.has_value(), "BpeTokenizer: ", source, ": vocab token \"", spelling,
+                "\" has a character outside GPT-2's byte alphabet (is this a byte-level BPE vocabulary?)");
+    EMBER_CHECK(!bytes->empty(), "BpeTokenizer: ", source, ": vocab token \"\" (id ", id, ") is empty");
+    place(id, std::move(*bytes), "vocab token", spelling);
+  }
+  for (const auto& [text, id] : special_tokens) {
+    EMBER_CHECK(!text.empty(), "BpeTokenizer: ", source, ": special token with id ", id, " is empty");
+    place(id, text, "special token", text);
+  }
+  for (size_t id = 0; id < n; ++id)
+    EMBER_CHECK(bytes_of[id].has_value(), "BpeTokenizer: ", source, ": no token has id ", id,
+                " (ids must be 0..N-1 without gaps)");
+  impl->tokens.resize(n);
+  for (size_t id = 0; id < n; ++id) {
+    impl->tokens[id] = std::move(*bytes_of[id]);
+    auto [it, fresh] = impl->ids.emplace(impl->tokens[id], int32_t(id));
+    EMBER_CHECK(fresh, "BpeTokenizer: ", source, ": ids ", it->second, " and ", id, " are the same token \"",
+                bytes_to_gpt2_string(impl->tokens[id]), "\"");
+  }
+  for (int b = 0; b < 256; ++b) {
+    auto it = impl->ids.find(std::string(1, static_cast<char>(b)));
+    EMBER_CHECK(it != impl->ids.end(), "BpeTokenizer: ", source, ": no token for byte ", b, " (\"",
+                bytes_to_gpt2_string(std::string(1, char(b))), "\"); a byte-level vocabulary has all 256");
+    impl->byte_ids[b] = it->second;
+  }
+  std::unordered_map<uint64_t, size_t> index_of_merge;
+  for (size_t m = 0; m < merges.size(); ++m) {
+    int32_t side[2];
+    for (int k = 0; k < 2; ++k) {
+      const std::string& t = k == 0 ? merges[m].first : merges[m].second;
+      auto bytes = gpt2_string_to_bytes(t);
+      auto it = bytes ? impl->ids.find(*bytes) : impl->ids.end();
+      EMBER_CHECK(it != impl->ids.end(), "BpeTokenizer: ", source, ": merge ", m, ": token \"", t,
+                  "\" is not in the vocabulary");
+      side[k] = it->second;
+    }
+    const std::string joined = impl->tokens[size_t(side[0])] + impl->tokens[size_t(side[1])];
+    EMBER_CHECK(impl->ids.contains(joined), "BpeTokenizer: ", source, ": merge ", m, " (\"", merges[m].first, "\" \"",
+                merges[m].second, "\"): the result \"", bytes_to_gpt2_string(joined), "\" is not in the vocabulary");
+    auto [it, fresh] = index_of_merge.emplace(pair_key(side[0], side[1]), m);
+    EMBER_CHECK(fresh, "BpeTokenizer: ", source, ": merge ", m, " repeats merge ", it->second);
+    impl->merge_list.emplace_back(side[0], side[1]);
+  }
+  impl->index_merges_and_specials();
+  return BpeTokenizer(std::move(impl));
+}
+
 BpeTokenizer BpeTokenizer::load(const std::string& dir) {
   return from_gpt2_files(dir + "/encoder.json", dir + "/vocab.bpe");
 }

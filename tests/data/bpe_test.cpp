@@ -491,3 +491,74 @@ TEST_F(BpeBadFiles, DamagedBytesGiveAnErrorOrALoad) {
     }
   }
 }
+
+// ---- from_vocab_and_merges (Hugging Face tokenizer.json's parts) -------------------------------
+
+// GPT-2's byte -> character table (bytes_to_unicode in encoder.py): printable Latin-1 bytes keep
+// their code point, the others take 256, 257, ... in byte order. Written here from that definition.
+std::string gpt2_spelling(std::string_view bytes) {
+  std::string out;
+  for (unsigned char b : bytes) {
+    unsigned cp = b;
+    if (!((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174))) {
+      unsigned n = 0;
+      for (unsigned c = 0; c < b; ++c)
+        if (!((c >= 33 && c <= 126) || (c >= 161 && c <= 172) || (c >= 174))) ++n;
+      cp = 256 + n;
+    }
+    if (cp < 0x80) out += char(cp);
+    else out += {char(0xC0 | (cp >> 6)), char(0x80 | (cp & 0x3F))};
+  }
+  return out;
+}
+
+// Bytes are ids 0..255; merges he (256), ll (257), hell (258), " w" (259); special <|end|> (260).
+BpeTokenizer hand_made_tokenizer() {
+  std::vector<std::pair<std::string, int32_t>> vocab;
+  for (int b = 0; b < 256; ++b) vocab.emplace_back(gpt2_spelling(std::string(1, char(b))), b);
+  vocab.insert(vocab.end(), {{"he", 256}, {"ll", 257}, {"hell", 258}, {gpt2_spelling(" w"), 259}});
+  return BpeTokenizer::from_vocab_and_merges(vocab, {{"h", "e"}, {"l", "l"}, {"he", "ll"}, {gpt2_spelling(" "), "w"}},
+                                             {{"<|end|>", 260}}, "test.json");
+}
+
+TEST(BpeFromParts, EncodesWithHandComputedIds) {
+  const BpeTokenizer tok = hand_made_tokenizer();
+  EXPECT_EQ(tok.vocab_size(), 261);
+  EXPECT_EQ(tok.merge_count(), 4u);
+  // "hello": h e l l o -> he l l o (rank 0) -> he ll o (rank 1) -> hell o (rank 2)
+  // " world": Ġ w o r l d -> " w" o r l d (rank 3)
+  EXPECT_EQ(tok.encode("hello world"), (Ids{258, 'o', 259, 'o', 'r', 'l', 'd'}));
+  EXPECT_EQ(tok.encode_with_special("hi<|end|>he"), (Ids{'h', 'i', 260, 256}));
+  EXPECT_EQ(tok.encode("hi<|end|>"), (Ids{'h', 'i', '<', '|', 'e', 'n', 'd', '|', '>'}));
+  EXPECT_EQ(tok.decode(Ids{258, 'o', 259, 260}), "hello w<|end|>");
+  for (std::string s : {"hello world", "well, hell\n\tworld ", "\xff\xfe odd bytes"})
+    EXPECT_EQ(tok.decode(tok.encode(s)), s);
+  ASSERT_EQ(tok.special_tokens().size(), 1u);
+  EXPECT_EQ(tok.special_tokens()[0], (std::pair<std::string, int32_t>{"<|end|>", 260}));
+}
+
+void expect_has(const std::string& msg, std::initializer_list<std::string_view> parts) {
+  ASSERT_FALSE(msg.empty()) << "no ember::Error";
+  for (auto p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+}
+
+TEST(BpeFromParts, RejectsBadParts) {
+  std::vector<std::pair<std::string, int32_t>> bytes;
+  for (int b = 0; b < 256; ++b) bytes.emplace_back(gpt2_spelling(std::string(1, char(b))), b);
+  auto error = [&](std::vector<std::pair<std::string, int32_t>> extra, std::vector<std::pair<std::string, std::string>> merges,
+                   std::vector<std::pair<std::string, int32_t>> specials = {}) {
+    auto vocab = bytes;
+    vocab.insert(vocab.end(), extra.begin(), extra.end());
+    return error_of([&] { BpeTokenizer::from_vocab_and_merges(vocab, merges, specials, "t.json"); });
+  };
+  expect_has(error({{"ab", 257}}, {}), {"t.json", "\"ab\"", "id 257 is outside [0, 257)"});
+  expect_has(error({{"ab", 256}}, {}, {{"ab", 256}, {"<s>", 258}}), {"no token has id 257"});
+  expect_has(error({{"ab", 256}}, {{"a", "c"}, {"a", "b"}}), {"t.json", "merge 0", "\"ac\"", "not in the vocabulary"});
+  expect_has(error({{"ab", 256}}, {{"a", "b"}, {"a", "b"}}), {"merge 1 repeats merge 0"});
+  expect_has(error({{"ab", 256}}, {{"a", "x y"}}), {"merge 0", "\"x y\"", "not in the vocabulary"});
+  expect_has(error({{"ab", 256}}, {}, {{"<s>", 256}}), {"special token \"<s>\"", "id 256", "taken"});
+  expect_has(error({{"\xe2\x82\xac", 256}}, {}), {"outside GPT-2's byte alphabet"});
+  auto no_byte = bytes;
+  no_byte.pop_back();
+  expect_has(error_of([&] { BpeTokenizer::from_vocab_and_merges(no_byte, {}, {}, "t.json"); }), {"no token for byte 255"});
+}

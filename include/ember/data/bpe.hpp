@@ -67,6 +67,18 @@ class BpeTokenizer {
   static BpeTokenizer from_gpt2_files(const std::string& encoder_json_path, const std::string& vocab_bpe_path);
   // `dir`/encoder.json and `dir`/vocab.bpe, as save() writes them.
   static BpeTokenizer load(const std::string& dir);
+  // A tokenizer from its parts, as Hugging Face's tokenizer.json holds a byte-level BPE model:
+  // `vocab` maps tokens in GPT-2's byte-character spelling ("\u0120the" is " the") to ids;
+  // `merges` are pairs of such spellings in rank order; `special_tokens` (text, id) are added
+  // tokens matched verbatim by encode_with_special (an id may also be a vocab entry with the
+  // same bytes). Together the ids must be 0..N-1, each once, and the vocabulary must hold all
+  // 256 bytes. Every problem is an ember::Error naming `source` and the token or merge index:
+  //
+  //   auto tok = data::BpeTokenizer::from_vocab_and_merges(vocab, {{"h", "i"}}, {{"<s>", 258}}, "tokenizer.json");
+  static BpeTokenizer from_vocab_and_merges(const std::vector<std::pair<std::string, int32_t>>& vocab,
+                                            const std::vector<std::pair<std::string, std::string>>& merges,
+                                            const std::vector<std::pair<std::string, int32_t>>& special_tokens = {},
+                                            std::string_view source = "BpeTokenizer");
 
   // Learns merges from `texts` (each pre-tokenized on its own). Throws ember::Error when vocab_size is below
   // 256 plus the special tokens, or a special token is empty or already a token.
