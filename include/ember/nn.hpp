@@ -16,6 +16,7 @@
 #include "ember/nn/loss.hpp"
 #include "ember/nn/module.hpp"
 #include "ember/nn/positional.hpp"
+#include "ember/nn/quantize.hpp"
 #include "ember/nn/rnn.hpp"
 #include "ember/nn/transformer.hpp"
 #include "ember/optim/gradients.hpp"

@@ -3,6 +3,7 @@
 
 #include "ember/core/error.hpp"
 #include "ember/nn/functional.hpp"
+#include "ember/nn/quantize.hpp"
 #include "layer_util.hpp"
 
 namespace ember::nn {
@@ -18,6 +19,7 @@ Linear LinearConfig::init(const Device& device) const {
 
 DynTensor Linear::forward(DynTensor x) const {
   return detail::in_module(ember_module_, "Linear", [&] {
+    if (quantized) return quantized_linear(*quantized, std::move(x), internal::value_of(bias));
     internal::check_dtype("Linear", x, weight);
     internal::check_dtype("Linear", x, bias, "bias");
     return linear(std::move(x), weight, internal::value_of(bias));

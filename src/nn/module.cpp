@@ -94,6 +94,10 @@ struct CheckState final : Visitor {
     Suspend s;
     inner->mode(m);
   }
+  void module(const std::string& path, const std::type_info& type, void* self) override {
+    Suspend s;
+    inner->module(path, type, self);
+  }
 
   // Throws when a registered, defined Param inside a visited module's memory was not reached.
   void check() const {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "ember/nn/init.hpp"
@@ -22,6 +23,7 @@ namespace ember::nn {
 
 struct Linear;
 struct Bilinear;
+struct QuantizedWeight;  // nn/quantize.hpp
 
 // torch.nn.Linear's arguments.
 struct LinearConfig {
@@ -39,6 +41,9 @@ struct Linear {
   Param weight{};               // [out_features, in_features]
   std::optional<Param> bias{};  // [out_features]
   EMBER_MODULE(weight, bias)
+  // The weight quantized for the weight-only product matmul_wq, set by nn::quantize_dynamic
+  // (nn/quantize.hpp); the forward then multiplies with it (the float weight may be gone).
+  std::shared_ptr<const QuantizedWeight> quantized{};
   DynTensor forward(DynTensor x) const;  // [*, in_features] -> [*, out_features]
 };
 

@@ -124,6 +124,9 @@ class Visitor {
   virtual void buffer(const std::string& /*path*/, Buffer& /*b*/) {}
   // Called for each Mode flag (it has no path).
   virtual void mode(Mode& /*m*/) {}
+  // Called for each module (a type with EMBER_MODULE) before its fields, with its dotted path
+  // ("" for the outermost), its type and its address (see for_each_module).
+  virtual void module(const std::string& /*path*/, const std::type_info& /*type*/, void* /*self*/) {}
 };
 
 namespace detail {
@@ -242,6 +245,7 @@ decltype(auto) in_module(const ModuleInfo& info, const char* type, F&& body) {
     ember_module_.set_path(ember_prefix_);                                                                    \
     ::ember::nn::detail::ModuleCheck ember_check_(ember_v_, this, sizeof(*this), typeid(*this), #__VA_ARGS__, \
                                                   ember_module_);                                             \
+    ember_check_.visitor().module(ember_prefix_, typeid(*this), this);                                        \
     auto ember_fields_ = std::tie(__VA_ARGS__);                                                               \
     ::ember::nn::detail::visit_tuple(ember_check_.visitor(), ember_prefix_, ember_names_, ember_fields_,      \
                                      std::make_index_sequence<std::tuple_size_v<decltype(ember_fields_)>>{}); \
@@ -249,6 +253,20 @@ decltype(auto) in_module(const ModuleInfo& info, const char* type, F&& body) {
   }
 
 // ---- generic module operations (any visitable type) ----
+// Calls `f(path, layer)` for each module of type Layer inside `m` (m itself included), outermost
+// first: `nn::for_each_module<nn::Linear>(model, [](const std::string& p, nn::Linear& l) { ... })`.
+template <class Layer, class M, class F>
+void for_each_module(M& m, F&& f) {
+  struct V : Visitor {
+    F& f;
+    explicit V(F& fn) : f(fn) {}
+    void module(const std::string& p, const std::type_info& type, void* self) override {
+      if (type == typeid(Layer)) f(p, *static_cast<Layer*>(self));
+    }
+  } v{f};
+  m.visit(v);
+}
+
 // Calls `f(path, param)` for each defined parameter of `m`, in declaration order.
 template <class M>
 void for_each_param(M& m, const std::function<void(const std::string&, Param&)>& f) {
