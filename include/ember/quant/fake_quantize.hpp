@@ -13,8 +13,8 @@
 //   # run
 //
 // Built from ordinary ops with autodiff rules: y = fq(x) + (x - detach(x)) * mask, so it works on
-// any autodiff device and in create_graph backward passes (its second derivative is 0). The
-// scales and zero points get no gradient (use them as constants, e.g. from an observer).
+// any autodiff device with no rule of its own. The scales and zero points get no gradient (use
+// them as constants, e.g. from an observer).
 #pragma once
 
 #include <cstdint>
