@@ -21,7 +21,7 @@ DynTensor matmul_wq(DynTensor x, DynTensor data, DynTensor scales, std::optional
   if (x.dtype() == DType::f16 || x.dtype() == DType::bf16) x = x.cast(DType::f32);
   std::vector<DynTensor> in{std::move(x), std::move(data), std::move(scales)};
   if (zero_point) in.push_back(std::move(*zero_point));
-  return run1(OpKind::matmul_wq, std::move(in), WeightQuantAttrs{quant.bits, quant.block});
+  return run1(OpKind::matmul_wq, std::move(in), WeightQuantAttrs{quant.bits, quant.block, quant.quantize_x});
 }
 
 }  // namespace ember

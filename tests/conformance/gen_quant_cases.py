@@ -17,7 +17,8 @@ References:
                    x, data, scales[, zero_point]. Tolerance (README's rule for accumulating ops):
                    rtol 1e-5, atol = max(1e-6, 2e-6 sqrt(K) mag), mag the largest |scale| * (max |q| +
                    max zp) * max |x| (the terms an implementation that subtracts the zero point's share
-                   once per block sums).
+                   once per block sums). attrs.quantize_x: x is first rounded to int8 per 32 along K
+                   (round_x below, float32 arithmetic as the op defines it), then the same formula.
 """
 import json
 import math
@@ -99,11 +100,24 @@ def matmul_integer_case(desc, ashape, bshape, adt, bdt, azp=None, bzp=None, extr
     add(name, "matmul_integer", inputs, [ser(y, "i32")], {"a_zero_point": za is not None, "b_zero_point": zb is not None})
 
 
-def matmul_wq_case(desc, xshape, N, bits, block, affine):
+def round_x(x):
+    """quantize_x: x rounded to int8 per 32 along K in float32 arithmetic, as the op defines it:
+    amax = max |x|, id = 127 / amax (0 for a 32 of zeros), q = round_half_even(x * id), x~ = q * (amax / 127)."""
+    xb = x.reshape(-1, 32)
+    amax = np.abs(xb).max(axis=1, keepdims=True).astype(np.float32)
+    with np.errstate(divide="ignore"):
+        idv = np.where(amax > 0, np.float32(127) / amax, np.float32(0)).astype(np.float32)
+    q = np.rint((xb * idv).astype(np.float32))
+    return (q.astype(np.float64) * (amax / np.float32(127)).astype(np.float64)).reshape(x.shape)
+
+
+def matmul_wq_case(desc, xshape, N, bits, block, affine, quantize_x=False):
     K = xshape[-1]
     name = f"matmul_wq/f32/{sh(xshape)}_n{N}_q{bits}_b{block}_{'affine' if affine else 'sym'}{desc}"
     rng = rng_for(name)
     x = rng.uniform(-1, 1, size=xshape).astype(np.float32)
+    if desc.endswith("_zeros"):
+        x[..., :32] = 0
     nb = K // block
     scales = rng.uniform(0.005, 0.05, size=(N, nb)).astype(np.float32)
     if bits == 4:
@@ -119,14 +133,17 @@ def matmul_wq_case(desc, xshape, N, bits, block, affine):
         zp = rng.integers(0, 256, size=(N, nb)).astype(np.uint8) if affine else None
     zfull = np.zeros((N, K)) if zp is None else np.repeat(zp.astype(np.float64), block, axis=1)
     w = np.repeat(scales.astype(np.float64), block, axis=1) * (q.astype(np.float64) - zfull)
-    y = np.matmul(x.astype(np.float64), w.T)
+    y = np.matmul(round_x(x) if quantize_x else x.astype(np.float64), w.T)
     mag = float(scales.max()) * (float(np.abs(q).max()) + (float(zp.max()) if zp is not None else 0.0)) * \
         float(np.abs(x).max() if x.size else 0.0)
     atol = max(1e-6, 2e-6 * math.sqrt(K) * mag)
     inputs = [ser(x, "f32"), ser(data, data_dt), ser(scales, "f32")]
     if zp is not None:
         inputs.append(ser(zp, "u8"))
-    add(name, "matmul_wq", inputs, [ser(y.astype(np.float32), "f32")], {"bits": bits, "block": block}, 1e-5, atol)
+    attrs = {"bits": bits, "block": block}
+    if quantize_x:
+        attrs["quantize_x"] = True
+    add(name, "matmul_wq", inputs, [ser(y.astype(np.float32), "f32")], attrs, 1e-5, atol)
 
 
 def main():
@@ -155,6 +172,14 @@ def main():
     matmul_wq_case("", [5, 128], 70, 4, 128, False)
     matmul_wq_case("", [6, 128], 3, 8, 64, True)
     matmul_wq_case("", [64], 11, 4, 64, True)
+    # quantize_x (x rounded to int8 per 32 first): the int8 dot-product kernels, chunk tails, zero
+    # points, a 32 of zeros in x, more rows than a GEMV pass takes
+    matmul_wq_case("_qx", [1, 96], 13, 4, 32, False, True)
+    matmul_wq_case("_qx", [2, 256], 9, 4, 64, True, True)
+    matmul_wq_case("_qx", [3, 192], 7, 8, 64, False, True)
+    matmul_wq_case("_qx", [1, 128], 5, 8, 128, True, True)
+    matmul_wq_case("_qx", [6, 64], 17, 4, 32, False, True)
+    matmul_wq_case("_qx_zeros", [2, 64], 6, 4, 32, False, True)
     with open(OUT, "w") as f:
         f.write('{"family": "quant", "cases": [\n')
         f.write(",\n".join(json.dumps(c, separators=(",", ":")) for c in CASES))

@@ -331,7 +331,7 @@ const std::map<std::string, OpFn>& op_registry() {
          if (flag(a, "b_zero_point", false)) zb = in[i++];
          return V{matmul_integer(in[0], in[1], za, zb)}; }},
       {"matmul_wq", [](V& in, const Json& a, const Device&) {
-         return V{matmul_wq(in[0], in[1], in[2], opt(in, 3), WeightQuant{a["bits"].get<int>(), i64(a["block"])})}; }},
+         return V{matmul_wq(in[0], in[1], in[2], opt(in, 3), WeightQuant{a["bits"].get<int>(), i64(a["block"]), flag(a, "quantize_x", false)})}; }},
       // ir: fused IR ops run directly (see run_ir)
       IR(gelu_backward, no_attrs), IR(gelu_tanh_backward, no_attrs), IR(silu_backward, no_attrs),
       IR(layer_norm_backward, norm_attrs), IR(attention_backward, attention_attrs),

@@ -199,6 +199,9 @@ struct AdamAttrs {
 struct WeightQuantAttrs {
   int bits = 4;        // bits per weight: 4 (two per byte) or 8
   int64_t block = 32;  // weights per scale along K: 32, 64 or 128 (K must be a multiple)
+  // x is first rounded to int8 per block of 32 along K (scale max|x| / 127, round half to even:
+  // ggml's Q8_0), so that the products run on int8 dot products (AVX-512 VNNI)
+  bool quantize_x = false;
   bool operator==(const WeightQuantAttrs&) const = default;  // field-wise equality
 };
 

@@ -12,6 +12,9 @@
 #include "qgemm.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <functional>
 #include <cstring>
 #include <vector>
 
@@ -257,6 +260,88 @@ void wq_dequantize(const QuantWeight& w, int64_t n0, int64_t rows, float* out) {
   }
 }
 
+// x rounded to int8 per 32 along K (quantize_x; ggml's Q8_0): q = round_half_even(x * 127 / amax),
+// scale amax / 127 (0 and q = 0 for a 32 of zeros). Every path rounds x here, the same way.
+void quantize_x_rows(const float* x, int64_t m, int64_t K, int8_t* q, float* s) {
+  for (int64_t j = 0; j < m; ++j)
+    for (int64_t k0 = 0; k0 < K; k0 += 32) {
+      const float* xb = x + j * K + k0;
+      float amax = 0;
+      for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(xb[i]));
+      const float id = amax > 0 ? 127.f / amax : 0.f;
+      s[(j * K + k0) / 32] = amax / 127.f;
+      for (int i = 0; i < 32; ++i) q[j * K + k0 + i] = int8_t(std::nearbyint(xb[i] * id));
+    }
+}
+
+// The GEMV rows with x rounded to int8, without SIMD (the reference of wq_gemv_vnni): per 32,
+// the integer sum of (q - zp) xq, scaled by the block's scale times x's scale of the 32.
+void wq_gemv_q8_scalar(const QuantWeight& w, int64_t m, const int8_t* xq, const float* sx, int64_t n0, int64_t n1,
+                       float* y, int64_t ldy) {
+  const int64_t K = w.K, nb = K / w.block;
+  for (int64_t n = n0; n < n1; ++n)
+    for (int64_t j = 0; j < m; ++j) {
+      float acc = 0;
+      for (int64_t k0 = 0; k0 < K; k0 += 32) {
+        const int64_t b = k0 / w.block;
+        const int z = w.zp ? int(w.zp[n * nb + b]) : 0;
+        int32_t isum = 0;
+        for (int64_t k = k0; k < k0 + 32; ++k) {
+          int q;
+          if (w.bits == 4) {
+            const uint8_t byte = w.data[n * (K / 2) + k / 2];
+            q = (k & 1) ? byte >> 4 : byte & 0xF;
+            if (!w.zp) q = (q ^ 8) - 8;
+          } else {
+            const uint8_t byte = w.data[n * K + k];
+            q = w.zp ? int(byte) : int(int8_t(byte));
+          }
+          isum += (q - z) * int32_t(xq[j * K + k]);
+        }
+        acc += w.scales[n * nb + b] * sx[(j * K + k0) / 32] * float(isum);
+      }
+      y[j * ldy + n] = acc;
+    }
+}
+
+// The VNNI kernel's layouts of a rounded x (see wq_gemv_vnni in qgemm.hpp).
+struct VnniX {
+  std::vector<int8_t> q;
+  std::vector<int32_t> sum;
+  std::vector<float> scale;
+};
+VnniX vnni_layout(const QuantWeight& w, int64_t m, const int8_t* xq, const float* sx) {
+  const int64_t K = w.K, cw = w.bits == 4 ? 128 : 64, chunks = (K + cw - 1) / cw, per_lane = w.bits == 4 ? 8 : 4;
+  VnniX v{std::vector<int8_t>(size_t(m * chunks * (w.bits == 4 ? 128 : 64)), 0),
+          std::vector<int32_t>(size_t(m * chunks * 16), 0), std::vector<float>(size_t(m * chunks * 16), 0.f)};
+  for (int64_t j = 0; j < m; ++j)
+    for (int64_t c = 0; c < chunks; ++c) {
+      int8_t* dq = v.q.data() + (j * chunks + c) * (w.bits == 4 ? 128 : 64);
+      const int64_t k0 = c * cw;
+      for (int64_t k = k0; k < std::min(K, k0 + cw); ++k) {
+        const int8_t x = xq[j * K + k];
+        const int64_t i = k - k0;
+        dq[w.bits == 4 ? (i & 1) * 64 + i / 2 : i] = x;
+        const int64_t lane = (j * chunks + c) * 16 + i / per_lane;
+        v.sum[size_t(lane)] += x;
+        v.scale[size_t(lane)] = sx[(j * K + k) / 32];
+      }
+    }
+  return v;
+}
+
+// fn(n0, n1) over [0, N) in tasks of `grain` rows that the pool's threads claim as they finish
+// the last: a thread slowed down (by another process on its core) takes fewer, where equal
+// static shares would leave the others waiting for it.
+void for_rows_dynamic(int64_t N, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t tasks = ceil_div(N, grain);
+  std::atomic<int64_t> next{0};
+  parallel_for(0, std::min<int64_t>(tasks, ThreadPool::global().size()), 1, [&](int64_t, int64_t) {
+    for (int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < tasks;)
+      fn(t * grain, std::min(N, (t + 1) * grain));
+  });
+}
+
 constexpr int64_t kGemvRows = 4;   // the most rows of x a GEMV pass takes
 constexpr int64_t kPanelRows = 64;  // rows of W dequantized at a time on the GEMM path
 
@@ -277,7 +362,19 @@ void matmul_wq_f32_isa(int isa, const QuantWeight& w, int64_t M, const float* x,
   const int64_t K = w.K, N = w.N, nb = K / w.block;
   if (M == 0 || N == 0) return;
   if (gemv_rows < 0) gemv_rows = kGemvRows;
+  std::vector<int8_t> xq;
+  std::vector<float> sx, xr;
+  if (w.quantize_x) {
+    xq.resize(size_t(M * K));
+    sx.resize(size_t(M * K / 32));
+    quantize_x_rows(x, M, K, xq.data(), sx.data());
+  }
   if (M > gemv_rows) {
+    if (w.quantize_x) {  // the GEMM multiplies the rounded x, as f32
+      xr.resize(size_t(M * K));
+      for (int64_t i = 0; i < M * K; ++i) xr[size_t(i)] = sx[size_t(i / 32)] * float(xq[size_t(i)]);
+      x = xr.data();
+    }
     // GEMM: a panel of W rows at a time, dequantized and multiplied on the f32 GEMM (each task's
     // GEMM runs on its own thread: nested parallel_for calls run inline)
     const int64_t panels = ceil_div(N, kPanelRows);
@@ -296,6 +393,22 @@ void matmul_wq_f32_isa(int isa, const QuantWeight& w, int64_t M, const float* x,
   for (int64_t m0 = 0; m0 < M; m0 += kGemvRows) {
     const int64_t m = std::min(kGemvRows, M - m0);
     const float* xm = x + m0 * K;
+    float* ym = y + m0 * N;
+    const int64_t bytes_per_row = w.bits == 4 ? K / 2 : K;
+    const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 17) / std::max<int64_t>(bytes_per_row, 1));
+    if (w.quantize_x) {
+      const int8_t* qm = xq.data() + m0 * K;
+      const float* sm = sx.data() + m0 * K / 32;
+      if (isa >= kIsaAvx512 && features().avx512vnni) {
+        const VnniX v = vnni_layout(w, m, qm, sm);
+        for_rows_dynamic(N, grain, [&](int64_t n0, int64_t n1) {
+          wq_gemv_vnni(w, int(m), v.q.data(), v.sum.data(), v.scale.data(), n0, n1, ym, N);
+        });
+      } else {
+        for_rows_dynamic(N, grain, [&](int64_t n0, int64_t n1) { wq_gemv_q8_scalar(w, m, qm, sm, n0, n1, ym, N); });
+      }
+      continue;
+    }
     std::vector<float> xp(size_t(m * K)), xsum(size_t(m * nb));
     for (int64_t j = 0; j < m; ++j) {
       const float* xj = xm + j * K;
@@ -312,17 +425,14 @@ void matmul_wq_f32_isa(int isa, const QuantWeight& w, int64_t M, const float* x,
         std::copy(xj, xj + K, pj);
       }
     }
-    float* ym = y + m0 * N;
-    const int64_t bytes_per_row = w.bits == 4 ? K / 2 : K;
-    parallel_for(0, N, std::max<int64_t>(16, (int64_t(1) << 16) / std::max<int64_t>(bytes_per_row, 1)),
-                 [&](int64_t n0, int64_t n1) {
-                   if (isa >= kIsaAvx512)
-                     wq_gemv_avx512(w, int(m), xp.data(), xsum.data(), n0, n1, ym, N);
-                   else if (isa >= kIsaAvx2)
-                     wq_gemv_avx2(w, int(m), xp.data(), xsum.data(), n0, n1, ym, N);
-                   else
-                     wq_gemv_scalar(w, m, xm, xsum.data(), n0, n1, ym, N);
-                 });
+    for_rows_dynamic(N, grain, [&](int64_t n0, int64_t n1) {
+      if (isa >= kIsaAvx512)
+        wq_gemv_avx512(w, int(m), xp.data(), xsum.data(), n0, n1, ym, N);
+      else if (isa >= kIsaAvx2)
+        wq_gemv_avx2(w, int(m), xp.data(), xsum.data(), n0, n1, ym, N);
+      else
+        wq_gemv_scalar(w, m, xm, xsum.data(), n0, n1, ym, N);
+    });
   }
 }
 

@@ -33,6 +33,7 @@ struct QuantWeight {
   const uint8_t* data = nullptr;  // bits 8: N x K bytes (i8, or u8 with zp); 4: N x K/2 bytes
   const float* scales = nullptr;  // N x K/block
   const uint8_t* zp = nullptr;    // N x K/block, or null (symmetric)
+  bool quantize_x = false;        // x rounded to int8 per 32 first (WeightQuantAttrs::quantize_x)
 };
 
 // y [M, N] = x [M, K] W^T (x rows K apart, y rows N apart). Threads over the global pool.
@@ -71,6 +72,13 @@ void qgemm_kernel_avx2(int64_t pairs, const int16_t* ap, const int16_t* bp, int3
 // xsum: per x row, the sum of x over each block (K/block values).
 void wq_gemv_avx512(const QuantWeight& w, int m, const float* xp, const float* xsum, int64_t n0, int64_t n1, float* y,
                     int64_t ldy);
+// The same with x rounded to int8 (quantize_x), on VNNI (qgemm_avx512vnni.cpp). Per x row, per
+// chunk of 128 (4-bit) / 64 (8-bit) weights: xq, 64 bytes (4-bit: the chunk's 64 even elements,
+// then its 64 odd ones; zero past K); xsum, 16 lanes, the sum of xq over the weights that each
+// i32 lane of vpdpbusd covers (8 / 4); sx, 16 lanes, the x scale of the lane's 32. Row j of each
+// starts at j * chunks * (64 bytes or 16 values).
+void wq_gemv_vnni(const QuantWeight& w, int m, const int8_t* xq, const int32_t* xsum, const float* sx, int64_t n0,
+                  int64_t n1, float* y, int64_t ldy);
 void wq_gemv_avx2(const QuantWeight& w, int m, const float* xp, const float* xsum, int64_t n0, int64_t n1, float* y,
                   int64_t ldy);
 

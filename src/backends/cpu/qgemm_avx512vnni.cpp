@@ -1,6 +1,8 @@
-// The AVX-512 VNNI micro-kernel of qgemm_u8i8 (qgemm.hpp): an 8 x 32 tile of i32 sums, one
-// vpdpbusd (64 u8 x i8 products summed by fours into 16 lanes) per row and 16 columns per group
-// of 4 along K. Compiled with -mavx512vnni; reached only after cpu::features().avx512vnni.
+// AVX-512 VNNI kernels (qgemm.hpp): the micro-kernel of qgemm_u8i8, an 8 x 32 tile of i32 sums,
+// one vpdpbusd (64 u8 x i8 products summed by fours into 16 lanes) per row and 16 columns per
+// group of 4 along K; and the GEMV rows of matmul_wq with x rounded to int8 (quantize_x), where
+// one vpdpbusd multiplies 64 weights (as unsigned bytes or nibbles) with 64 values of x.
+// Compiled with -mavx512vnni; reached only after cpu::features().avx512vnni.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
@@ -40,6 +42,107 @@ void qgemm_kernel_vnni(int64_t groups, const uint8_t* ap, const int8_t* bp, int3
     }
     _mm512_mask_storeu_epi32(cr, m0, v0);
     _mm512_mask_storeu_epi32(cr + 16, m1, v1);
+  }
+}
+
+namespace {
+
+constexpr int64_t kPrefetchBytes = 4096;  // how far ahead of its reads the weights are prefetched
+
+// M rows of x times R rows of W (R = 1, see vnni_rows). A chunk is 64 bytes of a row: 128 nibbles or 64 bytes. Each i32
+// lane of vpdpbusd sums the weights u (nibble or byte, made unsigned: u = q + 8 / q + 128 for
+// symmetric weights, the stored value with a zero point) times xq; the lane then takes off
+// z * sum(xq) (z = 8 / 128, or the block's zero point) and is scaled by the weight's block scale
+// times x's scale of that 32.
+// (Four: 4-bit weights; Affine: with zero points. Compile-time, so that the loop has no branch
+// and the accumulators stay in registers.)
+template <int M, int R, bool Four, bool Affine>
+void vnni_tile(const QuantWeight& w, const int8_t* xq, const int32_t* xsum, const float* sx, int64_t n, float* y,
+               int64_t ldy) {
+  const int64_t K = w.K, nb = K / w.block;
+  constexpr bool four = Four;
+  const int64_t chunk_w = four ? 128 : 64, chunks = (K + chunk_w - 1) / chunk_w;
+  const int64_t row_bytes = four ? K / 2 : K;
+  const int shift = __builtin_ctzll(uint64_t(w.block));
+  const __m512i lane_first = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                                _mm512_set1_epi32(four ? 8 : 4));  // a lane's first weight
+  const __m512i flip = _mm512_set1_epi8(char(Affine ? 0 : four ? 0x88 : 0x80));
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  const int zshift = four ? 3 : 7;  // z = 8 or 128 without a zero point
+  __m512 acc[R][M];
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < M; ++j) acc[r][j] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t k0 = c * chunk_w;
+    const int64_t left = four ? (K - k0) / 2 : K - k0, bytes = left < 64 ? left : 64;
+    const __mmask64 bmask = bytes == 64 ? ~__mmask64(0) : (__mmask64(1) << bytes) - 1;
+    const int64_t base = k0 / w.block;
+    const int count = int(nb - base < 4 ? nb - base : 4);
+    const __mmask16 smask = __mmask16((1u << count) - 1);
+    // the lane's block, relative to base
+    const __m512i idx = _mm512_srli_epi32(_mm512_add_epi32(lane_first, _mm512_set1_epi32(int(k0 % w.block))), shift);
+    __m512i xa[M], xb[M], zs[M];
+    __m512 xs[M];
+    for (int j = 0; j < M; ++j) {
+      const int8_t* xj = xq + (j * chunks + c) * (four ? 128 : 64);
+      xa[j] = _mm512_loadu_si512(xj);
+      xb[j] = four ? _mm512_loadu_si512(xj + 64) : xa[j];
+      zs[j] = _mm512_loadu_si512(xsum + (j * chunks + c) * 16);
+      xs[j] = _mm512_loadu_ps(sx + (j * chunks + c) * 16);
+      if constexpr (!Affine) zs[j] = _mm512_slli_epi32(zs[j], zshift);
+    }
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* row = w.data + (n + r) * row_bytes + (four ? k0 / 2 : k0);
+      _mm_prefetch(reinterpret_cast<const char*>(row + kPrefetchBytes), _MM_HINT_T0);
+      __m512i v = _mm512_maskz_loadu_epi8(bmask, row);
+      if constexpr (!Affine) v = _mm512_xor_si512(v, flip);
+      const __m512 sw =
+          _mm512_permutexvar_ps(idx, _mm512_maskz_loadu_ps(smask, w.scales + (n + r) * nb + base));
+      __m512i zv = _mm512_setzero_si512();
+      if constexpr (Affine)
+        zv = _mm512_permutexvar_epi32(
+            idx, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(smask, w.zp + (n + r) * nb + base)));
+      const __m512i lo = four ? _mm512_and_si512(v, low) : v;
+      const __m512i hi = four ? _mm512_and_si512(_mm512_srli_epi16(v, 4), low) : v;
+      for (int j = 0; j < M; ++j) {
+        __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xa[j]);
+        if constexpr (four) d = _mm512_dpbusd_epi32(d, hi, xb[j]);
+        d = _mm512_sub_epi32(d, Affine ? _mm512_mullo_epi32(zv, zs[j]) : zs[j]);
+        acc[r][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(sw, xs[j]), acc[r][j]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < M; ++j) y[j * ldy + n + r] = _mm512_reduce_add_ps(acc[r][j]);
+}
+
+template <int M, bool Four, bool Affine>
+void vnni_rows(const QuantWeight& w, const int8_t* xq, const int32_t* xsum, const float* sx, int64_t n0, int64_t n1,
+               float* y, int64_t ldy) {
+  // one row of W at a time: one sequential stream through the weights (with the prefetch, 16 GB/s
+  // on one core against 11 GB/s for two interleaved rows on the machine of docs/benchmarks.md)
+  for (int64_t n = n0; n < n1; ++n) vnni_tile<M, 1, Four, Affine>(w, xq, xsum, sx, n, y, ldy);
+}
+
+template <int M>
+void vnni_rows(const QuantWeight& w, const int8_t* xq, const int32_t* xsum, const float* sx, int64_t n0, int64_t n1,
+               float* y, int64_t ldy) {
+  if (w.bits == 4)
+    return w.zp ? vnni_rows<M, true, true>(w, xq, xsum, sx, n0, n1, y, ldy)
+                : vnni_rows<M, true, false>(w, xq, xsum, sx, n0, n1, y, ldy);
+  return w.zp ? vnni_rows<M, false, true>(w, xq, xsum, sx, n0, n1, y, ldy)
+              : vnni_rows<M, false, false>(w, xq, xsum, sx, n0, n1, y, ldy);
+}
+
+}  // namespace
+
+void wq_gemv_vnni(const QuantWeight& w, int m, const int8_t* xq, const int32_t* xsum, const float* sx, int64_t n0,
+                  int64_t n1, float* y, int64_t ldy) {
+  switch (m) {
+    case 1: return vnni_rows<1>(w, xq, xsum, sx, n0, n1, y, ldy);
+    case 2: return vnni_rows<2>(w, xq, xsum, sx, n0, n1, y, ldy);
+    case 3: return vnni_rows<3>(w, xq, xsum, sx, n0, n1, y, ldy);
+    default: return vnni_rows<4>(w, xq, xsum, sx, n0, n1, y, ldy);
   }
 }
 

@@ -80,6 +80,7 @@ std::vector<PrimitivePtr> matmul_wq_kernel(CpuBackend&, Op& op) {
   w.data = data->data<uint8_t>();
   w.scales = scales->data<float>();
   w.zp = zp ? zp->data<uint8_t>() : nullptr;
+  w.quantize_x = q.quantize_x;
   const int64_t M = w.K == 0 ? 0 : x->numel() / w.K;
   if (w.K == 0) {
     std::fill(out->data<float>(), out->data<float>() + out->numel(), 0.f);

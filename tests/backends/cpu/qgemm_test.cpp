@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -103,6 +104,7 @@ struct WqCase {
   int bits;
   int64_t block;
   bool affine;
+  bool quantize_x = false;
 };
 
 struct WqData {
@@ -127,13 +129,28 @@ WqData make_wq(const WqCase& c) {
   }
   d.x.resize(size_t(c.M * c.K));
   for (auto& v : d.x) v = u(rng);
-  d.w = QuantWeight{c.N, c.K, c.bits, c.block, d.data.data(), d.scales.data(), c.affine ? d.zp.data() : nullptr};
+  d.w = QuantWeight{c.N, c.K, c.bits, c.block, d.data.data(), d.scales.data(), c.affine ? d.zp.data() : nullptr,
+                    c.quantize_x};
   return d;
 }
 
-// The dequantize-then-multiply formula in f64.
+// x rounded to int8 per 32 (Q8_0: scale amax / 127, round half to even), written out here.
+std::vector<float> rounded_x(const WqCase& c, const std::vector<float>& x) {
+  std::vector<float> r(x.size());
+  for (size_t b = 0; b < x.size(); b += 32) {
+    float amax = 0;
+    for (size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float id = amax > 0 ? 127.f / amax : 0.f;
+    for (size_t i = b; i < b + 32; ++i) r[i] = std::nearbyint(x[i] * id) * (amax / 127.f);
+  }
+  (void)c;
+  return r;
+}
+
+// The dequantize-then-multiply formula in f64 (with x rounded first under quantize_x).
 std::vector<double> wq_reference(const WqCase& c, const WqData& d) {
   const int64_t nb = c.K / c.block;
+  const std::vector<float> x = c.quantize_x ? rounded_x(c, d.x) : d.x;
   std::vector<double> y(size_t(c.M * c.N));
   for (int64_t n = 0; n < c.N; ++n)
     for (int64_t k = 0; k < c.K; ++k) {
@@ -148,7 +165,7 @@ std::vector<double> wq_reference(const WqCase& c, const WqData& d) {
       }
       const int64_t b = k / c.block;
       const double w = double(d.scales[size_t(n * nb + b)]) * (q - (c.affine ? d.zp[size_t(n * nb + b)] : 0));
-      for (int64_t m = 0; m < c.M; ++m) y[size_t(m * c.N + n)] += w * double(d.x[size_t(m * c.K + k)]);
+      for (int64_t m = 0; m < c.M; ++m) y[size_t(m * c.N + n)] += w * double(x[size_t(m * c.K + k)]);
     }
   return y;
 }
@@ -156,7 +173,12 @@ std::vector<double> wq_reference(const WqCase& c, const WqData& d) {
 TEST(MatmulWq, EveryIsaAndPathMatchesTheF64Reference) {
   const WqCase cases[] = {{1, 1, 32, 4, 32, false},  {1, 37, 64, 4, 32, false}, {3, 17, 128, 4, 64, true},
                           {4, 19, 256, 8, 128, false}, {2, 9, 96, 8, 32, true},  {1, 5, 384, 4, 128, true},
-                          {7, 70, 128, 4, 32, false},  {6, 33, 64, 8, 64, false}};
+                          {7, 70, 128, 4, 32, false},  {6, 33, 64, 8, 64, false},
+                          // x rounded to int8 first: the VNNI kernel, chunk tails (K not a multiple
+                          // of 128 / 64), zero points, 8-bit blocks of 128 over 64-weight chunks
+                          {1, 37, 96, 4, 32, false, true}, {3, 17, 256, 4, 64, true, true},
+                          {4, 9, 160, 4, 32, true, true},  {2, 19, 384, 8, 128, false, true},
+                          {1, 5, 96, 8, 32, true, true},   {6, 21, 128, 4, 128, false, true}};
   for (const auto& c : cases) {
     WqData d = make_wq(c);
     const auto want = wq_reference(c, d);
@@ -169,7 +191,8 @@ TEST(MatmulWq, EveryIsaAndPathMatchesTheF64Reference) {
         for (size_t i = 0; i < y.size(); ++i)
           ASSERT_NEAR(y[i], want[i], 1e-5 * mag * (c.bits == 8 ? 16 : 1))
               << "isa " << isa << " gemv_rows " << gemv_rows << " M " << c.M << " N " << c.N << " K " << c.K
-              << " bits " << c.bits << " block " << c.block << " affine " << c.affine << " at " << i;
+              << " bits " << c.bits << " block " << c.block << " affine " << c.affine << " quantize_x "
+              << c.quantize_x << " at " << i;
       }
   }
 }
