@@ -216,15 +216,68 @@ def reference_logits(w, cfg, ids, bits=0):
     return rms(x, w["model.norm.weight"]) @ lin(head).T
 
 
+# ---- the unit tests' fixture ----------------------------------------------------------------
+
+FIXTURE_CFG = {"hidden_size": 64, "intermediate_size": 96, "num_attention_heads": 4, "num_key_value_heads": 2,
+               "num_hidden_layers": 2, "vocab_size": 40, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+               "tie_word_embeddings": False}
+FIXTURE_IDS = [1, 7, 30, 4, 12, 9, 39, 0]
+
+
+def formula_weights(cfg):
+    """Weights from a formula that llama_test.cpp repeats (no binary fixture): tensor n (in the
+    order below), element j: scale * sin(((j * j) % 1009) * 0.0123 + j * 0.37 + n), in double
+    precision, rounded to f32; norm gains 1 + 0.1 * that."""
+    import math
+    d, f_, H, Hkv = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = d // H
+    spec = [("model.embed_tokens.weight", (cfg["vocab_size"], d), 1.0, False)]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        spec += [(p + "input_layernorm.weight", (d,), 0.1, True), (p + "post_attention_layernorm.weight", (d,), 0.1, True),
+                 (p + "self_attn.q_proj.weight", (H * hd, d), 0.2, False),
+                 (p + "self_attn.k_proj.weight", (Hkv * hd, d), 0.2, False),
+                 (p + "self_attn.v_proj.weight", (Hkv * hd, d), 0.2, False),
+                 (p + "self_attn.o_proj.weight", (d, H * hd), 0.2, False),
+                 (p + "mlp.gate_proj.weight", (f_, d), 0.2, False), (p + "mlp.up_proj.weight", (f_, d), 0.2, False),
+                 (p + "mlp.down_proj.weight", (d, f_), 0.2, False)]
+    spec += [("model.norm.weight", (d,), 0.1, True), ("lm_head.weight", (cfg["vocab_size"], d), 0.2, False)]
+    w = {}
+    for n, (name, shape, scale, gain) in enumerate(spec):
+        numel = 1
+        for s in shape:
+            numel *= s
+        v = [scale * math.sin(((j * j) % 1009) * 0.0123 + j * 0.37 + n) for j in range(numel)]
+        t = torch.tensor(v, dtype=torch.float64).float().reshape(shape)
+        w[name] = 1 + t if gain else t
+    return w
+
+
+def write_fixture(path):
+    logits = reference_logits(formula_weights(FIXTURE_CFG), FIXTURE_CFG, FIXTURE_IDS)
+    with open(path, "w") as f:
+        json.dump({"about": "examples/llama/compare_torch.py --write-fixture: reference logits (float64 PyTorch "
+                            "forward) of formula_weights(FIXTURE_CFG) for the ids below, every position",
+                   "config": FIXTURE_CFG, "ids": FIXTURE_IDS,
+                   "logits": [[float("%.9g" % x) for x in row] for row in logits.tolist()]}, f, indent=None)
+        f.write("\n")
+
+
 # ---- the checks -----------------------------------------------------------------------------
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--ember", required=True, help="the llama program (build/examples/llama)")
-    ap.add_argument("--dir", required=True, help="a scratch directory for the checkpoints and dumps")
+    ap.add_argument("--ember", help="the llama program (build/examples/llama)")
+    ap.add_argument("--dir", help="a scratch directory for the checkpoints and dumps")
+    ap.add_argument("--write-fixture", help="write llama_test.cpp's reference logits to this file and exit")
     ap.add_argument("--new-tokens", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
+    if a.write_fixture:
+        write_fixture(a.write_fixture)
+        return 0
+    if not a.ember or not a.dir:
+        ap.error("--ember and --dir are required")
     torch.manual_seed(a.seed)
 
     merges = train_merges(TRAIN_TEXT, 36)

@@ -2,7 +2,11 @@
 // The logits themselves are checked against a PyTorch reference by compare_torch.py (test.sh).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <ember/store/safetensors.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "llama.hpp"
@@ -155,6 +159,69 @@ TEST(LlamaModel, DecodingThroughTheCacheMatchesOnePass) {
   }
 }
 
+// Weights of compare_torch.py's formula_weights: tensor n, element j:
+// scale * sin(((j * j) % 1009) * 0.0123 + j * 0.37 + n) rounded to f32; gains 1 + that.
+store::TensorMap formula_weights(const llama::Config& c) {
+  store::TensorMap m;
+  int n = 0;
+  auto add = [&](const std::string& name, Shape shape, double scale, bool gain) {
+    std::vector<float> v(size_t(shape.numel()));
+    for (int64_t j = 0; j < int64_t(v.size()); ++j)
+      v[size_t(j)] = float(scale * std::sin(double((j * j) % 1009) * 0.0123 + double(j) * 0.37 + n));
+    if (gain)
+      for (float& x : v) x = 1 + x;
+    m.insert(name, DynTensor::from_vector(v, shape));
+    ++n;
+  };
+  const int64_t d = c.hidden_size, hd = c.head_dim, f = c.intermediate_size;
+  add("model.embed_tokens.weight", {c.vocab_size, d}, 1.0, false);
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    add(p + "input_layernorm.weight", {d}, 0.1, true);
+    add(p + "post_attention_layernorm.weight", {d}, 0.1, true);
+    add(p + "self_attn.q_proj.weight", {c.num_attention_heads * hd, d}, 0.2, false);
+    add(p + "self_attn.k_proj.weight", {c.num_key_value_heads * hd, d}, 0.2, false);
+    add(p + "self_attn.v_proj.weight", {c.num_key_value_heads * hd, d}, 0.2, false);
+    add(p + "self_attn.o_proj.weight", {d, c.num_attention_heads * hd}, 0.2, false);
+    add(p + "mlp.gate_proj.weight", {f, d}, 0.2, false);
+    add(p + "mlp.up_proj.weight", {f, d}, 0.2, false);
+    add(p + "mlp.down_proj.weight", {d, f}, 0.2, false);
+  }
+  add("model.norm.weight", {d}, 0.1, true);
+  add("lm_head.weight", {c.vocab_size, d}, 0.2, false);
+  return m;
+}
+
+TEST(LlamaModel, MatchesThePyTorchReference) {
+  // testdata/reference_logits.json: compare_torch.py's float64 PyTorch forward (rotate-half RoPE,
+  // repeat_kv, causal attention) over the same formula weights. Ember runs 5 tokens of prefill,
+  // then 3 single steps through the cache; every row within 1e-4 of the logit range.
+  std::ifstream f(EMBER_LLAMA_TESTDATA "/reference_logits.json");
+  ASSERT_TRUE(f.good()) << EMBER_LLAMA_TESTDATA "/reference_logits.json";
+  const nlohmann::json ref = nlohmann::json::parse(f);
+  const auto c = llama::Config::parse(ref["config"].dump(), "reference_logits.json");
+  const llama::Model m = llama::from_tensors(c, formula_weights(c));
+  const auto ids = ref["ids"].get<std::vector<int64_t>>();
+  const auto expected = ref["logits"].get<std::vector<std::vector<double>>>();
+  ASSERT_EQ(expected.size(), ids.size());
+  llama::KvCache cache = m.new_cache();
+  std::vector<float> got =
+      m.forward(DynTensor::from_vector(std::vector<int64_t>(ids.begin(), ids.begin() + 5), {1, 5}), cache, true)
+          .to_vector<float>();
+  for (size_t t = 5; t < ids.size(); ++t) {
+    const auto row = m.forward(DynTensor::from_vector(std::vector<int64_t>{ids[t]}, {1, 1}), cache).to_vector<float>();
+    got.insert(got.end(), row.begin(), row.end());
+  }
+  double lo = 1e30, hi = -1e30;
+  for (const auto& row : expected)
+    for (double x : row) lo = std::min(lo, x), hi = std::max(hi, x);
+  const size_t V = size_t(c.vocab_size);
+  ASSERT_EQ(got.size(), expected.size() * V);
+  for (size_t t = 0; t < expected.size(); ++t)
+    for (size_t v = 0; v < V; ++v)
+      ASSERT_NEAR(got[t * V + v], expected[t][v], 1e-4 * (hi - lo)) << "position " << t << ", token " << v;
+}
+
 TEST(LlamaModel, RejectsPositionsPastTheTable) {
   const auto c = llama::Config::parse(kConfig);
   const llama::Model m = llama::from_tensors(c, weights(c));
@@ -211,6 +278,7 @@ TEST(LlamaTokenizer, EncodesAndDecodesHandComputedIds) {
   EXPECT_EQ(ids, (std::vector<int32_t>{'h', 'i', 256, 258, 259}));
   EXPECT_EQ(tok.decode(ids), "hill hi<s>");
   EXPECT_EQ(tok.decode(ids, /*skip_special=*/true), "hill hi");
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{'h', 261, 'i', -1}), "hi");  // ids past the tokenizer: no text
   for (std::string s : {"", "hello, hill!\n  hi", "caf\xc3\xa9 \xf0\x9f\x94\xa5 </s>"}) EXPECT_EQ(tok.decode(tok.encode(s)), s);
   // add_prefix_space: "hi" is encoded as " hi"
   const auto prefixed = llama::HfTokenizer::parse(

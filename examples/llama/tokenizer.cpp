@@ -106,10 +106,9 @@ std::vector<int32_t> HfTokenizer::encode(std::string_view text) const {
 }
 
 std::string HfTokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
-  if (!skip_special) return bpe_.decode(ids);
-  std::vector<int32_t> kept;
+  std::vector<int32_t> kept;  // a model's vocab_size may exceed the tokenizer's (padding rows): those ids have no text
   for (int32_t id : ids)
-    if (id < 0 || size_t(id) >= special_.size() || !special_[size_t(id)]) kept.push_back(id);
+    if (id >= 0 && size_t(id) < special_.size() && !(skip_special && special_[size_t(id)])) kept.push_back(id);
   return bpe_.decode(kept);
 }
 

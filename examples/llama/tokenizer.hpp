@@ -32,7 +32,8 @@ class HfTokenizer {
 
   // Text to ids; added tokens in the text become their ids.
   std::vector<int32_t> encode(std::string_view text) const;
-  // Ids to text; added (special) tokens are left out when skip_special.
+  // Ids to text; added (special) tokens are left out when skip_special, and ids outside
+  // [0, vocab_size()) always (a model's embedding may have more rows than the tokenizer has tokens).
   std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
   // Number of ids (vocabulary and added tokens).
   int32_t vocab_size() const { return bpe_.vocab_size(); }
