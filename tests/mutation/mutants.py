@@ -923,4 +923,22 @@ MUTANTS = [
         "description": "MatMulInteger / QLinearMatMul through matmul_integer leave b's zero point out",
         "suites": [onnx_node("matmulinteger"), onnx_node("qlinearmatmul")],
     },
+    {
+        "id": "llama-rope-interleaved-pairs",
+        "family": "examples/llama",
+        "file": "examples/llama/llama.cpp",
+        "search": ".interleaved = false}",
+        "replace": ".interleaved = true}",
+        "description": "the Llama model's RoPE pairs features (2i, 2i + 1) instead of Hugging Face's (i, i + d/2)",
+        "suites": [unit("tests/llama/ember_llama_tests", "LlamaModel.*")],
+    },
+    {
+        "id": "llama-kv-cache-positions-restart",
+        "family": "examples/llama",
+        "file": "examples/llama/llama.cpp",
+        "search": "DynTensor k = rope.forward(heads(L.k, Hkv), past);",
+        "replace": "DynTensor k = rope.forward(heads(L.k, Hkv), 0);",
+        "description": "the Llama model rotates new keys from position 0 instead of the cache's length",
+        "suites": [unit("tests/llama/ember_llama_tests", "LlamaModel.*")],
+    },
 ]
