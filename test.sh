@@ -275,6 +275,17 @@ if [ -d /usr/share/doc/linux-doc-6.1/Documentation ]; then
 else
   skipped+=("examples/gpt2 (the corpus package linux-doc-6.1 is not installed)")
 fi
+# examples/llama (issue 30): a tiny random Llama (3 layers, 4 heads, 2 KV heads, a byte-level BPE
+# tokenizer.json) written in Hugging Face's layout, whose prompt and KV-cache decode logits must
+# match a PyTorch reference forward (examples/llama/compare_torch.py): f32 and a bf16 checkpoint
+# within 1e-4 of the logit range, int8 / int4 likewise against the same dequantized weights and
+# within a stated bound of f32. The last line is "llama vs PyTorch: N/N checks passed".
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  ex_check llama-vs-pytorch '/^llama vs PyTorch: / && split($4, c, "/") == 2 && c[1] == c[2]' \
+    /usr/bin/python3 ../../../examples/llama/compare_torch.py --ember ../../examples/llama --dir llama-check
+else
+  skipped+=("examples/llama vs PyTorch (python3-torch missing)")
+fi
 echo "   $ex_p passed, $ex_f failed ($ex_dir)"
 passed=$((passed + ex_p)); failed=$((failed + ex_f))
 
