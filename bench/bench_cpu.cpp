@@ -30,6 +30,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -1260,6 +1261,148 @@ void bench_custom_rows(Ctx& cx) {
       8.0 * 8192 * 1024);
 }
 
+// ------------------------------------------------------------------ quantized products (issue 30)
+
+// u8 x i8 -> i32 (matmul_integer) against an f32 product of the same shape: ember's own
+// (peer "ember_f32") and LibTorch's. ratio = f32 time / int8 time; gops = 2 M N K / time.
+void bench_qmatmul(Ctx& cx, int64_t M, int64_t N, int64_t K) {
+  const std::string shape = M == N && N == K ? std::to_string(M)
+                                             : std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+  const double ops = 2.0 * double(M) * double(N) * double(K);
+  for (const std::string peer : {"ember_f32", "libtorch"}) {
+    const std::string name = "qmatmul_u8i8_" + shape + (peer == kPeer ? "_vs_libtorch_f32" : "");
+    guarded(
+        cx, name,
+        [&] {
+          DynTensor a = DynTensor::randint({M, K}, 0, 256, ember::DType::u8);
+          DynTensor b = DynTensor::randint({K, N}, -128, 128, ember::DType::i8);
+          DynTensor za = DynTensor::full({}, 128, ember::DType::u8);
+          DynTensor af = DynTensor::normal({M, K}), bf = DynTensor::normal({K, N});
+          at::Tensor taf = to_torch(af), tbf = to_torch(bf);
+          // the check: 16 rows of the product against LibTorch's int64 matmul of the shifted operands
+          auto check = [&] {
+            DynTensor a16 = ember::narrow(a, 0, 0, 16);
+            at::Tensor ta = to_torch(a16.cast(ember::DType::f32)).to(at::kLong) - 128;
+            at::Tensor tb = to_torch(b.cast(ember::DType::f32)).to(at::kLong);
+            return check_close(ember::matmul_integer(a16, b, za).cast(ember::DType::f32),
+                               at::matmul(ta, tb).to(at::kFloat), {.rtol = 0, .atol = 0});
+          };
+          auto int8 = [&] { bench::keep(ember::matmul_integer(a, b, za)); };
+          bench::Entry* e;
+          if (peer == kPeer)
+            e = &cx.compare(name, int8, [&] { bench::keep(at::matmul(taf, tbf)); }, check);
+          else
+            e = &cx.compare(name, int8, [&] { bench::keep(ember::matmul(af, bf)); }, check, peer);
+          if (e->ember_ms) e->set("gops_ember", ops / (*e->ember_ms * 1e6));
+          if (e->peer_ms) e->set("gflops_peer", ops / (*e->peer_ms * 1e6));
+        },
+        peer);
+  }
+}
+
+// Multi-threaded streaming read of `bytes` bytes (AVX-512 loads summed, so nothing is skipped).
+__attribute__((target("avx512f"))) int64_t stream_sum(const uint8_t* p, int64_t bytes) {
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t i = 0; i + 256 <= bytes; i += 256) {
+    a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
+    a1 = _mm512_add_epi64(a1, _mm512_load_si512(p + i + 64));
+    a2 = _mm512_add_epi64(a2, _mm512_load_si512(p + i + 128));
+    a3 = _mm512_add_epi64(a3, _mm512_load_si512(p + i + 192));
+  }
+  a0 = _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3));
+  int64_t out[8];
+  _mm512_storeu_si512(out, a0);
+  return out[0] + out[7];
+}
+
+// LLM decoding with weight-only quantized weights: one token (x [1, 4096]) through a stack of 12
+// [11008, 4096] matrices (541 M parameters, 2.2 GB in f32; random weights, blocks of 32 along
+// K), against the machine's memory bandwidth measured in the same run: the peer
+// ("stream_read") reads a separate buffer of the same size as the weights and their scales on
+// the same number of threads. ratio = stream time / decode time = the fraction of the measured
+// bandwidth that the decode reaches in weight bytes per second.
+// The main rows round x to int8 per 32 first (quantize_x: int8 dot products, as ggml decodes);
+// the *_f32x rows keep x in f32 (the exact formula, f32 FMAs).
+void bench_decode(Ctx& cx, int bits, bool quantize_x) {
+  const std::string name = "decode_int" + std::to_string(bits) + "_gemv" + (quantize_x ? "" : "_f32x");
+  guarded(
+      cx, name,
+      [&] {
+        if (!__builtin_cpu_supports("avx512f")) throw std::runtime_error("the stream-read peer needs AVX-512");
+        const int64_t N = 11008, K = 4096, L = 12, block = 32;
+        const int64_t row_bytes = bits == 4 ? K / 2 : K;
+        std::vector<DynTensor> data, scales;
+        for (int64_t l = 0; l < L; ++l) {
+          data.push_back(DynTensor::randint({N, row_bytes}, bits == 4 ? 0 : -128, bits == 4 ? 256 : 128,
+                                            bits == 4 ? ember::DType::u8 : ember::DType::i8));
+          scales.push_back(DynTensor::uniform({N, K / block}, 0.001, 0.01));
+        }
+        DynTensor x = DynTensor::normal({1, K});
+        const ember::WeightQuant q{bits, block, quantize_x};
+        const double bytes = double(L) * double(N) * double(row_bytes + K / block * 4);
+        const int64_t stream_bytes = int64_t(bytes) / (256 * cx.threads) * 256 * cx.threads;
+        uint8_t* buf = static_cast<uint8_t*>(std::aligned_alloc(4096, size_t(stream_bytes)));
+        if (!buf) throw std::bad_alloc();
+        std::unique_ptr<uint8_t, void (*)(void*)> hold(buf, std::free);
+        std::memset(buf, 1, size_t(stream_bytes));
+        auto stream = [&] {
+          std::vector<std::thread> pool;
+          std::vector<int64_t> sums(size_t(cx.threads));
+          const int64_t chunk = stream_bytes / cx.threads;
+          for (int t = 0; t < cx.threads; ++t)
+            pool.emplace_back([&, t] { sums[size_t(t)] = stream_sum(buf + t * chunk, chunk); });
+          for (auto& th : pool) th.join();
+          g_sink = g_sink + double(sums[0]);
+        };
+        // the check: 64 rows of layer 0 against f64 dequantize-then-multiply
+        auto check = [&] {
+          DynTensor y = ember::matmul_wq(x, data[0], scales[0], std::nullopt, q);
+          const std::vector<float> yv = y.to_vector<float>();
+          std::vector<float> xv = x.to_vector<float>();
+          if (quantize_x)  // the reference multiplies x as the op rounds it (its definition)
+            for (int64_t b = 0; b < K; b += 32) {
+              float amax = 0;
+              for (int64_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(xv[size_t(i)]));
+              const float id = amax > 0 ? 127.f / amax : 0.f;
+              for (int64_t i = b; i < b + 32; ++i) xv[size_t(i)] = std::nearbyint(xv[size_t(i)] * id) * (amax / 127.f);
+            }
+          const std::vector<float> sv = ember::narrow(scales[0], 0, 0, 64).to_vector<float>();
+          std::vector<float> got(yv.begin(), yv.begin() + 64), want(64);
+          const DynTensor rows = ember::narrow(data[0], 0, 0, 64);
+          const std::vector<int64_t> dv = rows.cast(ember::DType::i64).to_vector<int64_t>();
+          for (int64_t n = 0; n < 64; ++n) {
+            double acc = 0;
+            for (int64_t k = 0; k < K; ++k) {
+              int64_t qv;
+              if (bits == 4) {
+                const int64_t byte = dv[size_t(n * row_bytes + k / 2)];
+                qv = (k % 2) ? byte >> 4 : byte & 15;
+                if (qv >= 8) qv -= 16;
+              } else {
+                qv = dv[size_t(n * row_bytes + k)];
+              }
+              acc += double(sv[size_t(n * (K / block) + k / block)]) * double(qv) * double(xv[size_t(k)]);
+            }
+            want[size_t(n)] = float(acc);
+          }
+          return bench::compare_values(got.data(), want.data(), 64, {.rtol = 1e-4, .atol = 1e-4});
+        };
+        auto& e = cx.compare(
+            name,
+            [&] {
+              for (int64_t l = 0; l < L; ++l) bench::keep(ember::matmul_wq(x, data[size_t(l)], scales[size_t(l)], std::nullopt, q));
+            },
+            stream, check, "stream_read");
+        e.set("params", double(L * N * K));
+        e.set("weight_bytes", bytes);
+        if (e.ember_ms) e.set("weight_gbps", bytes / (*e.ember_ms * 1e6));
+        if (e.peer_ms) e.set("bandwidth_gbps", double(stream_bytes) / (*e.peer_ms * 1e6));
+        if (e.ember_ms && e.peer_ms)
+          e.set("fraction_of_bandwidth", (bytes / *e.ember_ms) / (double(stream_bytes) / *e.peer_ms));
+      },
+      "stream_read");
+}
+
 at::Tensor peer_exp(const at::Tensor& x) { return at::exp(x); }
 at::Tensor peer_gelu(const at::Tensor& x) { return at::gelu(x); }
 DynTensor ember_exp(DynTensor x) { return ember::exp(std::move(x)); }
@@ -1275,11 +1418,18 @@ std::string notes(const bench::Entry& e) {
   if (auto g = num("gflops"))
     return bench::format_num(*g) + " GFLOP/s (" + std::get<std::string>(*e.get("isa")) + " FMA, " +
            std::to_string(static_cast<int>(num("threads").value_or(0))) + " threads)";
-  if (num("gflops_ember") || num("gflops_peer")) {
+  if (num("gops_ember")) {
+    s = bench::format_num(num("gops_ember").value_or(NAN)) + " int8 GOP/s vs " +
+        bench::format_num(num("gflops_peer").value_or(NAN)) + " f32 GFLOP/s";
+  } else if (num("gflops_ember") || num("gflops_peer")) {
     s = pair("gflops_ember", "gflops_peer", "GFLOP/s");
     if (num("pct_of_peak") || num("pct_of_peak_peer"))
       s += " (" + bench::format_num(num("pct_of_peak").value_or(NAN), 2) + "% vs " +
            bench::format_num(num("pct_of_peak_peer").value_or(NAN), 2) + "% of peak)";
+  } else if (num("weight_gbps")) {
+    s = bench::format_num(num("weight_gbps").value_or(NAN)) + " GB/s of weights vs " +
+        bench::format_num(num("bandwidth_gbps").value_or(NAN)) + " GB/s streamed (" +
+        bench::format_num(100 * num("fraction_of_bandwidth").value_or(NAN), 2) + "% of the bandwidth)";
   } else if (num("gbps_ember") || num("gbps_peer")) {
     s = pair("gbps_ember", "gbps_peer", "GB/s");
   } else if (num("peak_bytes_none")) {
@@ -1389,6 +1539,12 @@ int main(int argc, char** argv) {
   bench_onnx_vs_ort(cx, "resnet18", 1, kResnet18Flop);
   bench_onnx_vs_ort(cx, "resnet18", 32, kResnet18Flop);
   bench_onnx_vs_ort(cx, "mobilenet_v2", 1, kMobilenetV2Flop);
+  bench_qmatmul(cx, 1024, 1024, 1024);
+  bench_qmatmul(cx, 256, 4096, 4096);
+  bench_decode(cx, 4, true);
+  bench_decode(cx, 8, true);
+  bench_decode(cx, 4, false);
+  bench_decode(cx, 8, false);
 
   if (!out.empty()) {
     try {
