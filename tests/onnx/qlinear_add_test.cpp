@@ -127,6 +127,8 @@ TEST(OnnxQLinearAdd, ShapeInferenceAndErrors) {
   auto types = infer_shapes(m.graph, 13);
   ASSERT_TRUE(types.count("c"));
   EXPECT_EQ(types.at("c").str(), "UINT8[2,3]");
+  m.graph.inputs = {input("a", DataType::uint8, {1, 3}), input("b", DataType::uint8, {4, 1})};  // both sides grow
+  EXPECT_EQ(infer_shapes(m.graph, 13).at("c").str(), "UINT8[4,3]");
   // a zero point of another type than A is an error naming it
   ModelProto bad = qlinear_add_model(DataType::uint8, 0.1f, 0, 0.1f, 0, 0.1f, 0, true);
   bad.graph.initializers[3].data_type = int32_t(DataType::int8);
