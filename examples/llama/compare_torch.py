@@ -10,6 +10,8 @@ prompt in one pass, then one token per step through the KV cache, greedy. The re
 prompt and the generated tokens in one causal pass (no cache), in float64, and must give:
   - the prompt's ids: the BPE encoding computed here (plus the BOS id);
   - f32: every prompt and decode logit within 1e-4 of the logit range;
+  - int4 with --q8-activations (activations rounded to int8 blocks as well): within LOOSE["int8"]
+    (relative RMS) of the reference with the same dequantized weights;
   - int8 / int4: the same against the reference with the same dequantized weights (blocks of 32
     along the input dim, symmetric, scale = max|w| / 127 or / 7, round half to even), and against
     the f32 reference within the looser bounds of LOOSE (relative RMS error: quantization error,
@@ -270,11 +272,31 @@ def main():
     ap.add_argument("--ember", help="the llama program (build/examples/llama)")
     ap.add_argument("--dir", help="a scratch directory for the checkpoints and dumps")
     ap.add_argument("--write-fixture", help="write llama_test.cpp's reference logits to this file and exit")
+    ap.add_argument("--make-random", metavar="DIR", help="only write a random model of the sizes below to DIR "
+                    "(bf16 on disk; for timing, e.g. --hidden 2048 --layers 8)")
+    ap.add_argument("--hidden", type=int, default=2048)
+    ap.add_argument("--layers", type=int, default=8)
+    ap.add_argument("--intermediate", type=int, default=5632)
+    ap.add_argument("--heads", type=int, default=32)
+    ap.add_argument("--kv-heads", type=int, default=4)
+    ap.add_argument("--vocab", type=int, default=32000)
     ap.add_argument("--new-tokens", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     if a.write_fixture:
         write_fixture(a.write_fixture)
+        return 0
+    if a.make_random:
+        merges = train_merges(TRAIN_TEXT, 36)
+        vocab = {BYTE_CHAR[b]: b for b in range(256)}
+        for m in merges:
+            vocab[m[0] + m[1]] = len(vocab)
+        specials = {"<s>": len(vocab), "</s>": len(vocab) + 1}
+        cfg = {"model_type": "llama", "hidden_size": a.hidden, "intermediate_size": a.intermediate,
+               "num_attention_heads": a.heads, "num_key_value_heads": a.kv_heads, "num_hidden_layers": a.layers,
+               "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "vocab_size": a.vocab, "max_position_embeddings": 2048,
+               "tie_word_embeddings": False, "bos_token_id": specials["<s>"], "eos_token_id": specials["</s>"]}
+        make_checkpoint(a.make_random, cfg, vocab, merges, specials, torch.bfloat16, a.seed)
         return 0
     if not a.ember or not a.dir:
         ap.error("--ember and --dir are required")
@@ -305,7 +327,9 @@ def main():
     def run_ember(directory, quant):
         dump = os.path.join(a.dir, f"dump-{os.path.basename(directory)}-{quant}.json")
         cmd = [a.ember, "--model", directory, "--prompt", PROMPT, "--max-new-tokens", str(a.new_tokens),
-               "--quant", quant, "--ignore-eos", "--dump-logits", dump]
+               "--quant", quant.split("+")[0], "--ignore-eos", "--dump-logits", dump]
+        if quant.endswith("+q8x"):
+            cmd.append("--q8-activations")
         r = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
         if r.returncode != 0:
             sys.exit(f"{' '.join(cmd)} failed:\n{r.stdout}{r.stderr}")
@@ -321,7 +345,7 @@ def main():
     def rel_rms(x, y):  # |x - y| / |y - mean(y)|, over all rows
         return ((x - y).norm() / (y - y.mean(-1, keepdim=True)).norm()).item()
 
-    cases = [("f32-untied", torch.float32, False, ["f32", "int8", "int4"]),
+    cases = [("f32-untied", torch.float32, False, ["f32", "int8", "int4", "int4+q8x"]),
              ("bf16-tied", torch.bfloat16, True, ["f32"])]
     for name, dtype, tied, quants in cases:
         cfg["tie_word_embeddings"] = tied
@@ -335,20 +359,25 @@ def main():
             check(len(gen) == a.new_tokens and got.shape == (len(ids) + a.new_tokens - 1, cfg["vocab_size"]),
                   f"{name} {quant}: {len(gen)} tokens generated, logits {tuple(got.shape)}")
             seq = ids + gen[:-1]  # every position whose logits ember dumped, in one causal pass
-            bits = {"f32": 0, "int8": 8, "int4": 4}[quant]
+            bits = {"f32": 0, "int8": 8, "int4": 4, "int4+q8x": 4}[quant]
             ref = reference_logits(w, cfg, seq, bits)
             T = len(ids)
-            for part, rows in (("prompt", slice(0, T)), ("decode", slice(T, None))):
-                e = rel_diff(got[rows], ref[rows])
-                check(e <= TIGHT, f"{name} {quant} {part} logits vs the reference with the same weights: "
-                                  f"max |diff| / range = {e:.2e} (limit {TIGHT:g})")
+            if quant.endswith("+q8x"):  # activations rounded to int8 blocks too: int8-sized error, not rounding
+                e = rel_rms(got, ref)
+                check(e <= LOOSE["int8"], f"{name} {quant} logits vs the reference with the same weights: relative "
+                                          f"RMS error {e:.4f} (limit {LOOSE['int8']:g}: the activations' int8 rounding)")
+            else:
+                for part, rows in (("prompt", slice(0, T)), ("decode", slice(T, None))):
+                    e = rel_diff(got[rows], ref[rows])
+                    check(e <= TIGHT, f"{name} {quant} {part} logits vs the reference with the same weights: "
+                                      f"max |diff| / range = {e:.2e} (limit {TIGHT:g})")
             check(all(g == int(got[T - 1 + i].argmax()) for i, g in enumerate(gen)),
                   f"{name} {quant}: each generated token is the argmax of its logits (greedy)")
             if bits:
                 ref32 = reference_logits(w, cfg, seq, 0)  # f32 weights, the same tokens
-                e = rel_rms(got, ref32)
-                check(e <= LOOSE[quant], f"{name} {quant} logits vs the f32 reference: relative RMS error {e:.4f} "
-                                         f"(limit {LOOSE[quant]:g}; max |diff| / range {rel_diff(got, ref32):.3f})")
+                e, limit = rel_rms(got, ref32), LOOSE[quant.split("+")[0]]
+                check(e <= limit, f"{name} {quant} logits vs the f32 reference: relative RMS error {e:.4f} "
+                                         f"(limit {limit:g}; max |diff| / range {rel_diff(got, ref32):.3f})")
     print(f"llama vs PyTorch: {checks - len(failures)}/{checks} checks passed")
     return 1 if failures else 0
 

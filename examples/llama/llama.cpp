@@ -127,7 +127,8 @@ const char* weight_quant_name(WeightQuant q) {
 
 DynTensor Linear::forward(const DynTensor& x) const {
   if (bits == 0) return nn::linear(x, weight);
-  return matmul_wq(x, data, scales, std::nullopt, ember::WeightQuant{.bits = bits, .block = kQuantBlock});
+  return matmul_wq(x, data, scales, std::nullopt,
+                   ember::WeightQuant{.bits = bits, .block = kQuantBlock, .quantize_x = quantize_x});
 }
 
 int64_t Linear::bytes() const {
@@ -229,6 +230,7 @@ Model from_tensors(const Config& c, const store::TensorMap& tensors, const LoadO
     l.data = ops.data;
     l.scales = ops.scales;
     l.bits = ops.bits;
+    l.quantize_x = options.quantize_activations;
     return l;
   };
   const int64_t d = c.hidden_size, hd = c.head_dim;

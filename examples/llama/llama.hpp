@@ -64,6 +64,7 @@ struct Linear {
   DynTensor weight;        // f32 [out, in] (WeightQuant::none)
   DynTensor data, scales;  // matmul_wq's operands (int8: i8 [out, in]; int4: u8 [out, in / 2]; scales f32)
   int bits = 0;            // 0 (f32), 8 or 4
+  bool quantize_x = false;  // round x to int8 blocks too (WeightQuant::quantize_x: int8 dot products)
   // x [..., in] -> [..., out].
   DynTensor forward(const DynTensor& x) const;
   // Weight bytes read per product (for bandwidth figures).
@@ -105,6 +106,9 @@ struct Model {
 // Options of load_model / from_tensors.
 struct LoadOptions {
   WeightQuant quant = WeightQuant::none;  // quantize the linear weights at load
+  // With quant: also round activations to int8 per block of 32 in every product (ggml's Q8_0
+  // activations), so that they run on int8 dot products; faster decoding, slightly less exact.
+  bool quantize_activations = false;
   ember::Device device = ember::Device::cpu();  // where the weights go
 };
 

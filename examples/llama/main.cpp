@@ -8,7 +8,8 @@
 // --prompt-ids "1 2 3" (token ids instead of a prompt, for tokenizers that tokenizer.hpp does not
 // read), --max-new-tokens N (default 32), --quant f32|int8|int4, --threads N, --temperature X
 // (0: greedy, the default), --top-k N (0: all), --seed N, --no-bos (do not prepend the config's
-// bos_token_id), --ignore-eos (run all N steps), --dump-logits FILE (the test hook: JSON with the
+// bos_token_id), --ignore-eos (run all N steps), --q8-activations (with int8 / int4: round activations
+// to int8 blocks too, for int8 dot products), --dump-logits FILE (the test hook: JSON with the
 // prompt's ids, the generated ids, and the logits of every prompt position and of every decode step).
 #include <algorithm>
 #include <chrono>
@@ -35,7 +36,7 @@ struct Args {
   std::string model, prompt = "Once upon a time", prompt_ids, quant = "f32", dump_logits;
   int64_t max_new_tokens = 32, threads = 0, top_k = 0, seed = 1234;
   double temperature = 0;
-  bool bos = true, ignore_eos = false;
+  bool bos = true, ignore_eos = false, q8_activations = false;
 };
 
 Args parse(int argc, char** argv) {
@@ -64,6 +65,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--seed") a.seed = int64_t(number());
     else if (k == "--no-bos") a.bos = false;
     else if (k == "--ignore-eos") a.ignore_eos = true;
+    else if (k == "--q8-activations") a.q8_activations = true;
     else if (k == "--dump-logits") a.dump_logits = value();
     else EMBER_FAIL("llama: unknown argument ", k, " (see the options at the top of examples/llama/main.cpp)");
   }
@@ -109,7 +111,7 @@ int run(const Args& a) {
                      : a.quant == "int4" ? llama::WeightQuant::int4
                                          : llama::WeightQuant::none;
   auto t_load = std::chrono::steady_clock::now();
-  const llama::Model model = llama::load_model(a.model, {.quant = quant});
+  const llama::Model model = llama::load_model(a.model, {.quant = quant, .quantize_activations = a.q8_activations});
   const llama::Config& c = model.config;
   std::printf("model: %lld layers, hidden %lld, heads %lld (kv %lld), vocab %lld; weights %s (%.1f MB of linear "
               "weights), loaded in %.2f s, %d threads\n",
