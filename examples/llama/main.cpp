@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "llama.hpp"
 #include "tokenizer.hpp"
 
@@ -185,9 +187,10 @@ int run(const Args& a) {
     if (dump) dump_rows(logits);
   }
 
-  if (tok) {
-    std::printf("%s", tok->decode(ids, /*skip_special=*/true).c_str());
-    std::printf("\033[1m%s\033[0m\n", tok->decode(generated, /*skip_special=*/true).c_str());
+  if (tok) {  // the prompt, then the generated text (bold on a terminal)
+    const bool tty = isatty(fileno(stdout));
+    std::printf("%s%s%s%s\n", tok->decode(ids, /*skip_special=*/true).c_str(), tty ? "\033[1m" : "",
+                tok->decode(generated, /*skip_special=*/true).c_str(), tty ? "\033[0m" : "");
   }
   std::printf("tokens:");
   for (int32_t id : generated) std::printf(" %d", id);
