@@ -278,6 +278,34 @@ TEST(Quantize, WeightOnlyOperandsFeedMatmulWq) {
   }
 }
 
+TEST(Quantize, OtherDtypesDevicesAndShapes) {
+  std::vector<float> x = normal_values(24, 14);
+  DynTensor t = tensor(x, {4, 6});
+  const QScheme s = QScheme::per_channel(1, QType::uint8, false);
+  // f64 and bf16 inputs quantize as their f32 values do
+  EXPECT_EQ(quantize(t.cast(DType::f64), s).data().to_vector<int64_t>(), quantize(t, s).data().to_vector<int64_t>());
+  DynTensor h = t.cast(DType::bf16);
+  EXPECT_EQ(quantize(h, s).data().to_vector<int64_t>(), quantize(h.cast(DType::f32), s).data().to_vector<int64_t>());
+  // a tracked tensor of an autodiff device: the values, no graph
+  Device dev = Device::cpu().autodiff();
+  DynTensor tracked = DynTensor::from_vector<float>(x, Shape{4, 6}, dev).require_grad();
+  QuantizedTensor qt = quantize(tracked, s);
+  EXPECT_EQ(qt.data().to_vector<int64_t>(), quantize(t, s).data().to_vector<int64_t>());
+  EXPECT_FALSE(qt.dequantize().is_require_grad());
+  // 1-d per channel: each element its own channel, exactly representable
+  QuantizedTensor one = quantize(tensor({0.5f, -2.0f, 3.0f}, {3}), QScheme::per_channel(0, QType::int8));
+  EXPECT_EQ(one.values().to_vector<int64_t>(), (std::vector<int64_t>{127, -127, 127}));
+  EXPECT_EQ(one.dequantize().to_vector<float>(), (std::vector<float>{0.5f, -2.0f, 3.0f}));
+  // empty tensors
+  QuantizedTensor empty = quantize(DynTensor::zeros({0, 4}), QScheme::per_channel(1, QType::int4));
+  EXPECT_EQ(empty.data().shape(), (Shape{0, 2}));
+  EXPECT_EQ(empty.dequantize().shape(), (Shape{0, 4}));
+  // to(device) keeps every part
+  QuantizedTensor moved = quantize(t, s).to(dev);
+  EXPECT_EQ(moved.scale().device().name(), dev.name());
+  EXPECT_EQ(moved.dequantize().to_vector<float>(), quantize(t, s).dequantize().to_vector<float>());
+}
+
 TEST(QuantizeErrors, EachBadInputNamesTheFunctionAndArgument) {
   DynTensor x = tensor(normal_values(40, 10), {4, 10});
   DynTensor one = DynTensor::full({}, 1.0, DType::f32), zero = DynTensor::zeros({}, DType::i8);
