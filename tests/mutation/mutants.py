@@ -1067,4 +1067,22 @@ MUTANTS = [
         "description": "shape inference gives QLinearAdd A's shape, not A and B broadcast",
         "suites": [unit("tests/onnx/ember_onnx_tests", "OnnxQLinearAdd.*")],
     },
+    {
+        "id": "nn-quantized-linear-drops-bias",
+        "family": "nn",
+        "file": "src/nn/quantize.cpp",
+        "search": "  if (bias) y = y + bias->cast(DType::f32);",
+        "replace": "  (void)bias;",
+        "description": "a quantized Linear forgets its bias",
+        "suites": [unit("tests/nn/ember_nn_quantize_tests", "QuantizeDynamic.*")],
+    },
+    {
+        "id": "nn-for-each-module-top-level-only",
+        "family": "nn",
+        "file": "include/ember/nn/module.hpp",
+        "search": "      if (type == typeid(Layer)) f(p, *static_cast<Layer*>(self));",
+        "replace": "      if (type == typeid(Layer) && p.find('.') == std::string::npos) f(p, *static_cast<Layer*>(self));",
+        "description": "for_each_module misses layers nested below the model's own fields (quantize_dynamic leaves them float)",
+        "suites": [unit("tests/nn/ember_nn_quantize_tests", "QuantizeDynamic.*")],
+    },
 ]
