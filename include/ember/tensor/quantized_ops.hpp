@@ -4,7 +4,7 @@
 //
 //   auto a = DynTensor::from_vector<uint8_t>({1, 2, 3, 4}, {2, 2});
 //   auto b = DynTensor::from_vector<int8_t>({1, -1, 2, 0}, {2, 2});
-//   DynTensor c = matmul_integer(a, b);                      // i32 [2, 2]: {7, -1, 11, -3}
+//   DynTensor c = matmul_integer(a, b);                      // i32 [2, 2]: {5, -1, 11, -3}
 //   // a [1, 64] f32 input times a [3, 64] weight stored as 8-bit blocks of 32
 //   auto x = DynTensor::ones({1, 64});
 //   auto q = DynTensor::ones({3, 64}, DType::i8);
