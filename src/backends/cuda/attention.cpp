@@ -912,6 +912,12 @@ size_t flash_smem_bytes(const FlashConfig& c) {
 namespace {
 
 const char* const kMmaCommon = R"CUDA(
+// zeroes a warp's accumulator tiles (C fragments)
+template <int TILES>
+__device__ __forceinline__ void zero_acc(float (&acc)[TILES][4]) {
+#pragma unroll
+  for (int t = 0; t < TILES; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.f;
+}
 // 2^x on the SFU (inputs are scores minus a running max: <= 0, or -inf giving 0)
 __device__ __forceinline__ float fast_exp2(float x) {
   float r;
@@ -1002,8 +1008,7 @@ __device__ __forceinline__ void warp_product_pb(float (&acc)[NC / 8][4], const f
 template <int N, int K, int ST_>
 __device__ __forceinline__ void warp_product_abt(float (&acc)[N / 8][4], uint32_t a_base, uint32_t a_lane,
                                                  uint32_t b_base, uint32_t b_lane) {
-#pragma unroll
-  for (int nt = 0; nt < N / 8; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
+  zero_acc(acc);
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
     uint32_t a[4];
@@ -1111,8 +1116,7 @@ __device__ __forceinline__ void warp_product_pb(float (&acc)[NC / 8][4], const f
 template <int N, int K, int ST_>
 __device__ __forceinline__ void warp_product_abt(float (&acc)[N / 8][4], uint32_t a_base, uint32_t a_lane,
                                                  uint32_t b_base, uint32_t b_lane) {
-#pragma unroll
-  for (int nt = 0; nt < N / 8; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
+  zero_acc(acc);
 #pragma unroll
   for (int kk = 0; kk < K / 8; ++kk) {
     const uint32_t ap = a_base + (a_lane + kk * 8) * 4u;
