@@ -60,6 +60,22 @@ TEST(MatmulWq, HandComputedValues) {
   EXPECT_EQ(ya.to_vector<float>(), (std::vector<float>{2.f * (1 + 2 + 15 + 0 - 3 * 32)}));
 }
 
+TEST(MatmulWq, HalfInputsComputeInF32AndRoundedXStaysClose) {
+  std::vector<uint8_t> bytes(3 * 32);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(i * 37 + 11);
+  auto data = DynTensor::from_vector<uint8_t>(bytes, {3, 32});
+  auto scales = DynTensor::full({3, 2}, 0.25, DType::f32);
+  auto x = DynTensor::uniform({2, 64}, -1, 1).cast(DType::bf16);
+  const std::vector<float> want = matmul_wq(x.cast(DType::f32), data, scales, std::nullopt, {4, 32}).to_vector<float>();
+  DynTensor y = matmul_wq(x, data, scales, std::nullopt, {4, 32});
+  EXPECT_EQ(y.dtype(), DType::f32);
+  EXPECT_EQ(y.to_vector<float>(), want);
+  // x rounded to int8 per 32: within a 127th of each 32's largest |x| per weight (|q| <= 8, scale 0.25)
+  const std::vector<float> rounded =
+      matmul_wq(x, data, scales, std::nullopt, {.bits = 4, .block = 32, .quantize_x = true}).to_vector<float>();
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(rounded[i], want[i], 64 * 8 * 0.25 * 0.5 / 127) << i;
+}
+
 TEST(MatmulInteger, BadInputErrors) {
   auto a = DynTensor::zeros({2, 3}, DType::u8), b = DynTensor::zeros({3, 4}, DType::i8);
   EXPECT_ERROR(matmul_integer(DynTensor::zeros({2, 3}, DType::f32), b), "matmul_integer", "'a'", "u8 or i8");
