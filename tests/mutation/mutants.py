@@ -1085,4 +1085,13 @@ MUTANTS = [
         "description": "for_each_module misses layers nested below the model's own fields (quantize_dynamic leaves them float)",
         "suites": [unit("tests/nn/ember_nn_quantize_tests", "QuantizeDynamic.*")],
     },
+    {
+        "id": "wq-vnni-gemv-high-nibble-shift",
+        "family": "quant",
+        "file": "src/backends/cpu/qgemm_avx512vnni.cpp",
+        "search": "_mm512_srli_epi16(v, 4)",
+        "replace": "_mm512_srli_epi16(v, 3)",
+        "description": "the VNNI int4 GEMV of matmul_wq's quantize_x takes the high nibble one bit too low",
+        "suites": [unit(CPU_TESTS, "MatmulWq.*"), conformance("*quant*", "cpu")],
+    },
 ]
