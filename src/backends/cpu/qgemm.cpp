@@ -404,6 +404,18 @@ void matmul_wq_f32_isa(int isa, const QuantWeight& w, int64_t M, const float* x,
         for_rows_dynamic(N, grain, [&](int64_t n0, int64_t n1) {
           wq_gemv_vnni(w, int(m), v.q.data(), v.sum.data(), v.scale.data(), n0, n1, ym, N);
         });
+      } else if (isa >= kIsaAvx2) {
+        // xq with each 32 of a 4-bit weight's x as its even values, then its odd ones; per 32 sums
+        std::vector<int8_t> xl(size_t(m * K));
+        std::vector<int32_t> xs(size_t(m * K / 32), 0);
+        for (int64_t i = 0; i < m * K; ++i) {
+          const int64_t k0 = i & ~int64_t(31), r = i & 31;
+          xl[size_t(w.bits == 4 ? k0 + (r & 1) * 16 + r / 2 : i)] = qm[i];
+          xs[size_t(i / 32)] += qm[i];
+        }
+        for_rows_dynamic(N, grain, [&](int64_t n0, int64_t n1) {
+          wq_gemv_q8_avx2(w, int(m), xl.data(), xs.data(), sm, n0, n1, ym, N);
+        });
       } else {
         for_rows_dynamic(N, grain, [&](int64_t n0, int64_t n1) { wq_gemv_q8_scalar(w, m, qm, sm, n0, n1, ym, N); });
       }

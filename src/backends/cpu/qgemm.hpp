@@ -79,6 +79,10 @@ void wq_gemv_avx512(const QuantWeight& w, int m, const float* xp, const float* x
 // starts at j * chunks * (64 bytes or 16 values).
 void wq_gemv_vnni(const QuantWeight& w, int m, const int8_t* xq, const int32_t* xsum, const float* sx, int64_t n0,
                   int64_t n1, float* y, int64_t ldy);
+// The same on AVX2 (qgemm_avx2.cpp): xq, K values a row (4-bit: each 32 as its 16 even values,
+// then its 16 odd ones); xqsum and sx, one value per 32 (the sum of xq, x's scale).
+void wq_gemv_q8_avx2(const QuantWeight& w, int m, const int8_t* xq, const int32_t* xqsum, const float* sx, int64_t n0,
+                     int64_t n1, float* y, int64_t ldy);
 void wq_gemv_avx2(const QuantWeight& w, int m, const float* xp, const float* xsum, int64_t n0, int64_t n1, float* y,
                   int64_t ldy);
 

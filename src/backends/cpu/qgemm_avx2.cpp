@@ -1,6 +1,6 @@
 // AVX2 kernels of the quantized products (qgemm.hpp): the 6 x 16 i16 x i16 -> i32 micro-kernel of
 // qgemm_u8i8 (vpmaddwd on operands already minus their zero points, which fit i16: no
-// saturation, unlike vpmaddubsw), and the GEMV rows of matmul_wq. Compiled with -mavx2 -mfma;
+// saturation, unlike vpmaddubsw), and the GEMV rows of matmul_wq (x in f32, or rounded to int8). Compiled with -mavx2 -mfma;
 // reached only after cpu::features().avx2.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
@@ -110,7 +110,73 @@ void gemv_rows(const QuantWeight& w, const float* xp, const float* xsum, int64_t
   }
 }
 
+// The GEMV rows with x rounded to int8 (quantize_x): vpmaddubsw on unsigned weights (nibbles
+// made unsigned: q + 8 / the stored nibble) and xq, 32 weights a step; 8-bit weights as
+// |v| times xq with v's sign (v = q, or q - 128 with a zero point) so that no i16 pair sum
+// saturates (at most 2 * 128 * 127). Each 32's integer sum is scaled by its block's scale times
+// x's scale; the zero point's share, zc * sum(xq), is taken off per 32 in the scalar `corr`.
+template <int M, bool Four, bool Affine>
+void q8_rows(const QuantWeight& w, const int8_t* xq, const int32_t* xqsum, const float* sx, int64_t n0, int64_t n1,
+             float* y, int64_t ldy) {
+  const int64_t K = w.K, nb = K / w.block, nx = K / 32;
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m128i low = _mm_set1_epi8(0x0F);
+  for (int64_t n = n0; n < n1; ++n) {
+    __m256 acc[M];
+    float corr[M];
+    for (int j = 0; j < M; ++j) acc[j] = _mm256_setzero_ps(), corr[j] = 0;
+    for (int64_t xb = 0; xb < nx; ++xb) {
+      const int64_t k = xb * 32, b = k / w.block;
+      const float sw = w.scales[n * nb + b];
+      float zc = 0;
+      __m256i wv, sv;  // unsigned weights and, for 8-bit, the sign they take from v
+      if constexpr (Four) {
+        __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.data + n * (K / 2) + k / 2));
+        if constexpr (!Affine) bytes = _mm_xor_si128(bytes, _mm_set1_epi8(char(0x88)));
+        const __m128i lo = _mm_and_si128(bytes, low), hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low);
+        wv = _mm256_set_m128i(hi, lo);  // even weights, then odd ones (x is laid out alike)
+        zc = Affine ? float(w.zp[n * nb + b]) : 8.f;
+      } else {
+        __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.data + n * K + k));
+        if constexpr (Affine) v = _mm256_xor_si256(v, _mm256_set1_epi8(char(0x80)));  // q - 128
+        wv = _mm256_abs_epi8(v);
+        sv = v;
+        zc = Affine ? float(int(w.zp[n * nb + b]) - 128) : 0.f;
+      }
+      for (int j = 0; j < M; ++j) {
+        __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + j * K + k));
+        if constexpr (!Four) xv = _mm256_sign_epi8(xv, sv);
+        const __m256i isum = _mm256_madd_epi16(_mm256_maddubs_epi16(wv, xv), ones);
+        const float scale = sw * sx[j * nx + xb];
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(scale), acc[j]);
+        corr[j] += scale * zc * float(xqsum[j * nx + xb]);
+      }
+    }
+    for (int j = 0; j < M; ++j) y[j * ldy + n] = hsum(acc[j]) - corr[j];
+  }
+}
+
+template <int M>
+void q8_rows(const QuantWeight& w, const int8_t* xq, const int32_t* xqsum, const float* sx, int64_t n0, int64_t n1,
+             float* y, int64_t ldy) {
+  if (w.bits == 4)
+    return w.zp ? q8_rows<M, true, true>(w, xq, xqsum, sx, n0, n1, y, ldy)
+                : q8_rows<M, true, false>(w, xq, xqsum, sx, n0, n1, y, ldy);
+  return w.zp ? q8_rows<M, false, true>(w, xq, xqsum, sx, n0, n1, y, ldy)
+              : q8_rows<M, false, false>(w, xq, xqsum, sx, n0, n1, y, ldy);
+}
+
 }  // namespace
+
+void wq_gemv_q8_avx2(const QuantWeight& w, int m, const int8_t* xq, const int32_t* xqsum, const float* sx, int64_t n0,
+                     int64_t n1, float* y, int64_t ldy) {
+  switch (m) {
+    case 1: return q8_rows<1>(w, xq, xqsum, sx, n0, n1, y, ldy);
+    case 2: return q8_rows<2>(w, xq, xqsum, sx, n0, n1, y, ldy);
+    case 3: return q8_rows<3>(w, xq, xqsum, sx, n0, n1, y, ldy);
+    default: return q8_rows<4>(w, xq, xqsum, sx, n0, n1, y, ldy);
+  }
+}
 
 void wq_gemv_avx2(const QuantWeight& w, int m, const float* xp, const float* xsum, int64_t n0, int64_t n1, float* y,
                   int64_t ldy) {
