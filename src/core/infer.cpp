@@ -572,6 +572,57 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
       out.dims().push_back(b.shape[-1]);
       return {{out, DType::i32}};
     }
+    case OpKind::conv_integer: {
+      expect_inputs(op, in, 2, 4);
+      const auto& a = std::get<ConvAttrs>(attrs);
+      const auto &x = *in[0], &w = *in[1];
+      for (auto [m, arg] : {std::pair{&x, "x"}, std::pair{&w, "w"}})
+        EMBER_CHECK(m->dtype == DType::u8 || m->dtype == DType::i8, op, ": argument '", arg,
+                    "' must be a u8 or i8 tensor, got ", m->dtype, " ", m->shape);
+      const int nd = int(a.stride.size());
+      EMBER_CHECK(nd >= 1 && nd <= 3, op, ": 1 to 3 spatial dims, got ", nd, " strides");
+      EMBER_CHECK(x.shape.rank() == nd + 2, op, ": argument 'x' ", x.shape, " must have rank ", nd + 2,
+                  " [N, C, ", nd, " spatial dims]");
+      EMBER_CHECK(w.shape.rank() == nd + 2, op, ": argument 'w' ", w.shape, " must have rank ", nd + 2,
+                  " [M, C/groups, ", nd, " kernel dims]");
+      EMBER_CHECK(a.dilation.size() == size_t(nd) && (a.padding.size() == size_t(nd) || a.padding.size() == 2 * size_t(nd)),
+                  op, ": dilation needs ", nd, " values and padding ", nd, " or ", 2 * nd, " (begins, then ends), got ",
+                  a.dilation.size(), " and ", a.padding.size());
+      EMBER_CHECK(std::all_of(a.output_padding.begin(), a.output_padding.end(), [](int64_t v) { return v == 0; }) &&
+                      !a.has_activation(),
+                  op, ": has no output_padding and no epilogue");
+      const int64_t g = a.groups, c = x.shape[1], m = w.shape[0];
+      EMBER_CHECK(g >= 1, op, ": groups must be positive, got ", g);
+      EMBER_CHECK(c % g == 0 && w.shape[1] * g == c && m % g == 0, op, ": argument 'w' ", w.shape, " expects ",
+                  w.shape[1] * g, " input channels and a multiple of ", g, " output channels; 'x' ", x.shape,
+                  " has ", c, " (groups ", g, ")");
+      if (in.size() > 2 && in[2]) {
+        const TensorMeta& z = *in[2];
+        EMBER_CHECK(z.dtype == x.dtype && z.shape.numel() == 1, op,
+                    ": argument 'x_zero_point' must hold one value of x's dtype (", x.dtype, "), got ", z.dtype, " ",
+                    z.shape);
+      }
+      if (in.size() > 3 && in[3]) {
+        const TensorMeta& z = *in[3];
+        EMBER_CHECK(z.dtype == w.dtype, op, ": argument 'w_zero_point' must have w's dtype (", w.dtype, "), got ",
+                    z.dtype, " ", z.shape);
+        EMBER_CHECK(z.shape.numel() == 1 || (z.shape.rank() == 1 && z.shape[0] == m), op,
+                    ": argument 'w_zero_point' must hold one value or [", m, "] (one per output channel), got ",
+                    z.shape);
+      }
+      std::vector<int64_t> out = {x.shape[0], m};
+      for (int i = 0; i < nd; ++i) {
+        const int64_t s = a.stride[size_t(i)], d = a.dilation[size_t(i)], k = w.shape[2 + i], n = x.shape[2 + i];
+        const int64_t p0 = a.padding[size_t(i)], p1 = a.padding[a.padding.size() == size_t(nd) ? size_t(i) : size_t(nd + i)];
+        EMBER_CHECK(s >= 1 && d >= 1 && p0 >= 0 && p1 >= 0, op,
+                    ": stride and dilation must be >= 1 and padding >= 0 (spatial dim ", i, ")");
+        const int64_t span = d * (k - 1) + 1;
+        EMBER_CHECK(k >= 1 && n + p0 + p1 >= span, op, ": argument 'x' ", x.shape, " (padded ", p0, " + ", p1,
+                    ") is too small for the kernel of 'w' ", w.shape, " (spatial dim ", i, ")");
+        out.push_back((n + p0 + p1 - span) / s + 1);
+      }
+      return {{Shape(out), DType::i32}};
+    }
     case OpKind::matmul_wq: {
       expect_inputs(op, in, 3, 4);
       const auto& q = std::get<WeightQuantAttrs>(attrs);

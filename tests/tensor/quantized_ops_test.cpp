@@ -1,7 +1,7 @@
 // The quantized products of the tensor API (src/tensor/quantized_ops.cpp): hand-computed values,
 // the errors on bad input, and how the decorators treat the ops (fusion: opaque, autodiff: no
 // gradient). The values against numpy are in tests/conformance/cases/quant.json; every ISA path
-// against the portable one in tests/backends/cpu/qgemm_test.cpp.
+// against the portable one in tests/backends/cpu/qgemm_test.cpp and conv_integer_test.cpp.
 #include "ember/tensor/quantized_ops.hpp"
 
 #include <gtest/gtest.h>
@@ -127,6 +127,61 @@ TEST(QuantizedOps, PassThroughFusionAndCarryNoGradient) {
                      std::nullopt, {.bits = 4, .block = 32});
   EXPECT_FALSE(y.is_require_grad());
   EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0.f, 0.f}));  // nibbles 0: q = 0
+}
+
+TEST(ConvInteger, HandComputedValues) {
+  // x = 1..9 (u8, [1, 1, 3, 3]) with zero point 1: x - 1 = [[0, 1, 2], [3, 4, 5], [6, 7, 8]];
+  // w = [[1, 0], [0, -1]] (i8) twice, zero points [0, 1] (per output channel): channel 0 sums
+  // (x - 1)[i, j] - (x - 1)[i + 1, j + 1] = -4; channel 1 (w - 1 = [[0, -1], [-1, -2]]) sums
+  // -(x - 1)[i, j + 1] - (x - 1)[i + 1, j] - 2 (x - 1)[i + 1, j + 1]
+  auto x = DynTensor::from_vector<uint8_t>({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 1, 3, 3});
+  auto w = DynTensor::from_vector<int8_t>({1, 0, 0, -1, 1, 0, 0, -1}, {2, 1, 2, 2});
+  auto zx = DynTensor::from_vector<uint8_t>({1}, {});
+  auto zw = DynTensor::from_vector<int8_t>({0, 1}, {2});
+  DynTensor y = conv_integer(x, w, zx, zw);
+  EXPECT_EQ(y.dtype(), DType::i32);
+  EXPECT_EQ(y.shape(), Shape({1, 2, 2, 2}));
+  EXPECT_EQ(y.to_vector<int32_t>(), (std::vector<int32_t>{-4, -4, -4, -4, -12, -16, -24, -28}));
+  // pads only at the end (ONNX's pads [0, 0, 1, 1]): a tap in the padding counts as x's zero point,
+  // so it adds 0 (not -(0 - 1))
+  DynTensor p = conv_integer(x, w.narrow(0, 0, 1), zx, std::nullopt, {.padding = {0, 0, 1, 1}});
+  EXPECT_EQ(p.to_vector<int32_t>(), (std::vector<int32_t>{-4, -4, 2, -4, -4, 5, 6, 7, 8}));
+}
+
+TEST(ConvInteger, BadInputErrors) {
+  auto x = DynTensor::zeros({1, 4, 5, 5}, DType::u8), w = DynTensor::zeros({6, 4, 3, 3}, DType::i8);
+  EXPECT_ERROR(conv_integer(DynTensor::zeros({1, 4, 5, 5}), w), "conv_integer", "'x'", "u8 or i8");
+  EXPECT_ERROR(conv_integer(x, DynTensor::zeros({6, 4, 3, 3}, DType::i32)), "conv_integer", "'w'", "u8 or i8");
+  EXPECT_ERROR(conv_integer(DynTensor::zeros({4, 5}, DType::u8), w), "conv_integer", "'x'", "spatial");
+  EXPECT_ERROR(conv_integer(x, DynTensor::zeros({6, 4, 3}, DType::i8)), "conv_integer", "'w'", "rank 4");
+  EXPECT_ERROR(conv_integer(x, DynTensor::zeros({6, 3, 3, 3}, DType::i8)), "conv_integer", "'w'",
+               "input channels");
+  EXPECT_ERROR(conv_integer(x, DynTensor::zeros({5, 2, 3, 3}, DType::i8), std::nullopt, std::nullopt, {.groups = 2}),
+               "conv_integer", "multiple of 2 output channels");
+  EXPECT_ERROR(conv_integer(x, w, DynTensor::zeros({}, DType::i8)), "conv_integer", "'x_zero_point'", "one value");
+  EXPECT_ERROR(conv_integer(x, w, DynTensor::zeros({2}, DType::u8)), "conv_integer", "'x_zero_point'");
+  EXPECT_ERROR(conv_integer(x, w, std::nullopt, DynTensor::zeros({1}, DType::u8)), "conv_integer",
+               "'w_zero_point'", "dtype");
+  EXPECT_ERROR(conv_integer(x, w, std::nullopt, DynTensor::zeros({4}, DType::i8)), "conv_integer",
+               "'w_zero_point'", "[6]");
+  EXPECT_ERROR(conv_integer(DynTensor::zeros({1, 4, 2, 2}, DType::u8), w), "conv_integer", "too small");
+  EXPECT_ERROR(conv_integer(x, w, std::nullopt, std::nullopt, {.padding = {1, 1, 1}}), "conv_integer", "padding",
+               "got 3");
+  EXPECT_ERROR(conv_integer(x, w, std::nullopt, std::nullopt, {.stride = {0}}), "conv_integer", "stride");
+  EXPECT_ERROR(conv_integer(x, w, std::nullopt, std::nullopt, {.padding = {-1}}), "conv_integer", "padding >= 0");
+  EXPECT_ERROR(conv_integer(x, w, std::nullopt, std::nullopt, {.groups = 0}), "conv_integer", "groups");
+  EXPECT_ERROR(conv_integer(x, w, std::nullopt, std::nullopt, {.output_padding = {1}}), "conv_integer",
+               "output_padding");
+}
+
+TEST(ConvInteger, PassesThroughFusionAndCarriesNoGradient) {
+  auto x = DynTensor::from_vector<uint8_t>({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 1, 3, 3});
+  auto w = DynTensor::from_vector<int8_t>({1, 0, 0, -1}, {1, 1, 2, 2});
+  for (Device dev : {Device::cpu().fusion(), Device::cpu().fusion().autodiff(), Device::cpu().autodiff()}) {
+    DynTensor y = conv_integer(x.to(dev), w.to(dev), DynTensor::from_vector<uint8_t>({1}, {}, dev));
+    EXPECT_FALSE(y.is_require_grad());
+    EXPECT_EQ(add(y, Scalar(int64_t(1))).to_vector<int32_t>(), (std::vector<int32_t>{-3, -3, -3, -3}));
+  }
 }
 
 }  // namespace

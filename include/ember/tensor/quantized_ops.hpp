@@ -1,10 +1,14 @@
-// Quantized matrix products: int8 x int8 -> int32 (ONNX MatMulInteger) and weight-only
-// quantized linear layers (int8 / int4 weights in blocks along K, f32 activations: the products
-// of LLM decoding, in the spirit of ggml's Q8_0 / Q4_0).
+// Quantized products: int8 x int8 -> int32 matrix products and convolutions (ONNX MatMulInteger,
+// ConvInteger) and weight-only quantized linear layers (int8 / int4 weights in blocks along K,
+// f32 activations: the products of LLM decoding, in the spirit of ggml's Q8_0 / Q4_0).
 //
 //   auto a = DynTensor::from_vector<uint8_t>({1, 2, 3, 4}, {2, 2});
 //   auto b = DynTensor::from_vector<int8_t>({1, -1, 2, 0}, {2, 2});
 //   DynTensor c = matmul_integer(a, b);                      // i32 [2, 2]: {5, -1, 11, -3}
+//   // a 2x2 integer convolution, x's zero point 1: each output (2 - 1) * 3 * 4
+//   auto xi = DynTensor::full({1, 1, 3, 3}, 2, DType::u8);
+//   auto wi = DynTensor::full({1, 1, 2, 2}, 3, DType::i8);
+//   DynTensor yi = conv_integer(xi, wi, DynTensor::full({}, 1, DType::u8));  // i32 [1, 1, 2, 2], each 12
 //   // a [1, 64] f32 input times a [3, 64] weight stored as 8-bit blocks of 32
 //   auto x = DynTensor::ones({1, 64});
 //   auto q = DynTensor::ones({3, 64}, DType::i8);
@@ -16,6 +20,7 @@
 #include <optional>
 
 #include "ember/tensor/dyn_tensor.hpp"
+#include "ember/tensor/ops.hpp"
 
 namespace ember {
 
@@ -25,6 +30,16 @@ namespace ember {
 // of a ([M]) / per column of b ([N]); absent means 0.
 DynTensor matmul_integer(DynTensor a, DynTensor b, std::optional<DynTensor> a_zero_point = std::nullopt,
                          std::optional<DynTensor> b_zero_point = std::nullopt);
+
+// Integer convolution, ONNX ConvInteger: y [N, M, *out] (i32, wrapping modulo 2^32) = the sum over
+// each window of (x - x_zero_point)(w - w_zero_point), where padding counts as x_zero_point (it adds
+// nothing). x: u8 or i8 [N, C, L] / [N, C, H, W] / [N, C, D, H, W]; w: u8 or i8 [M, C / groups,
+// *kernel]; x_zero_point: x's dtype, one value; w_zero_point: w's dtype, one value or [M] (one per
+// output channel); absent means 0. o: stride, dilation and groups as conv2d's; padding one value,
+// one per spatial dim (both sides), or two per dim (ONNX's pads: every dim's begin, then every
+// dim's end); no output_padding. No gradient flows through it.
+DynTensor conv_integer(DynTensor x, DynTensor w, std::optional<DynTensor> x_zero_point = std::nullopt,
+                       std::optional<DynTensor> w_zero_point = std::nullopt, ConvOptions o = {});
 
 // How a weight of matmul_wq is quantized: bits per weight (4 or 8) and weights per scale
 // along K (32, 64 or 128).

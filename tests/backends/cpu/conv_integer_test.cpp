@@ -1,0 +1,154 @@
+// The integer convolution kernel (src/backends/cpu/conv_integer.cpp): every ISA level of its
+// int8 GEMM, with and without im2col blocking, against a naive int64 loop written here.
+#include "backends/cpu/conv_integer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "backends/cpu/gemm.hpp"
+
+namespace ember::cpu {
+namespace {
+
+using detail::kIsaAvx2;
+using detail::kIsaAvx512;
+using detail::kIsaScalar;
+
+struct Case {
+  ConvIntegerGeometry g;
+  bool x_signed, w_signed;
+  bool per_channel_zp;  // w's zero point one per output channel (else one value)
+};
+
+// The output size of geometry dim i with `pad_end` after the input.
+int64_t out_size(const ConvIntegerGeometry& g, int i, int64_t pad_end) {
+  const size_t j = size_t(i);
+  return (g.in[j] + g.pad[j] + pad_end - g.dilation[j] * (g.kernel[j] - 1) - 1) / g.stride[j] + 1;
+}
+
+// sum over each window of (x - x_zp)(w - w_zp[m]) in int64, taps outside x skipped, wrapped to i32.
+std::vector<int32_t> reference(const Case& c, const std::vector<uint8_t>& x, const std::vector<uint8_t>& w,
+                               int32_t x_zp, const std::vector<int32_t>& w_zp) {
+  const auto& g = c.g;
+  const int64_t Cg = g.C / g.groups, Mg = g.M / g.groups;
+  const auto &in = g.in, &k = g.kernel, &o = g.out;
+  std::vector<int32_t> y;
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t m = 0; m < g.M; ++m)
+      for (int64_t od = 0; od < o[0]; ++od)
+        for (int64_t oh = 0; oh < o[1]; ++oh)
+          for (int64_t ow = 0; ow < o[2]; ++ow) {
+            int64_t s = 0;
+            for (int64_t ci = 0; ci < Cg; ++ci)
+              for (int64_t a = 0; a < k[0]; ++a)
+                for (int64_t b = 0; b < k[1]; ++b)
+                  for (int64_t e = 0; e < k[2]; ++e) {
+                    const int64_t id = od * g.stride[0] - g.pad[0] + a * g.dilation[0];
+                    const int64_t ih = oh * g.stride[1] - g.pad[1] + b * g.dilation[1];
+                    const int64_t iw = ow * g.stride[2] - g.pad[2] + e * g.dilation[2];
+                    if (id < 0 || id >= in[0] || ih < 0 || ih >= in[1] || iw < 0 || iw >= in[2]) continue;
+                    const int64_t c_in = (m / Mg) * Cg + ci;
+                    const uint8_t xb = x[size_t((((n * g.C + c_in) * in[0] + id) * in[1] + ih) * in[2] + iw)];
+                    const uint8_t wb = w[size_t((((m * Cg + ci) * k[0] + a) * k[1] + b) * k[2] + e)];
+                    const int64_t xv = c.x_signed ? int8_t(xb) : xb, wv = c.w_signed ? int8_t(wb) : wb;
+                    s += (xv - x_zp) * (wv - w_zp[size_t(m)]);
+                  }
+            y.push_back(int32_t(uint32_t(uint64_t(s))));
+          }
+  return y;
+}
+
+void check(Case c, const std::vector<int64_t>& pad_end) {
+  auto& g = c.g;
+  for (int i = 0; i < 3; ++i) g.out[size_t(i)] = out_size(g, i, pad_end[size_t(i)]);
+  std::mt19937 rng(uint32_t(g.N * 7 + g.C * 131 + g.M * 17 + g.groups + g.in[2] * 3 + c.x_signed * 2 + c.w_signed));
+  std::uniform_int_distribution<int> byte(0, 255);
+  const int64_t Cg = g.C / g.groups;
+  std::vector<uint8_t> x(size_t(g.N * g.C * g.in[0] * g.in[1] * g.in[2]));
+  std::vector<uint8_t> w(size_t(g.M * Cg * g.kernel[0] * g.kernel[1] * g.kernel[2]));
+  for (auto& v : x) v = uint8_t(byte(rng));
+  for (auto& v : w) v = uint8_t(byte(rng));
+  auto zp = [&](bool is_signed) { return is_signed ? byte(rng) - 128 : byte(rng); };
+  const int32_t x_zp = zp(c.x_signed);
+  std::vector<int32_t> w_zp(size_t(g.M), zp(c.w_signed));
+  if (c.per_channel_zp)
+    for (auto& z : w_zp) z = zp(c.w_signed);
+  const auto want = reference(c, x, w, x_zp, w_zp);
+  for (int isa : {kIsaScalar, kIsaAvx2, kIsaAvx512})
+    for (int64_t col_bytes : {int64_t(-1), int64_t(1)}) {  // 1: one output row of im2col at a time
+      std::vector<int32_t> got(want.size(), 12345);
+      detail::conv_integer_u8i8_isa(isa, g, x.data(), c.x_signed, w.data(), c.w_signed, x_zp, w_zp.data(),
+                                    got.data(), col_bytes);
+      ASSERT_EQ(got, want) << "isa " << isa << " col_bytes " << col_bytes << " N " << g.N << " C " << g.C << " M "
+                           << g.M << " groups " << g.groups << " in " << g.in[0] << "x" << g.in[1] << "x" << g.in[2]
+                           << " kernel " << g.kernel[0] << "x" << g.kernel[1] << "x" << g.kernel[2];
+    }
+}
+
+// A 2-d geometry (depth 1).
+ConvIntegerGeometry geom2d(int64_t N, int64_t C, int64_t M, int64_t groups, int64_t H, int64_t W, int64_t kh,
+                           int64_t kw, int64_t stride, int64_t pad, int64_t dilation) {
+  ConvIntegerGeometry g;
+  g.N = N, g.C = C, g.M = M, g.groups = groups;
+  g.in = {1, H, W};
+  g.kernel = {1, kh, kw};
+  g.stride = {1, stride, stride};
+  g.pad = {0, pad, pad};
+  g.dilation = {1, dilation, dilation};
+  return g;
+}
+
+TEST(ConvInteger, EveryIsaEqualsANaiveLoop) {
+  // 1x1 (read in place), 3x3 padded, strided, dilated, grouped, depthwise (many small tasks),
+  // output channels past the GEMM tiles, a batch
+  const ConvIntegerGeometry shapes[] = {
+      geom2d(1, 8, 6, 1, 5, 7, 1, 1, 1, 0, 1),   geom2d(2, 5, 7, 1, 9, 11, 3, 3, 1, 1, 1),
+      geom2d(1, 4, 33, 1, 10, 9, 3, 2, 2, 1, 1), geom2d(1, 6, 4, 2, 12, 10, 3, 3, 1, 2, 2),
+      geom2d(3, 8, 8, 8, 7, 7, 3, 3, 2, 1, 1),   geom2d(2, 6, 12, 6, 6, 5, 3, 3, 1, 1, 1),
+      geom2d(1, 16, 9, 1, 9, 9, 1, 1, 2, 0, 1),  geom2d(1, 3, 70, 1, 13, 12, 5, 5, 1, 2, 1),
+  };
+  for (const auto& g : shapes)
+    for (bool xs : {false, true})
+      for (bool ws : {false, true}) check({g, xs, ws, xs != ws}, {0, g.pad[1], g.pad[2]});
+}
+
+TEST(ConvInteger, OneAndThreeSpatialDimsAndAsymmetricPads) {
+  ConvIntegerGeometry g1;  // 1-d: [2, 4, 17] * [5, 4, 3], stride 2, pads (2, 1), dilation 2
+  g1.N = 2, g1.C = 4, g1.M = 5;
+  g1.in = {1, 1, 17};
+  g1.kernel = {1, 1, 3};
+  g1.stride = {1, 1, 2};
+  g1.pad = {0, 0, 2};
+  g1.dilation = {1, 1, 2};
+  check({g1, false, true, true}, {0, 0, 1});
+  ConvIntegerGeometry g3;  // 3-d: [2, 4, 4, 5, 6] * [6, 2, 3, 2, 2], groups 2, pads (0, 1, 2) / (1, 0, 1)
+  g3.N = 2, g3.C = 4, g3.M = 6, g3.groups = 2;
+  g3.in = {4, 5, 6};
+  g3.kernel = {3, 2, 2};
+  g3.stride = {2, 1, 1};
+  g3.pad = {0, 1, 2};
+  g3.dilation = {1, 2, 1};
+  check({g3, true, false, true}, {1, 0, 1});
+  check({g3, false, false, false}, {1, 0, 1});
+}
+
+TEST(ConvInteger, LargestProductsDoNotSaturate) {
+  // all x = 255 (u8) or -128 (i8) with zero point 0 against all w = -128: |products| of 2^15 summed
+  // over 576 taps; the naive loop holds the exact sum
+  ConvIntegerGeometry g = geom2d(1, 64, 9, 1, 5, 5, 3, 3, 1, 0, 1);
+  for (int i = 0; i < 3; ++i) g.out[size_t(i)] = out_size(g, i, g.pad[size_t(i)]);
+  for (bool xs : {false, true}) {
+    std::vector<uint8_t> x(size_t(64 * 25), xs ? 0x80 : 0xFF), w(size_t(9 * 64 * 9), 0x80);
+    std::vector<int32_t> zw(9, 0), got(size_t(9 * 9));
+    for (int isa : {kIsaScalar, kIsaAvx2, kIsaAvx512}) {
+      detail::conv_integer_u8i8_isa(isa, g, x.data(), xs, w.data(), true, 0, zw.data(), got.data());
+      for (int32_t v : got) ASSERT_EQ(v, (xs ? -128 : 255) * -128 * 576) << "isa " << isa;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ember::cpu
