@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """Generate cases/quant.json: conformance cases of the quantized matrix products of
-include/ember/core/ops.def (matmul_integer, matmul_wq), with expected values from numpy.
+include/ember/core/ops.def (matmul_integer, conv_integer, matmul_wq), with expected values from numpy.
 
 Run with Debian's python3-numpy:   /usr/bin/python3 gen_quant_cases.py   (deterministic: byte-identical output)
 Same file format and comparison rule as the other case files (README.md). The registry
-(op_registry.cpp) calls the tensor API's matmul_integer / matmul_wq.
+(op_registry.cpp) calls the tensor API's matmul_integer / conv_integer / matmul_wq.
 
 References:
   matmul_integer   numpy int64 matmul of (a - a_zero_point) and (b - b_zero_point) (batch dims
                    broadcast), wrapped to i32; exact. attrs: a_zero_point / b_zero_point (bool: whether
                    the input is given; the given ones follow a and b in that order).
+  conv_integer     int64 sums over each window of (x - x_zero_point)(w - w_zero_point) (x minus its
+                   zero point padded with 0, the taps summed with numpy), wrapped to i32; exact. attrs:
+                   stride, padding (one per dim, or ONNX's pads: begins then ends), dilation, groups,
+                   x_zero_point / w_zero_point (bool: whether given; they follow x and w in order).
   matmul_wq        the dequantize-then-matmul formula in float64: W[n, k] = scale[n, k / block] *
                    (q[n, k] - zp[n, k / block]) (zp = 0 without a zero point; q a two's complement
                    nibble for symmetric 4-bit weights, the unsigned nibble with a zero point; element
@@ -100,6 +104,53 @@ def matmul_integer_case(desc, ashape, bshape, adt, bdt, azp=None, bzp=None, extr
     add(name, "matmul_integer", inputs, [ser(y, "i32")], {"a_zero_point": za is not None, "b_zero_point": zb is not None})
 
 
+def conv_integer_case(desc, xshape, wshape, xdt, wdt, stride, padding, dilation, groups, xzp=None, wzp=None,
+                      extreme=False):
+    """ONNX ConvInteger. padding: one value per spatial dim, or ONNX's pads (every begin, then every
+    end). xzp: None, "scalar" or "one"; wzp: None, "scalar", "one" or "per" ([M])."""
+    nd = len(xshape) - 2
+    name = f"conv_integer/{xdt}{wdt}/{sh(xshape)}_{sh(wshape)}_{desc}"
+    rng = rng_for(name)
+    x = int_bytes(rng, xshape, xdt, extreme)
+    w = int_bytes(rng, wshape, wdt, extreme)
+    M = wshape[0]
+
+    def zp(kind, dt, count):
+        if kind is None:
+            return None
+        return int_bytes(rng, {"scalar": (), "one": (1,), "per": (count,)}[kind], dt)
+
+    zx, zw = zp(xzp, xdt, 1), zp(wzp, wdt, M)
+    xv = x.astype(np.int64) - (0 if zx is None else int(zx.reshape(-1)[0]))
+    wv = w.astype(np.int64) - (0 if zw is None else zw.astype(np.int64).reshape((-1,) + (1,) * (nd + 1)))
+    pads = padding if len(padding) == 2 * nd else padding + padding
+    # padding holds x's zero point: 0 once it is subtracted
+    xp = np.pad(xv, [(0, 0), (0, 0)] + [(pads[i], pads[nd + i]) for i in range(nd)])
+    N, C = xshape[0], xshape[1]
+    Cg, Mg = C // groups, M // groups
+    ks = wshape[2:]
+    out = [(xp.shape[2 + i] - dilation[i] * (ks[i] - 1) - 1) // stride[i] + 1 for i in range(nd)]
+    y = np.zeros([N, M] + out, dtype=np.int64)
+    for g in range(groups):
+        xg = xp[:, g * Cg:(g + 1) * Cg]
+        wg = wv[g * Mg:(g + 1) * Mg]
+        for tap in np.ndindex(*ks):
+            sl = tuple(slice(tap[i] * dilation[i], tap[i] * dilation[i] + (out[i] - 1) * stride[i] + 1, stride[i])
+                       for i in range(nd))
+            win = xg[(slice(None), slice(None)) + sl]  # [N, Cg, *out]
+            wt = wg[(slice(None), slice(None)) + tap]  # [Mg, Cg]
+            y[:, g * Mg:(g + 1) * Mg] += np.einsum("nc...,mc->nm...", win, wt)
+    y = ((y + 2**31) % 2**32 - 2**31).astype(np.int32)
+    inputs = [ser(x, xdt), ser(w, wdt)]
+    if zx is not None:
+        inputs.append(ser(zx, xdt))
+    if zw is not None:
+        inputs.append(ser(zw, wdt))
+    add(name, "conv_integer", inputs, [ser(y, "i32")],
+        {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups,
+         "x_zero_point": zx is not None, "w_zero_point": zw is not None})
+
+
 def round_x(x):
     """quantize_x: x rounded to int8 per 32 along K in float32 arithmetic, as the op defines it:
     amax = max |x|, id = 127 / amax (0 for a 32 of zeros), q = round_half_even(x * id), x~ = q * (amax / 127)."""
@@ -162,6 +213,27 @@ def main():
     matmul_integer_case("extreme", [3, 50], [50, 18], "i8", "i8", extreme=True)
     matmul_integer_case("extreme", [3, 50], [50, 18], "u8", "u8", extreme=True)
     matmul_integer_case("empty_m", [0, 4], [4, 3], "u8", "i8")
+    # conv_integer: 1-d / 2-d / 3-d, 1x1 (read in place) and strided 1x1, 3x3 with pads, asymmetric
+    # pads, dilation, groups, depthwise (multiplier 1 and 2), zero points of every shape, output
+    # channels past the 8-row / 32-column tiles, K past one 1024-deep slice, the largest products,
+    # padding wider than the kernel, an empty batch
+    conv_integer_case("1x1", [1, 8, 5, 7], [6, 8, 1, 1], "u8", "i8", [1, 1], [0, 0], [1, 1], 1)
+    conv_integer_case("1x1_s2_zp", [2, 16, 9, 9], [8, 16, 1, 1], "u8", "u8", [2, 2], [0, 0], [1, 1], 1, "scalar", "per")
+    conv_integer_case("3x3_p1_zp", [2, 5, 9, 11], [7, 5, 3, 3], "u8", "i8", [1, 1], [1, 1], [1, 1], 1, "scalar", "scalar")
+    conv_integer_case("s2_asym_pads", [1, 4, 10, 9], [33, 4, 3, 2], "u8", "i8", [2, 2], [0, 1, 2, 1], [1, 1], 1, "one", "per")
+    conv_integer_case("groups2_dil2", [1, 6, 12, 10], [4, 3, 3, 3], "i8", "i8", [1, 1], [2, 2], [2, 2], 2, "scalar", "per")
+    conv_integer_case("depthwise_s2", [2, 8, 7, 7], [8, 1, 3, 3], "u8", "u8", [2, 2], [1, 1], [1, 1], 8, "scalar", "per")
+    conv_integer_case("depthwise_x2", [1, 3, 6, 5], [6, 1, 3, 3], "i8", "u8", [1, 1], [1, 0, 0, 1], [1, 1], 3, None, "one")
+    conv_integer_case("1d", [2, 4, 17], [5, 4, 3], "i8", "u8", [2], [2, 1], [2], 1, "scalar", "per")
+    conv_integer_case("1d_groups", [1, 6, 8], [9, 2, 2], "u8", "i8", [1], [0], [1], 3, "one", None)
+    conv_integer_case("3d", [1, 3, 5, 6, 7], [4, 3, 2, 3, 2], "i8", "u8", [1, 2, 1], [1, 1, 1], [1, 1, 1], 1, "scalar", "per")
+    conv_integer_case("3d_asym", [2, 2, 4, 5, 4], [3, 2, 3, 2, 2], "u8", "i8", [2, 1, 1], [0, 1, 2, 1, 0, 1], [1, 2, 1], 1,
+                      "scalar", "scalar")
+    conv_integer_case("deep_k", [1, 130, 6, 6], [3, 130, 3, 3], "u8", "i8", [1, 1], [1, 1], [1, 1], 1, "scalar", "per")
+    conv_integer_case("extreme", [1, 64, 5, 5], [9, 64, 3, 3], "u8", "i8", [1, 1], [0, 0], [1, 1], 1, extreme=True)
+    conv_integer_case("extreme", [1, 40, 4, 4], [5, 40, 3, 3], "i8", "i8", [1, 1], [0, 0], [1, 1], 1, extreme=True)
+    conv_integer_case("pad_past_kernel", [1, 2, 3, 3], [2, 2, 1, 1], "u8", "i8", [1, 1], [2, 2], [1, 1], 1, "scalar", "per")
+    conv_integer_case("empty_n", [0, 4, 5, 5], [3, 4, 3, 3], "u8", "i8", [1, 1], [1, 1], [1, 1], 1)
     # matmul_wq: 4 and 8 bits, every block size, symmetric and affine, M = 1 (GEMV) and more
     # rows (GEMM), x with batch dims and of rank 1, N not a multiple of the GEMM's 64-row panel
     matmul_wq_case("", [1, 64], 5, 4, 32, False)

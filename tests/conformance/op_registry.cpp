@@ -330,6 +330,12 @@ const std::map<std::string, OpFn>& op_registry() {
          if (flag(a, "a_zero_point", false)) za = in[i++];
          if (flag(a, "b_zero_point", false)) zb = in[i++];
          return V{matmul_integer(in[0], in[1], za, zb)}; }},
+      {"conv_integer", [](V& in, const Json& a, const Device&) {
+         size_t i = 2;
+         std::optional<DynTensor> zx, zw;
+         if (flag(a, "x_zero_point", false)) zx = in[i++];
+         if (flag(a, "w_zero_point", false)) zw = in[i++];
+         return V{conv_integer(in[0], in[1], zx, zw, conv_opts(a))}; }},
       {"matmul_wq", [](V& in, const Json& a, const Device&) {
          return V{matmul_wq(in[0], in[1], in[2], opt(in, 3), WeightQuant{a["bits"].get<int>(), i64(a["block"]), flag(a, "quantize_x", false)})}; }},
       // ir: fused IR ops run directly (see run_ir)
