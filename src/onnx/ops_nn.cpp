@@ -356,6 +356,35 @@ std::optional<DynTensor> integer_product(const OpContext& c, size_t a_in, size_t
   return y;
 }
 
+// sum over each window of (x - x_zp)(w - w_zp) of ConvInteger / QLinearConv as the conv_integer op,
+// where x and w are u8 / i8, x's zero point one value and w's one value or one per output channel,
+// each of its operand's dtype, and the conv 1-d to 3-d. Empty when it does not apply.
+std::optional<DynTensor> integer_conv(const OpContext& c, size_t x_in, size_t x_zp, size_t w_in, size_t w_zp) {
+  const DynTensor &x = c.in(x_in), &wt = c.in(w_in);
+  auto byte = [](const DynTensor& t) { return t.dtype() == DType::u8 || t.dtype() == DType::i8; };
+  if (!byte(x) || !byte(wt) || x.rank() < 3 || x.rank() > 5 || wt.rank() != x.rank()) return std::nullopt;
+  std::optional<DynTensor> zx, zw;
+  if (c.has(x_zp)) {
+    if (c.in(x_zp).dtype() != x.dtype() || c.in(x_zp).numel() != 1) return std::nullopt;
+    zx = reshape(c.in(x_zp), {});
+  }
+  if (c.has(w_zp)) {
+    const DynTensor& z = c.in(w_zp);
+    if (z.dtype() != wt.dtype()) return std::nullopt;
+    if (z.numel() == 1) zw = reshape(z, {});
+    else if (z.rank() == 1 && z.numel() == wt.shape()[0]) zw = z;
+    else return std::nullopt;
+  }
+  Window w = window_of(c, x, c.attr_ints("kernel_shape").value_or(Sizes(wt.shape().begin() + 2, wt.shape().end())));
+  ConvOptions o;
+  o.stride = w.stride;
+  o.dilation = w.dilation;
+  o.padding = w.pad_begin;
+  o.padding.insert(o.padding.end(), w.pad_end.begin(), w.pad_end.end());
+  o.groups = c.attr_i("group", 1);
+  return conv_integer(x, wt, zx, zw, o);
+}
+
 }  // namespace
 
 void register_nn_ops(OpTable& t) {
@@ -377,16 +406,23 @@ void register_nn_ops(OpTable& t) {
     return {requantize(y, c, 7)};
   };
   t["ConvInteger"] = [](OpContext& c) -> OpResult {
+    if (auto y = integer_conv(c, 0, 2, 1, 3)) return {*y};
     OpContext inner{c.node, c.opset, c.device, c.base_dir,
                     {minus_zero_point(c.in(0), c, 2, 1), minus_zero_point(c.in(1), c, 3, 0)}};
     inner.inputs[0] = cast(inner.in(0), DType::f64);
     return {cast(conv_op(inner)[0].tensor(), DType::i32)};
   };
   t["QLinearConv"] = [](OpContext& c) -> OpResult {
-    OpContext inner{c.node, c.opset, c.device, c.base_dir,
-                    {minus_zero_point(c.in(0), c, 2, 1), minus_zero_point(c.in(3), c, 5, 0)}};
-    DynTensor y = conv_op(inner)[0].tensor();
-    if (c.has(8)) y = add(y, per_channel(cast(c.in(8), DType::f64), y.rank()));
+    DynTensor y;
+    if (auto yi = integer_conv(c, 0, 2, 3, 5)) {  // the bias joins in i32, as ONNX defines
+      if (c.has(8)) *yi = add(*yi, per_channel(cast(c.in(8), DType::i32), yi->rank()));
+      y = cast(*yi, DType::f64);
+    } else {
+      OpContext inner{c.node, c.opset, c.device, c.base_dir,
+                      {minus_zero_point(c.in(0), c, 2, 1), minus_zero_point(c.in(3), c, 5, 0)}};
+      y = conv_op(inner)[0].tensor();
+      if (c.has(8)) y = add(y, per_channel(cast(c.in(8), DType::f64), y.rank()));
+    }
     DynTensor ws = scale_of(c, 4);
     if (ws.numel() > 1) ws = per_channel(ws, y.rank());
     else ws = reshape(ws, {});
