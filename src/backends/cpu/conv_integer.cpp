@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cpu_backend.hpp"
+#include "cpu_features.hpp"
 #include "gemm.hpp"
 #include "qgemm.hpp"
 #include "thread_pool.hpp"
@@ -56,6 +57,65 @@ void im2col(const ConvIntegerGeometry& g, int64_t Cg, const uint8_t* xg, uint8_t
     rows(0, K);
 }
 
+// ---- the AVX-512 VNNI path: the group's weights packed once per call, the im2col columns packed
+// a 32-column panel at a time straight into the micro-kernel's layout (qgemm.hpp), the zero points
+// and the +-128 shifts corrected by row and column sums as qgemm.cpp does.
+
+// A group's weights as qgemm_kernel_vnni's A panels (w + 128 for i8 w: u8), and each row's sum.
+struct PackedWeights {
+  std::vector<uint8_t> panels;  // per panel of kVnniMR rows: KG groups of kVnniMR x 4 bytes
+  std::vector<uint32_t> rowsum;
+};
+
+PackedWeights pack_weights(const uint8_t* w, bool w_signed, int64_t rows, int64_t K) {
+  constexpr int MR = detail::kVnniMR;
+  const int64_t KG = (K + 3) / 4, mp = (rows + MR - 1) / MR;
+  PackedWeights pw{std::vector<uint8_t>(size_t(mp * KG * MR * 4), 0), std::vector<uint32_t>(size_t(rows), 0)};
+  const uint8_t flip = w_signed ? 0x80 : 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    uint8_t* dst = pw.panels.data() + (i / MR) * KG * MR * 4 + (i % MR) * 4;
+    uint32_t sum = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      const uint8_t v = w[i * K + k] ^ flip;
+      dst[(k / 4) * MR * 4 + k % 4] = v;
+      sum += v;
+    }
+    pw.rowsum[size_t(i)] = sum;
+  }
+  return pw;
+}
+
+// C [rows, width] (rows ldc apart) = the product of the packed weights and the columns of b
+// (K x width, rows ldb apart), zero points corrected: alpha_i = w_zp[i] (+128 for i8 w), beta =
+// x_zp (-128 for u8 x), C = sum A'B' - beta rowsum_i - alpha_i colsum_j + K alpha_i beta (mod 2^32).
+void vnni_product(const PackedWeights& pw, int64_t rows, int64_t K, const int32_t* w_zp, bool w_signed,
+                  const uint8_t* b, int64_t ldb, int64_t width, bool x_signed, int32_t x_zp, int32_t* c, int64_t ldc) {
+  constexpr int MR = detail::kVnniMR, NR = detail::kVnniNR;
+  const int64_t KG = (K + 3) / 4, mp = (rows + MR - 1) / MR, np = (width + NR - 1) / NR;
+  const uint32_t beta = uint32_t(x_zp) + (x_signed ? 0u : uint32_t(-128)), kk = uint32_t(K);
+  parallel_for(0, np, 1, [&](int64_t q0, int64_t q1) {
+    std::vector<int8_t> bp(size_t(KG * NR * 4));
+    int32_t colsum[NR];
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t j0 = q * NR;
+      const int n = int(std::min<int64_t>(NR, width - j0));
+      detail::conv_integer_pack_columns_vnni(b, ldb, K, j0, n, x_signed, bp.data(), colsum);
+      for (int64_t qm = 0; qm < mp; ++qm) {
+        const int m = int(std::min<int64_t>(MR, rows - qm * MR));
+        int32_t* ct = c + qm * MR * ldc + j0;
+        detail::qgemm_kernel_vnni(KG, pw.panels.data() + qm * KG * MR * 4, bp.data(), ct, ldc, m, n, false);
+        for (int r = 0; r < m; ++r) {
+          const int64_t i = qm * MR + r;
+          const uint32_t alpha = uint32_t(w_zp[i]) + (w_signed ? 128u : 0u);
+          const uint32_t row_term = kk * alpha * beta - beta * pw.rowsum[size_t(i)];
+          uint32_t* cr = reinterpret_cast<uint32_t*>(ct + r * ldc);
+          for (int j = 0; j < n; ++j) cr[j] += row_term - alpha * uint32_t(colsum[j]);
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 
 namespace detail {
@@ -66,29 +126,36 @@ void conv_integer_u8i8_isa(int isa, const ConvIntegerGeometry& g, const uint8_t*
   const int64_t kvol = g.kernel[0] * g.kernel[1] * g.kernel[2], K = Cg * kvol;
   const int64_t in_vol = g.in[0] * g.in[1] * g.in[2], rows = g.out[0] * g.out[1], OW = g.out[2], P = rows * OW;
   if (g.N == 0 || g.M == 0 || P == 0) return;
+  const bool vnni = K > 0 && std::min(isa, qgemm_best_isa()) >= kIsaAvx512 && features().avx512vnni;
   // a 1x1 kernel with stride 1 and no padding: x's channels are already the GEMM's B rows
   bool direct = kvol == 1;
   for (int i = 0; i < 3; ++i) direct = direct && g.stride[size_t(i)] == 1 && g.pad[size_t(i)] == 0;
   if (col_bytes < 0) col_bytes = kDefaultColBytes;
   const int64_t block_rows = direct ? rows : std::clamp<int64_t>(col_bytes / std::max<int64_t>(K * OW, 1), 1, rows);
-  const std::vector<int32_t> zb(size_t(direct ? P : block_rows * OW), x_zp);
+  const std::vector<int32_t> zb(vnni ? 0 : size_t(direct ? P : block_rows * OW), x_zp);
   const uint8_t zp_byte = uint8_t(x_zp);
-  // one (image, group): its GEMM(s), threaded inside unless called from a parallel chunk
+  std::vector<PackedWeights> packed;
+  if (vnni)
+    for (int64_t gi = 0; gi < g.groups; ++gi) packed.push_back(pack_weights(w + gi * Mg * K, w_signed, Mg, K));
+  // C [Mg, width] of group gi (rows P apart) from B (K x width, rows ldb apart)
+  auto product = [&](int64_t gi, const uint8_t* b, int64_t ldb, int64_t width, int32_t* c) {
+    if (vnni)
+      vnni_product(packed[size_t(gi)], Mg, K, w_zp + gi * Mg, w_signed, b, ldb, width, x_signed, x_zp, c, P);
+    else
+      qgemm_u8i8_isa(isa, Mg, width, K, w + gi * Mg * K, K, w_signed, b, ldb, x_signed, w_zp + gi * Mg, zb.data(), c,
+                     P);
+  };
+  // one (image, group): its product(s), threaded inside unless called from a parallel chunk
   auto item = [&](int64_t it, bool threaded, std::vector<uint8_t>& col) {
     const int64_t n = it / g.groups, gi = it % g.groups;
     const uint8_t* xg = x + (n * g.C + gi * Cg) * in_vol;
-    const uint8_t* wg = w + gi * Mg * K;
     int32_t* yg = y + (n * g.M + gi * Mg) * P;
-    if (direct) {
-      qgemm_u8i8_isa(isa, Mg, P, K, wg, K, w_signed, xg, P, x_signed, w_zp + gi * Mg, zb.data(), yg, P);
-      return;
-    }
+    if (direct) return product(gi, xg, P, P, yg);
     for (int64_t r0 = 0; r0 < rows; r0 += block_rows) {
       const int64_t r1 = std::min(rows, r0 + block_rows), width = (r1 - r0) * OW;
       col.resize(size_t(K * width));
       im2col(g, Cg, xg, zp_byte, r0, r1, col.data(), threaded);
-      qgemm_u8i8_isa(isa, Mg, width, K, wg, K, w_signed, col.data(), width, x_signed, w_zp + gi * Mg, zb.data(),
-                     yg + r0 * OW, P);
+      product(gi, col.data(), width, width, yg + r0 * OW);
     }
   };
   const int64_t items = g.N * g.groups, threads = ThreadPool::global().size();

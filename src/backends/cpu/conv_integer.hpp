@@ -37,6 +37,11 @@ namespace detail {
 // tests; col_bytes: the most bytes an im2col block may take (-1: the default), to test blocking.
 void conv_integer_u8i8_isa(int isa, const ConvIntegerGeometry& g, const uint8_t* x, bool x_signed, const uint8_t* w,
                            bool w_signed, int32_t x_zp, const int32_t* w_zp, int32_t* y, int64_t col_bytes = -1);
+// Columns [j0, j0 + n) (n <= 32) of the K x ? byte matrix b (rows ldb apart) as one B panel of
+// qgemm_kernel_vnni (qgemm.hpp; u8 b shifted to i8 by -128), zero padded to 32 columns and to a
+// multiple of 4 rows; colsum: the 32 columns' sums of the packed values (conv_integer_avx512vnni.cpp).
+void conv_integer_pack_columns_vnni(const uint8_t* b, int64_t ldb, int64_t K, int64_t j0, int n, bool b_signed,
+                                    int8_t* dst, int32_t* colsum);
 }  // namespace detail
 
 }  // namespace ember::cpu
