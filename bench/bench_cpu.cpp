@@ -1300,6 +1300,37 @@ void bench_qmatmul(Ctx& cx, int64_t M, int64_t N, int64_t K) {
   }
 }
 
+// An int8 3x3 convolution of a ResNet stage-1 shape (N 1, 64 -> 64 channels, 56 x 56, pad 1):
+// conv_integer (u8 x i8 -> i32, x's zero point 128) against ember's own f32 conv2d of the same shape
+// (peer "ember_f32"). ratio = f32 time / int8 time; gops = 2 N M H W C 9 / time.
+void bench_qconv(Ctx& cx) {
+  const std::string name = "qconv_resnet_3x3_u8i8";
+  guarded(
+      cx, name,
+      [&] {
+        const int64_t N = 1, C = 64, H = 56, W = 56, M = 64;
+        DynTensor x = DynTensor::randint({N, C, H, W}, 0, 256, ember::DType::u8);
+        DynTensor w = DynTensor::randint({M, C, 3, 3}, -128, 128, ember::DType::i8);
+        DynTensor zx = DynTensor::full({}, 128, ember::DType::u8);
+        DynTensor xf = DynTensor::normal({N, C, H, W}), wf = DynTensor::normal({M, C, 3, 3}, 0, 1.0 / 24);
+        const ember::ConvOptions opt{.padding = {1}};
+        // the check: against LibTorch's f64 conv of x - 128 and w (integers, exact)
+        auto check = [&] {
+          at::Tensor tx = to_torch(x.cast(ember::DType::f32)).to(at::kDouble) - 128;
+          at::Tensor tw = to_torch(w.cast(ember::DType::f32)).to(at::kDouble);
+          return check_close(ember::conv_integer(x, w, zx, std::nullopt, opt).cast(ember::DType::f32),
+                             at::conv2d(tx, tw, {}, 1, 1), {.rtol = 0, .atol = 0});
+        };
+        auto& e = cx.compare(
+            name, [&] { bench::keep(ember::conv_integer(x, w, zx, std::nullopt, opt)); },
+            [&] { bench::keep(ember::conv2d(xf, wf, std::nullopt, opt)); }, check, "ember_f32");
+        const double ops = 2.0 * double(N * M * H * W) * double(C * 9);
+        if (e.ember_ms) e.set("gops_ember", ops / (*e.ember_ms * 1e6));
+        if (e.peer_ms) e.set("gflops_peer", ops / (*e.peer_ms * 1e6));
+      },
+      "ember_f32");
+}
+
 // Multi-threaded streaming read of `bytes` bytes (AVX-512 loads summed, so nothing is skipped).
 __attribute__((target("avx512f"))) int64_t stream_sum(const uint8_t* p, int64_t bytes) {
   __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
@@ -1541,6 +1572,7 @@ int main(int argc, char** argv) {
   bench_onnx_vs_ort(cx, "mobilenet_v2", 1, kMobilenetV2Flop);
   bench_qmatmul(cx, 1024, 1024, 1024);
   bench_qmatmul(cx, 256, 4096, 4096);
+  bench_qconv(cx);
   bench_decode(cx, 4, true);
   bench_decode(cx, 8, true);
   bench_decode(cx, 4, false);
