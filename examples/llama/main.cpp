@@ -175,9 +175,16 @@ int run(const Args& a) {
   auto is_eos = [&](int32_t id) {
     return !a.ignore_eos && std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) != c.eos_token_ids.end();
   };
+  // The text streams out as it is generated: the prompt, then each token (bold on a terminal).
+  const bool tty = isatty(fileno(stdout));
+  if (tok) std::printf("%s%s", tok->decode(ids, /*skip_special=*/true).c_str(), tty ? "\033[1m" : "");
   while (int64_t(generated.size()) < a.max_new_tokens) {
     const int32_t next = pick(row, a, rng);
     generated.push_back(next);
+    if (tok) {
+      std::fputs(tok->decode(std::span(&next, 1), /*skip_special=*/true).c_str(), stdout);
+      std::fflush(stdout);
+    }
     if (is_eos(next) || int64_t(generated.size()) == a.max_new_tokens || cache.length >= c.max_position_embeddings) break;
     const auto t1 = std::chrono::steady_clock::now();
     logits = model.forward(DynTensor::from_vector(std::vector<int64_t>{next}, {1, 1}), cache);
@@ -187,11 +194,7 @@ int run(const Args& a) {
     if (dump) dump_rows(logits);
   }
 
-  if (tok) {  // the prompt, then the generated text (bold on a terminal)
-    const bool tty = isatty(fileno(stdout));
-    std::printf("%s%s%s%s\n", tok->decode(ids, /*skip_special=*/true).c_str(), tty ? "\033[1m" : "",
-                tok->decode(generated, /*skip_special=*/true).c_str(), tty ? "\033[0m" : "");
-  }
+  if (tok) std::printf("%s\n", tty ? "\033[0m" : "");
   std::printf("tokens:");
   for (int32_t id : generated) std::printf(" %d", id);
   std::printf("\n");
