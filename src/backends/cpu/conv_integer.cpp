@@ -40,13 +40,13 @@ void im2col(const ConvIntegerGeometry& g, int64_t Cg, const uint8_t* xg, uint8_t
           continue;
         }
         const uint8_t* xrow = xc + (id * in[1] + ih) * in[2];
-        std::memset(dst, zp, size_t(ow0));
+        for (int64_t ow = 0; ow < ow0; ++ow) dst[ow] = zp;  // a pad or two: no call
         if (s[2] == 1) {
           std::memcpy(dst + ow0, xrow + ow0 + off, size_t(ow1 - ow0));
         } else {
           for (int64_t ow = ow0; ow < ow1; ++ow) dst[ow] = xrow[ow * s[2] + off];
         }
-        std::memset(dst + ow1, zp, size_t(OW - ow1));
+        for (int64_t ow = ow1; ow < OW; ++ow) dst[ow] = zp;
       }
     }
   };
