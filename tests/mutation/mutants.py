@@ -942,6 +942,15 @@ MUTANTS = [
         "suites": [unit("tests/llama/ember_llama_tests", "LlamaModel.*")],
     },
     {
+        "id": "llama-gqa-heads-in-repeat-order",
+        "family": "examples/llama",
+        "file": "examples/llama/llama.cpp",
+        "search": "scaled_dot_product_attention(reshape(q, {B, Hkv, G * T, hd}), k, v, mask, causal);",
+        "replace": "scaled_dot_product_attention(reshape(transpose(reshape(q, {B, G, Hkv, T, hd}), 1, 2), {B, Hkv, G * T, hd}), k, v, mask, causal);",
+        "description": "grouped-query attention gives query head h the kv head h % kv_heads (torch.repeat's order) instead of h / group (repeat_kv's)",
+        "suites": [unit("tests/llama/ember_llama_tests", "LlamaModel.*")],
+    },
+    {
         "id": "quant-int4-nibbles-swapped",
         "family": "quant",
         "file": "src/quant/quantized_tensor.cpp",
