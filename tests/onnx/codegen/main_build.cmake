@@ -29,7 +29,7 @@ endmacro()
 # it made the cuda backend), plus any further libraries given after the target.
 function(ember_link_main_build target)
   set(libs "")
-  foreach(lib onnx nn store tensor autodiff fusion cpu cuda core)
+  foreach(lib onnx nn quant store tensor autodiff fusion cpu cuda core)
     if(EXISTS "${EMBER_BUILD_DIR}/src/libember_${lib}.a")
       list(APPEND libs "${EMBER_BUILD_DIR}/src/libember_${lib}.a")
     endif()
