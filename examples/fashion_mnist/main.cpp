@@ -2,19 +2,26 @@
 // the 10,000 test images, save it as safetensors, reload it and classify a few images.
 //
 //   ./build/examples/fashion_mnist [--device cpu|cuda] [--fusion] [--epochs N] [--batch-size N]
-//       [--train-images N] [--out DIR]
+//       [--train-images N] [--out DIR] [--model FILE] [--quantize int8] [--calibration minmax|percentile|entropy]
+//
+// --model FILE skips training and evaluates a model saved by an earlier run (DIR/fashion_cnn.safetensors).
+// --quantize int8 then also quantizes it statically (nn::quantize: calibrated on 1,000 training
+// images, int8 weights per channel, u8 activations), saves and reloads the int8 model and prints
+// its test accuracy beside the f32 one.
 //
 // Data-parallel on the CPU (Gloo), one process per rank, each on its shard of the training set
 // (docs/distributed.md); rank 0 writes the logs, checkpoints and the model, and evaluates:
 //   ./build/tools/ember-run/ember-run --nproc 2 ./build/examples/fashion_mnist --epochs 1
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <string>
 
 #include <ember/data.hpp>
 #include <ember/ember.hpp>
 #include <ember/nn.hpp>
+#include <ember/nn/quantize.hpp>
 #include <ember/train/learner.hpp>
 #include <ember/train/metrics.hpp>
 #if EMBER_HAS_DISTRIBUTED
@@ -34,6 +41,9 @@ struct Args {
   bool fusion = false;
   int64_t epochs = 5, batch_size = 64;
   int64_t train_images = 55000;  // fewer for a quick run
+  std::string model;  // a saved model to evaluate instead of training one
+  std::string quantize;  // "int8": also evaluate the statically quantized model
+  nn::Calibration calibration = nn::Calibration::min_max;
 };
 
 Args parse(int argc, char** argv) {
@@ -58,8 +68,19 @@ Args parse(int argc, char** argv) {
     else if (k == "--batch-size") a.batch_size = count();
     else if (k == "--out") a.out = value();
     else if (k == "--train-images") a.train_images = std::min<int64_t>(count(), 55000);
-    else EMBER_FAIL("fashion_mnist: unknown argument ", k,
-                    " (use --device, --fusion, --epochs, --batch-size, --train-images, --out)");
+    else if (k == "--model") a.model = value();
+    else if (k == "--quantize") {
+      a.quantize = value();
+      EMBER_CHECK(a.quantize == "int8", "fashion_mnist: --quantize takes int8, not '", a.quantize, "'");
+    } else if (k == "--calibration") {
+      const std::string c = value();
+      if (c == "minmax") a.calibration = nn::Calibration::min_max;
+      else if (c == "percentile") a.calibration = nn::Calibration::percentile;
+      else if (c == "entropy") a.calibration = nn::Calibration::entropy;
+      else EMBER_FAIL("fashion_mnist: --calibration takes minmax, percentile or entropy, not '", c, "'");
+    } else EMBER_FAIL("fashion_mnist: unknown argument ", k,
+                    " (use --device, --fusion, --epochs, --batch-size, --train-images, --out, --model, --quantize,"
+                    " --calibration)");
   }
   return a;
 }
@@ -101,57 +122,71 @@ int main(int argc, char** argv) try {
     if (shuffle) b.shuffle(42);
     return b.build(ds);
   };
-  auto train_set = data::partial(parts[0], 0, size_t(args.train_images));
-  int rank = 0;
+  // Training (skipped with --model): the trained model on rank 0, nothing on the other ranks.
+  auto train = [&]() -> std::optional<Cnn> {
+    auto train_set = data::partial(parts[0], 0, size_t(args.train_images));
+    int rank = 0;
 #if EMBER_HAS_DISTRIBUTED
-  // Under ember-run (or torchrun, mpirun): one rank of a data-parallel job on its shard, which
-  // reshuffles each epoch by itself.
-  std::optional<distributed::DataParallel> dp;
-  if (distributed::launched_distributed()) {
-    dp.emplace(distributed::init_process_group());
-    rank = dp->group().rank();
-    train_set = distributed::sharded(train_set, rank, dp->group().size(), {.seed = 42});
-  }
-  auto train_loader = loader(train_set, args.batch_size, !dp, train_device);
+    // Under ember-run (or torchrun, mpirun): one rank of a data-parallel job on its shard, which
+    // reshuffles each epoch by itself.
+    std::optional<distributed::DataParallel> dp;
+    if (distributed::launched_distributed()) {
+      dp.emplace(distributed::init_process_group());
+      rank = dp->group().rank();
+      train_set = distributed::sharded(train_set, rank, dp->group().size(), {.seed = 42});
+    }
+    auto train_loader = loader(train_set, args.batch_size, !dp, train_device);
 #else
-  auto train_loader = loader(train_set, args.batch_size, true, train_device);
+    auto train_loader = loader(train_set, args.batch_size, true, train_device);
 #endif
-  auto valid_loader = loader(parts[1], 500, false, train_device);
+    auto valid_loader = loader(parts[1], 500, false, train_device);
 
-  // The train and validation steps: logits, cross-entropy, gradients.
-  auto train_step = [](Cnn& m, const Batch& b) {
-    DynTensor logits = m.forward(b.images);
-    DynTensor loss = nn::cross_entropy(logits, b.labels);
-    return train::TrainStepResult{{loss, logits, b.labels}, loss.backward()};
-  };
-  auto valid_step = [](const Cnn& m, const Batch& b) {
-    DynTensor logits = m.forward(b.images);
-    return train::ClassificationOutput{nn::cross_entropy(logits, b.labels), logits, b.labels};
-  };
+    // The train and validation steps: logits, cross-entropy, gradients.
+    auto train_step = [](Cnn& m, const Batch& b) {
+      DynTensor logits = m.forward(b.images);
+      DynTensor loss = nn::cross_entropy(logits, b.labels);
+      return train::TrainStepResult{{loss, logits, b.labels}, loss.backward()};
+    };
+    auto valid_step = [](const Cnn& m, const Batch& b) {
+      DynTensor logits = m.forward(b.images);
+      return train::ClassificationOutput{nn::cross_entropy(logits, b.labels), logits, b.labels};
+    };
 
-  train_device.seed(42);
-  Cnn initial = fashion::make_cnn(train_device);
+    train_device.seed(42);
+    Cnn initial = fashion::make_cnn(train_device);
 #if EMBER_HAS_DISTRIBUTED
-  if (dp) initial = dp->broadcast_parameters(initial);
+    if (dp) initial = dp->broadcast_parameters(initial);
 #endif
-  auto builder = train::LearnerBuilder<Cnn, Batch>(initial, train_step, valid_step);
-  builder.optimizer(optim::AdamConfig{}.init())
-      .scheduler(std::make_unique<optim::CosineAnnealingLR>(  // 1e-3 decaying to 0
-          1e-3, optim::CosineAnnealingLRConfig{.t_max = args.epochs * int64_t(train_loader->num_batches())}))
-      .epochs(args.epochs)
-      .metrics({train::accuracy_metric()})
-      .run_dir(args.out + "/run")
-      .checkpoints({.keep_last = 2, .best_metric = "valid/accuracy"})
-      .seed(42);
+    auto builder = train::LearnerBuilder<Cnn, Batch>(initial, train_step, valid_step);
+    builder.optimizer(optim::AdamConfig{}.init())
+        .scheduler(std::make_unique<optim::CosineAnnealingLR>(  // 1e-3 decaying to 0
+            1e-3, optim::CosineAnnealingLRConfig{.t_max = args.epochs * int64_t(train_loader->num_batches())}))
+        .epochs(args.epochs)
+        .metrics({train::accuracy_metric()})
+        .run_dir(args.out + "/run")
+        .checkpoints({.keep_last = 2, .best_metric = "valid/accuracy"})
+        .seed(42);
 #if EMBER_HAS_DISTRIBUTED
-  if (dp) train::use_data_parallel(builder, *dp);
+    if (dp) train::use_data_parallel(builder, *dp);
 #endif
-  auto learner = builder.build();
-  Cnn trained = learner.fit(train_loader, valid_loader);
-  if (rank != 0) return 0;  // rank 0 evaluates and saves the (identical) trained model
+    auto learner = builder.build();
+    Cnn trained = learner.fit(train_loader, valid_loader);
+    if (rank != 0) return std::nullopt;  // rank 0 evaluates and saves the (identical) trained model
+    return trained;
+  };
+  std::optional<Cnn> trained;
+  if (args.model.empty()) {
+    trained = train();
+    if (!trained) return 0;
+  } else {
+    trained = fashion::make_cnn(device);
+    nn::load(*trained, args.model);
+    std::cout << "loaded " << args.model << "\n";
+  }
 
+  std::filesystem::create_directories(args.out);
   // Evaluate on the test set, without autodiff, in eval mode.
-  Cnn model = nn::to_device(trained, device);
+  Cnn model = nn::to_device(*trained, device);
   nn::set_training(model, false);
   auto test_loader = loader(data::FashionMnist::test(), 500, false, device);
 
@@ -174,6 +209,22 @@ int main(int argc, char** argv) try {
                 data::FashionMnist::kClassNames[few[i].label]);
 
   const double acc = accuracy(reloaded, *test_loader);
+  if (args.quantize == "int8") {
+    // Static int8 quantization: calibrate on 1,000 training images, convert, save, reload, evaluate.
+    auto calibration = loader(data::partial(parts[0], 0, 1000), 100, false, device);
+    nn::QuantizeReport report;
+    Cnn q = nn::quantize(reloaded, *calibration, {.calibration = args.calibration}, &report);
+    const std::string qpath = args.out + "/fashion_cnn_int8.safetensors";
+    nn::save_quantized(qpath, q, {{"model", "fashion_mnist_cnn_int8"}});
+    Cnn qreloaded = fashion::make_cnn(device);
+    nn::load_quantized(qreloaded, qpath, device);
+    nn::set_training(qreloaded, false);
+    std::cout << "int8: quantized " << report.quantized.size() << " layers, " << report.skipped.size()
+              << " left float; saved and reloaded " << qpath << "\n";
+    const double qacc = accuracy(qreloaded, *test_loader);
+    std::printf("f32 test accuracy: %.4f, int8 test accuracy: %.4f (%+.2f points)\n", acc, qacc,
+                100.0 * (qacc - acc));
+  }
   std::printf("test accuracy: %.4f\n", acc);
   return 0;
 } catch (const ember::Error& e) {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "ember/core/error.hpp"
+#include "ember/nn/quantize.hpp"
 #include "layer_util.hpp"
 
 namespace ember::nn {
@@ -17,7 +18,7 @@ const char* conv_name(int n, bool transposed) {
 }
 
 void check_dtypes(const char* name, const DynTensor& x, const Param& weight, const std::optional<Param>& bias) {
-  internal::check_dtype(name, x, weight);
+  if (weight.defined()) internal::check_dtype(name, x, weight);  // undefined: an int8 layer's dropped weight
   internal::check_dtype(name, x, bias, "bias");
 }
 
@@ -102,13 +103,15 @@ DynTensor Conv<N>::forward(DynTensor x, ConvEpilogue e) const {
   return detail::in_module(ember_module_, conv_name(N, false), [&] {
     const char* name = conv_name(N, false);
     bool unbatched = false;
-    x = conv_input(std::move(x), N, name, weight, bias, unbatched);
+    const bool int8 = quantized && !quantized->observer;  // static int8 (the float weight may be gone)
+    x = conv_input(std::move(x), N, name, int8 ? Param{} : weight, bias, unbatched);
     const ConvConfig<N>& c = config;
+    const Shape& kernel = int8 ? quantized->tensor.shape() : weight.shape();
     const Sizes dilation = internal::expand_sizes(c.dilation, N, name, "dilation");
     Sizes before(N), after(N);
     if (c.padding_same) {
       for (int i = 0; i < N; ++i) {
-        const int64_t total = dilation[i] * (weight.shape()[2 + i] - 1);
+        const int64_t total = dilation[i] * (kernel[2 + i] - 1);
         before[i] = total / 2;
         after[i] = total - before[i];
       }
@@ -131,11 +134,22 @@ DynTensor Conv<N>::forward(DynTensor x, ConvEpilogue e) const {
       o.padding = {0};
     }
     DynTensor y;
+    if (unbatched && e.residual) e.residual = unsqueeze(std::move(*e.residual), 0);
+    if (int8) {
+      y = quantized_conv(*quantized, std::move(x), internal::value_of(bias), o);
+      if (e.residual) y = y + *e.residual;
+      if (e.min || e.max) y = clamp(std::move(y), e.min, e.max);
+      return unbatched ? squeeze(std::move(y), 0) : y;
+    }
+    DynTensor w = weight;
+    if (quantized) {  // observing or fake-quantizing (nn::prepare, nn::prepare_qat)
+      x = quantized_input(*quantized, std::move(x));
+      w = quantized_weight(*quantized, w);
+    }
     if (e.residual || e.min || e.max) {
-      if (unbatched && e.residual) e.residual = unsqueeze(std::move(*e.residual), 0);
-      y = conv_fused(std::move(x), weight, internal::value_of(bias), o, std::move(e));
+      y = conv_fused(std::move(x), std::move(w), internal::value_of(bias), o, std::move(e));
     } else {
-      y = conv_op(N, false, std::move(x), weight, internal::value_of(bias), o);
+      y = conv_op(N, false, std::move(x), std::move(w), internal::value_of(bias), o);
     }
     return unbatched ? squeeze(std::move(y), 0) : y;
   });

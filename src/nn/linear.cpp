@@ -19,7 +19,7 @@ Linear LinearConfig::init(const Device& device) const {
 
 DynTensor Linear::forward(DynTensor x) const {
   return detail::in_module(ember_module_, "Linear", [&] {
-    if (quantized) return quantized_linear(*quantized, std::move(x), internal::value_of(bias));
+    if (quantized) return quantized_linear(*quantized, std::move(x), weight, internal::value_of(bias));
     internal::check_dtype("Linear", x, weight);
     internal::check_dtype("Linear", x, bias, "bias");
     return linear(std::move(x), weight, internal::value_of(bias));

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "ember/nn/init.hpp"
@@ -30,6 +31,7 @@ template <int N>
 struct Conv;
 template <int N>
 struct ConvTranspose;
+struct QuantizedWeight;  // nn/quantize.hpp
 
 // torch.nn.Conv1d/2d/3d's arguments; N is the number of spatial dims.
 template <int N>
@@ -61,6 +63,9 @@ struct Conv {
   std::optional<Param> bias{};  // [out_channels]
   ConvConfig<N> config{};       // the options it was made with (the initializer is not used again)
   EMBER_MODULE(weight, bias)
+  // Set by nn::quantize / nn::prepare / nn::prepare_qat (nn/quantize.hpp): the forward then observes
+  // its input, fake-quantizes, or runs the int8 convolution (the float weight may be gone).
+  std::shared_ptr<const QuantizedWeight> quantized{};
   // Output [N, C_out, *out_spatial] (unbatched: [C_out, *out_spatial]); throws ember::Error on a wrong
   // rank, channel count or dtype.
   DynTensor forward(DynTensor x) const;  // [N, C_in, *spatial] or [C_in, *spatial]

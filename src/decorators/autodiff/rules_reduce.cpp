@@ -1,5 +1,5 @@
 // Backward rules of the reductions, softmax / log_softmax, cross_entropy, the scans, sort / topk
-// and matmul.
+// and matmul, and matmul_wq (x's gradient through the dequantized weight).
 //
 // Conventions follow PyTorch 1.13 autograd: max / min with dims (torch.amax / amin) share the
 // gradient evenly among tied extremes; max_dim, min_dim, cummax, cummin, sort and topk route it
@@ -356,6 +356,44 @@ void register_reduce_rules(RuleTable& t) {
         out[1] = sum_to(matmul(transpose(c.input(0), -1, -2), g), bs);
       }
     }
+    return out;
+  };
+
+  // matmul_wq: y = x W^T with W [N, K] stored quantized (data, scales[, zero point]). The
+  // weights are frozen constants: x gets dx = g @ dequant(W) (with quantize_x, the straight-through
+  // estimator of x's rounding); the integer data takes no gradient, and a tracked scale or zero
+  // point is an error rather than a silent zero.
+  t[size_t(OpKind::matmul_wq)].save_inputs = 0b1110;
+  t[size_t(OpKind::matmul_wq)].fn = [](BackwardCtx& c) -> Grads {
+    Grads out(c.num_inputs());
+    for (size_t i = 2; i < c.num_inputs(); ++i)
+      EMBER_CHECK(!c.has_input(i) || !c.needs_grad(i), "matmul_wq: no gradient flows to its ",
+                  i == 2 ? "scales" : "zero point", " (the quantized weight is a constant; use fake_quantize to train "
+                  "through a quantization grid)");
+    if (!c.needs_grad(0)) return out;
+    const auto& a = c.attr<WeightQuantAttrs>();
+    Val data = c.input(1), scales = c.input(2);
+    const int64_t n = scales.shape()[0], nblocks = scales.shape()[1], k = nblocks * a.block;
+    const bool has_zp = c.num_inputs() > 3 && c.has_input(3);
+    Val q;  // the stored integers as f32 [N, K]
+    if (a.bits == 8) {
+      q = cast(data, DType::f32);
+    } else {
+      Val lo = cast(run(OpKind::bitwise_and, {data, scalar(data.backend(), 15, DType::u8)}), DType::f32);
+      Val hi = cast(run(OpKind::shift_right, {data, scalar(data.backend(), 4, DType::u8)}), DType::f32);
+      if (!has_zp) {  // two's complement nibbles
+        lo = where(cmp(OpKind::greater, lo, 7.5), lo - 16.0, lo);
+        hi = where(cmp(OpKind::greater, hi, 7.5), hi - 16.0, hi);
+      }
+      q = reshape(cat({unsqueeze(lo, -1), unsqueeze(hi, -1)}, -1), Shape{n, k});
+    }
+    q = reshape(q, Shape{n, nblocks, a.block});
+    if (has_zp) q = q - unsqueeze(cast(c.input(3), DType::f32), -1);
+    Val w = reshape(q * unsqueeze(scales, -1), Shape{n, k});  // dequant(W) [N, K]
+    Val g = c.grad(0);
+    out[0] = g.rank() == 1 ? reshape(matmul(unsqueeze(g, 0), w), Shape{k})
+                           : matmul(g, w);  // [.., N] @ [N, K] -> [.., K]
+    if (out[0].dtype() != c.in(0).dtype) out[0] = cast(out[0], c.in(0).dtype);
     return out;
   };
 }
