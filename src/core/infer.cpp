@@ -2,6 +2,8 @@
 // before any backend or decorator sees it.
 #include <algorithm>
 #include <array>
+#include <limits>
+#include <string>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -111,6 +113,46 @@ std::vector<TensorMeta> infer_reduce(OpKind kind, const TensorMeta& x, const Red
     default:
       EMBER_FAIL(op, ": not a reduction");
   }
+}
+
+// The requantization inputs of qlinear_conv / qlinear_matmul (ops.def): 1 the input's scale, 4 the
+// weight's scale (one value or one per output channel), 6 y_scale, 7 y_zero_point, 8 bias; the
+// output's dtype (y_zero_point's, u8 without one, f32 without y_scale). clamp: act_min / act_max set.
+DType infer_qlinear_output(std::string_view op, const Metas& in, int64_t channels, const char* x, const char* w,
+                           bool clamp) {
+  auto given = [&](size_t i) { return in.size() > i && in[i] != nullptr; };
+  EMBER_CHECK(given(1) && given(3) && given(4), op, ": arguments '", x, "', '", x, "_scale', '", w, "' and '", w,
+              "_scale' are required");
+  auto scale = [&](size_t i, const char* arg, bool per_channel) {
+    const TensorMeta& s = *in[i];
+    EMBER_CHECK(s.dtype == DType::f32 && (s.shape.numel() == 1 || (per_channel && s.shape.rank() == 1 &&
+                                                                    s.shape[0] == channels)),
+                op, ": argument '", arg, "' must be an f32 tensor of one value",
+                per_channel ? " or [" + std::to_string(channels) + "] (one per output channel)" : std::string(),
+                ", got ", s.dtype, " ", s.shape);
+  };
+  scale(1, (std::string(x) + "_scale").c_str(), false);
+  scale(4, (std::string(w) + "_scale").c_str(), true);
+  const bool requantize = given(6);
+  if (requantize) scale(6, "y_scale", false);
+  EMBER_CHECK(requantize || !given(7), op, ": argument 'y_zero_point' needs 'y_scale' (without both, y is f32)");
+  DType out = requantize ? DType::u8 : DType::f32;
+  if (given(7)) {
+    const TensorMeta& z = *in[7];
+    EMBER_CHECK((z.dtype == DType::u8 || z.dtype == DType::i8) && z.shape.numel() == 1, op,
+                ": argument 'y_zero_point' must hold one u8 or i8 value (y's dtype), got ", z.dtype, " ", z.shape);
+    out = z.dtype;
+  }
+  if (given(8)) {
+    const TensorMeta& b = *in[8];
+    const DType want = requantize ? DType::i32 : DType::f32;
+    EMBER_CHECK(b.dtype == want && b.shape.rank() == 1 && b.shape[0] == channels, op, ": argument 'bias' must be ",
+                want, " [", channels, "] (", requantize ? "i32, quantized with scale x_scale w_scale" : "f32",
+                "), got ", b.dtype, " ", b.shape);
+  }
+  EMBER_CHECK(!clamp || !requantize, op,
+              ": act_min / act_max clamp the f32 output only (a requantized output clamps through y_zero_point)");
+  return out;
 }
 
 std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs& attrs) {
@@ -572,10 +614,17 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
       out.dims().push_back(b.shape[-1]);
       return {{out, DType::i32}};
     }
-    case OpKind::conv_integer: {
-      expect_inputs(op, in, 2, 4);
+    case OpKind::conv_integer:
+    case OpKind::qlinear_conv: {
+      // qlinear_conv: x 0, x_zero_point 2, w 3, w_zero_point 5 (the scales checked below)
+      const bool ql = kind == OpKind::qlinear_conv;
+      expect_inputs(op, in, ql ? 1 : 2, ql ? 9 : 4);
+      auto input = [&](size_t i) { return in.size() > i ? in[i] : nullptr; };
+      const std::array<const TensorMeta*, 4> ci{in[0], input(ql ? 3 : 1), input(2), input(ql ? 5 : 3)};
+      EMBER_CHECK(ci[1], op, ": argument 'w' is missing");
+      const Metas cin(ci);
       const auto& a = std::get<ConvAttrs>(attrs);
-      const auto &x = *in[0], &w = *in[1];
+      const auto &x = *cin[0], &w = *cin[1];
       for (auto [m, arg] : {std::pair{&x, "x"}, std::pair{&w, "w"}})
         EMBER_CHECK(m->dtype == DType::u8 || m->dtype == DType::i8, op, ": argument '", arg,
                     "' must be a u8 or i8 tensor, got ", m->dtype, " ", m->shape);
@@ -589,21 +638,21 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
                   op, ": dilation needs ", nd, " values and padding ", nd, " or ", 2 * nd, " (begins, then ends), got ",
                   a.dilation.size(), " and ", a.padding.size());
       EMBER_CHECK(std::all_of(a.output_padding.begin(), a.output_padding.end(), [](int64_t v) { return v == 0; }) &&
-                      !a.has_activation(),
-                  op, ": has no output_padding and no epilogue");
+                      (ql || !a.has_activation()),
+                  op, ": has no output_padding", ql ? "" : " and no epilogue");
       const int64_t g = a.groups, c = x.shape[1], m = w.shape[0];
       EMBER_CHECK(g >= 1, op, ": groups must be positive, got ", g);
       EMBER_CHECK(c % g == 0 && w.shape[1] * g == c && m % g == 0, op, ": argument 'w' ", w.shape, " expects ",
                   w.shape[1] * g, " input channels and a multiple of ", g, " output channels; 'x' ", x.shape,
                   " has ", c, " (groups ", g, ")");
-      if (in.size() > 2 && in[2]) {
-        const TensorMeta& z = *in[2];
+      if (cin[2]) {
+        const TensorMeta& z = *cin[2];
         EMBER_CHECK(z.dtype == x.dtype && z.shape.numel() == 1, op,
                     ": argument 'x_zero_point' must hold one value of x's dtype (", x.dtype, "), got ", z.dtype, " ",
                     z.shape);
       }
-      if (in.size() > 3 && in[3]) {
-        const TensorMeta& z = *in[3];
+      if (cin[3]) {
+        const TensorMeta& z = *cin[3];
         EMBER_CHECK(z.dtype == w.dtype, op, ": argument 'w_zero_point' must have w's dtype (", w.dtype, "), got ",
                     z.dtype, " ", z.shape);
         EMBER_CHECK(z.shape.numel() == 1 || (z.shape.rank() == 1 && z.shape[0] == m), op,
@@ -621,7 +670,32 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
                     ") is too small for the kernel of 'w' ", w.shape, " (spatial dim ", i, ")");
         out.push_back((n + p0 + p1 - span) / s + 1);
       }
-      return {{Shape(out), DType::i32}};
+      if (!ql) return {{Shape(out), DType::i32}};
+      return {{Shape(out), infer_qlinear_output(op, in, m, "x", "w", a.has_activation())}};
+    }
+    case OpKind::qlinear_matmul: {
+      expect_inputs(op, in, 1, 9);
+      EMBER_CHECK(in.size() > 4 && in[3], op, ": argument 'b' is missing");
+      const auto &a = *in[0], &b = *in[3];
+      for (auto [m, arg] : {std::pair{&a, "a"}, std::pair{&b, "b"}}) {
+        EMBER_CHECK(m->dtype == DType::u8 || m->dtype == DType::i8, op, ": argument '", arg,
+                    "' must be a u8 or i8 tensor, got ", m->dtype, " ", m->shape);
+        expect_rank(op, *m, 2, 2, arg);
+      }
+      EMBER_CHECK(a.shape[1] == b.shape[0], op, ": inner dimensions differ: a ", a.shape, " b ", b.shape);
+      const int64_t n = b.shape[1];
+      if (in[2])
+        EMBER_CHECK(in[2]->dtype == a.dtype && in[2]->shape.numel() == 1, op,
+                    ": argument 'a_zero_point' must hold one value of a's dtype (", a.dtype, "), got ", in[2]->dtype,
+                    " ", in[2]->shape);
+      if (in.size() > 5 && in[5])
+        EMBER_CHECK(in[5]->dtype == b.dtype && (in[5]->shape.numel() == 1 || (in[5]->shape.rank() == 1 &&
+                                                                               in[5]->shape[0] == n)),
+                    op, ": argument 'b_zero_point' must hold one value or [", n, "] (one per column) of b's dtype (",
+                    b.dtype, "), got ", in[5]->dtype, " ", in[5]->shape);
+      const auto& c = std::get<ScalarAttrs>(attrs);
+      const bool clamp = c.a > -std::numeric_limits<double>::infinity() || c.b < std::numeric_limits<double>::infinity();
+      return {{Shape{a.shape[0], n}, infer_qlinear_output(op, in, n, "a", "b", clamp)}};
     }
     case OpKind::matmul_wq: {
       expect_inputs(op, in, 3, 4);

@@ -356,33 +356,100 @@ std::optional<DynTensor> integer_product(const OpContext& c, size_t a_in, size_t
   return y;
 }
 
-// sum over each window of (x - x_zp)(w - w_zp) of ConvInteger / QLinearConv as the conv_integer op,
-// where x and w are u8 / i8, x's zero point one value and w's one value or one per output channel,
-// each of its operand's dtype, and the conv 1-d to 3-d. Empty when it does not apply.
-std::optional<DynTensor> integer_conv(const OpContext& c, size_t x_in, size_t x_zp, size_t w_in, size_t w_zp) {
+// The operands of ConvInteger / QLinearConv where the int8 conv ops take them: x and w u8 / i8, x's
+// zero point one value and w's one value or one per output channel, each of its operand's dtype,
+// and the conv 1-d to 3-d. Empty when it does not apply.
+struct IntegerConvArgs {
+  DynTensor x, w;
+  std::optional<DynTensor> zx, zw;
+  ConvOptions o;
+};
+std::optional<IntegerConvArgs> integer_conv_args(const OpContext& c, size_t x_in, size_t x_zp, size_t w_in,
+                                                 size_t w_zp) {
   const DynTensor &x = c.in(x_in), &wt = c.in(w_in);
   auto byte = [](const DynTensor& t) { return t.dtype() == DType::u8 || t.dtype() == DType::i8; };
   if (!byte(x) || !byte(wt) || x.rank() < 3 || x.rank() > 5 || wt.rank() != x.rank()) return std::nullopt;
-  std::optional<DynTensor> zx, zw;
+  IntegerConvArgs a{x, wt, std::nullopt, std::nullopt, {}};
   if (c.has(x_zp)) {
     if (c.in(x_zp).dtype() != x.dtype() || c.in(x_zp).numel() != 1) return std::nullopt;
-    zx = reshape(c.in(x_zp), {});
+    a.zx = reshape(c.in(x_zp), {});
   }
   if (c.has(w_zp)) {
     const DynTensor& z = c.in(w_zp);
     if (z.dtype() != wt.dtype()) return std::nullopt;
-    if (z.numel() == 1) zw = reshape(z, {});
-    else if (z.rank() == 1 && z.numel() == wt.shape()[0]) zw = z;
+    if (z.numel() == 1) a.zw = reshape(z, {});
+    else if (z.rank() == 1 && z.numel() == wt.shape()[0]) a.zw = z;
     else return std::nullopt;
   }
   Window w = window_of(c, x, c.attr_ints("kernel_shape").value_or(Sizes(wt.shape().begin() + 2, wt.shape().end())));
-  ConvOptions o;
-  o.stride = w.stride;
-  o.dilation = w.dilation;
-  o.padding = w.pad_begin;
-  o.padding.insert(o.padding.end(), w.pad_end.begin(), w.pad_end.end());
-  o.groups = c.attr_i("group", 1);
-  return conv_integer(x, wt, zx, zw, o);
+  a.o.stride = w.stride;
+  a.o.dilation = w.dilation;
+  a.o.padding = w.pad_begin;
+  a.o.padding.insert(a.o.padding.end(), w.pad_end.begin(), w.pad_end.end());
+  a.o.groups = c.attr_i("group", 1);
+  return a;
+}
+
+// sum over each window of (x - x_zp)(w - w_zp) of ConvInteger as the conv_integer op.
+std::optional<DynTensor> integer_conv(const OpContext& c, size_t x_in, size_t x_zp, size_t w_in, size_t w_zp) {
+  auto a = integer_conv_args(c, x_in, x_zp, w_in, w_zp);
+  if (!a) return std::nullopt;
+  return conv_integer(a->x, a->w, a->zx, a->zw, a->o);
+}
+
+// Whether QLinearConv / QLinearMatMul's scales and output zero point (inputs xs, ws, ys, yz) are
+// what the requantizing ops take: f32 scales of one value (w's: or `channels` values), y's zero
+// point one u8 / i8 value.
+bool qlinear_scales_fit(const OpContext& c, size_t xs, size_t ws, size_t ys, size_t yz, int64_t channels) {
+  auto one_f32 = [&](size_t i) { return c.in(i).dtype() == DType::f32 && c.in(i).numel() == 1; };
+  const DynTensor& w = c.in(ws);
+  if (!one_f32(xs) || !one_f32(ys) || w.dtype() != DType::f32) return false;
+  if (w.numel() != 1 && !(w.rank() == 1 && w.numel() == channels)) return false;
+  if (!c.has(yz)) return true;
+  const DynTensor& z = c.in(yz);
+  return (z.dtype() == DType::u8 || z.dtype() == DType::i8) && z.numel() == 1;
+}
+
+// QLinearConv as the qlinear_conv op (requantized in the kernel's epilogue). Empty when it does
+// not apply.
+std::optional<DynTensor> qlinear_conv_node(const OpContext& c) {
+  auto a = integer_conv_args(c, 0, 2, 3, 5);
+  if (!a || !qlinear_scales_fit(c, 1, 4, 6, 7, a->w.shape()[0])) return std::nullopt;
+  std::optional<DynTensor> bias, yz;
+  if (c.has(8)) {
+    if (c.in(8).dtype() != DType::i32 || c.in(8).numel() != a->w.shape()[0]) return std::nullopt;
+    bias = reshape(c.in(8), {-1});
+  }
+  if (c.has(7)) yz = reshape(c.in(7), {});
+  auto one = [&](size_t i) { return reshape(c.in(i), {}); };
+  DynTensor ws = c.in(4).numel() == 1 ? one(4) : reshape(c.in(4), {-1});
+  return qlinear_conv(a->x, one(1), a->zx, a->w, ws, a->zw, one(6), yz, bias, a->o);
+}
+
+// QLinearMatMul as the qlinear_matmul op where b is 2-d and a has rank 2 or more, a's zero point
+// one value and b's one value or one per column. Empty when it does not apply.
+std::optional<DynTensor> qlinear_matmul_node(const OpContext& c) {
+  const DynTensor &a = c.in(0), &b = c.in(3);
+  auto byte = [](const DynTensor& t) { return t.dtype() == DType::u8 || t.dtype() == DType::i8; };
+  if (!byte(a) || !byte(b) || a.rank() < 2 || b.rank() != 2) return std::nullopt;
+  const int64_t n = b.shape()[1];
+  if (!qlinear_scales_fit(c, 1, 4, 6, 7, n)) return std::nullopt;
+  std::optional<DynTensor> za, zb, yz;
+  if (c.has(2)) {
+    if (c.in(2).dtype() != a.dtype() || c.in(2).numel() != 1) return std::nullopt;
+    za = reshape(c.in(2), {});
+  }
+  if (c.has(5)) {
+    const DynTensor& z = c.in(5);
+    if (z.dtype() != b.dtype()) return std::nullopt;
+    if (z.numel() == 1) zb = reshape(z, {});
+    else if (z.rank() == 1 && z.numel() == n) zb = z;
+    else return std::nullopt;
+  }
+  if (c.has(7)) yz = reshape(c.in(7), {});
+  auto one = [&](size_t i) { return reshape(c.in(i), {}); };
+  DynTensor bs = c.in(4).numel() == 1 ? one(4) : reshape(c.in(4), {-1});
+  return qlinear_matmul(a, one(1), za, b, bs, zb, one(6), yz);
 }
 
 }  // namespace
@@ -395,6 +462,7 @@ void register_nn_ops(OpTable& t) {
     return {cast(matmul(a, b), DType::i32)};
   };
   t["QLinearMatMul"] = [](OpContext& c) -> OpResult {
+    if (auto y = qlinear_matmul_node(c)) return {*y};
     if (c.in(1).numel() != 1 || c.in(4).numel() != 1 || c.in(6).numel() != 1) c.unsupported("per-axis scales");
     DynTensor ab;
     if (auto y = integer_product(c, 0, 2, 3, 5)) {
@@ -413,6 +481,7 @@ void register_nn_ops(OpTable& t) {
     return {cast(conv_op(inner)[0].tensor(), DType::i32)};
   };
   t["QLinearConv"] = [](OpContext& c) -> OpResult {
+    if (auto yq = qlinear_conv_node(c)) return {*yq};
     DynTensor y;
     if (auto yi = integer_conv(c, 0, 2, 3, 5)) {  // the bias joins in i32, as ONNX defines
       if (c.has(8)) *yi = add(*yi, per_channel(cast(c.in(8), DType::i32), yi->rank()));

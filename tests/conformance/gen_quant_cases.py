@@ -14,6 +14,13 @@ References:
                    zero point padded with 0, the taps summed with numpy), wrapped to i32; exact. attrs:
                    stride, padding (one per dim, or ONNX's pads: begins then ends), dilation, groups,
                    x_zero_point / w_zero_point (bool: whether given; they follow x and w in order).
+  qlinear_conv     ONNX QLinearConv from conv_integer's int64 sums: acc + bias (i32, wrapping), then
+  qlinear_matmul   y = clip(rint(f32(acc) * m) + y_zero_point) with m = (x_scale * w_scale[c]) / y_scale
+                   in float32 (numpy's rint: half to even; c the output channel: dim 1 of a conv, the
+                   column of a matmul); exact. Without y_scale (ydt f32): y = clip(x_scale w_scale[c]
+                   f32(acc) + bias, min, max) in float32, rtol 1e-6 (the kernel may fuse the multiply-add).
+                   attrs: the conv's, and flags x_zero_point / w_zero_point / y_scale / y_zero_point /
+                   bias (which inputs follow, in the op's order), min / max.
   matmul_wq        the dequantize-then-matmul formula in float64: W[n, k] = scale[n, k / block] *
                    (q[n, k] - zp[n, k / block]) (zp = 0 without a zero point; q a two's complement
                    nibble for symmetric 4-bit weights, the unsigned nibble with a zero point; element
@@ -104,6 +111,160 @@ def matmul_integer_case(desc, ashape, bshape, adt, bdt, azp=None, bzp=None, extr
     add(name, "matmul_integer", inputs, [ser(y, "i32")], {"a_zero_point": za is not None, "b_zero_point": zb is not None})
 
 
+def conv_int_ref(x, w, zx, zw, stride, padding, dilation, groups):
+    """int64 sums over each window of (x - zx)(w - zw[m]), padding holding x's zero point."""
+    nd = x.ndim - 2
+    M = w.shape[0]
+    xv = x.astype(np.int64) - (0 if zx is None else int(zx.reshape(-1)[0]))
+    wv = w.astype(np.int64) - (0 if zw is None else zw.astype(np.int64).reshape((-1,) + (1,) * (nd + 1)))
+    pads = padding if len(padding) == 2 * nd else padding + padding
+    # padding holds x's zero point: 0 once it is subtracted
+    xp = np.pad(xv, [(0, 0), (0, 0)] + [(pads[i], pads[nd + i]) for i in range(nd)])
+    N, C = x.shape[0], x.shape[1]
+    Cg, Mg = C // groups, M // groups
+    ks = w.shape[2:]
+    out = [(xp.shape[2 + i] - dilation[i] * (ks[i] - 1) - 1) // stride[i] + 1 for i in range(nd)]
+    y = np.zeros([N, M] + out, dtype=np.int64)
+    for g in range(groups):
+        xg = xp[:, g * Cg:(g + 1) * Cg]
+        wg = wv[g * Mg:(g + 1) * Mg]
+        for tap in np.ndindex(*ks):
+            sl = tuple(slice(tap[i] * dilation[i], tap[i] * dilation[i] + (out[i] - 1) * stride[i] + 1, stride[i])
+                       for i in range(nd))
+            win = xg[(slice(None), slice(None)) + sl]  # [N, Cg, *out]
+            wt = wg[(slice(None), slice(None)) + tap]  # [Mg, Cg]
+            y[:, g * Mg:(g + 1) * Mg] += np.einsum("nc...,mc->nm...", win, wt)
+    return y
+
+
+def wrap32(v):
+    return ((v + 2**31) % 2**32 - 2**31).astype(np.int64)
+
+
+def requantize(acc, chan_axis, xs, ws, ys, yz, ydt, bias, lo=None, hi=None):
+    """QLinearConv / QLinearMatMul's output from the i64 sums acc (the output channel along chan_axis):
+    with ys: acc + bias (i32, wrapping), y = clip(rint(f32(acc) * m) + yz) with m = (xs * ws) / ys in
+    float32; without: y = clip(xs * ws * f32(acc) + bias, lo, hi) (float32)."""
+    shape = [1] * acc.ndim
+    shape[chan_axis] = -1
+    wsv = np.broadcast_to(ws.reshape(-1), (acc.shape[chan_axis],)).astype(np.float32)
+    if ys is not None:
+        if bias is not None:
+            acc = acc + bias.astype(np.int64).reshape(shape)
+        m = (np.float32(xs) * wsv) / np.float32(ys)
+        f = wrap32(acc).astype(np.float32) * m.reshape(shape)
+        info = np.iinfo(npdt(ydt))
+        q = np.clip(np.rint(f).astype(np.int64) + (0 if yz is None else int(yz)), info.min, info.max)
+        return q.astype(npdt(ydt))
+    m = np.float32(xs) * wsv
+    y = wrap32(acc).astype(np.float32) * m.reshape(shape)
+    if bias is not None:
+        y = y + bias.astype(np.float32).reshape(shape)
+    if lo is not None:
+        y = np.maximum(y, np.float32(lo))
+    if hi is not None:
+        y = np.minimum(y, np.float32(hi))
+    return y.astype(np.float32)
+
+
+def qlinear_inputs(x, xdt, xs, zx, w, wdt, ws, zw, ys, yz, ydt, bias):
+    inputs = [ser(x, xdt), ser(np.float32(xs), "f32")]
+    if zx is not None:
+        inputs.append(ser(zx, xdt))
+    inputs += [ser(w, wdt), ser(ws, "f32")]
+    if zw is not None:
+        inputs.append(ser(zw, wdt))
+    if ys is not None:
+        inputs.append(ser(np.float32(ys), "f32"))
+    if yz is not None:
+        inputs.append(ser(yz, ydt))
+    if bias is not None:
+        inputs.append(ser(bias, "i32" if ys is not None else "f32"))
+    flags = {"x_zero_point": zx is not None, "w_zero_point": zw is not None, "y_scale": ys is not None,
+             "y_zero_point": yz is not None, "bias": bias is not None}
+    return inputs, flags
+
+
+def qlinear_scales(rng, acc, chan_axis, M, per_channel, ydt, yzp, fixed_ys=None):
+    """x / w / y scales with outputs that saturate at both ends of y's range now and then (y_scale from
+    the spread of the real-valued sums), and y's zero point (yzp: "mid", "low" (post-ReLU: 0 / -128),
+    None: absent)."""
+    xs = np.float32(rng.uniform(0.01, 0.05))
+    ws = rng.uniform(0.002, 0.02, size=(M,) if per_channel else ()).astype(np.float32)
+    shape = [1] * acc.ndim
+    shape[chan_axis] = -1
+    real = acc.astype(np.float64) * float(xs) * np.broadcast_to(ws.reshape(-1), (M,)).reshape(shape)
+    spread = float(np.abs(real).max()) if real.size else 1.0
+    ys = np.float32(fixed_ys if fixed_ys is not None else max(spread, 1e-3) / 160.0)
+    yz = None
+    if yzp == "mid":
+        yz = np.array(128 if ydt == "u8" else 3, dtype=npdt(ydt))
+    elif yzp == "low":
+        yz = np.array(0 if ydt == "u8" else -128, dtype=npdt(ydt))
+    return xs, ws, ys, yz
+
+
+def qlinear_conv_case(desc, xshape, wshape, xdt, wdt, ydt, stride, padding, dilation, groups, xzp=None, wzp=None,
+                      per_channel=False, yzp="mid", bias=False, lo=None, hi=None):
+    """ONNX QLinearConv (ydt u8 / i8), or the f32 form (ydt "f32": y = xs ws acc + bias, clamped)."""
+    name = f"qlinear_conv/{xdt}{wdt}{ydt}/{sh(xshape)}_{sh(wshape)}_{desc}"
+    rng = rng_for(name)
+    x = int_bytes(rng, xshape, xdt)
+    w = int_bytes(rng, wshape, wdt)
+    M = wshape[0]
+    zx = None if xzp is None else int_bytes(rng, {"scalar": (), "one": (1,)}[xzp], xdt)
+    zw = None if wzp is None else int_bytes(rng, {"scalar": (), "one": (1,), "per": (M,)}[wzp], wdt)
+    acc = conv_int_ref(x, w, zx, zw, stride, padding, dilation, groups)
+    f32 = ydt == "f32"
+    xs, ws, ys, yz = qlinear_scales(rng, acc, 1, M, per_channel, "u8" if f32 else ydt, None if f32 else yzp)
+    b = None
+    if bias:
+        b = (rng.uniform(-2, 2, size=M).astype(np.float32) if f32 else
+             rng.integers(-2000, 2000, size=M).astype(np.int32))
+    if f32:
+        ys = None
+    y = requantize(acc, 1, xs, ws, ys, yz, "u8" if yz is None else ydt, b, lo, hi)
+    inputs, attrs = qlinear_inputs(x, xdt, xs, zx, w, wdt, ws, zw, ys, yz, ydt, b)
+    attrs.update({"stride": stride, "padding": padding, "dilation": dilation, "groups": groups})
+    if lo is not None:
+        attrs["min"] = lo
+    if hi is not None:
+        attrs["max"] = hi
+    rtol, atol = (1e-6, 1e-6 * float(np.abs(y).max() if y.size else 1.0)) if f32 else (0.0, 0.0)
+    add(name, "qlinear_conv", inputs, [ser(y, ydt if not f32 else "f32")], attrs, rtol, atol)
+
+
+def qlinear_matmul_case(desc, ashape, bshape, adt, bdt, ydt, azp=None, bzp=None, per_channel=False, yzp="mid",
+                        bias=False, lo=None, hi=None):
+    name = f"qlinear_matmul/{adt}{bdt}{ydt}/{sh(ashape)}_{sh(bshape)}_{desc}"
+    rng = rng_for(name)
+    a = int_bytes(rng, ashape, adt)
+    b = int_bytes(rng, bshape, bdt)
+    N = bshape[-1]
+    za = None if azp is None else int_bytes(rng, (), adt)
+    zb = None if bzp is None else int_bytes(rng, {"scalar": (), "per": (N,)}[bzp], bdt)
+    av = a.astype(np.int64) - (0 if za is None else int(za))
+    bv = b.astype(np.int64) - (0 if zb is None else zb.astype(np.int64))
+    acc = np.matmul(av, bv)
+    f32 = ydt == "f32"
+    xs, ws, ys, yz = qlinear_scales(rng, acc, acc.ndim - 1, N, per_channel, "u8" if f32 else ydt,
+                                    None if f32 else yzp)
+    bb = None
+    if bias:
+        bb = (rng.uniform(-2, 2, size=N).astype(np.float32) if f32 else
+              rng.integers(-2000, 2000, size=N).astype(np.int32))
+    if f32:
+        ys = None
+    y = requantize(acc, acc.ndim - 1, xs, ws, ys, yz, "u8" if yz is None else ydt, bb, lo, hi)
+    inputs, attrs = qlinear_inputs(a, adt, xs, za, b, bdt, ws, zb, ys, yz, ydt, bb)
+    if lo is not None:
+        attrs["min"] = lo
+    if hi is not None:
+        attrs["max"] = hi
+    rtol, atol = (1e-6, 1e-6 * float(np.abs(y).max() if y.size else 1.0)) if f32 else (0.0, 0.0)
+    add(name, "qlinear_matmul", inputs, [ser(y, ydt if not f32 else "f32")], attrs, rtol, atol)
+
+
 def conv_integer_case(desc, xshape, wshape, xdt, wdt, stride, padding, dilation, groups, xzp=None, wzp=None,
                       extreme=False):
     """ONNX ConvInteger. padding: one value per spatial dim, or ONNX's pads (every begin, then every
@@ -121,25 +282,7 @@ def conv_integer_case(desc, xshape, wshape, xdt, wdt, stride, padding, dilation,
         return int_bytes(rng, {"scalar": (), "one": (1,), "per": (count,)}[kind], dt)
 
     zx, zw = zp(xzp, xdt, 1), zp(wzp, wdt, M)
-    xv = x.astype(np.int64) - (0 if zx is None else int(zx.reshape(-1)[0]))
-    wv = w.astype(np.int64) - (0 if zw is None else zw.astype(np.int64).reshape((-1,) + (1,) * (nd + 1)))
-    pads = padding if len(padding) == 2 * nd else padding + padding
-    # padding holds x's zero point: 0 once it is subtracted
-    xp = np.pad(xv, [(0, 0), (0, 0)] + [(pads[i], pads[nd + i]) for i in range(nd)])
-    N, C = xshape[0], xshape[1]
-    Cg, Mg = C // groups, M // groups
-    ks = wshape[2:]
-    out = [(xp.shape[2 + i] - dilation[i] * (ks[i] - 1) - 1) // stride[i] + 1 for i in range(nd)]
-    y = np.zeros([N, M] + out, dtype=np.int64)
-    for g in range(groups):
-        xg = xp[:, g * Cg:(g + 1) * Cg]
-        wg = wv[g * Mg:(g + 1) * Mg]
-        for tap in np.ndindex(*ks):
-            sl = tuple(slice(tap[i] * dilation[i], tap[i] * dilation[i] + (out[i] - 1) * stride[i] + 1, stride[i])
-                       for i in range(nd))
-            win = xg[(slice(None), slice(None)) + sl]  # [N, Cg, *out]
-            wt = wg[(slice(None), slice(None)) + tap]  # [Mg, Cg]
-            y[:, g * Mg:(g + 1) * Mg] += np.einsum("nc...,mc->nm...", win, wt)
+    y = conv_int_ref(x, w, zx, zw, stride, padding, dilation, groups)
     y = ((y + 2**31) % 2**32 - 2**31).astype(np.int32)
     inputs = [ser(x, xdt), ser(w, wdt)]
     if zx is not None:
@@ -234,6 +377,58 @@ def main():
     conv_integer_case("extreme", [1, 40, 4, 4], [5, 40, 3, 3], "i8", "i8", [1, 1], [0, 0], [1, 1], 1, extreme=True)
     conv_integer_case("pad_past_kernel", [1, 2, 3, 3], [2, 2, 1, 1], "u8", "i8", [1, 1], [2, 2], [1, 1], 1, "scalar", "per")
     conv_integer_case("empty_n", [0, 4, 5, 5], [3, 4, 3, 3], "u8", "i8", [1, 1], [1, 1], [1, 1], 1)
+    # qlinear_conv: u8 / i8 in and out, per-tensor and per-channel w scales, zero points of every
+    # shape, pads / strides / dilation / groups, depthwise (the direct kernel: multiplier 1, strided,
+    # dilated, i8), 1x1 read in place, a batch, i32 bias, y's zero point absent (u8 0) and at the
+    # bottom of the range (ReLU), outputs saturating at both ends, the f32 form with bias and clamps,
+    # output channels and columns past the 8 x 32 tiles
+    qlinear_conv_case("3x3_p1", [2, 5, 9, 11], [7, 5, 3, 3], "u8", "i8", "u8", [1, 1], [1, 1], [1, 1], 1, "scalar",
+                      "scalar", bias=True)
+    qlinear_conv_case("per_channel", [1, 16, 10, 9], [33, 16, 3, 3], "u8", "i8", "u8", [1, 1], [1, 1], [1, 1], 1,
+                      "scalar", "per", per_channel=True, bias=True)
+    qlinear_conv_case("s2_asym_i8out", [1, 4, 10, 9], [12, 4, 3, 2], "u8", "i8", "i8", [2, 2], [0, 1, 2, 1], [1, 1],
+                      1, "one", "per", per_channel=True)
+    qlinear_conv_case("groups2_dil2", [2, 6, 12, 10], [4, 3, 3, 3], "i8", "i8", "u8", [1, 1], [2, 2], [2, 2], 2,
+                      "scalar", "per", per_channel=True, bias=True)
+    qlinear_conv_case("relu_zp", [1, 8, 7, 7], [10, 8, 3, 3], "u8", "u8", "u8", [1, 1], [1, 1], [1, 1], 1, "scalar",
+                      "scalar", yzp="low", bias=True)
+    qlinear_conv_case("relu_zp", [1, 8, 7, 7], [10, 8, 3, 3], "i8", "i8", "i8", [1, 1], [1, 1], [1, 1], 1, None,
+                      None, per_channel=True, yzp="low")
+    qlinear_conv_case("no_y_zp", [1, 3, 6, 6], [5, 3, 3, 3], "u8", "i8", "u8", [1, 1], [0, 0], [1, 1], 1, None, None,
+                      yzp=None)
+    qlinear_conv_case("1x1", [2, 40, 5, 7], [36, 40, 1, 1], "u8", "i8", "u8", [1, 1], [0, 0], [1, 1], 1, "scalar",
+                      "per", per_channel=True, bias=True)
+    qlinear_conv_case("depthwise", [2, 16, 9, 8], [16, 1, 3, 3], "u8", "i8", "u8", [1, 1], [1, 1], [1, 1], 16,
+                      "scalar", "per", per_channel=True, bias=True)
+    qlinear_conv_case("depthwise_s2", [1, 24, 11, 11], [24, 1, 3, 3], "u8", "u8", "u8", [2, 2], [1, 1], [1, 1], 24,
+                      "scalar", "scalar", bias=True)
+    qlinear_conv_case("depthwise_dil2_5x5", [1, 8, 12, 13], [8, 1, 5, 5], "i8", "i8", "i8", [1, 1], [4, 3, 2, 4],
+                      [2, 2], 8, "scalar", "per", per_channel=True)
+    qlinear_conv_case("depthwise_x2", [1, 3, 6, 5], [6, 1, 3, 3], "i8", "u8", "u8", [1, 1], [1, 0, 0, 1], [1, 1], 3,
+                      None, "one")
+    qlinear_conv_case("1d", [2, 4, 17], [5, 4, 3], "i8", "u8", "u8", [2], [2, 1], [2], 1, "scalar", "per",
+                      per_channel=True)
+    qlinear_conv_case("3d", [1, 3, 5, 6, 7], [4, 3, 2, 3, 2], "u8", "i8", "i8", [1, 2, 1], [1, 1, 1], [1, 1, 1], 1,
+                      "scalar", "per", bias=True)
+    qlinear_conv_case("deep_k", [1, 130, 6, 6], [9, 130, 3, 3], "u8", "i8", "u8", [1, 1], [1, 1], [1, 1], 1,
+                      "scalar", "per", per_channel=True, bias=True)
+    qlinear_conv_case("f32", [2, 6, 8, 8], [9, 6, 3, 3], "u8", "i8", "f32", [1, 1], [1, 1], [1, 1], 1, "scalar",
+                      "per", per_channel=True, bias=True)
+    qlinear_conv_case("f32_relu", [1, 8, 7, 6], [34, 8, 3, 3], "u8", "i8", "f32", [2, 1], [1, 1], [1, 1], 1, "scalar",
+                      None, per_channel=True, bias=True, lo=0.0)
+    qlinear_conv_case("f32_clamp_dw", [1, 16, 9, 9], [16, 1, 3, 3], "u8", "i8", "f32", [1, 1], [1, 1], [1, 1], 16,
+                      "scalar", "per", bias=True, lo=-0.5, hi=0.75)
+    qlinear_conv_case("empty_n", [0, 4, 5, 5], [3, 4, 3, 3], "u8", "i8", "u8", [1, 1], [1, 1], [1, 1], 1)
+    # qlinear_matmul: dtypes, per-column scales and zero points, tails, bias, f32 form, batch rows
+    qlinear_matmul_case("plain", [3, 4], [4, 5], "u8", "u8", "u8")
+    qlinear_matmul_case("per_col", [9, 70], [70, 33], "u8", "i8", "u8", "scalar", "per", per_channel=True, bias=True)
+    qlinear_matmul_case("i8", [17, 40], [40, 65], "i8", "i8", "i8", "scalar", "scalar", bias=True)
+    qlinear_matmul_case("relu", [8, 64], [64, 32], "u8", "i8", "u8", "scalar", "per", per_channel=True, yzp="low")
+    qlinear_matmul_case("no_y_zp", [5, 13], [13, 7], "i8", "u8", "u8", None, "scalar", yzp=None)
+    qlinear_matmul_case("batch_rows", [2, 3, 24], [24, 10], "u8", "i8", "u8", "scalar", "per", per_channel=True)
+    qlinear_matmul_case("deep_k", [4, 1100], [1100, 9], "u8", "i8", "i8", "scalar", "per", per_channel=True)
+    qlinear_matmul_case("f32", [6, 48], [48, 40], "u8", "i8", "f32", "scalar", "per", per_channel=True, bias=True)
+    qlinear_matmul_case("f32_relu", [3, 20], [20, 17], "i8", "i8", "f32", None, None, bias=True, lo=0.0)
     # matmul_wq: 4 and 8 bits, every block size, symmetric and affine, M = 1 (GEMV) and more
     # rows (GEMM), x with batch dims and of rank 1, N not a multiple of the GEMM's 64-row panel
     matmul_wq_case("", [1, 64], 5, 4, 32, False)

@@ -52,6 +52,29 @@ ConvOptions conv_opts(const Json& a) {
   o.groups = i64(a["groups"]);
   return o;
 }
+// The inputs of a qlinear_conv / qlinear_matmul case (cases/quant.json), absent ones skipped.
+struct QLinearIn {
+  DynTensor x, xs, w, ws;
+  std::optional<DynTensor> xz, wz, ys, yz, bias;
+  std::optional<double> min, max;
+};
+QLinearIn qlinear_in(V& in, const Json& a) {
+  QLinearIn q;
+  size_t i = 0;
+  auto next_if = [&](const char* key) { return flag(a, key, false) ? std::optional<DynTensor>(in[i++]) : std::nullopt; };
+  q.x = in[i++];
+  q.xs = in[i++];
+  q.xz = next_if("x_zero_point");
+  q.w = in[i++];
+  q.ws = in[i++];
+  q.wz = next_if("w_zero_point");
+  q.ys = next_if("y_scale");
+  q.yz = next_if("y_zero_point");
+  q.bias = next_if("bias");
+  if (a.contains("min")) q.min = a["min"].get<double>();
+  if (a.contains("max")) q.max = a["max"].get<double>();
+  return q;
+}
 PoolOptions pool_opts(const Json& a) {
   PoolOptions o;
   o.kernel_size = sizes(a["kernel_size"]);
@@ -336,6 +359,17 @@ const std::map<std::string, OpFn>& op_registry() {
          if (flag(a, "x_zero_point", false)) zx = in[i++];
          if (flag(a, "w_zero_point", false)) zw = in[i++];
          return V{conv_integer(in[0], in[1], zx, zw, conv_opts(a))}; }},
+      // qlinear_conv / qlinear_matmul: x, x_scale[, x_zero_point], w, w_scale[, w_zero_point][, y_scale
+      // [, y_zero_point]][, bias] (the flags say which are given); without y_scale the f32 form,
+      // clamped to [min, max] where given
+      {"qlinear_conv", [](V& in, const Json& a, const Device&) {
+         const QLinearIn q = qlinear_in(in, a);
+         if (q.ys) return V{qlinear_conv(q.x, q.xs, q.xz, q.w, q.ws, q.wz, *q.ys, q.yz, q.bias, conv_opts(a))};
+         return V{qlinear_conv_f32(q.x, q.xs, q.xz, q.w, q.ws, q.wz, q.bias, conv_opts(a), q.min, q.max)}; }},
+      {"qlinear_matmul", [](V& in, const Json& a, const Device&) {
+         const QLinearIn q = qlinear_in(in, a);
+         if (q.ys) return V{qlinear_matmul(q.x, q.xs, q.xz, q.w, q.ws, q.wz, *q.ys, q.yz, q.bias)};
+         return V{qlinear_matmul_f32(q.x, q.xs, q.xz, q.w, q.ws, q.wz, q.bias, q.min, q.max)}; }},
       {"matmul_wq", [](V& in, const Json& a, const Device&) {
          return V{matmul_wq(in[0], in[1], in[2], opt(in, 3), WeightQuant{a["bits"].get<int>(), i64(a["block"]), flag(a, "quantize_x", false)})}; }},
       // ir: fused IR ops run directly (see run_ir)

@@ -1,6 +1,7 @@
 // Quantized products: int8 x int8 -> int32 matrix products and convolutions (ONNX MatMulInteger,
-// ConvInteger) and weight-only quantized linear layers (int8 / int4 weights in blocks along K,
-// f32 activations: the products of LLM decoding, in the spirit of ggml's Q8_0 / Q4_0).
+// ConvInteger), their requantizing forms (QLinearMatMul, QLinearConv: an int8 or f32 output) and
+// weight-only quantized linear layers (int8 / int4 weights in blocks along K, f32 activations: the
+// products of LLM decoding, in the spirit of ggml's Q8_0 / Q4_0).
 //
 //   auto a = DynTensor::from_vector<uint8_t>({1, 2, 3, 4}, {2, 2});
 //   auto b = DynTensor::from_vector<int8_t>({1, -1, 2, 0}, {2, 2});
@@ -40,6 +41,54 @@ DynTensor matmul_integer(DynTensor a, DynTensor b, std::optional<DynTensor> a_ze
 // dim's end); no output_padding. No gradient flows through it.
 DynTensor conv_integer(DynTensor x, DynTensor w, std::optional<DynTensor> x_zero_point = std::nullopt,
                        std::optional<DynTensor> w_zero_point = std::nullopt, ConvOptions o = {});
+
+// Requantizing integer convolution, ONNX QLinearConv: acc = conv_integer(x, w, x_zero_point,
+// w_zero_point, o) + bias (i32, wrapping), then, in the kernel's epilogue while the output tile is in
+// cache, y = saturate(round_half_even(f32(acc) * m[c]) + y_zero_point) with m[c] = (x_scale *
+// w_scale[c]) / y_scale computed in f32 (c: the output channel). x_scale, y_scale: one f32 value;
+// w_scale: one value or [M] (per output channel); zero points as conv_integer's, y_zero_point one
+// u8 or i8 value that gives y's dtype (u8 when absent); bias: i32 [M] (quantized with scale
+// x_scale * w_scale, zero point 0). A ReLU before the requantization is y_zero_point at the bottom
+// of y's range (a post-ReLU u8 range has zero point 0): saturation clamps it. The weights are packed
+// once and kept with their storage from their second use on (inference); a write to them drops it.
+//
+//   auto x = DynTensor::full({1, 1, 3, 3}, 130, DType::u8);        // x_zero_point 128: x = 2 steps
+//   auto w = DynTensor::full({2, 1, 3, 3}, 3, DType::i8);
+//   auto s = [](double v) { return DynTensor::full({}, v, DType::f32); };
+//   DynTensor y = qlinear_conv(x, s(0.5), DynTensor::full({}, 128, DType::u8), w, s(0.25), std::nullopt,
+//                              s(1.0), DynTensor::full({}, 10, DType::u8), std::nullopt, {.padding = {1}});
+//   // u8 [1, 2, 3, 3]: the centre 2 * 3 * 9 = 54 steps * 0.125 = 6.75 -> 7, + 10 = 17
+DynTensor qlinear_conv(DynTensor x, DynTensor x_scale, std::optional<DynTensor> x_zero_point, DynTensor w,
+                       DynTensor w_scale, std::optional<DynTensor> w_zero_point, DynTensor y_scale,
+                       std::optional<DynTensor> y_zero_point, std::optional<DynTensor> bias = std::nullopt,
+                       ConvOptions o = {});
+// The same convolution with a dequantized f32 output (no y_scale): y = clamp(x_scale * w_scale[c] *
+// acc + bias[c], min, max), acc the integer sum without bias, bias f32 [M]; ReLU: min = 0.
+DynTensor qlinear_conv_f32(DynTensor x, DynTensor x_scale, std::optional<DynTensor> x_zero_point, DynTensor w,
+                           DynTensor w_scale, std::optional<DynTensor> w_zero_point,
+                           std::optional<DynTensor> bias = std::nullopt, ConvOptions o = {},
+                           std::optional<double> min = std::nullopt, std::optional<double> max = std::nullopt);
+
+// Requantizing integer matrix product, ONNX QLinearMatMul: acc = matmul_integer(a, b, a_zero_point,
+// b_zero_point) + bias, y = saturate(round_half_even(f32(acc) * m[j]) + y_zero_point), m[j] =
+// (a_scale * b_scale[j]) / y_scale in f32. a: u8 / i8 [.., M, K] (leading dims flattened into rows);
+// b: u8 / i8 [K, N] (the weight: packed once and kept, as qlinear_conv's); b_scale and
+// b_zero_point one value or [N] (per column); a_zero_point one value; bias: i32 [N] or none.
+//
+//   auto a = DynTensor::from_vector<uint8_t>({10, 20}, {1, 2});
+//   auto b = DynTensor::from_vector<int8_t>({1, 2, 3, 4}, {2, 2});
+//   auto s = [](double v) { return DynTensor::full({}, v, DType::f32); };
+//   DynTensor y = qlinear_matmul(a, s(0.1), std::nullopt, b, s(1.0), std::nullopt, s(1.0), std::nullopt);
+//   // u8 [1, 2]: {round(7.0), round(10.0)} = {7, 10}
+DynTensor qlinear_matmul(DynTensor a, DynTensor a_scale, std::optional<DynTensor> a_zero_point, DynTensor b,
+                         DynTensor b_scale, std::optional<DynTensor> b_zero_point, DynTensor y_scale,
+                         std::optional<DynTensor> y_zero_point, std::optional<DynTensor> bias = std::nullopt);
+// The same product with a dequantized f32 output: y = clamp(a_scale * b_scale[j] * acc + bias[j],
+// min, max), bias f32 [N] (a quantized Linear layer's y = x W^T + b with b = W^T quantized).
+DynTensor qlinear_matmul_f32(DynTensor a, DynTensor a_scale, std::optional<DynTensor> a_zero_point, DynTensor b,
+                             DynTensor b_scale, std::optional<DynTensor> b_zero_point,
+                             std::optional<DynTensor> bias = std::nullopt, std::optional<double> min = std::nullopt,
+                             std::optional<double> max = std::nullopt);
 
 // How a weight of matmul_wq is quantized: bits per weight (4 or 8) and weights per scale
 // along K (32, 64 or 128).

@@ -10,6 +10,7 @@
 #include "cpu_features.hpp"
 #include "gemm.hpp"
 #include "qgemm.hpp"
+#include "qlinear.hpp"
 #include "thread_pool.hpp"
 
 namespace ember::cpu {
@@ -57,118 +58,202 @@ void im2col(const ConvIntegerGeometry& g, int64_t Cg, const uint8_t* xg, uint8_t
     rows(0, K);
 }
 
-// ---- the AVX-512 VNNI path: the group's weights packed once per call, the im2col columns packed
-// a 32-column panel at a time straight into the micro-kernel's layout (qgemm.hpp), the zero points
-// and the +-128 shifts corrected by row and column sums as qgemm.cpp does.
+// ---- the AVX-512 VNNI path: the weights packed once (qlinear.hpp's pack_a_vnni; kept with their
+// storage from the second call on), the im2col columns packed a 32-column panel at a time straight
+// into the micro-kernel's layout (qgemm.hpp), each 8 x 32 tile finished by the epilogue
+// (requant_tile) while it is in cache: the zero points and the +-128 shifts corrected by row and
+// column sums as qgemm.cpp does, then the bias, the scale, the rounding and the saturation.
 
-// A group's weights as qgemm_kernel_vnni's A panels (w + 128 for i8 w: u8), and each row's sum.
+// Every group's packed weights: per group, the A panels (vnni_a_bytes(Mg, K)), then all rowsums.
 struct PackedWeights {
-  std::vector<uint8_t> panels;  // per panel of kVnniMR rows: KG groups of kVnniMR x 4 bytes
-  std::vector<uint32_t> rowsum;
+  const uint8_t* panels = nullptr;
+  const uint32_t* rowsum = nullptr;
+  int64_t group_bytes = 0;
+  std::vector<uint8_t> own;  // when not kept
+  std::shared_ptr<const Storage> hold;
 };
 
-PackedWeights pack_weights(const uint8_t* w, bool w_signed, int64_t rows, int64_t K) {
-  constexpr int MR = detail::kVnniMR;
-  const int64_t KG = (K + 3) / 4, mp = (rows + MR - 1) / MR;
-  PackedWeights pw{std::vector<uint8_t>(size_t(mp * KG * MR * 4), 0), std::vector<uint32_t>(size_t(rows), 0)};
-  const uint8_t flip = w_signed ? 0x80 : 0;
-  for (int64_t i = 0; i < rows; ++i) {
-    uint8_t* dst = pw.panels.data() + (i / MR) * KG * MR * 4 + (i % MR) * 4;
-    uint32_t sum = 0;
-    for (int64_t k = 0; k < K; ++k) {
-      const uint8_t v = w[i * K + k] ^ flip;
-      dst[(k / 4) * MR * 4 + k % 4] = v;
-      sum += v;
-    }
-    pw.rowsum[size_t(i)] = sum;
-  }
-  return pw;
+void pack_weights(const ConvInt8Args& a, int64_t groups, int64_t Mg, int64_t K, uint8_t* dst) {
+  const int64_t gb = vnni_a_bytes(Mg, K);
+  auto* rowsum = reinterpret_cast<uint32_t*>(dst + groups * gb);
+  for (int64_t gi = 0; gi < groups; ++gi)
+    pack_a_vnni(a.w + gi * Mg * K, K, Mg, K, a.w_signed, dst + gi * gb, rowsum + gi * Mg);
 }
 
-// C [rows, width] (rows ldc apart) = the product of the packed weights and the columns of b
-// (K x width, rows ldb apart), zero points corrected: alpha_i = w_zp[i] (+128 for i8 w), beta =
-// x_zp (-128 for u8 x), C = sum A'B' - beta rowsum_i - alpha_i colsum_j + K alpha_i beta (mod 2^32).
-void vnni_product(const PackedWeights& pw, int64_t rows, int64_t K, const int32_t* w_zp, bool w_signed,
-                  const uint8_t* b, int64_t ldb, int64_t width, bool x_signed, int32_t x_zp, int32_t* c, int64_t ldc) {
+void packed_weights(const ConvInt8Args& a, int64_t groups, int64_t Mg, int64_t K, PackedWeights& pw) {
+  pw.group_bytes = vnni_a_bytes(Mg, K);
+  const int64_t bytes = groups * pw.group_bytes + groups * Mg * 4;
+  auto make = [&](uint8_t* dst) { pack_weights(a, groups, Mg, K, dst); };
+  const uint8_t* base = kept_int8_packing(a.w_storage, a.w_offset, {1, a.w_signed, groups, Mg, K}, bytes, make, pw.hold);
+  if (!base) {
+    pw.own.resize(size_t(bytes));
+    make(pw.own.data());
+    base = pw.own.data();
+  }
+  pw.panels = base;
+  pw.rowsum = reinterpret_cast<const uint32_t*>(base + groups * pw.group_bytes);
+}
+
+// Output channels [c0, c0 + rows) (one group's, packed at `panels`) times the columns of b (K x
+// width, rows ldb apart) through the epilogue e (its arrays indexed by output channel) into y
+// (rows ldy elements apart).
+void vnni_product(const uint8_t* panels, int64_t c0, int64_t rows, int64_t K, const uint8_t* b, int64_t ldb,
+                  int64_t width, bool x_signed, const Requant& e, uint8_t* y, int64_t ldy) {
   constexpr int MR = detail::kVnniMR, NR = detail::kVnniNR;
-  const int64_t KG = (K + 3) / 4, mp = (rows + MR - 1) / MR, np = (width + NR - 1) / NR;
-  const uint32_t beta = uint32_t(x_zp) + (x_signed ? 0u : uint32_t(-128)), kk = uint32_t(K);
+  const int64_t KG = (K + 3) / 4, mp = (rows + MR - 1) / MR, np = (width + NR - 1) / NR, es = e.elem_bytes();
   parallel_for(0, np, 1, [&](int64_t q0, int64_t q1) {
     std::vector<int8_t> bp(size_t(KG * NR * 4));
-    int32_t colsum[NR];
+    alignas(64) int32_t colsum[NR], tile[MR * NR];
+    Requant et = e;
+    et.q = colsum;
     for (int64_t q = q0; q < q1; ++q) {
       const int64_t j0 = q * NR;
       const int n = int(std::min<int64_t>(NR, width - j0));
       detail::conv_integer_pack_columns_vnni(b, ldb, K, j0, n, x_signed, bp.data(), colsum);
       for (int64_t qm = 0; qm < mp; ++qm) {
         const int m = int(std::min<int64_t>(MR, rows - qm * MR));
-        int32_t* ct = c + qm * MR * ldc + j0;
-        detail::qgemm_kernel_vnni(KG, pw.panels.data() + qm * KG * MR * 4, bp.data(), ct, ldc, m, n, false);
-        for (int r = 0; r < m; ++r) {
-          const int64_t i = qm * MR + r;
-          const uint32_t alpha = uint32_t(w_zp[i]) + (w_signed ? 128u : 0u);
-          const uint32_t row_term = kk * alpha * beta - beta * pw.rowsum[size_t(i)];
-          uint32_t* cr = reinterpret_cast<uint32_t*>(ct + r * ldc);
-          for (int j = 0; j < n; ++j) cr[j] += row_term - alpha * uint32_t(colsum[j]);
-        }
+        detail::qgemm_kernel_vnni(KG, panels + qm * KG * MR * 4, bp.data(), tile, NR, m, n, false);
+        requant_tile(et, tile, NR, c0 + qm * MR, 0, m, n, y + (qm * MR * ldy + j0) * es, ldy);
       }
     }
   });
+}
+
+// ---- depthwise (one input channel per group, one output channel each, 2-d): per channel, x minus
+// its zero point as i16 in a zero-padded plane, then each tap's weight times a row of the plane
+// added into an i32 row, the taps' rows read in place; the plane through the epilogue.
+void depthwise_channel(const ConvIntegerGeometry& g, const uint8_t* xc, bool x_signed, int32_t x_zp,
+                       const uint8_t* wc, bool w_signed, int32_t w_zp, std::vector<int16_t>& plane, int32_t* acc) {
+  const int64_t H = g.in[1], W = g.in[2], KH = g.kernel[1], KW = g.kernel[2], OH = g.out[1], OW = g.out[2];
+  const int64_t sh = g.stride[1], sw = g.stride[2], dh = g.dilation[1], dw = g.dilation[2];
+  const int64_t ph = g.pad[1], pw = g.pad[2];
+  const int64_t PH = (OH - 1) * sh + (KH - 1) * dh + 1, PW = (OW - 1) * sw + (KW - 1) * dw + 1;
+  plane.assign(size_t(PH * PW), 0);
+  for (int64_t r = 0; r < PH; ++r) {
+    const int64_t ih = r - ph;
+    if (ih < 0 || ih >= H) continue;
+    const uint8_t* xr = xc + ih * W;
+    int16_t* dst = plane.data() + r * PW;
+    const int64_t c0 = std::max<int64_t>(0, pw), c1 = std::min(PW, W + pw);
+    for (int64_t cidx = c0; cidx < c1; ++cidx)
+      dst[cidx] = int16_t((x_signed ? int32_t(int8_t(xr[cidx - pw])) : int32_t(xr[cidx - pw])) - x_zp);
+  }
+  std::vector<int32_t> wv(size_t(KH * KW));
+  for (int64_t t = 0; t < KH * KW; ++t) wv[size_t(t)] = (w_signed ? int32_t(int8_t(wc[t])) : int32_t(wc[t])) - w_zp;
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    int32_t* a = acc + oh * OW;
+    std::fill(a, a + OW, 0);
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        const int16_t* src = plane.data() + (oh * sh + kh * dh) * PW + kw * dw;
+        depthwise_row(a, src, sw, OW, wv[size_t(kh * KW + kw)]);
+      }
+  }
 }
 
 }  // namespace
 
 namespace detail {
 
-void conv_integer_u8i8_isa(int isa, const ConvIntegerGeometry& g, const uint8_t* x, bool x_signed, const uint8_t* w,
-                           bool w_signed, int32_t x_zp, const int32_t* w_zp, int32_t* y, int64_t col_bytes) {
+void conv_int8(int isa, const ConvIntegerGeometry& g, const ConvInt8Args& a, int64_t col_bytes) {
   const int64_t Cg = g.C / g.groups, Mg = g.M / g.groups;
   const int64_t kvol = g.kernel[0] * g.kernel[1] * g.kernel[2], K = Cg * kvol;
   const int64_t in_vol = g.in[0] * g.in[1] * g.in[2], rows = g.out[0] * g.out[1], OW = g.out[2], P = rows * OW;
   if (g.N == 0 || g.M == 0 || P == 0) return;
+  const int64_t es = a.e.elem_bytes();
+  auto* y = static_cast<uint8_t*>(a.y);
+  const int64_t items = g.N * g.groups, threads = ThreadPool::global().size();
+  // the epilogue's row terms: the i32 bias (and, on the VNNI path, the zero point corrections)
+  std::vector<int32_t> r(size_t(g.M), 0), p;
+  for (int64_t c = 0; c < g.M; ++c) r[size_t(c)] = a.bias ? a.bias[c] : 0;
+  Requant e = a.e;
+  e.per_row = true;
+  e.r = r.data();
+  if (Cg == 1 && Mg == 1 && g.kernel[0] == 1 && g.in[0] == 1 && isa >= kIsaAvx2) {
+    // depthwise: one (image, channel) a task
+    parallel_for(0, items, 1, [&](int64_t i0, int64_t i1) {
+      std::vector<int16_t> plane;
+      std::vector<int32_t> acc(static_cast<size_t>(P));
+      for (int64_t it = i0; it < i1; ++it) {
+        const int64_t c = it % g.groups;
+        depthwise_channel(g, a.x + it * in_vol, a.x_signed, a.x_zp, a.w + c * kvol, a.w_signed, a.w_zp[c], plane,
+                          acc.data());
+        requant_tile(e, acc.data(), P, c, 0, 1, P, y + it * P * es, P);
+      }
+    });
+    return;
+  }
   const bool vnni = K > 0 && std::min(isa, qgemm_best_isa()) >= kIsaAvx512 && features().avx512vnni;
   // a 1x1 kernel with stride 1 and no padding: x's channels are already the GEMM's B rows
   bool direct = kvol == 1;
   for (int i = 0; i < 3; ++i) direct = direct && g.stride[size_t(i)] == 1 && g.pad[size_t(i)] == 0;
   if (col_bytes < 0) col_bytes = kDefaultColBytes;
   const int64_t block_rows = direct ? rows : std::clamp<int64_t>(col_bytes / std::max<int64_t>(K * OW, 1), 1, rows);
-  const std::vector<int32_t> zb(vnni ? 0 : size_t(direct ? P : block_rows * OW), x_zp);
-  const uint8_t zp_byte = uint8_t(x_zp);
-  std::vector<PackedWeights> packed;
-  if (vnni)
-    for (int64_t gi = 0; gi < g.groups; ++gi) packed.push_back(pack_weights(w + gi * Mg * K, w_signed, Mg, K));
-  // C [Mg, width] of group gi (rows P apart) from B (K x width, rows ldb apart)
-  auto product = [&](int64_t gi, const uint8_t* b, int64_t ldb, int64_t width, int32_t* c) {
+  const std::vector<int32_t> zb(vnni ? 0 : size_t(direct ? P : block_rows * OW), a.x_zp);
+  const uint8_t zp_byte = uint8_t(a.x_zp);
+  PackedWeights pw;
+  if (vnni) {
+    packed_weights(a, g.groups, Mg, K, pw);
+    // r_i = K alpha_i beta - beta rowsum_i + bias_i, p_i = alpha_i (qgemm.cpp's correction)
+    const uint32_t beta = uint32_t(a.x_zp) + (a.x_signed ? 0u : uint32_t(-128)), kk = uint32_t(K);
+    p.resize(size_t(g.M));
+    for (int64_t c = 0; c < g.M; ++c) {
+      const uint32_t alpha = uint32_t(a.w_zp[c]) + (a.w_signed ? 128u : 0u);
+      p[size_t(c)] = int32_t(alpha);
+      r[size_t(c)] = int32_t(uint32_t(r[size_t(c)]) + kk * alpha * beta - beta * pw.rowsum[c]);
+    }
+    e.p = p.data();
+  }
+  // output channels of group gi from B (K x width, rows ldb apart) into y at `out` (rows P apart)
+  auto product = [&](int64_t gi, const uint8_t* b, int64_t ldb, int64_t width, uint8_t* out,
+                     std::vector<int32_t>& acc) {
     if (vnni)
-      vnni_product(packed[size_t(gi)], Mg, K, w_zp + gi * Mg, w_signed, b, ldb, width, x_signed, x_zp, c, P);
-    else
-      qgemm_u8i8_isa(isa, Mg, width, K, w + gi * Mg * K, K, w_signed, b, ldb, x_signed, w_zp + gi * Mg, zb.data(), c,
-                     P);
+      return vnni_product(pw.panels + gi * pw.group_bytes, gi * Mg, Mg, K, b, ldb, width, a.x_signed, e, out, P);
+    int32_t* c = e.out == Requant::I32 ? reinterpret_cast<int32_t*>(out) : nullptr;
+    if (!c) acc.resize(size_t(Mg * width)), c = acc.data();
+    const int64_t ldc = e.out == Requant::I32 ? P : width;
+    qgemm_u8i8_isa(isa, Mg, width, K, a.w + gi * Mg * K, K, a.w_signed, b, ldb, a.x_signed, a.w_zp + gi * Mg,
+                   zb.data(), c, ldc);
+    requant_tile(e, c, ldc, gi * Mg, 0, Mg, width, out, P);
   };
   // one (image, group): its product(s), threaded inside unless called from a parallel chunk
-  auto item = [&](int64_t it, bool threaded, std::vector<uint8_t>& col) {
+  auto item = [&](int64_t it, bool threaded, std::vector<uint8_t>& col, std::vector<int32_t>& acc) {
     const int64_t n = it / g.groups, gi = it % g.groups;
-    const uint8_t* xg = x + (n * g.C + gi * Cg) * in_vol;
-    int32_t* yg = y + (n * g.M + gi * Mg) * P;
-    if (direct) return product(gi, xg, P, P, yg);
+    const uint8_t* xg = a.x + (n * g.C + gi * Cg) * in_vol;
+    uint8_t* yg = y + (n * g.M + gi * Mg) * P * es;
+    if (direct) return product(gi, xg, P, P, yg, acc);
     for (int64_t r0 = 0; r0 < rows; r0 += block_rows) {
       const int64_t r1 = std::min(rows, r0 + block_rows), width = (r1 - r0) * OW;
       col.resize(size_t(K * width));
       im2col(g, Cg, xg, zp_byte, r0, r1, col.data(), threaded);
-      product(gi, col.data(), width, width, yg + r0 * OW);
+      product(gi, col.data(), width, width, yg + r0 * OW * es, acc);
     }
   };
-  const int64_t items = g.N * g.groups, threads = ThreadPool::global().size();
-  // many small products (depthwise, grouped, a batch of small images): one (image, group) a task
+  // many small products (grouped, a batch of small images): one (image, group) a task
   if (threads > 1 && items >= 2 * threads && Mg * K * P < (int64_t(1) << 24)) {
     parallel_for(0, items, 1, [&](int64_t i0, int64_t i1) {
       std::vector<uint8_t> col;
-      for (int64_t it = i0; it < i1; ++it) item(it, false, col);
+      std::vector<int32_t> acc;
+      for (int64_t it = i0; it < i1; ++it) item(it, false, col, acc);
     });
     return;
   }
   std::vector<uint8_t> col;
-  for (int64_t it = 0; it < items; ++it) item(it, true, col);
+  std::vector<int32_t> acc;
+  for (int64_t it = 0; it < items; ++it) item(it, true, col, acc);
+}
+
+void conv_integer_u8i8_isa(int isa, const ConvIntegerGeometry& g, const uint8_t* x, bool x_signed, const uint8_t* w,
+                           bool w_signed, int32_t x_zp, const int32_t* w_zp, int32_t* y, int64_t col_bytes) {
+  ConvInt8Args a;
+  a.x = x;
+  a.x_signed = x_signed;
+  a.w = w;
+  a.w_signed = w_signed;
+  a.x_zp = x_zp;
+  a.w_zp = w_zp;
+  a.y = y;
+  conv_int8(isa, g, a, col_bytes);
 }
 
 }  // namespace detail
@@ -194,13 +279,10 @@ std::vector<int32_t> zero_point_values(const Op& op, size_t i, int64_t count) {
   return z;
 }
 
-std::vector<PrimitivePtr> conv_integer_kernel(CpuBackend&, Op& op) {
-  auto out = alloc(op.outputs[0]);
-  if (out->numel() == 0) return {out};
+// The geometry of a conv_integer / qlinear_conv op from x, w and the output's shape.
+ConvIntegerGeometry geometry_of(const Op& op, const Shape& xs, const Shape& ws) {
   const auto& a = op.attr<ConvAttrs>();
-  auto x = contiguous(op.inputs[0]);
-  auto w = contiguous(op.inputs[1]);
-  const Shape &xs = x->shape(), &ws = w->shape(), &ys = op.outputs[0].shape;
+  const Shape& ys = op.outputs[0].shape;
   const int nd = xs.rank() - 2, lead = 3 - nd;  // spatial dim i is geometry dim lead + i
   ConvIntegerGeometry g;
   g.N = xs[0];
@@ -216,14 +298,96 @@ std::vector<PrimitivePtr> conv_integer_kernel(CpuBackend&, Op& op) {
     g.pad[j] = a.padding[size_t(i)];  // the begin side; the end side only bounds the output size
     g.dilation[j] = a.dilation[size_t(i)];
   }
-  const std::vector<int32_t> x_zp = zero_point_values(op, 2, 1), w_zp = zero_point_values(op, 3, g.M);
-  conv_integer_u8i8(g, x->data<uint8_t>(), x->dtype() == DType::i8, w->data<uint8_t>(), w->dtype() == DType::i8,
-                    x_zp[0], w_zp.data(), out->data<int32_t>());
+  return g;
+}
+
+// f32 values of a scale input: `count` values (one repeated, or one each).
+std::vector<float> scale_values(const Op& op, size_t i, int64_t count) {
+  auto t = contiguous(op.inputs[i]);
+  std::vector<float> v(static_cast<size_t>(count));
+  for (int64_t k = 0; k < count; ++k) v[size_t(k)] = t->data<float>()[t->numel() == 1 ? 0 : k];
+  return v;
+}
+
+}  // namespace
+
+// x and the weights of an int8 product, with where the weights live (for their kept packing).
+Int8Operands int8_operands(const Op& op, size_t x_in, size_t w_in) {
+  Int8Operands o{contiguous(op.inputs[x_in]), contiguous(op.inputs[w_in])};
+  if (o.w.get() == op.inputs[w_in].get()) o.w_storage = o.w->storage.get(), o.w_offset = o.w->offset;
+  return o;
+}
+
+
+// qlinear_conv / qlinear_matmul's epilogue (ops.def) for `channels` output channels, from inputs
+// 1 (x's scale), 4 (w's), 6 (y_scale), 7 (y_zero_point) and 8 (the bias: i32 into i32_bias, f32
+// into f32_bias). mult is filled and pointed at.
+Requant qlinear_epilogue(const Op& op, int64_t channels, double act_min, double act_max, std::vector<float>& mult,
+                         std::vector<float>& f32_bias, std::vector<int32_t>& i32_bias) {
+  auto given = [&](size_t i) { return op.inputs.size() > i && op.inputs[i] != nullptr; };
+  Requant e;
+  const std::vector<float> xs = scale_values(op, 1, 1), ws = scale_values(op, 4, channels);
+  mult.resize(size_t(channels));
+  if (given(6)) {
+    const float ys = scale_values(op, 6, 1)[0];
+    for (int64_t c = 0; c < channels; ++c) mult[size_t(c)] = (xs[0] * ws[size_t(c)]) / ys;
+    e.out = op.outputs[0].dtype == DType::i8 ? Requant::I8 : Requant::U8;
+    if (given(7)) e.zp = zero_point_values(op, 7, 1)[0];
+    if (given(8)) {
+      auto b = contiguous(op.inputs[8]);
+      i32_bias.assign(b->data<int32_t>(), b->data<int32_t>() + channels);
+    }
+  } else {
+    for (int64_t c = 0; c < channels; ++c) mult[size_t(c)] = xs[0] * ws[size_t(c)];
+    e.out = Requant::F32;
+    e.lo = float(act_min);
+    e.hi = float(act_max);
+    if (given(8)) {
+      auto b = contiguous(op.inputs[8]);
+      f32_bias.assign(b->data<float>(), b->data<float>() + channels);
+      e.bias = f32_bias.data();
+    }
+  }
+  e.mult = mult.data();
+  return e;
+}
+
+namespace {
+
+// conv_integer (x 0, w 1, zero points 2, 3) and qlinear_conv (x 0, w 3, zero points 2, 5).
+std::vector<PrimitivePtr> int8_conv_kernel(CpuBackend&, Op& op) {
+  auto out = alloc(op.outputs[0]);
+  if (out->numel() == 0) return {out};
+  const bool ql = op.kind == OpKind::qlinear_conv;
+  const Int8Operands o = int8_operands(op, 0, ql ? 3 : 1);
+  const ConvIntegerGeometry g = geometry_of(op, o.x->shape(), o.w->shape());
+  const std::vector<int32_t> x_zp = zero_point_values(op, 2, 1), w_zp = zero_point_values(op, ql ? 5 : 3, g.M);
+  std::vector<float> mult, f32_bias;
+  std::vector<int32_t> i32_bias;
+  ConvInt8Args a;
+  if (ql) {
+    const auto& ca = op.attr<ConvAttrs>();
+    a.e = qlinear_epilogue(op, g.M, ca.act_min, ca.act_max, mult, f32_bias, i32_bias);
+    a.bias = i32_bias.empty() ? nullptr : i32_bias.data();
+  }
+  a.x = o.x->data<uint8_t>();
+  a.x_signed = o.x->dtype() == DType::i8;
+  a.w = o.w->data<uint8_t>();
+  a.w_signed = o.w->dtype() == DType::i8;
+  a.x_zp = x_zp[0];
+  a.w_zp = w_zp.data();
+  a.y = out->raw();
+  a.w_storage = o.w_storage;
+  a.w_offset = o.w_offset;
+  detail::conv_int8(detail::kIsaAvx512, g, a);
   return {out};
 }
 
 }  // namespace
 
-void register_conv_integer_kernels(KernelTable& t) { t[size_t(OpKind::conv_integer)] = conv_integer_kernel; }
+void register_conv_integer_kernels(KernelTable& t) {
+  t[size_t(OpKind::conv_integer)] = int8_conv_kernel;
+  t[size_t(OpKind::qlinear_conv)] = int8_conv_kernel;
+}
 
 }  // namespace ember::cpu

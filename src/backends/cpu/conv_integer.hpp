@@ -14,6 +14,11 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
+
+#include "cpu_tensor.hpp"
+#include "ember/core/op.hpp"
+#include "qlinear.hpp"
 
 namespace ember::cpu {
 
@@ -32,7 +37,41 @@ struct ConvIntegerGeometry {
 void conv_integer_u8i8(const ConvIntegerGeometry& g, const uint8_t* x, bool x_signed, const uint8_t* w,
                        bool w_signed, int32_t x_zp, const int32_t* w_zp, int32_t* y);
 
+// One int8 convolution with its epilogue (qlinear.hpp): conv_integer (e.out I32, no bias) or
+// qlinear_conv. The epilogue's arrays are indexed by output channel (filled in by conv_int8: the
+// i32 bias and the zero point corrections go into e.r / e.p).
+struct ConvInt8Args {
+  const uint8_t* x = nullptr;
+  bool x_signed = false;
+  const uint8_t* w = nullptr;  // M x C/groups x kernel volume
+  bool w_signed = true;
+  int32_t x_zp = 0;
+  const int32_t* w_zp = nullptr;  // M values
+  const int32_t* bias = nullptr;  // M values (i32, added before the scale), or null
+  Requant e;                      // out, mult, f32 bias, zp, clamp
+  void* y = nullptr;              // N x M x out volume of e.out's type
+  Storage* w_storage = nullptr;   // where w lives, for its kept packing (null: pack per call)
+  int64_t w_offset = 0;
+};
+
+// x (or a) and the weights of an int8 product op, contiguous, with where the weights live (for
+// their kept packing: null when contiguous() copied them).
+struct Int8Operands {
+  CpuTensorPtr x, w;
+  Storage* w_storage = nullptr;
+  int64_t w_offset = 0;
+};
+Int8Operands int8_operands(const Op& op, size_t x_in, size_t w_in);
+
+// The epilogue of qlinear_conv / qlinear_matmul (inputs 1, 4, 6, 7, 8 of the op, ops.def) for
+// `channels` output channels: scales into mult, the bias into f32_bias or i32_bias (the caller
+// adds i32_bias as the i32 bias).
+Requant qlinear_epilogue(const Op& op, int64_t channels, double act_min, double act_max, std::vector<float>& mult,
+                         std::vector<float>& f32_bias, std::vector<int32_t>& i32_bias);
+
 namespace detail {
+// col_bytes: the most bytes an im2col block may take (-1: the default), to test blocking.
+void conv_int8(int isa, const ConvIntegerGeometry& g, const ConvInt8Args& a, int64_t col_bytes = -1);
 // conv_integer_u8i8 with its products at an explicit ISA level of qgemm_u8i8 (qgemm.hpp), for the
 // tests; col_bytes: the most bytes an im2col block may take (-1: the default), to test blocking.
 void conv_integer_u8i8_isa(int isa, const ConvIntegerGeometry& g, const uint8_t* x, bool x_signed, const uint8_t* w,

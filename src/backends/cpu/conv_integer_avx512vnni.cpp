@@ -1,11 +1,15 @@
-// The B-panel packer of conv_integer's VNNI path (conv_integer.hpp): four im2col rows at a time
-// interleaved by bytes into qgemm_kernel_vnni's layout (each column's 4 values along K side by
-// side), the column sums by vpdpbusd against ones. Compiled with -mavx512vnni; reached only after
-// cpu::features().avx512vnni.
+// The packers of the int8 products' VNNI path. The B-panel packer (conv_integer.hpp): four im2col
+// rows at a time interleaved by bytes into qgemm_kernel_vnni's layout (each column's 4 values
+// along K side by side), the column sums by vpdpbusd against ones; the A packer (qlinear.hpp).
+// Compiled with -mavx512vnni; reached only after cpu::features().avx512vnni.
 #include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
 
 #include "conv_integer.hpp"
 #include "qgemm.hpp"
+#include "qlinear.hpp"
 
 namespace ember::cpu::detail {
 
@@ -40,6 +44,37 @@ void conv_integer_pack_columns_vnni(const uint8_t* b, int64_t ldb, int64_t K, in
   }
   _mm512_storeu_si512(colsum, s0);
   _mm512_storeu_si512(colsum + 16, s1);
+}
+
+}  // namespace ember::cpu::detail
+
+namespace ember::cpu::detail {
+
+// qlinear.hpp's pack_a_vnni: each row read 64 bytes at a time (shifted by +128 for i8), its 16
+// groups of 4 scattered to their panel slots (kVnniMR * 4 bytes apart), its sum by vpdpbusd
+// against ones.
+void pack_a_vnni_avx512(const uint8_t* a, int64_t ld, int64_t rows, int64_t K, bool a_signed, uint8_t* dst,
+                        uint32_t* rowsum) {
+  constexpr int MR = kVnniMR;
+  const int64_t KG = (K + 3) / 4, panel = KG * MR * 4;
+  std::memset(dst, 0, size_t(vnni_a_bytes(rows, K)));
+  const __m512i flip = _mm512_set1_epi8(a_signed ? char(0x80) : 0), ones = _mm512_set1_epi8(1);
+  const __m512i slots = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                           _mm512_set1_epi32(MR * 4));
+  for (int64_t i = 0; i < rows; ++i) {
+    uint8_t* d = dst + (i / MR) * panel + (i % MR) * 4;
+    __m512i sum = _mm512_setzero_si512();
+    for (int64_t k = 0; k < K; k += 64) {
+      const int64_t left = K - k;
+      const __mmask64 bm = left >= 64 ? ~__mmask64(0) : (__mmask64(1) << left) - 1;
+      const __m512i v = _mm512_xor_si512(_mm512_maskz_loadu_epi8(bm, a + i * ld + k), _mm512_maskz_mov_epi8(bm, flip));
+      sum = _mm512_dpbusd_epi32(sum, v, ones);
+      const int64_t groups = std::min<int64_t>(16, (left + 3) / 4);
+      const __mmask16 gm = groups >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << groups) - 1);
+      _mm512_mask_i32scatter_epi32(d + (k / 4) * MR * 4, gm, slots, v, 1);
+    }
+    rowsum[i] = uint32_t(_mm512_reduce_add_epi32(sum));
+  }
 }
 
 }  // namespace ember::cpu::detail
