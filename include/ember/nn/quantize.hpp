@@ -191,22 +191,32 @@ void for_each_quantizable(M& m, F&& f) {
   m.visit(v);
 }
 
+namespace detail {
+// Gives each quantizable layer of `model` the state `make()` returns; layers that cannot take one
+// are named in `report` (an Error when `strict`; `where` names the caller).
+template <class M, class Make>
+void prepare_layers(M& model, const std::string& where, bool strict, QuantizeReport* report, Make&& make) {
+  for_each_quantizable(model, [&](const std::string& path, auto& layer) {
+    const std::string name = layer_name(path);
+    const std::string why = why_not_quantizable(layer.weight, layer.quantized.get(), where + ": " + name);
+    if (why.empty()) {
+      layer.quantized = make();
+      return;
+    }
+    EMBER_CHECK(!strict, where, ": ", name, ": ", why);
+    if (report) report->skipped.push_back(name + " (" + why + ")");
+  });
+}
+}  // namespace detail
+
 // Inserts an input observer into every Linear and Conv of `model` (PyTorch's prepare): its forward
 // stays float and records the range of its input. Run a few batches through it, then convert().
 // Layers that cannot be quantized (already quantized) are left alone and named in `report`;
 // integer weights are an Error.
 template <class M>
 M prepare(M model, const StaticQuantConfig& config = {}, QuantizeReport* report = nullptr) {
-  for_each_quantizable(model, [&](const std::string& path, auto& layer) {
-    const std::string name = detail::layer_name(path);
-    const std::string why = detail::why_not_quantizable(layer.weight, layer.quantized.get(), "nn::quantize: " + name);
-    if (!why.empty()) {
-      EMBER_CHECK(!config.strict, "nn::quantize: ", name, ": ", why);
-      if (report) report->skipped.push_back(name + " (" + why + ")");
-      return;
-    }
-    layer.quantized = detail::observing_layer(detail::make_observer(config), LayerQuant::observing);
-  });
+  detail::prepare_layers(model, "nn::quantize", config.strict, report,
+                         [&] { return detail::observing_layer(detail::make_observer(config), LayerQuant::observing); });
   return model;
 }
 
@@ -218,15 +228,9 @@ M prepare(M model, const StaticQuantConfig& config = {}, QuantizeReport* report 
 // the model (the Learner's copies keep training the same ranges).
 template <class M>
 M prepare_qat(M model, const QatConfig& config = {}, QuantizeReport* report = nullptr) {
-  for_each_quantizable(model, [&](const std::string& path, auto& layer) {
-    const std::string name = detail::layer_name(path);
-    const std::string why = detail::why_not_quantizable(layer.weight, layer.quantized.get(), "nn::prepare_qat: " + name);
-    if (!why.empty()) {
-      if (report) report->skipped.push_back(name + " (" + why + ")");
-      return;
-    }
-    layer.quantized = detail::observing_layer(
-        std::make_shared<quant::MovingAverageMinMaxObserver>(config.averaging_constant), LayerQuant::fake_quant);
+  detail::prepare_layers(model, "nn::prepare_qat", false, report, [&] {
+    return detail::observing_layer(std::make_shared<quant::MovingAverageMinMaxObserver>(config.averaging_constant),
+                                   LayerQuant::fake_quant);
   });
   return model;
 }
