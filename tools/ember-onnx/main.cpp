@@ -3,6 +3,7 @@
 //   ember-onnx info MODEL.onnx [--values]
 //   ember-onnx run MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR [--device cpu|cuda|cuda:N]
 //   ember-onnx generate MODEL.onnx --out DIR [--name NAME]
+//   ember-onnx quantize IN.onnx OUT.onnx --calibration DIR_or_FILE.npy ... [--exclude NODE ...]
 //
 // Exit status: 0 on success, 1 when the model or an input cannot be read or run (the message
 // is an ember::Error), 2 for usage errors.
@@ -27,6 +28,7 @@
 #include "ember/core/error.hpp"
 #include "ember/onnx/codegen.hpp"
 #include "ember/onnx/model.hpp"
+#include "ember/onnx/quantize.hpp"
 #include "ember/onnx/runtime.hpp"
 #include "ember/onnx/shape_inference.hpp"
 #include "ember/store/npy.hpp"
@@ -451,6 +453,49 @@ int cmd_generate(const std::vector<std::string>& args) {
   return 0;
 }
 
+// ---- quantize ---------------------------------------------------------------------------
+
+// The .npy files a --calibration argument names: the file itself, or a directory's *.npy sorted.
+std::vector<std::string> calibration_files(const std::string& path) {
+  if (!fs::is_directory(path)) return {path};
+  std::vector<std::string> files;
+  for (const fs::directory_entry& e : fs::directory_iterator(path))
+    if (e.is_regular_file() && e.path().extension() == ".npy") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw ember::Error("quantize: calibration directory '" + path + "' holds no .npy files");
+  return files;
+}
+
+int cmd_quantize(const std::vector<std::string>& args) {
+  std::vector<std::string> paths, calibration;
+  onnx::QuantizeOptions options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const bool takes_value = a == "--calibration" || a == "--exclude";
+    if (takes_value && i + 1 >= args.size()) throw UsageError{a + " needs a value"};
+    if (a == "--calibration") calibration.push_back(args[++i]);
+    else if (a == "--exclude") options.exclude_nodes.push_back(args[++i]);
+    else if (a.size() > 1 && a[0] == '-') throw UsageError{"unknown option '" + a + "'"};
+    else paths.push_back(a);
+  }
+  if (paths.size() != 2) throw UsageError{"quantize needs IN.onnx and OUT.onnx"};
+  if (calibration.empty()) throw UsageError{"quantize needs --calibration DIR or FILE.npy"};
+  onnx::Model model = onnx::Model::load(paths[0], Device::cpu());
+  if (model.inputs().size() != 1)
+    throw ember::Error("quantize: '" + paths[0] + "' has " + std::to_string(model.inputs().size()) +
+                       " inputs; --calibration feeds models of one input");
+  const std::string& input = model.inputs()[0].name;
+  std::vector<onnx::CalibrationSample> samples;
+  for (const std::string& c : calibration)
+    for (const std::string& file : calibration_files(c))
+      samples.push_back({{input, DynTensor::from_data(store::read_npy(file))}});
+  onnx::QuantizeReport r = onnx::quantize_static(paths[0], paths[1], samples, options);
+  std::cout << "wrote " << paths[1] << ": " << r.quantized_convs << " QLinearConv, " << r.quantized_adds
+            << " QLinearAdd, " << r.u8_max_pools << " u8 MaxPool, " << r.quantize_nodes << " QuantizeLinear, "
+            << r.dequantize_nodes << " DequantizeLinear (" << r.samples << " calibration samples)\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -469,6 +514,7 @@ int main(int argc, char** argv) {
     if (cmd == "info") return cmd_info(args);
     if (cmd == "run") return cmd_run(args);
     if (cmd == "generate") return cmd_generate(args);
+    if (cmd == "quantize") return cmd_quantize(args);
     throw UsageError{"unknown command '" + cmd + "'"};
   } catch (const UsageError& e) {
     std::cerr << "ember-onnx: " << e.message << "\n" << kUsage;
