@@ -31,6 +31,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -43,8 +44,10 @@
 #include <ember/nn/loss.hpp>
 #include <ember/nn/rnn.hpp>
 #include <ember/nn/transformer.hpp>
+#include <ember/onnx/quantize.hpp>
 #include <ember/onnx/runtime.hpp>
 #include <ember/optim/optimizer.hpp>
+#include <ember/store/npy.hpp>
 #include <ember/store/safetensors.hpp>
 
 #include <filesystem>
@@ -1154,6 +1157,131 @@ void bench_onnx_vs_ort(Ctx& cx, const std::string& model_name, int64_t batch, do
       peer);
 }
 
+// ---- int8 ResNet-18 (onnx_resnet18_int8_*) ----
+//
+// ember quantizes resnet18.onnx with onnx::quantize_static (QLinearConv, QLinearAdd, u8 MaxPool;
+// the average pool and fc stay f32) on the calibration inputs bench/export_resnet18_int8.py wrote,
+// and runs it against that script's peer: the same f32 weights quantized by torch.ao.quantization
+// (FX mode, per-channel int8 weights, min-max u8 activations, fc f32) under the int8 engine the
+// script found faster (Debian's torch has no FBGEMM: onednn or qnnpack), traced, loaded with
+// torch::jit::load. The `_vs_f32` row of each batch times the same int8 model against ember's f32
+// resnet18.onnx: its ratio is the int8 speedup (also the main row's speedup_vs_f32). The check
+// runs both int8 models on the 8 images of resnet18_int8_check.safetensors and needs the f32
+// model's top-1 class on at least 7 of them, for each.
+
+struct Int8Resnet {
+  std::unique_ptr<ember::onnx::Model> int8, f32;
+  std::string engine;
+  DynTensor check_input, check_f32;  // f32 logits of PyTorch's f32 model for check_input
+};
+
+// Quantized once for both batch sizes (calibration runs the f32 model on every input).
+const Int8Resnet& int8_resnet(const std::filesystem::path& dir) {
+  static std::unique_ptr<Int8Resnet> cached;
+  if (cached) return *cached;
+  auto r = std::make_unique<Int8Resnet>();
+  const ember::onnx::ModelProto f32 = ember::onnx::load_model((dir / "resnet18.onnx").string());
+  std::vector<std::filesystem::path> files;
+  for (const auto& f : std::filesystem::directory_iterator(dir / "resnet18_calib"))
+    if (f.path().extension() == ".npy") files.push_back(f.path());
+  std::sort(files.begin(), files.end());
+  std::vector<ember::onnx::CalibrationSample> calibration;
+  for (const auto& f : files) calibration.push_back({{"input", DynTensor::from_data(ember::store::read_npy(f.string()))}});
+  r->int8 = std::make_unique<ember::onnx::Model>(
+      ember::onnx::Model::from_proto(ember::onnx::quantize_static(f32, calibration), ember::Device::cpu()));
+  r->f32 = std::make_unique<ember::onnx::Model>(ember::onnx::Model::load((dir / "resnet18.onnx").string(), ember::Device::cpu()));
+  std::ifstream meta(dir / "resnet18_int8.json");
+  std::stringstream text;
+  text << meta.rdbuf();
+  r->engine = json_field(text.str(), "engine");
+  for (const auto& [k, t] : ember::nn::read_tensors((dir / "resnet18_int8_check.safetensors").string(), ember::Device::cpu())) {
+    if (k == "input") r->check_input = t;
+    if (k == "f32") r->check_f32 = t;
+  }
+  if (!r->check_input.defined() || !r->check_f32.defined())
+    throw std::runtime_error("resnet18_int8_check.safetensors lacks \"input\" or \"f32\"");
+  cached = std::move(r);
+  return *cached;
+}
+
+// Rows of [rows, classes] logits whose largest class matches the reference's, and the relative
+// L2 error ||got - ref|| / ||ref||.
+std::pair<int, double> top1_agreement(const std::vector<float>& got, const std::vector<float>& ref, size_t classes) {
+  int agree = 0;
+  double err = 0, norm = 0;
+  for (size_t r = 0; r + classes <= ref.size() && got.size() == ref.size(); r += classes) {
+    agree += std::max_element(got.begin() + long(r), got.begin() + long(r + classes)) - got.begin() ==
+             std::max_element(ref.begin() + long(r), ref.begin() + long(r + classes)) - ref.begin();
+    for (size_t c = r; c < r + classes; ++c) err += double(got[c] - ref[c]) * (got[c] - ref[c]), norm += double(ref[c]) * ref[c];
+  }
+  return {agree, std::sqrt(err / norm)};
+}
+
+void bench_onnx_resnet18_int8(Ctx& cx, int64_t batch) {
+  const std::string name = "onnx_resnet18_int8_b" + std::to_string(batch), f32_name = name + "_vs_f32";
+  if (!cx.run.selected(name) && !cx.run.selected(f32_name)) return;
+  const std::filesystem::path dir = bench_models_dir();
+  for (const char* f : {"resnet18.onnx", "resnet18_int8.ts", "resnet18_int8.json", "resnet18_int8_check.safetensors",
+                        "resnet18_calib"})
+    if (!std::filesystem::exists(dir / f)) {
+      std::cerr << "  " << name << ": skipped: " << (dir / f).string()
+                << " missing (/usr/bin/python3 bench/export_resnet18_int8.py writes it, after bench/export_resnet18.py)\n";
+      return;
+    }
+  DynTensor x = DynTensor::normal({batch, 3, 224, 224});
+  std::optional<double> f32_speedup;
+  guarded(
+      cx, f32_name,
+      [&] {
+        const Int8Resnet& m = int8_resnet(dir);
+        auto& e = cx.compare(
+            f32_name, [&] { bench::keep(m.int8->run({{"input", x}})); }, [&] { bench::keep(m.f32->run({{"input", x}})); },
+            {}, "ember f32");
+        f32_speedup = e.ratio();
+        if (e.ember_ms) e.set("images_per_s", double(batch) / (*e.ember_ms * 1e-3));
+      },
+      "ember f32");
+  guarded(
+      cx, name,
+      [&] {
+        const Int8Resnet& m = int8_resnet(dir);
+        at::globalContext().setQEngine(m.engine == "qnnpack" ? at::QEngine::QNNPACK : at::QEngine::ONEDNN);
+        torch::jit::Module peer = torch::jit::load((dir / "resnet18_int8.ts").string());
+        peer.eval();
+        const at::Tensor tx = to_torch(x);
+        auto ember_run = [&](const DynTensor& in) { return m.int8->run({{"input", in}}).at("output"); };
+        auto peer_run = [&](const at::Tensor& in) {
+          c10::InferenceMode guard;
+          return peer.forward({in}).toTensor().contiguous();
+        };
+        const size_t rows = size_t(m.check_f32.shape()[0]);
+        std::pair<int, double> mine{0, NAN}, theirs{0, NAN};
+        auto check = [&] {
+          const std::vector<float> ref = m.check_f32.to_vector<float>();
+          mine = top1_agreement(ember_run(m.check_input).to_vector<float>(), ref, 1000);
+          const at::Tensor p = peer_run(to_torch(m.check_input));
+          theirs = top1_agreement(std::vector<float>(p.data_ptr<float>(), p.data_ptr<float>() + p.numel()), ref, 1000);
+          bench::Check c;
+          c.ok = mine.first + 1 >= int(rows) && theirs.first + 1 >= int(rows);
+          if (!c.ok)
+            c.detail = "top-1 agreement with the f32 model: ember " + std::to_string(mine.first) + "/" +
+                       std::to_string(rows) + ", peer " + std::to_string(theirs.first) + "/" + std::to_string(rows);
+          return c;
+        };
+        auto& e = cx.compare(
+            name, [&] { bench::keep(ember_run(x)); }, [&] { bench::keep(peer_run(tx)); }, check,
+            "libtorch int8 " + m.engine);
+        e.set("top1_agreement", double(mine.first) / double(rows));
+        e.set("rel_error_vs_f32", mine.second);
+        e.set("peer_top1_agreement", double(theirs.first) / double(rows));
+        e.set("peer_rel_error_vs_f32", theirs.second);
+        if (f32_speedup) e.set("speedup_vs_f32", *f32_speedup);
+        if (e.ember_ms) e.set("images_per_s", double(batch) / (*e.ember_ms * 1e-3));
+        if (e.peer_ms) e.set("images_per_s_peer", double(batch) / (*e.peer_ms * 1e-3));
+      },
+      "libtorch int8");
+}
+
 // ---- user compositions of plain tensor ops, fused (Device::cpu().fusion()) ----
 //
 // Each row times the composition on the fusion device against the same composition in LibTorch
@@ -1325,6 +1453,46 @@ void bench_qconv(Ctx& cx) {
             name, [&] { bench::keep(ember::conv_integer(x, w, zx, std::nullopt, opt)); },
             [&] { bench::keep(ember::conv2d(xf, wf, std::nullopt, opt)); }, check, "ember_f32");
         const double ops = 2.0 * double(N * M * H * W) * double(C * 9);
+        if (e.ember_ms) e.set("gops_ember", ops / (*e.ember_ms * 1e6));
+        if (e.peer_ms) e.set("gflops_peer", ops / (*e.peer_ms * 1e6));
+      },
+      "ember_f32");
+}
+
+// A requantizing int8 conv (qlinear_conv: u8 x i8, per-channel w scales, i32 bias, the u8 output
+// rounded and saturated in the kernel's epilogue) against ember's own f32 conv2d with bias of the
+// same shape (peer "ember_f32"): a ResNet stage-1 3x3 (N 1, 64 -> 64, 56 x 56, pad 1) and a
+// MobileNet-v2 depthwise 3x3 (N 1, 144 channels, 56 x 56, groups 144). The weights are packed once
+// and kept (as in inference), like the f32 conv's. ratio = f32 time / int8 time; gops = 2 N M H W
+// (C / groups) 9 / time. Checked against LibTorch: its f64 conv of x - 128 and w (exact integers),
+// plus the bias, then the requantization formula in float32.
+void bench_qlinear_conv(Ctx& cx, const std::string& name, int64_t C, int64_t M, int64_t groups) {
+  guarded(
+      cx, name,
+      [&] {
+        const int64_t N = 1, H = 56, W = 56, Cg = C / groups;
+        DynTensor x = DynTensor::randint({N, C, H, W}, 0, 256, ember::DType::u8);
+        DynTensor w = DynTensor::randint({M, Cg, 3, 3}, -128, 128, ember::DType::i8);
+        DynTensor bias = DynTensor::randint({M}, -2000, 2000, ember::DType::i32);
+        DynTensor zx = DynTensor::full({}, 128, ember::DType::u8), zy = DynTensor::full({}, 120, ember::DType::u8);
+        DynTensor xs = DynTensor::full({}, 0.02, ember::DType::f32), ys = DynTensor::full({}, 0.1, ember::DType::f32);
+        DynTensor ws = DynTensor::uniform({M}, 0.0005, 0.002);
+        DynTensor xf = DynTensor::normal({N, C, H, W}), wf = DynTensor::normal({M, Cg, 3, 3}, 0, 1.0 / 24);
+        DynTensor bf = DynTensor::normal({M});
+        const ember::ConvOptions opt{.padding = {1}, .groups = groups};
+        auto q = [&] { return ember::qlinear_conv(x, xs, zx, w, ws, std::nullopt, ys, zy, bias, opt); };
+        auto check = [&] {
+          at::Tensor tx = to_torch(x.cast(ember::DType::f32)).to(at::kDouble) - 128;
+          at::Tensor tw = to_torch(w.cast(ember::DType::f32)).to(at::kDouble);
+          at::Tensor acc = at::conv2d(tx, tw, to_torch(bias.cast(ember::DType::f32)).to(at::kDouble), 1, 1, 1, groups);
+          at::Tensor m = (to_torch(xs) * to_torch(ws)) / to_torch(ys);
+          at::Tensor y = at::clamp(at::round(acc.to(at::kFloat) * m.reshape({1, M, 1, 1})) + 120, 0, 255);
+          return check_close(q().cast(ember::DType::f32), y, {.rtol = 0, .atol = 0});
+        };
+        auto& e = cx.compare(
+            name, [&] { bench::keep(q()); }, [&] { bench::keep(ember::conv2d(xf, wf, bf, opt)); }, check,
+            "ember_f32");
+        const double ops = 2.0 * double(N * M * H * W) * double(Cg * 9);
         if (e.ember_ms) e.set("gops_ember", ops / (*e.ember_ms * 1e6));
         if (e.peer_ms) e.set("gflops_peer", ops / (*e.peer_ms * 1e6));
       },
@@ -1570,9 +1738,13 @@ int main(int argc, char** argv) {
   bench_onnx_vs_ort(cx, "resnet18", 1, kResnet18Flop);
   bench_onnx_vs_ort(cx, "resnet18", 32, kResnet18Flop);
   bench_onnx_vs_ort(cx, "mobilenet_v2", 1, kMobilenetV2Flop);
+  bench_onnx_resnet18_int8(cx, 1);
+  bench_onnx_resnet18_int8(cx, 32);
   bench_qmatmul(cx, 1024, 1024, 1024);
   bench_qmatmul(cx, 256, 4096, 4096);
   bench_qconv(cx);
+  bench_qlinear_conv(cx, "qlinear_conv_resnet_3x3_u8", 64, 64, 1);
+  bench_qlinear_conv(cx, "qlinear_conv_mobilenet_dw3x3_u8", 144, 144, 144);
   bench_decode(cx, 4, true);
   bench_decode(cx, 8, true);
   bench_decode(cx, 4, false);
