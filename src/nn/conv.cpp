@@ -135,10 +135,13 @@ DynTensor Conv<N>::forward(DynTensor x, ConvEpilogue e) const {
     }
     DynTensor y;
     if (unbatched && e.residual) e.residual = unsqueeze(std::move(*e.residual), 0);
-    if (int8) {
-      y = quantized_conv(*quantized, std::move(x), internal::value_of(bias), o);
-      if (e.residual) y = y + *e.residual;
-      if (e.min || e.max) y = clamp(std::move(y), e.min, e.max);
+    if (int8) {  // the clamp runs in the int8 kernel's epilogue unless a residual comes before it
+      if (e.residual) {
+        y = quantized_conv(*quantized, std::move(x), internal::value_of(bias), o) + *e.residual;
+        if (e.min || e.max) y = clamp(std::move(y), e.min, e.max);
+      } else {
+        y = quantized_conv(*quantized, std::move(x), internal::value_of(bias), o, e.min, e.max);
+      }
       return unbatched ? squeeze(std::move(y), 0) : y;
     }
     DynTensor w = weight;

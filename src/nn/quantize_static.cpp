@@ -26,16 +26,8 @@ DynTensor quantize_input(const QuantizedWeight& q, const DynTensor& x, const cha
   return quant::quantize(x.cast(DType::f32), kInputScheme, q.input).data();
 }
 
-// The i32 accumulator to f32, times the per-channel output scale (along `channel_dim` of a rank
-// `rank` result), plus the bias; in x's dtype.
-DynTensor dequantize_output(const QuantizedWeight& q, const DynTensor& acc, const std::optional<DynTensor>& bias,
-                            int channel_dim, DType dt) {
-  if (channel_dim < 0) channel_dim += acc.rank();
-  Sizes shape(size_t(acc.rank()), 1);
-  shape[size_t(channel_dim)] = q.output_scale.numel();
-  DynTensor y = acc.cast(DType::f32) * q.output_scale.reshape(shape);
-  if (bias) y = y + bias->cast(DType::f32).reshape(shape);
-  return dt == DType::f32 ? y : y.cast(dt);
+std::optional<DynTensor> f32_bias(const std::optional<DynTensor>& bias) {
+  return bias ? std::optional<DynTensor>(bias->cast(DType::f32)) : std::nullopt;
 }
 
 }  // namespace
@@ -98,7 +90,6 @@ std::shared_ptr<const QuantizedWeight> static_layer_from(const quant::QuantizedT
     const int64_t out = weight.shape()[0], in = weight.shape()[1];
     q->product_weight = weight.data().t().reshape(Sizes{-1}).reshape(Sizes{in, out});
   }
-  q->output_scale = weight.scale() * q->input.scale;  // f32 [out]
   return q;
 }
 
@@ -148,10 +139,12 @@ DynTensor quantized_weight(const QuantizedWeight& q, const DynTensor& weight) {
 }
 
 DynTensor quantized_conv(const QuantizedWeight& q, DynTensor x, const std::optional<DynTensor>& bias,
-                         const ConvOptions& o) {
+                         const ConvOptions& o, std::optional<double> min, std::optional<double> max) {
   const DType dt = x.dtype();
-  DynTensor acc = conv_integer(quantize_input(q, x, "int8 Conv"), q.product_weight, q.input.zero_point, std::nullopt, o);
-  return dequantize_output(q, acc, bias, 1, dt);
+  // y = clamp(x_scale * w_scale[c] * acc + bias[c], min, max) in the int8 kernel's epilogue
+  DynTensor y = qlinear_conv_f32(quantize_input(q, x, "int8 Conv"), q.input.scale, q.input.zero_point,
+                                 q.product_weight, q.tensor.scale(), std::nullopt, f32_bias(bias), o, min, max);
+  return dt == DType::f32 ? y : y.cast(dt);
 }
 
 DynTensor quantized_linear(const QuantizedWeight& w, DynTensor x, const DynTensor& weight,
@@ -166,8 +159,10 @@ DynTensor quantized_linear(const QuantizedWeight& w, DynTensor x, const DynTenso
   const DType dt = x.dtype();
   const bool vector = x.rank() == 1;
   DynTensor xq = quantize_input(w, vector ? unsqueeze(std::move(x), 0) : std::move(x), "int8 Linear");
-  DynTensor y = dequantize_output(w, matmul_integer(std::move(xq), w.product_weight, w.input.zero_point), bias, -1, dt);
-  return vector ? squeeze(std::move(y), 0) : y;
+  DynTensor y = qlinear_matmul_f32(std::move(xq), w.input.scale, w.input.zero_point, w.product_weight,
+                                   w.tensor.scale(), std::nullopt, f32_bias(bias));
+  if (vector) y = squeeze(std::move(y), 0);
+  return dt == DType::f32 ? y : y.cast(dt);
 }
 
 }  // namespace ember::nn

@@ -99,6 +99,18 @@ TEST(StaticQuantize, MatchesPyTorchQuantizationParametersAndInt8Outputs) {
                   "int8 output vs torch's quantized model");
 }
 
+// The int8 Conv's epilogue (a clamp in the kernel, a residual before it) and unbatched input
+// agree with the same int8 layer's plain output, clamped or summed afterwards.
+TEST(StaticQuantize, ConvEpilogueAndUnbatchedInput) {
+  Net q = nn::quantize(reference_net(), calibration_batches());
+  const DynTensor x = tensor(ref()["static"]["x"], {2, 2, 5, 5});
+  const DynTensor y = q.conv.forward(x);
+  EXPECT_EQ(values(q.conv.forward(x, {.residual = std::nullopt, .min = 0.0, .max = std::nullopt})), values(relu(y)));
+  const DynTensor r = DynTensor::full({2, 4, 5, 5}, 0.25, DType::f32);
+  EXPECT_EQ(values(q.conv.forward(x, {.residual = r, .min = std::nullopt, .max = 0.5})), values(clamp(y + r, std::nullopt, 0.5)));
+  EXPECT_EQ(values(q.conv.forward(narrow(x, 0, 1, 1).reshape(Sizes{2, 5, 5}))), values(narrow(y, 0, 1, 1).reshape(Sizes{4, 5, 5})));
+}
+
 TEST(StaticQuantize, CalibratesFromADataLoaderLikeRangeOfBatchesWithACallable) {
   struct Batch {
     DynTensor x, y;

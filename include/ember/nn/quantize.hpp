@@ -73,8 +73,7 @@ struct QuantizedWeight {
   LayerQuant mode = LayerQuant::weight_only;
   std::shared_ptr<quant::Observer> observer;  // observing / fake_quant: the input's range
   quant::QParams input;  // static_int8: the input's scale (f32 []) and zero point (u8 [])
-  DynTensor product_weight;  // static_int8: i8, Linear [in, out] (matmul_integer's b), Conv as the weight
-  DynTensor output_scale;  // static_int8: f32 [out] = input scale * weight scale
+  DynTensor product_weight;  // static_int8: i8, Linear [in, out] (qlinear_matmul's b), Conv as the weight
 };
 
 // What quantize_dynamic did: the paths of the Linear layers it quantized and of those it left float.
@@ -102,12 +101,13 @@ DynTensor quantized_linear(const QuantizedWeight& w, DynTensor x, const DynTenso
 // Conv<N>::forward's hooks. In the observing and fake_quant modes the float convolution runs on
 // quantized_input(x) (recorded; fake-quantized too in fake_quant mode) and quantized_weight(w)
 // (fake-quantized per output channel in fake_quant mode); in static_int8 mode quantized_conv
-// runs the whole convolution: x [N, C, *spatial] to u8, conv_integer (padding as in `o`), times
-// the scales, + bias, f32 out (x's dtype).
+// runs the whole convolution: x [N, C, *spatial] to u8, qlinear_conv_f32 (padding as in `o`; the
+// scales, bias and a clamp to [min, max] in the kernel's epilogue), f32 out (x's dtype).
 DynTensor quantized_input(const QuantizedWeight& q, DynTensor x);
 DynTensor quantized_weight(const QuantizedWeight& q, const DynTensor& weight);
 DynTensor quantized_conv(const QuantizedWeight& q, DynTensor x, const std::optional<DynTensor>& bias,
-                         const ConvOptions& o);
+                         const ConvOptions& o, std::optional<double> min = std::nullopt,
+                         std::optional<double> max = std::nullopt);
 
 // ---- static post-training quantization (nn::quantize) and quantization-aware training ----
 
