@@ -107,7 +107,8 @@ struct WeightQuant {
 //   high nibble (ONNX's int4 packing); W = scale * q with q a two's complement nibble in
 //   [-8, 7]; with a zero point, q is the unsigned nibble (0..15) and W = scale * (q - zp).
 // scales: f32 [N, K / block]; zero_point: u8 [N, K / block] (nibble values for 4 bits).
-// x is f32 (f16 and bf16 are computed in f32); the result is f32. No gradient flows through it.
+// x is f32 (f16 and bf16 are computed in f32); the result is f32. On an autodiff device x gets its
+// gradient, g dequant(W) (straight through quantize_x); a tracked scale or zero point is an error.
 DynTensor matmul_wq(DynTensor x, DynTensor data, DynTensor scales, std::optional<DynTensor> zero_point,
                     WeightQuant quant);
 
