@@ -121,6 +121,60 @@ TEST(Autodiff, IntermediateGradientsOnRequest) {
   expect_near(*x.grad(g), {18, 36});
 }
 
+// Several slices of one tensor: their gradients are placed into one gradient of the whole
+// (concatenated where they are runs along one dim, written into zeros otherwise, overlapping
+// parts added); expected values from the elementwise formula.
+TEST(Autodiff, GradientsOfSlicesOfOneTensor) {
+  std::vector<double> xv(12);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = 0.25 * double(i) - 1;
+  {  // three row blocks that tile the tensor (an attention projection's q, k, v), plus a dense use
+    auto x = vec(xv, {6, 2}).require_grad();
+    auto loss = sum(narrow(x, 0, 0, 2)) + sum(square(narrow(x, 0, 2, 2))) + sum(narrow(x, 0, 4, 2) * 3) + sum(x * 0.5);
+    std::vector<double> want(12);
+    for (size_t i = 0; i < 12; ++i) want[i] = (i < 4 ? 1 : i < 8 ? 2 * xv[i] : 3) + 0.5;
+    expect_near(*x.grad(loss.backward()), want);
+  }
+  {  // runs along dim 1, out of order, with a gap (column 1 gets no gradient)
+    auto x = vec(xv, {3, 4}).require_grad();
+    auto loss = sum(narrow(x, 1, 2, 2) * 2) + sum(square(narrow(x, 1, 0, 1)));
+    std::vector<double> want(12);
+    for (size_t i = 0; i < 12; ++i) want[i] = i % 4 == 0 ? 2 * xv[i] : i % 4 == 1 ? 0 : 2;
+    expect_near(*x.grad(loss.backward()), want);
+  }
+  {  // overlapping and strided boxes: rows 0..2, rows 1 and 3, columns 0 and 2
+    std::vector<double> yv(15);
+    for (size_t i = 0; i < yv.size(); ++i) yv[i] = 0.5 * double(i) - 3;
+    auto y = vec(yv, {5, 3}).require_grad();
+    auto a = slice(y, {Slice{0, 3}});
+    auto b = slice(y, {Slice{1, 5, 2}});
+    auto c = slice(y, {Slice{}, Slice{0, 3, 2}});
+    auto loss = sum(square(a)) + sum(b * 7) + sum(c * 5);
+    std::vector<double> want(15);
+    for (size_t i = 0; i < 15; ++i) {
+      const size_t r = i / 3, col = i % 3;
+      want[i] = (r < 3 ? 2 * yv[i] : 0) + (r == 1 || r == 3 ? 7 : 0) + (col != 1 ? 5 : 0);
+    }
+    expect_near(*y.grad(loss.backward()), want);
+  }
+}
+
+TEST(Autodiff, GradientsOfSlicesOfAnIntermediateAndSecondOrder) {
+  auto x = vec({1, -2, 0.5, 3}, {4}).require_grad();
+  {
+    auto h = (x * 3.0).require_grad();  // h = 3, -6, 1.5, 9
+    auto loss = sum(square(narrow(h, 0, 0, 2))) + sum(narrow(h, 0, 2, 2));
+    Gradients g = loss.backward();
+    expect_near(*h.grad(g), {6, -12, 1, 1});
+    expect_near(*x.grad(g), {18, -36, 3, 3});
+  }
+  // f = sum(x[:2]^3) + sum(x[2:]^2): grad 3x^2 | 2x, Hessian-vector product 6xv | 2v
+  auto f = sum(narrow(x, 0, 0, 2) * square(narrow(x, 0, 0, 2))) + sum(square(narrow(x, 0, 2, 2)));
+  auto g = *x.grad(f.backward(BackwardOptions{.create_graph = true}));
+  expect_near(g, {3, 12, 1, 6});
+  auto v = vec({0.5, 1, -1, 2}, {4});
+  expect_near(*x.grad(sum(g * v).backward()), {3, -12, -2, 4});
+}
+
 TEST(Autodiff, RetainGraphAllowsASecondBackward) {
   auto x = vec({1, 2}, {2}).require_grad();
   auto y = sum(exp(x));

@@ -869,6 +869,28 @@ TEST_F(FusionCuda, MatmulEpilogues) {
         DType::bf16, 2e-2);
 }
 
+TEST_F(FusionCuda, ResidualAddsRideOnTheProduct) {
+  // a residual add as the only epilogue is cuBLASLt's beta * C (no kernel reads the product back)
+  check([](std::vector<DynTensor> v) { return matmul(v[0], v[1], v[2]) + v[3]; },
+        {{300, 600}, {600, 130}, {130}, {300, 130}}, DType::f32, 1e-4);
+  check([](std::vector<DynTensor> v) { return v[2] + matmul(v[0], transpose(v[1], 0, 1)); },
+        {{70, 90}, {150, 90}, {70, 150}}, DType::f32, 1e-4);
+  check([](std::vector<DynTensor> v) { return matmul(v[0], v[1]) + v[2]; }, {{3, 2, 40, 30}, {2, 30, 20}, {3, 2, 40, 20}},
+        DType::f32, 1e-4);
+  check([](std::vector<DynTensor> v) { return matmul(v[0], v[1], v[2]) + v[3]; },
+        {{64, 96}, {96, 48}, {48}, {64, 48}}, DType::bf16, 2e-2);
+  // not taken, and still right: a broadcast addend, a strided one, the product read again
+  check([](std::vector<DynTensor> v) { return matmul(v[0], v[1]) + v[2]; }, {{64, 96}, {96, 48}, {1, 48}},
+        DType::f32, 1e-4);
+  check([](std::vector<DynTensor> v) { return matmul(v[0], v[1]) + transpose(v[2], 0, 1); },
+        {{64, 96}, {96, 48}, {48, 64}}, DType::f32, 1e-4);
+  check([](std::vector<DynTensor> v) {
+          auto p = matmul(v[0], v[1]);
+          return (p + v[2]) * p;
+        },
+        {{64, 96}, {96, 48}, {64, 48}}, DType::f32, 1e-4);
+}
+
 TEST_F(FusionCuda, AutodiffOnTop) {
   Device d = Device::cuda(0).fusion().autodiff();
   auto x = randn({50, 70}, 11, d).require_grad();

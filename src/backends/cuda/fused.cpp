@@ -21,6 +21,7 @@
 
 #include "cuda_backend.hpp"
 #include "elementwise_sources.hpp"
+#include "matmul.hpp"
 #include "ember/core/error.hpp"
 #include "ember/core/fused_matmul.hpp"
 #include "ember/core/hash.hpp"
@@ -776,8 +777,30 @@ class CudaFusedKernels final : public FusedKernels {
   }
 
   std::string kernel_name(const FusedProgram& p) const override {
-    if (has_producer(p)) return "cublaslt_matmul+" + kernel_name(split_producer(p, true).rest);
+    if (has_producer(p)) {
+      const ProducerSplit split = split_producer(p, true);
+      const bool prod_out = std::find(split.outputs.begin(), split.outputs.end(), -1) != split.outputs.end();
+      if (residual_input(split, prod_out) >= 0) return "cublaslt_matmul+c";
+      return "cublaslt_matmul+" + kernel_name(split.rest);
+    }
     return (p.is_rows() ? "rows_" : p.is_cols() ? "cols_" : "") + fmt_key(p.signature(), "");
+  }
+
+  // p's input that a matmul program's only epilogue, `add(product, input)`, adds to the product,
+  // where cuBLASLt can read it as C (beta 1): of the product's shape and dtype, and the product
+  // not an output of its own. -1 otherwise (or when the tensor turns out strided: matmul_plus).
+  static int32_t residual_input(const ProducerSplit& split, bool prod_out) {
+    const FusedProgram& r = split.rest;
+    if (prod_out || r.nodes.size() != 1 || r.outputs.size() != 1 || r.nodes[0].kind != OpKind::add) return -1;
+    const std::vector<int32_t>& args = r.nodes[0].args;
+    if (args.size() != 2 || (args[0] != ~0 && args[1] != ~0)) return -1;  // (rest's input 0 is the product)
+    const int32_t other = ~(args[0] == ~0 ? args[1] : args[0]);
+    if (other <= 0 || r.inputs[size_t(other)].shape != r.shape || r.inputs[size_t(other)].dtype != r.nodes[0].dtype ||
+        r.inputs[0].dtype != r.nodes[0].dtype)
+      return -1;
+    for (size_t i = 0; i < split.rest_input.size(); ++i)
+      if (split.rest_input[i] == other) return int32_t(i);
+    return -1;
   }
 
   // A matmul program: the product through the backend's own matmul (cuBLASLt, with its bias
@@ -787,9 +810,18 @@ class CudaFusedKernels final : public FusedKernels {
     const ProducerSplit split = split_producer(p, true);
     std::vector<PrimitivePtr> operands{inputs[size_t(split.a_input)], inputs[size_t(split.b_input)]};
     if (split.bias_input >= 0) operands.push_back(inputs[size_t(split.bias_input)]);
-    PrimitivePtr prod = be_.execute(make_op(OpKind::matmul, std::move(operands), p.nodes[0].attrs))[0];
-    std::vector<PrimitivePtr> routs;
+    Op product = make_op(OpKind::matmul, std::move(operands), p.nodes[0].attrs);
     const bool prod_out = std::find(split.outputs.begin(), split.outputs.end(), -1) != split.outputs.end();
+    if (const int32_t i = residual_input(split, prod_out); i >= 0) {
+      // the residual add as cuBLASLt's beta * C: no kernel reads the product back
+      OpProfiler::Scope timed([&] {
+        const std::string name = "cublaslt_matmul+c";
+        return OpProfiler::Label{name, name + " " + p.shape.str() + " (2 ops)", p.describe()};
+      }, be_.stream());
+      if (PrimitivePtr sum = matmul_plus(be_, product, as_cuda(inputs[size_t(i)]))) return {sum};
+    }
+    PrimitivePtr prod = be_.execute(std::move(product))[0];
+    std::vector<PrimitivePtr> routs;
     if (!split.rest.nodes.empty()) {
       std::vector<PrimitivePtr> rin(split.rest.inputs.size());
       rin[0] = prod_out ? prod : std::move(prod);

@@ -57,6 +57,7 @@ struct LtKey {
   int epilogue = 0;
   int64_t M = 0, N = 0, K = 0, lda = 0, ldb = 0, ldc = 0, sa = 0, sb = 0, sc = 0, batch = 1;
   uint32_t align_a = 0, align_b = 0, align_c = 0, align_bias = 0;
+  uint32_t align_addend = 0;  // 0: no addend (beta 0)
   bool operator==(const LtKey&) const = default;
 };
 
@@ -71,6 +72,7 @@ struct LtKeyHash {
     mix(uint64_t(k.tf32) | uint64_t(k.ta) << 1 | uint64_t(k.tb) << 2 | uint64_t(k.epilogue) << 3);
     for (int64_t v : {k.M, k.N, k.K, k.lda, k.ldb, k.ldc, k.sa, k.sb, k.sc, k.batch}) mix(uint64_t(v));
     mix(uint64_t(k.align_a) | uint64_t(k.align_b) << 16 | uint64_t(k.align_c) << 32 | uint64_t(k.align_bias) << 48);
+    mix(uint64_t(k.align_addend));
     return size_t(h);
   }
 };
@@ -102,6 +104,7 @@ std::string lt_store_key(const LtKey& k) {
   s += " e" + std::to_string(k.epilogue);
   for (int64_t v : {k.M, k.N, k.K, k.lda, k.ldb, k.ldc, k.sa, k.sb, k.sc, k.batch}) s += ' ' + std::to_string(v);
   for (uint32_t v : {k.align_a, k.align_b, k.align_c, k.align_bias}) s += " a" + std::to_string(v);
+  if (k.align_addend) s += " c" + std::to_string(k.align_addend);  // (keys without one are unchanged)
   return s;
 }
 
@@ -208,7 +211,8 @@ LtPlan* make_plan(CudaBackend& be, const LtKey& k, const GemmArgs& g, std::strin
   // cuBLASLt's A is our B and vice versa.
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &k.align_b, sizeof k.align_b);
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &k.align_a, sizeof k.align_a);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &k.align_c, sizeof k.align_c);
+  const uint32_t align_c_in = k.align_addend ? std::min(k.align_c, k.align_addend) : k.align_c;  // C is read from the addend
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c_in, sizeof align_c_in);
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &k.align_c, sizeof k.align_c);
   cublasLtMatmulHeuristicResult_t results[kLtCandidates] = {};
   int count = 0;
@@ -293,8 +297,9 @@ CudaTensorPtr materialize(CudaBackend& be, const CudaTensor& t, const Shape& bat
 
 // bias: null, or [N] added to every row through cuBLASLt's bias epilogue. Returns false (the
 // caller adds the bias) when cuBLASLt has no algorithm with that epilogue for the problem.
+// addend: null, or a contiguous tensor of out's shape added to the product (GemmArgs::addend).
 bool matmul_float(CudaBackend& be, Op& op, CudaTensorPtr a, CudaTensorPtr b, const CudaTensor* bias,
-                  CudaTensor& out) {
+                  CudaTensor& out, const CudaTensor* addend = nullptr) {
   const Shape& os = out.shape();
   const int nb = os.rank() - 2;
   const int64_t M = a->shape()[-2], K = a->shape()[-1], N = b->shape()[-1];
@@ -357,6 +362,7 @@ bool matmul_float(CudaBackend& be, Op& op, CudaTensorPtr a, CudaTensorPtr b, con
       e.A = static_cast<const char*>(a->raw()) + oa * int64_t(esz);
       e.B = static_cast<const char*>(b->raw()) + ob * int64_t(esz);
       e.C = static_cast<char*>(out.raw()) + oc * int64_t(esz);
+      if (addend) e.addend = static_cast<const char*>(addend->raw()) + oc * int64_t(esz);  // (laid out as out)
       if (!try_gemm_lt(be, e, op.name())) return false;
     }
     return true;
@@ -383,7 +389,8 @@ bool matmul_float(CudaBackend& be, Op& op, CudaTensorPtr a, CudaTensorPtr b, con
   f.batch = batch.numel();
   f.epilogue = g.epilogue;
   f.bias = g.bias;
-  if (bias) return try_gemm_lt(be, f, op.name());
+  f.addend = addend ? addend->raw() : nullptr;
+  if (bias || addend) return try_gemm_lt(be, f, op.name());
   gemm_lt(be, f, op.name());
   return true;
 }
@@ -442,6 +449,18 @@ std::vector<PrimitivePtr> matmul_kernel(CudaBackend& be, Op& op) {
 
 }  // namespace
 
+PrimitivePtr matmul_plus(CudaBackend& be, Op& op, const CudaTensor& addend) {
+  const TensorMeta& om = op.outputs[0];
+  if (!is_float(om.dtype) || addend.dtype() != om.dtype || addend.shape() != om.shape || !addend.is_contiguous() ||
+      om.shape.numel() == 0 || op.inputs[0]->shape()[-1] == 0)
+    return nullptr;
+  auto out = alloc(be, om);
+  CudaTensorPtr bias = op.inputs.size() > 2 && op.inputs[2] ? contiguous(be, op.inputs[2]) : nullptr;
+  if (!matmul_float(be, op, as_cuda_ptr(op.inputs[0]), as_cuda_ptr(op.inputs[1]), bias.get(), *out, &addend))
+    return nullptr;
+  return out;
+}
+
 void set_tf32_allowed(bool on) { g_allow_tf32.store(on); }
 bool tf32_allowed() { return g_allow_tf32.load(); }
 
@@ -477,6 +496,7 @@ bool gemm_lt_as_given(CudaBackend& be, const GemmArgs& g, std::string_view op) {
     EMBER_CHECK(g.bias != nullptr, op, ": a bias epilogue needs a bias vector");
     k.align_bias = alignment_of(g.bias, 0);
   }
+  if (g.addend) k.align_addend = alignment_of(g.addend, k.sc * esz);
   std::lock_guard<std::mutex> lock(g_plans_mu);  // (held while a first call tunes its plan)
   auto it = plans().find(k);
   if (it == plans().end()) it = plans().emplace(k, make_plan(be, k, g, op)).first;
@@ -486,14 +506,14 @@ bool gemm_lt_as_given(CudaBackend& be, const GemmArgs& g, std::string_view op) {
     lt_check(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof g.bias), op,
              "descriptor", g);
   void* ws = be.workspace(kWorkspaceBytes);
-  float alpha_f = float(g.alpha), beta_f = 0.0f;
-  double alpha_d = g.alpha, beta_d = 0.0;
+  float alpha_f = float(g.alpha), beta_f = g.addend ? 1.0f : 0.0f;
+  double alpha_d = g.alpha, beta_d = g.addend ? 1.0 : 0.0;
   const void* alpha = p->scale_double ? static_cast<const void*>(&alpha_d) : static_cast<const void*>(&alpha_f);
   const void* beta = p->scale_double ? static_cast<const void*>(&beta_d) : static_cast<const void*>(&beta_f);
   auto run = [&](const cublasLtMatmulAlgo_t& algo) {
     // K == 0: cuBLASLt writes beta * C = 0 (plus the epilogue), as wanted.
-    return cublasLtMatmul(be.cublaslt(), p->desc, alpha, g.B, p->a, g.A, p->b, beta, g.C, p->c, g.C, p->c, &algo, ws,
-                          kWorkspaceBytes, be.stream());
+    return cublasLtMatmul(be.cublaslt(), p->desc, alpha, g.B, p->a, g.A, p->b, beta, g.addend ? g.addend : g.C, p->c,
+                          g.C, p->c, &algo, ws, kWorkspaceBytes, be.stream());
   };
   if (!p->candidates.empty()) {  // first call: keep the fastest (the output is written each time)
     auto best = cudnn_graph::fastest(be.stream(), p->candidates.size(),
@@ -581,7 +601,7 @@ bool try_gemm_lt(CudaBackend& be, const GemmArgs& g, std::string_view op) {
   if (g.M == 0 || g.N == 0 || g.batch == 0) return true;
   EMBER_CHECK(g.K > 0, op, ": gemm_lt needs K > 0 (the caller fills empty sums)");
   const int64_t esz = int64_t(dtype_size(g.dtype));
-  if ((esz != 2 && esz != 4) || g.batch > 1 || 2.0 * double(g.M) * double(g.N) * double(g.K) < kPadFlops)
+  if ((esz != 2 && esz != 4) || g.batch > 1 || g.addend || 2.0 * double(g.M) * double(g.N) * double(g.K) < kPadFlops)
     return gemm_lt_as_given(be, g, op);
   const int64_t per = 16 / esz;
   auto round_up = [&](int64_t v, bool inner) { return inner && v % per != 0 ? (v + per - 1) / per * per : v; };

@@ -37,6 +37,9 @@ struct GemmArgs {
   double alpha = 1.0;
   Epilogue epilogue = Epilogue::none;
   const void* bias = nullptr;
+  // null, or a matrix laid out as C (ldc, stride_c) added to the product, before a relu or gelu
+  // epilogue (cuBLASLt's beta * C with beta 1, read from here and written to C)
+  const void* addend = nullptr;
 };
 
 // Runs the product on be.stream(). Throws an Error naming `op` when cuBLASLt finds no algorithm
@@ -45,6 +48,12 @@ void gemm_lt(CudaBackend& be, const GemmArgs& g, std::string_view op = "matmul")
 // The same, returning false (nothing launched) when cuBLASLt has no algorithm for this layout
 // (e.g. a batch stride it does not accept), so the caller can fall back to a copy.
 bool try_gemm_lt(CudaBackend& be, const GemmArgs& g, std::string_view op = "matmul");
+
+// The product of matmul op `op` (its inputs a, b and an optional bias) plus `addend`, a
+// contiguous tensor of the product's shape and dtype, in one cuBLASLt call (beta = 1): a residual
+// add folded into the product (the fusion decorator's matmul programs). Null, with nothing
+// launched, when cuBLASLt has no algorithm for it; the caller then adds.
+PrimitivePtr matmul_plus(CudaBackend& be, Op& op, const CudaTensor& addend);
 
 // Whether f32 products (and f32 convolutions) may use TF32 tensor cores (ember::cuda::set_allow_tf32).
 bool tf32_allowed();

@@ -1,4 +1,5 @@
 // The autodiff backend (recording) and the backward engine.
+#include <algorithm>
 #include <unordered_map>
 
 #include "graph.hpp"
@@ -334,6 +335,83 @@ void accumulate(Val& slot, Val g) {
   slot = run(OpKind::add, std::move(in));
 }
 
+// The gradient flowing into one output of a node while its consumers' rules run: the sum of the
+// dense contributions, and the gradients of slices of it kept apart (a slice's rule would make a
+// zero tensor of the whole with the part written in, and the parts would then be added: for the
+// three row blocks of an attention projection, 3 fills, 3 writes and 2 sums of the weight's size,
+// where one concatenation does).
+struct Slot {
+  Val dense;
+  std::vector<std::pair<SliceAttrs, Val>> pieces;
+};
+
+bool whole(const SliceRange& r, int64_t size) { return r.start == 0 && r.step == 1 && r.length() == size; }
+
+// Whether two strided boxes may share an element (their spans overlap in every dim).
+bool may_overlap(const SliceAttrs& a, const SliceAttrs& b) {
+  for (size_t i = 0; i < a.ranges.size(); ++i) {
+    const SliceRange &x = a.ranges[i], &y = b.ranges[i];
+    const int64_t x_last = x.start + (x.length() - 1) * x.step, y_last = y.start + (y.length() - 1) * y.step;
+    if (x.length() == 0 || y.length() == 0 || x_last < y.start || y_last < x.start) return false;
+  }
+  return true;
+}
+
+// The dim along which every piece is a contiguous run, whole in every other dim, with no two
+// runs overlapping: the pieces then concatenate (zeros in the gaps). -1 when there is none.
+int concat_dim(std::vector<std::pair<SliceAttrs, Val>>& pieces, const Shape& shape) {
+  for (int d = 0; d < shape.rank(); ++d) {
+    bool ok = true;
+    for (const auto& [a, g] : pieces) {
+      for (int i = 0; i < shape.rank() && ok; ++i)
+        ok = i == d ? a.ranges[size_t(i)].step == 1 : whole(a.ranges[size_t(i)], shape[i]);
+      if (!ok) break;
+    }
+    if (!ok) continue;
+    std::sort(pieces.begin(), pieces.end(), [d](const auto& x, const auto& y) {
+      return x.first.ranges[size_t(d)].start < y.first.ranges[size_t(d)].start;
+    });
+    for (size_t k = 1; k < pieces.size() && ok; ++k)
+      ok = pieces[k].first.ranges[size_t(d)].start >= pieces[k - 1].first.ranges[size_t(d)].end;
+    if (ok) return d;
+  }
+  return -1;
+}
+
+// The slot's gradient as one tensor of `m`'s shape (undefined when nothing flowed in).
+Val settle(Backend* be, Slot slot, const TensorMeta& m) {
+  if (slot.pieces.empty()) return std::move(slot.dense);
+  Val sparse;
+  if (const int d = concat_dim(slot.pieces, m.shape); d >= 0) {
+    std::vector<Val> parts;
+    int64_t at = 0;
+    auto gap = [&](int64_t until) {
+      if (until <= at) return;
+      Shape s = m.shape;
+      s[d] = until - at;
+      parts.push_back(full(be, s, 0.0, m.dtype));
+    };
+    for (auto& [a, g] : slot.pieces) {
+      gap(a.ranges[size_t(d)].start);
+      parts.push_back(std::move(g));
+      at = a.ranges[size_t(d)].end;
+    }
+    gap(m.shape[d]);
+    sparse = cat(std::move(parts), d);
+  } else {
+    sparse = full(be, m.shape, 0.0, m.dtype);
+    for (size_t k = 0; k < slot.pieces.size(); ++k) {
+      auto& [a, g] = slot.pieces[k];
+      bool overlap = false;
+      for (size_t j = 0; j < k && !overlap; ++j) overlap = may_overlap(slot.pieces[j].first, a);
+      Val v = overlap ? run(OpKind::add, {slice(sparse, a), std::move(g)}) : std::move(g);
+      sparse = slice_assign(sparse, a, v);
+    }
+  }
+  accumulate(slot.dense, std::move(sparse));
+  return std::move(slot.dense);
+}
+
 }  // namespace
 
 class Engine {
@@ -377,9 +455,10 @@ class Engine {
     }
 
     GradientMap out;
-    std::unordered_map<Node*, std::vector<Val>> pending;
+    std::unordered_map<Node*, std::vector<Slot>> pending;
     pending[r.edge.node.get()].resize(r.edge.node->out_meta.size());
-    pending[r.edge.node.get()][r.edge.index] = std::move(seed);
+    pending[r.edge.node.get()][r.edge.index].dense = std::move(seed);
+    const Rule* slice_rule = &rules()[size_t(OpKind::slice)];
     std::vector<std::shared_ptr<Node>> ready{r.edge.node};
     auto report = [&](const Node& n, int j, const Val& g) {
       PrimitivePtr p = create ? g.prim() : std::make_shared<AdPrimitive>(g.prim(), Edge{});
@@ -390,9 +469,13 @@ class Engine {
       std::shared_ptr<Node> node = std::move(ready.back());
       ready.pop_back();
       out.visited_.insert(node->id);
-      std::vector<Val> grads = std::move(pending[node.get()]);
-      pending.erase(node.get());
-      grads.resize(node->out_meta.size());
+      std::vector<Val> grads(node->out_meta.size());
+      {
+        std::vector<Slot> slots = std::move(pending[node.get()]);
+        pending.erase(node.get());
+        for (size_t j = 0; j < slots.size() && j < grads.size(); ++j)
+          grads[j] = settle(be, std::move(slots[j]), node->out_meta[j]);
+      }
       if (node->leaf) {
         if (grads[0].defined()) {
           report(*node, 0, grads[0]);
@@ -413,6 +496,16 @@ class Engine {
       EMBER_CHECK(!node->freed, "backward: the graph of this tensor (through ", op_name(node->kind), ", output shape ",
                   node->out_meta[0].shape, ") was already freed by an earlier backward; pass retain_graph to "
                   "run backward twice");
+      if (node->rule == slice_rule && node->next[0].node && grads[0].shape() != node->in_meta[0].shape) {
+        // a part of its input: placed when the input's gradient is settled (Slot)
+        const Edge& e = node->next[0];
+        auto& slots = pending[e.node.get()];
+        if (slots.empty()) slots.resize(e.node->out_meta.size());
+        slots[size_t(e.index)].pieces.emplace_back(std::get<SliceAttrs>(node->attrs), cast(grads[0], node->in_meta[0].dtype));
+        if (--deps[e.node.get()] == 0) ready.push_back(e.node);
+        if (!retain) node->release();
+        continue;
+      }
       Grads in_grads;
       {
         Ctx ctx(node, be, create, grads);
@@ -432,7 +525,7 @@ class Engine {
           g = cast(g, m.dtype);
           auto& slots = pending[e.node.get()];
           if (slots.empty()) slots.resize(e.node->out_meta.size());
-          accumulate(slots[e.index], std::move(g));
+          accumulate(slots[size_t(e.index)].dense, std::move(g));
         }
         if (--deps[e.node.get()] == 0) ready.push_back(e.node);
       }
