@@ -1238,4 +1238,22 @@ MUTANTS = [
         "description": "save_model forgets NodeProto.domain (com.microsoft's QLinearAdd becomes an unknown default-domain op)",
         "suites": [unit("tests/onnx/ember_onnx_tests", "QuantizeStatic.*")],
     },
+    {
+        "id": "autodiff-slice-gradients-never-overlap",
+        "family": "autodiff",
+        "file": "src/decorators/autodiff/autodiff.cpp",
+        "search": "for (size_t j = 0; j < k && !overlap; ++j) overlap = may_overlap(slot.pieces[j].first, a);",
+        "replace": "for (size_t j = 0; j < k && !overlap; ++j) overlap = may_overlap(slot.pieces[j].first, a) && false;",
+        "description": "the gradients of overlapping slices of one tensor overwrite each other instead of adding",
+        "suites": [unit("tests/autodiff/ember_autodiff_tests")],
+    },
+    {
+        "id": "autodiff-slice-gradients-leading-gap",
+        "family": "autodiff",
+        "file": "src/decorators/autodiff/autodiff.cpp",
+        "search": "      gap(a.ranges[size_t(d)].start);",
+        "replace": "      ;",
+        "description": "slice gradients concatenated along a dim leave out the zeros before each run",
+        "suites": [unit("tests/autodiff/ember_autodiff_tests")],
+    },
 ]
