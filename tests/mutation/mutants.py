@@ -838,7 +838,7 @@ MUTANTS = [
         "family": "cpu",
         "file": "src/backends/cpu/conv.cpp",
         "search": "      epi.with_bias(yg + o0 * P + p0, o1 - o0, cl, P, bias ? bias + gi * g.Og + o0 : nullptr);",
-        "replace": "      Epilogue<float>{}.with_bias(yg + o0 * P + p0, o1 - o0, cl, P, bias ? bias + gi * g.Og + o0 : nullptr);",
+        "replace": "      (void)epi, Epilogue<float>{}.with_bias(yg + o0 * P + p0, o1 - o0, cl, P, bias ? bias + gi * g.Og + o0 : nullptr);",
         "description": "the batched (packed) conv path leaves out conv_fused's residual add and clamp",
         "suites": [unit(CPU_TESTS, "*FusedEpilogue*")],
     },

@@ -15,7 +15,8 @@
 //     time, the GEMM turned around (pixels x channels) and split inside over output
 //     channels or pixels (conv_forward_image), without an im2col where the output rows suit
 //     the micro-kernel (conv_forward_image_implicit);
-//   * 1x1, stride-1, unpadded: no im2col, X is used in place as the [Cg, P] matrix;
+//   * 1x1, stride-1, unpadded: no im2col, X is used in place as the [Cg, P] matrix (f32 on
+//     AVX-512: read by the packed micro-kernel of conv_forward_packed, weights kept packed);
 //   * one input channel per group (depthwise): a direct kernel (AVX-512 rows for f32, and a
 //     whole-plane kernel for 3x3 / stride 1 / padding 1, MobileNets' case), except
 //     a single-channel input with 8+ outputs (a network's first layer), where im2col + GEMM
@@ -75,8 +76,8 @@ void conv_implicit_tile_f32_avx512(int m, int sw, bool split7, int64_t rowstep, 
                                    int n);
 void transpose_bias_f32_avx512(const float* src, int64_t rows, int64_t cols, int64_t lds, const float* bias,
                                float* dst, int64_t ldd);
-void conv_epilogue_f32_avx512(float* y, const float* res, int64_t rows, int64_t cols, int64_t ld, float lo,
-                              float hi);
+void conv_epilogue_f32_avx512(float* y, const float* res, const float* bias, int64_t rows, int64_t cols, int64_t ld,
+                              float lo, float hi);
 }  // namespace detail
 
 namespace {
@@ -177,17 +178,22 @@ struct Epilogue {
   bool active() const { return residual || clamp; }
   // rows x cols of the output at y (row stride ld)
   void operator()(T* y, int64_t rows, int64_t cols, int64_t ld) const {
-    if (!active() || rows <= 0 || cols <= 0) return;
+    if (active()) with_bias(y, rows, cols, ld, nullptr);
+  }
+  // The same with bias[r] added to row r first (bias null: none), for paths that leave the
+  // bias to the epilogue instead of starting from it.
+  void with_bias(T* y, int64_t rows, int64_t cols, int64_t ld, const T* bias) const {
+    if ((!active() && !bias) || rows <= 0 || cols <= 0) return;
     const T* res = residual ? residual + (y - y0) : nullptr;
     if constexpr (std::is_same_v<T, float>) {
       if (features().avx512) {
-        detail::conv_epilogue_f32_avx512(y, res, rows, cols, ld, lo, hi);
+        detail::conv_epilogue_f32_avx512(y, res, bias, rows, cols, ld, lo, hi);
         return;
       }
     }
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t i = 0; i < cols; ++i) {
-        T v = y[r * ld + i] + (res ? res[r * ld + i] : T(0));
+        T v = y[r * ld + i] + (bias ? bias[r] : T(0)) + (res ? res[r * ld + i] : T(0));
         v = v < lo ? lo : v;  // NaN stays NaN
         y[r * ld + i] = v > hi ? hi : v;
       }
@@ -530,9 +536,10 @@ void run_units_dynamic(int64_t units, int nth, const std::function<void(int64_t)
 
 // f32 conv through the AVX-512 GEMM micro-kernel directly: the weights are packed into
 // MR-row micro-panels once per call (shared by every thread and image), and each K block of
-// the column matrix (row-major, L2 resident) is read in place by the micro-kernel, which
-// accumulates straight into the output image (beta = 1 after the first block, or from the
-// start over the bias). Work units (image, group, pixel chunk[, strip range]) are spread
+// the column matrix (row-major, L2 resident; for a pointwise conv the input's own channel rows,
+// no im2col) is read in place by the micro-kernel, which accumulates straight into the output
+// image (beta = 0 for the first block); the bias, residual and clamp follow per work unit, while
+// its output rows are in cache. Work units (image, group, pixel chunk[, strip range]) are spread
 // over the threads, each with its own column buffer.
 const detail::GemmKernelSet<float>* packed_conv_kernels() {
   if (detail::gemm_best_isa() < detail::kIsaAvx512) return nullptr;
@@ -551,6 +558,7 @@ void conv_forward_packed(const ConvGeom& g, const float* x, const float* w, cons
   const int64_t nkb = std::max<int64_t>(1, (Kdim + 255) / 256);
   const int64_t kcb = (Kdim + nkb - 1) / nkb;
   const int64_t strips = (g.Og + MR - 1) / MR;
+  const bool direct = g.pointwise();  // no im2col: the micro-kernel reads the input rows in place
 
   // Packed weights: group gi, K block at row k0 (kc rows), strip st at
   // apack + gi * a_group + strips * k0 * MR + st * kc * MR.
@@ -596,7 +604,7 @@ void conv_forward_packed(const ConvGeom& g, const float* x, const float* w, cons
   const int64_t units = items * sgroups;
 
   auto run_units = [&](int64_t u0, int64_t u1) {
-    float* col = workspace<float>(size_t(kcb * len));
+    float* col = direct ? nullptr : workspace<float>(size_t(kcb * len));
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t sgi = u % sgroups, it = u / sgroups;
       const int64_t s0 = strips * sgi / sgroups, s1 = strips * (sgi + 1) / sgroups;
@@ -607,23 +615,31 @@ void conv_forward_packed(const ConvGeom& g, const float* x, const float* w, cons
       const float* xg = x + (n * g.C + gi * g.Cg) * IP;
       float* yg = y + (n * g.O + gi * g.Og) * P;
       const int64_t o0 = s0 * MR, o1 = std::min(g.Og, s1 * MR);
-      if (bias) fill_bias(yg + o0 * P, P, o1 - o0, p0, p1, bias + gi * g.Og + o0);
       const float* ag = apack + gi * a_group;
       for (int64_t k0 = 0; k0 < Kdim; k0 += kcb) {
         const int64_t kc = std::min(kcb, Kdim - k0);
-        im2col(g, xg, k0, k0 + kc, p0, p1, col, cl);
-        const float beta = (k0 == 0 && !bias) ? 0.0f : 1.0f;
+        // The K block's column rows: the input's channel rows themselves for a pointwise conv.
+        const float* b = col;
+        int64_t ldb = cl;
+        if (direct) {
+          b = xg + k0 * IP + p0;
+          ldb = IP;
+        } else {
+          im2col(g, xg, k0, k0 + kc, p0, p1, col, cl);
+        }
+        const float beta = k0 == 0 ? 0.0f : 1.0f;
         for (int64_t st = s0; st < s1; ++st) {
           const int m = int(std::min<int64_t>(MR, g.Og - st * MR));
           const float* ap = ag + strips * k0 * MR + st * kc * MR;
           float* crow = yg + st * MR * P + p0;
           for (int64_t j = 0; j < cl; j += NR) {
             const int nn = int(std::min<int64_t>(NR, cl - j));
-            ks.kernel(kc, ap, col + j, cl, crow + j, P, 1.0f, beta, m, nn);
+            ks.kernel(kc, ap, b + j, ldb, crow + j, P, 1.0f, beta, m, nn);
           }
         }
       }
-      epi(yg + o0 * P + p0, o1 - o0, cl, P);
+      // the bias, residual and clamp while the rows are in cache
+      epi.with_bias(yg + o0 * P + p0, o1 - o0, cl, P, bias ? bias + gi * g.Og + o0 : nullptr);
     }
   };
   if (nth > 1 && units > 1)
@@ -1010,6 +1026,14 @@ void conv_forward(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y
   const bool direct = g.pointwise();
   const int nth = num_threads_for(ng * g.Og * P * std::max<int64_t>(Kdim, 1));
   if constexpr (std::is_same_v<T, float>) {
+    // Pointwise (1x1) convs: the packed micro-kernel reads the input's channel rows in place,
+    // with the weights packed once (kept) and the bias and epilogue applied per output block.
+    if (direct && Kdim >= 8 && g.Og >= 4) {
+      if (const auto* ks = packed_conv_kernels()) {
+        conv_forward_packed(g, x, w, bias, y, *ks, nth, ws, epi);
+        return;
+      }
+    }
     // Worth it when the GEMM has some depth; tiny channel counts stay on the plain path.
     if (!direct && Kdim >= 16 && g.Og >= 4) {
       if (const auto* ks = packed_conv_kernels()) {

@@ -464,18 +464,20 @@ void add_row_f32_avx512(float* dst, const float* src, int64_t n) {
   }
 }
 
-// conv_fused's epilogue over rows x cols of the output at y (row stride ld): y = clamp(y + r, lo,
-// hi), r at the same offsets from res (null: none). max(lo, v) and min(hi, v) return v when v is
+// conv_fused's epilogue over rows x cols of the output at y (row stride ld): y = clamp(y + b + r,
+// lo, hi), b the row's bias (bias null: none), r at the same offsets from res (null: none). max(lo, v) and min(hi, v) return v when v is
 // NaN (the second operand), so NaN stays NaN.
-void conv_epilogue_f32_avx512(float* y, const float* res, int64_t rows, int64_t cols, int64_t ld, float lo,
-                              float hi) {
+void conv_epilogue_f32_avx512(float* y, const float* res, const float* bias, int64_t rows, int64_t cols, int64_t ld,
+                              float lo, float hi) {
   const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
   for (int64_t r = 0; r < rows; ++r) {
     float* yr = y + r * ld;
     const float* rr = res ? res + r * ld : nullptr;
+    const __m512 vb = _mm512_set1_ps(bias ? bias[r] : 0.0f);
     for (int64_t i = 0; i < cols; i += 16) {
       const __mmask16 m = lanes(0, cols - i);
       __m512 v = _mm512_maskz_loadu_ps(m, yr + i);
+      if (bias) v = _mm512_add_ps(v, vb);
       if (rr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, rr + i));
       v = _mm512_min_ps(vhi, _mm512_max_ps(vlo, v));
       _mm512_mask_storeu_ps(yr + i, m, v);

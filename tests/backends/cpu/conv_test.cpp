@@ -177,6 +177,10 @@ const std::vector<ConvCase>& conv_cases() {
       {2, 1, 32, 40, {30, 31}, {5, 5}, {2, 1}, {2, 2}, {1, 1}, {0, 0}, 1, true},
       {2, 1, 32, 40, {36, 30}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 1, true},   // several chunks
       {2, 3, 48, 64, {33, 35}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, true},
+      // pointwise through the packed micro-kernel (input rows read in place): two K blocks, two
+      // pixel chunks, a strip and a column tail; then groups and a batch
+      {2, 1, 300, 40, {20, 21}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, true},
+      {2, 3, 24, 30, {7, 9}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 2, true},
       {2, 2, 16, 8, {13, 17}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 1, true},    // width stride 2
       {2, 1, 8, 6, {9, 40}, {3, 3}, {1, 2}, {2, 3}, {2, 2}, {0, 0}, 1, false},    // stride 2, dilated
       {2, 2, 8, 6, {9, 40}, {2, 3}, {1, 3}, {0, 1}, {1, 1}, {0, 0}, 1, true},      // width stride 3
