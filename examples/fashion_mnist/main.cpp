@@ -3,11 +3,13 @@
 //
 //   ./build/examples/fashion_mnist [--device cpu|cuda] [--fusion] [--epochs N] [--batch-size N]
 //       [--train-images N] [--out DIR] [--model FILE] [--quantize int8] [--calibration minmax|percentile|entropy]
+//       [--qat-epochs N]
 //
 // --model FILE skips training and evaluates a model saved by an earlier run (DIR/fashion_cnn.safetensors).
 // --quantize int8 then also quantizes it statically (nn::quantize: calibrated on 1,000 training
 // images, int8 weights per channel, u8 activations), saves and reloads the int8 model and prints
-// its test accuracy beside the f32 one.
+// its test accuracy beside the f32 one. --qat-epochs N fine-tunes the model with quantization-aware
+// training (nn::prepare_qat) for N epochs, converts it to int8 (nn::convert) and prints its accuracy.
 //
 // Data-parallel on the CPU (Gloo), one process per rank, each on its shard of the training set
 // (docs/distributed.md); rank 0 writes the logs, checkpoints and the model, and evaluates:
@@ -45,6 +47,7 @@ struct Args {
   std::string model;  // a saved model to evaluate instead of training one
   std::string quantize;  // "int8": also evaluate the statically quantized model
   nn::Calibration calibration = nn::Calibration::min_max;
+  int64_t qat_epochs = 0;  // > 0: also fine-tune with quantization-aware training, then convert to int8
 };
 
 Args parse(int argc, char** argv) {
@@ -70,6 +73,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--out") a.out = value();
     else if (k == "--train-images") a.train_images = std::min<int64_t>(count(), 55000);
     else if (k == "--model") a.model = value();
+    else if (k == "--qat-epochs") a.qat_epochs = count();
     else if (k == "--quantize") {
       a.quantize = value();
       EMBER_CHECK(a.quantize == "int8", "fashion_mnist: --quantize takes int8, not '", a.quantize, "'");
@@ -81,7 +85,7 @@ Args parse(int argc, char** argv) {
       else EMBER_FAIL("fashion_mnist: --calibration takes minmax, percentile or entropy, not '", c, "'");
     } else EMBER_FAIL("fashion_mnist: unknown argument ", k,
                     " (use --device, --fusion, --epochs, --batch-size, --train-images, --out, --model, --quantize,"
-                    " --calibration)");
+                    " --calibration, --qat-epochs)");
   }
   return a;
 }
@@ -123,8 +127,9 @@ int main(int argc, char** argv) try {
     if (shuffle) b.shuffle(42);
     return b.build(ds);
   };
-  // Training (skipped with --model): the trained model on rank 0, nothing on the other ranks.
-  auto train = [&]() -> std::optional<Cnn> {
+  // Training (skipped with --model) from `initial` (a fresh model when none) for `epochs` with the
+  // learning rate decaying from `lr` to 0: the trained model on rank 0, nothing on the other ranks.
+  auto train = [&](std::optional<Cnn> start, int64_t epochs, double lr, const std::string& run) -> std::optional<Cnn> {
     auto train_set = data::partial(parts[0], 0, size_t(args.train_images));
     int rank = 0;
 #if EMBER_HAS_DISTRIBUTED
@@ -154,17 +159,17 @@ int main(int argc, char** argv) try {
     };
 
     train_device.seed(42);
-    Cnn initial = fashion::make_cnn(train_device);
+    Cnn initial = start ? *start : fashion::make_cnn(train_device);
 #if EMBER_HAS_DISTRIBUTED
     if (dp) initial = dp->broadcast_parameters(initial);
 #endif
     auto builder = train::LearnerBuilder<Cnn, Batch>(initial, train_step, valid_step);
     builder.optimizer(optim::AdamConfig{}.init())
         .scheduler(std::make_unique<optim::CosineAnnealingLR>(  // 1e-3 decaying to 0
-            1e-3, optim::CosineAnnealingLRConfig{.t_max = args.epochs * int64_t(train_loader->num_batches())}))
-        .epochs(args.epochs)
+            lr, optim::CosineAnnealingLRConfig{.t_max = epochs * int64_t(train_loader->num_batches())}))
+        .epochs(epochs)
         .metrics({train::accuracy_metric()})
-        .run_dir(args.out + "/run")
+        .run_dir(args.out + "/" + run)
         .checkpoints({.keep_last = 2, .best_metric = "valid/accuracy"})
         .seed(42);
 #if EMBER_HAS_DISTRIBUTED
@@ -177,7 +182,7 @@ int main(int argc, char** argv) try {
   };
   std::optional<Cnn> trained;
   if (args.model.empty()) {
-    trained = train();
+    trained = train(std::nullopt, args.epochs, 1e-3, "run");
     if (!trained) return 0;
   } else {
     trained = fashion::make_cnn(device);
@@ -234,6 +239,22 @@ int main(int argc, char** argv) try {
                 100.0 * (qacc - acc));
     std::printf("test-set pass (10,000 images, batches of 500, data loading included): f32 %.2f s, int8 %.2f s\n",
                 f32_seconds, int8_seconds);
+  }
+  if (args.qat_epochs > 0) {
+    // Quantization-aware fine-tuning: fake-quantized layers trained for --qat-epochs at a tenth of
+    // the learning rate, then converted to the same int8 layers.
+#if EMBER_HAS_DISTRIBUTED
+    EMBER_CHECK(!distributed::launched_distributed(), "fashion_mnist: --qat-epochs runs in one process, not under ember-run");
+#endif
+    Cnn qat = nn::prepare_qat(nn::to_device(reloaded, train_device));
+    nn::set_training(qat, true);
+    std::optional<Cnn> tuned = train(qat, args.qat_epochs, 1e-4, "qat");
+    if (!tuned) return 0;
+    Cnn q = nn::convert(nn::to_device(*tuned, device));
+    nn::set_training(q, false);
+    const double qacc = accuracy(q, *test_loader);
+    std::printf("f32 test accuracy: %.4f, int8 after %lld QAT epochs: %.4f (%+.2f points)\n", acc,
+                static_cast<long long>(args.qat_epochs), qacc, 100.0 * (qacc - acc));
   }
   std::printf("test accuracy: %.4f\n", acc);
   return 0;
