@@ -1,13 +1,13 @@
 // Static (post-training) quantization of an ONNX model, in ONNX Runtime's QOperator format, and
 // writing a ModelProto back to a file.
 //
-//   std::vector<std::map<std::string, DynTensor>> calib = {{{"input", x0}}, {{"input", x1}}};
+//   # DynTensor x0 = randn({1, 3, 224, 224}), x1 = randn({1, 3, 224, 224});
+//   std::vector<onnx::CalibrationSample> calib = {{{"input", x0}}, {{"input", x1}}};
 //   onnx::quantize_static("resnet18.onnx", "resnet18_int8.onnx", calib);
 //   auto m = onnx::Model::load("resnet18_int8.onnx");       // QLinearConv, QLinearAdd, ...
 //
 // quantize_static runs the f32 model on every calibration sample, records the min and max of
-// every f32 value the graph computes (and of its inputs), and rewrites the graph:
-//
+// every f32 value the graph computes (and of its inputs), and rewrites the graph as follows:
 //   Conv (+ a Relu that is its only reader)  -> QLinearConv, u8 activations, i8 weights symmetric
 //                                               per output channel, i32 bias; with a Relu the
 //                                               output range is the Relu's (zero point 0, so
