@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <string>
 
@@ -182,6 +184,171 @@ TEST(ConvInteger, PassesThroughFusionAndCarriesNoGradient) {
     EXPECT_FALSE(y.is_require_grad());
     EXPECT_EQ(add(y, Scalar(int64_t(1))).to_vector<int32_t>(), (std::vector<int32_t>{-3, -3, -3, -3}));
   }
+}
+
+}  // namespace
+}  // namespace ember
+
+namespace ember {
+namespace {
+
+// ONNX QLinearConv / QLinearMatMul written out: acc (i64) -> saturate(rint(f32(acc) * m) + zp),
+// m = (xs * ws[c]) / ys in f32 (the operators' definition; the conformance cases check the same
+// formula through numpy).
+uint8_t requantized_u8(int64_t acc, float xs, float ws, float ys, int zp) {
+  const float m = (xs * ws) / ys;
+  const float f = std::nearbyint(float(int32_t(acc)) * m) + float(zp);
+  return uint8_t(std::clamp(f, 0.f, 255.f));
+}
+
+// A 3x3 conv (pad 1) of u8 x (zero point zx) with i8 w [M, C, 3, 3] plus an i32 bias, per-channel
+// w scales, u8 y (zero point zy).
+std::vector<uint8_t> qconv_reference(const std::vector<uint8_t>& x, const std::vector<int8_t>& w, int64_t N, int64_t C,
+                                     int64_t H, int64_t W, int64_t M, int zx, const std::vector<int32_t>& bias,
+                                     float xs, const std::vector<float>& ws, float ys, int zy) {
+  std::vector<uint8_t> y(size_t(N * M * H * W));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t i = 0; i < H; ++i)
+        for (int64_t j = 0; j < W; ++j) {
+          int64_t acc = bias[size_t(m)];
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t a = 0; a < 3; ++a)
+              for (int64_t b = 0; b < 3; ++b) {
+                const int64_t ii = i + a - 1, jj = j + b - 1;
+                if (ii < 0 || ii >= H || jj < 0 || jj >= W) continue;
+                acc += (int64_t(x[size_t(((n * C + c) * H + ii) * W + jj)]) - zx) *
+                       int64_t(w[size_t(((m * C + c) * 3 + a) * 3 + b)]);
+              }
+          y[size_t(((n * M + m) * H + i) * W + j)] = requantized_u8(acc, xs, ws[size_t(m)], ys, zy);
+        }
+  return y;
+}
+
+// The weights stay packed with their storage from the second call on (Storage::derived): the
+// first, second (packs and keeps) and third (reads the kept packing) calls match the formula, for
+// two weight views at different offsets of one buffer; after an in-place write into the buffer
+// (add given its last handle) the result follows the new weights.
+TEST(QLinearConv, KeptWeightPackingFollowsTheWeights) {
+  const int64_t N = 2, C = 16, H = 7, W = 9, M = 20;
+  std::vector<uint8_t> xv(static_cast<size_t>(N * C * H * W));
+  std::vector<int8_t> wv(static_cast<size_t>(2 * M * C * 9));
+  std::vector<int32_t> bias(static_cast<size_t>(M));
+  std::vector<float> ws(static_cast<size_t>(M));
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = uint8_t((i * 37 + 11) % 256);
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = int8_t(int((i * 53 + 7) % 255) - 127);
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = int32_t(i * 97) - 900, ws[i] = 0.001f * float(i + 3);
+  const float xs = 0.02f, ys = 0.05f;
+  const int zx = 128, zy = 100;
+  auto x = DynTensor::from_vector<uint8_t>(xv, {N, C, H, W});
+  auto both = DynTensor::from_vector<int8_t>(wv, {2 * M, C, 3, 3});
+  auto b = DynTensor::from_vector<int32_t>(bias, {M});
+  auto wst = DynTensor::from_vector<float>(ws, {M});
+  auto s = [](float v) { return DynTensor::full({}, v, DType::f32); };
+  auto conv = [&](const DynTensor& w) {
+    return qlinear_conv(x, s(xs), DynTensor::full({}, zx, DType::u8), w, wst, std::nullopt, s(ys),
+                        DynTensor::full({}, zy, DType::u8), b, {.padding = {1}})
+        .to_vector<uint8_t>();
+  };
+  const std::vector<int8_t> w0(wv.begin(), wv.begin() + long(wv.size() / 2)), w1(wv.begin() + long(wv.size() / 2), wv.end());
+  const auto want0 = qconv_reference(xv, w0, N, C, H, W, M, zx, bias, xs, ws, ys, zy);
+  const auto want1 = qconv_reference(xv, w1, N, C, H, W, M, zx, bias, xs, ws, ys, zy);
+  {
+    DynTensor lo = narrow(both, 0, 0, M), hi = narrow(both, 0, M, M);
+    for (int call = 0; call < 3; ++call) {
+      EXPECT_EQ(conv(lo), want0) << "first weights, call " << call;
+      EXPECT_EQ(conv(hi), want1) << "second weights, call " << call;
+    }
+  }
+  DynTensor changed = add(std::move(both), Scalar(int64_t(1)));  // the buffer's last handle: in place
+  std::vector<int8_t> w0b = w0;
+  for (int8_t& v : w0b) v = int8_t(v + 1);
+  const auto want0b = qconv_reference(xv, w0b, N, C, H, W, M, zx, bias, xs, ws, ys, zy);
+  DynTensor lo = narrow(changed, 0, 0, M);
+  for (int call = 0; call < 2; ++call) EXPECT_EQ(conv(lo), want0b) << "weights written in place, call " << call;
+}
+
+TEST(QLinearMatMul, KeptWeightPackingFollowsTheWeights) {
+  const int64_t M = 11, K = 37, N = 45;
+  std::vector<uint8_t> av(static_cast<size_t>(M * K));
+  std::vector<int8_t> bv(static_cast<size_t>(K * N));
+  for (size_t i = 0; i < av.size(); ++i) av[i] = uint8_t((i * 29 + 3) % 256);
+  for (size_t i = 0; i < bv.size(); ++i) bv[i] = int8_t(int((i * 71 + 5) % 255) - 127);
+  const float as = 0.03f, bs = 0.004f, ys = 0.2f;
+  const int za = 120, zy = 128;
+  auto want = [&](const std::vector<int8_t>& bb) {
+    std::vector<uint8_t> y(static_cast<size_t>(M * N));
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        int64_t acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += (int64_t(av[size_t(i * K + k)]) - za) * int64_t(bb[size_t(k * N + j)]);
+        y[size_t(i * N + j)] = requantized_u8(acc, as, bs, ys, zy);
+      }
+    return y;
+  };
+  auto a = DynTensor::from_vector<uint8_t>(av, {M, K});
+  auto b = DynTensor::from_vector<int8_t>(bv, {K, N});
+  auto s = [](float v) { return DynTensor::full({}, v, DType::f32); };
+  auto mm = [&](const DynTensor& w) {
+    return qlinear_matmul(a, s(as), DynTensor::full({}, za, DType::u8), w, s(bs), std::nullopt, s(ys),
+                          DynTensor::full({}, zy, DType::u8))
+        .to_vector<uint8_t>();
+  };
+  const auto want0 = want(bv);
+  for (int call = 0; call < 3; ++call) EXPECT_EQ(mm(b), want0) << "call " << call;
+  DynTensor changed = add(std::move(b), Scalar(int64_t(-3)));
+  std::vector<int8_t> bb = bv;
+  for (int8_t& v : bb) v = int8_t(v - 3);
+  const auto want1 = want(bb);
+  for (int call = 0; call < 2; ++call) EXPECT_EQ(mm(changed), want1) << "weights written in place, call " << call;
+}
+
+TEST(QLinearConv, HeaderExamples) {
+  auto x = DynTensor::full({1, 1, 3, 3}, 130, DType::u8);
+  auto w = DynTensor::full({2, 1, 3, 3}, 3, DType::i8);
+  auto s = [](double v) { return DynTensor::full({}, v, DType::f32); };
+  DynTensor y = qlinear_conv(x, s(0.5), DynTensor::full({}, 128, DType::u8), w, s(0.25), std::nullopt, s(1.0),
+                             DynTensor::full({}, 10, DType::u8), std::nullopt, {.padding = {1}});
+  EXPECT_EQ(y.dtype(), DType::u8);
+  EXPECT_EQ(y.to_vector<uint8_t>()[4], 17);  // 54 steps * 0.125 = 6.75 -> 7, + 10
+  EXPECT_EQ(y.to_vector<uint8_t>()[0], 13);  // a corner: 4 taps, 24 * 0.125 = 3, + 10
+  auto a = DynTensor::from_vector<uint8_t>({10, 20}, {1, 2});
+  auto b = DynTensor::from_vector<int8_t>({1, 2, 3, 4}, {2, 2});
+  DynTensor ym = qlinear_matmul(a, s(0.1), std::nullopt, b, s(1.0), std::nullopt, s(1.0), std::nullopt);
+  EXPECT_EQ(ym.to_vector<uint8_t>(), (std::vector<uint8_t>{7, 10}));
+  // the f32 form: 0.1 * [70, 100] + [1, -20], then ReLU
+  DynTensor yf = qlinear_matmul_f32(a, s(0.1), std::nullopt, b, s(1.0), std::nullopt,
+                                    DynTensor::from_vector<float>({1.f, -20.f}, {2}), 0.0);
+  const auto f = yf.to_vector<float>();
+  EXPECT_NEAR(f[0], 8.f, 1e-5);
+  EXPECT_EQ(f[1], 0.f);
+}
+
+TEST(QLinearConv, ErrorsNameTheArgument) {
+  auto x = DynTensor::full({1, 2, 4, 4}, 1, DType::u8);
+  auto w = DynTensor::full({3, 2, 3, 3}, 1, DType::i8);
+  auto s = [](double v) { return DynTensor::full({}, v, DType::f32); };
+  auto zu = DynTensor::full({}, 0, DType::u8);
+  EXPECT_ERROR(qlinear_conv(x, DynTensor::full({}, 1, DType::i32), zu, w, s(1), std::nullopt, s(1), zu),
+               "qlinear_conv", "'x_scale'", "f32");
+  EXPECT_ERROR(qlinear_conv(x, s(1), zu, w, DynTensor::ones({2}), std::nullopt, s(1), zu), "qlinear_conv",
+               "'w_scale'", "[3]");
+  EXPECT_ERROR(qlinear_conv(x, s(1), DynTensor::full({}, 0, DType::i8), w, s(1), std::nullopt, s(1), zu),
+               "qlinear_conv", "'x_zero_point'");
+  EXPECT_ERROR(qlinear_conv(x, s(1), zu, w, s(1), std::nullopt, s(1), DynTensor::full({}, 0, DType::i32)),
+               "qlinear_conv", "'y_zero_point'", "u8 or i8");
+  EXPECT_ERROR(qlinear_conv(x, s(1), zu, w, s(1), std::nullopt, s(1), zu, DynTensor::ones({3})), "qlinear_conv",
+               "'bias'", "i32");
+  EXPECT_ERROR(qlinear_conv_f32(x, s(1), zu, w, s(1), std::nullopt, DynTensor::ones({3}, DType::i32)), "qlinear_conv",
+               "'bias'", "f32");
+  EXPECT_ERROR(qlinear_conv(x.cast(DType::f32), s(1), std::nullopt, w, s(1), std::nullopt, s(1), zu), "qlinear_conv",
+               "'x'", "u8 or i8");
+  EXPECT_ERROR(qlinear_matmul(DynTensor::full({2, 5}, 1, DType::u8), s(1), std::nullopt, DynTensor::full({4, 3}, 1, DType::i8),
+                              s(1), std::nullopt, s(1), std::nullopt),
+               "qlinear_matmul", "inner dimensions");
+  EXPECT_ERROR(qlinear_matmul(DynTensor::full({2, 4}, 1, DType::u8), s(1), std::nullopt, DynTensor::full({4, 3}, 1, DType::i8),
+                              s(1), DynTensor::full({2}, 0, DType::i8), s(1), std::nullopt),
+               "qlinear_matmul", "'b_zero_point'", "[3]");
 }
 
 }  // namespace

@@ -120,8 +120,8 @@ void vnni_product(const uint8_t* panels, int64_t c0, int64_t rows, int64_t K, co
 }
 
 // ---- depthwise (one input channel per group, one output channel each, 2-d): per channel, x minus
-// its zero point as i16 in a zero-padded plane, then each tap's weight times a row of the plane
-// added into an i32 row, the taps' rows read in place; the plane through the epilogue.
+// its zero point as i16 in a zero-padded plane, then every output the sum of its taps (qlinear.hpp's
+// depthwise_plane: 16 outputs in a register through all taps); the plane through the epilogue.
 void depthwise_channel(const ConvIntegerGeometry& g, const uint8_t* xc, bool x_signed, int32_t x_zp,
                        const uint8_t* wc, bool w_signed, int32_t w_zp, std::vector<int16_t>& plane, int32_t* acc) {
   const int64_t H = g.in[1], W = g.in[2], KH = g.kernel[1], KW = g.kernel[2], OH = g.out[1], OW = g.out[2];
@@ -140,15 +140,7 @@ void depthwise_channel(const ConvIntegerGeometry& g, const uint8_t* xc, bool x_s
   }
   std::vector<int32_t> wv(size_t(KH * KW));
   for (int64_t t = 0; t < KH * KW; ++t) wv[size_t(t)] = (w_signed ? int32_t(int8_t(wc[t])) : int32_t(wc[t])) - w_zp;
-  for (int64_t oh = 0; oh < OH; ++oh) {
-    int32_t* a = acc + oh * OW;
-    std::fill(a, a + OW, 0);
-    for (int64_t kh = 0; kh < KH; ++kh)
-      for (int64_t kw = 0; kw < KW; ++kw) {
-        const int16_t* src = plane.data() + (oh * sh + kh * dh) * PW + kw * dw;
-        depthwise_row(a, src, sw, OW, wv[size_t(kh * KW + kw)]);
-      }
-  }
+  depthwise_plane(plane.data(), PW, OH, OW, KH, KW, sh, sw, dh, dw, wv.data(), acc);
 }
 
 }  // namespace
@@ -170,8 +162,8 @@ void conv_int8(int isa, const ConvIntegerGeometry& g, const ConvInt8Args& a, int
   e.per_row = true;
   e.r = r.data();
   if (Cg == 1 && Mg == 1 && g.kernel[0] == 1 && g.in[0] == 1 && isa >= kIsaAvx2) {
-    // depthwise: one (image, channel) a task
-    parallel_for(0, items, 1, [&](int64_t i0, int64_t i1) {
+    // depthwise: a few (image, channel) pairs a task, claimed as the threads finish the last
+    for_rows_dynamic(items, std::max<int64_t>(1, 8192 / P), [&](int64_t i0, int64_t i1) {
       std::vector<int16_t> plane;
       std::vector<int32_t> acc(static_cast<size_t>(P));
       for (int64_t it = i0; it < i1; ++it) {

@@ -15,11 +15,14 @@
 #include <atomic>
 #include <cmath>
 #include <functional>
+#include <type_traits>
 #include <cstring>
 #include <vector>
 
+#include "conv_integer.hpp"
 #include "cpu_features.hpp"
 #include "gemm.hpp"
+#include "qlinear.hpp"
 #include "thread_pool.hpp"
 
 namespace ember::cpu {
@@ -115,40 +118,56 @@ void qgemm_packed(const Problem& p) {
   Aligned<AE> ap(mp * KG * MR * G);
   Aligned<BE> bp(np * KG * NR * G);
   std::vector<uint32_t> rowsum(Path::corrected ? size_t(p.M) : 0), colsum(Path::corrected ? size_t(p.N) : 0);
-  // A: panel q holds rows [q MR, q MR + MR): per group, each row's G values
-  parallel_for(0, mp, std::max<int64_t>(1, 4096 / std::max<int64_t>(p.K, 1)), [&](int64_t q0, int64_t q1) {
-    for (int64_t q = q0; q < q1; ++q) {
-      AE* dst = ap.p + q * KG * MR * G;
-      for (int r = 0; r < MR && q * MR + r < p.M; ++r) {
-        const int64_t i = q * MR + r;
-        uint32_t s = 0;
+  if constexpr (std::is_same_v<Path, VnniPath>) {
+    // the SIMD packers of qlinear.hpp / conv_integer.hpp (the layouts and shifts of VnniPath)
+    parallel_for(0, mp, std::max<int64_t>(1, 4096 / std::max<int64_t>(p.K, 1)), [&](int64_t q0, int64_t q1) {
+      const int64_t r0 = q0 * MR, r1 = std::min(p.M, q1 * MR);
+      pack_a_vnni(p.a + r0 * p.lda, p.lda, r1 - r0, p.K, p.a_signed, ap.p + q0 * KG * MR * G, rowsum.data() + r0);
+    });
+    parallel_for(0, np, std::max<int64_t>(1, 4096 / std::max<int64_t>(p.K, 1)), [&](int64_t q0, int64_t q1) {
+      int32_t sums[NR];
+      for (int64_t q = q0; q < q1; ++q) {
+        const int cols = int(std::min<int64_t>(NR, p.N - q * NR));
+        detail::conv_integer_pack_columns_vnni(p.b, p.ldb, p.K, q * NR, cols, p.b_signed, bp.p + q * KG * NR * G, sums);
+        for (int c = 0; c < cols; ++c) colsum[size_t(q * NR + c)] = uint32_t(sums[c]);
+      }
+    });
+  } else {
+    // A: panel q holds rows [q MR, q MR + MR): per group, each row's G values
+    parallel_for(0, mp, std::max<int64_t>(1, 4096 / std::max<int64_t>(p.K, 1)), [&](int64_t q0, int64_t q1) {
+      for (int64_t q = q0; q < q1; ++q) {
+        AE* dst = ap.p + q * KG * MR * G;
+        for (int r = 0; r < MR && q * MR + r < p.M; ++r) {
+          const int64_t i = q * MR + r;
+          uint32_t s = 0;
+          for (int64_t k = 0; k < p.K; ++k) {
+            const AE v = Path::a_value(p, i, k);
+            dst[(k / G) * MR * G + r * G + k % G] = v;
+            s += uint32_t(int32_t(v));
+          }
+          if (Path::corrected) rowsum[size_t(i)] = s;
+        }
+      }
+    });
+    // B: panel q holds columns [q NR, q NR + NR): per group, each column's G values
+    parallel_for(0, np, std::max<int64_t>(1, 4096 / std::max<int64_t>(p.K, 1)), [&](int64_t q0, int64_t q1) {
+      for (int64_t q = q0; q < q1; ++q) {
+        BE* dst = bp.p + q * KG * NR * G;
+        const int cols = int(std::min<int64_t>(NR, p.N - q * NR));
+        uint32_t sums[NR] = {};
         for (int64_t k = 0; k < p.K; ++k) {
-          const AE v = Path::a_value(p, i, k);
-          dst[(k / G) * MR * G + r * G + k % G] = v;
-          s += uint32_t(int32_t(v));
+          BE* d = dst + (k / G) * NR * G + k % G;
+          for (int c = 0; c < cols; ++c) {
+            const BE v = Path::b_value(p, k, q * NR + c);
+            d[c * G] = v;
+            sums[c] += uint32_t(int32_t(v));
+          }
         }
-        if (Path::corrected) rowsum[size_t(i)] = s;
+        if (Path::corrected)
+          for (int c = 0; c < cols; ++c) colsum[size_t(q * NR + c)] = sums[c];
       }
-    }
-  });
-  // B: panel q holds columns [q NR, q NR + NR): per group, each column's G values
-  parallel_for(0, np, std::max<int64_t>(1, 4096 / std::max<int64_t>(p.K, 1)), [&](int64_t q0, int64_t q1) {
-    for (int64_t q = q0; q < q1; ++q) {
-      BE* dst = bp.p + q * KG * NR * G;
-      const int cols = int(std::min<int64_t>(NR, p.N - q * NR));
-      uint32_t sums[NR] = {};
-      for (int64_t k = 0; k < p.K; ++k) {
-        BE* d = dst + (k / G) * NR * G + k % G;
-        for (int c = 0; c < cols; ++c) {
-          const BE v = Path::b_value(p, k, q * NR + c);
-          d[c * G] = v;
-          sums[c] += uint32_t(int32_t(v));
-        }
-      }
-      if (Path::corrected)
-        for (int c = 0; c < cols; ++c) colsum[size_t(q * NR + c)] = sums[c];
-    }
-  });
+    });
+  }
   // tiles of C: MC x NC, K in KC-deep slices
   constexpr int64_t kPanelsM = 8, kPanelsN = 8, kSliceGroups = 1024 / G;
   const int64_t tm = ceil_div(mp, kPanelsM), tn = ceil_div(np, kPanelsN);
@@ -328,18 +347,6 @@ VnniX vnni_layout(const QuantWeight& w, int64_t m, const int8_t* xq, const float
       }
     }
   return v;
-}
-
-// fn(n0, n1) over [0, N) in tasks of `grain` rows that the pool's threads claim as they finish
-// the last: a thread slowed down (by another process on its core) takes fewer, where equal
-// static shares would leave the others waiting for it.
-void for_rows_dynamic(int64_t N, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
-  const int64_t tasks = ceil_div(N, grain);
-  std::atomic<int64_t> next{0};
-  parallel_for(0, std::min<int64_t>(tasks, ThreadPool::global().size()), 1, [&](int64_t, int64_t) {
-    for (int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < tasks;)
-      fn(t * grain, std::min(N, (t + 1) * grain));
-  });
 }
 
 constexpr int64_t kGemvRows = 4;   // the most rows of x a GEMV pass takes

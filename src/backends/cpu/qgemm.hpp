@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 namespace ember::cpu {
 
@@ -50,6 +51,26 @@ void qgemm_u8i8_isa(int isa, int64_t M, int64_t N, int64_t K, const uint8_t* a, 
                     int64_t ldc);
 // gemv_rows: up to this many rows of x take the GEMV path, more the GEMM path (-1: the default, 4).
 void matmul_wq_f32_isa(int isa, const QuantWeight& w, int64_t M, const float* x, float* y, int64_t gemv_rows = -1);
+
+// ---- the scaffolding the ISA files share ----
+// The GEMV kernels are templates over the x rows they take at once (M, 1 to 4, so the
+// accumulators stay in registers) and, for some, the weight format (Four: 4-bit; Affine: with
+// zero points). gemv_dispatch calls f(M, Four, Affine) with each as a std::integral_constant:
+// M = min(m, 4), the format from w.
+template <class F>
+void gemv_dispatch(const QuantWeight& w, int m, F&& f) {
+  auto format = [&](auto rows) {
+    if (w.bits == 4)
+      return w.zp ? f(rows, std::true_type{}, std::true_type{}) : f(rows, std::true_type{}, std::false_type{});
+    return w.zp ? f(rows, std::false_type{}, std::true_type{}) : f(rows, std::false_type{}, std::false_type{});
+  };
+  switch (m) {
+    case 1: return format(std::integral_constant<int, 1>{});
+    case 2: return format(std::integral_constant<int, 2>{});
+    case 3: return format(std::integral_constant<int, 3>{});
+    default: return format(std::integral_constant<int, 4>{});
+  }
+}
 
 // ---- micro-kernels of the ISA files ----
 // VNNI (qgemm_avx512vnni.cpp). Packed A: per panel of kVnniMR rows, per group of 4 along K, the

@@ -156,36 +156,18 @@ void q8_rows(const QuantWeight& w, const int8_t* xq, const int32_t* xqsum, const
   }
 }
 
-template <int M>
-void q8_rows(const QuantWeight& w, const int8_t* xq, const int32_t* xqsum, const float* sx, int64_t n0, int64_t n1,
-             float* y, int64_t ldy) {
-  if (w.bits == 4)
-    return w.zp ? q8_rows<M, true, true>(w, xq, xqsum, sx, n0, n1, y, ldy)
-                : q8_rows<M, true, false>(w, xq, xqsum, sx, n0, n1, y, ldy);
-  return w.zp ? q8_rows<M, false, true>(w, xq, xqsum, sx, n0, n1, y, ldy)
-              : q8_rows<M, false, false>(w, xq, xqsum, sx, n0, n1, y, ldy);
-}
-
 }  // namespace
 
 void wq_gemv_q8_avx2(const QuantWeight& w, int m, const int8_t* xq, const int32_t* xqsum, const float* sx, int64_t n0,
                      int64_t n1, float* y, int64_t ldy) {
-  switch (m) {
-    case 1: return q8_rows<1>(w, xq, xqsum, sx, n0, n1, y, ldy);
-    case 2: return q8_rows<2>(w, xq, xqsum, sx, n0, n1, y, ldy);
-    case 3: return q8_rows<3>(w, xq, xqsum, sx, n0, n1, y, ldy);
-    default: return q8_rows<4>(w, xq, xqsum, sx, n0, n1, y, ldy);
-  }
+  gemv_dispatch(w, m, [&](auto M, auto four, auto affine) {
+    q8_rows<decltype(M)::value, decltype(four)::value, decltype(affine)::value>(w, xq, xqsum, sx, n0, n1, y, ldy);
+  });
 }
 
 void wq_gemv_avx2(const QuantWeight& w, int m, const float* xp, const float* xsum, int64_t n0, int64_t n1, float* y,
                   int64_t ldy) {
-  switch (m) {
-    case 1: return gemv_rows<1>(w, xp, xsum, n0, n1, y, ldy);
-    case 2: return gemv_rows<2>(w, xp, xsum, n0, n1, y, ldy);
-    case 3: return gemv_rows<3>(w, xp, xsum, n0, n1, y, ldy);
-    default: return gemv_rows<4>(w, xp, xsum, n0, n1, y, ldy);
-  }
+  gemv_dispatch(w, m, [&](auto M, auto, auto) { gemv_rows<decltype(M)::value>(w, xp, xsum, n0, n1, y, ldy); });
 }
 
 }  // namespace ember::cpu::detail

@@ -95,12 +95,7 @@ void gemv_rows(const QuantWeight& w, const float* xp, const float* xsum, int64_t
 
 void wq_gemv_avx512(const QuantWeight& w, int m, const float* xp, const float* xsum, int64_t n0, int64_t n1, float* y,
                     int64_t ldy) {
-  switch (m) {
-    case 1: return gemv_rows<1>(w, xp, xsum, n0, n1, y, ldy);
-    case 2: return gemv_rows<2>(w, xp, xsum, n0, n1, y, ldy);
-    case 3: return gemv_rows<3>(w, xp, xsum, n0, n1, y, ldy);
-    default: return gemv_rows<4>(w, xp, xsum, n0, n1, y, ldy);
-  }
+  gemv_dispatch(w, m, [&](auto M, auto, auto) { gemv_rows<decltype(M)::value>(w, xp, xsum, n0, n1, y, ldy); });
 }
 
 }  // namespace ember::cpu::detail

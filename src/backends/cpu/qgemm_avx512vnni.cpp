@@ -124,26 +124,13 @@ void vnni_rows(const QuantWeight& w, const int8_t* xq, const int32_t* xsum, cons
   for (int64_t n = n0; n < n1; ++n) vnni_tile<M, 1, Four, Affine>(w, xq, xsum, sx, n, y, ldy);
 }
 
-template <int M>
-void vnni_rows(const QuantWeight& w, const int8_t* xq, const int32_t* xsum, const float* sx, int64_t n0, int64_t n1,
-               float* y, int64_t ldy) {
-  if (w.bits == 4)
-    return w.zp ? vnni_rows<M, true, true>(w, xq, xsum, sx, n0, n1, y, ldy)
-                : vnni_rows<M, true, false>(w, xq, xsum, sx, n0, n1, y, ldy);
-  return w.zp ? vnni_rows<M, false, true>(w, xq, xsum, sx, n0, n1, y, ldy)
-              : vnni_rows<M, false, false>(w, xq, xsum, sx, n0, n1, y, ldy);
-}
-
 }  // namespace
 
 void wq_gemv_vnni(const QuantWeight& w, int m, const int8_t* xq, const int32_t* xsum, const float* sx, int64_t n0,
                   int64_t n1, float* y, int64_t ldy) {
-  switch (m) {
-    case 1: return vnni_rows<1>(w, xq, xsum, sx, n0, n1, y, ldy);
-    case 2: return vnni_rows<2>(w, xq, xsum, sx, n0, n1, y, ldy);
-    case 3: return vnni_rows<3>(w, xq, xsum, sx, n0, n1, y, ldy);
-    default: return vnni_rows<4>(w, xq, xsum, sx, n0, n1, y, ldy);
-  }
+  gemv_dispatch(w, m, [&](auto M, auto four, auto affine) {
+    vnni_rows<decltype(M)::value, decltype(four)::value, decltype(affine)::value>(w, xq, xsum, sx, n0, n1, y, ldy);
+  });
 }
 
 }  // namespace ember::cpu::detail

@@ -3,12 +3,14 @@
 #include "qlinear.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
 #include "cpu_features.hpp"
 #include "cpu_tensor.hpp"
 #include "qgemm.hpp"
+#include "thread_pool.hpp"
 
 namespace ember::cpu {
 
@@ -43,9 +45,28 @@ void requant_tile(const Requant& e, const int32_t* t, int64_t ldt, int64_t i0, i
   }
 }
 
-void depthwise_row(int32_t* acc, const int16_t* src, int64_t stride, int64_t n, int32_t w) {
-  if (stride == 1 && features().avx512) return detail::depthwise_row_avx512(acc, src, n, w);
-  for (int64_t i = 0; i < n; ++i) acc[i] += w * int32_t(src[i * stride]);
+void depthwise_plane(const int16_t* plane, int64_t PW, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t sh,
+                     int64_t sw, int64_t dh, int64_t dw, const int32_t* wv, int32_t* acc) {
+  if (sw <= 2 && features().avx512) return detail::depthwise_plane_avx512(plane, PW, OH, OW, KH, KW, sh, sw, dh, dw, wv, acc);
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    int32_t* a = acc + oh * OW;
+    std::fill(a, a + OW, 0);
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        const int16_t* src = plane + (oh * sh + kh * dh) * PW + kw * dw;
+        const int32_t w = wv[kh * KW + kw];
+        for (int64_t ow = 0; ow < OW; ++ow) a[ow] += w * int32_t(src[ow * sw]);
+      }
+  }
+}
+
+void for_rows_dynamic(int64_t N, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t tasks = (N + grain - 1) / grain;
+  std::atomic<int64_t> next{0};
+  parallel_for(0, std::min<int64_t>(tasks, ThreadPool::global().size()), 1, [&](int64_t, int64_t) {
+    for (int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < tasks;)
+      fn(t * grain, std::min(N, (t + 1) * grain));
+  });
 }
 
 int64_t vnni_a_bytes(int64_t rows, int64_t K) {

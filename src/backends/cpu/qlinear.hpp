@@ -39,14 +39,21 @@ struct Requant {
 void requant_tile(const Requant& e, const int32_t* t, int64_t ldt, int64_t i0, int64_t j0, int64_t m, int64_t n,
                   void* y, int64_t ldy);
 
+// fn(n0, n1) over [0, N) in tasks of `grain` that the pool's threads claim as they finish the
+// last: a thread slowed down (by another process on its core) takes fewer, where equal static
+// shares would leave the others waiting for it.
+void for_rows_dynamic(int64_t N, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
 // The bytes of a VNNI A operand: `rows` rows of K bytes (ld apart) as qgemm_kernel_vnni's A panels
 // (qgemm.hpp: per panel of kVnniMR rows, per group of 4 along K, each row's 4 bytes; i8 shifted
 // to u8 by +128; zero padded), and each row's sum of the packed bytes.
 int64_t vnni_a_bytes(int64_t rows, int64_t K);
 void pack_a_vnni(const uint8_t* a, int64_t ld, int64_t rows, int64_t K, bool a_signed, uint8_t* dst, uint32_t* rowsum);
 
-// acc[i] += w * src[i * stride] for i < n (a depthwise conv's tap over an output row).
-void depthwise_row(int32_t* acc, const int16_t* src, int64_t stride, int64_t n, int32_t w);
+// A depthwise conv's channel: acc [OH, OW] = sum over the KH x KW taps of wv[tap] times the
+// zero-padded plane (x minus its zero point, rows PW apart) at (oh sh + kh dh, ow sw + kw dw).
+void depthwise_plane(const int16_t* plane, int64_t PW, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t sh,
+                     int64_t sw, int64_t dh, int64_t dw, const int32_t* wv, int32_t* acc);
 
 // A packing kept with the storage of the weights it was made from (Storage::derived; null when
 // `storage` is null or on the first use, then the caller packs into its own buffer): `make` fills
@@ -57,7 +64,9 @@ const uint8_t* kept_int8_packing(Storage* storage, int64_t offset, std::initiali
 namespace detail {
 void requant_tile_avx512(const Requant& e, const int32_t* t, int64_t ldt, int64_t i0, int64_t j0, int64_t m,
                          int64_t n, void* y, int64_t ldy);
-void depthwise_row_avx512(int32_t* acc, const int16_t* src, int64_t n, int32_t w);  // stride 1
+// depthwise_plane with 16 outputs of a row in a register through all the taps (strides 1 and 2)
+void depthwise_plane_avx512(const int16_t* plane, int64_t PW, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                            int64_t sh, int64_t sw, int64_t dh, int64_t dw, const int32_t* wv, int32_t* acc);
 void pack_a_vnni_avx512(const uint8_t* a, int64_t ld, int64_t rows, int64_t K, bool a_signed, uint8_t* dst,
                         uint32_t* rowsum);
 }  // namespace detail

@@ -1,9 +1,11 @@
 // The AVX-512 epilogue of the int8 products (qlinear.hpp's requant_tile): 16 sums a step,
 // corrected, converted, scaled, rounded (vcvtps2dq: round half to even) and saturated (clamped in
-// f32 first, exact since the bounds are integers), then stored as i32, f32 or bytes. Compiled with
+// f32 first, exact since the bounds are integers), then stored as i32, f32 or bytes; and the depthwise int8 kernel's taps. Compiled with
 // -mavx512f/bw/dq/vl; reached only after cpu::features().avx512.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+
+#include <algorithm>
 
 #include "qlinear.hpp"
 
@@ -47,14 +49,31 @@ void requant_tile_avx512(const Requant& e, const int32_t* t, int64_t ldt, int64_
   }
 }
 
-void depthwise_row_avx512(int32_t* acc, const int16_t* src, int64_t n, int32_t w) {
-  const __m512i wv = _mm512_set1_epi32(w);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 k = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
-    const __m512i x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(k, src + i));
-    const __m512i a = _mm512_maskz_loadu_epi32(k, acc + i);
-    _mm512_mask_storeu_epi32(acc + i, k, _mm512_add_epi32(a, _mm512_mullo_epi32(x, wv)));
-  }
+void depthwise_plane_avx512(const int16_t* plane, int64_t PW, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                            int64_t sh, int64_t sw, int64_t dh, int64_t dw, const int32_t* wv, int32_t* acc) {
+  for (int64_t oh = 0; oh < OH; ++oh)
+    for (int64_t ow = 0; ow < OW; ow += 16) {
+      const int64_t cnt = std::min<int64_t>(16, OW - ow);
+      const __mmask16 k = __mmask16((1u << cnt) - 1);
+      // stride 2: 32 i16 read as 16 i32, the even ones (the low halves) sign-extended; the last
+      // odd one is not read (it may lie past the plane)
+      const __mmask32 k2 = __mmask32((uint64_t(1) << (2 * cnt - 1)) - 1);
+      __m512i a = _mm512_setzero_si512();
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        const int16_t* row = plane + (oh * sh + kh * dh) * PW + ow * sw;
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          const int16_t* src = row + kw * dw;
+          __m512i x;
+          if (sw == 1) {
+            x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(k, src));
+          } else {
+            x = _mm512_srai_epi32(_mm512_slli_epi32(_mm512_maskz_loadu_epi16(k2, src), 16), 16);
+          }
+          a = _mm512_add_epi32(a, _mm512_mullo_epi32(x, _mm512_set1_epi32(wv[kh * KW + kw])));
+        }
+      }
+      _mm512_mask_storeu_epi32(acc + oh * OW + ow, k, a);
+    }
 }
 
 }  // namespace ember::cpu::detail
