@@ -111,6 +111,45 @@ TEST(StaticQuantize, ConvEpilogueAndUnbatchedInput) {
   EXPECT_EQ(values(q.conv.forward(narrow(x, 0, 1, 1).reshape(Sizes{2, 5, 5}))), values(narrow(y, 0, 1, 1).reshape(Sizes{4, 5, 5})));
 }
 
+// Conv1d and a strided, grouped, dilated Conv2d with reflect padding: the int8 layer against the
+// formula, the float convolution (f64) of its quantized input and weight, dequantized.
+TEST(StaticQuantize, Conv1dAndGroupedStridedConv2dMatchTheInt8Formula) {
+  Device cpu = Device::cpu();
+  cpu.seed(11);
+  struct Convs {
+    nn::Conv1d c1;
+    nn::Conv2d c2;
+    EMBER_MODULE(c1, c2)
+    DynTensor forward(DynTensor x) const { return c1.forward(x); }
+  };
+  Convs m{nn::Conv1dConfig{.in_channels = 3, .out_channels = 5, .kernel_size = {3}, .padding = {2}, .dilation = {2}}.init(cpu),
+          nn::Conv2dConfig{.in_channels = 4, .out_channels = 6, .kernel_size = {3}, .stride = {2}, .padding = {1},
+                           .groups = 2, .padding_mode = nn::ConvPaddingMode::reflect}.init(cpu)};
+  const DynTensor x1 = DynTensor::normal({2, 3, 17}, 0.5, 1.0, DType::f32, cpu);
+  const DynTensor x2 = DynTensor::normal({2, 4, 9, 9}, -0.2, 0.7, DType::f32, cpu);
+  m = nn::prepare(m);
+  m.c1.forward(x1);
+  m.c2.forward(x2);
+  Convs q = nn::convert(m);
+  ASSERT_TRUE(q.c1.quantized && q.c2.quantized);
+  auto formula = [](const auto& layer, const DynTensor& x, auto conv, ConvOptions o) {
+    const nn::QuantizedWeight& w = *layer.quantized;
+    const DynTensor xq = quant::quantize(x, quant::QScheme::per_tensor(quant::QType::uint8, false), w.input).dequantize();
+    return conv(xq.cast(DType::f64), w.tensor.dequantize().cast(DType::f64), layer.bias->value().cast(DType::f64), o);
+  };
+  const DynTensor r1 = formula(q.c1, x1, [](auto... a) { return conv1d(a...); },
+                               ConvOptions{.padding = {2}, .dilation = {2}});
+  const DynTensor x2p = pad(x2, {1, 1, 1, 1}, PadMode::reflect);
+  const DynTensor r2 = formula(q.c2, x2p, [](auto... a) { return conv2d(a...); },
+                               ConvOptions{.stride = {2}, .groups = 2});
+  const auto y1 = values(q.c1.forward(x1)), y2 = values(q.c2.forward(x2));
+  const auto e1 = values(r1), e2 = values(r2);
+  ASSERT_EQ(y1.size(), e1.size());
+  ASSERT_EQ(y2.size(), e2.size());
+  for (size_t i = 0; i < e1.size(); ++i) EXPECT_NEAR(y1[i], e1[i], 1e-5) << "conv1d " << i;
+  for (size_t i = 0; i < e2.size(); ++i) EXPECT_NEAR(y2[i], e2[i], 1e-5) << "conv2d " << i;
+}
+
 TEST(StaticQuantize, CalibratesFromADataLoaderLikeRangeOfBatchesWithACallable) {
   struct Batch {
     DynTensor x, y;
