@@ -4,6 +4,11 @@
 // quantize_activations, x is also rounded to int8 per block and the products run on int8 dot
 // products). The layers are found by type anywhere inside the model (nn::for_each_module).
 //
+// Static quantization (nn::quantize, or nn::prepare + calibration + nn::convert) and
+// quantization-aware training (nn::prepare_qat + training + nn::convert), further down, turn
+// Linear and Conv1d/2d/3d layers into int8 layers: u8 input with a calibrated scale, i8 weights
+// per output channel, f32 output (docs/quantization.md has an example of each).
+//
 //   # Device dev = Device::cpu();
 //   struct Mlp {
 //     nn::Linear fc1, fc2;
