@@ -55,6 +55,8 @@ struct DwTap {
 };
 void depthwise_row_f32_avx512(float* y, int64_t n, int64_t stride, const DwTap* taps, int ntaps, float bias);
 void depthwise3x3_plane_f32_avx512(const float* x, int64_t H, int64_t W, const float* w, float bias, float* y);
+void depthwise_cvec_f32_avx512(const float* xb, int64_t Wp, const float* w, int64_t KH, int64_t KW, int64_t sh,
+                               int64_t sw, int64_t dh, int64_t dw, int64_t OH, int64_t OW, float* yb);
 struct Im2colRow {
   const float* plane;  // the input plane of the row's channel
   int64_t ID, IH, IW, OH, OW;
@@ -501,6 +503,41 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
       }
     }
   };
+  // Strided or narrow 2-d planes with one output per channel (MobileNets' stride-2 and 14x14 /
+  // 7x7 layers), f32 on AVX-512: 16 channels at a time on a zero-padded pixel-major copy, one
+  // channel per lane (depthwise_cvec_f32_avx512), transposed in and out in registers; the
+  // per-plane kernels would use a fraction of each vector or a short row per call.
+  if constexpr (std::is_same_v<T, float>) {
+    if (simd && g.Og == 1 && ID == 1 && OD == 1 && (sw != 1 || OW < 32)) {
+      const int64_t Hp = IH + 2 * g.p[1], Wp = IW + 2 * g.p[2];
+      const int64_t blocks = (g.C + 15) / 16, units = g.N * blocks;
+      auto run = [&](int64_t u0, int64_t u1) {
+        float* xb = workspace<float, 3>(size_t(16 * (Hp * Wp + P + KK)));
+        float* yb = xb + 16 * Hp * Wp;
+        float* wb = yb + 16 * P;
+        std::fill(xb, xb + 16 * Hp * Wp, 0.0f);  // the padding
+        for (int64_t u = u0; u < u1; ++u) {
+          const int64_t n = u / blocks, c0 = (u % blocks) * 16, nc = std::min<int64_t>(16, g.C - c0);
+          if (nc < 16) std::fill(xb, xb + 16 * Hp * Wp, 0.0f);  // the lanes of absent channels too
+          for (int64_t t = 0; t < KK; ++t)
+            for (int64_t j = 0; j < 16; ++j) wb[t * 16 + j] = j < nc ? w[(c0 + j) * KK + t] : 0.0f;
+          const float* xc = x + (n * g.C + c0) * IP;
+          for (int64_t h = 0; h < IH; ++h)
+            detail::transpose_bias_f32_avx512(xc + h * IW, nc, IW, IP, nullptr, xb + ((h + g.p[1]) * Wp + g.p[2]) * 16,
+                                              16);
+          detail::depthwise_cvec_f32_avx512(xb, Wp, wb, g.k[1], g.k[2], g.s[1], sw, g.d[1], g.d[2], OH, OW, yb);
+          float* yc = y + (n * g.O + c0) * P;
+          detail::transpose_bias_f32_avx512(yb, P, nc, 16, bias ? bias + c0 : nullptr, yc, P);
+          epi(yc, nc, P, P);
+        }
+      };
+      if (ThreadPool::in_parallel_region() || units * 16 * P * KK < (int64_t(1) << 16))
+        run(0, units);
+      else
+        parallel_for(0, units, 1, run);
+      return;
+    }
+  }
   auto body = [&](int64_t q0, int64_t q1) {
     for (int64_t q = q0; q < q1; ++q) {
       const int64_t n = q / g.O, o = q % g.O;

@@ -137,6 +137,46 @@ void depthwise3x3_plane_f32_avx512(const float* x, int64_t H, int64_t W, const f
   }
 }
 
+// Depthwise 2-d conv of 16 channels at once on a pixel-major copy (one channel per lane):
+// xb is the zero-padded input [Hp][Wp][16], w the taps [KH * KW][16]; writes yb [OH][OW][16].
+// Every lane is used whatever the plane's width or the stride, and no load is masked.
+void depthwise_cvec_f32_avx512(const float* xb, int64_t Wp, const float* w, int64_t KH, int64_t KW, int64_t sh,
+                               int64_t sw, int64_t dh, int64_t dw, int64_t OH, int64_t OW, float* yb) {
+  const int64_t step = 16 * sw;
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    float* yr = yb + oh * OW * 16;
+    const float* top = xb + oh * sh * Wp * 16;
+    int64_t ow = 0;
+    for (; ow + 4 <= OW; ow += 4) {
+      __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        const float* row = top + kh * dh * Wp * 16 + ow * step;
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          const __m512 wv = _mm512_loadu_ps(w + (kh * KW + kw) * 16);
+          const float* q = row + kw * dw * 16;
+          a0 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(q), a0);
+          a1 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(q + step), a1);
+          a2 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(q + 2 * step), a2);
+          a3 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(q + 3 * step), a3);
+        }
+      }
+      _mm512_storeu_ps(yr + ow * 16, a0);
+      _mm512_storeu_ps(yr + ow * 16 + 16, a1);
+      _mm512_storeu_ps(yr + ow * 16 + 32, a2);
+      _mm512_storeu_ps(yr + ow * 16 + 48, a3);
+    }
+    for (; ow < OW; ++ow) {
+      __m512 a = _mm512_setzero_ps();
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        const float* row = top + kh * dh * Wp * 16 + ow * step;
+        for (int64_t kw = 0; kw < KW; ++kw)
+          a = _mm512_fmadd_ps(_mm512_loadu_ps(w + (kh * KW + kw) * 16), _mm512_loadu_ps(row + kw * dw * 16), a);
+      }
+      _mm512_storeu_ps(yr + ow * 16, a);
+    }
+  }
+}
+
 // dst[p - p0] = im2col value of output pixel p, p in [p0, p1), for a width stride of 1 or 2:
 // the input element (for stride 2, the even elements of a 32-element window, through one
 // permute), or 0 in the padding. Masked loads and stores handle the row ends and the padding,
@@ -465,8 +505,8 @@ void add_row_f32_avx512(float* dst, const float* src, int64_t n) {
 }
 
 // conv_fused's epilogue over rows x cols of the output at y (row stride ld): y = clamp(y + b + r,
-// lo, hi), b the row's bias (bias null: none), r at the same offsets from res (null: none). max(lo, v) and min(hi, v) return v when v is
-// NaN (the second operand), so NaN stays NaN.
+// lo, hi), b the row's bias (bias null: none), r at the same offsets from res (null: none).
+// max(lo, v) and min(hi, v) return v when v is NaN (the second operand), so NaN stays NaN.
 void conv_epilogue_f32_avx512(float* y, const float* res, const float* bias, int64_t rows, int64_t cols, int64_t ld,
                               float lo, float hi) {
   const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);

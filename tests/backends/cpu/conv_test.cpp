@@ -167,6 +167,10 @@ const std::vector<ConvCase>& conv_cases() {
       {2, 2, 8, 8, {13, 37}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 8, true},    // depthwise, stride 2
       {1, 2, 4, 8, {40}, {3}, {2}, {2}, {2}, {0}, 4, true},                         // depthwise, dilated
       {1, 1, 2, 2, {21}, {7}, {3}, {3}, {1}, {0}, 2, false},                         // depthwise, stride 3
+      // depthwise on 16-channel vectors (strided or narrow planes): two blocks and a tail, dilated;
+      // then a 14x14 plane at stride 1
+      {2, 2, 40, 40, {11, 19}, {5, 5}, {2, 2}, {2, 2}, {2, 2}, {0, 0}, 40, true},
+      {2, 1, 32, 32, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 32, true},
       {2, 2, 8, 16, {6, 5}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 2, true},    // 1x1
       {2, 2, 8, 16, {6, 5}, {1, 1}, {2, 2}, {1, 0}, {1, 1}, {0, 0}, 1, false},   // 1x1 strided
       {1, 2, 3, 5, {17}, {4}, {3}, {2}, {2}, {0}, 1, true},
