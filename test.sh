@@ -181,6 +181,11 @@ if [ -x build/tools/ember-run/ember-run ] && [ -f build/examples/fashion_mnist ]
   ex_check fashion_mnist-ddp '/^test accuracy: [0-9.]+$/ && $3 > 0.5' \
     timeout 300 ../../tools/ember-run/ember-run --nproc 2 ../../examples/fashion_mnist --epochs 1 --train-images 2000 \
     --out fashion-ddp
+  # The same model quantized statically (nn::quantize, --quantize int8: 1,000 calibration images),
+  # saved, reloaded and evaluated: within 1 point of its f32 test accuracy (docs/quantization.md).
+  ex_check fashion_mnist-int8 '/^f32 test accuracy: / && $8 >= $4 - 0.01' bash -c \
+    '../../examples/fashion_mnist --model fashion-ddp/fashion_cnn.safetensors --quantize int8 --out fashion-int8 |
+     grep "int8 test accuracy"'
 else
   skipped+=("fashion_mnist data-parallel (no ember-run: Gloo not found)")
 fi
