@@ -101,15 +101,23 @@ struct QValue {
   float scale_value = 1;  // the value of the scale initializer
 };
 
-void count_reads(const GraphProto& g, std::map<std::string, int>& reads) {
-  for (const NodeProto& n : g.nodes) {
-    for (const std::string& in : n.inputs)
-      if (!in.empty()) ++reads[in];
-    for (const AttributeProto& a : n.attributes) {
-      if (a.g) count_reads(*a.g, reads);
-      for (const GraphProto& sg : a.graphs) count_reads(sg, reads);
-    }
+// Calls read(name) for each value a node reads: its inputs, and the names its subgraphs (If
+// branches, Loop bodies) read, which may come from the enclosing graph.
+template <class F>
+void for_each_read(const NodeProto& node, const F& read) {
+  for (const std::string& in : node.inputs)
+    if (!in.empty()) read(in);
+  std::vector<const GraphProto*> subgraphs;
+  for (const AttributeProto& a : node.attributes) {
+    if (a.g) subgraphs.push_back(a.g.get());
+    for (const GraphProto& sg : a.graphs) subgraphs.push_back(&sg);
   }
+  for (const GraphProto* sg : subgraphs)
+    for (const NodeProto& inner : sg->nodes) for_each_read(inner, read);
+}
+
+void count_reads(const GraphProto& g, std::map<std::string, int>& reads) {
+  for (const NodeProto& n : g.nodes) for_each_read(n, [&](const std::string& name) { ++reads[name]; });
 }
 
 class Rewriter {
@@ -207,14 +215,8 @@ class Rewriter {
   }
 
   void copy_float(const NodeProto& n) {
-    for (const std::string& in : n.inputs) need_float(in);
     // Subgraphs read outer values by name: those must be f32 too.
-    std::map<std::string, int> inner;
-    for (const AttributeProto& a : n.attributes) {
-      if (a.g) count_reads(*a.g, inner);
-      for (const GraphProto& g : a.graphs) count_reads(g, inner);
-    }
-    for (const auto& [name, count] : inner) need_float(name);
+    for_each_read(n, [&](const std::string& name) { need_float(name); });
     out_.nodes.push_back(n);
     for (const std::string& o : n.outputs) float_.insert(o);
   }
