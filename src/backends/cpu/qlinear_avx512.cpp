@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "qlinear.hpp"
 
@@ -49,8 +50,64 @@ void requant_tile_avx512(const Requant& e, const int32_t* t, int64_t ldt, int64_
   }
 }
 
+namespace {
+
+// The taps over the pair plane: kh rows of kp pairs (KH_, KP_: the same fixed at compile time, 0:
+// at run time), 16 outputs of a row at a time.
+template <int KH_, int KP_>
+void pairs_taps(const int32_t* pairs, int64_t PW, int64_t OH, int64_t OW, int64_t kh_n, int64_t kp_n, int64_t sh,
+                int64_t dh, const int32_t* wp, int32_t* acc) {
+  const int64_t KH = KH_ ? KH_ : kh_n, kp = KP_ ? KP_ : kp_n;
+  for (int64_t oh = 0; oh < OH; ++oh)
+    for (int64_t ow = 0; ow < OW; ow += 16) {
+      const __mmask16 k = __mmask16((1u << std::min<int64_t>(16, OW - ow)) - 1);
+      __m512i a = _mm512_setzero_si512();
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        const int32_t* row = pairs + (oh * sh + kh * dh) * PW + ow;
+        for (int64_t j = 0; j < kp; ++j)
+          a = _mm512_add_epi32(a, _mm512_madd_epi16(_mm512_maskz_loadu_epi32(k, row + 2 * j),
+                                                    _mm512_set1_epi32(wp[kh * kp + j])));
+      }
+      _mm512_mask_storeu_epi32(acc + oh * OW + ow, k, a);
+    }
+}
+
+// Stride 1, dilation 1 along the width: the plane's neighbours paired, pairs[c] = (plane[c],
+// plane[c + 1]) as two i16 in an i32, so that one vpmaddwd takes two horizontal taps of 16
+// outputs (weights (w[kw], w[kw + 1]); an odd last tap with 0).
+void depthwise_plane_pairs(const int16_t* plane, int64_t PW, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                           int64_t sh, int64_t dh, const int32_t* wv, int32_t* acc) {
+  const int64_t PH = (OH - 1) * sh + (KH - 1) * dh + 1;
+  thread_local std::vector<int32_t> pairs;
+  pairs.resize(size_t(PH * PW + 16));
+  for (int64_t r = 0; r < PH; ++r) {
+    const int16_t* row = plane + r * PW;
+    int32_t* dst = pairs.data() + r * PW;
+    for (int64_t c = 0; c < PW; c += 16) {
+      const int64_t cnt = std::min<int64_t>(16, PW - c), nxt = std::min<int64_t>(16, PW - c - 1);
+      const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(__mmask16((1u << cnt) - 1), row + c));
+      const __m512i hi = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(__mmask16((1u << nxt) - 1), row + c + 1));
+      _mm512_mask_storeu_epi32(dst + c, __mmask16((1u << cnt) - 1), _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+    }
+  }
+  int32_t wp[64];
+  const int64_t kp = (KW + 1) / 2;
+  for (int64_t kh = 0; kh < KH; ++kh)
+    for (int64_t j = 0; j < kp; ++j) {
+      const int32_t w0 = wv[kh * KW + 2 * j], w1 = 2 * j + 1 < KW ? wv[kh * KW + 2 * j + 1] : 0;
+      wp[kh * kp + j] = int32_t(uint32_t(uint16_t(int16_t(w0))) | (uint32_t(uint16_t(int16_t(w1))) << 16));
+    }
+  if (KH == 3 && kp == 2) return pairs_taps<3, 2>(pairs.data(), PW, OH, OW, KH, kp, sh, dh, wp, acc);
+  pairs_taps<0, 0>(pairs.data(), PW, OH, OW, KH, kp, sh, dh, wp, acc);
+}
+
+}  // namespace
+
 void depthwise_plane_avx512(const int16_t* plane, int64_t PW, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
                             int64_t sh, int64_t sw, int64_t dh, int64_t dw, const int32_t* wv, int32_t* acc) {
+  // the weights minus their zero point fit i16 (|w - zp| <= 255), so do x minus its zero point
+  if (sw == 1 && dw == 1 && KH * ((KW + 1) / 2) <= 64)
+    return depthwise_plane_pairs(plane, PW, OH, OW, KH, KW, sh, dh, wv, acc);
   for (int64_t oh = 0; oh < OH; ++oh)
     for (int64_t ow = 0; ow < OW; ow += 16) {
       const int64_t cnt = std::min<int64_t>(16, OW - ow);
