@@ -204,6 +204,30 @@ def qlinear_scales(rng, acc, chan_axis, M, per_channel, ydt, yzp, fixed_ys=None)
     return xs, ws, ys, yz
 
 
+def qlinear_output(name, op, rng, acc, axis, xq, wq, ydt, per_channel, yzp, bias, lo, hi, extra):
+    """The rest of a qlinear_conv / qlinear_matmul case from the int64 sums acc (output channels along
+    axis): scales, zero point and bias drawn from rng, the expected output, the case."""
+    (x, xdt, zx), (w, wdt, zw) = xq, wq
+    C = acc.shape[axis]
+    f32 = ydt == "f32"
+    xs, ws, ys, yz = qlinear_scales(rng, acc, axis, C, per_channel, "u8" if f32 else ydt, None if f32 else yzp)
+    b = None
+    if bias:
+        b = (rng.uniform(-2, 2, size=C).astype(np.float32) if f32 else
+             rng.integers(-2000, 2000, size=C).astype(np.int32))
+    if f32:
+        ys = None
+    y = requantize(acc, axis, xs, ws, ys, yz, "u8" if yz is None else ydt, b, lo, hi)
+    inputs, attrs = qlinear_inputs(x, xdt, xs, zx, w, wdt, ws, zw, ys, yz, ydt, b)
+    attrs.update(extra)
+    if lo is not None:
+        attrs["min"] = lo
+    if hi is not None:
+        attrs["max"] = hi
+    rtol, atol = (1e-6, 1e-6 * float(np.abs(y).max() if y.size else 1.0)) if f32 else (0.0, 0.0)
+    add(name, op, inputs, [ser(y, ydt if not f32 else "f32")], attrs, rtol, atol)
+
+
 def qlinear_conv_case(desc, xshape, wshape, xdt, wdt, ydt, stride, padding, dilation, groups, xzp=None, wzp=None,
                       per_channel=False, yzp="mid", bias=False, lo=None, hi=None):
     """ONNX QLinearConv (ydt u8 / i8), or the f32 form (ydt "f32": y = xs ws acc + bias, clamped)."""
@@ -215,23 +239,8 @@ def qlinear_conv_case(desc, xshape, wshape, xdt, wdt, ydt, stride, padding, dila
     zx = None if xzp is None else int_bytes(rng, {"scalar": (), "one": (1,)}[xzp], xdt)
     zw = None if wzp is None else int_bytes(rng, {"scalar": (), "one": (1,), "per": (M,)}[wzp], wdt)
     acc = conv_int_ref(x, w, zx, zw, stride, padding, dilation, groups)
-    f32 = ydt == "f32"
-    xs, ws, ys, yz = qlinear_scales(rng, acc, 1, M, per_channel, "u8" if f32 else ydt, None if f32 else yzp)
-    b = None
-    if bias:
-        b = (rng.uniform(-2, 2, size=M).astype(np.float32) if f32 else
-             rng.integers(-2000, 2000, size=M).astype(np.int32))
-    if f32:
-        ys = None
-    y = requantize(acc, 1, xs, ws, ys, yz, "u8" if yz is None else ydt, b, lo, hi)
-    inputs, attrs = qlinear_inputs(x, xdt, xs, zx, w, wdt, ws, zw, ys, yz, ydt, b)
-    attrs.update({"stride": stride, "padding": padding, "dilation": dilation, "groups": groups})
-    if lo is not None:
-        attrs["min"] = lo
-    if hi is not None:
-        attrs["max"] = hi
-    rtol, atol = (1e-6, 1e-6 * float(np.abs(y).max() if y.size else 1.0)) if f32 else (0.0, 0.0)
-    add(name, "qlinear_conv", inputs, [ser(y, ydt if not f32 else "f32")], attrs, rtol, atol)
+    qlinear_output(name, "qlinear_conv", rng, acc, 1, (x, xdt, zx), (w, wdt, zw), ydt, per_channel, yzp, bias, lo, hi,
+                   {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups})
 
 
 def qlinear_matmul_case(desc, ashape, bshape, adt, bdt, ydt, azp=None, bzp=None, per_channel=False, yzp="mid",
@@ -246,23 +255,8 @@ def qlinear_matmul_case(desc, ashape, bshape, adt, bdt, ydt, azp=None, bzp=None,
     av = a.astype(np.int64) - (0 if za is None else int(za))
     bv = b.astype(np.int64) - (0 if zb is None else zb.astype(np.int64))
     acc = np.matmul(av, bv)
-    f32 = ydt == "f32"
-    xs, ws, ys, yz = qlinear_scales(rng, acc, acc.ndim - 1, N, per_channel, "u8" if f32 else ydt,
-                                    None if f32 else yzp)
-    bb = None
-    if bias:
-        bb = (rng.uniform(-2, 2, size=N).astype(np.float32) if f32 else
-              rng.integers(-2000, 2000, size=N).astype(np.int32))
-    if f32:
-        ys = None
-    y = requantize(acc, acc.ndim - 1, xs, ws, ys, yz, "u8" if yz is None else ydt, bb, lo, hi)
-    inputs, attrs = qlinear_inputs(a, adt, xs, za, b, bdt, ws, zb, ys, yz, ydt, bb)
-    if lo is not None:
-        attrs["min"] = lo
-    if hi is not None:
-        attrs["max"] = hi
-    rtol, atol = (1e-6, 1e-6 * float(np.abs(y).max() if y.size else 1.0)) if f32 else (0.0, 0.0)
-    add(name, "qlinear_matmul", inputs, [ser(y, ydt if not f32 else "f32")], attrs, rtol, atol)
+    qlinear_output(name, "qlinear_matmul", rng, acc, acc.ndim - 1, (a, adt, za), (b, bdt, zb), ydt, per_channel, yzp,
+                   bias, lo, hi, {})
 
 
 def conv_integer_case(desc, xshape, wshape, xdt, wdt, stride, padding, dilation, groups, xzp=None, wzp=None,

@@ -237,15 +237,10 @@ void conv_int8(int isa, const ConvIntegerGeometry& g, const ConvInt8Args& a, int
 
 void conv_integer_u8i8_isa(int isa, const ConvIntegerGeometry& g, const uint8_t* x, bool x_signed, const uint8_t* w,
                            bool w_signed, int32_t x_zp, const int32_t* w_zp, int32_t* y, int64_t col_bytes) {
-  ConvInt8Args a;
-  a.x = x;
-  a.x_signed = x_signed;
-  a.w = w;
-  a.w_signed = w_signed;
-  a.x_zp = x_zp;
-  a.w_zp = w_zp;
-  a.y = y;
-  conv_int8(isa, g, a, col_bytes);
+  conv_int8(isa, g,
+            {.x = x, .x_signed = x_signed, .w = w, .w_signed = w_signed, .x_zp = x_zp, .w_zp = w_zp, .bias = nullptr,
+             .e = Requant{}, .y = y, .w_storage = nullptr, .w_offset = 0},
+            col_bytes);
 }
 
 }  // namespace detail
