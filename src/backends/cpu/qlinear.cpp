@@ -18,6 +18,11 @@ void requant_tile(const Requant& e, const int32_t* t, int64_t ldt, int64_t i0, i
                   void* y, int64_t ldy) {
   if (m <= 0 || n <= 0) return;
   if (features().avx512) return detail::requant_tile_avx512(e, t, ldt, i0, j0, m, n, y, ldy);
+  detail::requant_tile_portable(e, t, ldt, i0, j0, m, n, y, ldy);
+}
+
+void detail::requant_tile_portable(const Requant& e, const int32_t* t, int64_t ldt, int64_t i0, int64_t j0, int64_t m,
+                                   int64_t n, void* y, int64_t ldy) {
   const float qlo = e.out == Requant::U8 ? 0.f : -128.f, qhi = e.out == Requant::U8 ? 255.f : 127.f;
   for (int64_t ii = 0; ii < m; ++ii) {
     const int64_t i = i0 + ii;

@@ -62,6 +62,9 @@ const uint8_t* kept_int8_packing(Storage* storage, int64_t offset, std::initiali
                                  const std::function<void(uint8_t*)>& make, std::shared_ptr<const Storage>& hold);
 
 namespace detail {
+// requant_tile without SIMD (the reference of the AVX-512 form; f32 without a fused multiply-add)
+void requant_tile_portable(const Requant& e, const int32_t* t, int64_t ldt, int64_t i0, int64_t j0, int64_t m,
+                           int64_t n, void* y, int64_t ldy);
 void requant_tile_avx512(const Requant& e, const int32_t* t, int64_t ldt, int64_t i0, int64_t j0, int64_t m,
                          int64_t n, void* y, int64_t ldy);
 // depthwise_plane with 16 outputs of a row in a register through all the taps (strides 1 and 2)

@@ -4,11 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
+#include <cstring>
 #include <vector>
 
+#include "backends/cpu/cpu_features.hpp"
 #include "backends/cpu/gemm.hpp"
+#include "backends/cpu/qlinear.hpp"
 
 namespace ember::cpu {
 namespace {
@@ -86,6 +91,29 @@ void check(Case c, const std::vector<int64_t>& pad_end) {
                            << g.M << " groups " << g.groups << " in " << g.in[0] << "x" << g.in[1] << "x" << g.in[2]
                            << " kernel " << g.kernel[0] << "x" << g.kernel[1] << "x" << g.kernel[2];
     }
+  // qlinear_conv's u8 epilogue on every path: (acc + bias) * m[c] rounded half to even, + 100,
+  // saturated (ONNX QLinearConv's formula, f32 multiplier)
+  std::vector<int32_t> bias(size_t(g.M));
+  std::vector<float> mult(size_t(g.M));
+  for (int64_t m = 0; m < g.M; ++m) bias[size_t(m)] = byte(rng) * 40 - 5000, mult[size_t(m)] = 0.0005f * float(1 + m % 7);
+  const int64_t P = g.out[0] * g.out[1] * g.out[2];
+  std::vector<uint8_t> want_q(want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const int64_t m = int64_t(i) / P % g.M;
+    const float f = std::nearbyint(float(int32_t(uint32_t(want[i]) + uint32_t(bias[size_t(m)]))) * mult[size_t(m)]);
+    want_q[i] = uint8_t(std::clamp(f + 100.f, 0.f, 255.f));
+  }
+  for (int isa : {kIsaScalar, kIsaAvx2, kIsaAvx512}) {
+    std::vector<uint8_t> got(want_q.size(), 7);
+    ConvInt8Args a{.x = x.data(), .x_signed = c.x_signed, .w = w.data(), .w_signed = c.w_signed, .x_zp = x_zp,
+                   .w_zp = w_zp.data(), .bias = bias.data(), .e = Requant{}, .y = got.data(), .w_storage = nullptr,
+                   .w_offset = 0};
+    a.e.out = Requant::U8;
+    a.e.mult = mult.data();
+    a.e.zp = 100;
+    detail::conv_int8(isa, g, a);
+    ASSERT_EQ(got, want_q) << "u8 epilogue, isa " << isa << " C " << g.C << " M " << g.M << " groups " << g.groups;
+  }
 }
 
 // A 2-d geometry (depth 1).
@@ -148,6 +176,51 @@ TEST(ConvInteger, LargestProductsDoNotSaturate) {
       for (int32_t v : got) ASSERT_EQ(v, (xs ? -128 : 255) * -128 * 576) << "isa " << isa;
     }
   }
+}
+
+}  // namespace
+}  // namespace ember::cpu
+
+namespace ember::cpu {
+namespace {
+
+// The AVX-512 epilogue against the portable one on a tile with every correction term, each output
+// type, channels per row and per column, tails of 16: the same bytes (f32 within an ulp or two:
+// the AVX-512 form fuses the multiply-add).
+TEST(Requant, Avx512EqualsPortable) {
+  if (!features().avx512) GTEST_SKIP() << "no AVX-512";
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int32_t> big(-3000000, 3000000), small(-300, 300);
+  const int64_t m = 5, n = 37, ldt = 40;
+  std::vector<int32_t> t(static_cast<size_t>(m * ldt)), r(static_cast<size_t>(m)), p(static_cast<size_t>(m)),
+      c(static_cast<size_t>(n)), q(static_cast<size_t>(n));
+  std::vector<float> mult(size_t(std::max(m, n))), bias(mult.size());
+  for (auto& v : t) v = big(rng);
+  for (auto* vec : {&r, &c}) for (auto& v : *vec) v = big(rng);
+  for (auto* vec : {&p, &q}) for (auto& v : *vec) v = small(rng);
+  for (size_t i = 0; i < mult.size(); ++i) mult[i] = 1e-4f * float(1 + i % 9), bias[i] = float(small(rng)) / 7.f;
+  for (auto out : {Requant::I32, Requant::F32, Requant::U8, Requant::I8})
+    for (bool per_row : {true, false}) {
+      Requant e;
+      e.out = out;
+      e.r = r.data(), e.c = c.data(), e.p = p.data(), e.q = q.data();
+      e.mult = mult.data();
+      e.bias = out == Requant::F32 ? bias.data() : nullptr;
+      e.per_row = per_row;
+      e.zp = out == Requant::I8 ? -5 : 17;
+      e.lo = -50.f, e.hi = 80.f;
+      std::vector<int32_t> want(size_t(m * n), 1), got(size_t(m * n), 2);
+      detail::requant_tile_portable(e, t.data(), ldt, 0, 0, m, n, want.data(), n);
+      detail::requant_tile_avx512(e, t.data(), ldt, 0, 0, m, n, got.data(), n);
+      const int64_t bytes = m * n * e.elem_bytes();
+      if (out == Requant::F32) {
+        for (int64_t i = 0; i < m * n; ++i)
+          ASSERT_NEAR(reinterpret_cast<float*>(got.data())[i], reinterpret_cast<float*>(want.data())[i], 1e-3)
+              << "at " << i << " per_row " << per_row;
+      } else {
+        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), size_t(bytes))) << "out " << out << " per_row " << per_row;
+      }
+    }
 }
 
 }  // namespace
