@@ -1499,6 +1499,37 @@ void bench_qlinear_conv(Ctx& cx, const std::string& name, int64_t C, int64_t M, 
       "ember_f32");
 }
 
+// A requantizing int8 product (qlinear_matmul: u8 a [M, K] x i8 b [K, N] with per-column scales,
+// u8 out, the weight b packed once and kept) against ember's f32 matmul of the same shape (peer
+// "ember_f32"). Checked against LibTorch's int64 product and the requantization formula in float32.
+void bench_qlinear_matmul(Ctx& cx, int64_t M, int64_t N, int64_t K) {
+  const std::string name = "qlinear_matmul_u8_" + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+  guarded(
+      cx, name,
+      [&] {
+        DynTensor a = DynTensor::randint({M, K}, 0, 256, ember::DType::u8);
+        DynTensor b = DynTensor::randint({K, N}, -128, 128, ember::DType::i8);
+        DynTensor za = DynTensor::full({}, 128, ember::DType::u8), zy = DynTensor::full({}, 128, ember::DType::u8);
+        DynTensor as = DynTensor::full({}, 0.02, ember::DType::f32), ys = DynTensor::full({}, 0.5, ember::DType::f32);
+        DynTensor bs = DynTensor::uniform({N}, 0.0005, 0.002);
+        DynTensor af = DynTensor::normal({M, K}), bf = DynTensor::normal({K, N});
+        auto q = [&] { return ember::qlinear_matmul(a, as, za, b, bs, std::nullopt, ys, zy); };
+        auto check = [&] {
+          at::Tensor ta = to_torch(a.cast(ember::DType::f32)).to(at::kLong) - 128;
+          at::Tensor tb = to_torch(b.cast(ember::DType::f32)).to(at::kLong);
+          at::Tensor m = (to_torch(as) * to_torch(bs)) / to_torch(ys);
+          at::Tensor y = at::clamp(at::round(at::matmul(ta, tb).to(at::kFloat) * m) + 128, 0, 255);
+          return check_close(q().cast(ember::DType::f32), y, {.rtol = 0, .atol = 0});
+        };
+        auto& e = cx.compare(
+            name, [&] { bench::keep(q()); }, [&] { bench::keep(ember::matmul(af, bf)); }, check, "ember_f32");
+        const double ops = 2.0 * double(M) * double(N) * double(K);
+        if (e.ember_ms) e.set("gops_ember", ops / (*e.ember_ms * 1e6));
+        if (e.peer_ms) e.set("gflops_peer", ops / (*e.peer_ms * 1e6));
+      },
+      "ember_f32");
+}
+
 // Multi-threaded streaming read of `bytes` bytes (AVX-512 loads summed, so nothing is skipped).
 __attribute__((target("avx512f"))) int64_t stream_sum(const uint8_t* p, int64_t bytes) {
   __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
@@ -1745,6 +1776,7 @@ int main(int argc, char** argv) {
   bench_qconv(cx);
   bench_qlinear_conv(cx, "qlinear_conv_resnet_3x3_u8", 64, 64, 1);
   bench_qlinear_conv(cx, "qlinear_conv_mobilenet_dw3x3_u8", 144, 144, 144);
+  bench_qlinear_matmul(cx, 256, 1024, 1024);
   bench_decode(cx, 4, true);
   bench_decode(cx, 8, true);
   bench_decode(cx, 4, false);
