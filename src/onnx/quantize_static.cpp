@@ -230,8 +230,9 @@ class Rewriter {
   // Conv (+Relu) or com.microsoft FusedConv (Relu or no activation, no residual) -> QLinearConv.
   bool quantize_conv(const NodeProto& n) {
     const bool fused = n.domain == "com.microsoft" && n.op_type == "FusedConv";
-    if (!(is_op(n, "Conv") || fused) || n.inputs.size() < 2 || n.inputs.size() > 3 || n.outputs.size() != 1)
-      return false;
+    size_t inputs_given = n.inputs.size();  // omitted trailing inputs (FusedConv's Z: "") do not count
+    while (inputs_given > 0 && n.inputs[inputs_given - 1].empty()) --inputs_given;
+    if (!(is_op(n, "Conv") || fused) || inputs_given < 2 || inputs_given > 3 || n.outputs.size() != 1) return false;
     std::string activation_kind;
     if (fused) {
       const AttributeProto* a = n.attribute("activation");
@@ -239,7 +240,7 @@ class Rewriter {
       if (!activation_kind.empty() && activation_kind != "Relu") return false;
     }
     const TensorProto* w = float_initializer(n.inputs[1]);
-    const bool has_bias = n.inputs.size() == 3 && !n.inputs[2].empty();
+    const bool has_bias = inputs_given == 3;
     const TensorProto* b = has_bias ? float_initializer(n.inputs[2]) : nullptr;
     if (!w || w->dims.size() < 3 || (has_bias && !b)) return false;
     std::string y = n.outputs[0];

@@ -141,6 +141,23 @@ TEST(QuantizeStatic, ExcludedNodesStayFloat) {
   EXPECT_LE(std::sqrt(err / norm), 0.03);
 }
 
+// A graph after the runtime's load-time passes (Model::proto()): Conv+Relu are com.microsoft
+// FusedConv nodes, which quantize like Conv+Relu; the conv fused with the residual Add (a Z
+// input) stays f32 between a DequantizeLinear and a QuantizeLinear.
+TEST(QuantizeStatic, QuantizesFusedConvNodes) {
+  const onnx::ModelProto fused = onnx::Model::load(fixture("quant_convnet.onnx"), Device::cpu()).proto();
+  ASSERT_EQ(histogram(fused.graph)["FusedConv"], 4);
+  onnx::QuantizeReport r;
+  onnx::ModelProto q = onnx::quantize_static(fused, calibration(), {}, &r);
+  EXPECT_EQ(r.quantized_convs, 3);
+  EXPECT_EQ(histogram(q.graph)["FusedConv"], 1);
+  std::vector<float> got = logits(q, npy("quant_convnet_eval.npy"));
+  std::vector<float> ref = npy("quant_convnet_f32.npy").to_vector<float>();
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) err += std::pow(got[i] - ref[i], 2), norm += std::pow(ref[i], 2);
+  EXPECT_LE(std::sqrt(err / norm), 0.03);
+}
+
 TEST(QuantizeStatic, RefusesBadCalibration) {
   const onnx::ModelProto m = onnx::load_model(fixture("quant_convnet.onnx"));
   onnx_test::expect_plain_error([&] { onnx::quantize_static(m, {}); }, {"quantize_static", "calibration set is empty"});
