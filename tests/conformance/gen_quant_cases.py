@@ -400,6 +400,10 @@ def main():
                       [2, 2], 8, "scalar", "per", per_channel=True)
     qlinear_conv_case("depthwise_2x5", [1, 5, 8, 21], [5, 1, 2, 5], "u8", "i8", "i8", [2, 1], [1, 2, 0, 1], [1, 1], 5,
                       "scalar", "per", per_channel=True, bias=True)
+    qlinear_conv_case("depthwise_sym", [2, 24, 10, 19], [24, 1, 3, 3], "i8", "i8", "u8", [1, 1], [1, 1], [1, 1], 24,
+                      "scalar", None, per_channel=True, bias=True)
+    qlinear_conv_case("depthwise_sym_5x3_s2h", [1, 8, 13, 17], [8, 1, 5, 3], "u8", "i8", "i8", [2, 1], [2, 0, 1, 2],
+                      [1, 1], 8, "scalar", None, bias=True)
     qlinear_conv_case("depthwise_x2", [1, 3, 6, 5], [6, 1, 3, 3], "i8", "u8", "u8", [1, 1], [1, 0, 0, 1], [1, 1], 3,
                       None, "one")
     qlinear_conv_case("1d", [2, 4, 17], [5, 4, 3], "i8", "u8", "u8", [2], [2, 1], [2], 1, "scalar", "per",

@@ -121,13 +121,33 @@ void vnni_product(const uint8_t* panels, int64_t c0, int64_t rows, int64_t K, co
 
 // ---- depthwise (one input channel per group, one output channel each, 2-d): per channel, x minus
 // its zero point as i16 in a zero-padded plane, then every output the sum of its taps (qlinear.hpp's
-// depthwise_plane: 16 outputs in a register through all taps); the plane through the epilogue.
+// depthwise_plane: 16 outputs in a register through all taps); the plane through the epilogue. A
+// 3-wide kernel at width stride 1 with weights that fit i8 once their zero point is off (VNNI):
+// x's bytes padded with its zero point, a kernel row's 3 taps per vpdpbusd (depthwise3_vnni).
 void depthwise_channel(const ConvIntegerGeometry& g, const uint8_t* xc, bool x_signed, int32_t x_zp,
                        const uint8_t* wc, bool w_signed, int32_t w_zp, std::vector<int16_t>& plane, int32_t* acc) {
   const int64_t H = g.in[1], W = g.in[2], KH = g.kernel[1], KW = g.kernel[2], OH = g.out[1], OW = g.out[2];
   const int64_t sh = g.stride[1], sw = g.stride[2], dh = g.dilation[1], dw = g.dilation[2];
   const int64_t ph = g.pad[1], pw = g.pad[2];
   const int64_t PH = (OH - 1) * sh + (KH - 1) * dh + 1, PW = (OW - 1) * sw + (KW - 1) * dw + 1;
+  std::vector<int32_t> wv(size_t(KH * KW));
+  for (int64_t t = 0; t < KH * KW; ++t) wv[size_t(t)] = (w_signed ? int32_t(int8_t(wc[t])) : int32_t(wc[t])) - w_zp;
+  const bool wv_i8 = std::all_of(wv.begin(), wv.end(), [](int32_t v) { return v >= -128 && v <= 127; });
+  if (KW == 3 && sw == 1 && dw == 1 && KH <= 16 && wv_i8 && features().avx512vnni) {
+    // the bytes of x (+128 for i8) in a plane padded with x's zero point (the same shift)
+    thread_local std::vector<uint8_t> bytes;
+    const uint8_t flip = x_signed ? 0x80 : 0, zu = uint8_t(x_zp + (x_signed ? 128 : 0));
+    bytes.assign(size_t(PH * PW), zu);
+    for (int64_t r = 0; r < PH; ++r) {
+      const int64_t ih = r - ph;
+      if (ih < 0 || ih >= H) continue;
+      const uint8_t* xr = xc + ih * W;
+      uint8_t* dst = bytes.data() + r * PW;
+      for (int64_t cidx = std::max<int64_t>(0, pw), c1 = std::min(PW, W + pw); cidx < c1; ++cidx)
+        dst[cidx] = xr[cidx - pw] ^ flip;
+    }
+    return detail::depthwise3_vnni(bytes.data(), PW, OH, OW, KH, sh, dh, wv.data(), zu, acc);
+  }
   plane.assign(size_t(PH * PW), 0);
   for (int64_t r = 0; r < PH; ++r) {
     const int64_t ih = r - ph;
@@ -138,8 +158,6 @@ void depthwise_channel(const ConvIntegerGeometry& g, const uint8_t* xc, bool x_s
     for (int64_t cidx = c0; cidx < c1; ++cidx)
       dst[cidx] = int16_t((x_signed ? int32_t(int8_t(xr[cidx - pw])) : int32_t(xr[cidx - pw])) - x_zp);
   }
-  std::vector<int32_t> wv(size_t(KH * KW));
-  for (int64_t t = 0; t < KH * KW; ++t) wv[size_t(t)] = (w_signed ? int32_t(int8_t(wc[t])) : int32_t(wc[t])) - w_zp;
   depthwise_plane(plane.data(), PW, OH, OW, KH, KW, sh, sw, dh, dw, wv.data(), acc);
 }
 

@@ -81,6 +81,12 @@ void conv_integer_u8i8_isa(int isa, const ConvIntegerGeometry& g, const uint8_t*
 // multiple of 4 rows; colsum: the 32 columns' sums of the packed values (conv_integer_avx512vnni.cpp).
 void conv_integer_pack_columns_vnni(const uint8_t* b, int64_t ldb, int64_t K, int64_t j0, int n, bool b_signed,
                                     int8_t* dst, int32_t* colsum);
+// A depthwise conv's channel with a 3-wide kernel at width stride and dilation 1 on VNNI: acc [OH,
+// OW] = sum over the taps of wv[kh][kw] (KH x 3 values in [-128, 127], w minus its zero point)
+// times (P[oh sh + kh dh][ow + kw] - zu), P the padded plane of x as u8 (i8 x + 128; the padding
+// holds zu, x's zero point in the same shift), rows PW = OW + 2 apart; KH <= 16.
+void depthwise3_vnni(const uint8_t* P, int64_t PW, int64_t OH, int64_t OW, int64_t KH, int64_t sh, int64_t dh,
+                     const int32_t* wv, int32_t zu, int32_t* acc);
 }  // namespace detail
 
 }  // namespace ember::cpu

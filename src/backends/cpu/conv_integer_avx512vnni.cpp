@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "conv_integer.hpp"
 #include "qgemm.hpp"
@@ -44,6 +45,44 @@ void conv_integer_pack_columns_vnni(const uint8_t* b, int64_t ldb, int64_t K, in
   }
   _mm512_storeu_si512(colsum, s0);
   _mm512_storeu_si512(colsum + 16, s1);
+}
+
+// conv_integer.hpp's depthwise3_vnni: quads[r][c] = the bytes P[r][c], P[r][c + 1], P[r][c + 2], 0,
+// so that one vpdpbusd (u8 quads x the row's 3 i8 weights) takes a kernel row's 3 taps of 16
+// outputs; x's zero point comes off once per output as zu * sum(w).
+void depthwise3_vnni(const uint8_t* P, int64_t PW, int64_t OH, int64_t OW, int64_t KH, int64_t sh, int64_t dh,
+                     const int32_t* wv, int32_t zu, int32_t* acc) {
+  const int64_t PH = (OH - 1) * sh + (KH - 1) * dh + 1;
+  thread_local std::vector<uint32_t> quads;
+  quads.resize(size_t(PH * OW + 16));
+  for (int64_t r = 0; r < PH; ++r) {
+    const uint8_t* row = P + r * PW;
+    for (int64_t c = 0; c < OW; c += 16) {
+      const __mmask16 k = __mmask16((1u << std::min<int64_t>(16, OW - c)) - 1);
+      const __m512i b0 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, row + c));
+      const __m512i b1 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, row + c + 1));
+      const __m512i b2 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, row + c + 2));
+      const __m512i q = _mm512_or_si512(b0, _mm512_or_si512(_mm512_slli_epi32(b1, 8), _mm512_slli_epi32(b2, 16)));
+      _mm512_mask_storeu_epi32(quads.data() + r * OW + c, k, q);
+    }
+  }
+  int32_t wq[16], wsum = 0;
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    const int32_t* w = wv + kh * 3;
+    wq[kh] = int32_t(uint32_t(uint8_t(int8_t(w[0]))) | uint32_t(uint8_t(int8_t(w[1]))) << 8 |
+                     uint32_t(uint8_t(int8_t(w[2]))) << 16);
+    wsum += w[0] + w[1] + w[2];
+  }
+  const __m512i corr = _mm512_set1_epi32(-zu * wsum);
+  for (int64_t oh = 0; oh < OH; ++oh)
+    for (int64_t ow = 0; ow < OW; ow += 16) {
+      const __mmask16 k = __mmask16((1u << std::min<int64_t>(16, OW - ow)) - 1);
+      __m512i a = corr;
+      for (int64_t kh = 0; kh < KH; ++kh)
+        a = _mm512_dpbusd_epi32(a, _mm512_maskz_loadu_epi32(k, quads.data() + (oh * sh + kh * dh) * OW + ow),
+                                _mm512_set1_epi32(wq[kh]));
+      _mm512_mask_storeu_epi32(acc + oh * OW + ow, k, a);
+    }
 }
 
 }  // namespace ember::cpu::detail
