@@ -506,26 +506,43 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
   // Strided or narrow 2-d planes with one output per channel (MobileNets' stride-2 and 14x14 /
   // 7x7 layers), f32 on AVX-512: 16 channels at a time on a zero-padded pixel-major copy, one
   // channel per lane (depthwise_cvec_f32_avx512), transposed in and out in registers; the
-  // per-plane kernels would use a fraction of each vector or a short row per call.
+  // per-plane kernels would use a fraction of each vector or a short row per call. Large planes
+  // go by strips of output rows.
   if constexpr (std::is_same_v<T, float>) {
     if (simd && g.Og == 1 && ID == 1 && OD == 1 && (sw != 1 || OW < 32)) {
-      const int64_t Hp = IH + 2 * g.p[1], Wp = IW + 2 * g.p[2];
+      const int64_t Wp = IW + 2 * g.p[2];
       const int64_t blocks = (g.C + 15) / 16, units = g.N * blocks;
+      // Output rows a strip, so that its padded input rows (~256 KB) stay in L2.
+      const int64_t span = (g.k[1] - 1) * g.d[1] + 1;  // input rows under one output row
+      const int64_t strip = std::clamp<int64_t>((4096 / Wp - span) / g.s[1] + 1, 1, OH);
+      const int64_t strip_rows = (strip - 1) * g.s[1] + span;
       auto run = [&](int64_t u0, int64_t u1) {
-        float* xb = workspace<float, 3>(size_t(16 * (Hp * Wp + P + KK)));
-        float* yb = xb + 16 * Hp * Wp;
+        float* xb = workspace<float, 3>(size_t(16 * (strip_rows * Wp + P + KK)));
+        float* yb = xb + 16 * strip_rows * Wp;
         float* wb = yb + 16 * P;
-        std::fill(xb, xb + 16 * Hp * Wp, 0.0f);  // the padding
         for (int64_t u = u0; u < u1; ++u) {
+          // (the lanes of absent channels in a last block hold stale values: lanes never mix)
           const int64_t n = u / blocks, c0 = (u % blocks) * 16, nc = std::min<int64_t>(16, g.C - c0);
-          if (nc < 16) std::fill(xb, xb + 16 * Hp * Wp, 0.0f);  // the lanes of absent channels too
           for (int64_t t = 0; t < KK; ++t)
             for (int64_t j = 0; j < 16; ++j) wb[t * 16 + j] = j < nc ? w[(c0 + j) * KK + t] : 0.0f;
           const float* xc = x + (n * g.C + c0) * IP;
-          for (int64_t h = 0; h < IH; ++h)
-            detail::transpose_bias_f32_avx512(xc + h * IW, nc, IW, IP, nullptr, xb + ((h + g.p[1]) * Wp + g.p[2]) * 16,
-                                              16);
-          detail::depthwise_cvec_f32_avx512(xb, Wp, wb, g.k[1], g.k[2], g.s[1], sw, g.d[1], g.d[2], OH, OW, yb);
+          for (int64_t oh0 = 0; oh0 < OH; oh0 += strip) {
+            const int64_t rows = std::min(strip, OH - oh0);
+            // padded input rows [oh0 * sh, + (rows - 1) * sh + span) into xb's rows
+            for (int64_t i = 0; i < (rows - 1) * g.s[1] + span; ++i) {
+              const int64_t h = oh0 * g.s[1] + i - g.p[1];
+              float* row = xb + i * Wp * 16;
+              if (h < 0 || h >= IH) {
+                std::fill(row, row + Wp * 16, 0.0f);
+                continue;
+              }
+              std::fill(row, row + g.p[2] * 16, 0.0f);
+              std::fill(row + (g.p[2] + IW) * 16, row + Wp * 16, 0.0f);
+              detail::transpose_bias_f32_avx512(xc + h * IW, nc, IW, IP, nullptr, row + g.p[2] * 16, 16);
+            }
+            detail::depthwise_cvec_f32_avx512(xb, Wp, wb, g.k[1], g.k[2], g.s[1], sw, g.d[1], g.d[2], rows, OW,
+                                              yb + oh0 * OW * 16);
+          }
           float* yc = y + (n * g.O + c0) * P;
           detail::transpose_bias_f32_avx512(yb, P, nc, 16, bias ? bias + c0 : nullptr, yc, P);
           epi(yc, nc, P, P);
