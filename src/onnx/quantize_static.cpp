@@ -27,7 +27,9 @@ struct Range {
 };
 
 // The observed range of every f32 value of the main graph: its inputs and what its nodes compute.
-std::map<std::string, Range> calibrate(const ModelProto& model, const std::vector<CalibrationSample>& samples) {
+// With percentile < 100 every value is kept and the range is [quantile(1 - p), quantile(p)].
+std::map<std::string, Range> calibrate(const ModelProto& model, const std::vector<CalibrationSample>& samples,
+                                       double percentile) {
   ModelProto probe = model;
   std::set<std::string> listed;
   for (const ValueInfoProto& v : probe.graph.outputs) listed.insert(v.name);
@@ -41,14 +43,17 @@ std::map<std::string, Range> calibrate(const ModelProto& model, const std::vecto
   Model runner = Model::from_proto(std::move(probe), Device::cpu(), model.base_dir);
 
   std::map<std::string, Range> ranges;
+  std::map<std::string, std::vector<float>> kept;  // percentile < 100: every non-NaN value seen
   auto observe = [&](const std::string& name, const DynTensor& t) {
     if (!t.defined() || t.dtype() != DType::f32 || t.numel() == 0) return;
     TensorData d = t.into_data();
     Range& r = ranges[name];
+    std::vector<float>* all = percentile < 100 ? &kept[name] : nullptr;
     for (float v : d.as<float>()) {
       if (std::isnan(v)) continue;
       r.min = std::min(r.min, v);
       r.max = std::max(r.max, v);
+      if (all) all->push_back(v);
     }
   };
   for (size_t i = 0; i < samples.size(); ++i) {
@@ -62,6 +67,15 @@ std::map<std::string, Range> calibrate(const ModelProto& model, const std::vecto
     for (const auto& [name, t] : samples[i]) observe(name, t);
     for (const auto& [name, v] : values)
       if (v.is_tensor()) observe(name, v.tensor());
+  }
+  for (auto& [name, all] : kept) {
+    if (all.empty()) continue;
+    auto at = [&](double q) {
+      auto k = all.begin() + std::ptrdiff_t(std::llround(q * double(all.size() - 1)));
+      std::nth_element(all.begin(), k, all.end());
+      return *k;
+    };
+    ranges[name] = Range{at(1 - percentile / 100), at(percentile / 100)};
   }
   return ranges;
 }
@@ -358,6 +372,8 @@ class Rewriter {
 ModelProto quantize_static(const ModelProto& model, const std::vector<CalibrationSample>& calibration,
                            const QuantizeOptions& options, QuantizeReport* report) {
   EMBER_CHECK(!calibration.empty(), "onnx: quantize_static: the calibration set is empty (give at least one sample)");
+  EMBER_CHECK(options.percentile > 50 && options.percentile <= 100, "onnx: quantize_static: percentile ",
+              options.percentile, " is outside (50, 100]");
   const int64_t opset = model.opset("");
   EMBER_CHECK(opset >= 10, "onnx: quantize_static: the model imports opset ", opset,
               " of the default domain; QLinearConv and QuantizeLinear need at least 10");
@@ -365,7 +381,7 @@ ModelProto quantize_static(const ModelProto& model, const std::vector<Calibratio
   QuantizeReport& r = report ? *report : local;
   r = QuantizeReport{};
   r.samples = int(calibration.size());
-  Rewriter rewriter(model, calibrate(model, calibration), options, r);
+  Rewriter rewriter(model, calibrate(model, calibration, options.percentile), options, r);
   ModelProto out;
   out.ir_version = model.ir_version;
   out.opset_import = model.opset_import;

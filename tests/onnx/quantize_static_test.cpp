@@ -158,6 +158,36 @@ TEST(QuantizeStatic, QuantizesFusedConvNodes) {
   EXPECT_LE(std::sqrt(err / norm), 0.03);
 }
 
+// Percentile calibration narrows ranges (the conv outputs' scales shrink) and stays close to
+// the f32 model; 100 is min-max exactly.
+TEST(QuantizeStatic, PercentileCalibrationClipsTheRanges) {
+  const onnx::ModelProto m = onnx::load_model(fixture("quant_convnet.onnx"));
+  auto scales = [](const onnx::ModelProto& q) {
+    std::vector<float> out;
+    for (const onnx::NodeProto& n : q.graph.nodes)
+      if (n.op_type == "QLinearConv") out.push_back(onnx::to_tensor_data(*q.graph.initializer(n.inputs[6])).to_vector<float>()[0]);
+    return out;
+  };
+  auto with_percentile = [](double p) {
+    onnx::QuantizeOptions o;
+    o.percentile = p;
+    return o;
+  };
+  const std::vector<float> minmax = scales(quantized().model);
+  EXPECT_EQ(scales(onnx::quantize_static(m, calibration(), with_percentile(100))), minmax);
+  onnx::ModelProto q = onnx::quantize_static(m, calibration(), with_percentile(99.9));
+  const std::vector<float> clipped = scales(q);
+  ASSERT_EQ(clipped.size(), minmax.size());
+  for (size_t i = 0; i < clipped.size(); ++i) EXPECT_LT(clipped[i], minmax[i]) << "QLinearConv " << i;
+  std::vector<float> got = logits(q, npy("quant_convnet_eval.npy"));
+  std::vector<float> ref = npy("quant_convnet_f32.npy").to_vector<float>();
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) err += std::pow(got[i] - ref[i], 2), norm += std::pow(ref[i], 2);
+  EXPECT_LE(std::sqrt(err / norm), 0.05);
+  onnx_test::expect_plain_error([&] { onnx::quantize_static(m, calibration(), with_percentile(40)); },
+                                {"quantize_static", "percentile 40"});
+}
+
 TEST(QuantizeStatic, RefusesBadCalibration) {
   const onnx::ModelProto m = onnx::load_model(fixture("quant_convnet.onnx"));
   onnx_test::expect_plain_error([&] { onnx::quantize_static(m, {}); }, {"quantize_static", "calibration set is empty"});

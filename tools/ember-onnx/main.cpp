@@ -3,7 +3,7 @@
 //   ember-onnx info MODEL.onnx [--values]
 //   ember-onnx run MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR [--device cpu|cuda|cuda:N]
 //   ember-onnx generate MODEL.onnx --out DIR [--name NAME]
-//   ember-onnx quantize IN.onnx OUT.onnx --calibration DIR_or_FILE.npy ... [--exclude NODE ...]
+//   ember-onnx quantize IN.onnx OUT.onnx --calibration DIR_or_FILE.npy ... [--exclude NODE ...] [--percentile P]
 //
 // Exit status: 0 on success, 1 when the model or an input cannot be read or run (the message
 // is an ember::Error), 2 for usage errors.
@@ -56,7 +56,13 @@ const char kUsage[] =
     "      file name as an identifier\n"
     "  ember-onnx generate --batch LIST --out DIR\n"
     "      the same for many models: each line of LIST is 'NAME MODEL.onnx'; prints 'ok NAME' or\n"
-    "      'refused NAME: why' per model (the codegen conformance test uses it)\n";
+    "      'refused NAME: why' per model (the codegen conformance test uses it)\n"
+    "  ember-onnx quantize IN.onnx OUT.onnx --calibration PATH ... [--exclude NODE ...] [--percentile P]\n"
+    "      static int8 quantization, QOperator form (QLinearConv, QLinearAdd, u8 MaxPool; the rest\n"
+    "      stays f32), calibrated on the model's single input: PATH is a .npy file (one sample) or\n"
+    "      a directory whose *.npy files (sorted by name) are the samples; --exclude keeps a node\n"
+    "      (by name or first output) in f32; --percentile P (e.g. 99.99) clips activation ranges to\n"
+    "      the P-th percentile instead of min-max\n";
 
 struct UsageError {
   std::string message;
@@ -471,9 +477,10 @@ int cmd_quantize(const std::vector<std::string>& args) {
   onnx::QuantizeOptions options;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    const bool takes_value = a == "--calibration" || a == "--exclude";
+    const bool takes_value = a == "--calibration" || a == "--exclude" || a == "--percentile";
     if (takes_value && i + 1 >= args.size()) throw UsageError{a + " needs a value"};
     if (a == "--calibration") calibration.push_back(args[++i]);
+    else if (a == "--percentile") options.percentile = std::atof(args[++i].c_str());
     else if (a == "--exclude") options.exclude_nodes.push_back(args[++i]);
     else if (a.size() > 1 && a[0] == '-') throw UsageError{"unknown option '" + a + "'"};
     else paths.push_back(a);

@@ -43,8 +43,12 @@ namespace ember::onnx {
 // One calibration sample: a tensor for every graph input that has no initializer.
 using CalibrationSample = std::map<std::string, DynTensor>;
 
-// How quantize_static chooses activation ranges.
+// How quantize_static chooses activation ranges, and what it leaves f32.
 struct QuantizeOptions {
+  // 100: min-max ranges. Below (e.g. 99.99): each activation's range is [quantile(1 - p/100),
+  // quantile(p/100)] of all its values over the calibration set (every value is kept in memory
+  // while calibrating), clipping outliers as ONNX Runtime's Percentile calibration does.
+  double percentile = 100;
   // Nodes (by name, or by their first output's name when unnamed) to keep in f32.
   std::vector<std::string> exclude_nodes;
 };
@@ -60,7 +64,7 @@ struct QuantizeReport {
 };
 
 // The quantized model (see the file's comment). Errors (ember::Error) for an empty calibration
-// set, a sample that lacks a model input or whose shape or dtype does not fit the model's
+// set, a percentile outside (50, 100], a sample that lacks a model input or whose shape or dtype does not fit the model's
 // declaration (the runtime's message, prefixed with the sample's index), an opset below 10, and
 // a Conv whose weight is not an f32 initializer is left f32 (not an error). The result's
 // initializers hold their data inline (raw_data), so it needs no base_dir.
