@@ -123,7 +123,7 @@ void vnni_product(const uint8_t* panels, int64_t c0, int64_t rows, int64_t K, co
 // its zero point as i16 in a zero-padded plane, then every output the sum of its taps (qlinear.hpp's
 // depthwise_plane: 16 outputs in a register through all taps); the plane through the epilogue. A
 // 3-wide kernel at width stride 1 with weights that fit i8 once their zero point is off (VNNI):
-// x's bytes padded with its zero point, a kernel row's 3 taps per vpdpbusd (depthwise3_vnni).
+// x's bytes, padding as its zero point, a kernel row's 3 taps per vpdpbusd (depthwise3_vnni).
 void depthwise_channel(const ConvIntegerGeometry& g, const uint8_t* xc, bool x_signed, int32_t x_zp,
                        const uint8_t* wc, bool w_signed, int32_t w_zp, std::vector<int16_t>& plane, int32_t* acc) {
   const int64_t H = g.in[1], W = g.in[2], KH = g.kernel[1], KW = g.kernel[2], OH = g.out[1], OW = g.out[2];
@@ -134,19 +134,8 @@ void depthwise_channel(const ConvIntegerGeometry& g, const uint8_t* xc, bool x_s
   for (int64_t t = 0; t < KH * KW; ++t) wv[size_t(t)] = (w_signed ? int32_t(int8_t(wc[t])) : int32_t(wc[t])) - w_zp;
   const bool wv_i8 = std::all_of(wv.begin(), wv.end(), [](int32_t v) { return v >= -128 && v <= 127; });
   if (KW == 3 && sw == 1 && dw == 1 && KH <= 16 && wv_i8 && features().avx512vnni) {
-    // the bytes of x (+128 for i8) in a plane padded with x's zero point (the same shift)
-    thread_local std::vector<uint8_t> bytes;
-    const uint8_t flip = x_signed ? 0x80 : 0, zu = uint8_t(x_zp + (x_signed ? 128 : 0));
-    bytes.assign(size_t(PH * PW), zu);
-    for (int64_t r = 0; r < PH; ++r) {
-      const int64_t ih = r - ph;
-      if (ih < 0 || ih >= H) continue;
-      const uint8_t* xr = xc + ih * W;
-      uint8_t* dst = bytes.data() + r * PW;
-      for (int64_t cidx = std::max<int64_t>(0, pw), c1 = std::min(PW, W + pw); cidx < c1; ++cidx)
-        dst[cidx] = xr[cidx - pw] ^ flip;
-    }
-    return detail::depthwise3_vnni(bytes.data(), PW, OH, OW, KH, sh, dh, wv.data(), zu, acc);
+    const int32_t zu = x_zp + (x_signed ? 128 : 0);  // x's zero point as the shifted bytes hold it
+    return detail::depthwise3_vnni(xc, H, W, ph, pw, x_signed, OH, OW, KH, sh, dh, wv.data(), zu, acc);
   }
   plane.assign(size_t(PH * PW), 0);
   for (int64_t r = 0; r < PH; ++r) {

@@ -83,10 +83,10 @@ void conv_integer_pack_columns_vnni(const uint8_t* b, int64_t ldb, int64_t K, in
                                     int8_t* dst, int32_t* colsum);
 // A depthwise conv's channel with a 3-wide kernel at width stride and dilation 1 on VNNI: acc [OH,
 // OW] = sum over the taps of wv[kh][kw] (KH x 3 values in [-128, 127], w minus its zero point)
-// times (P[oh sh + kh dh][ow + kw] - zu), P the padded plane of x as u8 (i8 x + 128; the padding
-// holds zu, x's zero point in the same shift), rows PW = OW + 2 apart; KH <= 16.
-void depthwise3_vnni(const uint8_t* P, int64_t PW, int64_t OH, int64_t OW, int64_t KH, int64_t sh, int64_t dh,
-                     const int32_t* wv, int32_t zu, int32_t* acc);
+// times (x[oh sh - ph + kh dh][ow - pw + kw] - zp), x the channel's H x W bytes (i8: + 128), zu
+// x's zero point in the same shift (the padding's value); KH <= 16.
+void depthwise3_vnni(const uint8_t* xc, int64_t H, int64_t W, int64_t ph, int64_t pw, bool x_signed, int64_t OH,
+                     int64_t OW, int64_t KH, int64_t sh, int64_t dh, const int32_t* wv, int32_t zu, int32_t* acc);
 }  // namespace detail
 
 }  // namespace ember::cpu

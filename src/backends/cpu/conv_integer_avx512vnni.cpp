@@ -47,23 +47,35 @@ void conv_integer_pack_columns_vnni(const uint8_t* b, int64_t ldb, int64_t K, in
   _mm512_storeu_si512(colsum + 16, s1);
 }
 
-// conv_integer.hpp's depthwise3_vnni: quads[r][c] = the bytes P[r][c], P[r][c + 1], P[r][c + 2], 0,
-// so that one vpdpbusd (u8 quads x the row's 3 i8 weights) takes a kernel row's 3 taps of 16
-// outputs; x's zero point comes off once per output as zu * sum(w).
-void depthwise3_vnni(const uint8_t* P, int64_t PW, int64_t OH, int64_t OW, int64_t KH, int64_t sh, int64_t dh,
-                     const int32_t* wv, int32_t zu, int32_t* acc) {
+// conv_integer.hpp's depthwise3_vnni: quads[r][c] = the bytes P[r][c], P[r][c + 1], P[r][c + 2], 0
+// of the padded plane P (read from x by masked loads that put zu where P is padding), so that one
+// vpdpbusd (u8 quads x the row's 3 i8 weights) takes a kernel row's 3 taps of 16 outputs; x's zero
+// point comes off once per output as zu * sum(w).
+void depthwise3_vnni(const uint8_t* xc, int64_t H, int64_t W, int64_t ph, int64_t pw, bool x_signed, int64_t OH,
+                     int64_t OW, int64_t KH, int64_t sh, int64_t dh, const int32_t* wv, int32_t zu, int32_t* acc) {
   const int64_t PH = (OH - 1) * sh + (KH - 1) * dh + 1;
   thread_local std::vector<uint32_t> quads;
   quads.resize(size_t(PH * OW + 16));
+  const __m128i pad = _mm_set1_epi8(char(zu)), flip = _mm_set1_epi8(x_signed ? char(0x80) : 0);
+  const __m512i pad_quad = _mm512_set1_epi32(zu | zu << 8 | zu << 16);
   for (int64_t r = 0; r < PH; ++r) {
-    const uint8_t* row = P + r * PW;
+    const int64_t ih = r - ph;
+    uint32_t* dst = quads.data() + r * OW;
     for (int64_t c = 0; c < OW; c += 16) {
       const __mmask16 k = __mmask16((1u << std::min<int64_t>(16, OW - c)) - 1);
-      const __m512i b0 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, row + c));
-      const __m512i b1 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, row + c + 1));
-      const __m512i b2 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, row + c + 2));
-      const __m512i q = _mm512_or_si512(b0, _mm512_or_si512(_mm512_slli_epi32(b1, 8), _mm512_slli_epi32(b2, 16)));
-      _mm512_mask_storeu_epi32(quads.data() + r * OW + c, k, q);
+      if (ih < 0 || ih >= H) {
+        _mm512_mask_storeu_epi32(dst + c, k, pad_quad);
+        continue;
+      }
+      __m512i q = _mm512_setzero_si512();
+      for (int t = 0; t < 3; ++t) {
+        // plane column c + t + i is x column c + t + i - pw: inside x for i in [lo, hi)
+        const int64_t first = c + t - pw, lo = std::clamp<int64_t>(-first, 0, 16), hi = std::clamp<int64_t>(W - first, 0, 16);
+        const __mmask16 in = hi > lo ? __mmask16(((1u << hi) - 1) & ~((1u << lo) - 1)) : __mmask16(0);
+        const __m128i b = _mm_mask_blend_epi8(in, pad, _mm_xor_si128(_mm_maskz_loadu_epi8(in, xc + ih * W + first), flip));
+        q = _mm512_or_si512(q, _mm512_slli_epi32(_mm512_cvtepu8_epi32(b), 8 * t));
+      }
+      _mm512_mask_storeu_epi32(dst + c, k, q);
     }
   }
   int32_t wq[16], wsum = 0;
