@@ -55,6 +55,11 @@ for model in resnet18 mobilenet_v2; do
     echo "bench.sh: $model not exported (needs python3-torch and python3-torchvision): onnx_${model}_* skipped" >&2
   fi
 done
+# The int8 ResNet-18 rows: the same weights quantized by torch.ao.quantization (LibTorch's peer)
+# and the calibration inputs ember's quantize_static reads.
+if ! /usr/bin/python3 bench/export_resnet18_int8.py build/bench-models; then
+  echo "bench.sh: the int8 ResNet-18 peer not exported: onnx_resnet18_int8_* skipped" >&2
+fi
 # The onnx_*_vs_ort rows' peer: ONNX Runtime's CPU build from npm (onnxruntime-node, whose
 # package carries libonnxruntime; --ignore-scripts skips its install script, which would fetch
 # GPU providers), run by bench/ort_peer.js under Node. Installed once into a prefix git ignores.

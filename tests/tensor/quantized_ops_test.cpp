@@ -113,7 +113,7 @@ TEST(MatmulWq, BadInputErrors) {
                "u8 (with a zero point)");
 }
 
-TEST(QuantizedOps, PassThroughFusionAndCarryNoGradient) {
+TEST(QuantizedOps, PassThroughFusionAndGradientToX) {
   auto a = DynTensor::from_vector<uint8_t>({1, 2, 3, 4}, {2, 2});
   auto b = DynTensor::from_vector<int8_t>({1, -1, 2, 0}, {2, 2});
   for (Device dev : {Device::cpu().fusion(), Device::cpu().fusion().autodiff(), Device::cpu().autodiff()}) {
@@ -122,13 +122,15 @@ TEST(QuantizedOps, PassThroughFusionAndCarryNoGradient) {
     // an elementwise chain after the op still runs on its result
     EXPECT_EQ(add(c, Scalar(int64_t(1))).to_vector<int32_t>(), (std::vector<int32_t>{6, 0, 12, -2}));
   }
-  // the weight-only product has no autodiff rule: its output is not tracked
+  // the weight-only product passes x its gradient, g @ dequant(W): bytes 0x11 are two nibbles
+  // q = 1, scale 1, so W is all ones [2, 32], y = [32, 32] and d sum(y) / dx = 2 everywhere
   Device ad = Device::cpu().autodiff();
   auto x = DynTensor::ones({1, 32}, DType::f32, ad).require_grad();
-  auto y = matmul_wq(x, DynTensor::zeros({2, 16}, DType::u8, ad), DynTensor::ones({2, 1}, DType::f32, ad),
+  auto y = matmul_wq(x, DynTensor::full({2, 16}, 0x11, DType::u8, ad), DynTensor::ones({2, 1}, DType::f32, ad),
                      std::nullopt, {.bits = 4, .block = 32});
-  EXPECT_FALSE(y.is_require_grad());
-  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0.f, 0.f}));  // nibbles 0: q = 0
+  EXPECT_TRUE(y.is_require_grad());
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{32.f, 32.f}));
+  EXPECT_EQ(x.grad(sum(y).backward())->to_vector<float>(), std::vector<float>(32, 2.f));
 }
 
 TEST(ConvInteger, HandComputedValues) {
