@@ -75,7 +75,7 @@ struct QuantizedWeight {
   quant::QuantizedTensor tensor;  // weight_only: [out, in] per block along dim 1; static_int8: per channel of dim 0
   quant::WeightOnlyOperands operands;  // weight_only: tensor.weight_only()
   WeightQuant quant;  // weight_only: bits, block and quantize_x for matmul_wq
-  LayerQuant mode = LayerQuant::weight_only;
+  LayerQuant mode = LayerQuant::weight_only;  // how the layer's forward runs
   std::shared_ptr<quant::Observer> observer;  // observing / fake_quant: the input's range
   quant::QParams input;  // static_int8: the input's scale (f32 []) and zero point (u8 [])
   DynTensor product_weight;  // static_int8: i8, Linear [in, out] (qlinear_matmul's b), Conv as the weight
@@ -109,7 +109,9 @@ DynTensor quantized_linear(const QuantizedWeight& w, DynTensor x, const DynTenso
 // runs the whole convolution: x [N, C, *spatial] to u8, qlinear_conv_f32 (padding as in `o`; the
 // scales, bias and a clamp to [min, max] in the kernel's epilogue), f32 out (x's dtype).
 DynTensor quantized_input(const QuantizedWeight& q, DynTensor x);
+// The weight a Conv in the observing or fake_quant mode convolves with (see quantized_input).
 DynTensor quantized_weight(const QuantizedWeight& q, const DynTensor& weight);
+// A Conv's whole int8 convolution in the static_int8 mode (see quantized_input).
 DynTensor quantized_conv(const QuantizedWeight& q, DynTensor x, const std::optional<DynTensor>& bias,
                          const ConvOptions& o, std::optional<double> min = std::nullopt,
                          std::optional<double> max = std::nullopt);
@@ -127,7 +129,7 @@ enum class Calibration : uint8_t {
 // channel (scale = max|w| / 127); inputs: uint8, affine, one scale and zero point per layer from
 // the calibration (PyTorch's x86 / fbgemm qconfig without reduce_range).
 struct StaticQuantConfig {
-  Calibration calibration = Calibration::min_max;
+  Calibration calibration = Calibration::min_max;  // how each layer's input range is recorded
   double percentile = 99.99;  // Calibration::percentile: the percentile kept (in (50, 100])
   int64_t max_batches = 0;  // nn::quantize calibrates on at most this many batches (0: every batch given)
   bool keep_float = false;  // keep each float weight beside its quantized copy (default: drop it)
@@ -145,6 +147,7 @@ struct QatConfig {
 // DynTensor, its `images` (data::ImageBatch) or the first of a pair. Pass your own callable to
 // nn::quantize for other batch types.
 struct CalibrationInput {
+  // The model's input in batch `b`.
   template <class B>
   DynTensor operator()(const B& b) const {
     if constexpr (std::is_convertible_v<const B&, DynTensor>) return b;
