@@ -3,11 +3,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "ember/core/atomic_write.hpp"
 #include "ember/core/error.hpp"
 #include "ember/onnx/quantize.hpp"
 
@@ -219,26 +218,10 @@ std::vector<std::byte> serialize_model(const ModelProto& model, const std::strin
 }
 
 void save_model(const ModelProto& model, const std::string& path, const std::string& base_dir) {
-  std::vector<std::byte> bytes = serialize_model(model, base_dir);
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  std::string tmp_name = target.filename().string();
-  tmp_name.insert(tmp_name.begin(), '.');
-  tmp_name.append(".tmp");
-  const fs::path tmp = target.parent_path() / tmp_name;
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    EMBER_CHECK(out.good(), "onnx: save_model: cannot write '", tmp.string(), "'");
-    out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-    out.close();
-    EMBER_CHECK(!out.fail(), "onnx: save_model: writing '", tmp.string(), "' failed");
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp);
-    EMBER_FAIL("onnx: save_model: cannot rename '", tmp.string(), "' to '", path, "': ", ec.message());
-  }
+  const std::vector<std::byte> bytes = serialize_model(model, base_dir);
+  // readers see the old file or the new one (a temporary file renamed over it)
+  EMBER_CHECK(write_file_atomically(path, {reinterpret_cast<const char*>(bytes.data()), bytes.size()}),
+              "onnx: save_model: cannot write '", path, "'");
 }
 
 }  // namespace ember::onnx
