@@ -1167,6 +1167,15 @@ MUTANTS = [
         "suites": [unit(CPU_TESTS, "MatmulWq.*"), conformance("*quant*", "cpu")],
     },
     {
+        "id": "vnni-wide-tile-half-panel-skip-lost",
+        "family": "quant",
+        "file": "src/backends/cpu/qgemm_avx512vnni.cpp",
+        "search": "  return qgemm_tile<4, 4>(groups, a, panel, bp, c, ldc, m, n, false);",
+        "replace": "  return qgemm_tile<0, 4>(groups, a, panel, bp, c, ldc, m, n, false);",
+        "description": "the int8 conv's 12-row VNNI tile that starts half-way into an 8-row panel with 4 packed rows left reads the panel's first 4 rows",
+        "suites": [unit(CPU_TESTS, "ConvInteger.*"), conformance("*quant*", "cpu")],
+    },
+    {
         "id": "conv-integer-padding-zero-not-x-zero-point",
         "family": "quant",
         "file": "src/backends/cpu/conv_integer.cpp",

@@ -60,7 +60,7 @@ void im2col(const ConvIntegerGeometry& g, int64_t Cg, const uint8_t* xg, uint8_t
 
 // ---- the AVX-512 VNNI path: the weights packed once (qlinear.hpp's pack_a_vnni; kept with their
 // storage from the second call on), the im2col columns packed a 32-column panel at a time straight
-// into the micro-kernel's layout (qgemm.hpp), each 8 x 32 tile finished by the epilogue
+// into the micro-kernel's layout (qgemm.hpp), each 12 x 32 tile finished by the epilogue
 // (requant_tile) while it is in cache: the zero points and the +-128 shifts corrected by row and
 // column sums as qgemm.cpp does, then the bias, the scale, the rounding and the saturation.
 
@@ -99,7 +99,7 @@ void packed_weights(const ConvInt8Args& a, int64_t groups, int64_t Mg, int64_t K
 // (rows ldy elements apart).
 void vnni_product(const uint8_t* panels, int64_t c0, int64_t rows, int64_t K, const uint8_t* b, int64_t ldb,
                   int64_t width, bool x_signed, const Requant& e, uint8_t* y, int64_t ldy) {
-  constexpr int MR = detail::kVnniMR, NR = detail::kVnniNR;
+  constexpr int MR = detail::kVnniWideMR, NR = detail::kVnniNR;
   const int64_t KG = (K + 3) / 4, mp = (rows + MR - 1) / MR, np = (width + NR - 1) / NR, es = e.elem_bytes();
   parallel_for(0, np, 1, [&](int64_t q0, int64_t q1) {
     std::vector<int8_t> bp(size_t(KG * NR * 4));
@@ -112,7 +112,7 @@ void vnni_product(const uint8_t* panels, int64_t c0, int64_t rows, int64_t K, co
       detail::conv_integer_pack_columns_vnni(b, ldb, K, j0, n, x_signed, bp.data(), colsum);
       for (int64_t qm = 0; qm < mp; ++qm) {
         const int m = int(std::min<int64_t>(MR, rows - qm * MR));
-        detail::qgemm_kernel_vnni(KG, panels + qm * KG * MR * 4, bp.data(), tile, NR, m, n, false);
+        detail::qgemm_kernel_vnni_wide(KG, panels, rows, qm * MR, bp.data(), tile, NR, m, n);
         requant_tile(et, tile, NR, c0 + qm * MR, 0, m, n, y + (qm * MR * ldy + j0) * es, ldy);
       }
     }

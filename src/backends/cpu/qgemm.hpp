@@ -80,6 +80,12 @@ void gemv_dispatch(const QuantWeight& w, int m, F&& f) {
 constexpr int kVnniMR = 8, kVnniNR = 32;
 void qgemm_kernel_vnni(int64_t groups, const uint8_t* ap, const int8_t* bp, int32_t* c, int64_t ldc, int m, int n,
                        bool accumulate);
+// The same with a 12-row tile (24 accumulators) over the same packings: rows [i0, i0 + m) (i0 a
+// multiple of 4, m <= kVnniWideMR) of the `rows` packed rows of A (ap: all its panels) times one B
+// panel, stored (no accumulate). A tile that starts half-way into a panel reads on into the next.
+constexpr int kVnniWideMR = 12;
+void qgemm_kernel_vnni_wide(int64_t groups, const uint8_t* ap, int64_t rows, int64_t i0, const int8_t* bp, int32_t* c,
+                            int64_t ldc, int m, int n);
 // AVX2 (qgemm_avx2.cpp). Packed A: per panel of kAvx2MR rows, per pair along K, the rows' two i16
 // (a - za) one after the other. Packed B: per panel of kAvx2NR columns, per pair, the columns' two
 // i16 (b - zb). Zero padded.

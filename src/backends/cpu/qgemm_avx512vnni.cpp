@@ -1,12 +1,13 @@
-// AVX-512 VNNI kernels (qgemm.hpp): the micro-kernel of qgemm_u8i8, an 8 x 32 tile of i32 sums,
-// one vpdpbusd (64 u8 x i8 products summed by fours into 16 lanes) per row and 16 columns per
-// group of 4 along K; and the GEMV rows of matmul_wq with x rounded to int8 (quantize_x), where
+// AVX-512 VNNI kernels (qgemm.hpp): the micro-kernels of qgemm_u8i8 (8 x 32) and of the int8 conv
+// (12 x 32) tiles of i32 sums, one vpdpbusd (64 u8 x i8 products summed by fours into 16 lanes) per
+// row and 16 columns per group of 4 along K; and the GEMV rows of matmul_wq with x rounded to int8 (quantize_x), where
 // one vpdpbusd multiplies 64 weights (as unsigned bytes or nibbles) with 64 values of x.
 // Compiled with -mavx512vnni; reached only after cpu::features().avx512vnni.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -14,26 +15,42 @@
 
 namespace ember::cpu::detail {
 
-void qgemm_kernel_vnni(int64_t groups, const uint8_t* ap, const int8_t* bp, int32_t* c, int64_t ldc, int m, int n,
-                       bool accumulate) {
-  static_assert(kVnniMR == 8 && kVnniNR == 32);
-  __m512i acc[kVnniMR][2];
+namespace {
+
+// acc + a (u8) . b (i8) by fours. GCC 12 gives _mm512_dpbusd_epi32's accumulator only zmm0-15, so
+// a tile of more than ~12 accumulators was copied (and spilled) around every vpdpbusd; the asm
+// lets it keep them in any of the 32 registers.
+inline __m512i dpbusd(__m512i acc, __m512i a, __m512i b) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+  return acc;
+}
+
+// Rows packed rows of A starting Skip rows into the panel at `ap` (rows past the panel's 8 from
+// the next panels, `panel` bytes apart) times a 32-column B panel: Rows x 2 accumulators, each B
+// vector feeding Rows vpdpbusd and each broadcast A quad two.
+template <int Skip, int Rows>
+void qgemm_tile(int64_t groups, const uint8_t* ap, int64_t panel, const int8_t* bp, int32_t* c, int64_t ldc, int m,
+               int n, bool accumulate) {
+  static_assert(kVnniNR == 32 && Rows <= kVnniWideMR);
+  __m512i acc[Rows][2];
   for (auto& r : acc) r[0] = r[1] = _mm512_setzero_si512();
   for (int64_t g = 0; g < groups; ++g) {
     const __m512i b0 = _mm512_loadu_si512(bp + g * 128);
     const __m512i b1 = _mm512_loadu_si512(bp + g * 128 + 64);
     const uint8_t* a = ap + g * 32;
-    for (int r = 0; r < kVnniMR; ++r) {
+    for (int r = 0; r < Rows; ++r) {
+      constexpr int MR = kVnniMR;
+      const int at = Skip + r;
       int32_t four;
-      std::memcpy(&four, a + 4 * r, 4);
+      std::memcpy(&four, a + (at / MR) * panel + (at % MR) * 4, 4);
       const __m512i av = _mm512_set1_epi32(four);
-      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, b0);
-      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, b1);
+      acc[r][0] = dpbusd(acc[r][0], av, b0);
+      acc[r][1] = dpbusd(acc[r][1], av, b1);
     }
   }
   const __mmask16 m0 = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
   const __mmask16 m1 = n >= 32 ? __mmask16(0xFFFF) : n > 16 ? __mmask16((1u << (n - 16)) - 1) : __mmask16(0);
-  for (int r = 0; r < m; ++r) {
+  for (int r = 0; r < Rows && r < m; ++r) {
     int32_t* cr = c + r * ldc;
     __m512i v0 = acc[r][0], v1 = acc[r][1];
     if (accumulate) {
@@ -43,6 +60,29 @@ void qgemm_kernel_vnni(int64_t groups, const uint8_t* ap, const int8_t* bp, int3
     _mm512_mask_storeu_epi32(cr, m0, v0);
     _mm512_mask_storeu_epi32(cr + 16, m1, v1);
   }
+}
+
+}  // namespace
+
+void qgemm_kernel_vnni(int64_t groups, const uint8_t* ap, const int8_t* bp, int32_t* c, int64_t ldc, int m, int n,
+                       bool accumulate) {
+  qgemm_tile<0, kVnniMR>(groups, ap, 0, bp, c, ldc, m, n, accumulate);
+}
+
+void qgemm_kernel_vnni_wide(int64_t groups, const uint8_t* ap, int64_t rows, int64_t i0, const int8_t* bp, int32_t* c,
+                            int64_t ldc, int m, int n) {
+  constexpr int MR = kVnniMR;
+  const int64_t panel = groups * MR * 4, padded = (rows + MR - 1) / MR * MR;
+  const uint8_t* a = ap + (i0 / MR) * panel;
+  // the rows read: 12, or the packed rows left (4 or 8: i0 is a multiple of 4, padded of 8)
+  const int64_t avail = std::min<int64_t>(kVnniWideMR, padded - i0);
+  if (i0 % MR == 0) {
+    if (avail >= 12) return qgemm_tile<0, 12>(groups, a, panel, bp, c, ldc, m, n, false);
+    return qgemm_tile<0, 8>(groups, a, panel, bp, c, ldc, m, n, false);
+  }
+  if (avail >= 12) return qgemm_tile<4, 12>(groups, a, panel, bp, c, ldc, m, n, false);
+  if (avail >= 8) return qgemm_tile<4, 8>(groups, a, panel, bp, c, ldc, m, n, false);
+  return qgemm_tile<4, 4>(groups, a, panel, bp, c, ldc, m, n, false);
 }
 
 namespace {

@@ -131,12 +131,14 @@ ConvIntegerGeometry geom2d(int64_t N, int64_t C, int64_t M, int64_t groups, int6
 
 TEST(ConvInteger, EveryIsaEqualsANaiveLoop) {
   // 1x1 (read in place), 3x3 padded, strided, dilated, grouped, depthwise (many small tasks),
-  // output channels past the GEMM tiles, a batch
+  // output channels past the GEMM tiles (VNNI: 12-row tiles from 0 and from half-way into an 8-row
+  // panel, of 12, 8 and 4 packed rows: M 6, 14, 33, 70), a batch
   const ConvIntegerGeometry shapes[] = {
       geom2d(1, 8, 6, 1, 5, 7, 1, 1, 1, 0, 1),   geom2d(2, 5, 7, 1, 9, 11, 3, 3, 1, 1, 1),
       geom2d(1, 4, 33, 1, 10, 9, 3, 2, 2, 1, 1), geom2d(1, 6, 4, 2, 12, 10, 3, 3, 1, 2, 2),
       geom2d(3, 8, 8, 8, 7, 7, 3, 3, 2, 1, 1),   geom2d(2, 6, 12, 6, 6, 5, 3, 3, 1, 1, 1),
       geom2d(1, 16, 9, 1, 9, 9, 1, 1, 2, 0, 1),  geom2d(1, 3, 70, 1, 13, 12, 5, 5, 1, 2, 1),
+      geom2d(1, 5, 14, 1, 6, 7, 3, 3, 1, 1, 1),
   };
   for (const auto& g : shapes)
     for (bool xs : {false, true})
