@@ -1167,6 +1167,16 @@ MUTANTS = [
         "suites": [unit(CPU_TESTS, "MatmulWq.*"), conformance("*quant*", "cpu")],
     },
     {
+        "id": "amx-tile-second-row-block-wrong-columns",
+        "family": "quant",
+        "file": "src/backends/cpu/qgemm_amx.cpp",
+        "search": "      _tile_dpbusd(3, 5, 7);",
+        "replace": "      _tile_dpbusd(3, 5, 6);",
+        "description": "the AMX int8 tile multiplies rows 16-31 by columns 0-15 where its sums are columns 16-31 (only where the CPU has AMX-INT8)",
+        "suites": [unit(CPU_TESTS, "ConvInteger.*"), conformance("*quant*", "cpu")],
+        "note": "caught only on a CPU with AMX-INT8 (Sapphire Rapids on); elsewhere conv_int8 never reaches the tile",
+    },
+    {
         "id": "vnni-wide-tile-half-panel-skip-lost",
         "family": "quant",
         "file": "src/backends/cpu/qgemm_avx512vnni.cpp",

@@ -62,9 +62,12 @@ void im2col(const ConvIntegerGeometry& g, int64_t Cg, const uint8_t* xg, uint8_t
 // storage from the second call on), the im2col columns packed a 32-column panel at a time straight
 // into the micro-kernel's layout (qgemm.hpp), each 12 x 32 tile finished by the epilogue
 // (requant_tile) while it is in cache: the zero points and the +-128 shifts corrected by row and
-// column sums as qgemm.cpp does, then the bias, the scale, the rounding and the saturation.
+// column sums as qgemm.cpp does, then the bias, the scale, the rounding and the saturation. Where
+// the CPU has AMX-INT8 (Sapphire Rapids on), the same panels of columns feed 32 x 32 tiles of
+// tdpbusd instead (amx_product), the weights kept as plain rows.
 
-// Every group's packed weights: per group, the A panels (vnni_a_bytes(Mg, K)), then all rowsums.
+// Every group's packed weights: per group, the A panels (vnni_a_bytes(Mg, K); on AMX the rows,
+// amx_a_bytes(Mg, K)), then all rowsums.
 struct PackedWeights {
   const uint8_t* panels = nullptr;
   const uint32_t* rowsum = nullptr;
@@ -80,11 +83,31 @@ void pack_weights(const ConvInt8Args& a, int64_t groups, int64_t Mg, int64_t K, 
     pack_a_vnni(a.w + gi * Mg * K, K, Mg, K, a.w_signed, dst + gi * gb, rowsum + gi * Mg);
 }
 
-void packed_weights(const ConvInt8Args& a, int64_t groups, int64_t Mg, int64_t K, PackedWeights& pw) {
-  pw.group_bytes = vnni_a_bytes(Mg, K);
+// The AMX layout (qgemm_tile_amx's A): per group, its rows as u8 (i8 weights + 128), row-major,
+// amx_lda(K) bytes apart, zero padded along K and to a multiple of 16 rows.
+int64_t amx_lda(int64_t K) { return (K + 63) / 64 * 64; }
+int64_t amx_a_bytes(int64_t rows, int64_t K) { return (rows + 15) / 16 * 16 * amx_lda(K); }
+
+void pack_weights_amx(const ConvInt8Args& a, int64_t groups, int64_t Mg, int64_t K, uint8_t* dst) {
+  const int64_t gb = amx_a_bytes(Mg, K), lda = amx_lda(K);
+  auto* rowsum = reinterpret_cast<uint32_t*>(dst + groups * gb);
+  std::memset(dst, 0, size_t(groups * gb));
+  const uint8_t flip = a.w_signed ? 0x80 : 0;
+  for (int64_t r = 0; r < groups * Mg; ++r) {
+    const uint8_t* w = a.w + r * K;
+    uint8_t* d = dst + (r / Mg) * gb + (r % Mg) * lda;
+    uint32_t sum = 0;
+    for (int64_t k = 0; k < K; ++k) sum += d[k] = w[k] ^ flip;
+    rowsum[r] = sum;
+  }
+}
+
+void packed_weights(const ConvInt8Args& a, int64_t groups, int64_t Mg, int64_t K, bool amx, PackedWeights& pw) {
+  pw.group_bytes = amx ? amx_a_bytes(Mg, K) : vnni_a_bytes(Mg, K);
   const int64_t bytes = groups * pw.group_bytes + groups * Mg * 4;
-  auto make = [&](uint8_t* dst) { pack_weights(a, groups, Mg, K, dst); };
-  const uint8_t* base = kept_int8_packing(a.w_storage, a.w_offset, {1, a.w_signed, groups, Mg, K}, bytes, make, pw.hold);
+  auto make = [&](uint8_t* dst) { amx ? pack_weights_amx(a, groups, Mg, K, dst) : pack_weights(a, groups, Mg, K, dst); };
+  const uint8_t* base =
+      kept_int8_packing(a.w_storage, a.w_offset, {amx ? 2 : 1, a.w_signed, groups, Mg, K}, bytes, make, pw.hold);
   if (!base) {
     pw.own.resize(size_t(bytes));
     make(pw.own.data());
@@ -116,6 +139,32 @@ void vnni_product(const uint8_t* panels, int64_t c0, int64_t rows, int64_t K, co
         requant_tile(et, tile, NR, c0 + qm * MR, 0, m, n, y + (qm * MR * ldy + j0) * es, ldy);
       }
     }
+  });
+}
+
+// vnni_product on AMX tiles: `arows` the group's rows in the AMX layout; 32 x 32 tiles (16 rows
+// for the last 16 or fewer), the B panel padded with zero groups to a multiple of 16.
+void amx_product(const uint8_t* arows, int64_t c0, int64_t rows, int64_t K, const uint8_t* b, int64_t ldb,
+                 int64_t width, bool x_signed, const Requant& e, uint8_t* y, int64_t ldy) {
+  constexpr int MR = 32, NR = detail::kVnniNR;
+  const int64_t lda = amx_lda(K), k64 = lda / 64, np = (width + NR - 1) / NR, es = e.elem_bytes();
+  parallel_for(0, np, 1, [&](int64_t q0, int64_t q1) {
+    std::vector<int8_t> bp(size_t(k64 * 16 * NR * 4), 0);  // the groups past K stay zero
+    alignas(64) int32_t colsum[NR], tile[MR * NR];
+    Requant et = e;
+    et.q = colsum;
+    detail::amx_tiles_begin();
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t j0 = q * NR;
+      const int n = int(std::min<int64_t>(NR, width - j0));
+      detail::conv_integer_pack_columns_vnni(b, ldb, K, j0, n, x_signed, bp.data(), colsum);
+      for (int64_t i0 = 0; i0 < rows; i0 += MR) {
+        const int m = int(std::min<int64_t>(MR, rows - i0));
+        detail::qgemm_tile_amx(arows + i0 * lda, lda, m, bp.data(), k64, tile, NR);
+        requant_tile(et, tile, NR, c0 + i0, 0, m, n, y + (i0 * ldy + j0) * es, ldy);
+      }
+    }
+    detail::amx_tiles_end();
   });
 }
 
@@ -183,6 +232,7 @@ void conv_int8(int isa, const ConvIntegerGeometry& g, const ConvInt8Args& a, int
     return;
   }
   const bool vnni = K > 0 && std::min(isa, qgemm_best_isa()) >= kIsaAvx512 && features().avx512vnni;
+  const bool amx = vnni && isa >= kIsaAmx && features().amx_int8;
   // a 1x1 kernel with stride 1 and no padding: x's channels are already the GEMM's B rows
   bool direct = kvol == 1;
   for (int i = 0; i < 3; ++i) direct = direct && g.stride[size_t(i)] == 1 && g.pad[size_t(i)] == 0;
@@ -192,7 +242,7 @@ void conv_int8(int isa, const ConvIntegerGeometry& g, const ConvInt8Args& a, int
   const uint8_t zp_byte = uint8_t(a.x_zp);
   PackedWeights pw;
   if (vnni) {
-    packed_weights(a, g.groups, Mg, K, pw);
+    packed_weights(a, g.groups, Mg, K, amx, pw);
     // r_i = K alpha_i beta - beta rowsum_i + bias_i, p_i = alpha_i (qgemm.cpp's correction)
     const uint32_t beta = uint32_t(a.x_zp) + (a.x_signed ? 0u : uint32_t(-128)), kk = uint32_t(K);
     p.resize(size_t(g.M));
@@ -206,6 +256,7 @@ void conv_int8(int isa, const ConvIntegerGeometry& g, const ConvInt8Args& a, int
   // output channels of group gi from B (K x width, rows ldb apart) into y at `out` (rows P apart)
   auto product = [&](int64_t gi, const uint8_t* b, int64_t ldb, int64_t width, uint8_t* out,
                      std::vector<int32_t>& acc) {
+    if (amx) return amx_product(pw.panels + gi * pw.group_bytes, gi * Mg, Mg, K, b, ldb, width, a.x_signed, e, out, P);
     if (vnni)
       return vnni_product(pw.panels + gi * pw.group_bytes, gi * Mg, Mg, K, b, ldb, width, a.x_signed, e, out, P);
     int32_t* c = e.out == Requant::I32 ? reinterpret_cast<int32_t*>(out) : nullptr;
@@ -254,7 +305,7 @@ void conv_integer_u8i8_isa(int isa, const ConvIntegerGeometry& g, const uint8_t*
 
 void conv_integer_u8i8(const ConvIntegerGeometry& g, const uint8_t* x, bool x_signed, const uint8_t* w,
                        bool w_signed, int32_t x_zp, const int32_t* w_zp, int32_t* y) {
-  detail::conv_integer_u8i8_isa(detail::kIsaAvx512, g, x, x_signed, w, w_signed, x_zp, w_zp, y);
+  detail::conv_integer_u8i8_isa(detail::kIsaAmx, g, x, x_signed, w, w_signed, x_zp, w_zp, y);
 }
 
 namespace {
@@ -373,7 +424,7 @@ std::vector<PrimitivePtr> int8_conv_kernel(CpuBackend&, Op& op) {
   a.y = out->raw();
   a.w_storage = o.w_storage;
   a.w_offset = o.w_offset;
-  detail::conv_int8(detail::kIsaAvx512, g, a);
+  detail::conv_int8(detail::kIsaAmx, g, a);
   return {out};
 }
 

@@ -5,7 +5,8 @@
 // Kernels compiled for a wider instruction set live in files named *_avx512.cpp or
 // *_avx2.cpp; the build compiles those files (only) with the matching -m flags, so a
 // caller must check features() before calling into them. EMBER_CPU_ISA=scalar|avx2|avx512
-// in the environment caps the level (for testing every path on one machine).
+// in the environment caps the level (for testing every path on one machine); amx_int8 also needs
+// EMBER_CPU_ISA unset or amx.
 #pragma once
 
 namespace ember::cpu {
@@ -14,6 +15,7 @@ struct CpuFeatures {
   bool avx2 = false;    // AVX2 + FMA
   bool avx512 = false;  // AVX-512 F, BW, DQ, VL
   bool avx512vnni = false;  // AVX-512 VNNI (vpdpbusd) on top of avx512
+  bool amx_int8 = false;    // AMX tiles with tdpbusd on top of avx512vnni, and the kernel lets us use them
 };
 
 const CpuFeatures& features();

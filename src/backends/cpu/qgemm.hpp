@@ -86,6 +86,16 @@ void qgemm_kernel_vnni(int64_t groups, const uint8_t* ap, const int8_t* bp, int3
 constexpr int kVnniWideMR = 12;
 void qgemm_kernel_vnni_wide(int64_t groups, const uint8_t* ap, int64_t rows, int64_t i0, const int8_t* bp, int32_t* c,
                             int64_t ldc, int m, int n);
+// AMX-INT8 (qgemm_amx.cpp; only after features().amx_int8). kIsaAmx: the int8 level above
+// kIsaAvx512 (conv_int8's `isa`; the f32 GEMM has no such level). A thread brackets its tiles with
+// amx_tiles_begin() (loads the tile configuration) and amx_tiles_end(). qgemm_tile_amx: c (rows x
+// 32, ldc apart; rows <= 32) = rows of A, u8, row-major, lda bytes apart, 64 k64 bytes each (zero
+// padded, readable up to a multiple of 16 rows) times one B panel of qgemm_kernel_vnni (128 bytes
+// a group of 4 along K) of 16 k64 groups (zero padded).
+constexpr int kIsaAmx = 3;
+void amx_tiles_begin();
+void amx_tiles_end();
+void qgemm_tile_amx(const uint8_t* a, int64_t lda, int rows, const int8_t* bp, int64_t k64, int32_t* c, int64_t ldc);
 // AVX2 (qgemm_avx2.cpp). Packed A: per panel of kAvx2MR rows, per pair along K, the rows' two i16
 // (a - za) one after the other. Packed B: per panel of kAvx2NR columns, per pair, the columns' two
 // i16 (b - zb). Zero padded.

@@ -13,6 +13,7 @@
 
 #include "backends/cpu/cpu_features.hpp"
 #include "backends/cpu/gemm.hpp"
+#include "backends/cpu/qgemm.hpp"
 #include "backends/cpu/qlinear.hpp"
 
 namespace ember::cpu {
@@ -20,6 +21,7 @@ namespace {
 
 using detail::kIsaAvx2;
 using detail::kIsaAvx512;
+using detail::kIsaAmx;  // AMX tiles where the CPU has them, else the same as kIsaAvx512
 using detail::kIsaScalar;
 
 struct Case {
@@ -82,7 +84,7 @@ void check(Case c, const std::vector<int64_t>& pad_end) {
   if (c.per_channel_zp)
     for (auto& z : w_zp) z = zp(c.w_signed);
   const auto want = reference(c, x, w, x_zp, w_zp);
-  for (int isa : {kIsaScalar, kIsaAvx2, kIsaAvx512})
+  for (int isa : {int(kIsaScalar), int(kIsaAvx2), int(kIsaAvx512), kIsaAmx})
     for (int64_t col_bytes : {int64_t(-1), int64_t(1)}) {  // 1: one output row of im2col at a time
       std::vector<int32_t> got(want.size(), 12345);
       detail::conv_integer_u8i8_isa(isa, g, x.data(), c.x_signed, w.data(), c.w_signed, x_zp, w_zp.data(),
@@ -103,7 +105,7 @@ void check(Case c, const std::vector<int64_t>& pad_end) {
     const float f = std::nearbyint(float(int32_t(uint32_t(want[i]) + uint32_t(bias[size_t(m)]))) * mult[size_t(m)]);
     want_q[i] = uint8_t(std::clamp(f + 100.f, 0.f, 255.f));
   }
-  for (int isa : {kIsaScalar, kIsaAvx2, kIsaAvx512}) {
+  for (int isa : {int(kIsaScalar), int(kIsaAvx2), int(kIsaAvx512), kIsaAmx}) {
     std::vector<uint8_t> got(want_q.size(), 7);
     ConvInt8Args a{.x = x.data(), .x_signed = c.x_signed, .w = w.data(), .w_signed = c.w_signed, .x_zp = x_zp,
                    .w_zp = w_zp.data(), .bias = bias.data(), .e = Requant{}, .y = got.data(), .w_storage = nullptr,
@@ -173,7 +175,7 @@ TEST(ConvInteger, LargestProductsDoNotSaturate) {
   for (bool xs : {false, true}) {
     std::vector<uint8_t> x(size_t(64 * 25), xs ? 0x80 : 0xFF), w(size_t(9 * 64 * 9), 0x80);
     std::vector<int32_t> zw(9, 0), got(size_t(9 * 9));
-    for (int isa : {kIsaScalar, kIsaAvx2, kIsaAvx512}) {
+    for (int isa : {int(kIsaScalar), int(kIsaAvx2), int(kIsaAvx512), kIsaAmx}) {
       detail::conv_integer_u8i8_isa(isa, g, x.data(), xs, w.data(), true, 0, zw.data(), got.data());
       for (int32_t v : got) ASSERT_EQ(v, (xs ? -128 : 255) * -128 * 576) << "isa " << isa;
     }
