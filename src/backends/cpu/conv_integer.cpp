@@ -18,6 +18,11 @@ namespace {
 
 constexpr int64_t kDefaultColBytes = int64_t(16) << 20;  // the largest im2col block
 
+// dst[i] = src[2 i], i < n (stride 2 along the width; GCC vectorizes it, the general loop it does not)
+void copy_even(const uint8_t* __restrict src, uint8_t* __restrict dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[2 * i];
+}
+
 // Columns [r0 OW, r1 OW) of the im2col matrix of one image's channel group (xg: its first channel)
 // into col (rows `width` apart): row (c, kd, kh, kw), column (od, oh, ow) holds
 // x[c, od sd - pd + kd dd, oh sh - ph + kh dh, ow sw - pw + kw dw], or zp outside x.
@@ -34,8 +39,9 @@ void im2col(const ConvIntegerGeometry& g, int64_t Cg, const uint8_t* xg, uint8_t
       const int64_t off = e * d[2] - p[2];
       const int64_t ow0 = std::min(OW, off >= 0 ? 0 : (-off + s[2] - 1) / s[2]);
       const int64_t ow1 = std::max(ow0, std::min(OW, in[2] - off <= 0 ? 0 : (in[2] - off + s[2] - 1) / s[2]));
-      for (int64_t r = r0; r < r1; ++r, dst += OW) {
-        const int64_t id = (r / OH) * s[0] - p[0] + a * d[0], ih = (r % OH) * s[1] - p[1] + b * d[1];
+      // (the output row r as od, oh, stepped: a division per row cost more than its copy)
+      for (int64_t r = r0, od = r0 / OH, oh = r0 % OH; r < r1; ++r, dst += OW, oh = oh + 1 == OH ? (++od, 0) : oh + 1) {
+        const int64_t id = od * s[0] - p[0] + a * d[0], ih = oh * s[1] - p[1] + b * d[1];
         if (id < 0 || id >= in[0] || ih < 0 || ih >= in[1]) {
           std::memset(dst, zp, size_t(OW));
           continue;
@@ -44,6 +50,8 @@ void im2col(const ConvIntegerGeometry& g, int64_t Cg, const uint8_t* xg, uint8_t
         for (int64_t ow = 0; ow < ow0; ++ow) dst[ow] = zp;  // a pad or two: no call
         if (s[2] == 1) {
           std::memcpy(dst + ow0, xrow + ow0 + off, size_t(ow1 - ow0));
+        } else if (s[2] == 2) {
+          copy_even(xrow + ow0 * 2 + off, dst + ow0, ow1 - ow0);
         } else {
           for (int64_t ow = ow0; ow < ow1; ++ow) dst[ow] = xrow[ow * s[2] + off];
         }
@@ -105,7 +113,9 @@ void pack_weights_amx(const ConvInt8Args& a, int64_t groups, int64_t Mg, int64_t
 void packed_weights(const ConvInt8Args& a, int64_t groups, int64_t Mg, int64_t K, bool amx, PackedWeights& pw) {
   pw.group_bytes = amx ? amx_a_bytes(Mg, K) : vnni_a_bytes(Mg, K);
   const int64_t bytes = groups * pw.group_bytes + groups * Mg * 4;
-  auto make = [&](uint8_t* dst) { amx ? pack_weights_amx(a, groups, Mg, K, dst) : pack_weights(a, groups, Mg, K, dst); };
+  auto make = [&](uint8_t* dst) {
+    amx ? pack_weights_amx(a, groups, Mg, K, dst) : pack_weights(a, groups, Mg, K, dst);
+  };
   const uint8_t* base =
       kept_int8_packing(a.w_storage, a.w_offset, {amx ? 2 : 1, a.w_signed, groups, Mg, K}, bytes, make, pw.hold);
   if (!base) {

@@ -140,7 +140,7 @@ TEST(ConvInteger, EveryIsaEqualsANaiveLoop) {
       geom2d(1, 4, 33, 1, 10, 9, 3, 2, 2, 1, 1), geom2d(1, 6, 4, 2, 12, 10, 3, 3, 1, 2, 2),
       geom2d(3, 8, 8, 8, 7, 7, 3, 3, 2, 1, 1),   geom2d(2, 6, 12, 6, 6, 5, 3, 3, 1, 1, 1),
       geom2d(1, 16, 9, 1, 9, 9, 1, 1, 2, 0, 1),  geom2d(1, 3, 70, 1, 13, 12, 5, 5, 1, 2, 1),
-      geom2d(1, 5, 14, 1, 6, 7, 3, 3, 1, 1, 1),
+      geom2d(1, 5, 14, 1, 6, 7, 3, 3, 1, 1, 1),  geom2d(1, 3, 10, 1, 9, 75, 3, 3, 2, 1, 1),  // stride 2, 38 wide
   };
   for (const auto& g : shapes)
     for (bool xs : {false, true})
