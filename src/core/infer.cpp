@@ -697,6 +697,26 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
       const bool clamp = c.a > -std::numeric_limits<double>::infinity() || c.b < std::numeric_limits<double>::infinity();
       return {{Shape{a.shape[0], n}, infer_qlinear_output(op, in, n, "a", "b", clamp)}};
     }
+    case OpKind::qlinear_add: {
+      expect_inputs(op, in, 1, 8);
+      auto given = [&](size_t i) { return in.size() > i && in[i] != nullptr; };
+      EMBER_CHECK(given(1) && given(3) && given(4) && given(6), op,
+                  ": arguments 'a', 'a_scale', 'b', 'b_scale' and 'c_scale' are required");
+      const auto &a = *in[0], &b = *in[3];
+      EMBER_CHECK(a.dtype == DType::u8 || a.dtype == DType::i8, op, ": argument 'a' must be a u8 or i8 tensor, got ",
+                  a.dtype, " ", a.shape);
+      EMBER_CHECK(b.dtype == a.dtype && b.shape == a.shape, op, ": argument 'b' must have a's dtype and shape (", a.dtype,
+                  " ", a.shape, "), got ", b.dtype, " ", b.shape);
+      for (auto [i, arg] : {std::pair{size_t(1), "a_scale"}, std::pair{size_t(4), "b_scale"}, std::pair{size_t(6), "c_scale"}})
+        EMBER_CHECK(in[i]->dtype == DType::f32 && in[i]->shape.numel() == 1, op, ": argument '", arg,
+                    "' must be an f32 tensor of one value, got ", in[i]->dtype, " ", in[i]->shape);
+      for (auto [i, arg] : {std::pair{size_t(2), "a_zero_point"}, std::pair{size_t(5), "b_zero_point"},
+                            std::pair{size_t(7), "c_zero_point"}})
+        if (given(i))
+          EMBER_CHECK(in[i]->dtype == a.dtype && in[i]->shape.numel() == 1, op, ": argument '", arg,
+                      "' must hold one value of a's dtype (", a.dtype, "), got ", in[i]->dtype, " ", in[i]->shape);
+      return {{a.shape, a.dtype}};
+    }
     case OpKind::matmul_wq: {
       expect_inputs(op, in, 3, 4);
       const auto& q = std::get<WeightQuantAttrs>(attrs);

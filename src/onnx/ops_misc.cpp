@@ -10,6 +10,7 @@
 #include <numbers>
 #include <numeric>
 
+#include "ember/tensor/quantized_ops.hpp"
 #include "ops.hpp"
 
 namespace ember::onnx::detail {
@@ -746,7 +747,8 @@ void register_misc_ops(OpTable& t) {
   // com.microsoft's QLinearAdd (ONNX Runtime's quantized models): inputs A, A_scale, A_zero_point,
   // B, B_scale, B_zero_point, C_scale, C_zero_point (zero points optional, scales and zero points
   // one value each); C = saturate(round((A_scale (A - A_zp) + B_scale (B - B_zp)) / C_scale) + C_zp),
-  // rounding half to even, u8 or i8 like A, broadcasting A against B. Computed in f32.
+  // rounding half to even, u8 or i8 like A, broadcasting A against B. Computed in f32: the
+  // qlinear_add op, or where a backend lacks it the ops it stands for.
   t["com.microsoft::QLinearAdd"] = [](OpContext& c) -> OpResult {
     const DynTensor& a = c.in(0);
     const DynTensor& b = c.in(3);
@@ -761,6 +763,17 @@ void register_misc_ops(OpTable& t) {
                std::string(dtype_name(a.dtype())));
       return cast(reshape(v, {}), DType::f32);
     };
+    // one pass where the backend has the qlinear_add op (the cpu), else the ops it stands for
+    for (auto [i, name, zp] : {std::tuple{size_t(1), "A_scale", false}, std::tuple{size_t(2), "A_zero_point", true},
+                               std::tuple{size_t(4), "B_scale", false}, std::tuple{size_t(5), "B_zero_point", true},
+                               std::tuple{size_t(6), "C_scale", false}, std::tuple{size_t(7), "C_zero_point", true}})
+      if (c.has(i)) one_value(i, name, zp);
+    auto given = [&](size_t i) { return c.has(i) ? std::optional<DynTensor>(reshape(c.in(i), {})) : std::nullopt; };
+    try {
+      return {qlinear_add(a, cast(reshape(c.in(1), {}), DType::f32), given(2), b, cast(reshape(c.in(4), {}), DType::f32),
+                          given(5), cast(reshape(c.in(6), {}), DType::f32), given(7))};
+    } catch (const NotImplemented&) {
+    }
     auto real = [&](size_t x, size_t scale, size_t zero_point, const char* sname, const char* zname) {
       DynTensor v = cast(c.in(x), DType::f32);
       if (c.has(zero_point)) v = sub(v, one_value(zero_point, zname, true));

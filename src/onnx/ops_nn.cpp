@@ -233,13 +233,17 @@ DynTensor pool_host(const OpContext& c, const DynTensor& x, const Window& w, boo
 
 OpResult pool_op(OpContext& c, bool is_max) {
   DynTensor x = c.in(0);
-  if (is_max && (x.dtype() == DType::u8 || x.dtype() == DType::i8) && !c.wants_output(1)) {
+  // A max of bytes (the quantized models' MaxPool): on the bytes themselves where the pads are
+  // symmetric (max commutes with the monotonic map to reals, and the pooling op never picks a pad);
+  // else, or where the backend has no integer max_pool, in f32 padded with -inf.
+  const bool bytes = is_max && (x.dtype() == DType::u8 || x.dtype() == DType::i8) && !c.wants_output(1);
+  auto through_f32 = [&] {
     c.inputs[0] = cast(x, DType::f32);
     OpResult r = pool_op(c, true);
     r[0] = cast(r[0].tensor(), x.dtype());
     return r;
-  }
-  need_float(c, x);
+  };
+  if (!bytes) need_float(c, x);
   int n = x.rank() - 2;
   if (n < 1) c.unsupported(std::to_string(n) + "-d pooling");
   auto k = c.attr_ints("kernel_shape");
@@ -248,6 +252,7 @@ OpResult pool_op(OpContext& c, bool is_max) {
   bool ceil_mode = c.attr_i("ceil_mode", 0) != 0;
   bool include_pad = c.attr_i("count_include_pad", 0) != 0;
   bool column_major = c.attr_i("storage_order", 0) != 0;
+  if (bytes && n > 2) return through_f32();
   if (n > 2) {
     if (ceil_mode || c.wants_output(1)) c.unsupported("ceil_mode or Indices of " + std::to_string(n) + "-d pooling");
     return {pool_host(c, x, w, is_max, include_pad)};
@@ -266,6 +271,15 @@ OpResult pool_op(OpContext& c, bool is_max) {
     if (is_max) return n == 1 ? max_pool1d(v, o) : max_pool2d(v, o);
     return n == 1 ? avg_pool1d(v, o) : avg_pool2d(v, o);
   };
+  if (bytes) {
+    if (!fits) return through_f32();
+    o.padding = w.pad_begin;
+    try {
+      return {run(x)};
+    } catch (const NotImplemented&) {
+      return through_f32();
+    }
+  }
   if (fits) {
     o.padding = w.pad_begin;
     if (is_max && c.wants_output(1)) {

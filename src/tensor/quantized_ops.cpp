@@ -112,6 +112,26 @@ DynTensor qlinear_conv_f32(DynTensor x, DynTensor x_scale, std::optional<DynTens
               std::move(a));
 }
 
+DynTensor qlinear_add(DynTensor a, DynTensor a_scale, std::optional<DynTensor> a_zero_point, DynTensor b,
+                      DynTensor b_scale, std::optional<DynTensor> b_zero_point, DynTensor c_scale,
+                      std::optional<DynTensor> c_zero_point) {
+  if (a.shape() != b.shape()) {  // numpy broadcasting, as the ONNX op: both read as expanded views
+    const Shape s = broadcast_shapes(a.shape(), b.shape(), "qlinear_add");
+    a = a.expand(s);
+    b = b.expand(s);
+  }
+  std::vector<DynTensor> in;
+  in.push_back(std::move(a));
+  in.push_back(f32_scale(std::move(a_scale)));
+  in.push_back(or_none(std::move(a_zero_point)));
+  in.push_back(std::move(b));
+  in.push_back(f32_scale(std::move(b_scale)));
+  in.push_back(or_none(std::move(b_zero_point)));
+  in.push_back(f32_scale(std::move(c_scale)));
+  in.push_back(or_none(std::move(c_zero_point)));
+  return run1(OpKind::qlinear_add, std::move(in));
+}
+
 DynTensor qlinear_matmul(DynTensor a, DynTensor a_scale, std::optional<DynTensor> a_zero_point, DynTensor b,
                          DynTensor b_scale, std::optional<DynTensor> b_zero_point, DynTensor y_scale,
                          std::optional<DynTensor> y_zero_point, std::optional<DynTensor> bias) {

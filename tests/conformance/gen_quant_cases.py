@@ -259,6 +259,40 @@ def qlinear_matmul_case(desc, ashape, bshape, adt, bdt, ydt, azp=None, bzp=None,
                    bias, lo, hi, {})
 
 
+def qlinear_add_case(desc, ashape, bshape, dt, azp=True, bzp=True, czp=True, scales=None, ties=False):
+    """com.microsoft QLinearAdd: c = clip(rint((sa (a - za) + sb (b - zb)) / sc) + zc), every step in
+    float32 (numpy's float32 arithmetic rounds each op), b broadcast against a."""
+    name = f"qlinear_add/{dt}/{sh(ashape)}_{sh(bshape)}_{desc}"
+    rng = rng_for(name)
+    a = int_bytes(rng, ashape, dt)
+    b = int_bytes(rng, bshape, dt)
+    if ties:  # a / 2 with nothing from b: every odd a a tie, rounded to even
+        a = np.arange(int(np.prod(ashape))).reshape(ashape).astype(np.int64) % 256
+        a = (a if dt == "u8" else a - 128).astype(npdt(dt))
+        b = np.zeros(bshape, dtype=npdt(dt))
+    f = np.float32
+    sa, sb, sc = scales if scales else (f(rng.uniform(0.01, 0.1)), f(rng.uniform(0.01, 0.1)), f(rng.uniform(0.02, 0.2)))
+    sa, sb, sc = f(sa), f(sb), f(sc)
+    zp = lambda given: int_bytes(rng, (), dt) if given else None
+    za, zb, zc = zp(azp), zp(bzp), zp(czp)
+    ra = (a.astype(f) - f(0 if za is None else za)) * sa
+    rb = (b.astype(f) - f(0 if zb is None else zb)) * sb
+    q = np.rint((ra + rb) / sc) + f(0 if zc is None else zc)
+    info = np.iinfo(npdt(dt))
+    c = np.clip(q, info.min, info.max).astype(npdt(dt))
+    inputs = [ser(a, dt), ser(np.array(sa), "f32")]
+    if za is not None:
+        inputs.append(ser(za, dt))
+    inputs += [ser(b, dt), ser(np.array(sb), "f32")]
+    if zb is not None:
+        inputs.append(ser(zb, dt))
+    inputs.append(ser(np.array(sc), "f32"))
+    if zc is not None:
+        inputs.append(ser(zc, dt))
+    add(name, "qlinear_add", inputs, [ser(c, dt)],
+        {"a_zero_point": za is not None, "b_zero_point": zb is not None, "c_zero_point": zc is not None})
+
+
 def conv_integer_case(desc, xshape, wshape, xdt, wdt, stride, padding, dilation, groups, xzp=None, wzp=None,
                       extreme=False):
     """ONNX ConvInteger. padding: one value per spatial dim, or ONNX's pads (every begin, then every
@@ -429,6 +463,18 @@ def main():
     qlinear_matmul_case("deep_k", [4, 1100], [1100, 9], "u8", "i8", "i8", "scalar", "per", per_channel=True)
     qlinear_matmul_case("f32", [6, 48], [48, 40], "u8", "i8", "f32", "scalar", "per", per_channel=True, bias=True)
     qlinear_matmul_case("f32_relu", [3, 20], [20, 17], "i8", "i8", "f32", None, None, bias=True, lo=0.0)
+    # qlinear_add: both dtypes, zero points given or not, tails of the 16-wide loop, broadcasting,
+    # saturation at both ends, ties rounded to even, more elements than one thread's chunk
+    qlinear_add_case("plain", [3, 37], [3, 37], "u8")
+    qlinear_add_case("i8", [2, 5, 7], [2, 5, 7], "i8")
+    qlinear_add_case("no_zp", [64], [64], "u8", False, False, False)
+    qlinear_add_case("c_zp_only", [5, 3], [5, 3], "i8", False, False, True)
+    qlinear_add_case("broadcast", [4, 9], [4, 1], "u8")
+    qlinear_add_case("saturate", [2, 50], [2, 50], "u8", scales=(0.5, 0.5, 0.05))
+    qlinear_add_case("saturate", [2, 50], [2, 50], "i8", scales=(0.5, 0.5, 0.05))
+    qlinear_add_case("ties", [256], [256], "u8", False, False, False, scales=(0.5, 1.0, 1.0), ties=True)
+    qlinear_add_case("ties", [256], [256], "i8", False, False, True, scales=(0.5, 1.0, 1.0), ties=True)
+    qlinear_add_case("chunks", [3, 11000], [3, 11000], "u8")
     # matmul_wq: 4 and 8 bits, every block size, symmetric and affine, M = 1 (GEMV) and more
     # rows (GEMM), x with batch dims and of rank 1, N not a multiple of the GEMM's 64-row panel
     matmul_wq_case("", [1, 64], 5, 4, 32, False)

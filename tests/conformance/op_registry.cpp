@@ -370,6 +370,16 @@ const std::map<std::string, OpFn>& op_registry() {
          const QLinearIn q = qlinear_in(in, a);
          if (q.ys) return V{qlinear_matmul(q.x, q.xs, q.xz, q.w, q.ws, q.wz, *q.ys, q.yz, q.bias)};
          return V{qlinear_matmul_f32(q.x, q.xs, q.xz, q.w, q.ws, q.wz, q.bias, q.min, q.max)}; }},
+      // qlinear_add: a, a_scale[, a_zero_point], b, b_scale[, b_zero_point], c_scale[, c_zero_point]
+      {"qlinear_add", [](V& in, const Json& a, const Device&) {
+         size_t i = 0;
+         auto next_if = [&](const char* key) { return flag(a, key, false) ? std::optional<DynTensor>(in[i++]) : std::nullopt; };
+         const DynTensor x = in[i++], xs = in[i++];
+         const auto xz = next_if("a_zero_point");
+         const DynTensor y = in[i++], ys = in[i++];
+         const auto yz = next_if("b_zero_point");
+         const DynTensor zs = in[i++];
+         return V{qlinear_add(x, xs, xz, y, ys, yz, zs, next_if("c_zero_point"))}; }},
       {"matmul_wq", [](V& in, const Json& a, const Device&) {
          return V{matmul_wq(in[0], in[1], in[2], opt(in, 3), WeightQuant{a["bits"].get<int>(), i64(a["block"]), flag(a, "quantize_x", false)})}; }},
       // ir: fused IR ops run directly (see run_ir)

@@ -90,6 +90,20 @@ DynTensor qlinear_matmul_f32(DynTensor a, DynTensor a_scale, std::optional<DynTe
                              std::optional<DynTensor> bias = std::nullopt, std::optional<double> min = std::nullopt,
                              std::optional<double> max = std::nullopt);
 
+// ONNX Runtime's QLinearAdd (com.microsoft): c = saturate(round_half_even((a_scale (a - a_zp) +
+// b_scale (b - b_zp)) / c_scale) + c_zp) in one pass, in f32 as the plain ops would compute it; a and
+// b u8 or i8 (one dtype, broadcast against each other), scales f32 of one value, zero points one
+// value of a's dtype (none: 0); c has a's dtype.
+//
+//   auto a = DynTensor::from_vector<uint8_t>({10, 20}, {2});
+//   auto b = DynTensor::from_vector<uint8_t>({4, 6}, {2});
+//   auto s = [](double v) { return DynTensor::full({}, v, DType::f32); };
+//   DynTensor c = qlinear_add(a, s(0.5), std::nullopt, b, s(1.0), std::nullopt, s(2.0), std::nullopt);
+//   // u8 [2]: {round(4.5), round(8.0)} = {4, 8}
+DynTensor qlinear_add(DynTensor a, DynTensor a_scale, std::optional<DynTensor> a_zero_point, DynTensor b,
+                      DynTensor b_scale, std::optional<DynTensor> b_zero_point, DynTensor c_scale,
+                      std::optional<DynTensor> c_zero_point);
+
 // How a weight of matmul_wq is quantized: bits per weight (4 or 8) and weights per scale
 // along K (32, 64 or 128).
 struct WeightQuant {

@@ -18,6 +18,7 @@ CpuBackend::CpuBackend() {
   register_index_kernels(kernels_);
   register_linalg_kernels(kernels_);
   register_quantized_kernels(kernels_);
+  register_qlinear_add_kernel(kernels_);
   register_conv_integer_kernels(kernels_);
   register_nn_kernels(kernels_);
   register_optim_kernels(kernels_);

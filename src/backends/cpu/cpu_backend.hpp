@@ -25,6 +25,7 @@ void register_index_kernels(KernelTable& t);        // index.cpp
 void register_linalg_kernels(KernelTable& t);       // matmul.cpp
 void register_quantized_kernels(KernelTable& t);    // quantized_matmul.cpp (matmul_integer, matmul_wq)
 void register_conv_integer_kernels(KernelTable& t); // conv_integer.cpp
+void register_qlinear_add_kernel(KernelTable& t);   // qlinear_add.cpp
 void register_nn_kernels(KernelTable& t);           // nn.cpp: calls the four below
 void register_conv_kernels(KernelTable& t);         // conv.cpp
 void register_pool_kernels(KernelTable& t);         // pool.cpp
