@@ -25,6 +25,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ember/core/backend.hpp"
@@ -33,9 +34,9 @@ namespace ember::router {
 
 // One routed backend as a policy sees it.
 struct Candidate {
-  std::string name;     // unique within the router: the backend's name, "#i" added when names repeat
-  Backend* backend;     // the backend (never null)
-  bool supports;        // its supports() accepts the op
+  std::string_view name;  // unique within the router: the backend's name, "#i" added when names repeat
+  Backend* backend;       // the backend (never null)
+  bool supports;          // its supports() accepts the op
 };
 
 // What a policy is asked about one op.

@@ -163,28 +163,31 @@ class RouterBackend final : public Backend {
  private:
   // The backend `op` runs on: the policy's pick, or the first that supports it.
   size_t choose(const Op& op) {
+    if (policy_)
+      if (std::optional<size_t> pick = ask_policy(op)) return *pick;
+    for (size_t i = 0; i < backends_.size(); ++i)
+      if (backends_[i]->supports(op)) return i;
+    EMBER_NOT_IMPLEMENTED(op.name(), ": not supported on any backend of ", name_, " (", describe(op), ")");
+  }
+
+  // The policy's pick for `op`, checked (in range, supporting the op), or nullopt for the default.
+  std::optional<size_t> ask_policy(const Op& op) {
     std::vector<Candidate> candidates;
     candidates.reserve(backends_.size());
     for (size_t i = 0; i < backends_.size(); ++i)
       candidates.push_back({names_[i], backends_[i].get(), backends_[i]->supports(op)});
-    if (policy_) {
-      std::vector<int> homes;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        for (const auto& p : op.inputs) homes.push_back(p ? rt(p).home : -1);
-      }
-      std::optional<size_t> pick = policy_(Route{op, homes, candidates});
-      if (pick) {
-        EMBER_CHECK(*pick < backends_.size(), op.name(), ": the router's policy chose backend ", *pick, ", but ",
-                    name_, " has ", backends_.size());
-        EMBER_CHECK(candidates[*pick].supports, op.name(), ": the router's policy chose ", names_[*pick],
-                    ", which does not support it (", describe(op), "); choose a backend whose supports() accepts it");
-        return *pick;
-      }
+    std::vector<int> homes;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& p : op.inputs) homes.push_back(p ? rt(p).home : -1);
     }
-    for (size_t i = 0; i < candidates.size(); ++i)
-      if (candidates[i].supports) return i;
-    EMBER_NOT_IMPLEMENTED(op.name(), ": not supported on any backend of ", name_, " (", describe(op), ")");
+    std::optional<size_t> pick = policy_(Route{op, homes, candidates});
+    if (!pick) return std::nullopt;
+    EMBER_CHECK(*pick < backends_.size(), op.name(), ": the router's policy chose backend ", *pick, ", but ", name_,
+                " has ", backends_.size());
+    EMBER_CHECK(candidates[*pick].supports, op.name(), ": the router's policy chose ", names_[*pick],
+                ", which does not support it (", describe(op), "); choose a backend whose supports() accepts it");
+    return pick;
   }
 
   static std::string describe(const Op& op) {
