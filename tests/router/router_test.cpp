@@ -102,6 +102,16 @@ TEST(Router, DeviceFactory) {
   EXPECT_THROW(router::stats(Device::cpu().backend()), Error);
 }
 
+TEST(Router, MemoryStatsCountEachDeviceOnce) {
+  // the two CPU backends share the process's allocator: the router reports it once
+  Pair p = make_router();
+  auto x = DynTensor::from_vector(std::vector<float>(1024, 1.f), {1024}, p.router) + 1.0f;
+  MemoryStats cpu = Device::cpu().memory_stats(), routed = p.router.memory_stats();
+  EXPECT_GE(cpu.in_use, 4096);
+  EXPECT_EQ(routed.in_use, cpu.in_use);
+  EXPECT_EQ(routed.reserved, cpu.reserved);
+}
+
 TEST(Router, ResultsStayWhereComputed) {
   Pair p = make_router(op_on_second("exp"));
   const std::vector<float> xs = {0.5f, -1.f, 2.f, 0.f};

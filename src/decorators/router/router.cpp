@@ -4,6 +4,7 @@
 // there until the first op that reads it picks a backend.
 #include "ember/decorators/router.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -116,10 +117,16 @@ class RouterBackend final : public Backend {
   void seed(uint64_t s) override {
     for (const auto& b : backends_) b->seed(s);
   }
-  // The sum over the routed backends (each counts what it holds).
+  // The sum over the routed devices, each device once: backends of one device name (two CPU
+  // backends, "cpu" and "cpu+fusion") share that device's pool (the CPU's is the process's).
   MemoryStats memory_stats() const override {
     MemoryStats m;
+    std::vector<std::string> counted;
     for (const auto& b : backends_) {
+      std::string device = b->name();
+      device = device.substr(0, device.find('+'));
+      if (std::find(counted.begin(), counted.end(), device) != counted.end()) continue;
+      counted.push_back(device);
       MemoryStats s = b->memory_stats();
       m.in_use += s.in_use;
       m.reserved += s.reserved;
