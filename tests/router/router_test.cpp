@@ -9,12 +9,15 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "ember/backends/cpu.hpp"
 #include "ember/decorators/fusion.hpp"
 #include "ember/ember.hpp"
+#include "ember/onnx/runtime.hpp"
 
 namespace ember {
 namespace {
@@ -314,6 +317,24 @@ TEST(Router, DataDependentAndMultiOutputOps) {
   EXPECT_EQ(nz.shape(), Shape({2, 1}));
   EXPECT_EQ(nz.to_vector<int64_t>(), std::vector<int64_t>({1, 3}));
   EXPECT_EQ(where(p.router, nz), 1);
+}
+
+// ONNX models run through the router, falling back per op: the first backend lacks softmax, so
+// that node runs on the second and the rest on the first. Expected values: the fixture's NumPy
+// reference (tests/onnx/gen_fixtures.py).
+TEST(Router, OnnxModelFallsBackPerOp) {
+  std::ifstream f(std::string(EMBER_ONNX_FIXTURES) + "/expected.json");
+  ASSERT_TRUE(f) << "tests/onnx/fixtures/expected.json";
+  const nlohmann::json e = nlohmann::json::parse(f)["runtime_mlp"];
+  Pair p = make_router({}, "softmax");
+  onnx::Model m = onnx::Model::load(std::string(EMBER_ONNX_FIXTURES) + "/runtime_mlp.onnx", p.router);
+  auto x = DynTensor::from_vector(e["x"].get<std::vector<float>>(), {2, 3}, p.router);
+  auto out = m.run({{"x", x}});
+  expect_near(out.at("y").to_vector<float>(), e["y"].get<std::vector<float>>());
+  EXPECT_EQ(p.first->ran("softmax"), 0);
+  EXPECT_EQ(p.second->ran("softmax"), 1);
+  EXPECT_GT(p.first->ran("matmul"), 0);
+  EXPECT_GT(router::stats(p.router.backend()).transfers, 0);
 }
 
 // The router decides from supports() alone, before running, so a CPU backend that says yes must
