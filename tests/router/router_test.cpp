@@ -96,6 +96,7 @@ TEST(Router, DeviceFactory) {
   EXPECT_EQ(p.router.name(), "router(cpu#0, cpu#1)");
   EXPECT_EQ(router::backends_of(p.router.backend()).size(), 2u);
   EXPECT_THROW(Device::router({}), Error);
+  EXPECT_THROW(Device::router({Device::cpu(), Device::cpu()}), Error);  // one backend listed twice
   try {
     Device::router({Device::cpu().autodiff()});
     ADD_FAILURE() << "an autodiff device was routed";

@@ -59,6 +59,9 @@ class RouterBackend final : public Backend {
     EMBER_CHECK(!backends_.empty(), "Device::router: no devices given; pass at least one (e.g. {Device::cpu()})");
     for (size_t i = 0; i < backends_.size(); ++i) {
       EMBER_CHECK(backends_[i] != nullptr, "Device::router: device ", i, " is null");
+      for (size_t j = 0; j < i; ++j)
+        EMBER_CHECK(backends_[j] != backends_[i], "Device::router: device ", i, " (", backends_[i]->name(),
+                    ") is device ", j, " again; a second CPU backend is Device(cpu::make_backend())");
       std::string n = backends_[i]->name();
       bool repeated = false;
       for (size_t j = 0; j < backends_.size(); ++j) repeated |= j != i && backends_[j]->name() == n;
