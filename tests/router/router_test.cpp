@@ -14,6 +14,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "ember/backends/cpu.hpp"
 #include "ember/decorators/fusion.hpp"
@@ -314,6 +315,29 @@ TEST(Router, DataDependentAndMultiOutputOps) {
   EXPECT_EQ(nz.shape(), Shape({2, 1}));
   EXPECT_EQ(nz.to_vector<int64_t>(), std::vector<int64_t>({1, 3}));
   EXPECT_EQ(where(p.router, nz), 1);
+}
+
+// Threads share one router and its tensors: a shared input is moved to the second backend by
+// whichever thread needs it first, once, and every thread's results are right.
+TEST(Router, ThreadsShareTensors) {
+  Pair p = make_router(op_on_second("exp"));
+  auto a = DynTensor::from_vector(std::vector<float>(256, 0.5f), {256}, p.router) + 0.0f;  // on backend 0
+  router::reset_stats(p.router.backend());
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        auto y = exp(a) + float(t);  // exp on backend 1 (a moves once), the add back on 0
+        for (float v : y.to_vector<float>())
+          if (std::fabs(v - (std::exp(0.5f) + float(t))) > 1e-5f) ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(p.second->ran("exp"), 200);
+  // a once, then each exp's result back to backend 0 for its add
+  EXPECT_EQ(router::stats(p.router.backend()).transfers, 1 + 200);
 }
 
 // ONNX models run through the router, falling back per op: the first backend lacks softmax, so
