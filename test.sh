@@ -141,14 +141,15 @@ else
   echo "   $gpu"
 fi
 
-# The examples run end to end, briefly: tensor_basics, char_transformer for a few steps
+# The examples run end to end, briefly: tensor_basics, router (exits non-zero unless training over
+# the router gives the CPU's loss), char_transformer for a few steps
 # (it exits non-zero unless its reloaded model gives the trained one's loss), and bpe_tokenizer
 # learning a small vocabulary from the docs.
 echo "== examples"
 ex_dir=build/test-logs/examples; rm -rf "$ex_dir"; mkdir -p "$ex_dir"
 ex_p=0; ex_f=0
 # char_transformer also runs on the fusion decorator (--fusion), which must train to the same loss.
-for ex in "tensor_basics" "char_transformer --steps 30 --sample 40" "char_transformer --steps 30 --sample 40 --fusion" \
+for ex in "tensor_basics" "router" "char_transformer --steps 30 --sample 40" "char_transformer --steps 30 --sample 40 --fusion" \
           "bpe_tokenizer train tok 1024 ../../../README.md ../../../docs/architecture.md"; do
   name=${ex%% *}
   [[ "$ex" == *--fusion ]] && name="$name-fusion"

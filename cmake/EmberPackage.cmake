@@ -5,7 +5,7 @@
 include(CMakePackageConfigHelpers)
 
 set(EMBER_LIBRARY_TARGETS ${EMBER_APP_TARGETS} ember_onnx ember_amp ember_optim ember_nn ember_quant ember_store ember_tensor
-                          ember_autodiff ember_fusion ember_cpu ember_core)
+                          ember_autodiff ember_fusion ember_router ember_cpu ember_core)
 if(EMBER_SHARED)
   set_target_properties(${EMBER_LIBRARY_TARGETS} PROPERTIES
                         VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})

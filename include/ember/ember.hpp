@@ -20,6 +20,7 @@
 #include "ember/core/error.hpp"
 #include "ember/core/shape.hpp"
 #include "ember/core/tensor_data.hpp"
+#include "ember/decorators/router.hpp"
 #include "ember/quant.hpp"
 #include "ember/tensor/autodiff.hpp"
 #include "ember/tensor/custom_op.hpp"

@@ -409,6 +409,8 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
       EMBER_CHECK(x.shape.rank() == nd + 1 || x.shape.rank() == nd + 2, op, ": input ", x.shape, " must have rank ",
                   nd + 1, " or ", nd + 2);
       if (kind == OpKind::avg_pool) expect_float(op, x, "input");
+      // (as torch: no kernel of any backend takes bool, so make_op says it, not the kernel)
+      EMBER_CHECK(!is_bool(x.dtype), op, ": not defined for bool tensors, got input ", x.shape);
       std::vector<int64_t> out(x.shape.begin(), x.shape.end() - nd);
       int off = x.shape.rank() - nd;
       for (int i = 0; i < nd; ++i) {

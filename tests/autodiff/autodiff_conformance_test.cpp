@@ -26,20 +26,12 @@ struct AutodiffStack {
   Device device;
 };
 
-// The CPU stacks always; the CUDA ones where a GPU is present (EMBER_STACKS selects by name).
+// The gradient stacks of test_stacks() (op_registry.hpp); EMBER_STACKS selects by name.
 std::vector<AutodiffStack> autodiff_stacks() {
   static const std::vector<AutodiffStack> stacks = [] {
-    std::vector<AutodiffStack> all = {{"autodiff-cpu", Device::cpu().autodiff()},
-                                      {"autodiff-balanced-cpu", Device::cpu().autodiff(Checkpointing::balanced)},
-                                      {"autodiff-fusion-cpu", Device::cpu().fusion().autodiff()}};
-    if (cuda::available()) {
-      all.push_back({"autodiff-cuda", Device::cuda(0).autodiff()});
-      all.push_back({"autodiff-balanced-cuda", Device::cuda(0).autodiff(Checkpointing::balanced)});
-      all.push_back({"autodiff-fusion-cuda", Device::cuda(0).fusion().autodiff()});
-    }
     std::vector<AutodiffStack> chosen;
-    for (auto& s : all)
-      if (stack_selected(s.name)) chosen.push_back(s);
+    for (const auto& s : test_stacks())
+      if (s.gradient && stack_selected(s.name)) chosen.push_back({s.name, s.device});
     return chosen;
   }();
   return stacks;

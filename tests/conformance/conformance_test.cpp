@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -25,23 +26,13 @@ struct BackendStack {
   Device device;
 };
 
-// The CPU stacks always; the CUDA stacks where a GPU is present. EMBER_STACKS=cuda,autodiff-cuda
-// (a comma-separated list) runs only the named ones.
+// The forward stacks of test_stacks() (op_registry.hpp); EMBER_STACKS=cuda,autodiff-cuda (a
+// comma-separated list) runs only the named ones.
 std::vector<BackendStack> backend_stacks() {
   static const std::vector<BackendStack> stacks = [] {
-    std::vector<BackendStack> all = {{"cpu", Device::cpu()},
-                                     {"autodiff-cpu", Device::cpu().autodiff()},
-                                     {"fusion-cpu", Device::cpu().fusion()},
-                                     {"autodiff-fusion-cpu", Device::cpu().fusion().autodiff()}};
-    if (cuda::available()) {
-      all.push_back({"cuda", Device::cuda(0)});
-      all.push_back({"autodiff-cuda", Device::cuda(0).autodiff()});
-      all.push_back({"fusion-cuda", Device::cuda(0).fusion()});
-      all.push_back({"autodiff-fusion-cuda", Device::cuda(0).fusion().autodiff()});
-    }
     std::vector<BackendStack> chosen;
-    for (auto& s : all)
-      if (stack_selected(s.name)) chosen.push_back({s.name, counted(s.name, s.device)});  // coverage.hpp
+    for (const auto& s : test_stacks())
+      if (s.forward && stack_selected(s.name)) chosen.push_back({s.name, counted(s.name, s.device)});  // coverage.hpp
     return chosen;
   }();
   return stacks;
@@ -316,6 +307,31 @@ void register_cases(const std::filesystem::path& dir) {
   }
 }
 
+// After the cases: the router-cpu-cpu stacks must have run ops on both of their backends and
+// moved tensors between them, else they tested nothing a plain CPU stack doesn't.
+void register_router_check() {
+  bool routed = false;
+  for (const auto& s : backend_stacks()) routed |= s.name.find("router-cpu-cpu") != std::string::npos;
+  if (!routed) return;
+  testing::RegisterTest("conformance_router", "cpu_cpu_transfers", nullptr, nullptr, __FILE__, __LINE__,
+                        []() -> testing::Test* {
+                          struct Check : testing::Test {
+                            void TestBody() override {
+                              router::Stats st = router::stats(router_cpu_cpu().backend());
+                              if (st.ops_per_backend[0] + st.ops_per_backend[1] == 0) GTEST_SKIP() << "no case ran";
+                              std::printf("router-cpu-cpu: %lld ops on the first backend, %lld on the second, "
+                                          "%lld tensors moved (%lld bytes)\n",
+                                          (long long)st.ops_per_backend[0], (long long)st.ops_per_backend[1],
+                                          (long long)st.transfers, (long long)st.bytes_transferred);
+                              EXPECT_GT(st.ops_per_backend[0], 0) << "no op ran on the first backend";
+                              EXPECT_GT(st.ops_per_backend[1], 0) << "no op ran on the second backend";
+                              EXPECT_GT(st.transfers, 0) << "no tensor moved between the backends";
+                            }
+                          };
+                          return new Check;
+                        });
+}
+
 void write_report(const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   Json j;
@@ -348,6 +364,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i)
     if (std::string(argv[i]) == "--reports") reports = argv[i + 1];
   ember::conformance::register_cases(EMBER_CONFORMANCE_DIR "/cases");
+  ember::conformance::register_router_check();
   ember::conformance::register_coverage_tests();  // after the cases, so it runs last
   int rc = RUN_ALL_TESTS();
   ember::conformance::write_report(reports);

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "ember/backends/cpu.hpp"
+
 namespace ember::conformance {
 
 namespace {
@@ -389,6 +391,41 @@ const std::map<std::string, OpFn>& op_registry() {
       IR(norm_multi, norm_multi_attrs), IR(mul_multi, no_attrs),
   };
   return table;
+}
+
+Device router_cpu_cpu() {
+  static const Device d = Device::router(
+      {Device::cpu(), Device(cpu::make_backend())}, [](const router::Route& r) -> std::optional<size_t> {
+        uint32_t h = 2166136261u;  // FNV-1a of the op's name
+        for (char c : r.op.name()) h = (h ^ uint8_t(c)) * 16777619u;
+        if (h % 2 == 1) return 1;
+        return std::nullopt;  // the first backend
+      });
+  return d;
+}
+
+const std::vector<TestStack>& test_stacks() {
+  static const std::vector<TestStack> stacks = [] {
+    std::vector<TestStack> all = {{"cpu", Device::cpu(), true, false},
+                                  {"autodiff-cpu", Device::cpu().autodiff(), true, true},
+                                  {"autodiff-balanced-cpu", Device::cpu().autodiff(Checkpointing::balanced), false, true},
+                                  {"fusion-cpu", Device::cpu().fusion(), true, false},
+                                  {"autodiff-fusion-cpu", Device::cpu().fusion().autodiff(), true, true},
+                                  {"router-cpu-cpu", router_cpu_cpu(), true, false},
+                                  {"autodiff-router-cpu-cpu", router_cpu_cpu().autodiff(), true, true}};
+    if (cuda::available()) {
+      const Device router = Device::router({Device::cuda(0), Device::cpu()});
+      all.push_back({"cuda", Device::cuda(0), true, false});
+      all.push_back({"autodiff-cuda", Device::cuda(0).autodiff(), true, true});
+      all.push_back({"autodiff-balanced-cuda", Device::cuda(0).autodiff(Checkpointing::balanced), false, true});
+      all.push_back({"fusion-cuda", Device::cuda(0).fusion(), true, false});
+      all.push_back({"autodiff-fusion-cuda", Device::cuda(0).fusion().autodiff(), true, true});
+      all.push_back({"router-cuda-cpu", router, true, false});
+      all.push_back({"autodiff-router-cuda-cpu", router.autodiff(), false, true});
+    }
+    return all;
+  }();
+  return stacks;
 }
 
 bool stack_selected(const std::string& name) {

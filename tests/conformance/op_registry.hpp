@@ -29,4 +29,22 @@ std::string test_name(std::string name);
 // list of names, e.g. "cuda,autodiff-cuda") names others.
 bool stack_selected(const std::string& name);
 
+// A backend or decorator stack the suites run on: the one list of them, for the forward suite
+// (tests/conformance) and the gradient suite (tests/autodiff), which run the stacks marked
+// `forward` and `gradient` respectively.
+struct TestStack {
+  std::string name;
+  Device device;
+  bool forward;   // the forward conformance suite runs it
+  bool gradient;  // the gradient suite runs it (an autodiff stack)
+};
+// Every stack, EMBER_STACKS not applied: the CPU ones always, the CUDA ones where a GPU is
+// present. Made once per process (the router stacks keep their statistics).
+const std::vector<TestStack>& test_stacks();
+
+// The router of the router-cpu-cpu stacks: Device::cpu() and a second CPU backend of its own,
+// where a test policy sends each op whose name hashes odd to the second, so that chains of ops
+// bounce between the two and their tensors really move.
+Device router_cpu_cpu();
+
 }  // namespace ember::conformance

@@ -51,6 +51,7 @@ def onnx_node(substring):
 CPU_TESTS = "tests/backends/cpu/ember_cpu_tests"
 TENSOR_TESTS = "tests/tensor/ember_tensor_tests"
 FUSION_TESTS = "tests/fusion/ember_fusion_tests"
+ROUTER_TESTS = "tests/router/ember_router_tests"
 AMP_TESTS = "tests/amp/ember_amp_tests"
 # The doc examples (tests/docs): each group of examples compiles, the runnable ones run.
 DOCS_TESTS = "tests/docs/ember_docs_tests"
@@ -1355,5 +1356,41 @@ MUTANTS = [
         "replace": "      ;",
         "description": "slice gradients concatenated along a dim leave out the zeros before each run",
         "suites": [unit("tests/autodiff/ember_autodiff_tests")],
+    },
+    {
+        "id": "router-ignores-supports",
+        "family": "router (decorator)",
+        "file": "src/decorators/router/router.cpp",
+        "search": "      if (backends_[i]->supports(op)) return i;",
+        "replace": "      return i;",
+        "description": "the router runs every op on its first backend, whether it supports the op or not",
+        "suites": [unit(ROUTER_TESTS), conformance("*", "router-cpu-cpu,autodiff-router-cpu-cpu")],
+    },
+    {
+        "id": "router-computes-on-first-backend",
+        "family": "router (decorator)",
+        "file": "src/decorators/router/router.cpp",
+        "search": "std::vector<PrimitivePtr> outs = backends_[target]->execute(std::move(op));",
+        "replace": "std::vector<PrimitivePtr> outs = backends_[0]->execute(std::move(op));",
+        "description": "the inputs move to the chosen backend, but the op runs on the first one",
+        "suites": [unit(ROUTER_TESTS), conformance("*", "router-cpu-cpu,autodiff-router-cpu-cpu")],
+    },
+    {
+        "id": "router-moves-input-per-op",
+        "family": "router (decorator)",
+        "file": "src/decorators/router/router.cpp",
+        "search": "    if (!t.copies[target]) {",
+        "replace": "    if (t.home != int(target)) {",
+        "description": "an input is moved again for every op that reads it away from home (copies not reused)",
+        "suites": [unit(ROUTER_TESTS), conformance("*", "router-cpu-cpu,autodiff-router-cpu-cpu")],
+    },
+    {
+        "id": "router-results-homed-first",
+        "family": "router (decorator)",
+        "file": "src/decorators/router/router.cpp",
+        "search": "if (o) o = std::make_shared<RoutedTensor>(o->meta(), int(target), std::move(o));",
+        "replace": "if (o) o = std::make_shared<RoutedTensor>(o->meta(), 0, std::move(o));",
+        "description": "results are recorded as living on the first backend, wherever they were computed",
+        "suites": [unit(ROUTER_TESTS), conformance("*", "router-cpu-cpu,autodiff-router-cpu-cpu")],
     },
 ]

@@ -376,6 +376,13 @@ TEST(EmberOnnxCli, RunWritesNpyOutputs) {
   EXPECT_EQ(xs.dtype(), DType::i64);
   EXPECT_EQ(xs.to_vector<int64_t>(), (std::vector<int64_t>{2, 3}));
 
+  // Over a router of two CPU backends (ember/decorators/router.hpp): the same outputs.
+  CliResult rr = cli("run " + q(fixture("runtime_mlp.onnx")) + " --input " + q("x=" + dir.file("x.npy")) +
+                     " --output-dir " + q(dir.file("out_router")) + " --device cpu,cpu");
+  ASSERT_EQ(rr.status, 0) << rr.output;
+  EXPECT_FALSE(store::read_npy(dir.file("out_router/y.npy")).approx_equal(want, 1e-5, 1e-6).has_value());
+  EXPECT_EQ(cli("run " + q(fixture("runtime_mlp.onnx")) + " --output-dir " + q(dir.path()) + " --device cpu,tpu").status, 2);
+
   // A float64 input (NumPy's default) is converted to the declared float32, with a note.
   store::write_npy(dir.file("x64.npy"), TensorData::from_doubles(x, Shape{2, 3}, DType::f64));
   CliResult r64 = cli("run " + q(fixture("runtime_mlp.onnx")) + " --input=" + q("x=" + dir.file("x64.npy")) +

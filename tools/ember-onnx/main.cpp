@@ -1,7 +1,7 @@
 // ember-onnx: inspect and run ONNX models from the command line (issue 7).
 //
 //   ember-onnx info MODEL.onnx [--values]
-//   ember-onnx run MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR [--device cpu|cuda|cuda:N]
+//   ember-onnx run MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR [--device cpu|cuda|cuda:N|cuda,cpu]
 //   ember-onnx generate MODEL.onnx --out DIR [--name NAME]
 //   ember-onnx quantize IN.onnx OUT.onnx --calibration DIR_or_FILE.npy ... [--exclude NODE ...] [--percentile P]
 //
@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "ember/backends/cpu.hpp"
 #include "ember/core/device.hpp"
 #include "ember/core/error.hpp"
 #include "ember/onnx/codegen.hpp"
@@ -49,7 +50,8 @@ const char kUsage[] =
     "      the ops the runtime does not support, the inferred type of every graph output (with\n"
     "      --values: of every value a node computes) and how many nodes constant folding removes\n"
     "  ember-onnx run MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR [--device cpu|cuda|cuda:N]\n"
-    "      run the model on NumPy inputs; writes each output as DIR/<output name>.npy\n"
+    "      run the model on NumPy inputs; writes each output as DIR/<output name>.npy; a list of\n"
+    "      devices (--device cuda,cpu) runs each op on the first that supports it\n"
     "  ember-onnx generate MODEL.onnx --out DIR [--name NAME]\n"
     "      write C++ code for the model: DIR/NAME.hpp, DIR/NAME.cpp (a struct NAME with load() and\n"
     "      forward()) and DIR/NAME.safetensors (the initializers); NAME defaults to the model's\n"
@@ -274,7 +276,7 @@ int cmd_info(const std::vector<std::string>& args) {
 
 // ---- run --------------------------------------------------------------------------------
 
-Device parse_device(const std::string& s) {
+Device parse_one_device(const std::string& s) {
   if (s == "cpu") return Device::cpu();
   if (s == "cuda") return Device::cuda(0);
   if (s.rfind("cuda:", 0) == 0) {
@@ -283,7 +285,29 @@ Device parse_device(const std::string& s) {
         std::all_of(idx.begin(), idx.end(), [](char c) { return c >= '0' && c <= '9'; }))
       return Device::cuda(std::stoi(idx));
   }
-  throw UsageError{"--device must be cpu, cuda or cuda:N, not '" + s + "'"};
+  throw UsageError{"--device must be cpu, cuda or cuda:N, or a comma-separated list of them, not '" + s + "'"};
+}
+
+// One device, or a comma-separated list ("cuda,cpu"): a router over them, each op on the first
+// that supports it (ember/decorators/router.hpp). A device named again is a backend of its own
+// for the CPU ("cpu,cpu": two CPU backends); a GPU named twice is an error.
+Device parse_device(const std::string& s) {
+  if (s.find(',') == std::string::npos) return parse_one_device(s);
+  std::vector<Device> devices;
+  size_t start = 0;
+  while (true) {
+    const size_t end = s.find(',', start);
+    const std::string one = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    Device d = parse_one_device(one);
+    if (std::find(devices.begin(), devices.end(), d) != devices.end()) {
+      if (one != "cpu") throw UsageError{"--device lists " + one + " twice"};
+      d = Device(cpu::make_backend());
+    }
+    devices.push_back(d);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return Device::router(std::move(devices));
 }
 
 // A file name for an output: characters other than [A-Za-z0-9._-] become '_', a leading '.'

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ember/core/backend.hpp"
 
@@ -20,6 +21,12 @@ namespace ember {
 // sort) and recomputes memory-bound ones (elementwise, views, reductions, norms) during
 // backward. Gradients are identical; peak memory is lower.
 enum class Checkpointing : uint8_t { none, balanced };
+
+namespace router {
+struct Route;  // what a router's policy is asked about one op (ember/decorators/router.hpp)
+}  // namespace router
+// A router's policy: the index of the device an op runs on, or nullopt for the first that supports it.
+using RouterPolicy = std::function<std::optional<size_t>(const router::Route&)>;
 
 // A handle on a backend stack (cheap to copy: a shared pointer). Equal devices share one backend.
 class Device {
@@ -45,6 +52,12 @@ class Device {
   // device it throws an Error saying so.
   Device fusion() const;
   bool is_fusion() const;  // the fusion decorator is in the stack (under autodiff or not)
+  // One device over several (the router decorator, ember/decorators/router.hpp): each op runs on
+  // the first of `devices` whose backend supports it, or on the one `policy` picks, and its inputs
+  // move there as needed. Each call makes a new device. Throws an Error when `devices` is empty or
+  // one carries the autodiff decorator (put it on top: `Device::router({...}).autodiff()`).
+  static Device router(std::vector<Device> devices, RouterPolicy policy = {});
+  bool is_router() const;  // the router decorator is in the stack (under autodiff or not)
   // The device under the autodiff decorator (itself when it has none).
   Device inner() const;
 

@@ -34,6 +34,8 @@ void register_attention_kernels(KernelTable& t);    // attention.cpp
 void register_optim_kernels(KernelTable& t);        // optim.cpp (fused optimizer updates)
 void register_custom_kernels(KernelTable& t);       // custom.cpp (user-defined ops)
 bool custom_supported(const Op& op);               // custom.cpp: the definition has a CPU kernel
+// elementwise.cpp: the op's functor computes its input dtype (true for ops without a functor).
+bool elementwise_dtype_supported(const Op& op);
 
 // The fused elementwise groups of the fusion decorator (fused.cpp).
 std::unique_ptr<FusedKernels> make_fused_kernels(CpuBackend& be);
@@ -56,8 +58,11 @@ class CpuBackend final : public Backend {
   PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) override;
   PrimitivePtr wrap_bytes(const TensorMeta& meta, std::span<const std::byte> bytes,
                           std::shared_ptr<const void> owner) override;
+  // Exact for the elementwise ops' dtypes, so that a router can decide before running: an op
+  // given without inputs is answered by kind alone.
   bool supports(const Op& op) const override {
-    return kernels_[size_t(op.kind)] != nullptr && (op.kind != OpKind::custom || custom_supported(op));
+    return kernels_[size_t(op.kind)] != nullptr && (op.kind != OpKind::custom || custom_supported(op)) &&
+           elementwise_dtype_supported(op);
   }
   void seed(uint64_t s) override;
   MemoryStats memory_stats() const override;

@@ -10,7 +10,10 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <numbers>
+#include <utility>
+#include <vector>
 
 #include "cpu_backend.hpp"
 #include "elementwise_loops.hpp"
@@ -638,12 +641,32 @@ std::vector<PrimitivePtr> lerp_kernel(CpuBackend&, Op& op) {
   return {out};
 }
 
+// Whether functor F computes dtype dt (its ok<T>): what supports() asks before the kernel runs.
+template <class F>
+bool dtype_ok(DType dt) {
+  bool ok = false;
+  visit_dtype(dt, [&]<class T>() { ok = F::template ok<T>; });
+  return ok;
+}
+using DTypeCheck = bool (*)(DType);
+// Per op kind: the dtype check of its functor (null: no functor, or any dtype), filled once by
+// register_elementwise_kernels from the same lines that register the kernels.
+std::array<DTypeCheck, kNumOps> g_dtype_checks{};
+std::once_flag g_dtype_checks_once;
+
 }  // namespace
 
+bool elementwise_dtype_supported(const Op& op) {
+  const DTypeCheck check = g_dtype_checks[size_t(op.kind)];
+  return !check || op.inputs.empty() || !op.inputs[0] || check(op.in(0).dtype);
+}
+
 void register_elementwise_kernels(KernelTable& t) {
-#define U(name, F) t[size_t(OpKind::name)] = unary_kernel<F, false, kGrainCheap>;
-#define UH(name, F) t[size_t(OpKind::name)] = unary_kernel<F, false, kGrainHeavy>;
-#define P(name, F) t[size_t(OpKind::name)] = unary_kernel<F, true, kGrainCheap>;
+  // The kernel of each op and, once per process, its dtype check (the functor's ok<T>).
+  std::vector<std::pair<OpKind, DTypeCheck>> checks;
+#define U(name, F) t[size_t(OpKind::name)] = unary_kernel<F, false, kGrainCheap>; checks.emplace_back(OpKind::name, dtype_ok<F>);
+#define UH(name, F) t[size_t(OpKind::name)] = unary_kernel<F, false, kGrainHeavy>; checks.emplace_back(OpKind::name, dtype_ok<F>);
+#define P(name, F) t[size_t(OpKind::name)] = unary_kernel<F, true, kGrainCheap>; checks.emplace_back(OpKind::name, dtype_ok<F>);
   U(neg, Neg) U(abs, Abs) U(sign, Sign) U(square, Square) U(clamp, Clamp)
   UH(exp, Exp) UH(exp2, Exp2) UH(expm1, Expm1) UH(log, Log) UH(log2, Log2) UH(log10, Log10) UH(log1p, Log1p)
   U(sqrt, Sqrt) U(rsqrt, Rsqrt) U(reciprocal, Reciprocal)
@@ -658,9 +681,9 @@ void register_elementwise_kernels(KernelTable& t) {
 #undef U
 #undef UH
 #undef P
-#define B(name, F) t[size_t(OpKind::name)] = binary_kernel<F, false, kGrainCheap>;
-#define BH(name, F) t[size_t(OpKind::name)] = binary_kernel<F, false, kGrainHeavy>;
-#define CMP(name, F) t[size_t(OpKind::name)] = binary_kernel<F, true, kGrainCheap>;
+#define B(name, F) t[size_t(OpKind::name)] = binary_kernel<F, false, kGrainCheap>; checks.emplace_back(OpKind::name, dtype_ok<F>);
+#define BH(name, F) t[size_t(OpKind::name)] = binary_kernel<F, false, kGrainHeavy>; checks.emplace_back(OpKind::name, dtype_ok<F>);
+#define CMP(name, F) t[size_t(OpKind::name)] = binary_kernel<F, true, kGrainCheap>; checks.emplace_back(OpKind::name, dtype_ok<F>);
   B(add, Add) B(sub, Sub) B(mul, Mul) B(div, Div) BH(fmod, Fmod) BH(remainder, Remainder)
   B(minimum, Minimum) B(maximum, Maximum) BH(atan2, Atan2) BH(hypot, Hypot)
   BH(gelu_backward, GeluBackward) BH(gelu_tanh_backward, GeluTanhBackward) BH(silu_backward, SiluBackward)
@@ -671,6 +694,9 @@ void register_elementwise_kernels(KernelTable& t) {
 #undef B
 #undef BH
 #undef CMP
+  std::call_once(g_dtype_checks_once, [&] {
+    for (auto [kind, check] : checks) g_dtype_checks[size_t(kind)] = check;
+  });
   t[size_t(OpKind::pow)] = pow_kernel;
   t[size_t(OpKind::where)] = where_kernel;
   t[size_t(OpKind::lerp)] = lerp_kernel;
