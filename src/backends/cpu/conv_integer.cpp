@@ -289,8 +289,9 @@ void conv_int8(int isa, const ConvIntegerGeometry& g, const ConvInt8Args& a, int
       product(gi, col.data(), width, width, yg + r0 * OW * es, acc);
     }
   };
-  // many small products (grouped, a batch of small images): one (image, group) a task
-  if (threads > 1 && items >= 2 * threads && Mg * K * P < (int64_t(1) << 24)) {
+  // many small products (grouped, a batch of small images): one (image, group) a task; on AMX any
+  // batch (its products are so fast that two barriers per image cost more than they share)
+  if (threads > 1 && items >= 2 * threads && (amx || Mg * K * P < (int64_t(1) << 24))) {
     parallel_for(0, items, 1, [&](int64_t i0, int64_t i1) {
       std::vector<uint8_t> col;
       std::vector<int32_t> acc;
