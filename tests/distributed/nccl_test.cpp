@@ -1,0 +1,208 @@
+// The NCCL group's tests. They need a CUDA device and skip without one (CI has none):
+//  - in this process, a world of one GPU: every collective and dtype against a reference
+//    computed on the host, strided and autodiff inputs, the errors for bad input;
+//  - jobs of N = min(GPU count, 4) ranks started by ember-run with the worker on the NCCL group
+//    (EMBER_TEST_NCCL=1), skipped with fewer than 2 GPUs: the collectives case, DataParallel
+//    equal to one process on the global batch, and the watchdog's timeout.
+// Run: build/tests/distributed/ember_nccl_tests (docs/distributed.md).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "ember/distributed.hpp"
+#include "ember/ember.hpp"
+
+namespace ember::distributed {
+namespace {
+
+int gpu_count() {
+  static const int n = [] {
+    int k = 0;
+    for (;; ++k) {
+      try {
+        Device::cuda(k);
+      } catch (const Error&) {
+        return k;  // Device::cuda throws for a GPU this machine does not have
+      }
+    }
+  }();
+  return n;
+}
+
+#define SKIP_WITHOUT_GPUS(n) \
+  if (gpu_count() < (n)) GTEST_SKIP() << "needs " << (n) << " CUDA device(s); this machine has " << gpu_count()
+
+ProcessGroupPtr solo() {
+  static ProcessGroupPtr pg =
+      init_process_group({.rank = 0, .world_size = 1, .timeout = std::chrono::seconds(30), .backend = "nccl"});
+  return pg;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Values exact in every dtype: small integers, negative where the dtype has them.
+DynTensor values(int64_t n, DType dt, const Device& d) {
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    v[size_t(i)] = dt == DType::boolean ? double(i % 3 == 0) : double(i % 11) - (dt == DType::u8 ? 0 : 5);
+  return DynTensor::from_data(TensorData::from_doubles(v, Shape({n}), dt), d);
+}
+
+std::vector<double> host(const DynTensor& t) { return t.into_data().to_vector<double>(); }
+
+TEST(NcclSolo, EveryCollectiveAndDtypeMatchesTheHost) {
+  SKIP_WITHOUT_GPUS(1);
+  auto pg = solo();
+  EXPECT_EQ(pg->backend(), "nccl");
+  const Device d = Device::cuda(0);
+  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i64, DType::i32, DType::i8, DType::u8,
+                   DType::boolean}) {
+    for (int64_t n : {0, 1, 7919, (1 << 18) + 3}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " [" + std::to_string(n) + "]");
+      DynTensor x = values(n, dt, d);
+      const std::vector<double> want = host(x);
+      // several in flight before any wait: a world of one reduces to the input itself
+      Work s = pg->all_reduce(x, ReduceOp::sum), m = pg->all_reduce(x, ReduceOp::max), b = pg->broadcast(x, 0),
+           g = pg->all_gather(x), rs = pg->reduce_scatter(x.reshape({1, n}), ReduceOp::sum);
+      DynTensor got = s.wait();
+      EXPECT_EQ(got.device(), d);
+      EXPECT_EQ(got.dtype(), dt);
+      EXPECT_EQ(host(got), want);
+      EXPECT_EQ(host(m.wait()), want);
+      EXPECT_EQ(host(b.wait()), want);
+      EXPECT_EQ(g.wait().shape(), Shape({1, n}));
+      EXPECT_EQ(host(g.wait()), want);
+      EXPECT_EQ(rs.wait().shape(), Shape({1, n}));
+      EXPECT_EQ(host(rs.wait()), want);
+      if (is_float(dt)) {
+        EXPECT_EQ(host(pg->all_reduce(x, ReduceOp::avg).wait()), want);
+      }
+    }
+  }
+  pg->barrier().wait();
+  EXPECT_GE(pg->communication_time().count(), 0);
+}
+
+TEST(NcclSolo, StridedFusionAndAutodiffInputs) {
+  SKIP_WITHOUT_GPUS(1);
+  auto pg = solo();
+  DynTensor m = DynTensor::arange(0, 12, 1, DType::f32, Device::cuda(0)).reshape({3, 4});
+  DynTensor t = m.transpose(0, 1);  // a strided view: the backend makes it contiguous on its stream
+  EXPECT_EQ(host(pg->all_reduce(t).wait()), host(t));
+  const Device ad = Device::cuda(0).autodiff();
+  DynTensor a = t.to(ad);
+  DynTensor r = pg->all_reduce(a, ReduceOp::avg).wait();
+  EXPECT_EQ(r.device(), ad);
+  EXPECT_EQ(host(r), host(t));
+  // a fusion value: a queued elementwise result
+  const Device fu = Device::cuda(0).fusion();
+  DynTensor q = DynTensor::arange(0, 12, 1, DType::f32, fu) * 2.0 + 1.0;
+  DynTensor f = pg->all_gather(q).wait();
+  EXPECT_EQ(f.device(), fu);
+  EXPECT_EQ(host(f.reshape({12})), host(q));
+}
+
+TEST(NcclSolo, BadInputIsAnErrorNamingTheCollective) {
+  SKIP_WITHOUT_GPUS(1);
+  auto pg = solo();
+  const Device d = Device::cuda(0);
+  EXPECT_NE(error_of([&] { pg->all_reduce(values(4, DType::i16, d)); }).find("all_reduce (rank 0 of 1, i16 [4]) sum: NCCL has no i16"),
+            std::string::npos);
+  // bytes move for every dtype: i16 broadcasts and gathers
+  EXPECT_EQ(host(pg->broadcast(values(5, DType::i16, d), 0).wait()), host(values(5, DType::i16, d)));
+  EXPECT_NE(error_of([&] { pg->all_reduce(values(4, DType::i32, d), ReduceOp::avg); }).find("avg needs a floating dtype"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { pg->all_reduce(values(4, DType::f32, Device::cpu())); }).find("takes cuda tensors"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { pg->broadcast(values(4, DType::f32, d), 1); }).find("root must be in [0, 1)"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { pg->all_reduce(values(4, DType::f32, d), ReduceOp::sum, {.timeout = std::chrono::milliseconds(0)}); })
+                .find("the timeout must be positive"),
+            std::string::npos);
+  if (gpu_count() >= 2) {
+    EXPECT_NE(error_of([&] { pg->all_reduce(values(4, DType::f32, Device::cuda(1))); }).find("runs on cuda:0"),
+              std::string::npos);
+  }
+}
+
+TEST(NcclSolo, AutoPicksNcclWhereThereIsAGpu) {
+  SKIP_WITHOUT_GPUS(1);
+  auto pg = init_process_group({.rank = 0, .world_size = 1, .timeout = std::chrono::seconds(30), .backend = "auto"});
+  EXPECT_EQ(pg->backend(), "nccl");
+}
+
+// ---- jobs of several GPUs through ember-run ----
+
+struct Job {
+  int status = -1;
+  std::string output;
+};
+
+Job launch(int nproc, const std::string& args, int limit_s) {
+  std::string log = ::testing::TempDir() + "ember_nccl_" + std::to_string(::getpid()) + ".log";
+  std::ostringstream cmd;
+  cmd << "env EMBER_TEST_NCCL=1 EMBER_DIST_TIMEOUT=60 timeout -k 2 " << limit_s << " " << EMBER_RUN << " --nproc "
+      << nproc << " " << EMBER_DIST_WORKER << " " << args << " >" << log << " 2>&1";
+  int rc = std::system(cmd.str().c_str());
+  Job j;
+  j.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+  std::ifstream f(log);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  j.output = ss.str();
+  std::remove(log.c_str());
+  return j;
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+int world() { return std::min(gpu_count(), 4); }
+
+TEST(NcclJobs, OneRankCollectivesOverEmberRun) {
+  SKIP_WITHOUT_GPUS(1);
+  Job j = launch(1, "collectives", 240);
+  ASSERT_EQ(j.status, 0) << j.output;
+  EXPECT_EQ(count(j.output, "checks, 0 failed"), 1) << j.output;
+}
+
+TEST(NcclJobs, CollectivesOnEveryGpu) {
+  SKIP_WITHOUT_GPUS(2);
+  Job j = launch(world(), "collectives", 300);
+  ASSERT_EQ(j.status, 0) << j.output;
+  EXPECT_EQ(count(j.output, "checks, 0 failed"), world()) << j.output;
+}
+
+TEST(NcclJobs, DataParallelEqualsOneProcess) {
+  SKIP_WITHOUT_GPUS(2);
+  for (const char* args : {"", "--accum 2", "--bucket-mb 0.0000001"}) {
+    if (12 % (world() * 2) != 0 && std::string(args) == "--accum 2") continue;  // the global batch is 12 rows
+    Job j = launch(world(), std::string("data_parallel ") + args, 300);
+    ASSERT_EQ(j.status, 0) << args << "\n" << j.output;
+    EXPECT_EQ(count(j.output, ": ok"), world()) << args << "\n" << j.output;
+  }
+}
+
+TEST(NcclJobs, SilentRankFailsTheCollectiveAtItsTimeout) {
+  SKIP_WITHOUT_GPUS(2);
+  Job j = launch(2, "nccl-timeout", 60);
+  ASSERT_EQ(j.status, 0) << j.output;
+  EXPECT_EQ(count(j.output, "nccl-timeout: ok"), 2) << j.output;
+}
+
+}  // namespace
+}  // namespace ember::distributed
