@@ -6,15 +6,12 @@
 //    equal to one process on the global batch, and the watchdog's timeout.
 // Run: build/tests/distributed/ember_nccl_tests (docs/distributed.md).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "ember/distributed.hpp"
 #include "ember/ember.hpp"
+#include "jobs.hpp"
 
 namespace ember::distributed {
 namespace {
@@ -42,14 +39,8 @@ ProcessGroupPtr solo() {
   return pg;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::count;
+using test::error_of;
 
 // Values exact in every dtype: small integers, negative where the dtype has them.
 DynTensor values(int64_t n, DType dt, const Device& d) {
@@ -144,45 +135,22 @@ TEST(NcclSolo, AutoPicksNcclWhereThereIsAGpu) {
 
 // ---- jobs of several GPUs through ember-run ----
 
-struct Job {
-  int status = -1;
-  std::string output;
-};
-
-Job launch(int nproc, const std::string& args, int limit_s) {
-  std::string log = ::testing::TempDir() + "ember_nccl_" + std::to_string(::getpid()) + ".log";
-  std::ostringstream cmd;
-  cmd << "env EMBER_TEST_NCCL=1 EMBER_DIST_TIMEOUT=60 timeout -k 2 " << limit_s << " " << EMBER_RUN << " --nproc "
-      << nproc << " " << EMBER_DIST_WORKER << " " << args << " >" << log << " 2>&1";
-  int rc = std::system(cmd.str().c_str());
-  Job j;
-  j.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
-  std::ifstream f(log);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  j.output = ss.str();
-  std::remove(log.c_str());
-  return j;
-}
-
-int count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
-  return n;
+test::Result launch(int nproc, const std::string& args, int limit_s) {
+  return test::run_job(nproc, args, limit_s, "EMBER_TEST_NCCL=1 EMBER_DIST_TIMEOUT=60", EMBER_DIST_WORKER, "");
 }
 
 int world() { return std::min(gpu_count(), 4); }
 
 TEST(NcclJobs, OneRankCollectivesOverEmberRun) {
   SKIP_WITHOUT_GPUS(1);
-  Job j = launch(1, "collectives", 240);
+  test::Result j = launch(1, "collectives", 240);
   ASSERT_EQ(j.status, 0) << j.output;
   EXPECT_EQ(count(j.output, "checks, 0 failed"), 1) << j.output;
 }
 
 TEST(NcclJobs, CollectivesOnEveryGpu) {
   SKIP_WITHOUT_GPUS(2);
-  Job j = launch(world(), "collectives", 300);
+  test::Result j = launch(world(), "collectives", 300);
   ASSERT_EQ(j.status, 0) << j.output;
   EXPECT_EQ(count(j.output, "checks, 0 failed"), world()) << j.output;
 }
@@ -191,7 +159,7 @@ TEST(NcclJobs, DataParallelEqualsOneProcess) {
   SKIP_WITHOUT_GPUS(2);
   for (const char* args : {"", "--accum 2", "--bucket-mb 0.0000001"}) {
     if (12 % (world() * 2) != 0 && std::string(args) == "--accum 2") continue;  // the global batch is 12 rows
-    Job j = launch(world(), std::string("data_parallel ") + args, 300);
+    test::Result j = launch(world(), std::string("data_parallel ") + args, 300);
     ASSERT_EQ(j.status, 0) << args << "\n" << j.output;
     EXPECT_EQ(count(j.output, ": ok"), world()) << args << "\n" << j.output;
   }
@@ -199,7 +167,7 @@ TEST(NcclJobs, DataParallelEqualsOneProcess) {
 
 TEST(NcclJobs, SilentRankFailsTheCollectiveAtItsTimeout) {
   SKIP_WITHOUT_GPUS(2);
-  Job j = launch(2, "nccl-timeout", 60);
+  test::Result j = launch(2, "nccl-timeout", 60);
   ASSERT_EQ(j.status, 0) << j.output;
   EXPECT_EQ(count(j.output, "nccl-timeout: ok"), 2) << j.output;
 }
