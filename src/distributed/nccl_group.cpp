@@ -147,9 +147,9 @@ class NcclProcessGroup final : public GroupBase {
   std::thread watchdog_;
 };
 
-std::string nccl_error(ncclComm_t comm, ncclResult_t r) {
+std::string nccl_error(ncclResult_t r) {
   std::string s = ncclGetErrorString(r);
-  const char* last = ncclGetLastError(comm);
+  const char* last = ncclGetLastError(nullptr);  // this thread's last error; the comm argument is unused
   if (last && *last) s += std::string(" (") + last + ")";
   return s;
 }
@@ -259,7 +259,7 @@ Work NcclProcessGroup::launch(std::shared_ptr<Work::State> st, std::vector<std::
   cudaEvent_t ev = nullptr;
   std::string cause;
   if (r != ncclSuccess) {
-    cause = "NCCL refused it: " + nccl_error(comm_, r);
+    cause = "NCCL refused it: " + nccl_error(r);
   } else {
     cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
     if (e == cudaSuccess) e = cudaEventRecord(ev, stream_);
@@ -298,6 +298,7 @@ void NcclProcessGroup::abort_all(const Pending& culprit, const std::string& mess
 }
 
 void NcclProcessGroup::watchdog_loop() {
+  (void)cudaSetDevice(device_);  // the events' device, for the queries
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     if (pending_.empty()) {
@@ -329,7 +330,7 @@ void NcclProcessGroup::watchdog_loop() {
     if (!aborted_ && ncclCommGetAsyncError(comm_, &async) == ncclSuccess && async != ncclSuccess &&
         async != ncclInProgress) {
       const Pending& p = *pending_.front();
-      abort_all(p, failure(*p.state, p.start, "NCCL reported an error: " + nccl_error(comm_, async) +
+      abort_all(p, failure(*p.state, p.start, "NCCL reported an error: " + nccl_error(async) +
                                                 " (another rank has probably exited or failed)"));
       continue;
     }
