@@ -3,7 +3,7 @@
 //
 // A collective takes its operands' device memory through the backend's CUDA services
 // (Backend::cuda_memory, cuda_stream; autodiff values unwrapped, a fusion value through
-// memory_view, which waits), enqueues the NCCL call on the backend's stream, so that it runs
+// memory_view, which waits; a cpu tensor is staged through the group's GPU), enqueues the NCCL call on the backend's stream, so that it runs
 // after the kernels that computed its input and before the ones that read its output, and
 // records a CUDA event behind it. NCCL has no timeouts of its own: the watchdog thread polls
 // the events, completes each Work when its event is reached, and when a collective passes its
@@ -117,10 +117,17 @@ class NcclProcessGroup final : public GroupBase {
     Clock::time_point start, deadline;
     std::vector<std::shared_ptr<const void>> keep;  // the operands' memory
   };
+  // A collective's operands: the input's memory, and a new result tensor for NCCL to write.
+  struct Buffers {
+    Operand in, out;
+    std::function<DynTensor()> finish;  // the result, on the input's device
+  };
+  // The buffers of a collective on `t` whose result has shape `result`. A tensor on another
+  // device than a CUDA one (the cpu tensors DataParallel and ZeroOptimizer exchange metadata
+  // in) is staged through this group's GPU, and its result comes back to that device.
+  Buffers buffers(const std::string& what, const DynTensor& t, const Shape& result) const;
   // The memory of `t` (a cuda tensor on this group's device), contiguous.
-  Operand input(const std::string& what, const DynTensor& t) const;
-  // A new tensor of `s` and `dt` on `d`'s stack below autodiff, and its memory, for NCCL to write.
-  std::pair<DynTensor, Operand> output(const std::string& what, const Shape& s, DType dt, const Device& d) const;
+  Operand memory_of(const std::string& what, const DynTensor& t) const;
   // The element type of a reduction of `t`; an Error for dtypes NCCL cannot reduce.
   ncclDataType_t reduction_type(const std::string& what, DType dt) const;
   // Enqueues `call` (the NCCL call on the stream) for the Work `st`, and an event behind it.
@@ -202,10 +209,8 @@ NcclProcessGroup::~NcclProcessGroup() {
   }
 }
 
-Operand NcclProcessGroup::input(const std::string& what, const DynTensor& t) const {
+Operand NcclProcessGroup::memory_of(const std::string& what, const DynTensor& t) const {
   const Device& d = t.device();
-  EMBER_CHECK(d.backend().cuda_stream() != nullptr, what, ": the NCCL group takes cuda tensors; this one is on ",
-              d.name(), " (use a \"gloo\" group for cpu tensors)");
   Backend& base = d.inner().backend();
   PrimitivePtr v = autodiff::inner_value(t.primitive());
   std::optional<MemoryView> m = base.cuda_memory(v);
@@ -218,12 +223,15 @@ Operand NcclProcessGroup::input(const std::string& what, const DynTensor& t) con
   return Operand{m->data, m->owner};
 }
 
-std::pair<DynTensor, Operand> NcclProcessGroup::output(const std::string& what, const Shape& s, DType dt,
-                                                       const Device& d) const {
-  DynTensor out = DynTensor::empty(s, dt, d.inner());
+NcclProcessGroup::Buffers NcclProcessGroup::buffers(const std::string& what, const DynTensor& t,
+                                                    const Shape& result) const {
+  const Device home = t.device();
+  const bool on_cuda = home.backend().cuda_stream() != nullptr;
+  const DynTensor src = on_cuda ? t : t.to(Device::cuda(device_));
   // The new tensor is this collective's alone until its Work hands it out: NCCL writes into it
   // as the CUDA graphs' inputs are written (Backend::overwrite).
-  return {out, input(what, out)};
+  DynTensor out = DynTensor::empty(result, t.dtype(), src.device().inner());
+  return Buffers{memory_of(what, src), memory_of(what, out), [out, home] { return out.to(home); }};
 }
 
 ncclDataType_t NcclProcessGroup::reduction_type(const std::string& what, DType dt) const {
@@ -355,38 +363,35 @@ Work NcclProcessGroup::all_reduce(const DynTensor& t, ReduceOp op, CollectiveOpt
   std::string what = checked_reduction("all_reduce", t, op);
   ncclDataType_t ty = reduction_type(what, t.dtype());
   auto st = new_state(what, timeout_of(o), nullptr);
-  Operand in = input(what, t);
-  auto [out, res] = output(what, t.shape(), t.dtype(), t.device());
-  st->finish = [out, d = t.device()] { return out.to(d); };
+  Buffers b = buffers(what, t, t.shape());
+  st->finish = b.finish;
   const size_t n = size_t(t.numel());
   ncclRedOp_t rop = nccl_op(op, t.dtype());
-  return launch(st, {in.owner, res.owner}, [&](cudaStream_t s) {
-    return n ? ncclAllReduce(in.ptr, res.ptr, n, ty, rop, comm_, s) : ncclSuccess;
+  return launch(st, {b.in.owner, b.out.owner}, [&](cudaStream_t s) {
+    return n ? ncclAllReduce(b.in.ptr, b.out.ptr, n, ty, rop, comm_, s) : ncclSuccess;
   });
 }
 
+// broadcast and all_gather move bytes, so they take every dtype.
 Work NcclProcessGroup::broadcast(const DynTensor& t, int root, CollectiveOptions o) {
   std::string what = checked_broadcast(t, root);
   auto st = new_state(what, timeout_of(o), nullptr);
-  Operand in = input(what, t);
-  auto [out, res] = output(what, t.shape(), t.dtype(), t.device());
-  st->finish = [out, d = t.device()] { return out.to(d); };
-  // bytes: every dtype moves
+  Buffers b = buffers(what, t, t.shape());
+  st->finish = b.finish;
   const size_t bytes = size_t(t.numel()) * dtype_size(t.dtype());
-  return launch(st, {in.owner, res.owner}, [&](cudaStream_t s) {
-    return bytes ? ncclBroadcast(in.ptr, res.ptr, bytes, ncclUint8, root, comm_, s) : ncclSuccess;
+  return launch(st, {b.in.owner, b.out.owner}, [&](cudaStream_t s) {
+    return bytes ? ncclBroadcast(b.in.ptr, b.out.ptr, bytes, ncclUint8, root, comm_, s) : ncclSuccess;
   });
 }
 
 Work NcclProcessGroup::all_gather(const DynTensor& t, CollectiveOptions o) {
   std::string what = checked("all_gather", t);
   auto st = new_state(what, timeout_of(o), nullptr);
-  Operand in = input(what, t);
-  auto [out, res] = output(what, gathered_shape(t), t.dtype(), t.device());
-  st->finish = [out, d = t.device()] { return out.to(d); };
+  Buffers b = buffers(what, t, gathered_shape(t));
+  st->finish = b.finish;
   const size_t bytes = size_t(t.numel()) * dtype_size(t.dtype());
-  return launch(st, {in.owner, res.owner}, [&](cudaStream_t s) {
-    return bytes ? ncclAllGather(in.ptr, res.ptr, bytes, ncclUint8, comm_, s) : ncclSuccess;
+  return launch(st, {b.in.owner, b.out.owner}, [&](cudaStream_t s) {
+    return bytes ? ncclAllGather(b.in.ptr, b.out.ptr, bytes, ncclUint8, comm_, s) : ncclSuccess;
   });
 }
 
@@ -394,15 +399,14 @@ Work NcclProcessGroup::reduce_scatter(const DynTensor& t, ReduceOp op, Collectiv
   std::string what = checked_reduction("reduce_scatter", t, op);
   ncclDataType_t ty = reduction_type(what, t.dtype());
   auto st = new_state(what, timeout_of(o), nullptr);
-  Operand in = input(what, t);
   std::vector<int64_t> dims = t.shape().dims();
   dims[0] /= size();
-  auto [out, res] = output(what, Shape(dims), t.dtype(), t.device());
-  st->finish = [out, d = t.device()] { return out.to(d); };
+  Buffers b = buffers(what, t, Shape(dims));
+  st->finish = b.finish;
   const size_t n = size_t(t.numel() / size());
   ncclRedOp_t rop = nccl_op(op, t.dtype());
-  return launch(st, {in.owner, res.owner}, [&](cudaStream_t s) {
-    return n ? ncclReduceScatter(in.ptr, res.ptr, n, ty, rop, comm_, s) : ncclSuccess;
+  return launch(st, {b.in.owner, b.out.owner}, [&](cudaStream_t s) {
+    return n ? ncclReduceScatter(b.in.ptr, b.out.ptr, n, ty, rop, comm_, s) : ncclSuccess;
   });
 }
 
@@ -410,9 +414,9 @@ Work NcclProcessGroup::reduce_scatter(const DynTensor& t, ReduceOp op, Collectiv
 Work NcclProcessGroup::barrier(CollectiveOptions o) {
   std::string what = describe("barrier", nullptr);
   auto st = new_state(what, timeout_of(o), nullptr);
-  auto [flag, res] = output(what, Shape({1}), DType::f32, Device::cuda(device_));
-  return launch(st, {res.owner},
-                [&](cudaStream_t s) { return ncclAllReduce(res.ptr, res.ptr, 1, ncclFloat32, ncclSum, comm_, s); });
+  Buffers b = buffers(what, DynTensor::zeros({1}, DType::f32, Device::cuda(device_)), Shape({1}));
+  return launch(st, {b.in.owner, b.out.owner},
+                [&](cudaStream_t s) { return ncclAllReduce(b.in.ptr, b.out.ptr, 1, ncclFloat32, ncclSum, comm_, s); });
 }
 
 }  // namespace
