@@ -3,7 +3,7 @@
 //    computed on the host, strided and autodiff inputs, the errors for bad input;
 //  - jobs of N = min(GPU count, 4) ranks started by ember-run with the worker on the NCCL group
 //    (EMBER_TEST_NCCL=1), skipped with fewer than 2 GPUs: the collectives case, DataParallel
-//    equal to one process on the global batch, and the watchdog's timeout.
+//    and ZeRO-1 equal to one process on the global batch, and the watchdog's timeout.
 // Run: build/tests/distributed/ember_nccl_tests (docs/distributed.md).
 #include <gtest/gtest.h>
 
@@ -173,6 +173,15 @@ TEST(NcclJobs, DataParallelEqualsOneProcess) {
     ASSERT_EQ(j.status, 0) << args << "\n" << j.output;
     EXPECT_EQ(count(j.output, ": ok"), world()) << args << "\n" << j.output;
   }
+}
+
+// ZeRO-1: reduce_scatter and all_gather of the flat gradients and parameters on the GPU, and
+// the state's gather (cpu tensors, staged through the GPU).
+TEST(NcclJobs, ZeroEqualsOneProcess) {
+  SKIP_WITHOUT_GPUS(2);
+  test::Result j = launch(world(), "zero", 300);
+  ASSERT_EQ(j.status, 0) << j.output;
+  EXPECT_EQ(count(j.output, ": ok"), world()) << j.output;
 }
 
 TEST(NcclJobs, SilentRankFailsTheCollectiveAtItsTimeout) {
