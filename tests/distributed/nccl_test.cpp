@@ -151,27 +151,28 @@ test::Result launch(int nproc, const std::string& args, int limit_s) {
 
 int world() { return std::min(gpu_count(), 4); }
 
+// Runs the worker case `args` on `nproc` ranks: every rank must exit 0 and print `says`.
+void expect_job(int nproc, const std::string& args, const std::string& says, int limit_s = 300) {
+  test::Result j = launch(nproc, args, limit_s);
+  EXPECT_EQ(j.status, 0) << args << "\n" << j.output;
+  EXPECT_EQ(count(j.output, says), nproc) << args << "\n" << j.output;
+}
+
 TEST(NcclJobs, OneRankCollectivesOverEmberRun) {
   SKIP_WITHOUT_GPUS(1);
-  test::Result j = launch(1, "collectives", 240);
-  ASSERT_EQ(j.status, 0) << j.output;
-  EXPECT_EQ(count(j.output, "checks, 0 failed"), 1) << j.output;
+  expect_job(1, "collectives", "checks, 0 failed");
 }
 
 TEST(NcclJobs, CollectivesOnEveryGpu) {
   SKIP_WITHOUT_GPUS(2);
-  test::Result j = launch(world(), "collectives", 300);
-  ASSERT_EQ(j.status, 0) << j.output;
-  EXPECT_EQ(count(j.output, "checks, 0 failed"), world()) << j.output;
+  expect_job(world(), "collectives", "checks, 0 failed");
 }
 
 TEST(NcclJobs, DataParallelEqualsOneProcess) {
   SKIP_WITHOUT_GPUS(2);
   for (const char* args : {"", "--accum 2", "--bucket-mb 0.0000001"}) {
     if (12 % (world() * 2) != 0 && std::string(args) == "--accum 2") continue;  // the global batch is 12 rows
-    test::Result j = launch(world(), std::string("data_parallel ") + args, 300);
-    ASSERT_EQ(j.status, 0) << args << "\n" << j.output;
-    EXPECT_EQ(count(j.output, ": ok"), world()) << args << "\n" << j.output;
+    expect_job(world(), std::string("data_parallel ") + args, ": ok");
   }
 }
 
@@ -179,16 +180,12 @@ TEST(NcclJobs, DataParallelEqualsOneProcess) {
 // the state's gather (cpu tensors, staged through the GPU).
 TEST(NcclJobs, ZeroEqualsOneProcess) {
   SKIP_WITHOUT_GPUS(2);
-  test::Result j = launch(world(), "zero", 300);
-  ASSERT_EQ(j.status, 0) << j.output;
-  EXPECT_EQ(count(j.output, ": ok"), world()) << j.output;
+  expect_job(world(), "zero", ": ok");
 }
 
 TEST(NcclJobs, SilentRankFailsTheCollectiveAtItsTimeout) {
   SKIP_WITHOUT_GPUS(2);
-  test::Result j = launch(2, "nccl-timeout", 60);
-  ASSERT_EQ(j.status, 0) << j.output;
-  EXPECT_EQ(count(j.output, "nccl-timeout: ok"), 2) << j.output;
+  expect_job(2, "nccl-timeout", "nccl-timeout: ok", 60);
 }
 
 }  // namespace
