@@ -189,9 +189,9 @@ void GlooProcessGroup::engine_loop() {
       break_group(e.what());
       err = std::current_exception();
     } catch (const std::exception& e) {
-      err = break_group(failure(*job.state, t0, std::string(e.what()) +
-                                                    " (another rank has probably exited, stopped, or issued a "
-                                                    "different collective)"));
+      err = break_group(failure(*job.state, t0,
+                                std::string(e.what()) + " (another rank has probably exited, stopped, or issued a "
+                                                        "different collective)"));
     }
     comm_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
     job.state->complete(err);

@@ -87,17 +87,20 @@ ProcessGroupPtr init_process_group(const ProcessGroupOptions& o) {
 #if EMBER_HAS_GLOO
     return detail::make_gloo_group(c);
 #else
-    EMBER_FAIL("init_process_group: the gloo backend is not available: ember was built without Gloo "
-               "(apt-get install libgloo-dev and rebuild)", EMBER_HAS_NCCL ? "; \"nccl\" is (cuda tensors)" : "");
+    EMBER_FAIL(
+        "init_process_group: the gloo backend is not available: ember was built without Gloo "
+        "(apt-get install libgloo-dev and rebuild)",
+        EMBER_HAS_NCCL ? "; \"nccl\" is (cuda tensors)" : "");
 #endif
   }
   if (backend == "nccl") {
 #if EMBER_HAS_NCCL
     return detail::make_nccl_group(c);
 #else
-    EMBER_FAIL("init_process_group: the nccl backend is not available: ember was built without NCCL (it needs the "
-               "CUDA backend and the CUDA toolkit's nccl.h and libnccl, or NCCL_HOME); use \"gloo\" (cuda tensors go "
-               "through host copies)");
+    EMBER_FAIL(
+        "init_process_group: the nccl backend is not available: ember was built without NCCL (it needs the "
+        "CUDA backend and the CUDA toolkit's nccl.h and libnccl, or NCCL_HOME); use \"gloo\" (cuda tensors go "
+        "through host copies)");
 #endif
   }
   EMBER_FAIL("init_process_group: unknown backend '", c.backend, "' (expected \"gloo\", \"nccl\" or \"auto\")");

@@ -3,8 +3,8 @@
 //
 // A collective takes its operands' device memory through the backend's CUDA services
 // (Backend::cuda_memory, cuda_stream; autodiff values unwrapped, a fusion value through
-// memory_view, which waits; a cpu tensor is staged through the group's GPU), enqueues the NCCL call on the backend's stream, so that it runs
-// after the kernels that computed its input and before the ones that read its output, and
+// memory_view, which waits; a cpu tensor is staged through the group's GPU), enqueues the NCCL call on the backend's
+// stream, so that it runs after the kernels that computed its input and before the ones that read its output, and
 // records a CUDA event behind it. NCCL has no timeouts of its own: the watchdog thread polls
 // the events, completes each Work when its event is reached, and when a collective passes its
 // timeout (or NCCL reports an asynchronous error) aborts the communicator (ncclCommAbort) and
@@ -179,7 +179,8 @@ NcclProcessGroup::NcclProcessGroup(const ProcessGroupConfig& c) : GroupBase(c) {
   if (c.rank == 0) {
     ncclResult_t r = ncclGetUniqueId(&id);
     EMBER_CHECK(r == ncclSuccess, who, ": ncclGetUniqueId failed: ", ncclGetErrorString(r));
-    if (rendezvous_.client) rendezvous_.client->set("ember/nccl/id", std::vector<char>(id.internal, id.internal + sizeof id));
+    if (rendezvous_.client)
+      rendezvous_.client->set("ember/nccl/id", std::vector<char>(id.internal, id.internal + sizeof id));
   } else {
     std::vector<char> v = rendezvous_.client->get("ember/nccl/id");
     EMBER_CHECK(v.size() == sizeof id, who, ": the NCCL id from rank 0 has ", v.size(), " bytes, expected ", sizeof id,
@@ -338,8 +339,9 @@ void NcclProcessGroup::watchdog_loop() {
     if (!aborted_ && ncclCommGetAsyncError(comm_, &async) == ncclSuccess && async != ncclSuccess &&
         async != ncclInProgress) {
       const Pending& p = *pending_.front();
-      abort_all(p, failure(*p.state, p.start, "NCCL reported an error: " + nccl_error(async) +
-                                                " (another rank has probably exited or failed)"));
+      abort_all(
+          p, failure(*p.state, p.start,
+                     "NCCL reported an error: " + nccl_error(async) + " (another rank has probably exited or failed)"));
       continue;
     }
     auto now = Clock::now();

@@ -330,8 +330,8 @@ Rendezvous join_rendezvous(const ProcessGroupConfig& c, const std::string& who) 
     if (Clock::now() >= deadline) {
       std::ostringstream os;
       for (size_t i = 0; i < missing.size(); ++i) os << (i ? ", " : "") << missing[i];
-      EMBER_FAIL(who, ": rank(s) ", os.str(), " did not join within ", c.timeout.count(), " ms (master ",
-                 c.master_addr, ":", c.master_port, ")");
+      EMBER_FAIL(who, ": rank(s) ", os.str(), " did not join within ", c.timeout.count(), " ms (master ", c.master_addr,
+                 ":", c.master_port, ")");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

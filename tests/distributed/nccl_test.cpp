@@ -120,16 +120,20 @@ TEST(NcclSolo, BadInputIsAnErrorNamingTheCollective) {
   SKIP_WITHOUT_GPUS(1);
   auto pg = solo();
   const Device d = Device::cuda(0);
-  EXPECT_NE(error_of([&] { pg->all_reduce(values(4, DType::i16, d)); }).find("all_reduce (rank 0 of 1, i16 [4]) sum: NCCL has no i16"),
+  EXPECT_NE(error_of([&] {
+              pg->all_reduce(values(4, DType::i16, d));
+            }).find("all_reduce (rank 0 of 1, i16 [4]) sum: NCCL has no i16"),
             std::string::npos);
   // bytes move for every dtype: i16 broadcasts and gathers
   EXPECT_EQ(host(pg->broadcast(values(5, DType::i16, d), 0).wait()), host(values(5, DType::i16, d)));
-  EXPECT_NE(error_of([&] { pg->all_reduce(values(4, DType::i32, d), ReduceOp::avg); }).find("avg needs a floating dtype"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { pg->all_reduce(values(4, DType::i32, d), ReduceOp::avg); }).find("avg needs a floating dtype"),
+      std::string::npos);
   EXPECT_NE(error_of([&] { pg->broadcast(values(4, DType::f32, d), 1); }).find("root must be in [0, 1)"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { pg->all_reduce(values(4, DType::f32, d), ReduceOp::sum, {.timeout = std::chrono::milliseconds(0)}); })
-                .find("the timeout must be positive"),
+  EXPECT_NE(error_of([&] {
+              pg->all_reduce(values(4, DType::f32, d), ReduceOp::sum, {.timeout = std::chrono::milliseconds(0)});
+            }).find("the timeout must be positive"),
             std::string::npos);
   if (gpu_count() >= 2) {
     EXPECT_NE(error_of([&] { pg->all_reduce(values(4, DType::f32, Device::cuda(1))); }).find("runs on cuda:0"),
