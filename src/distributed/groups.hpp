@@ -8,7 +8,8 @@ namespace ember::distributed::detail {
 
 ProcessGroupPtr make_gloo_group(const ProcessGroupConfig& c);  // gloo_group.cpp
 ProcessGroupPtr make_nccl_group(const ProcessGroupConfig& c);  // nccl_group.cpp
-// Whether this process can run the NCCL group: built with NCCL and a CUDA device present.
-bool nccl_usable();  // nccl_group.cpp
+// Whether this process can run the NCCL group: built with NCCL, and CUDA device `local_rank`
+// (the one the group would run on) present.
+bool nccl_usable(int local_rank);  // nccl_group.cpp
 
 }  // namespace ember::distributed::detail

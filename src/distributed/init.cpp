@@ -31,7 +31,7 @@ std::optional<int> env_int(std::initializer_list<const char*> names) {
 }  // namespace
 
 #if !EMBER_HAS_NCCL
-bool detail::nccl_usable() { return false; }
+bool detail::nccl_usable(int) { return false; }
 #endif
 
 bool launched_distributed() { return env("WORLD_SIZE") || env("OMPI_COMM_WORLD_SIZE"); }
@@ -82,7 +82,7 @@ ProcessGroupPtr init_process_group(const ProcessGroupOptions& o) {
   std::signal(SIGPIPE, SIG_IGN);
   std::string backend = c.backend;
   // PyTorch's choice: NCCL for cuda tensors, Gloo for cpu ones.
-  if (backend == "auto") backend = detail::nccl_usable() ? "nccl" : "gloo";
+  if (backend == "auto") backend = detail::nccl_usable(c.local_rank) ? "nccl" : "gloo";
   if (backend == "gloo") {
 #if EMBER_HAS_GLOO
     return detail::make_gloo_group(c);

@@ -423,11 +423,11 @@ Work NcclProcessGroup::barrier(CollectiveOptions o) {
 
 }  // namespace
 
-bool nccl_usable() {
+bool nccl_usable(int local_rank) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) (void)cudaGetLastError();
-  return e == cudaSuccess && count > 0;
+  return e == cudaSuccess && local_rank < count;
 }
 
 ProcessGroupPtr make_nccl_group(const ProcessGroupConfig& c) { return std::make_shared<NcclProcessGroup>(c); }

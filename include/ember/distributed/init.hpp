@@ -35,7 +35,8 @@ struct ProcessGroupOptions {
   // default of 300 s when unset here.
   std::optional<std::chrono::milliseconds> timeout{};
   // "gloo" (cpu tensors; cuda ones through host copies), "nccl" (cuda tensors; needs a build
-  // with NCCL), or "auto": nccl where the build has it and the machine a CUDA device, else gloo.
+  // with NCCL), or "auto": nccl where the build has it and the machine CUDA device LOCAL_RANK,
+  // else gloo.
   std::string backend = "gloo";
 };
 
