@@ -2,7 +2,7 @@
 # Builds the CUDA backend and runs its suites on a GPU machine, without installing anything
 # (for machines that have the toolchain but no Debian package archive). Usage:
 #   scripts/cuda-check.sh [LOGDIR] [STAGES]
-# STAGES (default "build,compile,conformance,autodiff,unit,bench"): any comma-separated subset,
+# STAGES (default "build,compile,conformance,autodiff,unit,nccl,bench"): any comma-separated subset,
 # run in that order; "consumers" (not a default) installs the build and builds
 # tests/consumers/ against it (find_package(ember COMPONENTS cuda) and pkg-config ember-cuda),
 # whose CUDA consumers then run a product on the GPU. `compile` compiles every generated kernel on all cores into the disk cache
@@ -15,16 +15,22 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 logs=${1:-build/cuda-logs}
-stages=${2:-build,compile,conformance,autodiff,unit,bench}
+stages=${2:-build,compile,conformance,autodiff,unit,nccl,bench}
 mkdir -p "$logs"
 has() { [[ ",$stages," == *",$1,"* ]]; }
 export EMBER_SKIP_DEPS=1 EMBER_CACHE_DIR=${EMBER_CACHE_DIR:-$PWD/build/cache}
+# NCCL for the NCCL group: the toolkit's, else the one PyTorch's wheels bring (nvidia-nccl)
+[ -n "${NCCL_HOME:-}" ] || ls /usr/local/cuda/include/nccl.h >/dev/null 2>&1 ||
+  export NCCL_HOME=$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null)
+export NCCL_NVLS_ENABLE=0  # never NVLink multicast on shared machines
 summary=()
 t0=$(date +%s)
 if has build; then
   cmake --preset bench -DEMBER_WERROR=OFF >"$logs/configure.log" 2>&1 || { tail -30 "$logs/configure.log"; exit 1; }
+  nccl_target=()  # the NCCL group's tests, where the build found NCCL (docs/distributed.md)
+  has nccl && cmake --build build --target help | grep -q "^ember_nccl_tests:" && nccl_target=(ember_nccl_tests)
   if ! cmake --build build -j "$(nproc)" --target ember_cuda_tests ember_conformance ember_autodiff_conformance \
-       ember_tensor_tests ember_fusion_tests ember_bench_cuda >"$logs/build.log" 2>&1; then
+       ember_tensor_tests ember_fusion_tests ember_bench_cuda "${nccl_target[@]}" >"$logs/build.log" 2>&1; then
     grep -E "error|Error" -A3 "$logs/build.log" | head -60
     exit 1
   fi
@@ -54,8 +60,16 @@ has unit && run cuda_tests build/tests/backends/cuda/ember_cuda_tests --gtest_fi
 has unit && run fusion build/tests/fusion/ember_fusion_tests &
 # the random ops' distribution tests (tests/tensor/random_test.cpp) on the cuda stacks
 has unit && run random_cuda build/tests/tensor/ember_tensor_tests --gtest_filter='Stacks/Random.*/*cuda' &
+# the NCCL group: a world of one GPU in process, and ember-run jobs over every GPU when there are 2 or more
+if has nccl; then
+  if [ -x build/tests/distributed/ember_nccl_tests ]; then
+    run nccl build/tests/distributed/ember_nccl_tests &
+  else
+    echo "nccl: not built (no NCCL found, or the stage 'build' did not run)" >"$logs/nccl.sum"
+  fi
+fi
 wait
-for n in compile conformance autodiff cuda_tests fusion random_cuda; do
+for n in compile conformance autodiff cuda_tests fusion random_cuda nccl; do
   [ -f "$logs/$n.sum" ] && summary+=("$(cat "$logs/$n.sum")")
 done
 if has consumers; then

@@ -22,14 +22,13 @@
 
 #include "ember/core/error.hpp"
 #include "ember/tensor/ops.hpp"
+#include "group_base.hpp"
 #include "groups.hpp"
 #include "tcp_store.hpp"
-#include "work_state.hpp"
 
 namespace ember::distributed::detail {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using Ms = std::chrono::milliseconds;
 
 // Element-wise reductions in the element's own type (f16/bf16 through float, rounded once per
@@ -71,7 +70,22 @@ void divide(void* p, size_t n, int by) {
   }
 }
 
-class GlooProcessGroup final : public ProcessGroup {
+// Gloo's view of the rendezvous store.
+class GlooStore final : public gloo::rendezvous::Store {
+ public:
+  explicit GlooStore(std::unique_ptr<TcpStoreClient> c) : client_(std::move(c)) {}
+  void set(const std::string& key, const std::vector<char>& data) override { client_->set(key, data); }
+  std::vector<char> get(const std::string& key) override { return client_->get(key); }
+  void wait(const std::vector<std::string>& keys) override { client_->wait(keys, client_->timeout()); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    client_->wait(keys, timeout);
+  }
+
+ private:
+  std::unique_ptr<TcpStoreClient> client_;
+};
+
+class GlooProcessGroup final : public GroupBase {
  public:
   explicit GlooProcessGroup(const ProcessGroupConfig& c);
   ~GlooProcessGroup() override;
@@ -82,7 +96,6 @@ class GlooProcessGroup final : public ProcessGroup {
   Work all_gather(const DynTensor& t, CollectiveOptions o) override;
   Work reduce_scatter(const DynTensor& t, ReduceOp op, CollectiveOptions o) override;
   Work barrier(CollectiveOptions o) override;
-  std::chrono::nanoseconds communication_time() const override { return std::chrono::nanoseconds(comm_ns_.load()); }
 
  private:
   struct Job {
@@ -90,13 +103,9 @@ class GlooProcessGroup final : public ProcessGroup {
     uint32_t tag;
     std::function<void(uint32_t tag, Ms timeout)> run;  // the engine call, on the engine thread
   };
-  std::string describe(const char* op, const DynTensor* t) const;
-  Ms timeout_of(const CollectiveOptions& o) const { return o.timeout.value_or(config_.timeout); }
-  void check_input(const char* op, const DynTensor& t) const;
   Work submit(std::string what, Ms timeout, std::function<void(uint32_t, Ms)> run, std::function<DynTensor()> finish);
   void engine_loop();
 
-  ProcessGroupConfig config_;
   std::unique_ptr<TcpStoreServer> server_;
   std::unique_ptr<gloo::rendezvous::Store> store_;
   std::shared_ptr<gloo::transport::Device> device_;
@@ -107,48 +116,22 @@ class GlooProcessGroup final : public ProcessGroup {
   std::deque<Job> queue_;
   bool stopping_ = false;
   uint32_t next_tag_ = 0;
-  std::string broken_;  // the first failure: every later collective fails with it
-  std::atomic<int64_t> comm_ns_{0};
   std::thread engine_;
 };
 
-std::string where(const ProcessGroupConfig& c) {
-  std::ostringstream os;
-  os << "rank " << c.rank << " of " << c.world_size;
-  return os.str();
-}
-
-GlooProcessGroup::GlooProcessGroup(const ProcessGroupConfig& c) : ProcessGroup(c.rank, c.world_size), config_(c) {
-  const std::string who = "init_process_group (" + where(c) + ")";
+GlooProcessGroup::GlooProcessGroup(const ProcessGroupConfig& c) : GroupBase(c) {
+  const std::string who = "init_process_group (" + rank_of(c) + ")";
   gloo::transport::tcp::attr attr;
   if (c.world_size == 1) {
     store_ = std::make_unique<gloo::rendezvous::HashStore>();
     attr.hostname = "127.0.0.1";
   } else {
-    if (c.rank == 0) server_ = std::make_unique<TcpStoreServer>(c.master_addr, c.master_port, c.world_size);
-    auto client = std::make_unique<TcpStoreClient>(c.master_addr, c.master_port, c.rank, c.world_size, c.timeout);
-    // Every rank says it joined, then waits for all: a rank that never comes is named here,
-    // before Gloo's own connection step, whose error would not say which rank is missing.
-    client->set("ember/joined/" + std::to_string(c.rank), {'1'});
-    const auto deadline = Clock::now() + c.timeout;
-    for (;;) {
-      std::vector<int> missing;
-      for (int r = 0; r < c.world_size; ++r)
-        if (!client->check("ember/joined/" + std::to_string(r))) missing.push_back(r);
-      if (client->check("ember/refused")) client->wait({"never"}, Ms(0));  // raises the refusal
-      if (missing.empty()) break;
-      if (Clock::now() >= deadline) {
-        std::ostringstream os;
-        for (size_t i = 0; i < missing.size(); ++i) os << (i ? ", " : "") << missing[i];
-        EMBER_FAIL(who, ": rank(s) ", os.str(), " did not join within ", c.timeout.count(), " ms (master ",
-                   c.master_addr, ":", c.master_port, ")");
-      }
-      std::this_thread::sleep_for(Ms(10));
-    }
+    Rendezvous r = join_rendezvous(c, who);
+    server_ = std::move(r.server);
     // Peers reach this rank through the interface that reaches the master (rank 0: the
     // master's address itself), which is right on one machine and across machines.
-    attr.hostname = c.rank == 0 ? c.master_addr : client->local_address();
-    store_ = std::move(client);
+    attr.hostname = c.rank == 0 ? c.master_addr : r.client->local_address();
+    store_ = std::make_unique<GlooStore>(std::move(r.client));
   }
   try {
     device_ = gloo::transport::tcp::CreateDevice(attr);
@@ -173,25 +156,9 @@ GlooProcessGroup::~GlooProcessGroup() {
   engine_.join();  // a running collective ends by its timeout at the latest
 }
 
-std::string GlooProcessGroup::describe(const char* op, const DynTensor* t) const {
-  std::ostringstream os;
-  os << op << " (" << where(config_);
-  if (t) os << ", " << t->dtype() << " " << t->shape();
-  os << ")";
-  return os.str();
-}
-
-void GlooProcessGroup::check_input(const char* op, const DynTensor& t) const {
-  EMBER_CHECK(t.defined(), describe(op, nullptr), ": the tensor is undefined");
-}
-
 Work GlooProcessGroup::submit(std::string what, Ms timeout, std::function<void(uint32_t, Ms)> run,
                               std::function<DynTensor()> finish) {
-  EMBER_CHECK(timeout.count() > 0, what, ": the timeout must be positive, got ", timeout.count(), " ms");
-  auto st = std::make_shared<Work::State>();
-  st->what = std::move(what);
-  st->timeout = timeout;
-  st->finish = std::move(finish);
+  auto st = new_state(std::move(what), timeout, std::move(finish));
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(Job{st, next_tag_++, std::move(run)});
@@ -210,9 +177,8 @@ void GlooProcessGroup::engine_loop() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    if (!broken_.empty()) {
-      job.state->complete(
-          std::make_exception_ptr(Error(job.state->what + ": the process group failed earlier: " + broken_)));
+    if (auto e = broken_error(*job.state)) {
+      job.state->complete(e);
       continue;
     }
     auto t0 = Clock::now();
@@ -220,15 +186,12 @@ void GlooProcessGroup::engine_loop() {
     try {
       job.run(job.tag, job.state->timeout);
     } catch (const Error& e) {
+      break_group(e.what());
       err = std::current_exception();
-      broken_ = e.what();
     } catch (const std::exception& e) {
-      std::string msg = job.state->what + ": failed after " +
-                        std::to_string(std::chrono::duration_cast<Ms>(Clock::now() - t0).count()) + " ms (timeout " +
-                        std::to_string(job.state->timeout.count()) + " ms): " + e.what() +
-                        " (another rank has probably exited, stopped, or issued a different collective)";
-      broken_ = msg;
-      err = std::make_exception_ptr(Error(msg));
+      err = break_group(failure(*job.state, t0,
+                                std::string(e.what()) + " (another rank has probably exited, stopped, or issued a "
+                                                        "different collective)"));
     }
     comm_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
     job.state->complete(err);
@@ -266,17 +229,13 @@ std::function<void(uint32_t, Ms)> all_reduce_run(const Staged& s, std::shared_pt
 }
 
 Work GlooProcessGroup::all_reduce(const DynTensor& t, ReduceOp op, CollectiveOptions o) {
-  check_input("all_reduce", t);
-  std::string what = describe("all_reduce", &t) + " " + reduce_op_name(op);
-  EMBER_CHECK(op != ReduceOp::avg || is_float(t.dtype()), what, ": avg needs a floating dtype; use sum and divide");
+  std::string what = checked_reduction("all_reduce", t, op);
   Staged s = stage(t);
   return submit(what, timeout_of(o), all_reduce_run(s, context_, op, size()), s.result());
 }
 
 Work GlooProcessGroup::broadcast(const DynTensor& t, int root, CollectiveOptions o) {
-  check_input("broadcast", t);
-  std::string what = describe("broadcast", &t) + " from rank " + std::to_string(root);
-  EMBER_CHECK(root >= 0 && root < size(), what, ": root must be in [0, ", size(), ")");
+  std::string what = checked_broadcast(t, root);
   Staged s = stage(t);
   auto ctx = context_;
   return submit(
@@ -296,14 +255,12 @@ Work GlooProcessGroup::broadcast(const DynTensor& t, int root, CollectiveOptions
 }
 
 Work GlooProcessGroup::all_gather(const DynTensor& t, CollectiveOptions o) {
-  check_input("all_gather", t);
+  std::string what = checked("all_gather", t);
   Staged in = stage(t);
-  std::vector<int64_t> dims{size()};
-  for (int64_t d : t.shape().dims()) dims.push_back(d);
-  Staged out{std::make_shared<TensorData>(Shape(dims), t.dtype()), t.device()};
+  Staged out{std::make_shared<TensorData>(gathered_shape(t), t.dtype()), t.device()};
   auto ctx = context_;
   return submit(
-      describe("all_gather", &t), timeout_of(o),
+      what, timeout_of(o),
       [in, out, ctx](uint32_t tag, Ms timeout) {
         if (in.numel() == 0) return;
         visit_dtype(in.data->dtype(), [&]<class T>() {
@@ -321,13 +278,9 @@ Work GlooProcessGroup::all_gather(const DynTensor& t, CollectiveOptions o) {
 // Debian's Gloo snapshot (2022) has no reduce_scatter in its options-based API (only the older
 // halving-doubling algorithm class, without timeouts or tags), so this is an all_reduce of the
 // whole buffer after which each rank keeps its part: twice a true reduce-scatter's traffic,
-// the same result. A NCCL group would call ncclReduceScatter.
+// the same result. The NCCL group calls ncclReduceScatter.
 Work GlooProcessGroup::reduce_scatter(const DynTensor& t, ReduceOp op, CollectiveOptions o) {
-  check_input("reduce_scatter", t);
-  std::string what = describe("reduce_scatter", &t) + " " + reduce_op_name(op);
-  EMBER_CHECK(t.shape().rank() >= 1 && t.shape()[0] % size() == 0, what,
-              ": the first dim must be a multiple of the world size ", size());
-  EMBER_CHECK(op != ReduceOp::avg || is_float(t.dtype()), what, ": avg needs a floating dtype; use sum and divide");
+  std::string what = checked_reduction("reduce_scatter", t, op);
   Staged s = stage(t);
   int64_t part = t.shape()[0] / size();
   int64_t r = rank();

@@ -30,6 +30,10 @@ std::optional<int> env_int(std::initializer_list<const char*> names) {
 
 }  // namespace
 
+#if !EMBER_HAS_NCCL
+bool detail::nccl_usable(int) { return false; }
+#endif
+
 bool launched_distributed() { return env("WORLD_SIZE") || env("OMPI_COMM_WORLD_SIZE"); }
 
 ProcessGroupConfig resolve_config(const ProcessGroupOptions& o) {
@@ -76,12 +80,30 @@ ProcessGroupPtr init_process_group(const ProcessGroupOptions& o) {
   // A peer that dies leaves sockets whose writes raise SIGPIPE, which would kill this rank
   // before it could report the failure as an Error.
   std::signal(SIGPIPE, SIG_IGN);
-  if (c.backend == "gloo") return detail::make_gloo_group(c);
-  if (c.backend == "nccl")
-    EMBER_NOT_IMPLEMENTED(
-        "init_process_group: the nccl backend is not built yet; use \"gloo\" (cpu tensors; cuda "
-        "tensors go through host copies)");
-  EMBER_FAIL("init_process_group: unknown backend '", c.backend, "' (expected \"gloo\" or \"nccl\")");
+  std::string backend = c.backend;
+  // PyTorch's choice: NCCL for cuda tensors, Gloo for cpu ones.
+  if (backend == "auto") backend = detail::nccl_usable(c.local_rank) ? "nccl" : "gloo";
+  if (backend == "gloo") {
+#if EMBER_HAS_GLOO
+    return detail::make_gloo_group(c);
+#else
+    EMBER_FAIL(
+        "init_process_group: the gloo backend is not available: ember was built without Gloo "
+        "(apt-get install libgloo-dev and rebuild)",
+        EMBER_HAS_NCCL ? "; \"nccl\" is (cuda tensors)" : "");
+#endif
+  }
+  if (backend == "nccl") {
+#if EMBER_HAS_NCCL
+    return detail::make_nccl_group(c);
+#else
+    EMBER_FAIL(
+        "init_process_group: the nccl backend is not available: ember was built without NCCL (it needs the "
+        "CUDA backend and the CUDA toolkit's nccl.h and libnccl, or NCCL_HOME); use \"gloo\" (cuda tensors go "
+        "through host copies)");
+#endif
+  }
+  EMBER_FAIL("init_process_group: unknown backend '", c.backend, "' (expected \"gloo\", \"nccl\" or \"auto\")");
 }
 
 }  // namespace ember::distributed

@@ -305,3 +305,37 @@ std::string TcpStoreClient::local_address() const {
 }
 
 }  // namespace ember::distributed::detail
+
+namespace ember::distributed::detail {
+
+std::string rank_of(const ProcessGroupConfig& c) {
+  return "rank " + std::to_string(c.rank) + " of " + std::to_string(c.world_size);
+}
+
+Rendezvous join_rendezvous(const ProcessGroupConfig& c, const std::string& who) {
+  Rendezvous r;
+  if (c.rank == 0) r.server = std::make_unique<TcpStoreServer>(c.master_addr, c.master_port, c.world_size);
+  r.client = std::make_unique<TcpStoreClient>(c.master_addr, c.master_port, c.rank, c.world_size, c.timeout);
+  // Every rank says it joined, then waits for all: a rank that never comes is named here,
+  // before the engine's own connection step, whose error would not say which rank is missing.
+  TcpStoreClient& client = *r.client;
+  client.set("ember/joined/" + std::to_string(c.rank), {'1'});
+  const auto deadline = Clock::now() + c.timeout;
+  for (;;) {
+    std::vector<int> missing;
+    for (int k = 0; k < c.world_size; ++k)
+      if (!client.check("ember/joined/" + std::to_string(k))) missing.push_back(k);
+    if (client.check(kRefusedKey)) client.wait({"never"}, std::chrono::milliseconds(0));  // raises the refusal
+    if (missing.empty()) break;
+    if (Clock::now() >= deadline) {
+      std::ostringstream os;
+      for (size_t i = 0; i < missing.size(); ++i) os << (i ? ", " : "") << missing[i];
+      EMBER_FAIL(who, ": rank(s) ", os.str(), " did not join within ", c.timeout.count(), " ms (master ", c.master_addr,
+                 ":", c.master_port, ")");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return r;
+}
+
+}  // namespace ember::distributed::detail

@@ -1,6 +1,8 @@
 // The rendezvous store: a small key-value server that rank 0 runs on MASTER_ADDR:MASTER_PORT
 // (torchrun's TCPStore plays the same part), and a client that every rank, rank 0 included,
-// uses through Gloo's `rendezvous::Store` interface to exchange the transport addresses.
+// uses to exchange what its engine needs (Gloo's transport addresses through an adapter to
+// Gloo's `rendezvous::Store` interface in gloo_group.cpp, NCCL's unique id). It depends on no
+// engine, so a build without Gloo still rendezvous.
 //
 // Wire format (all integers little-endian u32): a request is `op, key length, key, value
 // length, value`; a reply is `status, value length, value`. Ops: set, get (status 1 = missing),
@@ -8,10 +10,8 @@
 // a rank out of range or one that joined twice, replying status 2 and the reason). The
 // server keeps the first refusal under the key "ember/refused" so that rank 0 sees it and
 // fails at once instead of waiting for a rank that will never come.
-// Private to src/distributed: Gloo headers never reach include/ember.
+// Private to src/distributed.
 #pragma once
-
-#include <gloo/rendezvous/store.h>
 
 #include <atomic>
 #include <chrono>
@@ -21,6 +21,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "ember/distributed/init.hpp"
 
 namespace ember::distributed::detail {
 
@@ -47,18 +49,22 @@ class TcpStoreServer {
   std::thread acceptor_;
 };
 
-class TcpStoreClient final : public gloo::rendezvous::Store {
+class TcpStoreClient {
  public:
   // Connects to host:port, retrying until `timeout`; then says hello as (rank, world_size).
   // Throws ember::Error naming the address and the cause when the master cannot be reached
   // or refuses this rank.
   TcpStoreClient(const std::string& host, int port, int rank, int world_size, std::chrono::milliseconds timeout);
-  ~TcpStoreClient() override;
+  ~TcpStoreClient();
+  TcpStoreClient(const TcpStoreClient&) = delete;
+  TcpStoreClient& operator=(const TcpStoreClient&) = delete;
 
-  void set(const std::string& key, const std::vector<char>& data) override;
-  std::vector<char> get(const std::string& key) override;
-  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
+  void set(const std::string& key, const std::vector<char>& data);
+  // The value of `key`, waiting for it up to the client's timeout.
+  std::vector<char> get(const std::string& key);
+  // Waits until every key is set; throws ember::Error at the timeout or when the master refused a rank.
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout);
+  std::chrono::milliseconds timeout() const { return timeout_; }
 
   // True when `key` is set (no waiting).
   bool check(const std::string& key);
@@ -79,5 +85,18 @@ class TcpStoreClient final : public gloo::rendezvous::Store {
   std::chrono::milliseconds timeout_;
   std::mutex mu_;
 };
+
+// A joined rendezvous: rank 0's server (null on the other ranks) and this rank's client.
+struct Rendezvous {
+  std::unique_ptr<TcpStoreServer> server;
+  std::unique_ptr<TcpStoreClient> client;
+};
+// Joins the rendezvous of `c` (world_size > 1): rank 0 starts the server, every rank connects,
+// says it joined and waits until all did. Throws ember::Error naming the missing ranks at the
+// timeout, or the master's refusal. `who` starts the messages ("init_process_group (rank 1 of 2)").
+Rendezvous join_rendezvous(const ProcessGroupConfig& c, const std::string& who);
+
+// "rank R of W".
+std::string rank_of(const ProcessGroupConfig& c);
 
 }  // namespace ember::distributed::detail

@@ -17,42 +17,21 @@
 #include <sstream>
 #include <string>
 
+#include "jobs.hpp"
+
 namespace {
 
 std::set<int> g_world_sizes;
 
-struct Result {
-  int status = -1;  // the launcher's exit status; 124 when the wall-clock limit killed it
-  std::string output;
-  double seconds = 0;
-};
+using ember::distributed::test::count;
+using ember::distributed::test::Result;
 
 // Runs `env ember-run --nproc N ARGS` (ARGS after the worker, or a whole command when
 // `program` is given) with a wall-clock limit, capturing stdout and stderr.
 Result launch(int nproc, const std::string& args, double limit_s, const std::string& env = "",
               const std::string& program = EMBER_DIST_WORKER, const std::string& launcher_args = "--grace 6") {
   g_world_sizes.insert(nproc);
-  std::string log = ::testing::TempDir() + "ember_dist_" + std::to_string(::getpid()) + ".log";
-  std::ostringstream cmd;
-  cmd << "env " << env << " timeout -k 2 " << limit_s << " " << EMBER_RUN << " --nproc " << nproc << " "
-      << launcher_args << " " << program << " " << args << " >" << log << " 2>&1";
-  auto t0 = std::chrono::steady_clock::now();
-  int rc = std::system(cmd.str().c_str());
-  Result r;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
-  std::ifstream f(log);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  r.output = ss.str();
-  std::remove(log.c_str());
-  return r;
-}
-
-int count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
-  return n;
+  return ember::distributed::test::run_job(nproc, args, limit_s, env, program, launcher_args);
 }
 
 // ---- the launcher ----

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "ember/distributed.hpp"
+#include "jobs.hpp"
 
 namespace ember::distributed {
 namespace {
@@ -24,14 +25,7 @@ class Env {
   }
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 TEST(InitConfig, TorchrunVariables) {
   Env env({{"RANK", "3"},
@@ -124,6 +118,25 @@ TEST(SingleRank, CollectivesAndArgumentChecks) {
   EXPECT_NE(error_of([] { Work().wait(); }).find("belongs to no collective"), std::string::npos);
   // A DataParallel needs a group.
   EXPECT_NE(error_of([] { DataParallel dp(nullptr); }).find("process group is null"), std::string::npos);
+}
+
+// Without a GPU (CI): "nccl" is an Error saying why (no device, or a build without NCCL), and
+// "auto" picks Gloo. With a GPU, ember_nccl_tests covers both.
+TEST(SingleRank, NcclWithoutAGpuIsAClearErrorAndAutoPicksGloo) {
+  bool gpu = true;
+  try {
+    Device::cuda(0);
+  } catch (const Error&) {
+    gpu = false;
+  }
+  if (gpu) GTEST_SKIP() << "this machine has a CUDA device: ember_nccl_tests runs the NCCL group";
+  Env env({});
+  std::string e = error_of([] { init_process_group({.rank = 0, .world_size = 1, .backend = "nccl"}); });
+  EXPECT_TRUE(e.find("the nccl backend needs a CUDA device, and this machine has none") != std::string::npos ||
+              e.find("the nccl backend is not available: ember was built without NCCL") != std::string::npos)
+      << e;
+  auto pg = init_process_group({.rank = 0, .world_size = 1, .timeout = std::chrono::seconds(5), .backend = "auto"});
+  EXPECT_EQ(pg->backend(), "gloo");
 }
 
 }  // namespace

@@ -18,6 +18,14 @@ int run_collectives(const Args& args);
 int run_faults(const std::string& which, const Args& args);
 int run_data_parallel(const Args& args);
 int run_zero(const Args& args);
+int run_nccl_timeout(const Args& args);
+
+// With EMBER_TEST_NCCL=1 (the NCCL jobs of nccl_test.cpp) the cases run on the NCCL group with
+// cuda tensors on device LOCAL_RANK; otherwise on the Gloo group with cpu tensors.
+bool nccl_mode();
+// The options of the worker's group (the backend) and the device of its tensors.
+ProcessGroupOptions group_options();
+Device worker_device();
 
 // RANK from the environment (before a group exists), -1 when unset.
 int env_rank();

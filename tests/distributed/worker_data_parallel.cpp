@@ -28,9 +28,9 @@ int run_data_parallel(const Args& args) {
     else if (args[i] == "--kill-step")
       kill_step = std::stoi(args.at(++i));
   }
-  auto pg = init_process_group();
+  auto pg = init_process_group(group_options());
   const int W = pg->size(), R = pg->rank();
-  const Device dev = Device::cpu().autodiff();
+  const Device dev = worker_device().autodiff();
   const int steps = 20;
   const double lr = 0.05;
 

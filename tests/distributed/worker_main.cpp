@@ -9,6 +9,19 @@ int env_rank() {
   const char* r = std::getenv("RANK");
   return r ? std::atoi(r) : -1;
 }
+bool nccl_mode() {
+  const char* v = std::getenv("EMBER_TEST_NCCL");
+  return v && std::string(v) == "1";
+}
+ProcessGroupOptions group_options() {
+  ProcessGroupOptions o;
+  if (nccl_mode()) o.backend = "nccl";
+  return o;
+}
+Device worker_device() {
+  const char* local = std::getenv("LOCAL_RANK");
+  return nccl_mode() ? Device::cuda(local ? std::atoi(local) : 0) : Device::cpu();
+}
 }  // namespace ember::distributed::test
 
 int main(int argc, char** argv) {
@@ -24,6 +37,7 @@ int main(int argc, char** argv) {
     if (which == "collectives") return run_collectives(args);
     if (which == "data_parallel") return run_data_parallel(args);
     if (which == "zero") return run_zero(args);
+    if (which == "nccl-timeout") return run_nccl_timeout(args);
     if (which.rfind("fault-", 0) == 0) return run_faults(which, args);
     std::fprintf(stderr, "unknown case %s\n", which.c_str());
     return 2;

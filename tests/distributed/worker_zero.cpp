@@ -20,9 +20,9 @@ int run_zero(const Args& args) {
     else if (args[i] == "--resume")
       resume = args.at(++i), start = 10;
   }
-  auto pg = init_process_group();
+  auto pg = init_process_group(group_options());
   const int W = pg->size(), R = pg->rank();
-  const Device dev = Device::cpu().autodiff();
+  const Device dev = worker_device().autodiff();
   const double lr = 0.01;
 
   SmallCnn reference = make_cnn(dev, 1000);

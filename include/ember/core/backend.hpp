@@ -113,6 +113,15 @@ class Backend {
   virtual bool overwrite(const PrimitivePtr& /*dst*/, const TensorData& /*src*/) { return false; }
   // The same from `src`, a tensor of this backend (any layout), without a trip through the host.
   virtual bool copy_into(const PrimitivePtr& /*dst*/, const PrimitivePtr& /*src*/) { return false; }
+  // For libraries that enqueue their own work on the device (NCCL collectives): the CUDA stream
+  // the backend runs its work on (a cudaStream_t), nullptr when it is not a CUDA backend.
+  virtual void* cuda_stream() { return nullptr; }
+  // The CUDA device memory of `p` made contiguous (a copy queued on cuda_stream() when `p` is
+  // a strided view), without waiting for the device: work queued on cuda_stream() after this
+  // call sees its values. nullopt when the backend is not a CUDA backend or `p` is not one of
+  // its own primitives (a decorator's wrapper; callers unwrap autodiff values with
+  // autodiff::inner_value and otherwise fall back on memory_view, which waits).
+  virtual std::optional<MemoryView> cuda_memory(const PrimitivePtr& /*p*/) { return std::nullopt; }
 };
 
 // The base of a decorator: every call is forwarded to the backend it wraps. A decorator
@@ -156,6 +165,8 @@ class ForwardingBackend : public Backend {
   std::unique_ptr<CapturedWork> capture(const std::function<void()>& region) override { return inner_->capture(region); }
   bool overwrite(const PrimitivePtr& dst, const TensorData& src) override { return inner_->overwrite(dst, src); }
   bool copy_into(const PrimitivePtr& dst, const PrimitivePtr& src) override { return inner_->copy_into(dst, src); }
+  void* cuda_stream() override { return inner_->cuda_stream(); }
+  std::optional<MemoryView> cuda_memory(const PrimitivePtr& p) override { return inner_->cuda_memory(p); }
 
  protected:
   std::shared_ptr<Backend> inner_;  // the wrapped backend (never null)

@@ -13,7 +13,7 @@
 //
 // Errors (ember::Error, within the timeout): a missing or malformed variable, a master that
 // cannot be reached, a rank whose WORLD_SIZE differs from rank 0's, a rank out of range or
-// twice, ranks that do not join in time.
+// twice, ranks that do not join in time, a backend this build lacks.
 #pragma once
 
 #include <chrono>
@@ -34,7 +34,10 @@ struct ProcessGroupOptions {
   // For the rendezvous and for every collective; $EMBER_DIST_TIMEOUT (seconds) overrides the
   // default of 300 s when unset here.
   std::optional<std::chrono::milliseconds> timeout{};
-  std::string backend = "gloo";  // "gloo" (cpu tensors); "nccl" needs a CUDA build
+  // "gloo" (cpu tensors; cuda ones through host copies), "nccl" (cuda tensors; needs a build
+  // with NCCL), or "auto": nccl where the build has it and the machine CUDA device LOCAL_RANK,
+  // else gloo.
+  std::string backend = "gloo";
 };
 
 // What the environment and the options resolve to (without joining anything).
@@ -45,7 +48,7 @@ struct ProcessGroupConfig {
   std::string master_addr;                    // the rendezvous host; may be empty when world_size is 1
   int master_port = 0;                        // the rendezvous port; may be 0 when world_size is 1
   std::chrono::milliseconds timeout{300000};  // for the rendezvous and each collective
-  std::string backend = "gloo";               // "gloo" or "nccl"
+  std::string backend = "gloo";               // "gloo", "nccl" or "auto"
 };
 // The settings `o` and the environment give. Throws ember::Error when the rank or world size is missing or out of
 // range, when world_size > 1 and MASTER_ADDR or MASTER_PORT is missing or invalid, or when EMBER_DIST_TIMEOUT is

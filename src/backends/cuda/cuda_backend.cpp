@@ -175,6 +175,17 @@ std::optional<MemoryView> CudaBackend::memory_view(const PrimitivePtr& p) {
   return MemoryView{data, std::move(c), index_};
 }
 
+std::optional<MemoryView> CudaBackend::cuda_memory(const PrimitivePtr& p) {
+  EMBER_CHECK(p != nullptr, "cuda_memory: null tensor");
+  // a decorator's wrapper is not ours: the caller unwraps it or falls back on memory_view
+  if (!dynamic_cast<const CudaTensor*>(p.get())) return std::nullopt;
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  set_device(index_);
+  CudaTensorPtr c = contiguous(*this, p);  // queued on stream_ when p is a strided view
+  void* data = c->raw();
+  return MemoryView{data, std::move(c), index_};
+}
+
 TensorData CudaBackend::read(const PrimitivePtr& p) {
   EMBER_CHECK(p != nullptr, "read: null tensor");
   std::lock_guard<std::recursive_mutex> lock(mu_);

@@ -72,6 +72,8 @@ class CudaBackend final : public Backend {
   std::unique_ptr<CapturedWork> capture(const std::function<void()>& region) override;  // graph.cpp
   bool overwrite(const PrimitivePtr& dst, const TensorData& src) override;               // graph.cpp
   bool copy_into(const PrimitivePtr& dst, const PrimitivePtr& src) override;             // graph.cpp
+  void* cuda_stream() override { return stream_; }
+  std::optional<MemoryView> cuda_memory(const PrimitivePtr& p) override;
 
   // ---- CUDA graphs (graph.cpp) ----
   // Throws an Error naming `what` when the calling thread is capturing a graph on this device:
