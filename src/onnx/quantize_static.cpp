@@ -68,8 +68,9 @@ std::map<std::string, Range> calibrate(const ModelProto& model, const std::vecto
     for (const auto& [name, v] : values)
       if (v.is_tensor()) observe(name, v.tensor());
   }
-  for (auto& [name, all] : kept) {
-    if (all.empty()) continue;
+  for (auto& [name, sampled] : kept) {
+    if (sampled.empty()) continue;
+    auto& all = sampled;  // (a lambda may not capture a structured binding before clang 16: the fuzz build)
     auto at = [&](double q) {
       auto k = all.begin() + std::ptrdiff_t(std::llround(q * double(all.size() - 1)));
       std::nth_element(all.begin(), k, all.end());

@@ -120,15 +120,11 @@ DynTensor qlinear_add(DynTensor a, DynTensor a_scale, std::optional<DynTensor> a
     a = a.expand(s);
     b = b.expand(s);
   }
-  std::vector<DynTensor> in;
-  in.push_back(std::move(a));
-  in.push_back(f32_scale(std::move(a_scale)));
-  in.push_back(or_none(std::move(a_zero_point)));
-  in.push_back(std::move(b));
-  in.push_back(f32_scale(std::move(b_scale)));
-  in.push_back(or_none(std::move(b_zero_point)));
-  in.push_back(f32_scale(std::move(c_scale)));
-  in.push_back(or_none(std::move(c_zero_point)));
+  // the inputs in qlinear_matmul's order, which qlinear_add shares, less the bias
+  std::vector<DynTensor> in = qlinear_inputs(std::move(a), std::move(a_scale), std::move(a_zero_point), std::move(b),
+                                             std::move(b_scale), std::move(b_zero_point), std::move(c_scale),
+                                             std::move(c_zero_point), std::nullopt);
+  in.pop_back();
   return run1(OpKind::qlinear_add, std::move(in));
 }
 

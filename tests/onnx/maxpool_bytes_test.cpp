@@ -10,6 +10,8 @@
 #include <limits>
 #include <random>
 
+#include "onnx_test_util.hpp"
+
 using namespace ember;
 using namespace ember::onnx;
 
@@ -37,19 +39,7 @@ ModelProto maxpool_model(DataType type, std::vector<int64_t> shape, int64_t k, i
   n.outputs = {"y"};
   n.attributes = {ints("kernel_shape", {k, k}), ints("strides", {stride, stride}), ints("pads", std::move(pads))};
   g.nodes = {n};
-  ValueInfoProto in;
-  in.name = "x";
-  in.has_type = true;
-  in.type.kind = TypeProto::Kind::tensor;
-  in.type.elem_type = int32_t(type);
-  std::vector<Dimension> dims;
-  for (int64_t d : shape) {
-    Dimension dim;
-    dim.value = d;
-    dims.push_back(dim);
-  }
-  in.type.shape = dims;
-  g.inputs = {in};
+  g.inputs = {onnx_test::tensor_value("x", type, shape)};
   ValueInfoProto out;
   out.name = "y";
   g.outputs = {out};

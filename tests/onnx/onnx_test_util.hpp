@@ -144,6 +144,24 @@ class Writer {
   std::string buf_;
 };
 
+// A value of a tensor type with fixed dims (a graph input), as a parsed ValueInfoProto.
+inline ember::onnx::ValueInfoProto tensor_value(const std::string& name, ember::onnx::DataType type,
+                                               const std::vector<int64_t>& dims) {
+  ember::onnx::ValueInfoProto v;
+  v.name = name;
+  v.has_type = true;
+  v.type.kind = ember::onnx::TypeProto::Kind::tensor;
+  v.type.elem_type = int32_t(type);
+  std::vector<ember::onnx::Dimension> d;
+  for (int64_t x : dims) {
+    ember::onnx::Dimension dim;
+    dim.value = x;
+    d.push_back(dim);
+  }
+  v.type.shape = d;
+  return v;
+}
+
 // onnx.proto builders on top of Writer.
 inline Writer value_info(const std::string& name) { return Writer().bytes(1, name); }
 inline Writer node(const std::string& op, std::initializer_list<std::string> inputs,

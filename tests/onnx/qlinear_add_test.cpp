@@ -9,6 +9,8 @@
 #include <ember/onnx/shape_inference.hpp>
 #include <ember/tensor/ops.hpp>
 
+#include "onnx_test_util.hpp"
+
 using namespace ember;
 using namespace ember::onnx;
 
@@ -28,22 +30,6 @@ TensorProto scalar_int(const std::string& name, DataType type, int32_t v) {
   t.data_type = int32_t(type);
   t.int32_data = {v};
   return t;
-}
-
-ValueInfoProto input(const std::string& name, DataType type, std::vector<int64_t> dims) {
-  ValueInfoProto v;
-  v.name = name;
-  v.has_type = true;
-  v.type.kind = TypeProto::Kind::tensor;
-  v.type.elem_type = int32_t(type);
-  std::vector<Dimension> d;
-  for (int64_t x : dims) {
-    Dimension dim;
-    dim.value = x;
-    d.push_back(dim);
-  }
-  v.type.shape = d;
-  return v;
 }
 
 double round_even(double x) {
@@ -71,7 +57,7 @@ ModelProto qlinear_add_model(DataType type, float sa, int32_t za, float sb, int3
   n.inputs = {"a", "sa", zero_points ? "za" : "", "b", "sb", zero_points ? "zb" : "", "sc", zero_points ? "zc" : ""};
   n.outputs = {"c"};
   g.nodes = {n};
-  g.inputs = {input("a", type, {2, 3}), input("b", type, {3})};
+  g.inputs = {onnx_test::tensor_value("a", type, {2, 3}), onnx_test::tensor_value("b", type, {3})};
   ValueInfoProto out;
   out.name = "c";
   g.outputs = {out};
@@ -127,7 +113,8 @@ TEST(OnnxQLinearAdd, ShapeInferenceAndErrors) {
   auto types = infer_shapes(m.graph, 13);
   ASSERT_TRUE(types.count("c"));
   EXPECT_EQ(types.at("c").str(), "UINT8[2,3]");
-  m.graph.inputs = {input("a", DataType::uint8, {1, 3}), input("b", DataType::uint8, {4, 1})};  // both sides grow
+  m.graph.inputs = {onnx_test::tensor_value("a", DataType::uint8, {1, 3}),
+                    onnx_test::tensor_value("b", DataType::uint8, {4, 1})};  // both sides grow
   EXPECT_EQ(infer_shapes(m.graph, 13).at("c").str(), "UINT8[4,3]");
   // a zero point of another type than A is an error naming it
   ModelProto bad = qlinear_add_model(DataType::uint8, 0.1f, 0, 0.1f, 0, 0.1f, 0, true);
