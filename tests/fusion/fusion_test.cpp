@@ -178,6 +178,10 @@ TEST(FusionRows, LayerNormAndRmsNormFromPrimitives) {
   reset();
   check_same(rms_norm, {{128, 1000}, {1000}});
   EXPECT_EQ(stats().groups_fused, 1);
+  // weights that differ per row, read in place at each row's offset: [6, 100] over [4, 6, 100]
+  // (row r reads row r % 6) and [4, 1, 100] (row r reads row r / 6)
+  check_same(rms_norm, {{4, 6, 100}, {6, 100}});
+  check_same(rms_norm, {{4, 6, 100}, {4, 1, 100}});
   check_close(layer_norm, {{4, 8, 512}, {512}, {512}}, DType::bf16, 1e-2);
   check_close(rms_norm, {{16, 300}, {300}}, DType::f16, 2e-3);
 }

@@ -1393,4 +1393,22 @@ MUTANTS = [
         "description": "results are recorded as living on the first backend, wherever they were computed",
         "suites": [unit(ROUTER_TESTS), conformance("*", "router-cpu-cpu,autodiff-router-cpu-cpu")],
     },
+    {
+        "id": "fusion-rowwise-input-ignores-row-offset",
+        "family": "fusion",
+        "file": "src/backends/cpu/fused.cpp",
+        "search": "          else if (in_rowwise[i]) in_ptr[i] = in.base + (row_off[i] + b % run) * int64_t(in.es);",
+        "replace": "          else if (in_rowwise[i]) in_ptr[i] = in.base + (b % run) * int64_t(in.es);",
+        "description": "a row program reads a per-row broadcast input (a norm weight of shape [6, 100] over [4, 6, 100]) at the first row's offset for every row",
+        "suites": [unit("tests/fusion/ember_fusion_tests", "FusionRows.*")],
+    },
+    {
+        "id": "div-by-scalar-reciprocal-product",
+        "family": "elementwise",
+        "file": "src/backends/cpu/vec/vec_math_drivers.inl",
+        "search": "  if (Simd::all(normal)) return q;",
+        "replace": "  if (Simd::all(normal)) return a * rb;",
+        "description": "division by a scalar returns the product with the rounded reciprocal (up to 1.5 ulp off), without the Newton steps",
+        "suites": [unit("tests/backends/cpu/ember_cpu_tests", "*DivByScalar*")],
+    },
 ]

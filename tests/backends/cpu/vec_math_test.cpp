@@ -436,6 +436,37 @@ INSTANTIATE_TEST_SUITE_P(AllFunctions, BinaryF32, ::testing::Range(0, kNumBinary
                            return std::string(binary_name(static_cast<Binary>(i.param)));
                          });
 
+// Division by one scalar runs without a divide instruction (Newton steps from the rounded
+// reciprocal); it must still be the correctly rounded quotient, bit for bit. The reference is
+// the quotient in double rounded to float, which is correctly rounded (53 >= 2 * 24 + 2 bits).
+// Operands: random bit patterns over every exponent, and the edge values.
+TEST(VecMath, DivByScalarIsCorrectlyRounded) {
+  std::mt19937 rng(7);
+  std::vector<float> a;
+  for (int i = 0; i < 1 << 20; ++i) {
+    uint32_t u = static_cast<uint32_t>(rng());
+    float f;
+    std::memcpy(&f, &u, 4);
+    a.push_back(f);
+  }
+  for (float e : {0.0f, -0.0f, kInf, -kInf, kNaN, 1e-45f, -1e-40f, 1e-38f, 0x1p-70f, 0x1p100f, 0x1.fffffep127f})
+    a.push_back(e);
+  const float divisors[] = {1.41421356f, 3.0f, 7.0f, 0.1f, -2.5f, 1e-5f, 6.02e5f, 11.3137085f, 0x1p-20f, 0x1p20f,
+                            1.0f / 3.0f, 0.70710678f, 1.0e-3f, 0x1.8p-21f, 3e7f, 1e-30f, 0.0f};
+  std::vector<float> y(a.size());
+  for (Isa isa : isas())
+    for (float b : divisors) {
+      detail::kernels(isa).binary_scalar_f32(Binary::div, a.data(), b, y.data(), static_cast<int64_t>(a.size()));
+      size_t bad = 0, first = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        const float want = static_cast<float>(double(a[i]) / double(b));
+        if (!same_value(y[i], want) && !bad++) first = i;
+      }
+      EXPECT_EQ(bad, 0u) << "[" << isa_name(isa) << "] b=" << b << " first a=" << a[first] << " got " << y[first]
+                         << " want " << static_cast<float>(double(a[first]) / double(b));
+    }
+}
+
 TEST(VecMath, TorchBinarySpecialValues) {
   struct Case {
     Binary fn;
