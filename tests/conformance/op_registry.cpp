@@ -6,6 +6,9 @@
 #include <limits>
 
 #include "ember/backends/cpu.hpp"
+#if EMBER_HAS_REMOTE
+#include "ember/decorators/remote.hpp"
+#endif
 
 namespace ember::conformance {
 
@@ -404,6 +407,24 @@ Device router_cpu_cpu() {
   return d;
 }
 
+#if EMBER_HAS_REMOTE
+// The remote stack: a server in this process on a loopback port, serving the CPU backend, and
+// a session to it (the wire, the server's validation and its tensor table are what it tests).
+Device remote_cpu() {
+  static remote::Server* server = [] {
+    remote::ServerOptions o;
+    o.port = 0;
+    o.token = "conformance";
+    o.log = [](const std::string&) {};
+    auto* s = new remote::Server(o);  // lives as long as the process
+    s->start();
+    return s;
+  }();
+  static const Device d = remote::connect("ws://127.0.0.1:" + std::to_string(server->port()), {.token = "conformance"});
+  return d;
+}
+#endif
+
 const std::vector<TestStack>& test_stacks() {
   static const std::vector<TestStack> stacks = [] {
     std::vector<TestStack> all = {{"cpu", Device::cpu(), true, false},
@@ -413,6 +434,10 @@ const std::vector<TestStack>& test_stacks() {
                                   {"autodiff-fusion-cpu", Device::cpu().fusion().autodiff(), true, true},
                                   {"router-cpu-cpu", router_cpu_cpu(), true, false},
                                   {"autodiff-router-cpu-cpu", router_cpu_cpu().autodiff(), true, true}};
+#if EMBER_HAS_REMOTE
+    all.push_back({"remote-cpu", remote_cpu(), true, false});
+    all.push_back({"autodiff-remote-cpu", remote_cpu().autodiff(), false, true});
+#endif
     if (cuda::available()) {
       const Device router = Device::router({Device::cuda(0), Device::cpu()});
       all.push_back({"cuda", Device::cuda(0), true, false});

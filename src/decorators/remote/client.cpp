@@ -1,0 +1,337 @@
+// The remote decorator's client: a Backend whose primitives are ids of tensors held by a
+// server session. Ops, uploads and frees are appended to a batch frame that is sent when it
+// grows past Options::batch_bytes or when a call has to wait (read, sync, memory_stats, a
+// data-dependent op's output shapes). Every wait has the session's timeout.
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <mutex>
+#include <sstream>
+
+#include "ember/core/error.hpp"
+#include "ember/decorators/remote.hpp"
+#include "wire.hpp"
+
+namespace ember::remote {
+namespace {
+
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using wire::Type;
+
+constexpr size_t kChunk = size_t(1) << 20;  // upload chunk
+
+struct Url {
+  std::string host, port, path;
+};
+Url parse_url(const std::string& url) {
+  const std::string ws = "ws://", wss = "wss://";
+  if (url.rfind(wss, 0) == 0)
+    EMBER_NOT_IMPLEMENTED("remote::connect(\"", url, "\"): wss:// (TLS) is not supported by this build yet; ",
+                          "use ws:// on a trusted network or through an SSH tunnel (docs/remote.md)");
+  EMBER_CHECK(url.rfind(ws, 0) == 0, "remote::connect(\"", url, "\"): the URL must start with ws://");
+  std::string rest = url.substr(ws.size());
+  Url u;
+  const size_t slash = rest.find('/');
+  u.path = slash == std::string::npos ? "/" : rest.substr(slash);
+  rest = rest.substr(0, slash);
+  const size_t colon = rest.rfind(':');
+  EMBER_CHECK(colon != std::string::npos && colon + 1 < rest.size(), "remote::connect(\"", url,
+              "\"): no port (ws://host:port)");
+  u.host = rest.substr(0, colon);
+  u.port = rest.substr(colon + 1);
+  EMBER_CHECK(!u.host.empty(), "remote::connect(\"", url, "\"): no host");
+  return u;
+}
+
+// One session's connection. Calls are serialised by mu; frees from primitives' destructors go
+// through their own lock (a destructor may run while mu is held) and join the next batch.
+class Connection {
+ public:
+  Connection(const std::string& url, const Options& o) : url_(url), opt_(o), ws_(ioc_) {
+    const Url u = parse_url(url);
+    tcp::resolver resolver(ioc_);
+    tcp::resolver::results_type hosts;
+    wait([&](auto done) { resolver.async_resolve(u.host, u.port, [done, &hosts](beast::error_code e, tcp::resolver::results_type r) {
+                            hosts = r;
+                            done(e, 0);
+                          }); },
+         "resolving the host");
+    wait([&](auto done) { net::async_connect(beast::get_lowest_layer(ws_), hosts, [done](beast::error_code e, const tcp::endpoint&) { done(e, 0); }); },
+         "connecting");
+    beast::get_lowest_layer(ws_).set_option(tcp::no_delay(true));
+    wait([&](auto done) { ws_.async_handshake(u.host + ":" + u.port, u.path, [done](beast::error_code e) { done(e, 0); }); },
+         "the WebSocket handshake");
+    ws_.binary(true);
+    ws_.read_message_max(size_t(256) << 20);
+    send(wire::frame(Type::hello, [&](wire::Writer& w) { w.str(opt_.token); }));
+    const std::vector<uint8_t> reply = receive();
+    const wire::Header h = wire::decode_header(reply);
+    wire::Reader r = wire::payload(reply);
+    if (h.type == Type::error) EMBER_FAIL("remote::connect(\"", url_, "\"): refused by the server: ", r.str("message"));
+    EMBER_CHECK(h.type == Type::welcome, "remote::connect(\"", url_, "\"): unexpected reply to hello");
+    server_name_ = r.str("backend");
+    max_frame_ = r.u64("max frame");
+    start_batch();
+  }
+  ~Connection() {
+    beast::error_code ec;
+    beast::get_lowest_layer(ws_).close(ec);
+  }
+
+  const std::string& server_name() const { return server_name_; }
+  const std::string& url() const { return url_; }
+  uint64_t new_id() { return next_id_++; }
+
+  // Batch building (call with mu held)
+  std::mutex mu;
+  wire::Writer cmd(wire::Cmd c) {
+    drain_frees();
+    ++count_;
+    wire::Writer w(batch_);
+    w.u8(uint8_t(c));
+    return w;
+  }
+  void maybe_flush() {
+    if (batch_.size() >= opt_.batch_bytes || batch_.size() + (64 << 10) > max_frame_ || count_ >= 60000) flush();
+  }
+  void flush() {
+    drain_frees();
+    if (count_ == 0) return;
+    std::memcpy(batch_.data() + wire::kHeaderBytes, &count_, 4);
+    wire::finish_frame(batch_);
+    send(batch_);
+    start_batch();
+  }
+  // Sends `f` after the queued batch and returns the reply: data/metas/done/stats frames, or
+  // an Error carrying the server's message.
+  std::vector<uint8_t> ask(const std::vector<uint8_t>& f) {
+    flush();
+    send(f);
+    return receive_reply();
+  }
+  std::vector<uint8_t> receive_reply() {
+    std::vector<uint8_t> reply = receive();
+    const wire::Header h = wire::decode_header(reply);
+    if (h.type == Type::error) {
+      wire::Reader r = wire::payload(reply);
+      EMBER_FAIL("remote (", url_, "): ", r.str("message"));
+    }
+    return reply;
+  }
+
+  void free_later(uint64_t id) {
+    std::lock_guard<std::mutex> g(free_mu_);
+    frees_.push_back(id);
+  }
+
+ private:
+  void start_batch() {
+    wire::begin_frame(batch_, Type::batch);
+    wire::Writer(batch_).u32(0);  // the count, set by flush
+    count_ = 0;
+  }
+  void drain_frees() {
+    std::vector<uint64_t> ids;
+    {
+      std::lock_guard<std::mutex> g(free_mu_);
+      ids.swap(frees_);
+    }
+    for (uint64_t id : ids) {
+      wire::Writer w(batch_);
+      w.u8(uint8_t(wire::Cmd::free));
+      w.u64(id);
+      ++count_;
+    }
+  }
+  // Runs one asynchronous operation to completion within the timeout; a timeout or a failure
+  // breaks the connection for good (every later call raises the same Error).
+  template <class Start>
+  void wait(Start&& start, const char* what) {
+    EMBER_CHECK(broken_.empty(), "remote (", url_, "): ", broken_);
+    beast::error_code ec;
+    bool finished = false;
+    start([&](beast::error_code e, size_t) {
+      ec = e;
+      finished = true;
+    });
+    ioc_.restart();
+    ioc_.run_for(opt_.timeout);
+    if (!finished) {
+      beast::error_code ignored;
+      beast::get_lowest_layer(ws_).close(ignored);
+      ioc_.restart();
+      ioc_.run();  // lets the cancelled operation finish
+      std::ostringstream os;
+      os << "no answer from the server within " << opt_.timeout.count() << " ms (" << what
+         << "); the session is closed, connect again";
+      broken_ = os.str();
+      EMBER_FAIL("remote (", url_, "): ", broken_);
+    }
+    if (ec) {
+      broken_ = std::string("connection lost (") + what + ": " + ec.message() + "); connect again";
+      EMBER_FAIL("remote (", url_, "): ", broken_);
+    }
+  }
+  void send(const std::vector<uint8_t>& f) {
+    wait([&](auto done) { ws_.async_write(net::buffer(f), [done](beast::error_code e, size_t n) { done(e, n); }); },
+         "sending");
+  }
+  std::vector<uint8_t> receive() {
+    beast::flat_buffer buf;
+    wait([&](auto done) { ws_.async_read(buf, [done](beast::error_code e, size_t n) { done(e, n); }); }, "waiting for a reply");
+    const auto* p = static_cast<const uint8_t*>(buf.data().data());
+    return std::vector<uint8_t>(p, p + buf.size());
+  }
+
+  std::string url_;
+  Options opt_;
+  net::io_context ioc_;
+  websocket::stream<tcp::socket> ws_;
+  std::string server_name_, broken_;
+  uint64_t max_frame_ = 0;
+  std::vector<uint8_t> batch_;
+  uint32_t count_ = 0;
+  uint64_t next_id_ = 1;
+  std::mutex free_mu_;
+  std::vector<uint64_t> frees_;
+};
+
+// A tensor of a session: its id there. Freed on the server (in the next batch) when dropped.
+class RemotePrimitive final : public Primitive {
+ public:
+  RemotePrimitive(TensorMeta meta, uint64_t id, std::shared_ptr<Connection> c)
+      : Primitive(std::move(meta)), id_(id), conn_(std::move(c)) {}
+  ~RemotePrimitive() override { conn_->free_later(id_); }
+  uint64_t id() const { return id_; }
+  const Connection* connection() const { return conn_.get(); }
+
+ private:
+  uint64_t id_;
+  std::shared_ptr<Connection> conn_;
+};
+
+class RemoteBackend final : public Backend {
+ public:
+  RemoteBackend(std::shared_ptr<Connection> c) : c_(std::move(c)) {}
+
+  std::string name() const override { return "remote(" + c_->url() + ", " + c_->server_name() + ")"; }
+
+  std::vector<PrimitivePtr> execute(Op op) override {
+    std::lock_guard<std::mutex> g(c_->mu);
+    std::vector<uint64_t> in(op.inputs.size(), 0), out(op.outputs.size());
+    for (size_t i = 0; i < op.inputs.size(); ++i)
+      if (op.inputs[i]) in[i] = id_of(op.inputs[i], op.name());
+    for (auto& id : out) id = c_->new_id();
+    wire::Writer w = c_->cmd(wire::Cmd::exec);
+    w.str(op.name());
+    w.attrs(op.kind, op.attrs);
+    w.u32(uint32_t(in.size()));
+    for (uint64_t id : in) w.u64(id);
+    w.u32(uint32_t(out.size()));
+    for (uint64_t id : out) w.u64(id);
+    bool unknown = false;  // a data-dependent op: the server tells the output shapes
+    for (const auto& m : op.outputs)
+      for (int64_t d : m.shape.dims()) unknown |= d < 0;
+    if (unknown) {
+      const std::vector<uint8_t> reply = c_->ask(wire::frame(Type::query, [&](wire::Writer& q) {
+        q.u32(uint32_t(out.size()));
+        for (uint64_t id : out) q.u64(id);
+      }));
+      wire::Reader r = wire::payload(reply);
+      const uint32_t n = r.count("metas");
+      EMBER_CHECK(n == out.size(), "remote: ", op.name(), ": the server sent ", n, " output shapes for ", out.size());
+      for (auto& m : op.outputs) m = r.meta("output");
+    } else {
+      c_->maybe_flush();
+    }
+    std::vector<PrimitivePtr> res;
+    for (size_t i = 0; i < out.size(); ++i) res.push_back(std::make_shared<RemotePrimitive>(op.outputs[i], out[i], c_));
+    return res;
+  }
+
+  TensorData read(const PrimitivePtr& p) override {
+    std::lock_guard<std::mutex> g(c_->mu);
+    const uint64_t id = id_of(p, "read");
+    TensorData data(p->shape(), p->dtype());
+    auto bytes = data.bytes();
+    std::vector<uint8_t> reply = c_->ask(wire::frame(Type::read, [&](wire::Writer& w) { w.u64(id); }));
+    for (;;) {
+      const wire::Header h = wire::decode_header(reply);
+      EMBER_CHECK(h.type == Type::data, "remote: read: unexpected reply");
+      wire::Reader r = wire::payload(reply);
+      EMBER_CHECK(r.u64("id") == id, "remote: read: the reply is for another tensor");
+      const TensorMeta m = r.meta("meta");
+      EMBER_CHECK(m == p->meta(), "remote: read: the server holds ", m.shape, " ", m.dtype, ", the client expects ",
+                  p->shape(), " ", p->dtype());
+      const uint64_t off = r.u64("offset"), total = r.u64("total");
+      const auto chunk = r.bytes("values");
+      EMBER_CHECK(total == bytes.size() && off <= total && chunk.size() <= total - off, "remote: read: bad chunk");
+      std::memcpy(bytes.data() + off, chunk.data(), chunk.size());
+      if (off + chunk.size() == total) break;
+      reply = c_->receive_reply();
+    }
+    return data;
+  }
+
+  PrimitivePtr write(const TensorData& data) override {
+    return write_bytes(TensorMeta{data.shape(), data.dtype()}, data.bytes());
+  }
+  PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) override {
+    std::lock_guard<std::mutex> g(c_->mu);
+    const uint64_t id = c_->new_id();
+    size_t off = 0;
+    do {
+      const size_t n = std::min(kChunk, bytes.size() - off);
+      wire::Writer w = c_->cmd(wire::Cmd::upload);
+      w.u64(id);
+      w.meta(meta);
+      w.u64(off);
+      w.bytes(bytes.subspan(off, n));
+      off += n;
+      c_->maybe_flush();
+    } while (off < bytes.size());
+    return std::make_shared<RemotePrimitive>(meta, id, c_);
+  }
+
+  bool supports(const Op& op) const override { return op.kind != OpKind::custom; }
+
+  void sync() override {
+    std::lock_guard<std::mutex> g(c_->mu);
+    c_->ask(wire::frame(Type::sync, [](wire::Writer&) {}));
+  }
+  void seed(uint64_t s) override {
+    std::lock_guard<std::mutex> g(c_->mu);
+    c_->cmd(wire::Cmd::seed).u64(s);
+  }
+  MemoryStats memory_stats() const override {
+    std::lock_guard<std::mutex> g(c_->mu);
+    const std::vector<uint8_t> reply = c_->ask(wire::frame(Type::stats, [](wire::Writer&) {}));
+    wire::Reader r = wire::payload(reply);
+    MemoryStats s;
+    s.in_use = r.i64("in_use");
+    s.reserved = r.i64("reserved");
+    s.peak = r.i64("peak");
+    return s;
+  }
+
+ private:
+  uint64_t id_of(const PrimitivePtr& p, std::string_view what) const {
+    const auto* rp = dynamic_cast<const RemotePrimitive*>(p.get());
+    EMBER_CHECK(rp && rp->connection() == c_.get(), "remote: ", what,
+                ": an input is not a tensor of this remote session (move it with .to(device) first)");
+    return rp->id();
+  }
+  std::shared_ptr<Connection> c_;
+};
+
+}  // namespace
+
+Device connect(const std::string& url, const Options& options) {
+  return Device(std::make_shared<RemoteBackend>(std::make_shared<Connection>(url, options)));
+}
+
+}  // namespace ember::remote

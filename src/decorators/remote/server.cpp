@@ -1,0 +1,518 @@
+// ember-server's core: a thread accepts connections, and each session runs on its own thread
+// (a slow or stuck client holds only its own), with its own table of tensors. The first frame
+// must be a hello with the token; nothing else is decoded before it. Then batches of commands
+// run in order. An op that fails becomes the session's pending error, reported (and cleared) at
+// the next frame that waits, and the rest of its batch is skipped. A malformed frame or an
+// exceeded limit ends the session with an error frame. Ending a session drops its tensors.
+#include <sys/socket.h>
+
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <iostream>
+#include <list>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+
+#include "ember/core/error.hpp"
+#include "ember/decorators/remote.hpp"
+#include "wire.hpp"
+
+namespace ember::remote {
+
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using wire::Type;
+
+namespace {
+
+constexpr size_t kChunk = size_t(1) << 20;  // download chunk
+
+// Equal strings, in a time that depends on their lengths only.
+bool same_token(const std::string& a, const std::string& b) {
+  volatile uint8_t diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t x = i < a.size() ? uint8_t(a[i]) : 0, y = i < b.size() ? uint8_t(b[i]) : 0;
+    diff = diff | uint8_t(x ^ y);
+  }
+  return diff == 0;
+}
+
+// An error that ends the session (a limit, a malformed frame), as opposed to an op's failure.
+struct SessionEnd : Error {
+  using Error::Error;
+};
+
+struct Upload {
+  TensorMeta meta;
+  std::vector<std::byte> bytes;
+  size_t filled = 0;
+};
+
+}  // namespace
+
+struct Server::Impl {
+  ServerOptions opt;
+  net::io_context ioc;
+  tcp::acceptor acceptor{ioc};
+  std::thread accept_thread;
+  std::atomic<bool> stopping{false};
+  std::atomic<int> open{0};
+  std::atomic<int64_t> held{0};
+  std::atomic<uint64_t> next_session{1};
+  std::mutex mu;  // sessions
+  struct Live {
+    std::thread thread;
+    int fd = -1;
+    std::atomic<bool> finished{false};
+  };
+  std::list<Live> sessions;
+
+  void log(const std::string& line) {
+    if (opt.log) opt.log(line);
+    else std::cerr << "ember-server: " << line << std::endl;
+  }
+
+  void accept_loop() {
+    for (;;) {
+      beast::error_code ec;
+      tcp::socket s(ioc);
+      acceptor.accept(s, ec);
+      if (stopping) return;
+      if (ec) continue;
+      std::lock_guard<std::mutex> g(mu);
+      for (auto it = sessions.begin(); it != sessions.end();) {  // reap finished sessions
+        if (it->finished) {
+          it->thread.join();
+          it = sessions.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      Live& l = sessions.emplace_back();
+      l.fd = s.native_handle();
+      l.thread = std::thread([this, &l, sock = std::move(s)]() mutable {
+        serve(std::move(sock));
+        l.finished = true;
+      });
+    }
+  }
+
+  // One session, start to end.
+  void serve(tcp::socket sock) {
+    const uint64_t sid = next_session++;
+    std::string peer = "?";
+    {
+      beast::error_code ec;
+      auto ep = sock.remote_endpoint(ec);
+      if (!ec) peer = ep.address().to_string() + ":" + std::to_string(ep.port());
+    }
+    websocket::stream<tcp::socket> ws(std::move(sock));
+    Session s{*this, ws, sid, false, false, {}, {}, 0, 0, 0, 0, 0, {}};
+    std::string end = "closed by the client";
+    try {
+      ws.read_message_max(opt.max_frame + wire::kHeaderBytes);
+      ws.accept();
+      ws.binary(true);
+      if (open.fetch_add(1) >= opt.max_sessions) {
+        s.counted = true;
+        throw SessionEnd("remote: the server is full (" + std::to_string(opt.max_sessions) + " sessions); try later");
+      }
+      s.counted = true;
+      s.run();
+    } catch (const SessionEnd& e) {
+      end = e.what();
+      s.send_error(e.what());
+    } catch (const beast::system_error& e) {
+      if (e.code() != websocket::error::closed && e.code() != net::error::eof) end = "connection: " + e.code().message();
+    } catch (const std::exception& e) {
+      end = e.what();
+      s.send_error(e.what());
+    }
+    s.release();
+    if (s.counted) --open;
+    std::ostringstream os;
+    os << "session " << sid << " from " << peer << (s.authenticated ? "" : " (not authenticated)") << ": " << s.ops
+       << " ops, " << s.bytes_in << " bytes in, " << s.bytes_out << " bytes out; ended: " << end;
+    log(os.str());
+  }
+
+  struct Session {
+    Impl& srv;
+    websocket::stream<tcp::socket>& ws;
+    uint64_t sid;
+    bool counted = false, authenticated = false;
+    std::unordered_map<uint64_t, PrimitivePtr> tensors;
+    std::unordered_map<uint64_t, Upload> uploads;
+    int64_t held = 0, peak = 0;
+    uint64_t ops = 0, bytes_in = 0, bytes_out = 0;
+    std::string pending;  // the first op error since the last wait
+
+    void send(const std::vector<uint8_t>& f) {
+      bytes_out += f.size();
+      ws.write(net::buffer(f));
+    }
+    void send_error(const std::string& msg) {
+      try {
+        send(wire::frame(Type::error, [&](wire::Writer& w) { w.str(msg.substr(0, wire::kMaxString)); }));
+      } catch (...) {
+      }
+    }
+    void add_held(int64_t b) {
+      held += b;
+      srv.held += b;
+      peak = std::max(peak, held);
+      if (b > 0 && srv.opt.max_memory > 0 && held > srv.opt.max_memory)
+        throw SessionEnd("remote: session memory quota exceeded: " + std::to_string(held) + " bytes held, the limit is " +
+                         std::to_string(srv.opt.max_memory) + "; the session is closed");
+    }
+    void release() {
+      srv.held -= held;
+      held = 0;
+      tensors.clear();
+      uploads.clear();
+    }
+    void store(uint64_t id, PrimitivePtr p) {
+      EMBER_CHECK(id != 0 && !tensors.count(id) && !uploads.count(id), "remote: tensor id ", id, " is already in use");
+      add_held(wire::tensor_bytes(p->meta(), "tensor"));
+      tensors.emplace(id, std::move(p));
+    }
+    const PrimitivePtr& get(uint64_t id) const {
+      auto it = tensors.find(id);
+      EMBER_CHECK(it != tensors.end(), "remote: unknown tensor id ", id,
+                  " (never created in this session, or already freed)");
+      return it->second;
+    }
+    // The pending error, if any, as an error frame; true when one was sent.
+    bool report_pending() {
+      if (pending.empty()) return false;
+      send_error(pending);
+      pending.clear();
+      return true;
+    }
+
+    std::vector<uint8_t> read_frame() {
+      beast::flat_buffer buf;
+      ws.read(buf);
+      bytes_in += buf.size();
+      const auto* p = static_cast<const uint8_t*>(buf.data().data());
+      return std::vector<uint8_t>(p, p + buf.size());
+    }
+
+    void run() {
+      // authentication first: nothing but the hello is decoded before it succeeds
+      std::vector<uint8_t> f = read_frame();
+      wire::Header h;
+      try {
+        h = wire::decode_header(f);
+      } catch (const Error& e) {
+        throw SessionEnd(e.what());
+      }
+      if (h.type != Type::hello) throw SessionEnd("remote: authentication required: the first frame must be a hello with the token");
+      {
+        wire::Reader r = wire::payload(f);
+        std::string token;
+        try {
+          token = r.str("token");
+        } catch (const Error& e) {
+          throw SessionEnd(e.what());
+        }
+        if (!same_token(token, srv.opt.token)) throw SessionEnd("remote: authentication failed (wrong or missing token)");
+      }
+      authenticated = true;
+      send(wire::frame(Type::welcome, [&](wire::Writer& w) {
+        w.str(srv.opt.device.name());
+        w.u64(srv.opt.max_frame);
+      }));
+      for (;;) {
+        f = read_frame();
+        try {
+          h = wire::decode_header(f);
+        } catch (const Error& e) {
+          throw SessionEnd(e.what());
+        }
+        wire::Reader r = wire::payload(f);
+        switch (h.type) {
+          case Type::batch: batch(r); break;
+          case Type::read: {
+            uint64_t id = 0;
+            try {
+              id = r.u64("id");
+            } catch (const Error& e) {
+              throw SessionEnd(e.what());
+            }
+            if (report_pending()) break;
+            download(id);
+            break;
+          }
+          case Type::sync:
+            if (report_pending()) break;
+            try {
+              srv.opt.device.sync();
+            } catch (const Error& e) {
+              send_error(std::string("remote: ") + e.what());
+              break;
+            }
+            send(wire::frame(Type::done, [](wire::Writer&) {}));
+            break;
+          case Type::query: {
+            std::vector<uint64_t> ids;
+            try {
+              ids.resize(r.count("ids"));
+              for (auto& id : ids) id = r.u64("id");
+            } catch (const Error& e) {
+              throw SessionEnd(e.what());
+            }
+            if (report_pending()) break;
+            std::vector<TensorMeta> metas;
+            try {
+              for (uint64_t id : ids) metas.push_back(get(id)->meta());
+            } catch (const Error& e) {
+              send_error(e.what());
+              break;
+            }
+            send(wire::frame(Type::metas, [&](wire::Writer& w) {
+              w.u32(uint32_t(metas.size()));
+              for (const auto& m : metas) w.meta(m);
+            }));
+            break;
+          }
+          case Type::stats:
+            if (report_pending()) break;
+            send(wire::frame(Type::stats_reply, [&](wire::Writer& w) {
+              w.i64(held);
+              w.i64(held);
+              w.i64(peak);
+              w.i64(srv.held.load());
+            }));
+            break;
+          default:
+            throw SessionEnd("remote frame: unknown frame type " + std::to_string(int(h.type)));
+        }
+      }
+    }
+
+    // A batch: decoded command by command; a decoding error ends the session, an op's error
+    // becomes the pending error and skips the rest of the batch.
+    void batch(wire::Reader& r) {
+      uint32_t n = 0;
+      try {
+        n = r.count("commands", 1u << 20);
+      } catch (const Error& e) {
+        throw SessionEnd(e.what());
+      }
+      bool skipping = !pending.empty();
+      for (uint32_t i = 0; i < n; ++i) {
+        uint8_t c = 0;
+        try {
+          c = r.u8("command");
+        } catch (const Error& e) {
+          throw SessionEnd(e.what());
+        }
+        switch (wire::Cmd(c)) {
+          case wire::Cmd::upload: upload(r, skipping); break;
+          case wire::Cmd::exec: exec(r, skipping); break;
+          case wire::Cmd::free: {
+            uint64_t id = 0;
+            try {
+              id = r.u64("id");
+            } catch (const Error& e) {
+              throw SessionEnd(e.what());
+            }
+            auto it = tensors.find(id);
+            if (it != tensors.end()) {
+              add_held(-wire::tensor_bytes(it->second->meta(), "tensor"));
+              tensors.erase(it);
+            }
+            auto u = uploads.find(id);
+            if (u != uploads.end()) {
+              add_held(-int64_t(u->second.bytes.size()));
+              uploads.erase(u);
+            }
+            break;
+          }
+          case wire::Cmd::seed: {
+            uint64_t s = 0;
+            try {
+              s = r.u64("seed");
+            } catch (const Error& e) {
+              throw SessionEnd(e.what());
+            }
+            if (!skipping) srv.opt.device.seed(s);
+            break;
+          }
+          default:
+            throw SessionEnd("remote frame: unknown command " + std::to_string(int(c)));
+        }
+      }
+      if (!r.done()) throw SessionEnd("remote frame: " + std::to_string(r.left()) + " bytes after the last command");
+    }
+
+    void upload(wire::Reader& r, bool& skipping) {
+      uint64_t id = 0, off = 0;
+      TensorMeta m;
+      std::span<const std::byte> chunk;
+      try {
+        id = r.u64("id");
+        m = r.meta("upload meta");
+        off = r.u64("offset");
+        chunk = r.bytes("values");
+      } catch (const Error& e) {
+        throw SessionEnd(e.what());
+      }
+      if (skipping) return;
+      const int64_t total = wire::tensor_bytes(m, "upload");
+      auto it = uploads.find(id);
+      if (off == 0 && it == uploads.end()) {
+        if (id == 0 || tensors.count(id)) {
+          pending = "remote: upload: tensor id " + std::to_string(id) + " is already in use";
+          skipping = true;
+          return;
+        }
+        add_held(total);  // the staging buffer counts against the quota before it is allocated
+        it = uploads.emplace(id, Upload{m, std::vector<std::byte>(size_t(total)), 0}).first;
+      }
+      if (it == uploads.end() || !(it->second.meta == m) || it->second.filled != off ||
+          chunk.size() > size_t(total) - off)
+        throw SessionEnd("remote frame: upload chunk of tensor " + std::to_string(id) + " out of order or out of bounds");
+      std::memcpy(it->second.bytes.data() + off, chunk.data(), chunk.size());
+      it->second.filled += chunk.size();
+      if (it->second.filled < size_t(total)) return;
+      Upload u = std::move(it->second);
+      uploads.erase(it);
+      add_held(-total);
+      try {
+        store(id, srv.opt.device.backend().write_bytes(u.meta, u.bytes));
+      } catch (const SessionEnd&) {
+        throw;
+      } catch (const Error& e) {
+        pending = std::string("remote: upload: ") + e.what();
+        skipping = true;
+      }
+    }
+
+    void exec(wire::Reader& r, bool& skipping) {
+      std::string name;
+      std::vector<uint64_t> in, out;
+      OpKind kind{};
+      OpAttrs attrs;
+      bool known = true;
+      try {
+        name = r.str("op name");
+        try {
+          kind = op_kind_from_name(name);
+        } catch (const Error&) {
+          known = false;
+        }
+        if (!known) throw SessionEnd("remote frame: unknown op \"" + name.substr(0, 64) + "\" (not in this server's op table)");
+        attrs = r.attrs(kind);
+        in.resize(r.count("inputs", 256));
+        for (auto& id : in) id = r.u64("input id");
+        out.resize(r.count("outputs", 256));
+        for (auto& id : out) id = r.u64("output id");
+      } catch (const SessionEnd&) {
+        throw;
+      } catch (const Error& e) {
+        throw SessionEnd(e.what());
+      }
+      if (skipping) return;
+      ++ops;
+      try {
+        std::vector<PrimitivePtr> inputs;
+        for (uint64_t id : in) inputs.push_back(id == 0 ? nullptr : get(id));
+        Op op = make_op(kind, std::move(inputs), std::move(attrs));  // every check a local call makes
+        for (uint64_t id : out)
+          EMBER_CHECK(id != 0 && !tensors.count(id) && !uploads.count(id), "remote: ", name, ": output id ", id,
+                      " is already in use");
+        std::vector<PrimitivePtr> res = srv.opt.device.backend().execute(std::move(op));
+        EMBER_CHECK(res.size() == out.size(), "remote: ", name, ": the client named ", out.size(), " outputs, the op made ",
+                    res.size());
+        for (size_t i = 0; i < res.size(); ++i) store(out[i], std::move(res[i]));
+      } catch (const SessionEnd&) {
+        throw;
+      } catch (const Error& e) {
+        pending = e.what();
+        skipping = true;
+      }
+    }
+
+    void download(uint64_t id) {
+      PrimitivePtr p;
+      TensorData d;
+      try {
+        p = get(id);
+        d = srv.opt.device.backend().read(p);
+      } catch (const Error& e) {
+        send_error(e.what());
+        return;
+      }
+      const auto bytes = d.bytes();
+      size_t off = 0;
+      do {
+        const size_t n = std::min(kChunk, bytes.size() - off);
+        send(wire::frame(Type::data, [&](wire::Writer& w) {
+          w.u64(id);
+          w.meta(p->meta());
+          w.u64(off);
+          w.u64(bytes.size());
+          w.bytes(bytes.subspan(off, n));
+        }));
+        off += n;
+      } while (off < bytes.size());
+    }
+  };
+};
+
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) { impl_->opt = std::move(options); }
+Server::~Server() { stop(); }
+
+void Server::start() {
+  Impl& s = *impl_;
+  beast::error_code ec;
+  const auto addr = net::ip::make_address(s.opt.host, ec);
+  EMBER_CHECK(!ec, "ember-server: --listen: \"", s.opt.host, "\" is not an IP address");
+  const tcp::endpoint ep(addr, s.opt.port);
+  s.acceptor.open(ep.protocol(), ec);
+  if (!ec) s.acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) s.acceptor.bind(ep, ec);
+  if (!ec) s.acceptor.listen(net::socket_base::max_listen_connections, ec);
+  EMBER_CHECK(!ec, "ember-server: can't listen on ", s.opt.host, ":", s.opt.port, ": ", ec.message());
+  s.log("listening on " + s.opt.host + ":" + std::to_string(port()) + ", serving " + s.opt.device.name());
+  s.accept_thread = std::thread([&s] { s.accept_loop(); });
+}
+
+uint16_t Server::port() const {
+  beast::error_code ec;
+  return impl_->acceptor.local_endpoint(ec).port();
+}
+
+void Server::stop() {
+  Impl& s = *impl_;
+  if (!s.accept_thread.joinable()) return;
+  s.stopping = true;
+  ::shutdown(s.acceptor.native_handle(), SHUT_RDWR);  // wakes the blocking accept
+  s.accept_thread.join();
+  std::list<Impl::Live> live;
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    live.swap(s.sessions);
+  }
+  // each session finishes the frame it is running; its next read sees the end of the stream
+  for (auto& l : live)
+    if (!l.finished) ::shutdown(l.fd, SHUT_RD);
+  for (auto& l : live) l.thread.join();
+  beast::error_code ec;
+  s.acceptor.close(ec);
+  s.log("stopped");
+}
+
+int Server::sessions() const { return impl_->open.load(); }
+int64_t Server::memory_held() const { return impl_->held.load(); }
+
+}  // namespace ember::remote

@@ -1,0 +1,376 @@
+// The remote decorator against an in-process server on loopback (and, for the kill test, an
+// ember-server process). Local CPU results are the reference: the server runs the same CPU
+// backend, so values must match bit for bit.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <chrono>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <thread>
+
+#include "ember/decorators/remote.hpp"
+#include "ember/ember.hpp"
+#include "wire.hpp"
+
+namespace ember {
+namespace {
+
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using remote::wire::Type;
+
+struct Fixture : ::testing::Test {
+  remote::ServerOptions opts() {
+    remote::ServerOptions o;
+    o.port = 0;
+    o.token = "s3cret-token";
+    o.log = [this](const std::string& l) {
+      std::lock_guard<std::mutex> g(log_mu);
+      log.push_back(l);
+    };
+    return o;
+  }
+  void SetUp() override {
+    server = std::make_unique<remote::Server>(opts());
+    server->start();
+  }
+  std::string url() const { return "ws://127.0.0.1:" + std::to_string(server->port()); }
+  Device connect() { return remote::connect(url(), {.token = "s3cret-token"}); }
+  // A session that still works: one op and a read.
+  void expect_serving() {
+    Device d = connect();
+    auto x = DynTensor::from_vector<float>({1, 2, 3}, {3}, d);
+    EXPECT_EQ((x * 2.0).to_vector<float>(), (std::vector<float>{2, 4, 6}));
+  }
+  std::mutex log_mu;
+  std::vector<std::string> log;
+  std::unique_ptr<remote::Server> server;  // last: it stops (and logs) before the log goes
+};
+
+TEST_F(Fixture, OpsMatchLocalBitForBit) {
+  Device d = connect();
+  for (Device dev : {d, Device::cpu()}) dev.seed(3);
+  auto a = DynTensor::normal({64, 48}), b = DynTensor::normal({48, 32});
+  auto f = [](const DynTensor& x, const DynTensor& y) {
+    auto h = relu(matmul(x, y) + 0.5);
+    return softmax(h * h, -1).sum({0});
+  };
+  const auto want = f(a, b).to_vector<float>();
+  const auto got = f(a.to(d), b.to(d)).to_vector<float>();
+  EXPECT_EQ(got, want);
+  // random ops draw the server's stream, seeded from the client
+  d.seed(7);
+  auto r1 = DynTensor::normal({5}, 0, 1, DType::f32, d).to_vector<float>();
+  d.seed(7);
+  auto r2 = DynTensor::normal({5}, 0, 1, DType::f32, d).to_vector<float>();
+  EXPECT_EQ(r1, r2);
+  // a data-dependent op: the output shape comes back from the server
+  auto m = DynTensor::from_vector<float>({0, 1, 0, 2, 3}, {5}, d);
+  auto nz = nonzero(m);
+  EXPECT_EQ(nz.shape(), (Shape{3, 1}));
+  EXPECT_EQ(nz.to_vector<int64_t>(), (std::vector<int64_t>{1, 3, 4}));
+  EXPECT_NE(d.name().find("remote(ws://127.0.0.1"), std::string::npos) << d.name();
+}
+
+TEST_F(Fixture, LargeUploadAndDownloadAreChunked) {
+  Device d = connect();
+  std::vector<float> v(3 * (1 << 20) + 7);  // 12 MB: several 1 MiB chunks each way
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i % 1000) * 0.5f;
+  auto x = DynTensor::from_vector<float>(v, {int64_t(v.size())}, d);
+  EXPECT_EQ(x.to_vector<float>(), v);
+}
+
+TEST_F(Fixture, AutodiffOnTopKeepsTheGraphOnTheClient) {
+  Device d = connect().autodiff();
+  Device l = Device::cpu().autodiff();
+  auto w0 = DynTensor::normal({8, 4}), x0 = DynTensor::normal({16, 8});
+  auto grad_on = [&](Device dev) {
+    auto w = w0.to(dev).require_grad();
+    auto loss = (tanh(matmul(x0.to(dev), w)) * 3.0).pow(2.0).mean();
+    auto g = loss.backward();
+    return w.grad(g)->to_vector<float>();
+  };
+  EXPECT_EQ(grad_on(d), grad_on(l));
+}
+
+TEST_F(Fixture, ServerErrorsArriveAtTheNextWait) {
+  Device d = connect();
+  // shape errors stay eager (make_op on the client)
+  auto a = DynTensor::ones({2, 3}, DType::f32, d), b = DynTensor::ones({4}, DType::f32, d);
+  EXPECT_THROW(a + b, Error);
+  // the session goes on
+  EXPECT_EQ((a * 3.0).sum().to_vector<float>(), std::vector<float>{18});
+  EXPECT_EQ(server->sessions(), 1);
+}
+
+// ---- raw frames: the bad-input categories
+
+struct Raw {
+  net::io_context ioc;
+  websocket::stream<tcp::socket> ws{ioc};
+  explicit Raw(uint16_t port) {
+    tcp::resolver res(ioc);
+    net::connect(ws.next_layer(), res.resolve("127.0.0.1", std::to_string(port)));
+    ws.handshake("127.0.0.1", "/");
+    ws.binary(true);
+  }
+  void send(const std::vector<uint8_t>& f) { ws.write(net::buffer(f)); }
+  // The next frame: its type and, for an error, the message.
+  std::pair<Type, std::string> next() {
+    beast::flat_buffer buf;
+    ws.read(buf);
+    const auto* p = static_cast<const uint8_t*>(buf.data().data());
+    std::vector<uint8_t> f(p, p + buf.size());
+    const auto h = remote::wire::decode_header(f);
+    auto r = remote::wire::payload(f);
+    return {h.type, h.type == Type::error ? r.str("message") : ""};
+  }
+  // The error that ends the session, then the close.
+  std::string refusal() {
+    auto [t, msg] = next();
+    EXPECT_EQ(t, Type::error);
+    beast::flat_buffer buf;
+    beast::error_code ec;
+    ws.read(buf, ec);
+    EXPECT_TRUE(ec) << "the session should be closed";
+    return msg;
+  }
+  void hello(const std::string& token) {
+    send(remote::wire::frame(Type::hello, [&](remote::wire::Writer& w) { w.str(token); }));
+    EXPECT_EQ(next().first, Type::welcome);
+  }
+  // A batch of one command that `fill` writes.
+  template <class F>
+  void batch(F&& fill) {
+    send(remote::wire::frame(Type::batch, [&](remote::wire::Writer& w) {
+      w.u32(1);
+      fill(w);
+    }));
+  }
+  std::string sync_error() {
+    send(remote::wire::frame(Type::sync, [](remote::wire::Writer&) {}));
+    auto [t, msg] = next();
+    EXPECT_EQ(t, Type::error);
+    return msg;
+  }
+  void upload(uint64_t id, const TensorMeta& m, size_t bytes) {
+    batch([&](remote::wire::Writer& w) {
+      w.u8(uint8_t(remote::wire::Cmd::upload));
+      w.u64(id);
+      w.meta(m);
+      w.u64(0);
+      std::vector<std::byte> b(bytes);
+      w.bytes(b);
+    });
+  }
+  void exec(const std::string& op, std::vector<uint64_t> in, std::vector<uint64_t> out) {
+    batch([&](remote::wire::Writer& w) {
+      w.u8(uint8_t(remote::wire::Cmd::exec));
+      w.str(op);
+      w.u32(uint32_t(in.size()));
+      for (auto i : in) w.u64(i);
+      w.u32(uint32_t(out.size()));
+      for (auto o : out) w.u64(o);
+    });
+  }
+};
+
+TEST_F(Fixture, BadInputGetsClearErrorsAndTheServerKeepsServing) {
+  const uint16_t port = server->port();
+  int cases = 0;
+  auto expect_has = [&](const std::string& msg, const std::string& part) {
+    ++cases;
+    EXPECT_NE(msg.find(part), std::string::npos) << "message: " << msg;
+  };
+  {  // wrong token
+    Raw r(port);
+    r.send(remote::wire::frame(Type::hello, [](remote::wire::Writer& w) { w.str("guess"); }));
+    expect_has(r.refusal(), "authentication failed");
+  }
+  {  // no token: an op before the hello is never decoded
+    Raw r(port);
+    r.send(remote::wire::frame(Type::sync, [](remote::wire::Writer&) {}));
+    expect_has(r.refusal(), "authentication required");
+  }
+  {  // truncated frame
+    Raw r(port);
+    r.hello("s3cret-token");
+    auto f = remote::wire::frame(Type::read, [](remote::wire::Writer& w) { w.u64(1); });
+    f.resize(f.size() - 3);
+    r.send(f);
+    expect_has(r.refusal(), "truncated");
+  }
+  {  // oversized frame: past the server's max_frame (64 MiB by default)
+    Raw r(port);
+    r.hello("s3cret-token");
+    std::vector<uint8_t> big(size_t(65) << 20, 0);
+    beast::error_code ec;
+    r.ws.write(net::buffer(big), ec);
+    beast::flat_buffer buf;
+    r.ws.read(buf, ec);
+    ++cases;
+    EXPECT_TRUE(ec) << "an oversized frame must end the session";
+  }
+  {  // unknown op
+    Raw r(port);
+    r.hello("s3cret-token");
+    r.exec("no_such_op", {}, {1});
+    expect_has(r.refusal(), "unknown op \"no_such_op\"");
+  }
+  {  // wrong arity: add of one input (make_op's own message), then the session goes on
+    Raw r(port);
+    r.hello("s3cret-token");
+    r.upload(1, {Shape{2}, DType::f32}, 8);
+    r.exec("add", {1}, {2});
+    expect_has(r.sync_error(), "add");
+    r.send(remote::wire::frame(Type::sync, [](remote::wire::Writer&) {}));
+    EXPECT_EQ(r.next().first, Type::done);
+  }
+  {  // bad dtype
+    Raw r(port);
+    r.hello("s3cret-token");
+    r.batch([](remote::wire::Writer& w) {
+      w.u8(uint8_t(remote::wire::Cmd::upload));
+      w.u64(1);
+      w.u8(77);  // dtype code
+      w.u8(0);
+    });
+    expect_has(r.refusal(), "dtype code 77");
+  }
+  {  // shape overflow
+    Raw r(port);
+    r.hello("s3cret-token");
+    r.batch([](remote::wire::Writer& w) {
+      w.u8(uint8_t(remote::wire::Cmd::upload));
+      w.u64(1);
+      w.u8(uint8_t(DType::f32));
+      w.u8(3);
+      for (int i = 0; i < 3; ++i) w.i64(int64_t(1) << 30);
+    });
+    expect_has(r.refusal(), "overflows");
+  }
+  {  // another session's id, and use after free: the same "unknown tensor" error
+    Raw a(port), b(port);
+    a.hello("s3cret-token");
+    b.hello("s3cret-token");
+    a.upload(5, {Shape{2}, DType::f32}, 8);
+    a.send(remote::wire::frame(Type::sync, [](remote::wire::Writer&) {}));
+    EXPECT_EQ(a.next().first, Type::done);
+    b.exec("neg", {5}, {6});
+    expect_has(b.sync_error(), "unknown tensor id 5");
+    a.batch([](remote::wire::Writer& w) {
+      w.u8(uint8_t(remote::wire::Cmd::free));
+      w.u64(5);
+    });
+    a.exec("neg", {5}, {6});
+    expect_has(a.sync_error(), "unknown tensor id 5");
+  }
+  {  // exceeded memory quota (a server with a 1 MB quota)
+    remote::ServerOptions o = opts();
+    o.max_memory = 1 << 20;
+    remote::Server small(o);
+    small.start();
+    Raw r(small.port());
+    r.hello("s3cret-token");
+    r.upload(1, {Shape{1 << 19}, DType::f32}, size_t(1) << 21);
+    expect_has(r.refusal(), "memory quota exceeded");
+  }
+  EXPECT_EQ(cases, 11);
+  expect_serving();
+  // the token never reaches the log
+  std::lock_guard<std::mutex> g(log_mu);
+  for (const auto& l : log) EXPECT_EQ(l.find("s3cret"), std::string::npos) << l;
+}
+
+TEST_F(Fixture, ConcurrentClientsAndMemoryReturnsToBaseline) {
+  constexpr int kClients = 8, kOps = 20000;
+  std::atomic<int> bad{0};
+  std::vector<std::thread> ts;
+  for (int c = 0; c < kClients; ++c)
+    ts.emplace_back([&, c] {
+      Device d = connect();
+      auto x = DynTensor::full({4}, double(c), DType::f32, d);
+      for (int i = 0; i < kOps; ++i) x = x + 1.0;
+      if (x.to_vector<float>() != std::vector<float>(4, float(c + kOps))) ++bad;
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  for (int i = 0; i < 200 && (server->sessions() > 0 || server->memory_held() > 0); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(server->sessions(), 0);
+  EXPECT_EQ(server->memory_held(), 0);
+}
+
+TEST(Remote, DeadServerRaisesWithinTheTimeout) {
+  // a listener that accepts and never answers: connect gives up after the timeout
+  net::io_context ioc;
+  tcp::acceptor acc(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(remote::connect("ws://127.0.0.1:" + std::to_string(acc.local_endpoint().port()),
+                               {.token = "x", .timeout = std::chrono::milliseconds(300)}),
+               Error);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_THROW(remote::connect("ws://127.0.0.1:1", {.token = "x", .timeout = std::chrono::milliseconds(300)}), Error);
+  EXPECT_THROW(remote::connect("wss://127.0.0.1:7878", {}), Error);
+  EXPECT_THROW(remote::connect("http://x", {}), Error);
+}
+
+TEST(Remote, KilledServerProcessRaisesAndReconnectWorks) {
+  const std::string token_file = testing::TempDir() + "/ember_remote_token";
+  {
+    std::ofstream f(token_file);
+    f << "tok\n";
+  }
+  chmod(token_file.c_str(), 0600);
+  auto start = [&](int port) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      const std::string listen = "127.0.0.1:" + std::to_string(port);
+      execl(EMBER_SERVER_BIN, "ember-server", "--listen", listen.c_str(), "--token-file", token_file.c_str(),
+            (char*)nullptr);
+      _exit(127);
+    }
+    return pid;
+  };
+  const int port = 20000 + int(getpid() % 20000);
+  pid_t pid = start(port);
+  const std::string url = "ws://127.0.0.1:" + std::to_string(port);
+  auto connect_retry = [&] {
+    for (int i = 0;; ++i) {
+      try {
+        return remote::connect(url, {.token = "tok", .timeout = std::chrono::milliseconds(2000)});
+      } catch (const Error&) {
+        if (i > 100) throw;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+  };
+  Device d = connect_retry();
+  auto x = DynTensor::ones({1000}, DType::f32, d);
+  for (int i = 0; i < 100; ++i) x = x * 1.0001;  // queued, not yet sent
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(x.to_vector<float>(), Error);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  // a new server, a new session
+  pid = start(port);
+  Device d2 = connect_retry();
+  EXPECT_EQ((DynTensor::ones({2}, DType::f32, d2) * 4.0).to_vector<float>(), (std::vector<float>{4, 4}));
+  kill(pid, SIGTERM);  // a clean stop
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+}  // namespace
+}  // namespace ember
