@@ -57,13 +57,16 @@ std::optional<ncclDataType_t> nccl_type(DType dt) {
   return std::nullopt;
 }
 
-ncclRedOp_t nccl_op(ReduceOp op, DType dt) {
+// A world of one averages by summing (the value itself): ncclAvg on a one-rank communicator
+// left every element from 2^18 on unwritten (H100, the NCCL of PyTorch 2.11's wheels,
+// 2026-12-07; NcclSolo caught it).
+ncclRedOp_t nccl_op(ReduceOp op, DType dt, int world) {
   if (dt == DType::boolean) return ncclMax;
   switch (op) {
     case ReduceOp::sum:
       return ncclSum;
     case ReduceOp::avg:
-      return ncclAvg;
+      return world == 1 ? ncclSum : ncclAvg;
     case ReduceOp::max:
       return ncclMax;
   }
@@ -368,7 +371,7 @@ Work NcclProcessGroup::all_reduce(const DynTensor& t, ReduceOp op, CollectiveOpt
   Buffers b = buffers(what, t, t.shape());
   st->finish = b.finish;
   const size_t n = size_t(t.numel());
-  ncclRedOp_t rop = nccl_op(op, t.dtype());
+  ncclRedOp_t rop = nccl_op(op, t.dtype(), size());
   return launch(st, {b.in.owner, b.out.owner}, [&](cudaStream_t s) {
     return n ? ncclAllReduce(b.in.ptr, b.out.ptr, n, ty, rop, comm_, s) : ncclSuccess;
   });
@@ -406,7 +409,7 @@ Work NcclProcessGroup::reduce_scatter(const DynTensor& t, ReduceOp op, Collectiv
   Buffers b = buffers(what, t, Shape(dims));
   st->finish = b.finish;
   const size_t n = size_t(t.numel() / size());
-  ncclRedOp_t rop = nccl_op(op, t.dtype());
+  ncclRedOp_t rop = nccl_op(op, t.dtype(), size());
   return launch(st, {b.in.owner, b.out.owner}, [&](cudaStream_t s) {
     return n ? ncclReduceScatter(b.in.ptr, b.out.ptr, n, ty, rop, comm_, s) : ncclSuccess;
   });

@@ -408,19 +408,20 @@ Device router_cpu_cpu() {
 }
 
 #if EMBER_HAS_REMOTE
-// The remote stack: a server in this process on a loopback port, serving the CPU backend, and
-// a session to it (the wire, the server's validation and its tensor table are what it tests).
+// A remote stack: a server in this process on a loopback port, serving `served`, and a session
+// to it (the wire, the server's validation and its tensor table are what it tests).
+Device remote_to(const Device& served) {
+  remote::ServerOptions o;
+  o.port = 0;
+  o.device = served;
+  o.token = "conformance";
+  o.log = [](const std::string&) {};
+  auto* s = new remote::Server(o);  // lives as long as the process
+  s->start();
+  return remote::connect("ws://127.0.0.1:" + std::to_string(s->port()), {.token = "conformance"});
+}
 Device remote_cpu() {
-  static remote::Server* server = [] {
-    remote::ServerOptions o;
-    o.port = 0;
-    o.token = "conformance";
-    o.log = [](const std::string&) {};
-    auto* s = new remote::Server(o);  // lives as long as the process
-    s->start();
-    return s;
-  }();
-  static const Device d = remote::connect("ws://127.0.0.1:" + std::to_string(server->port()), {.token = "conformance"});
+  static const Device d = remote_to(Device::cpu());
   return d;
 }
 #endif
@@ -447,6 +448,11 @@ const std::vector<TestStack>& test_stacks() {
       all.push_back({"autodiff-fusion-cuda", Device::cuda(0).fusion().autodiff(), true, true});
       all.push_back({"router-cuda-cpu", router, true, false});
       all.push_back({"autodiff-router-cuda-cpu", router.autodiff(), false, true});
+#if EMBER_HAS_REMOTE
+      const Device remote = remote_to(Device::cuda(0));
+      all.push_back({"remote-cuda", remote, true, false});
+      all.push_back({"autodiff-remote-cuda", remote.autodiff(), false, true});
+#endif
     }
     return all;
   }();
