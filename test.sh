@@ -63,12 +63,26 @@ fi
 
 # Among them ember_docs_tests: every code example of the headers and docs compiles, and those
 # marked to run run (tests/docs, docs/testing.md "Code examples compile"; under a minute).
+# ember_remote_tests records its loopback figures there; remote.json is written after conformance
+export EMBER_REMOTE_REPORT=$PWD/build/reports/remote-measured.json
+rm -f "$EMBER_REMOTE_REPORT"
 for t in build/tests/*/ember_*_tests build/tests/*/*/ember_*_tests; do
   [ -x "$t" ] || continue
   run_suite "$(basename "$t")" "$t"
 done
 if [ -x build/tests/conformance/ember_conformance ]; then
   run_suite conformance build/tests/conformance/ember_conformance --reports build/reports
+fi
+# build/reports/remote.json (issue 31): the remote-cpu conformance stack's counts and the remote
+# suite's loopback figures
+if [ -f build/reports/conformance.json ] && [ -f "$EMBER_REMOTE_REPORT" ]; then
+  python3 - build/reports/conformance.json "$EMBER_REMOTE_REPORT" build/reports/remote.json <<'PY'
+import json, sys
+conf, measured = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+stack = conf.get("per_backend", {}).get("remote-cpu", {"cases": 0, "failed": 1})
+report = {"conformance_cases": stack["cases"], "failed": stack["failed"], **measured}
+json.dump(report, open(sys.argv[3], "w"), indent=2)
+PY
 fi
 if [ -x build/tests/autodiff/ember_autodiff_conformance ]; then
   run_suite autodiff-conformance build/tests/autodiff/ember_autodiff_conformance --reports build/reports
@@ -191,6 +205,11 @@ else
   skipped+=("fashion_mnist data-parallel (no ember-run: Gloo not found)")
 fi
 sklearn_data=/usr/lib/python3/dist-packages/sklearn/datasets/data
+# examples/remote_training (issue 31): the demo's CNN trained with the Learner over Device::remote,
+# on a server in the same process (loopback), 2,000 images for one epoch; accuracy above 0.5.
+if [ -x build/examples/remote_training ]; then
+  ex_check remote_training '/^test accuracy: [0-9.]+$/ && $3 > 0.5' timeout 300 ../../examples/remote_training --train-images 2000
+fi
 # examples/regression (issue 29's csv_regression): an MLP on scikit-learn's diabetes table (python3-sklearn)
 # through the Learner; "test rmse: X  linear baseline: Y" with X below the held-out targets' spread (~73,
 # the RMSE of predicting the mean) and within 5% of least squares fitted in closed form (Y).
@@ -352,8 +371,9 @@ else
   tail -15 "$api_log"; echo "   0 passed, 1 failed ($api_log)"; failed=$((failed + 1))
 fi
 
-# The model-file parsers under libFuzzer (clang, ASan + UBSan) for a bounded time: 60 s in
-# all, 30 s for the store parsers (15 s each) and 30 s for the ONNX reader.
+# The model-file parsers and the remote server's frame decoder under libFuzzer (clang, ASan +
+# UBSan) for a bounded time: 80 s in all, 30 s for the store parsers (15 s each), 30 s for the
+# ONNX reader and 20 s for the remote frames.
 echo "== fuzz (safetensors, pytorch: 30 s)"
 if tests/store/run_fuzz.sh 30 >build/test-logs/fuzz.log 2>&1; then
   if grep -q "fuzzing skipped" build/test-logs/fuzz.log; then
@@ -376,6 +396,18 @@ if tests/onnx/run_fuzz.sh 30 >build/test-logs/fuzz-onnx.log 2>&1; then
 else
   tail -20 build/test-logs/fuzz-onnx.log
   echo "   0 passed, 1 failed (build/test-logs/fuzz-onnx.log)"; failed=$((failed + 1))
+fi
+
+echo "== fuzz (remote frames: 20 s)"
+if tests/remote/run_fuzz.sh 20 >build/test-logs/fuzz-remote.log 2>&1; then
+  if grep -q "fuzzing skipped" build/test-logs/fuzz-remote.log; then
+    skipped+=("fuzz remote (clang++ missing)")
+  else
+    echo "   1 passed, 0 failed (build/test-logs/fuzz-remote.log)"; passed=$((passed + 1))
+  fi
+else
+  tail -20 build/test-logs/fuzz-remote.log
+  echo "   0 passed, 1 failed (build/test-logs/fuzz-remote.log)"; failed=$((failed + 1))
 fi
 
 # Core suite under AddressSanitizer + UndefinedBehaviorSanitizer.

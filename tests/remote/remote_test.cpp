@@ -12,11 +12,16 @@
 #include <boost/beast/websocket.hpp>
 #include <chrono>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 #include <thread>
 
+#include "ember/backends/cpu.hpp"
 #include "ember/decorators/remote.hpp"
 #include "ember/ember.hpp"
+#include "ember/nn.hpp"
+#include "ember/optim/optimizer.hpp"
+#include "fashion_mnist/model.hpp"
 #include "wire.hpp"
 
 namespace ember {
@@ -32,6 +37,7 @@ struct Fixture : ::testing::Test {
   remote::ServerOptions opts() {
     remote::ServerOptions o;
     o.port = 0;
+    o.device = Device(cpu::make_backend());  // its own random stream, apart from Device::cpu()'s
     o.token = "s3cret-token";
     o.log = [this](const std::string& l) {
       std::lock_guard<std::mutex> g(log_mu);
@@ -44,7 +50,7 @@ struct Fixture : ::testing::Test {
     server->start();
   }
   std::string url() const { return "ws://127.0.0.1:" + std::to_string(server->port()); }
-  Device connect() { return remote::connect(url(), {.token = "s3cret-token"}); }
+  Device connect() { return Device::remote(url(), {.token = "s3cret-token"}); }
   // A session that still works: one op and a read.
   void expect_serving() {
     Device d = connect();
@@ -308,6 +314,134 @@ TEST_F(Fixture, ConcurrentClientsAndMemoryReturnsToBaseline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(server->sessions(), 0);
   EXPECT_EQ(server->memory_held(), 0);
+}
+
+// The demo's CNN trained a few SGD steps through autodiff over the remote device: the same
+// losses as on the local CPU, bit for bit (the server runs the same CPU backend).
+std::vector<double> train_losses(const Device& base, int steps, double* ms_per_step = nullptr) {
+  const Device dev = base.autodiff();
+  dev.seed(11);
+  fashion::Cnn model = fashion::make_cnn(dev);
+  auto opt = optim::SgdConfig{.momentum = 0.9}.init();
+  Device::cpu().seed(12);
+  const DynTensor x = DynTensor::uniform({32, 1, 28, 28}, 0, 1, DType::f32).to(dev);
+  const DynTensor y = DynTensor::randint({32}, 0, 10).to(dev);
+  dev.seed(13);  // dropout's masks: the same stream on either device
+  std::vector<double> losses;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int s = 0; s < steps; ++s) {
+    DynTensor l = nn::cross_entropy(model.forward(x), y);
+    losses.push_back(l.item<double>());
+    model = opt.step(std::move(model), l.backward(), 0.05);
+  }
+  if (ms_per_step)
+    *ms_per_step = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / steps;
+  return losses;
+}
+
+TEST_F(Fixture, FashionCnnTrainsOverRemoteAsLocally) {
+  const auto local = train_losses(Device::cpu(), 3), remote = train_losses(connect(), 3);
+  EXPECT_EQ(remote, local);
+  EXPECT_LT(local.back(), local.front());
+}
+
+TEST_F(Fixture, DroppedTensorsReturnTheirMemory) {
+  Device d = connect();
+  const int64_t base = d.memory_stats().in_use;
+  {
+    auto x = DynTensor::ones({1 << 20}, DType::f32, d);
+    auto y = x * 2.0;
+    EXPECT_EQ(d.memory_stats().in_use, base + (int64_t(8) << 20));
+  }  // both dropped: freed with the next batch
+  EXPECT_EQ(d.memory_stats().in_use, base);
+  EXPECT_EQ(server->memory_held(), base);
+}
+
+TEST_F(Fixture, ClientGoneMidUploadFreesItsMemory) {
+  {
+    Raw r(server->port());
+    r.hello("s3cret-token");
+    r.upload(1, {Shape{1 << 20}, DType::f32}, size_t(1) << 20);  // the first of 4 chunks
+    r.send(remote::wire::frame(Type::stats, [](remote::wire::Writer&) {}));
+    EXPECT_EQ(r.next().first, Type::stats_reply);
+    EXPECT_EQ(server->memory_held(), int64_t(4) << 20);
+  }  // the connection drops
+  for (int i = 0; i < 200 && server->memory_held() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(server->memory_held(), 0);
+  expect_serving();
+}
+
+// Loopback figures for build/reports/remote.json (EMBER_REMOTE_REPORT names the file; test.sh
+// adds the conformance counts). Recorded, never asserted: speed is for benchmarks.
+TEST_F(Fixture, Measurements) {
+  const char* out = std::getenv("EMBER_REMOTE_REPORT");
+  if (!out) GTEST_SKIP() << "EMBER_REMOTE_REPORT not set";
+  using Clock = std::chrono::steady_clock;
+  auto secs = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  Device d = connect();
+  // pipelined small ops: one chain, read once at the end
+  auto x = DynTensor::zeros({4}, DType::f32, d);
+  constexpr int kOps = 50000;
+  auto t0 = Clock::now();
+  for (int i = 0; i < kOps; ++i) x = x + 1.0;
+  EXPECT_EQ(x.to_vector<float>(), std::vector<float>(4, float(kOps)));
+  const double ops_per_s = kOps / secs(t0);
+  // the read round trip of a 1-element tensor (median of 200)
+  auto one = DynTensor::ones({1}, DType::f32, d);
+  (void)one.item<double>();
+  std::vector<double> rt;
+  for (int i = 0; i < 200; ++i) {
+    t0 = Clock::now();
+    (void)one.item<double>();
+    rt.push_back(secs(t0) * 1e6);
+  }
+  std::nth_element(rt.begin(), rt.begin() + 100, rt.end());
+  // 64 MB up and down, against a bare TCP socket pair moving the same bytes on this machine
+  const size_t n = size_t(16) << 20;
+  std::vector<float> v(n, 1.5f);
+  t0 = Clock::now();
+  auto big = DynTensor::from_vector<float>(v, {int64_t(n)}, d);
+  d.sync();
+  const double up = secs(t0);
+  t0 = Clock::now();
+  const auto back = big.to_vector<float>();
+  const double down = secs(t0);
+  EXPECT_EQ(back, v);
+  double tcp = 0;
+  {
+    net::io_context ioc;
+    tcp::acceptor acc(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+    std::thread sink([&] {
+      tcp::socket s(ioc);
+      acc.accept(s);
+      std::vector<char> buf(1 << 20);
+      size_t got = 0;
+      beast::error_code ec;
+      while (got < n * 4 && !ec) got += s.read_some(net::buffer(buf), ec);
+    });
+    tcp::socket c(ioc);
+    c.connect(acc.local_endpoint());
+    t0 = Clock::now();
+    net::write(c, net::buffer(v.data(), n * 4));
+    sink.join();
+    tcp = secs(t0);
+  }
+  double local_ms = 0, remote_ms = 0;
+  train_losses(Device::cpu(), 3, &local_ms);
+  train_losses(d, 3, &remote_ms);
+  const double gb = double(n * 4) / 1e9;
+  nlohmann::json j = {{"bad_input_cases", 11},
+                      {"ops_per_s", ops_per_s},
+                      {"read_roundtrip_us", rt[100]},
+                      {"upload_gb_s", gb / up},
+                      {"download_gb_s", gb / down},
+                      {"tcp_gb_s", gb / tcp},
+                      {"upload_vs_tcp", tcp / up},
+                      {"train_step_ms_local", local_ms},
+                      {"train_step_ms_remote", remote_ms},
+                      {"train_speed_vs_local", local_ms / remote_ms}};
+  std::ofstream(out) << j.dump(2) << "\n";
+  std::cout << j.dump() << "\n";
 }
 
 TEST(Remote, DeadServerRaisesWithinTheTimeout) {

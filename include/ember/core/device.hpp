@@ -8,6 +8,7 @@
 // Two Device values are equal when they share one backend object.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,14 @@ struct Route;  // what a router's policy is asked about one op (ember/decorators
 }  // namespace router
 // A router's policy: the index of the device an op runs on, or nullopt for the first that supports it.
 using RouterPolicy = std::function<std::optional<size_t>(const router::Route&)>;
+
+// How Device::remote connects to an ember-server (the remote decorator, ember/decorators/remote.hpp).
+struct RemoteOptions {
+  std::string token;  // the server's token (its --token-file); sent once, in the first frame
+  // the longest a call waits for the server (connecting, a read, sync) before it raises an Error
+  std::chrono::milliseconds timeout{30000};
+  size_t batch_bytes = size_t(1) << 20;  // ops are sent when this many bytes are queued (or on a wait)
+};
 
 // A handle on a backend stack (cheap to copy: a shared pointer). Equal devices share one backend.
 class Device {
@@ -58,6 +67,11 @@ class Device {
   // one carries the autodiff decorator (put it on top: `Device::router({...}).autodiff()`).
   static Device router(std::vector<Device> devices, RouterPolicy policy = {});
   bool is_router() const;  // the router decorator is in the stack (under autodiff or not)
+  // A device whose ops run on the ember-server at `url` ("ws://host:port"): the remote decorator
+  // (ember/decorators/remote.hpp; a program using it links ember::remote). Each call opens a
+  // new session; ops stream in batches and only reads and syncs wait. Throws an Error when the
+  // server can't be reached within the timeout or refuses the token.
+  static Device remote(const std::string& url, const RemoteOptions& options = {});
   // The device under the autodiff decorator (itself when it has none).
   Device inner() const;
 

@@ -4,7 +4,7 @@
 //   # remote::Server server({.port = 0, .token = "secret"});
 //   # server.start();
 //   # const std::string url = "ws://127.0.0.1:" + std::to_string(server.port());
-//   Device gpu = remote::connect(url, {.token = "secret"});  // an ordinary Device
+//   Device gpu = Device::remote(url, {.token = "secret"});  // an ordinary Device
 //   auto x = DynTensor::ones({2, 3}, DType::f32, gpu);
 //   auto y = (x * 2.0).sum();  // streamed to the server in batches, no round trip per op
 //   double v = y.item<double>();  // a read: the one call that waits
@@ -25,17 +25,12 @@
 
 namespace ember::remote {
 
-// How a client connects.
-struct Options {
-  std::string token;  // the server's token (its --token-file); sent once, in the first frame
-  // the longest a call waits for the server (connecting, a read, sync) before it raises an Error
-  std::chrono::milliseconds timeout{30000};
-  size_t batch_bytes = size_t(1) << 20;  // ops are sent when this many bytes are queued (or on a wait)
-};
+// How a client connects (the same struct as Device::remote's).
+using Options = RemoteOptions;
 
-// A device whose ops run on the server at `url` ("ws://host:port"). Throws an Error when the
-// server can't be reached within the timeout, refuses the token, or speaks another protocol
-// version. Each call opens a new session; when a session's server is gone, the next waiting
+// The same as Device::remote: a device whose ops run on the server at `url`
+// ("ws://host:port"). Throws an Error when the server can't be reached within the timeout,
+// refuses the token, or speaks another protocol version. Each call opens a new session; when a session's server is gone, the next waiting
 // call raises an Error, and a new connect() makes a new session.
 Device connect(const std::string& url, const Options& options = {});
 
@@ -51,7 +46,7 @@ struct ServerOptions {
   size_t max_frame = size_t(64) << 20;  // the largest frame a client may send
   // one line per session (start and end) and per server event; the token never appears.
   // Default: standard error.
-  std::function<void(const std::string&)> log;
+  std::function<void(const std::string&)> log{};
 };
 
 class Server {

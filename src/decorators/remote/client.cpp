@@ -335,3 +335,7 @@ Device connect(const std::string& url, const Options& options) {
 }
 
 }  // namespace ember::remote
+
+namespace ember {
+Device Device::remote(const std::string& url, const RemoteOptions& options) { return remote::connect(url, options); }
+}  // namespace ember

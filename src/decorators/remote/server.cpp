@@ -114,7 +114,7 @@ struct Server::Impl {
       if (!ec) peer = ep.address().to_string() + ":" + std::to_string(ep.port());
     }
     websocket::stream<tcp::socket> ws(std::move(sock));
-    Session s{*this, ws, sid, false, false, {}, {}, 0, 0, 0, 0, 0, {}};
+    Session s(*this, ws, sid);
     std::string end = "closed by the client";
     try {
       ws.read_message_max(opt.max_frame + wire::kHeaderBytes);
@@ -144,6 +144,7 @@ struct Server::Impl {
   }
 
   struct Session {
+    Session(Impl& server, websocket::stream<tcp::socket>& stream, uint64_t id) : srv(server), ws(stream), sid(id) {}
     Impl& srv;
     websocket::stream<tcp::socket>& ws;
     uint64_t sid;
@@ -205,21 +206,33 @@ struct Server::Impl {
       return std::vector<uint8_t>(p, p + buf.size());
     }
 
-    void run() {
-      // authentication first: nothing but the hello is decoded before it succeeds
-      std::vector<uint8_t> f = read_frame();
-      wire::Header h;
+    // The next frame, decoded; a malformed one ends the session. Upload chunks point into
+    // `current`, which holds the frame until the next one.
+    std::vector<uint8_t> current;
+    wire::ClientFrame next() {
+      current = read_frame();
       try {
-        h = wire::decode_header(f);
+        return wire::decode_client_frame(current);
       } catch (const Error& e) {
         throw SessionEnd(e.what());
       }
-      if (h.type != Type::hello) throw SessionEnd("remote: authentication required: the first frame must be a hello with the token");
+    }
+
+    void run() {
+      // authentication first: nothing but the hello is decoded before it succeeds
       {
-        wire::Reader r = wire::payload(f);
+        const std::vector<uint8_t> f = read_frame();
+        wire::Header h;
+        try {
+          h = wire::decode_header(f);
+        } catch (const Error& e) {
+          throw SessionEnd(e.what());
+        }
+        if (h.type != Type::hello)
+          throw SessionEnd("remote: authentication required: the first frame must be a hello with the token");
         std::string token;
         try {
-          token = r.str("token");
+          token = wire::decode_client_frame(f).token;
         } catch (const Error& e) {
           throw SessionEnd(e.what());
         }
@@ -231,26 +244,12 @@ struct Server::Impl {
         w.u64(srv.opt.max_frame);
       }));
       for (;;) {
-        f = read_frame();
-        try {
-          h = wire::decode_header(f);
-        } catch (const Error& e) {
-          throw SessionEnd(e.what());
-        }
-        wire::Reader r = wire::payload(f);
-        switch (h.type) {
-          case Type::batch: batch(r); break;
-          case Type::read: {
-            uint64_t id = 0;
-            try {
-              id = r.u64("id");
-            } catch (const Error& e) {
-              throw SessionEnd(e.what());
-            }
-            if (report_pending()) break;
-            download(id);
+        wire::ClientFrame m = next();
+        switch (m.type) {
+          case Type::batch: batch(m.commands); break;
+          case Type::read:
+            if (!report_pending()) download(m.ids[0]);
             break;
-          }
           case Type::sync:
             if (report_pending()) break;
             try {
@@ -262,24 +261,17 @@ struct Server::Impl {
             send(wire::frame(Type::done, [](wire::Writer&) {}));
             break;
           case Type::query: {
-            std::vector<uint64_t> ids;
-            try {
-              ids.resize(r.count("ids"));
-              for (auto& id : ids) id = r.u64("id");
-            } catch (const Error& e) {
-              throw SessionEnd(e.what());
-            }
             if (report_pending()) break;
             std::vector<TensorMeta> metas;
             try {
-              for (uint64_t id : ids) metas.push_back(get(id)->meta());
+              for (uint64_t id : m.ids) metas.push_back(get(id)->meta());
             } catch (const Error& e) {
               send_error(e.what());
               break;
             }
             send(wire::frame(Type::metas, [&](wire::Writer& w) {
               w.u32(uint32_t(metas.size()));
-              for (const auto& m : metas) w.meta(m);
+              for (const auto& meta : metas) w.meta(meta);
             }));
             break;
           }
@@ -293,102 +285,66 @@ struct Server::Impl {
             }));
             break;
           default:
-            throw SessionEnd("remote frame: unknown frame type " + std::to_string(int(h.type)));
+            throw SessionEnd("remote: a second hello in a session");
         }
       }
     }
 
-    // A batch: decoded command by command; a decoding error ends the session, an op's error
-    // becomes the pending error and skips the rest of the batch.
-    void batch(wire::Reader& r) {
-      uint32_t n = 0;
-      try {
-        n = r.count("commands", 1u << 20);
-      } catch (const Error& e) {
-        throw SessionEnd(e.what());
-      }
+    // A batch's commands in order; an op's error becomes the pending error and skips the rest
+    // of the batch (frees still run).
+    void batch(std::vector<wire::Command>& cmds) {
       bool skipping = !pending.empty();
-      for (uint32_t i = 0; i < n; ++i) {
-        uint8_t c = 0;
-        try {
-          c = r.u8("command");
-        } catch (const Error& e) {
-          throw SessionEnd(e.what());
-        }
-        switch (wire::Cmd(c)) {
-          case wire::Cmd::upload: upload(r, skipping); break;
-          case wire::Cmd::exec: exec(r, skipping); break;
-          case wire::Cmd::free: {
-            uint64_t id = 0;
-            try {
-              id = r.u64("id");
-            } catch (const Error& e) {
-              throw SessionEnd(e.what());
-            }
-            auto it = tensors.find(id);
-            if (it != tensors.end()) {
-              add_held(-wire::tensor_bytes(it->second->meta(), "tensor"));
-              tensors.erase(it);
-            }
-            auto u = uploads.find(id);
-            if (u != uploads.end()) {
-              add_held(-int64_t(u->second.bytes.size()));
-              uploads.erase(u);
-            }
-            break;
-          }
-          case wire::Cmd::seed: {
-            uint64_t s = 0;
-            try {
-              s = r.u64("seed");
-            } catch (const Error& e) {
-              throw SessionEnd(e.what());
-            }
-            if (!skipping) srv.opt.device.seed(s);
-            break;
-          }
-          default:
-            throw SessionEnd("remote frame: unknown command " + std::to_string(int(c)));
+      for (auto& c : cmds) {
+        if (auto* f = std::get_if<wire::FreeCmd>(&c)) {
+          drop(f->id);
+        } else if (skipping) {
+          continue;
+        } else if (auto* u = std::get_if<wire::UploadCmd>(&c)) {
+          upload(*u, skipping);
+        } else if (auto* e = std::get_if<wire::ExecCmd>(&c)) {
+          exec(*e, skipping);
+        } else if (auto* sd = std::get_if<wire::SeedCmd>(&c)) {
+          srv.opt.device.seed(sd->seed);
         }
       }
-      if (!r.done()) throw SessionEnd("remote frame: " + std::to_string(r.left()) + " bytes after the last command");
     }
 
-    void upload(wire::Reader& r, bool& skipping) {
-      uint64_t id = 0, off = 0;
-      TensorMeta m;
-      std::span<const std::byte> chunk;
-      try {
-        id = r.u64("id");
-        m = r.meta("upload meta");
-        off = r.u64("offset");
-        chunk = r.bytes("values");
-      } catch (const Error& e) {
-        throw SessionEnd(e.what());
+    void drop(uint64_t id) {
+      auto it = tensors.find(id);
+      if (it != tensors.end()) {
+        add_held(-wire::tensor_bytes(it->second->meta(), "tensor"));
+        tensors.erase(it);
       }
-      if (skipping) return;
-      const int64_t total = wire::tensor_bytes(m, "upload");
-      auto it = uploads.find(id);
-      if (off == 0 && it == uploads.end()) {
-        if (id == 0 || tensors.count(id)) {
-          pending = "remote: upload: tensor id " + std::to_string(id) + " is already in use";
+      auto u = uploads.find(id);
+      if (u != uploads.end()) {
+        add_held(-int64_t(u->second.bytes.size()));
+        uploads.erase(u);
+      }
+    }
+
+    void upload(const wire::UploadCmd& c, bool& skipping) {
+      const int64_t total = wire::tensor_bytes(c.meta, "upload");
+      auto it = uploads.find(c.id);
+      if (c.offset == 0 && it == uploads.end()) {
+        if (c.id == 0 || tensors.count(c.id)) {
+          pending = "remote: upload: tensor id " + std::to_string(c.id) + " is already in use";
           skipping = true;
           return;
         }
         add_held(total);  // the staging buffer counts against the quota before it is allocated
-        it = uploads.emplace(id, Upload{m, std::vector<std::byte>(size_t(total)), 0}).first;
+        it = uploads.emplace(c.id, Upload{c.meta, std::vector<std::byte>(size_t(total)), 0}).first;
       }
-      if (it == uploads.end() || !(it->second.meta == m) || it->second.filled != off ||
-          chunk.size() > size_t(total) - off)
-        throw SessionEnd("remote frame: upload chunk of tensor " + std::to_string(id) + " out of order or out of bounds");
-      std::memcpy(it->second.bytes.data() + off, chunk.data(), chunk.size());
-      it->second.filled += chunk.size();
+      if (it == uploads.end() || !(it->second.meta == c.meta) || it->second.filled != c.offset ||
+          c.bytes.size() > size_t(total) - c.offset)
+        throw SessionEnd("remote frame: upload chunk of tensor " + std::to_string(c.id) + " out of order or out of bounds");
+      std::memcpy(it->second.bytes.data() + c.offset, c.bytes.data(), c.bytes.size());
+      it->second.filled += c.bytes.size();
       if (it->second.filled < size_t(total)) return;
       Upload u = std::move(it->second);
       uploads.erase(it);
       add_held(-total);
       try {
-        store(id, srv.opt.device.backend().write_bytes(u.meta, u.bytes));
+        store(c.id, srv.opt.device.backend().write_bytes(u.meta, u.bytes));
       } catch (const SessionEnd&) {
         throw;
       } catch (const Error& e) {
@@ -397,43 +353,20 @@ struct Server::Impl {
       }
     }
 
-    void exec(wire::Reader& r, bool& skipping) {
-      std::string name;
-      std::vector<uint64_t> in, out;
-      OpKind kind{};
-      OpAttrs attrs;
-      bool known = true;
-      try {
-        name = r.str("op name");
-        try {
-          kind = op_kind_from_name(name);
-        } catch (const Error&) {
-          known = false;
-        }
-        if (!known) throw SessionEnd("remote frame: unknown op \"" + name.substr(0, 64) + "\" (not in this server's op table)");
-        attrs = r.attrs(kind);
-        in.resize(r.count("inputs", 256));
-        for (auto& id : in) id = r.u64("input id");
-        out.resize(r.count("outputs", 256));
-        for (auto& id : out) id = r.u64("output id");
-      } catch (const SessionEnd&) {
-        throw;
-      } catch (const Error& e) {
-        throw SessionEnd(e.what());
-      }
-      if (skipping) return;
+    void exec(wire::ExecCmd& c, bool& skipping) {
       ++ops;
+      const std::string_view name = op_name(c.kind);
       try {
         std::vector<PrimitivePtr> inputs;
-        for (uint64_t id : in) inputs.push_back(id == 0 ? nullptr : get(id));
-        Op op = make_op(kind, std::move(inputs), std::move(attrs));  // every check a local call makes
-        for (uint64_t id : out)
+        for (uint64_t id : c.inputs) inputs.push_back(id == 0 ? nullptr : get(id));
+        Op op = make_op(c.kind, std::move(inputs), std::move(c.attrs));  // every check a local call makes
+        for (uint64_t id : c.outputs)
           EMBER_CHECK(id != 0 && !tensors.count(id) && !uploads.count(id), "remote: ", name, ": output id ", id,
                       " is already in use");
         std::vector<PrimitivePtr> res = srv.opt.device.backend().execute(std::move(op));
-        EMBER_CHECK(res.size() == out.size(), "remote: ", name, ": the client named ", out.size(), " outputs, the op made ",
-                    res.size());
-        for (size_t i = 0; i < res.size(); ++i) store(out[i], std::move(res[i]));
+        EMBER_CHECK(res.size() == c.outputs.size(), "remote: ", name, ": the client named ", c.outputs.size(),
+                    " outputs, the op made ", res.size());
+        for (size_t i = 0; i < res.size(); ++i) store(c.outputs[i], std::move(res[i]));
       } catch (const SessionEnd&) {
         throw;
       } catch (const Error& e) {

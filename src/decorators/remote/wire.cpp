@@ -228,4 +228,72 @@ OpAttrs Reader::attrs(OpKind kind) {
   return a;
 }
 
+ClientFrame decode_client_frame(std::span<const uint8_t> frame) {
+  const Header h = decode_header(frame);
+  Reader r(frame.subspan(kHeaderBytes));
+  ClientFrame m;
+  m.type = h.type;
+  switch (h.type) {
+    case Type::hello:
+      m.token = r.str("token");
+      break;
+    case Type::batch: {
+      const uint32_t n = r.count("commands", kMaxCommands);
+      for (uint32_t i = 0; i < n; ++i) {
+        const uint8_t c = r.u8("command");
+        switch (Cmd(c)) {
+          case Cmd::upload: {
+            UploadCmd u;
+            u.id = r.u64("upload id");
+            u.meta = r.meta("upload meta");
+            u.offset = r.u64("upload offset");
+            u.bytes = r.bytes("upload values");
+            m.commands.push_back(u);
+            break;
+          }
+          case Cmd::exec: {
+            ExecCmd e;
+            const std::string name = r.str("op name");
+            try {
+              e.kind = op_kind_from_name(name);
+            } catch (const Error&) {
+              EMBER_FAIL("remote frame: unknown op \"", name.substr(0, 64), "\" (not in this server's op table)");
+            }
+            e.attrs = r.attrs(e.kind);
+            e.inputs.resize(r.count("op inputs", kMaxOpArgs));
+            for (auto& id : e.inputs) id = r.u64("input id");
+            e.outputs.resize(r.count("op outputs", kMaxOpArgs));
+            for (auto& id : e.outputs) id = r.u64("output id");
+            m.commands.push_back(std::move(e));
+            break;
+          }
+          case Cmd::free:
+            m.commands.push_back(FreeCmd{r.u64("free id")});
+            break;
+          case Cmd::seed:
+            m.commands.push_back(SeedCmd{r.u64("seed")});
+            break;
+          default:
+            EMBER_FAIL("remote frame: unknown command ", int(c));
+        }
+      }
+      break;
+    }
+    case Type::read:
+      m.ids.push_back(r.u64("read id"));
+      break;
+    case Type::query:
+      m.ids.resize(r.count("query ids"));
+      for (auto& id : m.ids) id = r.u64("query id");
+      break;
+    case Type::sync:
+    case Type::stats:
+      break;
+    default:
+      EMBER_FAIL("remote frame: frame type ", int(h.type), " is not a client frame");
+  }
+  EMBER_CHECK(r.done(), "remote frame: ", r.left(), " bytes after the last field");
+  return m;
+}
+
 }  // namespace ember::remote::wire

@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "ember/core/op.hpp"
@@ -134,6 +135,39 @@ std::vector<uint8_t> frame(Type type, Fill&& fill) {
 // Starts a frame in `out` (cleared) and returns the header's size; finish_frame sets its length.
 void begin_frame(std::vector<uint8_t>& out, Type type);
 void finish_frame(std::vector<uint8_t>& out);
+
+// A client frame, decoded and checked (the server runs only what this returns). The spans of
+// upload chunks point into the frame, which must outlive the result.
+struct UploadCmd {
+  uint64_t id = 0;
+  TensorMeta meta;
+  uint64_t offset = 0;
+  std::span<const std::byte> bytes;
+};
+struct ExecCmd {
+  OpKind kind{};
+  OpAttrs attrs;
+  std::vector<uint64_t> inputs, outputs;  // input id 0: an absent optional input
+};
+struct FreeCmd {
+  uint64_t id = 0;
+};
+struct SeedCmd {
+  uint64_t seed = 0;
+};
+using Command = std::variant<UploadCmd, ExecCmd, FreeCmd, SeedCmd>;
+struct ClientFrame {
+  Type type{};
+  std::string token;              // hello
+  std::vector<Command> commands;  // batch
+  std::vector<uint64_t> ids;      // read (one), query
+};
+inline constexpr uint32_t kMaxCommands = 1u << 20;  // commands in one batch
+inline constexpr uint32_t kMaxOpArgs = 256;        // inputs or outputs of one op
+// Throws an Error naming what is wrong: the header (magic, version, length), a truncated or
+// trailing field, an unknown frame type, command or op name, a count past its limit, a bad
+// dtype, enum or flag, a shape whose size overflows. Nothing is executed or allocated by size.
+ClientFrame decode_client_frame(std::span<const uint8_t> frame);
 
 // The bytes a tensor of `m` holds, or an Error when its element count or size overflows.
 int64_t tensor_bytes(const TensorMeta& m, const char* what);
