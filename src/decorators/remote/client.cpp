@@ -3,6 +3,7 @@
 // grows past Options::batch_bytes or when a call has to wait (read, sync, memory_stats, a
 // data-dependent op's output shapes). Every wait has the session's timeout.
 #include <boost/asio/connect.hpp>
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
@@ -66,6 +67,8 @@ class Connection {
     wait([&](auto done) { ws_.async_handshake(u.host + ":" + u.port, u.path, [done](beast::error_code e) { done(e, 0); }); },
          "the WebSocket handshake");
     ws_.binary(true);
+    ws_.auto_fragment(false);  // a frame is one WebSocket message of one piece
+    ws_.write_buffer_bytes(size_t(256) << 10);  // the masking buffer: fewer, larger socket writes
     ws_.read_message_max(size_t(256) << 20);
     send(wire::frame(Type::hello, [&](wire::Writer& w) { w.str(opt_.token); }));
     const std::vector<uint8_t> reply = receive();
@@ -181,10 +184,10 @@ class Connection {
          "sending");
   }
   std::vector<uint8_t> receive() {
-    beast::flat_buffer buf;
+    std::vector<uint8_t> f;
+    auto buf = net::dynamic_buffer(f);  // the message lands in f: no copy
     wait([&](auto done) { ws_.async_read(buf, [done](beast::error_code e, size_t n) { done(e, n); }); }, "waiting for a reply");
-    const auto* p = static_cast<const uint8_t*>(buf.data().data());
-    return std::vector<uint8_t>(p, p + buf.size());
+    return f;
   }
 
   std::string url_;

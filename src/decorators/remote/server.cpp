@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
@@ -118,8 +119,10 @@ struct Server::Impl {
     std::string end = "closed by the client";
     try {
       ws.read_message_max(opt.max_frame + wire::kHeaderBytes);
+      ws.next_layer().set_option(tcp::no_delay(true));  // replies are small and waited for
       ws.accept();
       ws.binary(true);
+      ws.auto_fragment(false);  // a frame is one WebSocket message of one piece
       if (open.fetch_add(1) >= opt.max_sessions) {
         s.counted = true;
         throw SessionEnd("remote: the server is full (" + std::to_string(opt.max_sessions) + " sessions); try later");
@@ -199,11 +202,11 @@ struct Server::Impl {
     }
 
     std::vector<uint8_t> read_frame() {
-      beast::flat_buffer buf;
+      std::vector<uint8_t> f;
+      auto buf = net::dynamic_buffer(f);  // the message lands in f: no copy
       ws.read(buf);
-      bytes_in += buf.size();
-      const auto* p = static_cast<const uint8_t*>(buf.data().data());
-      return std::vector<uint8_t>(p, p + buf.size());
+      bytes_in += f.size();
+      return f;
     }
 
     // The next frame, decoded; a malformed one ends the session. Upload chunks point into
