@@ -6,7 +6,11 @@
 // exceeded limit ends the session with an error frame. Ending a session drops its tensors.
 #include <sys/socket.h>
 
+#include <array>
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <optional>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -50,11 +54,18 @@ struct SessionEnd : Error {
   using Error::Error;
 };
 
+// A tensor whose chunks are arriving, in a 64-byte aligned block (uninitialised until they
+// have) that the backend then wraps in place where it can use host memory (the CPU).
 struct Upload {
   TensorMeta meta;
-  std::vector<std::byte> bytes;
-  size_t filled = 0;
+  std::shared_ptr<std::byte> bytes;
+  size_t size = 0, filled = 0;
 };
+std::shared_ptr<std::byte> staging(size_t n) {
+  void* p = std::aligned_alloc(64, (n + 63) / 64 * 64);
+  if (!p) throw std::bad_alloc();
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+}
 
 }  // namespace
 
@@ -161,6 +172,7 @@ struct Server::Impl {
     void send(const std::vector<uint8_t>& f) {
       bytes_out += f.size();
       ws.write(net::buffer(f));
+      replied = true;
     }
     void send_error(const std::string& msg) {
       try {
@@ -212,8 +224,22 @@ struct Server::Impl {
     // The next frame, decoded; a malformed one ends the session. Upload chunks point into
     // `current`, which holds the frame until the next one.
     std::vector<uint8_t> current;
+    bool replied = false;  // the last frame was answered: the client's next one comes soon
     wire::ClientFrame next() {
-      current = read_frame();
+      if (replied) {
+        // A client that waited for a reply sends its next frame within microseconds: poll for
+        // it briefly instead of sleeping in the read (a wake-up costs tens of microseconds on
+        // a virtual machine). A frame Beast has already buffered just ends the poll's time.
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(60);
+        beast::error_code ec;
+        while (ws.next_layer().available(ec) == 0 && !ec && std::chrono::steady_clock::now() < until) {
+        }
+        replied = false;
+      }
+      current.clear();  // keeps its capacity: no new pages per frame
+      auto buf = net::dynamic_buffer(current);
+      ws.read(buf);
+      bytes_in += current.size();
       try {
         return wire::decode_client_frame(current);
       } catch (const Error& e) {
@@ -320,7 +346,7 @@ struct Server::Impl {
       }
       auto u = uploads.find(id);
       if (u != uploads.end()) {
-        add_held(-int64_t(u->second.bytes.size()));
+        add_held(-int64_t(u->second.size));
         uploads.erase(u);
       }
     }
@@ -334,20 +360,32 @@ struct Server::Impl {
           skipping = true;
           return;
         }
+        if (c.bytes.size() == size_t(total)) {  // the whole tensor in one chunk: no staging
+          try {
+            store(c.id, srv.opt.device.backend().write_bytes(c.meta, c.bytes));
+          } catch (const SessionEnd&) {
+            throw;
+          } catch (const Error& e) {
+            pending = std::string("remote: upload: ") + e.what();
+            skipping = true;
+          }
+          return;
+        }
         add_held(total);  // the staging buffer counts against the quota before it is allocated
-        it = uploads.emplace(c.id, Upload{c.meta, std::vector<std::byte>(size_t(total)), 0}).first;
+        it = uploads.emplace(c.id, Upload{c.meta, staging(size_t(total)), size_t(total), 0}).first;
       }
       if (it == uploads.end() || !(it->second.meta == c.meta) || it->second.filled != c.offset ||
           c.bytes.size() > size_t(total) - c.offset)
         throw SessionEnd("remote frame: upload chunk of tensor " + std::to_string(c.id) + " out of order or out of bounds");
-      std::memcpy(it->second.bytes.data() + c.offset, c.bytes.data(), c.bytes.size());
+      std::memcpy(it->second.bytes.get() + c.offset, c.bytes.data(), c.bytes.size());
       it->second.filled += c.bytes.size();
       if (it->second.filled < size_t(total)) return;
       Upload u = std::move(it->second);
       uploads.erase(it);
       add_held(-total);
       try {
-        store(c.id, srv.opt.device.backend().write_bytes(u.meta, u.bytes));
+        const std::span<const std::byte> values(u.bytes.get(), u.size);
+        store(c.id, srv.opt.device.backend().wrap_bytes(u.meta, values, u.bytes));
       } catch (const SessionEnd&) {
         throw;
       } catch (const Error& e) {
@@ -378,27 +416,43 @@ struct Server::Impl {
       }
     }
 
+    // A tensor's values as data frames of 1 MiB, each sent as its header and fields followed
+    // by the values in place (host memory the backend exposes, else a read's copy).
     void download(uint64_t id) {
       PrimitivePtr p;
       TensorData d;
+      std::optional<MemoryView> view;
+      std::span<const std::byte> bytes;
       try {
         p = get(id);
-        d = srv.opt.device.backend().read(p);
+        view = srv.opt.device.backend().memory_view(p);
+        if (view && view->cuda_device < 0) {
+          bytes = {static_cast<const std::byte*>(view->data), size_t(wire::tensor_bytes(p->meta(), "tensor"))};
+        } else {
+          d = srv.opt.device.backend().read(p);
+          bytes = d.bytes();
+        }
       } catch (const Error& e) {
         send_error(e.what());
         return;
       }
-      const auto bytes = d.bytes();
       size_t off = 0;
+      std::vector<uint8_t> head;
       do {
         const size_t n = std::min(kChunk, bytes.size() - off);
-        send(wire::frame(Type::data, [&](wire::Writer& w) {
-          w.u64(id);
-          w.meta(p->meta());
-          w.u64(off);
-          w.u64(bytes.size());
-          w.bytes(bytes.subspan(off, n));
-        }));
+        wire::begin_frame(head, Type::data);
+        wire::Writer w(head);
+        w.u64(id);
+        w.meta(p->meta());
+        w.u64(off);
+        w.u64(bytes.size());
+        w.u64(n);
+        const uint32_t len = uint32_t(head.size() - wire::kHeaderBytes + n);
+        std::memcpy(head.data() + 8, &len, 4);
+        const std::array<net::const_buffer, 2> parts{net::buffer(head), net::buffer(bytes.data() + off, n)};
+        bytes_out += head.size() + n;
+        ws.write(parts);
+        replied = true;
         off += n;
       } while (off < bytes.size());
     }
