@@ -64,7 +64,7 @@ fi
 # Among them ember_docs_tests: every code example of the headers and docs compiles, and those
 # marked to run run (tests/docs, docs/testing.md "Code examples compile"; under a minute).
 # ember_remote_tests records its loopback figures there; remote.json is written after conformance
-export EMBER_REMOTE_REPORT=$PWD/build/reports/remote-measured.json
+export EMBER_REMOTE_REPORT=$PWD/build/reports/remote-measured.json EMBER_REMOTE_SOAK_S=60
 rm -f "$EMBER_REMOTE_REPORT"
 for t in build/tests/*/ember_*_tests build/tests/*/*/ember_*_tests; do
   [ -x "$t" ] || continue

@@ -12,6 +12,7 @@
 #include <boost/beast/websocket.hpp>
 #include <chrono>
 #include <fstream>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 #include <thread>
@@ -385,6 +386,40 @@ TEST_F(Fixture, ClientGoneMidUploadFreesItsMemory) {
   for (int i = 0; i < 200 && server->memory_held() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(server->memory_held(), 0);
   expect_serving();
+}
+
+// The soak: EMBER_REMOTE_SOAK_S seconds (test.sh: 60) of 4 clients that connect, upload,
+// compute, read and check against the local CPU, drop tensors and disconnect, over and over.
+// Nothing may fail, and the server must end holding no memory and no session.
+TEST_F(Fixture, SoakLeavesNothingBehind) {
+  const char* env = std::getenv("EMBER_REMOTE_SOAK_S");
+  if (!env) GTEST_SKIP() << "EMBER_REMOTE_SOAK_S not set";
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(std::atoi(env));
+  std::atomic<int64_t> checks{0}, bad{0};
+  std::vector<std::thread> ts;
+  for (int c = 0; c < 4; ++c)
+    ts.emplace_back([&, c] {
+      std::mt19937 rng{uint32_t(c)};
+      while (std::chrono::steady_clock::now() < until) {
+        Device d = connect();
+        for (int round = 0; round < 50; ++round) {
+          const int64_t n = 1 + int64_t(rng() % 5000);
+          std::vector<float> v(static_cast<size_t>(n));
+          for (auto& x : v) x = float(int(rng() % 200) - 100) * 0.25f;
+          auto local = DynTensor::from_vector<float>(v, {n});
+          auto f = [](const DynTensor& x) { return (relu(x) * 3.0 - x).sum(); };
+          if (f(local.to(d)).item<double>() != f(local).item<double>()) ++bad;
+          ++checks;
+        }
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(bad.load(), 0) << "of " << checks.load();
+  EXPECT_GT(checks.load(), 0);
+  for (int i = 0; i < 200 && (server->sessions() > 0 || server->memory_held() > 0); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(server->sessions(), 0);
+  EXPECT_EQ(server->memory_held(), 0);
 }
 
 // Loopback figures for build/reports/remote.json (EMBER_REMOTE_REPORT names the file; test.sh
