@@ -1,6 +1,7 @@
 // ember-server: serves a local device to ember clients (remote::connect) over WebSocket.
 //   ember-server --listen 127.0.0.1:7878 --device cuda:0 [--fusion] --token-file FILE
-//                [--max-sessions N] [--max-memory BYTES] [--max-frame BYTES]
+//                [--tls-cert CERT.pem --tls-key KEY.pem] [--max-sessions N] [--max-memory BYTES]
+//                [--max-frame BYTES]
 // One log line per session on standard error; SIGTERM or SIGINT stops it cleanly (each session
 // finishes the frame it is running). docs/remote.md covers deployment.
 #include <pthread.h>
@@ -21,7 +22,8 @@ namespace {
 
 const char* kUsage =
     "usage: ember-server --listen HOST:PORT --token-file FILE [--device cpu|cuda:N] [--fusion]\n"
-    "                    [--max-sessions N] [--max-memory BYTES] [--max-frame BYTES]\n";
+    "                    [--tls-cert CERT.pem --tls-key KEY.pem] [--max-sessions N] [--max-memory BYTES]\n"
+    "                    [--max-frame BYTES]\n";
 
 int64_t number(const std::string& flag, const std::string& v) {
   char* end = nullptr;
@@ -75,8 +77,8 @@ int main(int argc, char** argv) {
       else if (a == "--max-sessions") o.max_sessions = int(number(a, value()));
       else if (a == "--max-memory") o.max_memory = number(a, value());
       else if (a == "--max-frame") o.max_frame = size_t(number(a, value()));
-      else if (a == "--tls-cert" || a == "--tls-key")
-        EMBER_FAIL("ember-server: ", a, ": TLS is not supported by this build yet; put the server behind a TLS proxy or an SSH tunnel (docs/remote.md)");
+      else if (a == "--tls-cert") o.tls_cert = value();
+      else if (a == "--tls-key") o.tls_key = value();
       else if (a == "--help" || a == "-h") {
         std::cout << kUsage;
         return 0;

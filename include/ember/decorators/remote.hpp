@@ -44,6 +44,8 @@ struct ServerOptions {
   int max_sessions = 64;           // sessions at once; one more is refused with an error
   int64_t max_memory = 0;          // bytes of tensors one session may hold (0: no limit)
   size_t max_frame = size_t(64) << 20;  // the largest frame a client may send
+  // TLS (wss://): the certificate chain and the private key, PEM files; both or neither
+  std::string tls_cert{}, tls_key{};
   // one line per session (start and end) and per server event; the token never appears.
   // Default: standard error.
   std::function<void(const std::string&)> log{};

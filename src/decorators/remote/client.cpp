@@ -6,8 +6,12 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "ember/core/error.hpp"
@@ -28,15 +32,14 @@ constexpr std::chrono::microseconds kSpin{60};  // a wait polls this long before
 
 struct Url {
   std::string host, port, path;
+  bool tls = false;
 };
 Url parse_url(const std::string& url) {
   const std::string ws = "ws://", wss = "wss://";
-  if (url.rfind(wss, 0) == 0)
-    EMBER_NOT_IMPLEMENTED("remote::connect(\"", url, "\"): wss:// (TLS) is not supported by this build yet; ",
-                          "use ws:// on a trusted network or through an SSH tunnel (docs/remote.md)");
-  EMBER_CHECK(url.rfind(ws, 0) == 0, "remote::connect(\"", url, "\"): the URL must start with ws://");
-  std::string rest = url.substr(ws.size());
   Url u;
+  u.tls = url.rfind(wss, 0) == 0;
+  EMBER_CHECK(u.tls || url.rfind(ws, 0) == 0, "remote::connect(\"", url, "\"): the URL must start with ws:// or wss://");
+  std::string rest = url.substr(u.tls ? wss.size() : ws.size());
   const size_t slash = rest.find('/');
   u.path = slash == std::string::npos ? "/" : rest.substr(slash);
   rest = rest.substr(0, slash);
@@ -53,8 +56,20 @@ Url parse_url(const std::string& url) {
 // through their own lock (a destructor may run while mu is held) and join the next batch.
 class Connection {
  public:
-  Connection(const std::string& url, const Options& o) : url_(url), opt_(o), ws_(ioc_) {
+  Connection(const std::string& url, const Options& o) : url_(url), opt_(o) {
     const Url u = parse_url(url);
+    if (u.tls) {
+      // the server's certificate must chain to a CA this machine trusts (OpenSSL's default
+      // paths, or the file SSL_CERT_FILE names) and name the host
+      tls_ctx_.set_default_verify_paths();
+      tls_ctx_.set_verify_mode(net::ssl::verify_peer);
+      tls_.emplace(ioc_, tls_ctx_);
+      tls_->next_layer().set_verify_callback(net::ssl::host_name_verification(u.host));
+      EMBER_CHECK(SSL_set_tlsext_host_name(tls_->next_layer().native_handle(), u.host.c_str()), "remote::connect(\"",
+                  url, "\"): TLS: can't set the server name");
+    } else {
+      plain_.emplace(ioc_);
+    }
     tcp::resolver resolver(ioc_);
     tcp::resolver::results_type hosts;
     wait([&](auto done) { resolver.async_resolve(u.host, u.port, [done, &hosts](beast::error_code e, tcp::resolver::results_type r) {
@@ -62,15 +77,20 @@ class Connection {
                             done(e, 0);
                           }); },
          "resolving the host");
-    wait([&](auto done) { net::async_connect(beast::get_lowest_layer(ws_), hosts, [done](beast::error_code e, const tcp::endpoint&) { done(e, 0); }); },
+    wait([&](auto done) { net::async_connect(socket(), hosts, [done](beast::error_code e, const tcp::endpoint&) { done(e, 0); }); },
          "connecting");
-    beast::get_lowest_layer(ws_).set_option(tcp::no_delay(true));
-    wait([&](auto done) { ws_.async_handshake(u.host + ":" + u.port, u.path, [done](beast::error_code e) { done(e, 0); }); },
-         "the WebSocket handshake");
-    ws_.binary(true);
-    ws_.auto_fragment(false);  // a frame is one WebSocket message of one piece
-    ws_.write_buffer_bytes(size_t(256) << 10);  // the masking buffer: fewer, larger socket writes
-    ws_.read_message_max(size_t(256) << 20);
+    socket().set_option(tcp::no_delay(true));
+    if (tls_)
+      wait([&](auto done) { tls_->next_layer().async_handshake(net::ssl::stream_base::client, [done](beast::error_code e) { done(e, 0); }); },
+           "the TLS handshake");
+    with_ws([&](auto& ws) {
+      wait([&](auto done) { ws.async_handshake(u.host + ":" + u.port, u.path, [done](beast::error_code e) { done(e, 0); }); },
+           "the WebSocket handshake");
+      ws.binary(true);
+      ws.auto_fragment(false);  // a frame is one WebSocket message of one piece
+      ws.write_buffer_bytes(size_t(256) << 10);  // the masking buffer: fewer, larger socket writes
+      ws.read_message_max(size_t(256) << 20);
+    });
     send(wire::frame(Type::hello, [&](wire::Writer& w) { w.str(opt_.token); }));
     const std::vector<uint8_t>& reply = receive();
     const wire::Header h = wire::decode_header(reply);
@@ -83,7 +103,7 @@ class Connection {
   }
   ~Connection() {
     beast::error_code ec;
-    beast::get_lowest_layer(ws_).close(ec);
+    socket().close(ec);
   }
 
   const std::string& server_name() const { return server_name_; }
@@ -175,7 +195,7 @@ class Connection {
     if (!finished) ioc_.run_for(opt_.timeout);
     if (!finished) {
       beast::error_code ignored;
-      beast::get_lowest_layer(ws_).close(ignored);
+      socket().close(ignored);
       ioc_.restart();
       ioc_.run();  // lets the cancelled operation finish
       std::ostringstream os;
@@ -189,21 +209,35 @@ class Connection {
       EMBER_FAIL("remote (", url_, "): ", broken_);
     }
   }
+  // The WebSocket, plain (ws://) or over TLS (wss://), to `f`.
+  template <class F>
+  void with_ws(F&& f) {
+    if (tls_) f(*tls_);
+    else f(*plain_);
+  }
+  tcp::socket& socket() { return tls_ ? beast::get_lowest_layer(*tls_) : beast::get_lowest_layer(*plain_); }
   void send(const std::vector<uint8_t>& f) {
-    wait([&](auto done) { ws_.async_write(net::buffer(f), [done](beast::error_code e, size_t n) { done(e, n); }); },
-         "sending");
+    with_ws([&](auto& ws) {
+      wait([&](auto done) { ws.async_write(net::buffer(f), [done](beast::error_code e, size_t n) { done(e, n); }); },
+           "sending");
+    });
   }
   const std::vector<uint8_t>& receive() {
     in_.clear();  // keeps its capacity: no new pages per message
     auto buf = net::dynamic_buffer(in_);
-    wait([&](auto done) { ws_.async_read(buf, [done](beast::error_code e, size_t n) { done(e, n); }); }, "waiting for a reply");
+    with_ws([&](auto& ws) {
+      wait([&](auto done) { ws.async_read(buf, [done](beast::error_code e, size_t n) { done(e, n); }); },
+           "waiting for a reply");
+    });
     return in_;
   }
 
   std::string url_;
   Options opt_;
   net::io_context ioc_;
-  websocket::stream<tcp::socket> ws_;
+  net::ssl::context tls_ctx_{net::ssl::context::tls_client};
+  std::optional<websocket::stream<tcp::socket>> plain_;
+  std::optional<websocket::stream<beast::ssl_stream<tcp::socket>>> tls_;
   std::string server_name_, broken_;
   uint64_t max_frame_ = 0;
   std::vector<uint8_t> batch_, in_;

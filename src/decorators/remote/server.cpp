@@ -11,10 +11,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <optional>
+#include <type_traits>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <iostream>
 #include <list>
 #include <mutex>
@@ -116,6 +120,8 @@ struct Server::Impl {
     }
   }
 
+  std::optional<net::ssl::context> tls;  // set when the server speaks wss://
+
   // One session, start to end.
   void serve(tcp::socket sock) {
     const uint64_t sid = next_session++;
@@ -124,13 +130,30 @@ struct Server::Impl {
       beast::error_code ec;
       auto ep = sock.remote_endpoint(ec);
       if (!ec) peer = ep.address().to_string() + ":" + std::to_string(ep.port());
+      sock.set_option(tcp::no_delay(true), ec);  // replies are small and waited for
     }
-    websocket::stream<tcp::socket> ws(std::move(sock));
-    Session s(*this, ws, sid);
+    if (tls) {
+      websocket::stream<beast::ssl_stream<tcp::socket>> ws(std::move(sock), *tls);
+      serve_on(ws, sid, peer);
+    } else {
+      websocket::stream<tcp::socket> ws(std::move(sock));
+      serve_on(ws, sid, peer);
+    }
+  }
+  template <class WS>
+  void serve_on(WS& ws, uint64_t sid, const std::string& peer) {
+    Session<WS> s(*this, ws, sid);
     std::string end = "closed by the client";
     try {
       ws.read_message_max(opt.max_frame + wire::kHeaderBytes);
-      ws.next_layer().set_option(tcp::no_delay(true));  // replies are small and waited for
+      if constexpr (!std::is_same_v<WS, websocket::stream<tcp::socket>>) {
+        beast::error_code ec;
+        ws.next_layer().handshake(net::ssl::stream_base::server, ec);
+        if (ec) {
+          end = "TLS handshake failed: " + ec.message();
+          throw SessionEnd(end);
+        }
+      }
       ws.accept();
       ws.binary(true);
       ws.auto_fragment(false);  // a frame is one WebSocket message of one piece
@@ -157,10 +180,11 @@ struct Server::Impl {
     log(os.str());
   }
 
+  template <class WS>
   struct Session {
-    Session(Impl& server, websocket::stream<tcp::socket>& stream, uint64_t id) : srv(server), ws(stream), sid(id) {}
+    Session(Impl& server, WS& stream, uint64_t id) : srv(server), ws(stream), sid(id) {}
     Impl& srv;
-    websocket::stream<tcp::socket>& ws;
+    WS& ws;
     uint64_t sid;
     bool counted = false, authenticated = false;
     std::unordered_map<uint64_t, PrimitivePtr> tensors;
@@ -232,7 +256,7 @@ struct Server::Impl {
         // a virtual machine). A frame Beast has already buffered just ends the poll's time.
         const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(60);
         beast::error_code ec;
-        while (ws.next_layer().available(ec) == 0 && !ec && std::chrono::steady_clock::now() < until) {
+        while (beast::get_lowest_layer(ws).available(ec) == 0 && !ec && std::chrono::steady_clock::now() < until) {
         }
         replied = false;
       }
@@ -465,6 +489,16 @@ Server::~Server() { stop(); }
 void Server::start() {
   Impl& s = *impl_;
   beast::error_code ec;
+  EMBER_CHECK(s.opt.tls_cert.empty() == s.opt.tls_key.empty(), "ember-server: --tls-cert and --tls-key go together");
+  if (!s.opt.tls_cert.empty()) {
+    s.tls.emplace(net::ssl::context::tls_server);
+    s.tls->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                       net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1);
+    s.tls->use_certificate_chain_file(s.opt.tls_cert, ec);
+    EMBER_CHECK(!ec, "ember-server: --tls-cert ", s.opt.tls_cert, ": ", ec.message());
+    s.tls->use_private_key_file(s.opt.tls_key, net::ssl::context::pem, ec);
+    EMBER_CHECK(!ec, "ember-server: --tls-key ", s.opt.tls_key, ": ", ec.message());
+  }
   const auto addr = net::ip::make_address(s.opt.host, ec);
   EMBER_CHECK(!ec, "ember-server: --listen: \"", s.opt.host, "\" is not an IP address");
   const tcp::endpoint ep(addr, s.opt.port);
@@ -473,7 +507,8 @@ void Server::start() {
   if (!ec) s.acceptor.bind(ep, ec);
   if (!ec) s.acceptor.listen(net::socket_base::max_listen_connections, ec);
   EMBER_CHECK(!ec, "ember-server: can't listen on ", s.opt.host, ":", s.opt.port, ": ", ec.message());
-  s.log("listening on " + s.opt.host + ":" + std::to_string(port()) + ", serving " + s.opt.device.name());
+  s.log(std::string("listening on ") + (s.tls ? "wss://" : "ws://") + s.opt.host + ":" + std::to_string(port()) +
+        ", serving " + s.opt.device.name());
   s.accept_thread = std::thread([&s] { s.accept_loop(); });
 }
 
