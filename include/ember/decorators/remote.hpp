@@ -51,9 +51,10 @@ struct ServerOptions {
   std::function<void(const std::string&)> log{};
 };
 
+// A server of ServerOptions::device: start() listens, stop() (or the destructor) ends it.
 class Server {
  public:
-  explicit Server(ServerOptions options);
+  explicit Server(ServerOptions options);  // configures; nothing listens before start()
   ~Server();  // stop()
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
