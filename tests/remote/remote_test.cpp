@@ -307,6 +307,15 @@ TEST_F(Fixture, BadInputGetsClearErrorsAndTheServerKeepsServing) {
     r.upload(1, {Shape{1 << 19}, DType::f32}, size_t(1) << 21);
     expect_has(r.refusal(), "memory quota exceeded");
   }
+  {  // another protocol version: refused, naming both
+    Raw r(port);
+    auto f = remote::wire::frame(Type::hello, [](remote::wire::Writer& w) { w.str("s3cret-token"); });
+    f[4] = 2;  // the version field
+    r.send(f);
+    const std::string msg = r.refusal();
+    EXPECT_NE(msg.find("protocol version 2"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("version 1"), std::string::npos) << msg;
+  }
   EXPECT_EQ(cases, 11);
   expect_serving();
   // the token never reaches the log
@@ -360,6 +369,19 @@ TEST_F(Fixture, FashionCnnTrainsOverRemoteAsLocally) {
   const auto local = train_losses(Device::cpu(), 3), remote = train_losses(connect(), 3);
   EXPECT_EQ(remote, local);
   EXPECT_LT(local.back(), local.front());
+}
+
+// A client that stops in the middle of a frame holds only its own session: others go on.
+TEST_F(Fixture, StalledClientDoesNotStallOthers) {
+  Raw stuck(server->port());
+  stuck.hello("s3cret-token");
+  // half a WebSocket message: the masked header's first bytes, then nothing
+  const uint8_t partial[] = {0x82, 0x80 | 20, 1, 2};
+  net::write(stuck.ws.next_layer(), net::buffer(partial));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3; ++i) expect_serving();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_GE(server->sessions(), 1);  // the stuck one is still open
 }
 
 TEST_F(Fixture, DroppedTensorsReturnTheirMemory) {
