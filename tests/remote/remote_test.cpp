@@ -12,6 +12,7 @@
 #include <boost/beast/websocket.hpp>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
@@ -589,20 +590,35 @@ TEST(Remote, KilledServerProcessRaisesAndReconnectWorks) {
     }
     return pid;
   };
-  const int port = 20000 + int(getpid() % 20000);
-  pid_t pid = start(port);
-  const std::string url = "ws://127.0.0.1:" + std::to_string(port);
+  // A port below Linux's ephemeral range (32768 up), so that no client socket of this machine
+  // holds it; another one when a server can't bind it (the child then exits).
+  int port = 0;
+  pid_t pid = -1;
+  std::string url;
   auto connect_retry = [&] {
     for (int i = 0;; ++i) {
       try {
         return remote::connect(url, {.token = "tok", .timeout = std::chrono::milliseconds(2000)});
       } catch (const Error&) {
-        if (i > 100) throw;
+        if (i > 100 || waitpid(pid, nullptr, WNOHANG) == pid) throw;  // gave up, or the server exited
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
     }
   };
-  Device d = connect_retry();
+  std::optional<Device> first;
+  for (int attempt = 0; attempt < 20 && !first; ++attempt) {
+    port = 20000 + int((getpid() * 7 + attempt * 977) % 12000);
+    url = "ws://127.0.0.1:" + std::to_string(port);
+    pid = start(port);
+    try {
+      first = connect_retry();
+    } catch (const Error&) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+  ASSERT_TRUE(first) << "no port to start ember-server on";
+  Device d = *first;
   auto x = DynTensor::ones({1000}, DType::f32, d);
   for (int i = 0; i < 100; ++i) x = x * 1.0001;  // queued, not yet sent
   kill(pid, SIGKILL);
