@@ -1438,4 +1438,22 @@ MUTANTS = [
         "description": "a freed tensor still counts against its session's memory (and the server's)",
         "suites": [unit("tests/remote/ember_remote_tests", "*Memory*")],
     },
+    {
+        "id": "remote-chunk-offset-unchecked",
+        "family": "remote",
+        "file": "src/decorators/remote/server.cpp",
+        "search": "      if (c.total != u.size || c.offset != u.filled)",
+        "replace": "      if (c.total != u.size)",
+        "description": "a chunk frame lands at its own offset, not where the upload has reached",
+        "suites": [unit("tests/remote/ember_remote_tests", "*Chunk*")],
+    },
+    {
+        "id": "remote-read-skips-chunk-offset",
+        "family": "remote",
+        "file": "src/decorators/remote/client.cpp",
+        "search": "      c_->receive_values(bytes.data() + off, size_t(h.n));",
+        "replace": "      c_->receive_values(bytes.data(), size_t(h.n));",
+        "description": "a read writes every data frame's values at the start of the tensor",
+        "suites": [unit("tests/remote/ember_remote_tests", "*Chunked*")],
+    },
 ]

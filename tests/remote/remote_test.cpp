@@ -91,7 +91,7 @@ TEST_F(Fixture, OpsMatchLocalBitForBit) {
 
 TEST_F(Fixture, LargeUploadAndDownloadAreChunked) {
   Device d = connect();
-  std::vector<float> v(3 * (1 << 20) + 7);  // 12 MB: several 1 MiB chunks each way
+  std::vector<float> v(3 * (1 << 20) + 7);  // 12 MB: chunk frames of 4 MiB each way, and a tail
   for (size_t i = 0; i < v.size(); ++i) v[i] = float(i % 1000) * 0.5f;
   auto x = DynTensor::from_vector<float>(v, {int64_t(v.size())}, d);
   EXPECT_EQ(x.to_vector<float>(), v);
@@ -209,6 +209,90 @@ struct Raw {
   }
 };
 
+// Chunk frames (an upload begun in a batch, its values streamed into place) are checked like
+// every other frame: a chunk of no upload, out of order, or past the tensor ends the session;
+// the chunks of an upload whose start failed are read and dropped, and its error reported.
+TEST_F(Fixture, ChunkFramesAreChecked) {
+  const uint16_t port = server->port();
+  auto begin = [](Raw& r, uint64_t id, int64_t n) {
+    r.batch([&](remote::wire::Writer& w) {
+      w.u8(uint8_t(remote::wire::Cmd::upload));
+      w.u64(id);
+      w.meta({Shape{n}, DType::f32});
+      w.u64(0);
+      w.bytes({});
+    });
+  };
+  auto chunk = [](Raw& r, uint64_t id, uint64_t off, uint64_t total, const std::vector<float>& v) {
+    const auto head = remote::wire::stream_head(Type::chunk, id, off, total, v.size() * 4);
+    std::vector<uint8_t> f(head.begin(), head.end());
+    const auto* b = reinterpret_cast<const uint8_t*>(v.data());
+    f.insert(f.end(), b, b + v.size() * 4);
+    r.send(f);
+  };
+  {  // in order: the tensor holds the chunks' values
+    Raw r(port);
+    r.hello("s3cret-token");
+    begin(r, 1, 4);
+    chunk(r, 1, 0, 16, {1, 2});
+    chunk(r, 1, 8, 16, {3, 4});
+    r.send(remote::wire::frame(Type::read, [](remote::wire::Writer& w) { w.u64(1); }));
+    std::vector<uint8_t> f;
+    ASSERT_TRUE(r.read(f));
+    const auto h = remote::wire::decode_stream_head(f, Type::data);
+    ASSERT_EQ(h.n, 16u);
+    std::vector<float> got(4);
+    std::memcpy(got.data(), f.data() + remote::wire::kStreamPrefix, 16);
+    EXPECT_EQ(got, (std::vector<float>{1, 2, 3, 4}));
+  }
+  {  // a chunk of an upload that never began
+    Raw r(port);
+    r.hello("s3cret-token");
+    chunk(r, 7, 0, 8, {1, 2});
+    const std::string msg = r.refusal();
+    EXPECT_NE(msg.find("whose upload never began"), std::string::npos) << msg;
+  }
+  {  // out of order
+    Raw r(port);
+    r.hello("s3cret-token");
+    begin(r, 1, 4);
+    chunk(r, 1, 8, 16, {3, 4});
+    const std::string msg = r.refusal();
+    EXPECT_NE(msg.find("out of order"), std::string::npos) << msg;
+  }
+  {  // past the tensor's end
+    Raw r(port);
+    r.hello("s3cret-token");
+    begin(r, 1, 4);
+    chunk(r, 1, 8, 16, {3, 4, 5});
+    const std::string msg = r.refusal();
+    EXPECT_NE(msg.find("outside the tensor"), std::string::npos) << msg;
+  }
+  {  // a frame shorter than its header says
+    Raw r(port);
+    r.hello("s3cret-token");
+    begin(r, 1, 4);
+    const auto head = remote::wire::stream_head(Type::chunk, 1, 0, 16, 16);
+    std::vector<uint8_t> f(head.begin(), head.end());
+    f.resize(f.size() + 8);  // 8 of the 16 bytes
+    r.send(f);
+    const std::string msg = r.refusal();
+    EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+  }
+  {  // an upload whose start failed (its id is in use): its chunks are dropped, its error reported
+    Raw r(port);
+    r.hello("s3cret-token");
+    r.upload(1, {Shape{2}, DType::f32}, 8);
+    begin(r, 1, 4);
+    chunk(r, 1, 0, 16, {1, 2, 3, 4});
+    const std::string msg = r.sync_error();
+    EXPECT_NE(msg.find("already in use"), std::string::npos) << msg;
+    r.send(remote::wire::frame(Type::sync, [](remote::wire::Writer&) {}));
+    EXPECT_EQ(r.next().first, Type::done);
+  }
+  expect_serving();
+}
+
 TEST_F(Fixture, BadInputGetsClearErrorsAndTheServerKeepsServing) {
   const uint16_t port = server->port();
   int cases = 0;
@@ -311,11 +395,12 @@ TEST_F(Fixture, BadInputGetsClearErrorsAndTheServerKeepsServing) {
   {  // another protocol version: refused, naming both
     Raw r(port);
     auto f = remote::wire::frame(Type::hello, [](remote::wire::Writer& w) { w.str("s3cret-token"); });
-    f[4] = 2;  // the version field
+    const uint16_t other = remote::wire::kVersion + 1;
+    std::memcpy(f.data() + 4, &other, 2);  // the version field
     r.send(f);
     const std::string msg = r.refusal();
-    EXPECT_NE(msg.find("protocol version 2"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("version 1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("protocol version " + std::to_string(other)), std::string::npos) << msg;
+    EXPECT_NE(msg.find("version " + std::to_string(remote::wire::kVersion)), std::string::npos) << msg;
   }
   EXPECT_EQ(cases, 11);
   expect_serving();
@@ -470,36 +555,39 @@ TEST_F(Fixture, Measurements) {
     rt.push_back(secs(t0) * 1e6);
   }
   std::nth_element(rt.begin(), rt.begin() + 100, rt.end());
-  // 64 MB up and down, against a bare TCP socket pair moving the same bytes on this machine
-  const size_t n = size_t(16) << 20;
+  // 256 MB up and down, against a bare TCP socket pair moving the same bytes on this machine;
+  // each the best of 3, interleaved (this machine is shared)
+  const size_t n = size_t(64) << 20;
   std::vector<float> v(n, 1.5f);
   const TensorData host = TensorData::from_vector(v, Shape{int64_t(n)});
-  t0 = Clock::now();
-  auto big = DynTensor::from_data(host, d);
-  d.sync();
-  const double up = secs(t0);
-  t0 = Clock::now();
-  const TensorData back = big.into_data();
-  const double down = secs(t0);
-  EXPECT_EQ(back.to_vector<float>(), v);
-  double tcp = 0;
-  {
+  double up = 1e9, down = 1e9, tcp = 1e9;
+  for (int rep = 0; rep < 3; ++rep) {
+    t0 = Clock::now();
+    auto big = DynTensor::from_data(host, d);
+    d.sync();
+    up = std::min(up, secs(t0));
+    t0 = Clock::now();
+    const TensorData back = big.into_data();
+    down = std::min(down, secs(t0));
+    if (rep == 0) {
+      EXPECT_EQ(back.to_vector<float>(), v);
+    }
     net::io_context ioc;
     tcp::acceptor acc(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+    std::vector<char> sink_buf(size_t(4) << 20, 1);
     std::thread sink([&] {
       tcp::socket s(ioc);
       acc.accept(s);
-      std::vector<char> buf(1 << 20);
       size_t got = 0;
       beast::error_code ec;
-      while (got < n * 4 && !ec) got += s.read_some(net::buffer(buf), ec);
+      while (got < n * 4 && !ec) got += s.read_some(net::buffer(sink_buf), ec);
     });
     tcp::socket c(ioc);
     c.connect(acc.local_endpoint());
     t0 = Clock::now();
     net::write(c, net::buffer(v.data(), n * 4));
     sink.join();
-    tcp = secs(t0);
+    tcp = std::min(tcp, secs(t0));
   }
   double local_ms = 0, remote_ms = 0;
   train_losses(Device::cpu(), 3, &local_ms);
@@ -512,6 +600,7 @@ TEST_F(Fixture, Measurements) {
                       {"download_gb_s", gb / down},
                       {"tcp_gb_s", gb / tcp},
                       {"upload_vs_tcp", tcp / up},
+                      {"download_vs_tcp", tcp / down},
                       {"train_step_ms_local", local_ms},
                       {"train_step_ms_remote", remote_ms},
                       {"train_speed_vs_local", local_ms / remote_ms}};

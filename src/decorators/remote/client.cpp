@@ -27,7 +27,8 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using wire::Type;
 
-constexpr size_t kChunk = size_t(1) << 20;  // upload chunk
+constexpr size_t kInline = size_t(1) << 20;   // larger uploads go as chunk frames, in place
+constexpr size_t kChunk = size_t(4) << 20;    // their chunks
 constexpr std::chrono::microseconds kSpin{60};  // a wait polls this long before it sleeps
 
 struct Url {
@@ -148,6 +149,64 @@ class Connection {
     return reply;
   }
 
+  // Sends `f` after the queued batch, without waiting for a reply.
+  void post(const std::vector<uint8_t>& f) {
+    flush();
+    send(f);
+  }
+  // Sends a chunk frame: its prefix, then `values` from the caller's memory (no copy but the
+  // WebSocket's masking).
+  void send_chunk(uint64_t id, uint64_t offset, uint64_t total, std::span<const std::byte> values) {
+    const auto head = wire::stream_head(Type::chunk, id, offset, total, values.size());
+    const std::array<net::const_buffer, 2> parts{net::buffer(head), net::buffer(values.data(), values.size())};
+    with_ws([&](auto& ws) {
+      wait([&](auto done) { ws.async_write(parts, [done](beast::error_code e, size_t n) { done(e, n); }); }, "sending");
+    });
+  }
+  size_t chunk_bytes() const { return std::min(kChunk, size_t(max_frame_) - 64); }
+  // Reads the next reply's first bytes: a data frame's prefix (returned), or an error frame,
+  // read whole and raised.
+  wire::StreamHead receive_data_head() {
+    std::array<uint8_t, wire::kStreamPrefix> first{};
+    size_t got = 0;
+    with_ws([&](auto& ws) {
+      do {
+        got += wait([&](auto done) {
+          ws.async_read_some(net::buffer(first.data() + got, first.size() - got),
+                             [done](beast::error_code e, size_t n) { done(e, n); });
+        }, "waiting for a reply");
+      } while (got < first.size() && !ws.is_message_done());
+    });
+    if (got >= wire::kHeaderBytes && first[6] == uint8_t(Type::error)) {
+      in_.assign(first.begin(), first.begin() + got);
+      with_ws([&](auto& ws) {
+        if (ws.is_message_done()) return;
+        auto buf = net::dynamic_buffer(in_);
+        wait([&](auto done) { ws.async_read(buf, [done](beast::error_code e, size_t n) { done(e, n); }); },
+             "waiting for a reply");
+      });
+      const wire::Header h = wire::decode_header(in_);
+      EMBER_CHECK(h.type == Type::error, "remote: unexpected reply");
+      wire::Reader r = wire::payload(in_);
+      EMBER_FAIL("remote (", url_, "): ", r.str("message"));
+    }
+    EMBER_CHECK(got == first.size(), "remote: read: a reply shorter than a data frame");
+    return wire::decode_stream_head(first, Type::data);
+  }
+  // The values of the data frame whose prefix was just read, into p (n bytes, the whole rest).
+  void receive_values(std::byte* p, size_t n) {
+    size_t got = 0;
+    with_ws([&](auto& ws) {
+      while (got < n) {
+        EMBER_CHECK(!ws.is_message_done(), "remote: read: a data frame shorter than its header says");
+        got += wait([&](auto done) {
+          ws.async_read_some(net::buffer(p + got, n - got), [done](beast::error_code e, size_t k) { done(e, k); });
+        }, "waiting for a reply");
+      }
+      EMBER_CHECK(ws.is_message_done(), "remote: read: a data frame longer than its header says");
+    });
+  }
+
   void free_later(uint64_t id) {
     std::lock_guard<std::mutex> g(free_mu_);
     frees_.push_back(id);
@@ -175,12 +234,14 @@ class Connection {
   // Runs one asynchronous operation to completion within the timeout; a timeout or a failure
   // breaks the connection for good (every later call raises the same Error).
   template <class Start>
-  void wait(Start&& start, const char* what) {
+  size_t wait(Start&& start, const char* what) {
     EMBER_CHECK(broken_.empty(), "remote (", url_, "): ", broken_);
     beast::error_code ec;
     bool finished = false;
-    start([&](beast::error_code e, size_t) {
+    size_t transferred = 0;
+    start([&](beast::error_code e, size_t n) {
       ec = e;
+      transferred = n;
       finished = true;
     });
     ioc_.restart();
@@ -208,6 +269,7 @@ class Connection {
       broken_ = std::string("connection lost (") + what + ": " + ec.message() + "); connect again";
       EMBER_FAIL("remote (", url_, "): ", broken_);
     }
+    return transferred;
   }
   // The WebSocket, plain (ws://) or over TLS (wss://), to `f`.
   template <class F>
@@ -305,22 +367,18 @@ class RemoteBackend final : public Backend {
     const uint64_t id = id_of(p, "read");
     TensorData data(p->shape(), p->dtype());
     auto bytes = data.bytes();
-    const std::vector<uint8_t>* reply = &c_->ask(wire::frame(Type::read, [&](wire::Writer& w) { w.u64(id); }));
-    for (;;) {
-      const wire::Header h = wire::decode_header(*reply);
-      EMBER_CHECK(h.type == Type::data, "remote: read: unexpected reply");
-      wire::Reader r = wire::payload(*reply);
-      EMBER_CHECK(r.u64("id") == id, "remote: read: the reply is for another tensor");
-      const TensorMeta m = r.meta("meta");
-      EMBER_CHECK(m == p->meta(), "remote: read: the server holds ", m.shape, " ", m.dtype, ", the client expects ",
-                  p->shape(), " ", p->dtype());
-      const uint64_t off = r.u64("offset"), total = r.u64("total");
-      const auto chunk = r.bytes("values");
-      EMBER_CHECK(total == bytes.size() && off <= total && chunk.size() <= total - off, "remote: read: bad chunk");
-      std::memcpy(bytes.data() + off, chunk.data(), chunk.size());
-      if (off + chunk.size() == total) break;
-      reply = &c_->receive_reply();
-    }
+    c_->post(wire::frame(Type::read, [&](wire::Writer& w) { w.u64(id); }));
+    uint64_t off = 0;
+    do {
+      const wire::StreamHead h = c_->receive_data_head();
+      EMBER_CHECK(h.id == id, "remote: read: the reply is for another tensor");
+      EMBER_CHECK(h.total == bytes.size(), "remote: read: the server holds ", h.total, " bytes, the client expects ",
+                  bytes.size(), " (", p->shape(), " ", p->dtype(), ")");
+      EMBER_CHECK(h.offset == off, "remote: read: chunk at offset ", h.offset, ", expected ", off);
+      c_->receive_values(bytes.data() + off, size_t(h.n));
+      off += h.n;
+      EMBER_CHECK(h.n > 0 || off == bytes.size(), "remote: read: an empty chunk");
+    } while (off < bytes.size());
     return data;
   }
 
@@ -330,17 +388,19 @@ class RemoteBackend final : public Backend {
   PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) override {
     std::lock_guard<std::mutex> g(c_->mu);
     const uint64_t id = c_->new_id();
-    size_t off = 0;
-    do {
-      const size_t n = std::min(kChunk, bytes.size() - off);
-      wire::Writer w = c_->cmd(wire::Cmd::upload);
-      w.u64(id);
-      w.meta(meta);
-      w.u64(off);
-      w.bytes(bytes.subspan(off, n));
-      off += n;
+    wire::Writer w = c_->cmd(wire::Cmd::upload);
+    w.u64(id);
+    w.meta(meta);
+    w.u64(0);
+    if (bytes.size() <= kInline) {  // in the batch
+      w.bytes(bytes);
       c_->maybe_flush();
-    } while (off < bytes.size());
+    } else {  // begun in the batch, then chunk frames from the caller's memory
+      w.bytes({});
+      c_->flush();
+      for (size_t off = 0, step = c_->chunk_bytes(); off < bytes.size(); off += step)
+        c_->send_chunk(id, off, bytes.size(), bytes.subspan(off, std::min(step, bytes.size() - off)));
+    }
     return std::make_shared<RemotePrimitive>(meta, id, c_);
   }
 

@@ -4,6 +4,7 @@
 // run in order. An op that fails becomes the session's pending error, reported (and cleared) at
 // the next frame that waits, and the rest of its batch is skipped. A malformed frame or an
 // exceeded limit ends the session with an error frame. Ending a session drops its tensors.
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -40,7 +41,7 @@ using wire::Type;
 
 namespace {
 
-constexpr size_t kChunk = size_t(1) << 20;  // download chunk
+constexpr size_t kChunk = size_t(4) << 20;  // download chunk
 
 // Equal strings, in a time that depends on their lengths only.
 bool same_token(const std::string& a, const std::string& b) {
@@ -59,17 +60,65 @@ struct SessionEnd : Error {
 };
 
 // A tensor whose chunks are arriving, in a 64-byte aligned block (uninitialised until they
-// have) that the backend then wraps in place where it can use host memory (the CPU).
+// have: staging()) that the backend then wraps in place where it can use host memory (the CPU).
 struct Upload {
   TensorMeta meta;
   std::shared_ptr<std::byte> bytes;
   size_t size = 0, filled = 0;
 };
-std::shared_ptr<std::byte> staging(size_t n) {
-  void* p = std::aligned_alloc(64, (n + 63) / 64 * 64);
-  if (!p) throw std::bad_alloc();
-  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
-}
+// Staging blocks come from a small cache of freed ones (the CPU backend wraps a block as the
+// tensor, so it returns here when the tensor is dropped): a client that uploads a batch per
+// step reuses the same pages instead of faulting in new ones for every upload. Large blocks
+// ask for transparent huge pages (fewer faults the first time).
+class StagingCache {
+ public:
+  static StagingCache& global() {
+    static StagingCache* c = new StagingCache();  // leaked: blocks may outlive static destruction
+    return *c;
+  }
+  std::shared_ptr<std::byte> get(size_t n) {
+    const size_t sz = round_up(std::max<size_t>(n, 1));
+    void* p = nullptr;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      auto it = free_.find(sz);
+      if (it != free_.end() && !it->second.empty()) {
+        p = it->second.back();
+        it->second.pop_back();
+        cached_ -= sz;
+      }
+    }
+    if (!p) {
+      p = std::aligned_alloc(sz >= kHuge ? kHuge : 64, sz);
+      if (!p) throw std::bad_alloc();
+      if (sz >= kHuge) (void)madvise(p, sz, MADV_HUGEPAGE);
+    }
+    return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [this, sz](std::byte* q) { put(q, sz); });
+  }
+
+ private:
+  static constexpr size_t kHuge = size_t(2) << 20;
+  static constexpr size_t kMaxCached = size_t(1) << 30;
+  static size_t round_up(size_t n) {
+    const size_t a = n >= kHuge ? kHuge : 64;
+    return (n + a - 1) / a * a;
+  }
+  void put(std::byte* p, size_t sz) {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (cached_ + sz <= kMaxCached) {
+        free_[sz].push_back(p);
+        cached_ += sz;
+        return;
+      }
+    }
+    std::free(p);
+  }
+  std::mutex mu_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  size_t cached_ = 0;
+};
+std::shared_ptr<std::byte> staging(size_t n) { return StagingCache::global().get(n); }
 
 }  // namespace
 
@@ -260,15 +309,78 @@ struct Server::Impl {
         }
         replied = false;
       }
-      current.clear();  // keeps its capacity: no new pages per frame
-      auto buf = net::dynamic_buffer(current);
-      ws.read(buf);
-      bytes_in += current.size();
+      // The first bytes: a chunk frame's values are then read straight into their upload's
+      // staging block (chunk()); any other frame is read whole into `current` and decoded.
+      std::array<uint8_t, wire::kStreamPrefix> first{};
+      size_t got = 0;
+      do {
+        got += ws.read_some(net::buffer(first.data() + got, first.size() - got));
+      } while (got < first.size() && !ws.is_message_done());
+      bytes_in += got;
+      if (got == first.size() && first[6] == uint8_t(Type::chunk)) {
+        wire::StreamHead c;
+        try {
+          c = wire::decode_stream_head(first, Type::chunk);
+        } catch (const Error& e) {
+          throw SessionEnd(e.what());
+        }
+        if (c.n + (wire::kStreamPrefix - wire::kHeaderBytes) > srv.opt.max_frame)
+          throw SessionEnd("remote frame: " + std::to_string(c.n + (wire::kStreamPrefix - wire::kHeaderBytes)) + " bytes, over the limit of " +
+                           std::to_string(srv.opt.max_frame));
+        wire::ClientFrame m;
+        m.type = Type::chunk;
+        m.chunk = c;
+        return m;
+      }
+      current.assign(first.begin(), first.begin() + got);  // keeps its capacity: no new pages per frame
+      if (!ws.is_message_done()) {
+        auto buf = net::dynamic_buffer(current);
+        ws.read(buf);  // the rest of this message
+        bytes_in += current.size() - got;
+      }
       try {
         return wire::decode_client_frame(current);
       } catch (const Error& e) {
         throw SessionEnd(e.what());
       }
+    }
+    // n bytes of the message being read, into p; then the message must end there.
+    void read_values(std::byte* p, size_t n) {
+      size_t got = 0;
+      while (got < n) {
+        if (ws.is_message_done()) throw SessionEnd("remote frame: truncated in a chunk's values");
+        got += ws.read_some(net::buffer(p + got, n - got));
+      }
+      bytes_in += n;
+      if (!ws.is_message_done()) throw SessionEnd("remote frame: longer than its header says");
+    }
+    // A chunk frame's values, read into the staging block of the upload they continue. The
+    // chunks of an upload whose start failed (its error pending) are read and dropped.
+    void chunk(const wire::StreamHead& c) {
+      auto it = uploads.find(c.id);
+      if (it == uploads.end()) {
+        if (pending.empty())
+          throw SessionEnd("remote frame: a chunk of tensor " + std::to_string(c.id) + ", whose upload never began");
+        std::vector<std::byte> sink(std::min<uint64_t>(c.n, 1 << 16));
+        for (uint64_t left = c.n; left > 0;) {
+          const size_t k = size_t(std::min<uint64_t>(left, sink.size()));
+          size_t got = 0;
+          while (got < k) {
+            if (ws.is_message_done()) throw SessionEnd("remote frame: truncated in a chunk's values");
+            got += ws.read_some(net::buffer(sink.data() + got, k - got));
+          }
+          left -= k;
+        }
+        if (!ws.is_message_done()) throw SessionEnd("remote frame: longer than its header says");
+        bytes_in += c.n;
+        return;
+      }
+      Upload& u = it->second;
+      if (c.total != u.size || c.offset != u.filled)
+        throw SessionEnd("remote frame: upload chunk of tensor " + std::to_string(c.id) + " out of order or out of bounds");
+      read_values(u.bytes.get() + c.offset, size_t(c.n));
+      u.filled += size_t(c.n);
+      if (u.filled == u.size) finish_upload(it);
     }
 
     void run() {
@@ -300,6 +412,7 @@ struct Server::Impl {
         wire::ClientFrame m = next();
         switch (m.type) {
           case Type::batch: batch(m.commands); break;
+          case Type::chunk: chunk(m.chunk); break;
           case Type::read:
             if (!report_pending()) download(m.ids[0]);
             break;
@@ -403,19 +516,25 @@ struct Server::Impl {
         throw SessionEnd("remote frame: upload chunk of tensor " + std::to_string(c.id) + " out of order or out of bounds");
       std::memcpy(it->second.bytes.get() + c.offset, c.bytes.data(), c.bytes.size());
       it->second.filled += c.bytes.size();
-      if (it->second.filled < size_t(total)) return;
+      if (it->second.filled == size_t(total) && !finish_upload(it)) skipping = true;
+    }
+    // An upload whose bytes have all arrived becomes a tensor of the session.
+    // False when the backend refused it (the error is pending).
+    bool finish_upload(std::unordered_map<uint64_t, Upload>::iterator it) {
       Upload u = std::move(it->second);
+      const uint64_t id = it->first;
       uploads.erase(it);
-      add_held(-total);
+      add_held(-int64_t(u.size));
       try {
         const std::span<const std::byte> values(u.bytes.get(), u.size);
-        store(c.id, srv.opt.device.backend().wrap_bytes(u.meta, values, u.bytes));
+        store(id, srv.opt.device.backend().wrap_bytes(u.meta, values, u.bytes));
       } catch (const SessionEnd&) {
         throw;
       } catch (const Error& e) {
         pending = std::string("remote: upload: ") + e.what();
-        skipping = true;
+        return false;
       }
+      return true;
     }
 
     void exec(wire::ExecCmd& c, bool& skipping) {
@@ -440,7 +559,7 @@ struct Server::Impl {
       }
     }
 
-    // A tensor's values as data frames of 1 MiB, each sent as its header and fields followed
+    // A tensor's values as data frames of up to kChunk bytes, each sent as its prefix followed
     // by the values in place (host memory the backend exposes, else a read's copy).
     void download(uint64_t id) {
       PrimitivePtr p;
@@ -461,18 +580,9 @@ struct Server::Impl {
         return;
       }
       size_t off = 0;
-      std::vector<uint8_t> head;
       do {
         const size_t n = std::min(kChunk, bytes.size() - off);
-        wire::begin_frame(head, Type::data);
-        wire::Writer w(head);
-        w.u64(id);
-        w.meta(p->meta());
-        w.u64(off);
-        w.u64(bytes.size());
-        w.u64(n);
-        const uint32_t len = uint32_t(head.size() - wire::kHeaderBytes + n);
-        std::memcpy(head.data() + 8, &len, 4);
+        const auto head = wire::stream_head(Type::data, id, off, bytes.size(), n);
         const std::array<net::const_buffer, 2> parts{net::buffer(head), net::buffer(bytes.data() + off, n)};
         bytes_out += head.size() + n;
         ws.write(parts);

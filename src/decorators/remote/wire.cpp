@@ -7,7 +7,7 @@
 
 namespace ember::remote::wire {
 
-Header decode_header(std::span<const uint8_t> frame) {
+Header decode_header_prefix(std::span<const uint8_t> frame) {
   EMBER_CHECK(frame.size() >= kHeaderBytes, "remote frame: ", frame.size(), " bytes, shorter than the ",
               kHeaderBytes, "-byte header");
   uint32_t magic = 0, length = 0;
@@ -19,11 +19,46 @@ Header decode_header(std::span<const uint8_t> frame) {
   EMBER_CHECK(h.version == kVersion, "remote: protocol version ", h.version, " is not this side's version ", kVersion,
               " (client and server must be the same ember release)");
   EMBER_CHECK(frame[7] == 0, "remote frame: reserved header byte is ", int(frame[7]), ", not 0");
-  EMBER_CHECK(length == frame.size() - kHeaderBytes, "remote frame: header says ", length, " payload bytes, the frame has ",
-              frame.size() - kHeaderBytes, " (truncated or padded)");
   h.type = Type(frame[6]);
   h.length = length;
   return h;
+}
+Header decode_header(std::span<const uint8_t> frame) {
+  const Header h = decode_header_prefix(frame);
+  EMBER_CHECK(h.length == frame.size() - kHeaderBytes, "remote frame: header says ", h.length,
+              " payload bytes, the frame has ", frame.size() - kHeaderBytes, " (truncated or padded)");
+  return h;
+}
+
+std::array<uint8_t, kStreamPrefix> stream_head(Type type, uint64_t id, uint64_t offset, uint64_t total, uint64_t n) {
+  std::vector<uint8_t> f;
+  begin_frame(f, type);
+  Writer w(f);
+  w.u64(id);
+  w.u64(offset);
+  w.u64(total);
+  const uint32_t len = uint32_t(f.size() - kHeaderBytes + n);
+  std::memcpy(f.data() + 8, &len, 4);
+  std::array<uint8_t, kStreamPrefix> out{};
+  std::memcpy(out.data(), f.data(), kStreamPrefix);
+  return out;
+}
+StreamHead decode_stream_head(std::span<const uint8_t> prefix, Type type) {
+  const Header h = decode_header_prefix(prefix);
+  EMBER_CHECK(h.type == type, "remote frame: expected a frame of type ", int(type), ", got ", int(h.type));
+  EMBER_CHECK(prefix.size() >= kStreamPrefix && h.length >= kStreamPrefix - kHeaderBytes,
+              "remote frame: truncated at the stream frame's id, offset and total");
+  Reader r(prefix.subspan(kHeaderBytes, kStreamPrefix - kHeaderBytes));
+  StreamHead s;
+  s.id = r.u64("id");
+  s.offset = r.u64("offset");
+  s.total = r.u64("total");
+  s.n = h.length - (kStreamPrefix - kHeaderBytes);
+  EMBER_CHECK(s.total <= uint64_t(kMaxTensorBytes), "remote frame: a tensor of ", s.total, " bytes (limit ",
+              kMaxTensorBytes, ")");
+  EMBER_CHECK(s.offset <= s.total && s.n <= s.total - s.offset, "remote frame: chunk [", s.offset, ", ",
+              s.offset + s.n, ") outside the tensor's ", s.total, " bytes");
+  return s;
 }
 
 void begin_frame(std::vector<uint8_t>& out, Type type) {
@@ -289,6 +324,12 @@ ClientFrame decode_client_frame(std::span<const uint8_t> frame) {
     case Type::sync:
     case Type::stats:
       break;
+    case Type::chunk: {
+      m.chunk = decode_stream_head(frame, Type::chunk);
+      const auto rest = frame.subspan(kStreamPrefix);
+      m.values = std::as_bytes(rest);
+      return m;
+    }
     default:
       EMBER_FAIL("remote frame: frame type ", int(h.type), " is not a client frame");
   }

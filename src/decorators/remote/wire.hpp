@@ -10,6 +10,7 @@
 // their ranges, dims against overflow of the element count and of the byte size.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -23,7 +24,7 @@
 namespace ember::remote::wire {
 
 inline constexpr uint32_t kMagic = 0x524d4245;  // "EBMR" read as bytes: 'E' 'B' 'M' 'R'
-inline constexpr uint16_t kVersion = 1;
+inline constexpr uint16_t kVersion = 2;  // 2: chunk frames, data frames streamed into place
 inline constexpr size_t kHeaderBytes = 12;
 inline constexpr int kMaxRank = 16;
 inline constexpr uint32_t kMaxList = 4096;     // entries of any list inside a frame (dims, ids, ...)
@@ -38,10 +39,11 @@ enum class Type : uint8_t {
   sync = 4,    // waits for the work sent so far: done, or the session's pending error
   query = 5,   // u32 n, u64 ids: the metas of tensors (a data-dependent op's outputs)
   stats = 6,   // the server backend's memory statistics for this session
+  chunk = 7,   // a stream frame (below): a chunk of a tensor whose upload a batch's upload command began
   // server -> client
   welcome = 64,  // str backend name, u64 max frame bytes
   error = 65,    // str message; the session's first error since the last wait, or why it ends
-  data = 66,     // u64 id, meta, u64 offset, u64 total bytes, u64 n, n bytes (a chunk)
+  data = 66,     // a stream frame (below): a chunk of a tensor being read
   done = 67,     // the answer to sync
   metas = 68,    // u32 n, metas
   stats_reply = 69,  // i64 in_use, reserved, peak (this session's bytes), i64 server in_use
@@ -54,6 +56,16 @@ enum class Cmd : uint8_t {
   seed = 4,    // u64 seed
 };
 
+// Stream frames (chunk, data) carry bulk values with a fixed prefix:
+//   header | u64 id | u64 offset | u64 total bytes | values (the rest of the frame)
+// so that the receiver reads the prefix, checks it, and reads the values straight into place
+// (the server's staging block, the client's TensorData) with no copy through a frame buffer.
+inline constexpr size_t kStreamPrefix = kHeaderBytes + 24;
+struct StreamHead {
+  uint64_t id = 0, offset = 0, total = 0;
+  uint64_t n = 0;  // the values' bytes: the frame's length past the prefix
+};
+
 // A frame's header, decoded.
 struct Header {
   uint16_t version = 0;
@@ -63,6 +75,15 @@ struct Header {
 // Decodes and checks the 12 header bytes: an Error for a wrong magic, another version
 // (naming both) or a length that disagrees with the message's size.
 Header decode_header(std::span<const uint8_t> frame);
+// The same checks on the first bytes of a frame still being read (at least the header); the
+// length is what the header claims.
+Header decode_header_prefix(std::span<const uint8_t> first);
+
+// A stream frame's prefix, for `type` (chunk or data), n values bytes to follow.
+std::array<uint8_t, kStreamPrefix> stream_head(Type type, uint64_t id, uint64_t offset, uint64_t total, uint64_t n);
+// Decodes and checks the first kStreamPrefix bytes of a stream frame of `type`: the header,
+// and offset + n within total <= kMaxTensorBytes. An Error names what is wrong.
+StreamHead decode_stream_head(std::span<const uint8_t> prefix, Type type);
 
 // Appends little-endian values to a byte buffer.
 class Writer {
@@ -158,6 +179,8 @@ struct SeedCmd {
 using Command = std::variant<UploadCmd, ExecCmd, FreeCmd, SeedCmd>;
 struct ClientFrame {
   Type type{};
+  StreamHead chunk;               // chunk: its prefix, and its values (inside the frame)
+  std::span<const std::byte> values;
   std::string token;              // hello
   std::vector<Command> commands;  // batch
   std::vector<uint64_t> ids;      // read (one), query

@@ -14,6 +14,10 @@ using namespace ember::remote;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const wire::ClientFrame m = wire::decode_client_frame(std::span<const uint8_t>(data, size));
+    if (m.type == wire::Type::chunk &&
+        (m.values.size() != m.chunk.n || m.chunk.offset + m.chunk.n > m.chunk.total ||
+         m.values.data() + m.values.size() != reinterpret_cast<const std::byte*>(data + size)))
+      __builtin_trap();  // a chunk's values are the rest of the frame, inside the tensor
     std::vector<uint8_t> out;
     wire::Writer w(out);
     for (const auto& c : m.commands) {
