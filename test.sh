@@ -372,42 +372,22 @@ else
 fi
 
 # The model-file parsers and the remote server's frame decoder under libFuzzer (clang, ASan +
-# UBSan) for a bounded time: 80 s in all, 30 s for the store parsers (15 s each), 30 s for the
-# ONNX reader and 20 s for the remote frames.
-echo "== fuzz (safetensors, pytorch: 30 s)"
-if tests/store/run_fuzz.sh 30 >build/test-logs/fuzz.log 2>&1; then
+# UBSan) for a bounded time, 80 s in all (tests/fuzz/run.sh builds them once): 15 s for each
+# store parser, 30 s for the ONNX reader and 20 s for the remote frames.
+fuzz_targets=(fuzz_safetensors:15:tests/store/corpus/safetensors fuzz_pytorch:15:tests/store/corpus/pytorch
+              onnx_fuzz:30:tests/onnx/fixtures remote_fuzz:20:tests/remote/fuzz/corpus)
+echo "== fuzz (${#fuzz_targets[@]} targets, 80 s)"
+if tests/fuzz/run.sh "${fuzz_targets[@]}" >build/test-logs/fuzz.log 2>&1; then
   if grep -q "fuzzing skipped" build/test-logs/fuzz.log; then
     skipped+=("fuzz (clang++ missing)")
   else
-    echo "   2 passed, 0 failed (build/test-logs/fuzz.log)"; passed=$((passed + 2))
+    echo "   ${#fuzz_targets[@]} passed, 0 failed (build/test-logs/fuzz.log)"; passed=$((passed + ${#fuzz_targets[@]}))
   fi
 else
   tail -20 build/test-logs/fuzz.log
-  echo "   0 passed, 1 failed (build/test-logs/fuzz.log)"; failed=$((failed + 1))
-fi
-
-echo "== fuzz (onnx: 30 s)"
-if tests/onnx/run_fuzz.sh 30 >build/test-logs/fuzz-onnx.log 2>&1; then
-  if grep -q "fuzzing skipped" build/test-logs/fuzz-onnx.log; then
-    skipped+=("fuzz onnx (clang++ missing)")
-  else
-    echo "   1 passed, 0 failed (build/test-logs/fuzz-onnx.log)"; passed=$((passed + 1))
-  fi
-else
-  tail -20 build/test-logs/fuzz-onnx.log
-  echo "   0 passed, 1 failed (build/test-logs/fuzz-onnx.log)"; failed=$((failed + 1))
-fi
-
-echo "== fuzz (remote frames: 20 s)"
-if tests/remote/run_fuzz.sh 20 >build/test-logs/fuzz-remote.log 2>&1; then
-  if grep -q "fuzzing skipped" build/test-logs/fuzz-remote.log; then
-    skipped+=("fuzz remote (clang++ missing)")
-  else
-    echo "   1 passed, 0 failed (build/test-logs/fuzz-remote.log)"; passed=$((passed + 1))
-  fi
-else
-  tail -20 build/test-logs/fuzz-remote.log
-  echo "   0 passed, 1 failed (build/test-logs/fuzz-remote.log)"; failed=$((failed + 1))
+  n=$(grep -c " FAILED; log:" build/test-logs/fuzz.log || true); [ "$n" -ge 1 ] || n=1
+  echo "   $(( ${#fuzz_targets[@]} - n )) passed, $n failed (build/test-logs/fuzz.log)"
+  passed=$((passed + ${#fuzz_targets[@]} - n)); failed=$((failed + n))
 fi
 
 # Core suite under AddressSanitizer + UndefinedBehaviorSanitizer.
