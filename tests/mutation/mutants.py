@@ -828,7 +828,7 @@ MUTANTS = [
     {
         "id": "kept-packing-ignores-offset",
         "family": "cpu",
-        "file": "src/backends/cpu/conv.cpp",
+        "file": "src/backends/cpu/conv_internal.hpp",
         "search": "uint64_t h = 0x9e3779b97f4a7c15ull ^ uint64_t(ws.offset);",
         "replace": "uint64_t h = 0x9e3779b97f4a7c15ull;",
         "description": "two weight views of one buffer share one kept packing",
@@ -864,7 +864,7 @@ MUTANTS = [
     {
         "id": "conv-depthwise-cvec-left-padding",
         "family": "cpu",
-        "file": "src/backends/cpu/conv.cpp",
+        "file": "src/backends/cpu/conv_depthwise.cpp",
         "search": "nullptr, row + g.p[2] * 16, 16);",
         "replace": "nullptr, row, 16);",
         "description": "the channel-vector depthwise conv copies each input row to the padded buffer without its left padding",
@@ -873,7 +873,7 @@ MUTANTS = [
     {
         "id": "conv-depthwise-cvec-first-tap-weight",
         "family": "cpu",
-        "file": "src/backends/cpu/conv.cpp",
+        "file": "src/backends/cpu/conv_depthwise.cpp",
         "search": "wb[t * 16 + j] = j < nc ? w[(c0 + j) * KK + t] : 0.0f;",
         "replace": "wb[t * 16 + j] = j < nc ? w[(c0 + j) * KK] : 0.0f;",
         "description": "the channel-vector depthwise conv gives every tap the channel's first weight",
@@ -882,7 +882,7 @@ MUTANTS = [
     {
         "id": "conv-epilogue-skipped-in-depthwise",
         "family": "cpu",
-        "file": "src/backends/cpu/conv.cpp",
+        "file": "src/backends/cpu/conv_depthwise.cpp",
         "search": "      epi(yo, 1, P, P);",
         "replace": "      (void)epi;",
         "description": "the depthwise conv leaves out conv_fused's epilogue",

@@ -1,28 +1,14 @@
-// AVX-512 kernels for conv.cpp. Compiled with -mavx512f/bw/dq/vl; conv.cpp calls them only
-// after checking cpu::features().avx512. No standard library templates are used here, so
-// no AVX-512 code can leak into other translation units through COMDAT folding.
+// AVX-512 kernels for the conv files (declared in conv_kernels.hpp). Compiled with
+// -mavx512f/bw/dq/vl; they are called only after checking cpu::features().avx512. No standard library
+// templates are used here, so no AVX-512 code can leak into other translation units through
+// COMDAT folding.
 #include <immintrin.h>
 
 #include <cstdint>
 
+#include "conv_kernels.hpp"
+
 namespace ember::cpu::detail {
-
-// One input row feeding a depthwise output row (declared again in conv.cpp).
-struct DwTap {
-  const float* row;  // the input row
-  int64_t off;       // output column o reads row[o * stride + off]
-  int64_t lo, hi;    // the output columns [lo, hi) for which that element is inside the row
-  float w;           // the tap's weight
-};
-
-// One im2col row (declared again in conv.cpp).
-struct Im2colRow {
-  const float* plane;  // the input plane of the row's channel
-  int64_t ID, IH, IW, OH, OW;
-  int64_t sd, sh, sw;        // strides (sw is 1 or 2)
-  int64_t offd, offh, offw;  // kd * dd - pd, kh * dh - ph, kw * dw - pw
-  int64_t ow_lo, ow_hi;      // output columns whose input column lies inside the input row
-};
 
 namespace {
 
@@ -254,13 +240,6 @@ void im2col_row_f32_avx512(const Im2colRow& r, int64_t p0, int64_t p1, float* ds
     }
   }
 }
-
-// The geometry im2col_panels_f32_avx512 reads (declared again in conv.cpp); dims (D, H, W).
-struct Im2colGeom {
-  const float* x;  // the first input channel plane of the image / group
-  int64_t plane;   // distance between channel planes
-  int64_t in[3], out[3], k[3], s[3], p[3], d[3];
-};
 
 namespace {
 // One run of a micro-panel: lanes [l0, l0 + n) are the output pixels (od, oh, ow + L - l0).

@@ -1,0 +1,48 @@
+// The AVX-512 convolution kernels of conv_avx512.cpp and the plain structs they take; call
+// them only when cpu::features().avx512. This header includes nothing but <cstdint>, so that
+// conv_avx512.cpp (built with AVX-512 flags) shares no standard-library templates with the
+// other files through COMDAT folding.
+#pragma once
+
+#include <cstdint>
+
+namespace ember::cpu::detail {
+
+// One input row feeding a depthwise output row.
+struct DwTap {
+  const float* row;  // the input row
+  int64_t off;       // output column o reads row[o * stride + off]
+  int64_t lo, hi;    // the output columns [lo, hi) for which that element is inside the row
+  float w;           // the tap's weight
+};
+void depthwise_row_f32_avx512(float* y, int64_t n, int64_t stride, const DwTap* taps, int ntaps, float bias);
+void depthwise3x3_plane_f32_avx512(const float* x, int64_t H, int64_t W, const float* w, float bias, float* y);
+void depthwise_cvec_f32_avx512(const float* xb, int64_t Wp, const float* w, int64_t KH, int64_t KW, int64_t sh,
+                               int64_t sw, int64_t dh, int64_t dw, int64_t OH, int64_t OW, float* yb);
+// One im2col row.
+struct Im2colRow {
+  const float* plane;  // the input plane of the row's channel
+  int64_t ID, IH, IW, OH, OW;
+  int64_t sd, sh, sw;        // strides (sw is 1 or 2)
+  int64_t offd, offh, offw;  // kd * dd - pd, kh * dh - ph, kw * dw - pw
+  int64_t ow_lo, ow_hi;      // output columns whose input column lies inside the input row
+};
+void im2col_row_f32_avx512(const Im2colRow& r, int64_t p0, int64_t p1, float* dst);
+void add_row_f32_avx512(float* dst, const float* src, int64_t n);
+// The geometry im2col_panels_f32_avx512 reads; dims (D, H, W).
+struct Im2colGeom {
+  const float* x;  // the first input channel plane of the image / group
+  int64_t plane;   // distance between channel planes
+  int64_t in[3], out[3], k[3], s[3], p[3], d[3];
+};
+void im2col_panels_f32_avx512(const Im2colGeom& g, int64_t r0, int64_t kc, int64_t p0, int64_t p1, int mr,
+                              float* dst);
+void conv_implicit_tile_f32_avx512(int m, int sw, bool split7, int64_t rowstep, int64_t kc, const float* a,
+                                   const int64_t* off, const float* b, float* ct, int64_t ldc, bool accumulate,
+                                   int n);
+void transpose_bias_f32_avx512(const float* src, int64_t rows, int64_t cols, int64_t lds, const float* bias,
+                               float* dst, int64_t ldd);
+void conv_epilogue_f32_avx512(float* y, const float* res, const float* bias, int64_t rows, int64_t cols, int64_t ld,
+                              float lo, float hi);
+
+}  // namespace ember::cpu::detail
