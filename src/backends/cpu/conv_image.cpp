@@ -41,6 +41,18 @@ class ChannelPanels {
     pack(gi, c0, cols, dst);
     return dst;
   }
+  // Every group's panels (group gi's at gi * Np * Kdim), for a loop over whole images on the
+  // threads: kept, or packed once over the threads into `own`.
+  const float* every_group(std::vector<float>& own) const {
+    if (kept_) return kept_;
+    own.resize(size_t(g_.G * Np_ * Kdim_));
+    const int64_t per = Np_ / NR_;
+    run_units_dynamic(g_.G * per, nth_, [&](int64_t u) {
+      const int64_t gi = u / per, j = u % per;
+      pack(gi, j * NR_, std::min(NR_, g_.Og - j * NR_), own.data() + gi * Np_ * Kdim_ + j * Kdim_ * NR_);
+    });
+    return own.data();
+  }
   // All of group gi's panels: kept, or packed over the threads into a shared buffer.
   const float* all(int64_t gi) const {
     if (kept_) return kept_ + gi * Np_ * Kdim_;
@@ -237,7 +249,9 @@ void conv_forward_image_implicit(const ConvGeom& g, const float* x, const float*
   };
   const ChannelPanels panels(g, ks, w, nth, ws);
 
-  for (int64_t ngi = 0; ngi < g.N * g.G; ++ngi) {
+  // Image ngi (and its group) with nt threads; `every`: all groups' panels (the loop over whole
+  // images), else null (each call gets them from `panels`, packed over the threads).
+  auto image = [&](int64_t ngi, int nt, const float* every) {
     const int64_t n = ngi / g.G, gi = ngi % g.G;
     const float* xg = x + (n * g.C + gi * g.Cg) * IP;
     const float* bg = bias ? bias + gi * Og : nullptr;
@@ -250,7 +264,7 @@ void conv_forward_image_implicit(const ConvGeom& g, const float* x, const float*
     const float* xp = padded ? buf : xg;
     // (a small input is copied by the caller alone: a dispatch would cost more)
     if (padded) {
-      run_units_dynamic((g.Cg + 7) / 8, g.Cg * plane > (int64_t(1) << 17) ? nth : 1, [&](int64_t u) {
+      run_units_dynamic((g.Cg + 7) / 8, g.Cg * plane > (int64_t(1) << 17) ? nt : 1, [&](int64_t u) {
         for (int64_t c = u * 8; c < std::min(g.Cg, u * 8 + 8); ++c) {
           for (int64_t dz = 0; dz < Dp; ++dz) {
             for (int64_t hz = 0; hz < Hp; ++hz) {
@@ -270,20 +284,20 @@ void conv_forward_image_implicit(const ConvGeom& g, const float* x, const float*
     }
     if (channel_split) {
       float* ct = rest;
-      const int64_t per_unit = std::max<int64_t>(1, npanels / (8 * std::max(nth, 1)));
-      run_units_dynamic((npanels + per_unit - 1) / per_unit, nth, [&](int64_t u) {
+      const int64_t per_unit = std::max<int64_t>(1, npanels / (8 * std::max(nt, 1)));
+      run_units_dynamic((npanels + per_unit - 1) / per_unit, nt, [&](int64_t u) {
         const int64_t c0 = u * per_unit * NR, cols = std::min(per_unit * NR, Og - c0);
-        const float* bp = panels.unit(gi, c0, cols);
+        const float* bp = every ? every + gi * Np * Kdim + c0 * Kdim : panels.unit(gi, c0, cols);
         for (int64_t k0 = 0; k0 < Kdim; k0 += kcb)
           multiply(xp, 0, mpanels, 0, bp, cols, k0, std::min(kcb, Kdim - k0), ct + c0, Og);
         detail::transpose_bias_f32_avx512(ct + c0, P, cols, Og, bg ? bg + c0 : nullptr, yg + c0 * P, P);
         epi(yg + c0 * P, cols, P, P);
       });
     } else {
-      const float* bp = panels.all(gi);
+      const float* bp = every ? every + gi * Np * Kdim : panels.all(gi);
       // Runs of at most 16 pixel panels, four per thread where there are enough.
-      const int64_t ppc = std::clamp<int64_t>((mpanels + 4 * nth - 1) / (4 * nth), 1, 16);
-      run_units_dynamic((mpanels + ppc - 1) / ppc, nth, [&](int64_t u) {
+      const int64_t ppc = std::clamp<int64_t>((mpanels + 4 * nt - 1) / (4 * nt), 1, 16);
+      run_units_dynamic((mpanels + ppc - 1) / ppc, nt, [&](int64_t u) {
         const int64_t q0 = u * ppc, q1 = std::min(mpanels, q0 + ppc);
         const Panel last = panel(q1 - 1);
         const int64_t first = panel(q0).start, cl = last.start + last.m - first;
@@ -294,6 +308,16 @@ void conv_forward_image_implicit(const ConvGeom& g, const float* x, const float*
         epi(yg + first, Og, cl, P);
       });
     }
+  };
+  // Enough images and groups to go round the threads: whole ones per thread, the weights packed
+  // once; else one at a time, split inside.
+  const int64_t ng = g.N * g.G;
+  if (nth > 1 && ng >= 2 * nth && !ThreadPool::in_parallel_region()) {
+    std::vector<float> own;
+    const float* every = panels.every_group(own);
+    run_units_dynamic(ng, nth, [&](int64_t ngi) { image(ngi, 1, every); });
+  } else {
+    for (int64_t ngi = 0; ngi < ng; ++ngi) image(ngi, nth, nullptr);
   }
 }
 

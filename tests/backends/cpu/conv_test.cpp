@@ -179,6 +179,8 @@ const std::vector<ConvCase>& conv_cases() {
       {3, 2, 4, 6, {5, 6, 7}, {3, 2, 3}, {1, 2, 1}, {1, 0, 2}, {1, 1, 2}, {0, 0, 0}, 2, true},
       {2, 1, 3, 4, {2, 2}, {3, 3}, {1, 1}, {2, 2}, {2, 1}, {0, 0}, 1, true},
       {2, 5, 16, 24, {20, 21}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 1, true},  // image + pixel split
+      {2, 8, 16, 32, {14, 28}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 1, true},  // implicit, whole images a thread
+      {2, 6, 16, 64, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 2, true},    // the same, row pairs, 2 groups
       {2, 1, 32, 40, {30, 31}, {5, 5}, {2, 1}, {2, 2}, {1, 1}, {0, 0}, 1, true},
       {2, 1, 32, 40, {36, 30}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 1, true},   // several chunks
       {2, 3, 48, 64, {33, 35}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, true},
@@ -244,6 +246,7 @@ TEST_P(ConvThreads, KeptWeightPackingFollowsTheWeights) {
   cases.push_back({2, 1, 96, 160, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 1, true});
   cases.push_back({2, 1, 32, 200, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 2, false});
   cases.push_back({2, 6, 32, 48, {12, 12}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 1, true});
+  cases.push_back({2, 8, 16, 32, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 2, true});  // implicit, whole images
   uint32_t seed = 5000;
   for (const ConvCase& c : cases) {
     std::mt19937 rng(seed++);
@@ -302,6 +305,7 @@ TEST_P(ConvThreads, FusedEpilogueMatchesReference) {
   cases.push_back({2, 1, 32, 200, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 2, false});   // image, channels
   cases.push_back({2, 1, 16, 128, {20, 19}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 1, true});  // image, pixels
   cases.push_back({2, 6, 32, 48, {12, 12}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 1, true});   // packed
+  cases.push_back({2, 8, 16, 32, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 1, true});   // implicit, whole images
   cases.push_back({2, 1, 16, 24, {8, 8}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, true});     // pointwise
   cases.push_back({2, 2, 3, 4, {5, 5}, {5, 5}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, true});       // small output
   struct Bounds {
