@@ -11,6 +11,9 @@
 # run side by side, about 165 s (the autodiff stacks; one after another they took 350 s): the
 # default stages fit one 10-minute command. The benchmarks (~2 min) are a second command on the
 # same (warm) machine: STAGES=bench.
+# The remote-cuda stacks need Boost and OpenSSL headers; on a machine without them, run
+# scripts/gpu-sysroot.sh here first and carry .cache/gpu-sysroot (then CONF_STACKS=remote-cuda
+# AD_STACKS=autodiff-remote-cuda select those stacks).
 # Logs go to LOGDIR (default build/cuda-logs); the summary is printed last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +26,14 @@ export EMBER_SKIP_DEPS=1 EMBER_CACHE_DIR=${EMBER_CACHE_DIR:-$PWD/build/cache}
 [ -n "${NCCL_HOME:-}" ] || ls /usr/local/cuda/include/nccl.h >/dev/null 2>&1 ||
   export NCCL_HOME=$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null)
 export NCCL_NVLS_ENABLE=0  # never NVLink multicast on shared machines
+# Boost and OpenSSL for the remote decorator (the remote-cuda stacks): the machine's, else the
+# headers and libraries that scripts/gpu-sysroot.sh put in .cache/gpu-sysroot (carried there)
+sysroot=$PWD/.cache/gpu-sysroot
+if [ -d "$sysroot" ]; then
+  [ -f /usr/include/boost/beast.hpp ] || export BOOST_ROOT=$sysroot
+  [ -f /usr/include/openssl/ssl.h ] || export OPENSSL_ROOT_DIR=$sysroot
+  ldconfig -p 2>/dev/null | grep -q "libssl.so.3 " || export LD_LIBRARY_PATH=$sysroot/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 summary=()
 t0=$(date +%s)
 if has build; then
