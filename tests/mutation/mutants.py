@@ -1430,6 +1430,15 @@ MUTANTS = [
         "suites": [unit("tests/backends/cpu/ember_cpu_tests", "*ConvMatchesReference*")],
     },
     {
+        "id": "remote-supports-always-true",
+        "family": "remote",
+        "file": "src/decorators/remote/client.cpp",
+        "search": "      yes = wire::payload(reply).u8(\"supported\") != 0;",
+        "replace": "      yes = wire::payload(reply).u8(\"supported\") != 0 || true;",
+        "description": "the client reports every op supported, whatever the served backend says",
+        "suites": [unit("tests/remote/ember_remote_tests", "*Supports*")],
+    },
+    {
         "id": "remote-token-check-accepts-any",
         "family": "remote",
         "file": "src/decorators/remote/server.cpp",

@@ -110,6 +110,42 @@ TEST_F(Fixture, AutodiffOnTopKeepsTheGraphOnTheClient) {
   EXPECT_EQ(grad_on(d), grad_on(l));
 }
 
+// supports() answers what the served backend supports, per op and input dtypes: a server over
+// a backend without erf for f64 makes the client report it unsupported (so that the router and
+// the conformance suite go elsewhere), and running it there raises the server's error.
+TEST(Remote, SupportsFollowsTheServedBackend) {
+  struct NoF64Erf final : ForwardingBackend {
+    using ForwardingBackend::ForwardingBackend;
+    bool supports(const Op& op) const override {
+      if (op.kind == OpKind::erf && op.inputs.size() == 1 && op.inputs[0] && op.in(0).dtype == DType::f64) return false;
+      return ForwardingBackend::supports(op);
+    }
+    std::vector<PrimitivePtr> execute(Op op) override {
+      EMBER_CHECK(supports(op), op.name(), ": not supported on this test backend");
+      return ForwardingBackend::execute(std::move(op));
+    }
+  };
+  remote::ServerOptions o;
+  o.port = 0;
+  o.device = Device(std::make_shared<NoF64Erf>(cpu::make_backend()));
+  o.token = "t";
+  o.log = [](const std::string&) {};
+  remote::Server server(o);
+  server.start();
+  Device d = Device::remote("ws://127.0.0.1:" + std::to_string(server.port()), {.token = "t"});
+  auto x64 = DynTensor::from_vector<double>({0.5, -1.0}, {2}, d), x32 = x64.cast(DType::f32);
+  EXPECT_FALSE(d.backend().supports(make_op(OpKind::erf, {x64.primitive()})));
+  EXPECT_TRUE(d.backend().supports(make_op(OpKind::erf, {x32.primitive()})));
+  EXPECT_TRUE(d.backend().supports(make_op(OpKind::add, {x64.primitive(), x64.primitive()})));
+  EXPECT_FALSE(d.backend().supports(make_op(OpKind::erf, {x64.primitive()})));  // (the cached answer)
+  EXPECT_NEAR(erf(x32).to_vector<float>()[0], std::erf(0.5f), 1e-6);
+  auto y = erf(x64);
+  EXPECT_THROW((void)y.to_vector<double>(), Error);
+  // a router over it and the CPU runs the f64 erf on the CPU
+  Device r = Device::router({d, Device::cpu()});
+  EXPECT_NEAR(erf(DynTensor::from_vector<double>({0.5}, {1}, r)).to_vector<double>()[0], std::erf(0.5), 1e-15);
+}
+
 TEST_F(Fixture, ServerErrorsArriveAtTheNextWait) {
   Device d = connect();
   // shape errors stay eager (make_op on the client)

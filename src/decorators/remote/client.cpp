@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <unordered_map>
 
 #include "ember/core/error.hpp"
 #include "ember/decorators/remote.hpp"
@@ -404,7 +405,35 @@ class RemoteBackend final : public Backend {
     return std::make_shared<RemotePrimitive>(meta, id, c_);
   }
 
-  bool supports(const Op& op) const override { return op.kind != OpKind::custom; }
+  // Asks the server once per op and input dtypes (custom ops never: their kernels live here).
+  bool supports(const Op& op) const override {
+    if (op.kind == OpKind::custom) return false;
+    std::string key(op.name());
+    for (const auto& p : op.inputs) key += p ? char('A' + int(p->dtype())) : '-';
+    {
+      std::lock_guard<std::mutex> g(supported_mu_);
+      auto it = supported_.find(key);
+      if (it != supported_.end()) return it->second;
+    }
+    bool yes;
+    {
+      std::lock_guard<std::mutex> g(c_->mu);
+      const std::vector<uint8_t>& reply = c_->ask(wire::frame(Type::supports, [&](wire::Writer& w) {
+        w.str(op.name());
+        w.u32(uint32_t(op.inputs.size()));
+        for (const auto& p : op.inputs) {
+          w.u8(p ? 1 : 0);
+          w.u8(p ? uint8_t(p->dtype()) : 0);
+        }
+      }));
+      const wire::Header h = wire::decode_header(reply);
+      EMBER_CHECK(h.type == Type::supported, "remote: unexpected reply to a supports query");
+      yes = wire::payload(reply).u8("supported") != 0;
+    }
+    std::lock_guard<std::mutex> g(supported_mu_);
+    supported_[key] = yes;
+    return yes;
+  }
 
   void sync() override {
     std::lock_guard<std::mutex> g(c_->mu);
@@ -433,6 +462,8 @@ class RemoteBackend final : public Backend {
     return rp->id();
   }
   std::shared_ptr<Connection> c_;
+  mutable std::mutex supported_mu_;
+  mutable std::unordered_map<std::string, bool> supported_;  // supports(): the server's answers
 };
 
 }  // namespace

@@ -413,6 +413,21 @@ struct Server::Impl {
         switch (m.type) {
           case Type::batch: batch(m.commands); break;
           case Type::chunk: chunk(m.chunk); break;
+          case Type::supports: {  // not a wait: a pending error stays pending
+            bool yes = false;
+            try {
+              // One-element inputs of the asked dtypes, written by the served device itself (a
+              // decorator's supports() may look into its own primitives); no other check runs.
+              Op op{m.op, {}, wire::default_attrs(m.op), {}};
+              for (const auto& dt : m.op_dtypes)
+                op.inputs.push_back(dt ? srv.opt.device.backend().write(TensorData(Shape{1}, *dt)) : nullptr);
+              yes = srv.opt.device.backend().supports(op);
+            } catch (const Error&) {
+              yes = false;
+            }
+            send(wire::frame(Type::supported, [&](wire::Writer& w) { w.u8(yes ? 1 : 0); }));
+            break;
+          }
           case Type::read:
             if (!report_pending()) download(m.ids[0]);
             break;

@@ -256,6 +256,8 @@ TensorMeta Reader::meta(const char* what) {
   tensor_bytes(m, what);  // checks the dims and the size
   return m;
 }
+OpAttrs default_attrs(OpKind kind) { return attrs_alternative(op_info(kind).attrs_index); }
+
 OpAttrs Reader::attrs(OpKind kind) {
   OpAttrs a = attrs_alternative(op_info(kind).attrs_index);
   Fields fl{nullptr, this};
@@ -324,6 +326,23 @@ ClientFrame decode_client_frame(std::span<const uint8_t> frame) {
     case Type::sync:
     case Type::stats:
       break;
+    case Type::supports: {
+      const std::string name = r.str("op name");
+      try {
+        m.op = op_kind_from_name(name);
+      } catch (const Error&) {
+        EMBER_FAIL("remote frame: unknown op \"", name.substr(0, 64), "\" (not in this server's op table)");
+      }
+      m.op_dtypes.resize(r.count("op inputs", kMaxOpArgs));
+      for (auto& d : m.op_dtypes) {
+        const uint8_t present = r.u8("input present");
+        EMBER_CHECK(present <= 1, "remote frame: input present flag ", int(present), ", not 0 or 1");
+        const uint8_t code = r.u8("input dtype");
+        EMBER_CHECK(code < kNumDTypes, "remote frame: input dtype code ", int(code), " is not a dtype");
+        if (present) d = DType(code);
+      }
+      break;
+    }
     case Type::chunk: {
       m.chunk = decode_stream_head(frame, Type::chunk);
       const auto rest = frame.subspan(kStreamPrefix);

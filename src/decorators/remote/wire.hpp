@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,6 +41,7 @@ enum class Type : uint8_t {
   query = 5,   // u32 n, u64 ids: the metas of tensors (a data-dependent op's outputs)
   stats = 6,   // the server backend's memory statistics for this session
   chunk = 7,   // a stream frame (below): a chunk of a tensor whose upload a batch's upload command began
+  supports = 8,  // str op name, u32 n, per input u8 present (0/1) and u8 dtype: answered by supported
   // server -> client
   welcome = 64,  // str backend name, u64 max frame bytes
   error = 65,    // str message; the session's first error since the last wait, or why it ends
@@ -47,6 +49,7 @@ enum class Type : uint8_t {
   done = 67,     // the answer to sync
   metas = 68,    // u32 n, metas
   stats_reply = 69,  // i64 in_use, reserved, peak (this session's bytes), i64 server in_use
+  supported = 70,    // u8: whether the served backend supports the op for those input dtypes
 };
 
 enum class Cmd : uint8_t {
@@ -184,6 +187,8 @@ struct ClientFrame {
   std::string token;              // hello
   std::vector<Command> commands;  // batch
   std::vector<uint64_t> ids;      // read (one), query
+  OpKind op{};                    // supports: the op, and its inputs' dtypes (nullopt: absent)
+  std::vector<std::optional<DType>> op_dtypes;
 };
 inline constexpr uint32_t kMaxCommands = 1u << 20;  // commands in one batch
 inline constexpr uint32_t kMaxOpArgs = 256;        // inputs or outputs of one op
@@ -191,6 +196,9 @@ inline constexpr uint32_t kMaxOpArgs = 256;        // inputs or outputs of one o
 // trailing field, an unknown frame type, command or op name, a count past its limit, a bad
 // dtype, enum or flag, a shape whose size overflows. Nothing is executed or allocated by size.
 ClientFrame decode_client_frame(std::span<const uint8_t> frame);
+
+// The default attributes of `kind` (the alternative ops.def names for it).
+OpAttrs default_attrs(OpKind kind);
 
 // The bytes a tensor of `m` holds, or an Error when its element count or size overflows.
 int64_t tensor_bytes(const TensorMeta& m, const char* what);

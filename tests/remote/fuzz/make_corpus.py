@@ -7,7 +7,7 @@ import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MAGIC, VERSION = 0x524D4245, 2
-HELLO, BATCH, READ, SYNC, QUERY, STATS, CHUNK = 1, 2, 3, 4, 5, 6, 7
+HELLO, BATCH, READ, SYNC, QUERY, STATS, CHUNK, SUPPORTS = 1, 2, 3, 4, 5, 6, 7, 8
 UPLOAD, EXEC, FREE, SEED = 1, 2, 3, 4
 F32, I64 = 1, 4
 
@@ -60,6 +60,8 @@ seeds = {
                               struct.pack("<qdd", 1, float("-inf"), float("inf")), [1, 2, 0], [6])),
     # cast: CastAttrs = dtype u8
     "batch_cast": batch(exec_("cast", struct.pack("<B", I64), [1], [7])),
+    # supports: op name, u32 n, per input u8 present and u8 dtype
+    "supports": frame(SUPPORTS, s("add") + struct.pack("<IBBBB", 2, 1, F32, 0, 0)),
     # a chunk frame: u64 id, u64 offset, u64 total, then the values
     "chunk": frame(CHUNK, struct.pack("<QQQ", 9, 8, 16) + bytes(8)),
     "upload_chunks": batch(upload(9, F32, [4], bytes(8)), upload(9, F32, [4], bytes(8), offset=8)),
