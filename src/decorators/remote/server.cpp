@@ -344,12 +344,15 @@ struct Server::Impl {
         throw SessionEnd(e.what());
       }
     }
-    // n bytes of the message being read, into p; then the message must end there.
+    // n bytes of the message being read, into p (null: read and dropped); then the message must
+    // end there.
     void read_values(std::byte* p, size_t n) {
+      std::vector<std::byte> sink(p ? 0 : std::min<size_t>(n, 1 << 16));
       size_t got = 0;
       while (got < n) {
         if (ws.is_message_done()) throw SessionEnd("remote frame: truncated in a chunk's values");
-        got += ws.read_some(net::buffer(p + got, n - got));
+        got += p ? ws.read_some(net::buffer(p + got, n - got))
+                 : ws.read_some(net::buffer(sink.data(), std::min(n - got, sink.size())));
       }
       bytes_in += n;
       if (!ws.is_message_done()) throw SessionEnd("remote frame: longer than its header says");
@@ -361,18 +364,7 @@ struct Server::Impl {
       if (it == uploads.end()) {
         if (pending.empty())
           throw SessionEnd("remote frame: a chunk of tensor " + std::to_string(c.id) + ", whose upload never began");
-        std::vector<std::byte> sink(std::min<uint64_t>(c.n, 1 << 16));
-        for (uint64_t left = c.n; left > 0;) {
-          const size_t k = size_t(std::min<uint64_t>(left, sink.size()));
-          size_t got = 0;
-          while (got < k) {
-            if (ws.is_message_done()) throw SessionEnd("remote frame: truncated in a chunk's values");
-            got += ws.read_some(net::buffer(sink.data() + got, k - got));
-          }
-          left -= k;
-        }
-        if (!ws.is_message_done()) throw SessionEnd("remote frame: longer than its header says");
-        bytes_in += c.n;
+        read_values(nullptr, size_t(c.n));
         return;
       }
       Upload& u = it->second;
