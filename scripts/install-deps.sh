@@ -13,7 +13,8 @@
 #                                     # launch test; ember links no MPI library), doxygen (scripts/docs.sh:
 #                                     # the API reference), libboost-dev (Boost.Beast: the remote
 #                                     # decorator and ember-server), libssl-dev and openssl (its wss://
-#                                     # and the test certificate)
+#                                     # and the test certificate), emscripten and chromium (the wasm
+#                                     # build and its browser tests: docs/web.md)
 #   scripts/install-deps.sh bench     # + LibTorch (peer) with OpenBLAS
 #   scripts/install-deps.sh reference # + python3-torch (regenerates conformance references),
 #                                     #   python3-onnx (regenerates tests/onnx/fixtures)
@@ -23,7 +24,8 @@ set -euo pipefail
 [ "${EMBER_SKIP_DEPS:-0}" = 1 ] && exit 0
 want=(g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev zlib1g-dev libpng-dev libjpeg-dev libsqlite3-dev
       libncurses-dev pkg-config tmux clang dataset-fashion-mnist python3-onnx python3-torch python3-torchvision
-      linux-doc-6.1 python3-sklearn python3-vega-datasets libgloo-dev openmpi-bin doxygen libboost-dev libssl-dev openssl)
+      linux-doc-6.1 python3-sklearn python3-vega-datasets libgloo-dev openmpi-bin doxygen libboost-dev libssl-dev openssl
+      emscripten chromium)
 case "${1:-build}" in
   bench) want+=(libtorch-dev libopenblas0-pthread) ;;
   reference) want+=(python3-torch python3-numpy python3-onnx) ;;

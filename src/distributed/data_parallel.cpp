@@ -2,7 +2,7 @@
 // the leaf-gradient hook that starts each bucket's all-reduce (data_parallel.hpp says what).
 #include "ember/distributed/data_parallel.hpp"
 
-#include <bit>
+#include "ember/core/bit.hpp"
 #include <map>
 #include <sstream>
 #include <unordered_map>
@@ -62,7 +62,7 @@ void DataParallel::broadcast_entries(const std::vector<Entry>& entries) {
   std::vector<int64_t> hashes;
   for (const Entry& e : entries) {
     const DynTensor& v = e.param ? e.param->value() : e.buffer->value;
-    hashes.push_back(std::bit_cast<int64_t>(fnv1a(e.path + " " + describe(v))));
+    hashes.push_back(ember::bit_cast<int64_t>(fnv1a(e.path + " " + describe(v))));
   }
   const int64_t n = static_cast<int64_t>(entries.size());
   std::vector<int64_t> counts = pg.all_gather(i64_tensor({n})).wait().to_vector<int64_t>();

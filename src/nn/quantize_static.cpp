@@ -2,6 +2,7 @@
 // (nn/quantize.hpp): the layer states and the forwards of the observing, fake_quant and
 // static_int8 modes.
 #include <charconv>
+#include <cstdio>
 #include <cmath>
 #include <cstdlib>
 
@@ -96,8 +97,12 @@ std::shared_ptr<const QuantizedWeight> static_layer_from(const quant::QuantizedT
 std::string input_params_text(const quant::QParams& input) {
   // The scale with f32's shortest round-trip digits, so that loading gives the same bits.
   char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, input.scale.item<float>());
-  return std::string("{\"scale\":") + std::string(buf, r.ptr) +
+#if defined(__cpp_lib_to_chars)
+  char* end = std::to_chars(buf, buf + sizeof buf, input.scale.item<float>()).ptr;
+#else  // the wasm build's libc++ has no float to_chars; 9 significant digits round-trip an f32 too
+  char* end = buf + std::snprintf(buf, sizeof buf, "%.9g", double(input.scale.item<float>()));
+#endif
+  return std::string("{\"scale\":") + std::string(buf, end) +
          ",\"zero_point\":" + std::to_string(input.zero_point.item<int64_t>()) + "}";
 }
 

@@ -1,5 +1,7 @@
 #include "proto_reader.hpp"
 
+#include "ember/core/bit.hpp"
+
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -111,12 +113,12 @@ uint64_t ProtoReader::uint64(std::string_view name) {
 float ProtoReader::float32(std::string_view name) {
   expect(WireType::fixed32, name);
   const auto bits = static_cast<uint32_t>(read_fixed(4, name));
-  return std::bit_cast<float>(bits);
+  return ember::bit_cast<float>(bits);
 }
 
 double ProtoReader::float64(std::string_view name) {
   expect(WireType::fixed64, name);
-  return std::bit_cast<double>(read_fixed(8, name));
+  return ember::bit_cast<double>(read_fixed(8, name));
 }
 
 std::span<const std::byte> ProtoReader::bytes(std::string_view name) {
@@ -173,7 +175,7 @@ void ProtoReader::append_uint64(std::string_view name, std::vector<uint64_t>& ou
 
 void ProtoReader::append_float32(std::string_view name, std::vector<float>& out) {
   if (wire_ == WireType::fixed32) {
-    out.push_back(std::bit_cast<float>(static_cast<uint32_t>(read_fixed(4, name))));
+    out.push_back(ember::bit_cast<float>(static_cast<uint32_t>(read_fixed(4, name))));
     return;
   }
   expect(WireType::length, name);
@@ -187,7 +189,7 @@ void ProtoReader::append_float32(std::string_view name, std::vector<float>& out)
 
 void ProtoReader::append_float64(std::string_view name, std::vector<double>& out) {
   if (wire_ == WireType::fixed64) {
-    out.push_back(std::bit_cast<double>(read_fixed(8, name)));
+    out.push_back(ember::bit_cast<double>(read_fixed(8, name)));
     return;
   }
   expect(WireType::length, name);

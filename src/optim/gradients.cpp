@@ -81,7 +81,8 @@ DynTensor GradientsParams::clip_by_norm_tensor(double max_norm, double p) {
   };
   std::vector<Group> groups;
   DType dtype = grads_.begin()->second.dtype();
-  for (auto& [id, g] : grads_) {
+  for (auto& entry : grads_) {
+    DynTensor& g = entry.second;  // (not a structured binding: clang 14, the wasm build's, cannot capture one)
     dtype = promote_types(dtype, g.dtype());
     auto it = std::find_if(groups.begin(), groups.end(),
                            [&](const Group& q) { return q.device == g.device() && q.dtype == g.dtype(); });

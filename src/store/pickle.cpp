@@ -1,6 +1,6 @@
 #include "pickle.hpp"
 
-#include <bit>
+#include "ember/core/bit.hpp"
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -413,7 +413,7 @@ class Machine {
       case BINFLOAT: {
         uint64_t bits = __builtin_bswap64(read_le<uint64_t>());  // big-endian on the wire
         uint32_t id = make(Kind::floating);
-        node(id).floating = std::bit_cast<double>(bits);
+        node(id).floating = ember::bit_cast<double>(bits);
         push(id);
         break;
       }

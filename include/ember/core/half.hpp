@@ -7,7 +7,7 @@
 // Arithmetic is done by converting to float (the backends compute half types in f32).
 #pragma once
 
-#include <bit>
+#include "ember/core/bit.hpp"
 #include <cstdint>
 
 namespace ember {
@@ -23,7 +23,7 @@ struct f16 {
 
   // The binary16 encoding of f: round to nearest even, NaN kept (quiet), overflow to inf.
   static uint16_t from_float(float f) {
-    uint32_t x = std::bit_cast<uint32_t>(f);
+    uint32_t x = ember::bit_cast<uint32_t>(f);
     uint32_t sign = (x >> 16) & 0x8000u;
     uint32_t abs = x & 0x7fffffffu;
     if (abs >= 0x7f800000u)  // inf or nan
@@ -66,7 +66,7 @@ struct f16 {
     } else {
       out = sign | ((exp + 112) << 23) | (mant << 13);
     }
-    return std::bit_cast<float>(out);
+    return ember::bit_cast<float>(out);
   }
 };
 
@@ -81,13 +81,13 @@ struct bf16 {
 
   // The bfloat16 encoding of f: round to nearest even, NaN kept (quiet).
   static uint16_t from_float(float f) {
-    uint32_t x = std::bit_cast<uint32_t>(f);
+    uint32_t x = ember::bit_cast<uint32_t>(f);
     if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
     uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
     return static_cast<uint16_t>((x + rounding) >> 16);
   }
   // The float value of bfloat16 encoding b (exact).
-  static float to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+  static float to_float(uint16_t b) { return ember::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 };
 
 }  // namespace ember

@@ -252,7 +252,7 @@ template <class T, class... Ts>
 struct variant_index<T, std::variant<Ts...>> {
   static constexpr size_t value = [] {
     size_t i = 0;
-    ((std::is_same_v<T, Ts> ? false : (++i, true)) && ...);
+    (void)((std::is_same_v<T, Ts> ? false : (++i, true)) && ...);
     return i;
   }();
 };

@@ -45,8 +45,11 @@ class Sequential {
  public:
   Sequential() = default;  // no layers: forward returns its input
   // Sequential(a, b, c) == Sequential().push(a).push(b).push(c) (one Sequential argument: the copy constructor).
-  template <SequentialLayer... Ms>
-  explicit Sequential(Ms... layers) requires(sizeof...(Ms) > 1 || !(std::same_as<Ms, Sequential> && ...)) {
+  // (The Sequential test comes first: checking SequentialLayer<Sequential> would ask whether
+  // Sequential is copyable, which asks this constructor again.)
+  template <class... Ms>
+    requires(sizeof...(Ms) > 1 || !(std::same_as<Ms, Sequential> && ...)) && (SequentialLayer<Ms> && ...)
+  explicit Sequential(Ms... layers) {
     (push(std::move(layers)), ...);
   }
   Sequential(const Sequential& other);  // a deep copy: every layer is copied

@@ -94,8 +94,10 @@ struct DLManagedTensor {
 };
 
 static_assert(sizeof(DLDevice) == 8 && sizeof(DLDataType) == 4);
-static_assert(sizeof(DLTensor) == 48 && offsetof(DLTensor, shape) == 24 && offsetof(DLTensor, byte_offset) == 40);
-static_assert(sizeof(DLManagedTensor) == 64 && offsetof(DLManagedTensor, deleter) == 56);
+// DLPack's C layout on 64-bit targets (wasm32's 4-byte pointers give another, as in C)
+static_assert(sizeof(void*) != 8 ||
+              (sizeof(DLTensor) == 48 && offsetof(DLTensor, shape) == 24 && offsetof(DLTensor, byte_offset) == 40));
+static_assert(sizeof(void*) != 8 || (sizeof(DLManagedTensor) == 64 && offsetof(DLManagedTensor, deleter) == 56));
 
 }  // namespace dlpack
 

@@ -39,12 +39,29 @@ namespace ember::cpu {
 namespace conv {
 
 const detail::GemmKernelSet<float>* packed_conv_kernels() {
+#if defined(__wasm_simd128__)
+  return detail::gemm_kernels_simd128_f32();  // the wasm build's baseline (conv_forward_packed only)
+#endif
   if (detail::gemm_best_isa() < detail::kIsaAvx512) return nullptr;
   const detail::GemmKernelSet<float>* ks = detail::gemm_kernels_avx512_f32();
   return ks && ks->kernel && ks->pack_a && ks->mr > 0 && ks->nr > 0 ? ks : nullptr;
 }
 
 namespace {
+
+// dst[i] = src[i * stride] for i < n (one row of im2col's columns).
+template <class T>
+inline void copy_columns(T* dst, const T* src, int64_t n, int64_t stride) {
+#if defined(__wasm_simd128__)
+  // emscripten's memcpy calls out to JavaScript from 512 bytes on and copies 4 bytes a step below
+  if constexpr (std::is_same_v<T, float>) return detail::copy_row_f32_simd128(dst, src, n, stride);
+#endif
+  if (stride == 1) {
+    std::memcpy(dst, src, size_t(n) * sizeof(T));
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i * stride];
+  }
+}
 
 // ---------------------------------------------------------------------------------------
 // im2col: rows r in [r0, r1), r = ((c * KD + kd) * KH + kh) * KW + kw, of one image/group
@@ -92,12 +109,7 @@ void im2col(const ConvGeom& g, const T* x, int64_t r0, int64_t r1, int64_t p0, i
         const T* src = xc + (id * IH + ih) * IW + woff;  // src[o * s] for output column o
         const int64_t a = std::clamp(ow_lo, ow, e), b = std::clamp(ow_hi, a, e);
         for (int64_t o = ow; o < a; ++o) dst[o] = T(0);
-        if (g.s[2] == 1) {
-          if (b > a) std::memcpy(dst + a, src + a, size_t(b - a) * sizeof(T));
-        } else {
-          const int64_t sw = g.s[2];
-          for (int64_t o = a; o < b; ++o) dst[o] = src[o * sw];
-        }
+        if (b > a) copy_columns(dst + a, src + a * g.s[2], b - a, g.s[2]);
         for (int64_t o = b; o < e; ++o) dst[o] = T(0);
       }
       p += n;
@@ -484,9 +496,11 @@ void conv_forward(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y
         // 443-446 ms). Too few images and groups to go round the threads otherwise: one at a
         // time with the im2col, unless the channels are few and the pixels many, where the
         // usual orientation needs no transpose and a cheaper im2col.
-        if (ks->pack_b && ks->mr <= 16 && implicit_applies(g, *ks))
+        // Both single-image paths use AVX-512 kernels of conv_avx512.cpp besides the set.
+        const bool image_paths = features().avx512 && ks->pack_b && ks->mr <= 16;
+        if (image_paths && implicit_applies(g, *ks))
           conv_forward_image_implicit(g, x, w, bias, y, *ks, nth, ws, epi);
-        else if (ng < 2 * nth && ks->pack_b && ks->mr <= 16 && (g.Og >= 128 || P <= 4 * g.Og))
+        else if (image_paths && ng < 2 * nth && (g.Og >= 128 || P <= 4 * g.Og))
           conv_forward_image(g, x, w, bias, y, *ks, nth, ws, epi);
         else
           conv_forward_packed(g, x, w, bias, y, *ks, nth, ws, epi);

@@ -16,9 +16,17 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
   const int64_t planes = g.N * g.O;
   // AVX-512 rows (f32, width stride 1 or 2): the taps of a row accumulate in registers.
   constexpr int kMaxTaps = 64;
+  // The wasm build: SIMD128 rows and planes (conv_simd128.cpp) instead, none of the AVX-512 paths below.
+#if defined(__wasm_simd128__)
+  constexpr bool simd_rows = true;
+  constexpr auto depthwise_row_f32 = detail::depthwise_row_f32_simd128;
+#else
+  const bool simd_rows = features().avx512;
+  constexpr auto depthwise_row_f32 = detail::depthwise_row_f32_avx512;
+#endif
   bool simd = false;
   if constexpr (std::is_same_v<T, float>)
-    simd = features().avx512 && (sw == 1 || sw == 2) && g.k[0] * g.k[1] * g.k[2] <= kMaxTaps;
+    simd = simd_rows && (sw == 1 || sw == 2) && g.k[0] * g.k[1] * g.k[2] <= kMaxTaps;
   // The output columns and the input offset of each kernel column are the same in every row.
   struct TapColumns {
     int64_t off, lo, hi;
@@ -30,8 +38,9 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
     tap_columns[size_t(kw)] = {woff, a, std::max(a, end_valid(woff, sw, IW, OW))};
   }
   // 3x3, stride 1, padding 1, 2-d (MobileNets): a kernel for the whole plane
-  const bool plane3x3 = simd && g.k[0] == 1 && g.k[1] == 3 && g.k[2] == 3 && g.s[1] == 1 && g.s[2] == 1 &&
-                        g.p[0] == 0 && g.p[1] == 1 && g.p[2] == 1 && g.d[1] == 1 && g.d[2] == 1 && ID == 1;
+  const bool plane3x3 = simd && features().avx512 && g.k[0] == 1 && g.k[1] == 3 && g.k[2] == 3 && g.s[1] == 1 &&
+                        g.s[2] == 1 && g.p[0] == 0 && g.p[1] == 1 && g.p[2] == 1 && g.d[1] == 1 && g.d[2] == 1 &&
+                        ID == 1;
   // fn(kd, kh, id, ih) for each kernel tap row of output row (od, oh) that reads an input row
   // inside the image (id, ih: that input row).
   auto input_rows = [&](int64_t od, int64_t oh, auto&& fn) {
@@ -51,6 +60,13 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
         detail::depthwise3x3_plane_f32_avx512(xc, IH, IW, wo, b, yo);
         return;
       }
+#if defined(__wasm_simd128__)
+      if (ID == 1 && OD == 1 && g.k[0] == 1 && g.p[0] == 0) {  // 2-d: the whole plane, from a zero-padded copy
+        detail::depthwise_plane_f32_simd128(xc, IH, IW, wo, g.k[1], g.k[2], g.s[1], sw, g.p[1], g.p[2], g.d[1], g.d[2],
+                                            OH, OW, b, yo);
+        return;
+      }
+#endif
       detail::DwTap taps[kMaxTaps];
       for (int64_t od = 0; od < OD; ++od) {
         for (int64_t oh = 0; oh < OH; ++oh) {
@@ -62,7 +78,7 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
               if (tc.hi > tc.lo) taps[nt++] = {xrow, tc.off, tc.lo, tc.hi, wo[(kd * g.k[1] + kh) * g.k[2] + kw]};
             }
           });
-          detail::depthwise_row_f32_avx512(yo + (od * OH + oh) * OW, OW, sw, taps, nt, b);
+          depthwise_row_f32(yo + (od * OH + oh) * OW, OW, sw, taps, nt, b);
         }
       }
     } else {
@@ -98,7 +114,7 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
   // per-plane kernels would use a fraction of each vector or a short row per call. Large planes
   // go by strips of output rows.
   if constexpr (std::is_same_v<T, float>) {
-    if (simd && g.Og == 1 && ID == 1 && OD == 1 && (sw != 1 || OW < 32)) {
+    if (simd && features().avx512 && g.Og == 1 && ID == 1 && OD == 1 && (sw != 1 || OW < 32)) {
       const int64_t Wp = IW + 2 * g.p[2];
       const int64_t blocks = (g.C + 15) / 16, units = g.N * blocks;
       // Output rows a strip, so that its padded input rows (~256 KB) stay in L2.

@@ -132,6 +132,10 @@ struct Epilogue {
     if ((!active() && !bias) || rows <= 0 || cols <= 0) return;
     const T* res = residual ? residual + (y - y0) : nullptr;
     if constexpr (std::is_same_v<T, float>) {
+#if defined(__wasm_simd128__)
+      detail::conv_epilogue_f32_simd128(y, res, bias, rows, cols, ld, lo, hi);
+      return;
+#endif
       if (features().avx512) {
         detail::conv_epilogue_f32_avx512(y, res, bias, rows, cols, ld, lo, hi);
         return;
@@ -150,7 +154,8 @@ struct Epilogue {
 template <class T>
 void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y, const Epilogue<T>& epi);
 
-// conv.cpp: the AVX-512 GEMM kernel set the packed and single-image paths drive, or null.
+// conv.cpp: the GEMM kernel set the packed and single-image paths drive (AVX-512; SIMD128 in the wasm
+// build, which takes only the packed path), or null.
 const detail::GemmKernelSet<float>* packed_conv_kernels();
 
 // conv_image.cpp

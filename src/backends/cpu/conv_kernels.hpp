@@ -1,7 +1,7 @@
 // The AVX-512 convolution kernels of conv_avx512.cpp and the plain structs they take; call
-// them only when cpu::features().avx512. This header includes nothing but <cstdint>, so that
-// conv_avx512.cpp (built with AVX-512 flags) shares no standard-library templates with the
-// other files through COMDAT folding.
+// them only when cpu::features().avx512 (the wasm build has SIMD128 ones instead, at the end).
+// This header includes nothing but <cstdint>, so that conv_avx512.cpp (built with AVX-512 flags)
+// shares no standard-library templates with the other files through COMDAT folding.
 #pragma once
 
 #include <cstdint>
@@ -44,5 +44,19 @@ void transpose_bias_f32_avx512(const float* src, int64_t rows, int64_t cols, int
                                float* dst, int64_t ldd);
 void conv_epilogue_f32_avx512(float* y, const float* res, const float* bias, int64_t rows, int64_t cols, int64_t ld,
                               float lo, float hi);
+
+#if defined(__wasm_simd128__)
+// conv_simd128.cpp, the wasm build's counterparts: depthwise_row_f32_avx512's contract for a stride
+// of 1 or 2 (other strides run scalar); dst[i] = src[i * stride] for i < n; conv_epilogue_f32_avx512's.
+void depthwise_row_f32_simd128(float* y, int64_t n, int64_t stride, const DwTap* taps, int ntaps, float bias);
+void copy_row_f32_simd128(float* dst, const float* src, int64_t n, int64_t stride);
+// A whole 2-d depthwise plane (x: IH x IW, w: KH x KW with KH * KW <= 64, stride sw 1 or 2) into y
+// (OH x OW), through a zero-padded copy of the plane.
+void depthwise_plane_f32_simd128(const float* x, int64_t IH, int64_t IW, const float* w, int64_t KH, int64_t KW,
+                                 int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t OH,
+                                 int64_t OW, float bias, float* y);
+void conv_epilogue_f32_simd128(float* y, const float* res, const float* bias, int64_t rows, int64_t cols, int64_t ld,
+                               float lo, float hi);
+#endif
 
 }  // namespace ember::cpu::detail

@@ -12,6 +12,7 @@
 namespace ember::cpu {
 
 #if defined(__x86_64__)
+
 // AMX-TILE and AMX-INT8 (CPUID.(7, 0):EDX bits 24 and 25), the OS saving the tile state (XCR0
 // bits 17 and 18), and Linux granting this process the tile data (arch_prctl ARCH_REQ_XCOMP_PERM
 // for XFEATURE_XTILEDATA, Linux 5.16 on); a tile instruction without that grant is a SIGILL.
@@ -25,21 +26,16 @@ static bool amx_int8_usable() {
   constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
   return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
 }
-#endif
 
 static CpuFeatures detect() {
   CpuFeatures f;
-#if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   f.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
   f.avx512vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
-#endif
   const char* cap = std::getenv("EMBER_CPU_ISA");
-#if defined(__x86_64__)
   f.amx_int8 = f.avx512vnni && (!cap || std::string_view(cap) == "amx") && amx_int8_usable();
-#endif
   if (cap) {
     std::string_view c(cap);
     if (c == "scalar") f.avx2 = f.avx512 = false;
@@ -54,5 +50,7 @@ const CpuFeatures& features() {
   static const CpuFeatures f = detect();
   return f;
 }
+
+#endif  // __x86_64__ (elsewhere features() is a constant: cpu_features.hpp)
 
 }  // namespace ember::cpu

@@ -18,6 +18,13 @@ struct CpuFeatures {
   bool amx_int8 = false;    // AMX tiles with tdpbusd on top of avx512vnni, and the kernel lets us use them
 };
 
+#if defined(__x86_64__)
 const CpuFeatures& features();
+#else
+// Targets without x86 (wasm): none of the x86 kernel files is compiled, and features() is a
+// constant, so every `if (features().avx512) ...` folds away with the call it guards.
+inline constexpr CpuFeatures kNoX86Features{};
+constexpr const CpuFeatures& features() { return kNoX86Features; }
+#endif
 
 }  // namespace ember::cpu

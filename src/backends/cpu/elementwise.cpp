@@ -7,7 +7,7 @@
 // add/sub/mul/neg/abs wrap, integer fmod/remainder by zero raise, integer pow by a negative
 // scalar exponent raises, shifts use the count modulo the promoted width (x86 behaviour).
 #include <algorithm>
-#include <bit>
+#include "ember/core/bit.hpp"
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -48,7 +48,7 @@ inline T select(bool k, T x, T y) {
                                std::conditional_t<sizeof(T) == 4, uint32_t,
                                                   std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>>;
   U m = U(U(0) - U(k));
-  return std::bit_cast<T>(U((std::bit_cast<U>(x) & m) | (std::bit_cast<U>(y) & U(~m))));
+  return ember::bit_cast<T>(U((ember::bit_cast<U>(x) & m) | (ember::bit_cast<U>(y) & U(~m))));
 }
 
 template <class F>

@@ -13,9 +13,11 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <immintrin.h>
 #include <mutex>
 #include <unordered_map>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "cpu_backend.hpp"
 #include "cpu_features.hpp"
@@ -94,6 +96,7 @@ inline void copy_run(const char* src, int64_t stride, char* dst, int64_t run) {
 // first (as the eager kernels' large stores do), which saves a third of the traffic. A store
 // as wide as a cache line where the CPU has one: on Zen 4, 16-byte streaming stores ran a
 // memory-bound group (x * 0.5 + 1, 16 MiB) 1.3-1.8x slower than 64-byte ones.
+#if defined(__x86_64__)
 __attribute__((target("avx512f"))) void stream_copy_avx512(char* dst, const char* src, size_t bytes) {
   size_t i = 0;
   if (reinterpret_cast<uintptr_t>(dst) % 64 == 0) {
@@ -114,6 +117,13 @@ void stream_copy(char* dst, const char* src, size_t bytes) {
   static const auto copy = features().avx512 ? stream_copy_avx512 : stream_copy_sse2;
   copy(dst, src, bytes);
 }
+// Orders the streaming stores before what follows (another thread reading the output).
+inline void store_fence() { _mm_sfence(); }
+#else
+// Targets without streaming stores (wasm): a plain copy, and nothing to order.
+void stream_copy(char* dst, const char* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+inline void store_fence() {}
+#endif
 
 // The next tile's dense inputs, brought into L2 while this tile computes. The nodes of a tile
 // run one after another over the whole tile, so the hardware prefetcher, which follows a stream
@@ -142,7 +152,7 @@ struct Prefetch {
   void issue(size_t share, size_t shares) {
     const int64_t upto = shares == 0 ? lines : lines * int64_t(share) / int64_t(shares);
     for (; issued < upto && at < ranges; ++issued) {
-      _mm_prefetch(p, _MM_HINT_T1);
+      __builtin_prefetch(p, 0, 2);  // to L2 (_MM_HINT_T1 on x86)
       p += 64;
       if (p >= end[at] && ++at < ranges) p = begin[at];
     }
@@ -466,7 +476,7 @@ class CpuFusedKernels final : public FusedKernels {
     parallel_for(0, ntiles, 4, [&](int64_t tb, int64_t te) {
       const int64_t b = tb * kTile;
       run_tiles(p, plan, t, b, std::min(te * kTile, t.total) - b);
-      _mm_sfence();
+      store_fence();
     });
   }
 
@@ -779,7 +789,7 @@ class CpuFusedKernels final : public FusedKernels {
           }
         }
       }
-      _mm_sfence();
+      store_fence();
     });
     return {outs.begin(), outs.end()};
   }
@@ -971,7 +981,7 @@ class CpuFusedKernels final : public FusedKernels {
           }
         }
       }
-      if (!store.empty()) _mm_sfence();
+      if (!store.empty()) store_fence();
     };
     // A sweep: `chunks` row ranges times column strips (narrow enough to give every thread work)
     auto sweep = [&](const std::vector<int32_t>& needs, const std::vector<Fold>& folds,

@@ -212,6 +212,10 @@ const GemmKernelSet<T>* kernels_for(int isa) {
   if constexpr (std::is_same_v<T, float>) {
     if (isa >= kIsaAvx512) return gemm_kernels_avx512_f32();
     if (isa >= kIsaAvx2) return gemm_kernels_avx2_f32();
+#if defined(__wasm_simd128__)
+    // A wasm module has no x86 kernels and SIMD128 as its baseline: the scalar level runs it.
+    return gemm_kernels_simd128_f32();
+#endif
   } else {
     if (isa >= kIsaAvx512) return gemm_kernels_avx512_f64();
     if (isa >= kIsaAvx2) return gemm_kernels_avx2_f64();

@@ -9,7 +9,7 @@
 // overlap A or B.
 //
 // f32 / f64 use Goto/BLIS-style packed micro-kernels (AVX-512 or AVX2+FMA, picked at run
-// time through cpu::features()) and the global ThreadPool. The integer types use a simpler
+// time through cpu::features(); f32 in the wasm build: SIMD128) and the global ThreadPool. The integer types use a simpler
 // cache-friendly kernel that accumulates in the element type with wrap-around.
 #pragma once
 
@@ -119,7 +119,7 @@ struct GemmBlocking {
 };
 void gemm_set_blocking_f32(int isa, GemmBlocking b);
 
-// Micro-kernel table provided by gemm_avx512.cpp / gemm_avx2.cpp.
+// Micro-kernel table provided by gemm_avx512.cpp / gemm_avx2.cpp (/ gemm_simd128.cpp).
 //
 // Packed A micro-panel: for each k, `mr` consecutive values (rows), zero padded.
 // Packed B panel: ceil(nc / nr) micro-panels, each kc x nr (row k at k * nr), zero padded.
@@ -148,6 +148,10 @@ const GemmKernelSet<float>* gemm_kernels_avx512_f32();
 const GemmKernelSet<double>* gemm_kernels_avx512_f64();
 const GemmKernelSet<float>* gemm_kernels_avx2_f32();
 const GemmKernelSet<double>* gemm_kernels_avx2_f64();
+#if defined(__wasm_simd128__)
+// gemm_simd128.cpp: the wasm build's f32 set, which it runs at the scalar level (kIsaScalar).
+const GemmKernelSet<float>* gemm_kernels_simd128_f32();
+#endif
 
 }  // namespace detail
 }  // namespace ember::cpu

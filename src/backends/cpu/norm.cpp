@@ -1,6 +1,6 @@
 // Normalisation kernels: layer_norm, batch_norm (inference) and prelu.
 #include <algorithm>
-#include <bit>
+#include "ember/core/bit.hpp"
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -314,8 +314,8 @@ using bits_t = std::conditional_t<sizeof(A) == 4, int32_t, int64_t>;
 template <class A>
 [[gnu::always_inline]] inline A prelu_val(A v, bits_t<A> wbits) {
   using I = bits_t<A>;
-  I m = -I(std::bit_cast<I>(v) > 0);
-  return v * std::bit_cast<A>(I((m & std::bit_cast<I>(A(1))) | (~m & wbits)));
+  I m = -I(ember::bit_cast<I>(v) > 0);
+  return v * ember::bit_cast<A>(I((m & ember::bit_cast<I>(A(1))) | (~m & wbits)));
 }
 
 template <class T>
@@ -333,7 +333,7 @@ void prelu_impl(const CpuTensor& x, CpuTensor& y, const CpuTensor& w) {
     T* yp = y.data<T>();
     auto body = [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p) {
-        auto wb = std::bit_cast<bits_t<A>>(A(wp[wn > 1 ? p % C : 0]));
+        auto wb = ember::bit_cast<bits_t<A>>(A(wp[wn > 1 ? p % C : 0]));
         const T* xr = xp + p * inner;
         T* yr = yp + p * inner;
         for (int64_t i = 0; i < inner; ++i) yr[i] = convert_scalar<T>(prelu_val(A(xr[i]), wb));
@@ -351,7 +351,7 @@ void prelu_impl(const CpuTensor& x, CpuTensor& y, const CpuTensor& w) {
                [](char** p, const int64_t* st, int64_t n) {
                  for (int64_t i = 0; i < n; ++i) {
                    A v = A(*reinterpret_cast<const T*>(p[1] + i * st[1]));
-                   auto wb = std::bit_cast<bits_t<A>>(A(*reinterpret_cast<const T*>(p[2] + i * st[2])));
+                   auto wb = ember::bit_cast<bits_t<A>>(A(*reinterpret_cast<const T*>(p[2] + i * st[2])));
                    *reinterpret_cast<T*>(p[0] + i * st[0]) = convert_scalar<T>(prelu_val(v, wb));
                  }
                });

@@ -4,7 +4,7 @@
 // by the original index, so a plain sort of (key, index) pairs is stable in both directions.
 // With 32-bit keys (all dtypes but f64/i64) a pair is packed into one uint64.
 #include <algorithm>
-#include <bit>
+#include "ember/core/bit.hpp"
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -24,13 +24,13 @@ struct KeyOf {
     // floats (branch-free, vectorisable): NaN -> the canonical positive NaN, -0.0 -> 0.0, then
     // negative values are complemented and positive ones get the sign bit set
     if constexpr (std::is_same_v<T, double>) {
-      uint64_t b = std::bit_cast<uint64_t>(v);
+      uint64_t b = ember::bit_cast<uint64_t>(v);
       b = v != v ? 0x7ff8000000000000ull : b;
       b = v == 0 ? 0ull : b;
       return b ^ (uint64_t(int64_t(b) >> 63) | (1ull << 63));
     } else if constexpr (is_floating_v<T>) {
       float f = static_cast<float>(v);
-      uint32_t b = std::bit_cast<uint32_t>(f);
+      uint32_t b = ember::bit_cast<uint32_t>(f);
       b = f != f ? 0x7fc00000u : b;
       b = f == 0 ? 0u : b;
       return b ^ (uint32_t(int32_t(b) >> 31) | 0x80000000u);

@@ -13,7 +13,7 @@
 // mismatch fails) or failed (a wrong value, dtype or shape, or any other exception).
 // Exit status 1 when a case failed. The last lines imitate gtest's summary, for test.sh.
 #include <algorithm>
-#include <bit>
+#include "ember/core/bit.hpp"
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -124,7 +124,7 @@ DynTensor zeros_as_declared(const onnx::ValueInfo& v, const Device& device) {
 // The bfloat16 bit pattern nearest to `f`, ties to even (the outside reference for the
 // FLOAT -> BFLOAT16 casts); NaN stays a NaN.
 uint16_t bf16_round_to_nearest_even(float f) {
-  const uint32_t bits = std::bit_cast<uint32_t>(f);
+  const uint32_t bits = ember::bit_cast<uint32_t>(f);
   if (std::isnan(f)) return uint16_t((bits >> 16) | 0x40);
   const uint32_t lsb = (bits >> 16) & 1;
   return uint16_t((bits + 0x7fff + lsb) >> 16);

@@ -1,0 +1,175 @@
+// WebAssembly SIMD128 kernels for the convolution files (the wasm build, -msimd128): the
+// counterparts of conv_avx512.cpp's depthwise rows, im2col rows and fused epilogue, declared in
+// conv_kernels.hpp. The callers pick these at compile time (the wasm build has no x86 kernels).
+#if defined(__wasm_simd128__)
+
+#include <wasm_simd128.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "conv_kernels.hpp"
+
+namespace ember::cpu::detail {
+namespace {
+
+inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// src[0], src[2], src[4], src[6] (reads src[0..7]).
+inline v128_t load_even(const float* src) {
+  return wasm_i32x4_shuffle(wasm_v128_load(src), wasm_v128_load(src + 4), 0, 2, 4, 6);
+}
+
+// One output column of a depthwise row, every tap checked against its valid range.
+inline float depthwise_column(int64_t o, int64_t stride, const DwTap* taps, int ntaps, float bias) {
+  float s = bias;
+  for (int t = 0; t < ntaps; ++t)
+    if (o >= taps[t].lo && o < taps[t].hi) s += taps[t].w * taps[t].row[o * stride + taps[t].off];
+  return s;
+}
+
+}  // namespace
+
+void depthwise_row_f32_simd128(float* y, int64_t n, int64_t stride, const DwTap* taps, int ntaps, float bias) {
+  // Columns [lo, hi) read every tap inside its row: vectors there, single columns at the edges.
+  int64_t lo = 0, hi = n;
+  for (int t = 0; t < ntaps; ++t) {
+    lo = imax(lo, taps[t].lo);
+    hi = imin(hi, taps[t].hi);
+  }
+  if (hi < lo) hi = lo;
+  // With stride 2 a vector of 4 columns reads one element past its last column, so that column
+  // must not be the last valid one.
+  const int64_t vec_end = stride == 1 ? hi : hi - 1;
+  for (int64_t o = 0; o < lo && o < n; ++o) y[o] = depthwise_column(o, stride, taps, ntaps, bias);
+  const v128_t vb = wasm_f32x4_splat(bias);
+  int64_t o = lo;
+  if (stride == 1) {
+    for (; o + 8 <= vec_end; o += 8) {
+      v128_t a0 = vb, a1 = vb;
+      for (int t = 0; t < ntaps; ++t) {
+        const float* src = taps[t].row + o + taps[t].off;
+        const v128_t w = wasm_f32x4_splat(taps[t].w);
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(w, wasm_v128_load(src)));
+        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(w, wasm_v128_load(src + 4)));
+      }
+      wasm_v128_store(y + o, a0);
+      wasm_v128_store(y + o + 4, a1);
+    }
+    for (; o + 4 <= vec_end; o += 4) {
+      v128_t a0 = vb;
+      for (int t = 0; t < ntaps; ++t)
+        a0 = wasm_f32x4_add(a0,
+                            wasm_f32x4_mul(wasm_f32x4_splat(taps[t].w), wasm_v128_load(taps[t].row + o + taps[t].off)));
+      wasm_v128_store(y + o, a0);
+    }
+  } else if (stride == 2) {
+    for (; o + 4 <= vec_end; o += 4) {
+      v128_t a0 = vb;
+      for (int t = 0; t < ntaps; ++t)
+        a0 = wasm_f32x4_add(a0,
+                            wasm_f32x4_mul(wasm_f32x4_splat(taps[t].w), load_even(taps[t].row + 2 * o + taps[t].off)));
+      wasm_v128_store(y + o, a0);
+    }
+  }
+  for (; o < n; ++o) y[o] = depthwise_column(o, stride, taps, ntaps, bias);
+}
+
+namespace {
+
+// Output row oh of a depthwise plane from the zero-padded input xp (rows Wp apart, every read
+// inside), KH x KW taps (K > 0: KH = KW = K known at compile time), in vectors of 4 columns.
+template <int K>
+void depthwise_padded_row(const float* xp, int64_t Wp, const v128_t* wv, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
+                          int64_t dh, int64_t dw, int64_t oh, int64_t OW, float bias, float* yrow) {
+  const int64_t kh_n = K > 0 ? K : KH, kw_n = K > 0 ? K : KW;
+  const v128_t vb = wasm_f32x4_splat(bias);
+  const float* top = xp + oh * sh * Wp;
+  for (int64_t o = 0; o < OW; o += 4) {
+    v128_t acc = vb;
+    for (int64_t kh = 0; kh < kh_n; ++kh) {
+      const float* r = top + kh * dh * Wp + o * sw;
+      for (int64_t kw = 0; kw < kw_n; ++kw) {
+        const v128_t xv = sw == 1 ? wasm_v128_load(r + kw * dw) : load_even(r + kw * dw);
+        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wv[kh * kw_n + kw], xv));
+      }
+    }
+    if (o + 4 <= OW) {
+      wasm_v128_store(yrow + o, acc);
+    } else {
+      alignas(16) float t[4];
+      wasm_v128_store(t, acc);
+      for (int64_t i = 0; o + i < OW; ++i) yrow[o + i] = t[i];
+    }
+  }
+}
+
+}  // namespace
+
+void depthwise_plane_f32_simd128(const float* x, int64_t IH, int64_t IW, const float* w, int64_t KH, int64_t KW,
+                                 int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t OH,
+                                 int64_t OW, float bias, float* y) {
+  // Zero-padded copy of the plane, wide enough for whole vectors of output columns (and the one
+  // extra element a stride-2 vector reads).
+  const int64_t ow4 = (OW + 3) / 4 * 4;
+  const int64_t Wp = imax(IW + 2 * pw, (ow4 - 1) * sw + (KW - 1) * dw + 2);
+  const int64_t Hp = imax(IH + 2 * ph, (OH - 1) * sh + (KH - 1) * dh + 1);
+  thread_local std::vector<float> buf;
+  if (buf.size() < size_t(Hp * Wp)) buf.resize(size_t(Hp * Wp));
+  float* xp = buf.data();
+  std::fill(xp, xp + Hp * Wp, 0.0f);
+  for (int64_t h = 0; h < IH; ++h) copy_row_f32_simd128(xp + (h + ph) * Wp + pw, x + h * IW, IW, 1);
+  constexpr int kMaxTaps = 64;
+  v128_t wv[kMaxTaps];
+  for (int64_t t = 0; t < KH * KW; ++t) wv[t] = wasm_f32x4_splat(w[t]);
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    if (KH == 3 && KW == 3)
+      depthwise_padded_row<3>(xp, Wp, wv, KH, KW, sh, sw, dh, dw, oh, OW, bias, y + oh * OW);
+    else
+      depthwise_padded_row<0>(xp, Wp, wv, KH, KW, sh, sw, dh, dw, oh, OW, bias, y + oh * OW);
+  }
+}
+
+void copy_row_f32_simd128(float* dst, const float* src, int64_t n, int64_t stride) {
+  int64_t i = 0;
+  if (stride == 1) {
+    for (; i + 8 <= n; i += 8) {
+      wasm_v128_store(dst + i, wasm_v128_load(src + i));
+      wasm_v128_store(dst + i + 4, wasm_v128_load(src + i + 4));
+    }
+    for (; i + 4 <= n; i += 4) wasm_v128_store(dst + i, wasm_v128_load(src + i));
+  } else if (stride == 2) {
+    // reads src[2 i + 7]: keep the last vector's last element before the row's last one
+    for (; i + 4 < n; i += 4) wasm_v128_store(dst + i, load_even(src + 2 * i));
+  }
+  for (; i < n; ++i) dst[i] = src[i * stride];
+}
+
+void conv_epilogue_f32_simd128(float* y, const float* res, const float* bias, int64_t rows, int64_t cols, int64_t ld,
+                               float lo, float hi) {
+  const v128_t vlo = wasm_f32x4_splat(lo), vhi = wasm_f32x4_splat(hi);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* yr = y + r * ld;
+    const float* rr = res ? res + r * ld : nullptr;
+    const float b = bias ? bias[r] : 0.0f;
+    const v128_t vb = wasm_f32x4_splat(b);
+    int64_t i = 0;
+    for (; i + 4 <= cols; i += 4) {
+      v128_t v = wasm_f32x4_add(wasm_v128_load(yr + i), vb);
+      if (rr) v = wasm_f32x4_add(v, wasm_v128_load(rr + i));
+      // pmax(v, lo) = v < lo ? lo : v and pmin(v, hi) = hi < v ? hi : v: NaN stays NaN
+      wasm_v128_store(yr + i, wasm_f32x4_pmin(wasm_f32x4_pmax(v, vlo), vhi));
+    }
+    for (; i < cols; ++i) {
+      float v = yr[i] + b + (rr ? rr[i] : 0.0f);
+      v = v < lo ? lo : v;
+      yr[i] = v > hi ? hi : v;
+    }
+  }
+}
+
+}  // namespace ember::cpu::detail
+
+#endif  // __wasm_simd128__
