@@ -32,6 +32,22 @@ run_suite() {  # name, command...
   passed=$((passed + p)); failed=$((failed + f))
 }
 
+# A suite run by a script of its own whose last summary line is "KEY: N passed, M failed"; the
+# lines matching PATTERN are shown. Exit status 2 means the script could not run (named as skipped).
+run_script() {  # key, log, pattern, command...
+  local key=$1 log=$2 pattern=$3; shift 3
+  echo "== $key"
+  "$@" >"$log" 2>&1
+  local rc=$? p f
+  if [ "$rc" -eq 2 ]; then skipped+=("$key ($(tail -1 "$log"))"); return; fi
+  p=$(awk -v k="^$key: " '$0 ~ k {print $2}' "$log" | tail -1); f=$(awk -v k="^$key: " '$0 ~ k {print $4}' "$log" | tail -1)
+  p=${p:-0}; f=${f:-0}
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+  grep -E -A15 "$pattern" "$log" | head -40
+  echo "   $p passed, $f failed ($log)"
+  passed=$((passed + p)); failed=$((failed + f))
+}
+
 # Real models (torchvision resnet18, mobilenet_v2, squeezenet1_1, a TransformerEncoder; opsets 13
 # and 17) exported from Debian's python3-torch/torchvision into build/onnx-models (about 20 s); the
 # loop below runs them through ember_onnx_models_tests, which skips them when there are none.
@@ -332,16 +348,7 @@ passed=$((passed + co_p)); failed=$((failed + co_f))
 # contents checked with dpkg-deb, unpacked with `dpkg -x` into a scratch root (nothing is installed
 # on the system) and the find_package and pkg-config consumers built against that tree
 # (tests/consumers/deb.sh).
-echo "== deb"
-deb_log=build/test-logs/deb.log
-tests/consumers/deb.sh build >"$deb_log" 2>&1
-deb_rc=$?
-deb_p=$(awk '/^deb: / {print $2}' "$deb_log" | tail -1); deb_f=$(awk '/^deb: / {print $4}' "$deb_log" | tail -1)
-deb_p=${deb_p:-0}; deb_f=${deb_f:-0}
-if [ "$deb_rc" -ne 0 ] && [ "$deb_f" -eq 0 ]; then deb_f=1; fi
-grep -A15 '^FAIL' "$deb_log" | head -40
-echo "   $deb_p passed, $deb_f failed ($deb_log)"
-passed=$((passed + deb_p)); failed=$((failed + deb_f))
+run_script deb build/test-logs/deb.log '^FAIL' tests/consumers/deb.sh build
 
 # DLPack with Debian's python3-torch: tensors handed both ways through torch.utils.dlpack and a
 # small library over to_dlpack/from_dlpack (tests/tensor/dlpack_torch), zero copy and deleters checked.
@@ -370,6 +377,12 @@ if scripts/docs.sh >"$api_log" 2>&1; then
 else
   tail -15 "$api_log"; echo "   0 passed, 1 failed ($api_log)"; failed=$((failed + 1))
 fi
+
+# The browser layer (issue 32; docs/web.md): the wasm module built with emscripten, the forward
+# conformance suite compiled to wasm in Node.js, and the demos, the JavaScript API and a short
+# benchmark in Debian's headless Chromium, predictions checked against this native build
+# (scripts/web-check.sh; build/reports/web.json). About 15 minutes from a cold cache.
+run_script web build/test-logs/web.log '^   FAILED' scripts/web-check.sh build
 
 # The model-file parsers and the remote server's frame decoder under libFuzzer (clang, ASan +
 # UBSan) for a bounded time, 80 s in all (tests/fuzz/run.sh builds them once): 15 s for each

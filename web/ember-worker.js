@@ -130,6 +130,7 @@ async function init({ dist, distThreads, threads, threaded, fallback }) {
     } catch (e) {
       M = null;
       fatal = null;  // an abort of the threaded module while it started
+      stderr.length = 0;
       threaded = false;
       why = `the threaded build at ${distThreads} could not start (${e && e.message ? e.message : e}); running on one thread`;
     }

@@ -5,7 +5,7 @@
 //
 //   EMBER_WEB_MODEL("fashion_mnist_cnn", fashion::make_cnn);   // at namespace scope, in the wasm program
 //
-//   // in JavaScript: const m = await ember.loadModel("fashion_cnn.safetensors");
+//   // in JavaScript: const m = await ember.load("fashion_cnn.safetensors");
 //
 // The factory takes the Device and returns the module; it runs in eval mode.
 #pragma once

@@ -178,6 +178,8 @@ demo.ready = (async () => {
       (info.fallback ? ' — fell back to one thread (see the notice)' : '');
     await loadModel(MODEL_URL, MODEL_URL.split('/').pop());
     await runOnce();
+    times = [];   // the first run is a warm-up: the median is of the runs after it
+    $('timing-detail').textContent += ' (warm-up)';
     return true;
   } catch (e) {
     showError(e, `loading ${MODEL_URL}`);
