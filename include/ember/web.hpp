@@ -1,13 +1,14 @@
 // The web layer (wasm build; docs/web.md): models that a page runs through the JavaScript API
 // (web/ember.js). ONNX files need nothing here. A model defined in C++ (a struct of nn modules,
 // as in examples/) is registered by name, so that the same code that trained it runs it in the
-// page, with the weights from a safetensors file whose metadata "model" names it:
+// page, with the weights from a safetensors file whose metadata "model" names it. The factory
+// takes the Device and returns the module, which runs in eval mode; the registration sits at
+// namespace scope in the wasm program (web/models.cpp registers the demos' models):
 //
-//   EMBER_WEB_MODEL("fashion_mnist_cnn", fashion::make_cnn);   // at namespace scope, in the wasm program
-//
-//   // in JavaScript: const m = await ember.load("fashion_cnn.safetensors");
-//
-// The factory takes the Device and returns the module; it runs in eval mode.
+//   # auto make_tiny = [](const Device& d) { return nn::LinearConfig{4, 2}.init(d); };
+//   EMBER_WEB_MODEL("tiny_linear", make_tiny);
+//   // saved by the training program as nn::save(model, path, {{"model", "tiny_linear"}});
+//   // loaded in the page as await ember.load("tiny.safetensors")
 #pragma once
 
 #include <functional>

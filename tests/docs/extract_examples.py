@@ -48,7 +48,7 @@ import sys
 # compile them in parallel. A header belongs to the first group whose prefix it starts with.
 GROUPS = [
     ("core", ["core/", "backends/", "decorators/", "tensor/", "ember.hpp", "version.hpp"]),
-    ("nn", ["nn/", "nn.hpp", "optim/", "amp/", "amp.hpp", "store/", "onnx/", "quant/", "quant.hpp"]),
+    ("nn", ["nn/", "nn.hpp", "optim/", "amp/", "amp.hpp", "store/", "onnx/", "quant/", "quant.hpp", "web.hpp"]),
     ("data_train", ["data/", "data.hpp", "train/", "distributed/", "distributed.hpp"]),
     ("docs", []),  # the markdown pages
     ("book", []),  # the book's chapters (docs/book/*.md): a translation unit of their own

@@ -10,6 +10,7 @@
 
 namespace ember {
 
+// The bits of `from` as a To (std::bit_cast).
 template <class To, class From>
   requires(sizeof(To) == sizeof(From) && std::is_trivially_copyable_v<To> && std::is_trivially_copyable_v<From>)
 constexpr To bit_cast(const From& from) noexcept {
