@@ -179,18 +179,12 @@ def expand(out_dir, files):
     print(f"export_resnet18.py: wrote {dst}", file=sys.stderr)
 
 
-def export(out_dir, name, files):
-    try:
-        import io
-        import warnings
-
-        import torch
-        import torchvision
-        from torch.nn.utils.fusion import fuse_conv_bn_eval
-    except ImportError as e:
-        print(f"export_resnet18.py: {e} (install python3-torch and python3-torchvision)", file=sys.stderr)
-        sys.exit(2)
-    warnings.filterwarnings("ignore")
+def folded_model(name, bn_scale=(0.5, 1.0)):
+    """torchvision's `name` with seeded random weights, BatchNorm folded into the convs, every
+    parameter rounded to f16 and back. Also used by web/bench/export_models.py."""
+    import torch
+    import torchvision
+    from torch.nn.utils.fusion import fuse_conv_bn_eval
 
     torch.manual_seed(0)
     model = getattr(torchvision.models, name)(weights=None).eval()
@@ -198,7 +192,7 @@ def export(out_dir, name, files):
     # and 0s, so that the folded biases are not all zero (and not merged by the exporter).
     with torch.no_grad():
         for bn in (m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)):
-            bn.weight.uniform_(0.5, 1.0)
+            bn.weight.uniform_(*bn_scale)
             bn.bias.normal_(0, 0.1)
             bn.running_mean.normal_(0, 0.1)
             bn.running_var.uniform_(0.5, 1.5)
@@ -214,7 +208,22 @@ def export(out_dir, name, files):
     with torch.no_grad():
         for p in model.parameters():
             p.copy_(p.half().float())
+    return model
 
+
+def export(out_dir, name, files):
+    try:
+        import io
+        import warnings
+
+        import torch
+        import torchvision  # noqa: F401 (folded_model's; checked here for the message)
+    except ImportError as e:
+        print(f"export_resnet18.py: {e} (install python3-torch and python3-torchvision)", file=sys.stderr)
+        sys.exit(2)
+    warnings.filterwarnings("ignore")
+
+    model = folded_model(name)
     torch.manual_seed(1)
     x = torch.randn(1, 3, 224, 224)
     with torch.no_grad():

@@ -21,6 +21,9 @@ import io
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from export_resnet18 import folded_model  # noqa: E402 (the benchmark's models, built one way)
+
 MODELS = ("resnet18", "mobilenet_v2")
 # file name -> (torchvision model, range of the BatchNorm scales)
 VARIANTS = {"resnet18": ("resnet18", (0.5, 1.0)), "mobilenet_v2": ("mobilenet_v2", (0.5, 1.0)),
@@ -36,8 +39,7 @@ def main():
         import warnings
 
         import torch
-        import torchvision
-        from torch.nn.utils.fusion import fuse_conv_bn_eval
+        import torchvision  # noqa: F401 (folded_model's; checked here for the message)
     except ImportError as e:
         print(f"export_models.py: {e} (install python3-torch and python3-torchvision)", file=sys.stderr)
         sys.exit(2)
@@ -45,24 +47,7 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     for file, path in paths.items():
         name, (lo, hi) = VARIANTS[file]
-        torch.manual_seed(0)
-        model = getattr(torchvision.models, name)(weights=None).eval()
-        with torch.no_grad():
-            for bn in (m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)):
-                bn.weight.uniform_(lo, hi)
-                bn.bias.normal_(0, 0.1)
-                bn.running_mean.normal_(0, 0.1)
-                bn.running_var.uniform_(0.5, 1.5)
-        for parent in model.modules():
-            names = list(parent._modules)
-            for a, b in zip(names, names[1:]):
-                conv, bn = parent._modules[a], parent._modules[b]
-                if isinstance(conv, torch.nn.Conv2d) and isinstance(bn, torch.nn.BatchNorm2d):
-                    parent._modules[a] = fuse_conv_bn_eval(conv, bn)
-                    parent._modules[b] = torch.nn.Identity()
-        with torch.no_grad():
-            for p in model.parameters():
-                p.copy_(p.half().float())
+        model = folded_model(name, (lo, hi))
         x = torch.randn(1, 3, 224, 224)
         buf = io.BytesIO()
         with torch.no_grad():
