@@ -7,6 +7,7 @@
 
 #include "ember/backends/cpu.hpp"
 #include "ember/backends/cuda.hpp"
+#include "ember/backends/vulkan.hpp"
 #include "ember/core/backend_registry.hpp"
 #include "ember/core/device.hpp"
 
@@ -34,6 +35,15 @@ Device Device::cuda(int index) {
   std::lock_guard<std::mutex> lock(mu);
   auto it = devices.find(index);
   if (it == devices.end()) it = devices.emplace(index, Device(cuda::make_backend(index))).first;
+  return it->second;
+}
+
+Device Device::vulkan(int index) {
+  static std::mutex mu;
+  static std::map<int, Device> devices;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = devices.find(index);
+  if (it == devices.end()) it = devices.emplace(index, Device(vulkan::make_backend(index))).first;
   return it->second;
 }
 
@@ -80,5 +90,32 @@ void set_allow_tf32(bool on) {
   if (const BackendProvider* p = find_backend("cuda"); p && p->set_flag) p->set_flag("allow_tf32", on);
 }
 }  // namespace cuda
+
+namespace vulkan {
+namespace {
+constexpr const char* kNotLinked =
+    "the Vulkan backend is not linked into this program: link ember::vulkan / find_package(ember COMPONENTS vulkan) "
+    "(pkg-config: ember-vulkan; an ember configured without libvulkan-dev and libshaderc-dev has none: "
+    "-DEMBER_VULKAN=ON)";
+}  // namespace
+
+bool available() { return device_count() > 0; }
+
+int device_count() {
+  const BackendProvider* p = find_backend("vulkan");
+  return p ? p->device_count() : 0;
+}
+
+std::string describe_devices() {
+  const BackendProvider* p = find_backend("vulkan");
+  return p ? p->describe_devices() : std::string("none: ") + kNotLinked;
+}
+
+std::shared_ptr<Backend> make_backend(int index) {
+  const BackendProvider* p = find_backend("vulkan");
+  if (!p) throw Error("Device::vulkan(" + std::to_string(index) + "): " + kNotLinked);
+  return p->make(index);
+}
+}  // namespace vulkan
 
 }  // namespace ember

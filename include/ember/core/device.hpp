@@ -46,6 +46,10 @@ class Device {
   // backend registry). Throws an Error that lists the devices when there is no such GPU, or that
   // says how to link the CUDA backend (ember::cuda) when the program doesn't link it.
   static Device cuda(int index = 0);
+  // The process-wide Vulkan compute backend of GPU `index`, any vendor's (found through the
+  // backend registry, like cuda()). Throws an Error that lists the devices when there is no such
+  // GPU, or that says how to link the Vulkan backend (ember::vulkan) when the program doesn't.
+  static Device vulkan(int index = 0);
   // Set the default device used when none is given (initially Device::cpu()).
   static Device default_device();
   static void set_default_device(Device d);  // replaces the default device (thread-safe)
