@@ -47,7 +47,7 @@ import sys
 # Translation units: a group per layer family, so a failure names its layer and two cores
 # compile them in parallel. A header belongs to the first group whose prefix it starts with.
 GROUPS = [
-    ("core", ["core/", "backends/", "decorators/", "tensor/", "ember.hpp", "version.hpp"]),
+    ("core", ["core/", "backends/", "kernels/", "decorators/", "tensor/", "ember.hpp", "version.hpp"]),
     ("nn", ["nn/", "nn.hpp", "optim/", "amp/", "amp.hpp", "store/", "onnx/", "quant/", "quant.hpp", "web.hpp"]),
     ("data_train", ["data/", "data.hpp", "train/", "distributed/", "distributed.hpp"]),
     ("docs", []),  # the markdown pages
