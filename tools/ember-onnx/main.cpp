@@ -2,7 +2,7 @@
 //
 //   ember-onnx info MODEL.onnx [--values]
 //   ember-onnx run MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR [--device cpu|cuda|cuda:N|cuda,cpu]
-//   ember-onnx generate MODEL.onnx --out DIR [--name NAME]
+//   ember-onnx generate MODEL.onnx --out DIR [--name NAME] [--target ember|cortex-m]
 //   ember-onnx quantize IN.onnx OUT.onnx --calibration DIR_or_FILE.npy ... [--exclude NODE ...] [--percentile P]
 //
 // Exit status: 0 on success, 1 when the model or an input cannot be read or run (the message
@@ -56,6 +56,11 @@ const char kUsage[] =
     "      write C++ code for the model: DIR/NAME.hpp, DIR/NAME.cpp (a struct NAME with load() and\n"
     "      forward()) and DIR/NAME.safetensors (the initializers); NAME defaults to the model's\n"
     "      file name as an identifier\n"
+    "  ember-onnx generate MODEL.onnx --target cortex-m --out DIR [--name NAME]\n"
+    "      freestanding C++ for a microcontroller (docs/embedded.md): DIR/NAME.hpp and DIR/NAME.cpp\n"
+    "      (weights as const arrays, one static activation arena planned by liveness, calls into\n"
+    "      include/ember/kernels/; no heap, exceptions or threads) and DIR/NAME.json; prints the\n"
+    "      flash (weights) and RAM (arena) it takes. --target ember (the default) is the above\n"
     "  ember-onnx generate --batch LIST --out DIR\n"
     "      the same for many models: each line of LIST is 'NAME MODEL.onnx'; prints 'ok NAME' or\n"
     "      'refused NAME: why' per model (the codegen conformance test uses it)\n"
@@ -432,12 +437,13 @@ int cmd_run(const std::vector<std::string>& args) {
 // ---- generate ---------------------------------------------------------------------------
 
 int cmd_generate(const std::vector<std::string>& args) {
-  std::optional<std::string> model_path, out_dir, name, batch;
+  std::optional<std::string> model_path, out_dir, name, batch, target;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--out" || a == "--name" || a == "--batch") {
+    if (a == "--out" || a == "--name" || a == "--batch" || a == "--target") {
       if (i + 1 >= args.size()) throw UsageError{a + " needs a value"};
-      std::optional<std::string>& slot = a == "--out" ? out_dir : a == "--name" ? name : batch;
+      std::optional<std::string>& slot =
+          a == "--out" ? out_dir : a == "--name" ? name : a == "--batch" ? batch : target;
       if (slot) throw UsageError{a + " given twice"};
       slot = args[++i];
     } else if (a.rfind("--", 0) == 0) {
@@ -448,7 +454,11 @@ int cmd_generate(const std::vector<std::string>& args) {
     }
   }
   if (!out_dir || out_dir->empty()) throw UsageError{"generate needs --out DIR"};
+  if (target && *target != "ember" && *target != "cortex-m")
+    throw UsageError{"--target is 'ember' or 'cortex-m', not '" + *target + "'"};
+  const bool cortex_m = target && *target == "cortex-m";
   if (batch) {
+    if (cortex_m) throw UsageError{"generate --batch takes no --target cortex-m"};
     if (model_path || name) throw UsageError{"generate --batch takes no MODEL.onnx or --name"};
     std::ifstream list(*batch);
     if (!list.good()) throw UsageError{"cannot read " + *batch};
@@ -477,6 +487,16 @@ int cmd_generate(const std::vector<std::string>& args) {
     name = id;
   }
   onnx::ModelProto m = onnx::load_model(*model_path);
+  if (cortex_m) {
+    const onnx::CortexMReport r = onnx::generate_cortex_m(m, *out_dir, *name);
+    std::cout << "wrote " << (fs::path(*out_dir) / (*name + ".hpp")).string() << ", " << *name << ".cpp and " << *name
+              << ".json\n"
+              << "flash: " << r.weight_bytes << " bytes of weights (plus the kernels' code)\n"
+              << "ram: " << r.arena_bytes << " bytes of activation arena (one buffer per tensor: " << r.unplanned_bytes
+              << ")\n"
+              << "steps: " << r.steps << " kernel calls for " << r.nodes << " nodes\n";
+    return 0;
+  }
   onnx::generate(m, *out_dir, *name);
   std::cout << "wrote " << (fs::path(*out_dir) / (*name + ".hpp")).string() << ", " << *name << ".cpp and " << *name
             << ".safetensors\n";

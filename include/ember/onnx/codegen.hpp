@@ -56,6 +56,32 @@ namespace ember::onnx {
 // `name` must be a C++ identifier; it names the struct and the files.
 void generate(const ModelProto& model, const std::string& out_dir, const std::string& name);
 
+// What generate_cortex_m wrote, and the memory the generated code takes.
+struct CortexMReport {
+  int64_t weight_bytes = 0;     // the const weight arrays (flash), after folding and re-layout
+  int64_t arena_bytes = 0;      // the static activation arena (RAM), planned by liveness
+  int64_t unplanned_bytes = 0;  // what one buffer per tensor would take instead
+  int64_t nodes = 0;            // nodes of the graph after constant folding
+  int64_t steps = 0;            // kernel calls in run() (fused nodes and reshapes take none)
+  std::vector<std::vector<int64_t>> input_shapes, output_shapes;  // the graph's inputs and outputs
+  std::vector<int64_t> input_sizes, output_sizes;                 // their element counts
+  std::vector<std::string> files;                                 // the files written
+};
+
+// `ember-onnx generate --target cortex-m` (docs/embedded.md): writes out_dir/name.hpp and
+// out_dir/name.cpp, freestanding C++ for a microcontroller (no heap, no exceptions, no RTTI, no
+// threads, no files), and out_dir/name.json (the report's numbers). The weights become const
+// float arrays (flash); activations live in one static arena whose buffers are placed by
+// liveness, so tensors whose lifetimes do not overlap share bytes. run() calls the kernels of
+// include/ember/kernels/, fusing Conv + BatchNormalization + Relu/Clip, Gemm or MatMul + Add +
+// Relu/Clip and Add + Relu/Clip into one call each; reshapes cost nothing. Every value must
+// have a static shape and be FLOAT. Supported: Conv (1-D, 2-D, grouped, depthwise), Gemm,
+// MatMul by a constant, Add, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Relu, Clip,
+// Sigmoid, Tanh, Softmax, BatchNormalization, Concat, Reshape, Flatten, Squeeze, Unsqueeze,
+// Transpose, Identity, Dropout, LSTM and GRU (one layer, forward). Any other node is an
+// ember::NotImplemented naming the node and its op type, before anything is written.
+CortexMReport generate_cortex_m(const ModelProto& model, const std::string& out_dir, const std::string& name);
+
 // Builders used by the generated code to spell out a node.
 namespace gen {
 AttributeProto attr_int(std::string name, int64_t v);  // an INT attribute `name` = v

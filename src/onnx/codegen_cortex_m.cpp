@@ -1,0 +1,1030 @@
+// ONNX to freestanding C++ for microcontrollers (`ember-onnx generate --target cortex-m`): see
+// include/ember/onnx/codegen.hpp and docs/embedded.md.
+//
+// Three passes. Lowering turns the (constant-folded, shape-inferred) graph into steps, each one
+// call of a kernel of include/ember/kernels/ on buffers, fusing what the kernels take in one pass
+// (Conv + BatchNormalization + Relu/Clip, MatMul + Add + Relu, Add + Relu); reshapes become
+// aliases of their input's buffer and elementwise ops run in place where their input dies.
+// Planning gives every buffer an offset in one static arena: buffers whose lifetimes (first
+// write to last read, in step order) overlap never share bytes; the largest are placed first,
+// each at the lowest offset that fits. Emission writes the weights as const arrays and run().
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "ember/core/error.hpp"
+#include "ember/onnx/codegen.hpp"
+#include "ember/onnx/shape_inference.hpp"
+
+namespace ember::onnx {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kArenaAlignFloats = 4;  // buffers start on 16-byte boundaries
+
+bool default_domain(const NodeProto& n) { return n.domain.empty() || n.domain == "ai.onnx"; }
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string o = "[";
+  for (size_t i = 0; i < s.size(); ++i) o += (i ? "," : "") + std::to_string(s[i]);
+  return o + "]";
+}
+
+int64_t product(const std::vector<int64_t>& s, size_t from = 0, size_t to = SIZE_MAX) {
+  int64_t p = 1;
+  for (size_t i = from; i < std::min(to, s.size()); ++i) p *= s[i];
+  return p;
+}
+
+// A float literal that reads back as exactly `v` ("kInfinity" for infinities).
+std::string literal(float v) {
+  if (std::isinf(v)) return v > 0 ? "kInfinity" : "-kInfinity";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", double(v));
+  std::string s = buf;
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s + "f";
+}
+
+std::string clamp_literal(float lo, float hi) { return "Clamp{" + literal(lo) + ", " + literal(hi) + "}"; }
+
+// A printable one-line version of an ONNX name for comments.
+std::string comment_text(std::string_view s) {
+  std::string o;
+  for (char ch : s) {
+    unsigned char u = static_cast<unsigned char>(ch);
+    o += (u < 0x20 || u >= 0x7f || ch == '\\') ? '?' : ch;
+  }
+  for (size_t p; (p = o.find("*/")) != std::string::npos;) o[p] = '?';
+  return o;
+}
+
+struct Buffer {
+  int64_t floats = 0;
+  int first = -1, last = -1;  // steps that write it first and read it last
+  int64_t offset = -1;        // in floats, in the arena
+  int external = -1;          // >= 0: graph input number (not in the arena)
+};
+
+struct Weight {
+  std::string name, origin;  // C++ name, what it came from
+  std::vector<float> values;
+};
+
+class CortexMEmitter {
+ public:
+  CortexMEmitter(const ModelProto& model, std::string name) : model_(model), name_(std::move(name)) {}
+
+  CortexMReport run(const std::string& out_dir);
+
+ private:
+  // ---- the graph ----
+  const ModelProto& model_;
+  std::string name_;
+  GraphProto graph_;
+  int64_t opset_ = 0;
+  std::map<std::string, InferredType> types_;
+  std::map<std::string, TensorData> constants_;
+  std::map<std::string, std::vector<size_t>> readers_;  // value -> nodes that read it
+  std::set<std::string> graph_outputs_;
+
+  // ---- lowering ----
+  std::vector<Buffer> buffers_;
+  std::map<std::string, int> value_buffer_;  // value -> its buffer
+  std::vector<std::string> steps_;           // the code of each step
+  std::vector<Weight> weights_;
+  std::set<std::string> kernel_headers_;
+  std::vector<bool> done_;  // nodes lowered (fused into an earlier step included)
+
+  const TensorData* constant(const std::string& v) const {
+    auto it = constants_.find(v);
+    return it == constants_.end() ? nullptr : &it->second;
+  }
+  [[noreturn]] void unsupported(const NodeProto& n, const std::string& why) const {
+    EMBER_NOT_IMPLEMENTED("cortex-m codegen: node '", n.name, "' (", n.op_type, "): ", why);
+  }
+  std::vector<int64_t> shape_of(const NodeProto& n, const std::string& v) const {
+    auto it = types_.find(v);
+    if (it == types_.end() || !it->second.fully_static())
+      unsupported(n, "the shape of '" + v + "' is not static (" +
+                         (it == types_.end() ? std::string("unknown") : it->second.str()) +
+                         "); export the model with fixed input shapes");
+    std::vector<int64_t> s;
+    for (const Dimension& d : *it->second.shape) s.push_back(*d.value);
+    return s;
+  }
+  std::vector<float> floats_of(const TensorData& d) const { return d.to_vector<float>(); }
+
+  int64_t attr_int(const NodeProto& n, const char* a, int64_t fallback) const {
+    const AttributeProto* p = n.attribute(a);
+    return p ? p->i : fallback;
+  }
+  float attr_float(const NodeProto& n, const char* a, float fallback) const {
+    const AttributeProto* p = n.attribute(a);
+    return p ? p->f : fallback;
+  }
+  std::vector<int64_t> attr_ints(const NodeProto& n, const char* a, std::vector<int64_t> fallback) const {
+    const AttributeProto* p = n.attribute(a);
+    return p ? p->ints : fallback;
+  }
+  std::string attr_string(const NodeProto& n, const char* a, std::string fallback) const {
+    const AttributeProto* p = n.attribute(a);
+    return p ? p->s : fallback;
+  }
+
+  std::string add_weight(std::string origin, std::vector<float> values) {
+    for (float v : values)
+      EMBER_CHECK(std::isfinite(v), "cortex-m codegen: weight '", origin, "' holds a non-finite value");
+    std::string cname = "w" + std::to_string(weights_.size());
+    weights_.push_back({cname, std::move(origin), std::move(values)});
+    return cname;
+  }
+
+  int new_buffer(int64_t floats) {
+    buffers_.push_back({.floats = floats});
+    return int(buffers_.size() - 1);
+  }
+  // The pointer expression of a value (its buffer's variable).
+  std::string ptr(const NodeProto& n, const std::string& v) {
+    auto it = value_buffer_.find(v);
+    if (it == value_buffer_.end()) {
+      if (constant(v)) unsupported(n, "input '" + v + "' is a constant where this op needs a computed value");
+      unsupported(n, "input '" + v + "' has no value");
+    }
+    use(it->second);
+    return "b" + std::to_string(it->second);
+  }
+  void use(int buffer) {
+    Buffer& b = buffers_[size_t(buffer)];
+    const int step = int(steps_.size());
+    if (b.first < 0) b.first = step;
+    b.last = std::max(b.last, step);
+  }
+  // A fresh buffer for output value v of `floats` floats; returns its pointer expression.
+  std::string define(const std::string& v, int64_t floats) {
+    const int b = new_buffer(floats);
+    value_buffer_[v] = b;
+    use(b);
+    return "b" + std::to_string(b);
+  }
+  // Output value `out` of an elementwise op on `in`: in's buffer when no later node reads a value
+  // of that buffer (and it is not a graph input or output), a fresh one otherwise.
+  std::string define_in_place(size_t node, const std::string& in, const std::string& out, int64_t floats) {
+    auto it = value_buffer_.find(in);
+    if (it != value_buffer_.end() && buffers_[size_t(it->second)].external < 0 &&
+        buffers_[size_t(it->second)].floats == floats && !read_later(it->second, node)) {
+      value_buffer_[out] = it->second;
+      use(it->second);
+      return "b" + std::to_string(it->second);
+    }
+    return define(out, floats);
+  }
+  bool read_later(int buffer, size_t node) const {
+    for (const auto& [v, b] : value_buffer_) {
+      if (b != buffer) continue;
+      if (graph_outputs_.count(v)) return true;
+      auto r = readers_.find(v);
+      if (r != readers_.end())
+        for (size_t k : r->second)
+          if (k > node && !done_[k]) return true;
+    }
+    return false;
+  }
+  void alias(const std::string& in, const std::string& out) {
+    auto it = value_buffer_.find(in);
+    EMBER_CHECK(it != value_buffer_.end(), "cortex-m codegen: '", in, "' has no value");
+    value_buffer_[out] = it->second;
+  }
+
+  // The only reader of v when there is exactly one and v is not a graph output.
+  const NodeProto* sole_reader(const std::string& v, size_t* index = nullptr) const {
+    if (graph_outputs_.count(v)) return nullptr;
+    auto it = readers_.find(v);
+    if (it == readers_.end() || it->second.size() != 1) return nullptr;
+    const NodeProto& r = graph_.nodes[it->second[0]];
+    if (!default_domain(r)) return nullptr;
+    if (index) *index = it->second[0];
+    return &r;
+  }
+  // Relu, or Clip with constant bounds: the bounds; nullopt for anything else.
+  std::optional<std::pair<float, float>> activation_bounds(const NodeProto& r) const {
+    if (r.op_type == "Relu") return std::pair{0.0f, INFINITY};
+    if (r.op_type != "Clip") return std::nullopt;
+    float lo = -INFINITY, hi = INFINITY;
+    if (opset_ < 11) {
+      lo = attr_float(r, "min", lo);
+      hi = attr_float(r, "max", hi);
+    } else {
+      for (size_t i = 1; i < r.inputs.size() && i < 3; ++i) {
+        if (r.inputs[i].empty()) continue;
+        const TensorData* c = constant(r.inputs[i]);
+        if (!c || c->numel() != 1) return std::nullopt;
+        (i == 1 ? lo : hi) = floats_of(*c)[0];
+      }
+    }
+    return std::pair{lo, hi};
+  }
+  // Fuses a Relu / Clip that alone reads `value` into the step: returns the clamp and updates
+  // `value` to the activation's output.
+  std::string fuse_activation(std::string& value, std::string& fused_names) {
+    size_t k = 0;
+    const NodeProto* r = sole_reader(value, &k);
+    if (!r) return "kNoClamp";
+    std::optional<std::pair<float, float>> b = activation_bounds(*r);
+    if (!b) return "kNoClamp";
+    done_[k] = true;
+    value = r->outputs[0];
+    fused_names += " + '" + comment_text(r->name) + "' (" + r->op_type + ")";
+    return clamp_literal(b->first, b->second);
+  }
+
+  void lower(size_t k);
+  void lower_conv(size_t k);
+  void lower_dense(size_t k);
+  void lower_add(size_t k);
+  void lower_pool(size_t k);
+  void lower_rnn(size_t k);
+  void plan();
+  std::string emit_header(const CortexMReport& r) const;
+  std::string emit_source(const CortexMReport& r) const;
+
+  std::string comment(const NodeProto& n, const std::string& extra, const std::vector<int64_t>& in,
+                      const std::vector<int64_t>& out) const {
+    return "  // node '" + comment_text(n.name) + "' (" + n.op_type + ")" + extra + ": " + shape_str(in) + " -> " +
+           shape_str(out) + "\n";
+  }
+  void add_step(std::string code) { steps_.push_back(std::move(code)); }
+};
+
+// ---- lowering ----------------------------------------------------------------------------
+
+void CortexMEmitter::lower_conv(size_t k) {
+  const NodeProto& n = graph_.nodes[k];
+  if (n.inputs.size() < 2) unsupported(n, "needs X and W");
+  const TensorData* w = constant(n.inputs[1]);
+  if (!w) unsupported(n, "the weight must be an initializer");
+  const TensorData* bias = n.inputs.size() > 2 && !n.inputs[2].empty() ? constant(n.inputs[2]) : nullptr;
+  if (n.inputs.size() > 2 && !n.inputs[2].empty() && !bias) unsupported(n, "the bias must be an initializer");
+  std::vector<int64_t> x = shape_of(n, n.inputs[0]), ws = w->shape().dims();
+  if (x.size() != 3 && x.size() != 4) unsupported(n, "only 1-D and 2-D convolutions are supported");
+  std::string out = n.outputs[0];
+  std::vector<int64_t> y = shape_of(n, out);
+  if (x.size() == 3) {  // 1-D: a 2-D convolution of height 1
+    x.insert(x.begin() + 2, 1);
+    y.insert(y.begin() + 2, 1);
+    ws.insert(ws.begin() + 2, 1);
+  }
+  const bool one_d = shape_of(n, n.inputs[0]).size() == 3;
+  auto pick = [&](const std::vector<int64_t>& v, int64_t fallback) -> std::pair<int64_t, int64_t> {
+    if (v.empty()) return {fallback, fallback};
+    if (one_d) return {1, v[0]};
+    return {v[0], v[1]};
+  };
+  auto [sh, sw] = pick(attr_ints(n, "strides", {}), 1);
+  auto [dh, dw] = pick(attr_ints(n, "dilations", {}), 1);
+  const int64_t groups = attr_int(n, "group", 1);
+  const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+  int64_t pt = 0, pl = 0;
+  if (auto_pad == "NOTSET") {
+    std::vector<int64_t> pads = attr_ints(n, "pads", {});
+    if (!pads.empty()) {
+      if (one_d)
+        pl = pads[0];
+      else {
+        pt = pads[0];
+        pl = pads[1];
+      }
+    }
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    auto total = [&](int64_t in, int64_t o, int64_t s, int64_t kk, int64_t d) {
+      return std::max<int64_t>(0, (o - 1) * s + (kk - 1) * d + 1 - in);
+    };
+    const int64_t th = total(x[2], y[2], sh, ws[2], dh), tw = total(x[3], y[3], sw, ws[3], dw);
+    pt = auto_pad == "SAME_UPPER" ? th / 2 : th - th / 2;
+    pl = auto_pad == "SAME_UPPER" ? tw / 2 : tw - tw / 2;
+  } else if (auto_pad != "VALID") {
+    unsupported(n, "auto_pad " + auto_pad);
+  }
+
+  std::vector<float> weight = floats_of(*w);
+  std::vector<float> b = bias ? floats_of(*bias) : std::vector<float>(size_t(ws[0]), 0.0f);
+  std::string fused;
+  // A BatchNormalization (inference, constant statistics) that alone reads the output: folded.
+  size_t bn_index = 0;
+  if (const NodeProto* bn = sole_reader(out, &bn_index);
+      bn && bn->op_type == "BatchNormalization" && bn->inputs.size() == 5 && bn->outputs.size() >= 1 &&
+      attr_int(*bn, "training_mode", 0) == 0) {
+    const TensorData *scale = constant(bn->inputs[1]), *shift = constant(bn->inputs[2]),
+                     *mean = constant(bn->inputs[3]), *var = constant(bn->inputs[4]);
+    if (scale && shift && mean && var && scale->numel() == ws[0]) {
+      const double eps = attr_float(*bn, "epsilon", 1e-5f);
+      std::vector<float> sc = floats_of(*scale), sf = floats_of(*shift), mu = floats_of(*mean), va = floats_of(*var);
+      const int64_t per_filter = product(ws, 1);
+      for (int64_t m = 0; m < ws[0]; ++m) {
+        const double f = double(sc[size_t(m)]) / std::sqrt(double(va[size_t(m)]) + eps);
+        for (int64_t i = 0; i < per_filter; ++i)
+          weight[size_t(m * per_filter + i)] = float(double(weight[size_t(m * per_filter + i)]) * f);
+        b[size_t(m)] = float((double(b[size_t(m)]) - mu[size_t(m)]) * f + sf[size_t(m)]);
+      }
+      done_[bn_index] = true;
+      out = bn->outputs[0];
+      fused += " + '" + comment_text(bn->name) + "' (BatchNormalization, folded)";
+    }
+  }
+  const std::string clamp = fuse_activation(out, fused);
+  const std::string wn = add_weight(n.inputs[1] + (fused.empty() ? "" : " (folded)"), std::move(weight));
+  const std::string bn = add_weight(bias ? n.inputs[2] : n.inputs[1] + " (bias)", std::move(b));
+  const std::string in = ptr(n, n.inputs[0]);
+  const std::string o = define(out, product(y));
+  kernel_headers_.insert("conv");
+  std::ostringstream c;
+  c << comment(n, fused, shape_of(n, n.inputs[0]), shape_of(n, out));
+  c << "  {\n    static constexpr Conv2dShape s{" << x[1] << ", " << x[2] << ", " << x[3] << ", " << y[1] << ", " << y[2]
+    << ", " << y[3] << ", " << ws[2] << ", " << ws[3] << ", " << sh << ", " << sw << ", " << pt << ", " << pl << ", "
+    << dh << ", " << dw << ", " << groups << "};\n";
+  const int64_t in_image = product(x, 1), out_image = product(y, 1);
+  if (x[0] == 1) {
+    c << "    if (Status st = conv2d_f32(s, " << in << ", " << wn << ", " << bn << ", " << o << ", " << clamp
+      << "); st != Status::ok) return st;\n";
+  } else {
+    c << "    for (int32_t n = 0; n < " << x[0] << "; ++n)\n      if (Status st = conv2d_f32(s, " << in << " + n * "
+      << in_image << ", " << wn << ", " << bn << ", " << o << " + n * " << out_image << ", " << clamp
+      << "); st != Status::ok) return st;\n";
+  }
+  c << "  }\n";
+  add_step(c.str());
+}
+
+void CortexMEmitter::lower_dense(size_t k) {
+  const NodeProto& n = graph_.nodes[k];
+  const std::vector<int64_t> a = shape_of(n, n.inputs[0]);
+  std::vector<float> weight;  // [out, in]
+  std::vector<float> bias;
+  int64_t in_f = 0, out_f = 0;
+  std::string out = n.outputs[0];
+  std::string fused;
+  if (n.op_type == "Gemm") {
+    if (attr_int(n, "transA", 0) != 0) unsupported(n, "transA = 1");
+    const TensorData* b = constant(n.inputs[1]);
+    if (!b || b->shape().rank() != 2) unsupported(n, "B must be a 2-D initializer");
+    if (a.size() != 2) unsupported(n, "A must be 2-D");
+    const float alpha = attr_float(n, "alpha", 1.0f), beta = attr_float(n, "beta", 1.0f);
+    const bool trans_b = attr_int(n, "transB", 0) != 0;
+    const std::vector<int64_t> bs = b->shape().dims();
+    in_f = trans_b ? bs[1] : bs[0];
+    out_f = trans_b ? bs[0] : bs[1];
+    std::vector<float> bv = floats_of(*b);
+    weight.resize(size_t(in_f * out_f));
+    for (int64_t o = 0; o < out_f; ++o)
+      for (int64_t i = 0; i < in_f; ++i)
+        weight[size_t(o * in_f + i)] = alpha * (trans_b ? bv[size_t(o * in_f + i)] : bv[size_t(i * out_f + o)]);
+    if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+      const TensorData* c = constant(n.inputs[2]);
+      if (!c) unsupported(n, "C must be an initializer");
+      std::vector<float> cv = floats_of(*c);
+      if (cv.size() == 1) cv.assign(size_t(out_f), cv[0]);
+      if (int64_t(cv.size()) != out_f) unsupported(n, "C must hold N values or one (a per-row C is not supported)");
+      for (float& v : cv) v *= beta;
+      bias = std::move(cv);
+    }
+  } else {  // MatMul with a constant [K, N], maybe followed by the Add of a bias
+    const TensorData* b = constant(n.inputs[1]);
+    if (!b || b->shape().rank() != 2) unsupported(n, "only MatMul by a 2-D initializer is supported");
+    const std::vector<int64_t> bs = b->shape().dims();
+    in_f = bs[0];
+    out_f = bs[1];
+    std::vector<float> bv = floats_of(*b);
+    weight.resize(size_t(in_f * out_f));
+    for (int64_t o = 0; o < out_f; ++o)
+      for (int64_t i = 0; i < in_f; ++i) weight[size_t(o * in_f + i)] = bv[size_t(i * out_f + o)];
+    size_t add_index = 0;
+    if (const NodeProto* add = sole_reader(out, &add_index); add && add->op_type == "Add" && add->inputs.size() == 2) {
+      const std::string& other = add->inputs[0] == out ? add->inputs[1] : add->inputs[0];
+      const TensorData* c = constant(other);
+      if (c && c->numel() == out_f && shape_of(*add, add->outputs[0]) == shape_of(n, out)) {
+        bias = floats_of(*c);
+        done_[add_index] = true;
+        out = add->outputs[0];
+        fused += " + '" + comment_text(add->name) + "' (Add)";
+      }
+    }
+  }
+  if (a.empty() || a.back() != in_f) unsupported(n, "A's last dim must equal B's rows");
+  const std::string clamp = fuse_activation(out, fused);
+  const std::string wn = add_weight(n.inputs[1] + " (as [out, in])", std::move(weight));
+  const std::string bn = bias.empty() ? "nullptr" : add_weight("bias of " + n.name, std::move(bias));
+  const std::string in = ptr(n, n.inputs[0]);
+  const std::vector<int64_t> y = shape_of(n, out);
+  const std::string o = define(out, product(y));
+  kernel_headers_.insert("dense");
+  std::ostringstream c;
+  c << comment(n, fused, a, y);
+  c << "  dense_f32(" << product(a) / in_f << ", " << in_f << ", " << out_f << ", " << in << ", " << wn << ", " << bn
+    << ", " << o << ", " << clamp << ");\n";
+  add_step(c.str());
+}
+
+void CortexMEmitter::lower_add(size_t k) {
+  const NodeProto& n = graph_.nodes[k];
+  if (n.inputs.size() != 2) unsupported(n, "needs two inputs");
+  std::string out = n.outputs[0];
+  const std::vector<int64_t> y = shape_of(n, out);
+  const TensorData *c0 = constant(n.inputs[0]), *c1 = constant(n.inputs[1]);
+  std::string fused;
+  std::ostringstream c;
+  kernel_headers_.insert("elementwise");
+  if (!c0 && !c1) {
+    if (shape_of(n, n.inputs[0]) != y || shape_of(n, n.inputs[1]) != y)
+      unsupported(n, "broadcasting between two computed values is not supported");
+    const std::string clamp = fuse_activation(out, fused);
+    const std::string a = ptr(n, n.inputs[0]), b = ptr(n, n.inputs[1]);
+    std::string o = define_in_place(k, n.inputs[0], out, product(y));
+    if (o != a) o = define_in_place(k, n.inputs[1], out, product(y));
+    c << comment(n, fused, y, y) << "  add_f32(" << product(y) << ", " << a << ", " << b << ", " << o << ", "
+      << clamp << ");\n";
+    add_step(c.str());
+    return;
+  }
+  if (c0 && c1) unsupported(n, "both inputs are constants (constant folding should have removed it)");
+  const std::string& xv = c0 ? n.inputs[1] : n.inputs[0];
+  const TensorData& cst = c0 ? *c0 : *c1;
+  if (shape_of(n, xv) != y) unsupported(n, "the computed input must have the output's shape");
+  // The constant's broadcast shape, right-aligned to y: at most one dim other than 1.
+  std::vector<int64_t> cs = cst.shape().dims();
+  while (cs.size() < y.size()) cs.insert(cs.begin(), 1);
+  int64_t axis = -1;
+  for (size_t i = 0; i < cs.size(); ++i)
+    if (cs[i] != 1) {
+      if (axis >= 0 || cs[i] != y[i]) {
+        if (cst.shape().dims() == y) axis = -2;  // same shape: elementwise
+        else unsupported(n, "the constant " + shape_str(cst.shape().dims()) + " must be one value, one per channel, or y's shape");
+        break;
+      }
+      axis = int64_t(i);
+    }
+  const std::string clamp = fuse_activation(out, fused);
+  const std::string x = ptr(n, xv);
+  const std::string o = define_in_place(k, xv, out, product(y));
+  c << comment(n, fused, y, y);
+  if (axis == -2) {
+    const std::string wn = add_weight(c0 ? n.inputs[0] : n.inputs[1], floats_of(cst));
+    c << "  add_f32(" << product(y) << ", " << x << ", " << wn << ", " << o << ", " << clamp << ");\n";
+  } else {
+    const std::string wn = add_weight(c0 ? n.inputs[0] : n.inputs[1], floats_of(cst));
+    const size_t ax = axis < 0 ? 0 : size_t(axis);
+    const int64_t outer = axis < 0 ? product(y) : product(y, 0, ax), ch = axis < 0 ? 1 : y[ax],
+                  inner = axis < 0 ? 1 : product(y, ax + 1);
+    c << "  add_channel_f32(" << outer << ", " << ch << ", " << inner << ", " << x << ", " << wn << ", " << o << ", "
+      << clamp << ");\n";
+  }
+  add_step(c.str());
+}
+
+void CortexMEmitter::lower_pool(size_t k) {
+  const NodeProto& n = graph_.nodes[k];
+  std::vector<int64_t> x = shape_of(n, n.inputs[0]);
+  const std::vector<int64_t> y = shape_of(n, n.outputs[0]);
+  if (n.outputs.size() > 1 && !n.outputs[1].empty()) unsupported(n, "the Indices output is not supported");
+  if (x.size() != 3 && x.size() != 4) unsupported(n, "only 1-D and 2-D pooling is supported");
+  const bool one_d = x.size() == 3;
+  const std::string in = ptr(n, n.inputs[0]);
+  const std::string o = define(n.outputs[0], product(y));
+  kernel_headers_.insert("pool");
+  std::ostringstream c;
+  c << comment(n, "", x, y);
+  if (n.op_type == "GlobalAveragePool") {
+    c << "  global_avg_pool_f32(" << x[0] * x[1] << ", " << product(x, 2) << ", " << in << ", " << o << ");\n";
+    add_step(c.str());
+    return;
+  }
+  std::vector<int64_t> ys = y;
+  if (one_d) {
+    x.insert(x.begin() + 2, 1);
+    ys.insert(ys.begin() + 2, 1);
+  }
+  auto two = [&](std::vector<int64_t> v, int64_t fallback) -> std::vector<int64_t> {
+    if (v.empty()) return {fallback, fallback};
+    if (one_d) return {fallback == 0 ? 0 : 1, v[0]};
+    return v;
+  };
+  std::vector<int64_t> kernel = n.op_type == "GlobalMaxPool" ? std::vector<int64_t>{x[2], x[3]}
+                                                             : two(attr_ints(n, "kernel_shape", {}), 1);
+  if (one_d && n.op_type != "GlobalMaxPool") kernel = {1, attr_ints(n, "kernel_shape", {1})[0]};
+  const std::vector<int64_t> strides = two(attr_ints(n, "strides", {}), 1);
+  const std::vector<int64_t> dil = two(attr_ints(n, "dilations", {}), 1);
+  std::vector<int64_t> pads = attr_ints(n, "pads", {});
+  int64_t pt = 0, pl = 0, pb = 0, pr = 0;
+  if (!pads.empty()) {
+    if (one_d) {
+      pl = pads[0];
+      pr = pads[1];
+    } else {
+      pt = pads[0];
+      pl = pads[1];
+      pb = pads[2];
+      pr = pads[3];
+    }
+  }
+  const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    const int64_t th = std::max<int64_t>(0, (ys[2] - 1) * strides[0] + kernel[0] - x[2]);
+    const int64_t tw = std::max<int64_t>(0, (ys[3] - 1) * strides[1] + kernel[1] - x[3]);
+    pt = auto_pad == "SAME_UPPER" ? th / 2 : th - th / 2;
+    pl = auto_pad == "SAME_UPPER" ? tw / 2 : tw - tw / 2;
+    pb = th - pt;
+    pr = tw - pl;
+  } else if (auto_pad != "NOTSET" && auto_pad != "VALID") {
+    unsupported(n, "auto_pad " + auto_pad);
+  }
+  c << "  {\n    static constexpr Pool2dShape s{" << x[0] * x[1] << ", " << x[2] << ", " << x[3] << ", " << ys[2] << ", "
+    << ys[3] << ", " << kernel[0] << ", " << kernel[1] << ", " << strides[0] << ", " << strides[1] << ", " << pt
+    << ", " << pl << ", " << pb << ", " << pr << ", " << dil[0] << ", " << dil[1] << "};\n";
+  if (n.op_type == "AveragePool") {
+    if (dil[0] != 1 || dil[1] != 1) unsupported(n, "dilated average pooling");
+    c << "    avg_pool2d_f32(s, " << (attr_int(n, "count_include_pad", 0) ? "true" : "false") << ", " << in << ", "
+      << o << ");\n";
+  } else {
+    c << "    max_pool2d_f32(s, " << in << ", " << o << ");\n";
+  }
+  c << "  }\n";
+  add_step(c.str());
+}
+
+void CortexMEmitter::lower_rnn(size_t k) {
+  const NodeProto& n = graph_.nodes[k];
+  const bool lstm = n.op_type == "LSTM";
+  if (attr_string(n, "direction", "forward") != "forward") unsupported(n, "only direction \"forward\" is supported");
+  if (attr_int(n, "layout", 0) != 0) unsupported(n, "layout 1 (batch first) is not supported");
+  if (n.attribute("activations") || n.attribute("clip")) unsupported(n, "custom activations or clip");
+  if (lstm && attr_int(n, "input_forget", 0) != 0) unsupported(n, "input_forget");
+  const std::vector<int64_t> x = shape_of(n, n.inputs[0]);
+  if (x.size() != 3) unsupported(n, "X must be [seq, batch, input]");
+  const TensorData *w = constant(n.inputs[1]), *r = constant(n.inputs[2]);
+  if (!w || !r) unsupported(n, "W and R must be initializers");
+  const int64_t hidden = attr_int(n, "hidden_size", r->shape().dims().back());
+  auto input = [&](size_t i) -> std::string { return i < n.inputs.size() ? n.inputs[i] : std::string(); };
+  std::string bias = "nullptr";
+  if (!input(3).empty()) {
+    const TensorData* b = constant(input(3));
+    if (!b) unsupported(n, "B must be an initializer");
+    bias = add_weight(input(3), floats_of(*b));
+  }
+  if (!input(4).empty()) {
+    const TensorData* lens = constant(input(4));
+    bool full = lens != nullptr;
+    if (lens)
+      for (double v : lens->to_doubles()) full = full && int64_t(v) == x[0];
+    if (!full) unsupported(n, "sequence_lens must be absent or all equal to the sequence length");
+  }
+  if (lstm && !input(7).empty()) unsupported(n, "peepholes (P) are not supported");
+  auto state = [&](size_t i) -> std::string {
+    if (input(i).empty()) return "nullptr";
+    if (const TensorData* c = constant(input(i))) {
+      std::vector<float> v = floats_of(*c);
+      if (std::all_of(v.begin(), v.end(), [](float f) { return f == 0.0f; })) return "nullptr";
+      return add_weight(input(i), std::move(v));
+    }
+    return ptr(n, input(i));
+  };
+  const std::string wn = add_weight(n.inputs[1], floats_of(*w)), rn = add_weight(n.inputs[2], floats_of(*r));
+  const std::string h0 = state(5), c0 = lstm ? state(6) : "nullptr";
+  const std::string in = ptr(n, n.inputs[0]);
+  auto output = [&](size_t i) -> std::string { return i < n.outputs.size() ? n.outputs[i] : std::string(); };
+  auto used = [&](const std::string& v) { return !v.empty() && (readers_.count(v) || graph_outputs_.count(v)); };
+  const int64_t state_floats = x[1] * hidden;
+  const std::string y = used(output(0)) ? define(output(0), x[0] * state_floats) : "nullptr";
+  const std::string h = used(output(1)) ? define(output(1), state_floats) : "b" + std::to_string(new_buffer(state_floats));
+  use(std::stoi(h.substr(1)));
+  std::string c = "nullptr";
+  if (lstm) {
+    c = used(output(2)) ? define(output(2), state_floats) : "b" + std::to_string(new_buffer(state_floats));
+    use(std::stoi(c.substr(1)));
+  }
+  const int scratch = new_buffer((lstm ? 4 : 7) * hidden);
+  use(scratch);
+  kernel_headers_.insert("rnn");
+  std::ostringstream s;
+  s << comment(n, "", x, {x[0], 1, x[1], hidden});
+  s << "  {\n    static constexpr RnnShape s{" << x[0] << ", " << x[1] << ", " << x[2] << ", " << hidden << "};\n";
+  if (lstm)
+    s << "    lstm_f32(s, " << in << ", " << wn << ", " << rn << ", " << bias << ", " << h0 << ", " << c0 << ", " << y
+      << ", " << h << ", " << c << ", b" << scratch << ");\n";
+  else
+    s << "    gru_f32(s, " << (attr_int(n, "linear_before_reset", 0) ? "true" : "false") << ", " << in << ", " << wn
+      << ", " << rn << ", " << bias << ", " << h0 << ", " << y << ", " << h << ", b" << scratch << ");\n";
+  s << "  }\n";
+  add_step(s.str());
+}
+
+void CortexMEmitter::lower(size_t k) {
+  const NodeProto& n = graph_.nodes[k];
+  if (!default_domain(n)) unsupported(n, "domain '" + n.domain + "' is not supported");
+  const std::string& op = n.op_type;
+  for (const std::string& o : n.outputs) {
+    if (o.empty()) continue;
+    auto it = types_.find(o);
+    if (it != types_.end() && it->second.elem_type != 0 && it->second.elem_type != int32_t(DataType::float32) &&
+        (readers_.count(o) || graph_outputs_.count(o)))
+      unsupported(n, "output '" + o + "' is " + data_type_name(it->second.elem_type) + "; only FLOAT is supported");
+  }
+  if (op == "Conv") return lower_conv(k);
+  if (op == "Gemm" || op == "MatMul") return lower_dense(k);
+  if (op == "Add") return lower_add(k);
+  if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool")
+    return lower_pool(k);
+  if (op == "LSTM" || op == "GRU") return lower_rnn(k);
+  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity" ||
+      op == "Dropout") {
+    if (op == "Dropout" && n.outputs.size() > 1 && !n.outputs[1].empty() && readers_.count(n.outputs[1]))
+      unsupported(n, "the mask output is not supported");
+    shape_of(n, n.outputs[0]);
+    alias(n.inputs[0], n.outputs[0]);  // NCHW is contiguous: same bytes, new shape
+    return;
+  }
+  const std::vector<int64_t> y = shape_of(n, n.outputs[0]);
+  std::ostringstream c;
+  kernel_headers_.insert("elementwise");
+  if (op == "Relu" || op == "Clip" || op == "Sigmoid" || op == "Tanh") {
+    std::string fused, clamp;
+    if (op == "Relu" || op == "Clip") {
+      std::optional<std::pair<float, float>> b = activation_bounds(n);
+      if (!b) unsupported(n, "Clip bounds must be constants");
+      clamp = clamp_literal(b->first, b->second);
+    }
+    const std::string in = ptr(n, n.inputs[0]);
+    const std::string o = define_in_place(k, n.inputs[0], n.outputs[0], product(y));
+    c << comment(n, fused, y, y);
+    if (!clamp.empty())
+      c << "  clamp_f32(" << product(y) << ", " << in << ", " << o << ", " << clamp << ");\n";
+    else
+      c << "  " << (op == "Sigmoid" ? "sigmoid_f32(" : "tanh_f32(") << product(y) << ", " << in << ", " << o << ");\n";
+    add_step(c.str());
+    return;
+  }
+  if (op == "Softmax") {
+    const int64_t rank = int64_t(y.size());
+    int64_t axis = attr_int(n, "axis", opset_ >= 13 ? -1 : 1);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) unsupported(n, "axis out of range");
+    // Before opset 13 the input is coerced to 2-D at `axis`; from 13 the axis must be the last
+    // one with more than one element.
+    if (opset_ >= 13 && product(y, size_t(axis) + 1) != 1) unsupported(n, "only a softmax over the last axis");
+    const std::string in = ptr(n, n.inputs[0]);
+    const std::string o = define_in_place(k, n.inputs[0], n.outputs[0], product(y));
+    c << comment(n, "", y, y) << "  softmax_f32(" << product(y, 0, size_t(axis)) << ", " << product(y, size_t(axis))
+      << ", " << in << ", " << o << ");\n";
+    add_step(c.str());
+    return;
+  }
+  if (op == "BatchNormalization") {
+    if (n.inputs.size() != 5 || attr_int(n, "training_mode", 0) != 0) unsupported(n, "only inference mode");
+    const TensorData *scale = constant(n.inputs[1]), *shift = constant(n.inputs[2]), *mean = constant(n.inputs[3]),
+                     *var = constant(n.inputs[4]);
+    if (!scale || !shift || !mean || !var) unsupported(n, "scale, B, mean and var must be initializers");
+    const double eps = attr_float(n, "epsilon", 1e-5f);
+    std::vector<float> sc = floats_of(*scale), sf = floats_of(*shift), mu = floats_of(*mean), va = floats_of(*var);
+    std::vector<float> a(sc.size()), b(sc.size());
+    for (size_t i = 0; i < sc.size(); ++i) {
+      const double f = double(sc[i]) / std::sqrt(double(va[i]) + eps);
+      a[i] = float(f);
+      b[i] = float(double(sf[i]) - double(mu[i]) * f);
+    }
+    std::string out = n.outputs[0], fused;
+    const std::string clamp = fuse_activation(out, fused);
+    const std::string an = add_weight(n.name + " scale", std::move(a)), bn = add_weight(n.name + " shift", std::move(b));
+    const std::string in = ptr(n, n.inputs[0]);
+    const std::string o = define_in_place(k, n.inputs[0], out, product(y));
+    c << comment(n, fused, y, y) << "  scale_shift_f32(" << y[0] << ", " << (y.size() > 1 ? y[1] : 1) << ", "
+      << product(y, 2) << ", " << in << ", " << an << ", " << bn << ", " << o << ", " << clamp << ");\n";
+    add_step(c.str());
+    return;
+  }
+  if (op == "Concat") {
+    const int64_t rank = int64_t(y.size());
+    int64_t axis = attr_int(n, "axis", 1);
+    if (axis < 0) axis += rank;
+    std::vector<std::string> parts;
+    std::vector<int64_t> widths;
+    for (const std::string& v : n.inputs) {
+      if (constant(v)) unsupported(n, "constant inputs are not supported");
+      parts.push_back(ptr(n, v));
+      widths.push_back(product(shape_of(n, v), size_t(axis)));
+    }
+    const std::string o = define(n.outputs[0], product(y));
+    c << comment(n, "", shape_of(n, n.inputs[0]), y) << "  {\n    const float* const parts[] = {";
+    for (size_t i = 0; i < parts.size(); ++i) c << (i ? ", " : "") << parts[i];
+    c << "};\n    static constexpr int32_t widths[] = {";
+    for (size_t i = 0; i < widths.size(); ++i) c << (i ? ", " : "") << widths[i];
+    c << "};\n    concat_f32(" << product(y, 0, size_t(axis)) << ", " << parts.size() << ", parts, widths, " << o
+      << ");\n  }\n";
+    add_step(c.str());
+    return;
+  }
+  if (op == "Gather") {
+    const TensorData* idx = n.inputs.size() == 2 ? constant(n.inputs[1]) : nullptr;
+    if (!idx) unsupported(n, "the indices must be constants");
+    const std::vector<int64_t> x = shape_of(n, n.inputs[0]);
+    int64_t axis = attr_int(n, "axis", 0);
+    if (axis < 0) axis += int64_t(x.size());
+    std::vector<int64_t> indices;
+    for (double d : idx->to_doubles()) {
+      int64_t i = int64_t(d);
+      if (i < 0) i += x[size_t(axis)];
+      if (i < 0 || i >= x[size_t(axis)]) unsupported(n, "an index is out of range");
+      indices.push_back(i);
+    }
+    const std::string in = ptr(n, n.inputs[0]);
+    const std::string o = define(n.outputs[0], product(y));
+    c << comment(n, "", x, y) << "  {\n    static constexpr int32_t indices[] = {";
+    for (size_t i = 0; i < indices.size(); ++i) c << (i ? ", " : "") << indices[i];
+    c << "};\n    gather_f32(" << product(x, 0, size_t(axis)) << ", " << x[size_t(axis)] << ", "
+      << product(x, size_t(axis) + 1) << ", " << indices.size() << ", indices, " << in << ", " << o << ");\n  }\n";
+    add_step(c.str());
+    return;
+  }
+  if (op == "Transpose") {
+    const std::vector<int64_t> x = shape_of(n, n.inputs[0]);
+    std::vector<int64_t> perm = attr_ints(n, "perm", {});
+    if (perm.empty())
+      for (int64_t i = int64_t(x.size()) - 1; i >= 0; --i) perm.push_back(i);
+    // Only size-1 axes move: the bytes stay in order.
+    std::vector<int64_t> kept;
+    for (int64_t p : perm)
+      if (x[size_t(p)] != 1) kept.push_back(p);
+    if (std::is_sorted(kept.begin(), kept.end())) {
+      alias(n.inputs[0], n.outputs[0]);
+      return;
+    }
+    if (x.size() > 6) unsupported(n, "rank above 6");
+    const std::string in = ptr(n, n.inputs[0]);
+    const std::string o = define(n.outputs[0], product(y));
+    c << comment(n, "", x, y) << "  {\n    static constexpr int32_t dims[] = {";
+    for (size_t i = 0; i < x.size(); ++i) c << (i ? ", " : "") << x[i];
+    c << "};\n    static constexpr int32_t perm[] = {";
+    for (size_t i = 0; i < perm.size(); ++i) c << (i ? ", " : "") << perm[i];
+    c << "};\n    if (Status st = transpose_f32(" << x.size() << ", dims, perm, " << in << ", " << o
+      << "); st != Status::ok) return st;\n  }\n";
+    add_step(c.str());
+    return;
+  }
+  unsupported(n,
+              "not supported by the cortex-m target (it takes Conv, Gemm, MatMul, Add, MaxPool, AveragePool, "
+              "GlobalAveragePool, GlobalMaxPool, Relu, Clip, Sigmoid, Tanh, Softmax, BatchNormalization, Concat, "
+              "Gather, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Identity, Dropout, LSTM and GRU)");
+}
+
+// ---- planning ----------------------------------------------------------------------------
+
+void CortexMEmitter::plan() {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < buffers_.size(); ++i)
+    if (buffers_[i].external < 0 && buffers_[i].first >= 0) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return buffers_[a].floats > buffers_[b].floats; });
+  std::vector<size_t> placed;
+  for (size_t i : order) {
+    Buffer& b = buffers_[i];
+    const int64_t size = (b.floats + kArenaAlignFloats - 1) / kArenaAlignFloats * kArenaAlignFloats;
+    // The ranges of placed buffers alive at the same time, by offset; take the first gap that fits.
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (size_t j : placed) {
+      const Buffer& o = buffers_[j];
+      if (o.first <= b.last && b.first <= o.last)
+        busy.push_back({o.offset, o.offset + (o.floats + kArenaAlignFloats - 1) / kArenaAlignFloats * kArenaAlignFloats});
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t offset = 0;
+    for (const auto& [lo, hi] : busy) {
+      if (offset + size <= lo) break;
+      offset = std::max(offset, hi);
+    }
+    b.offset = offset;
+    placed.push_back(i);
+  }
+}
+
+// ---- emission ----------------------------------------------------------------------------
+
+std::string CortexMEmitter::emit_header(const CortexMReport& r) const {
+  std::ostringstream h;
+  h << "// Generated by `ember-onnx generate --target cortex-m` (ember " << "docs/embedded.md) from the ONNX graph '"
+    << comment_text(graph_.name) << "'";
+  if (!model_.producer_name.empty())
+    h << " (" << comment_text(model_.producer_name) << " " << comment_text(model_.producer_version) << ")";
+  h << ". Do not edit.\n//\n";
+  h << "// Flash: " << r.weight_bytes << " bytes of weights (const arrays). RAM: one static arena of "
+    << r.arena_bytes << " bytes, planned by liveness (one buffer per tensor would take " << r.unplanned_bytes
+    << ").\n// No heap, no exceptions, no threads: compile " << name_
+    << ".cpp with the kernels of src/backends/cpu/kernels/ (-DEMBER_FREESTANDING=1).\n";
+  h << "#pragma once\n\n#include <cstdint>\n\n#include \"ember/kernels/status.hpp\"\n\nnamespace " << name_
+    << " {\n\n";
+  for (size_t i = 0; i < graph_.inputs.size(); ++i) {
+    const std::string& v = graph_.inputs[i].name;
+    h << "inline constexpr int32_t kInput" << i << "Size = " << r.input_sizes[i] << ";  // input '"
+      << comment_text(v) << "': FLOAT" << shape_str(r.input_shapes[i]) << "\n";
+  }
+  for (size_t i = 0; i < graph_.outputs.size(); ++i)
+    h << "inline constexpr int32_t kOutput" << i << "Size = " << r.output_sizes[i] << ";  // output '"
+      << comment_text(graph_.outputs[i].name) << "': FLOAT" << shape_str(r.output_shapes[i]) << "\n";
+  h << "inline constexpr int32_t kInputSize = kInput0Size;    // the first input's floats\n";
+  h << "inline constexpr int32_t kOutputSize = kOutput0Size;  // the first output's floats\n";
+  h << "inline constexpr int32_t kWeightBytes = " << r.weight_bytes << ";  // const weights (flash)\n";
+  h << "inline constexpr int32_t kArenaBytes = " << r.arena_bytes << ";  // the static activation arena (RAM)\n\n";
+  h << "// Runs the model: reads the inputs, writes the outputs (row-major float32, the sizes above).\n"
+       "// Not reentrant: every call uses the one static arena. Fails (Status::invalid_argument, message\n"
+       "// in ember::kernels::last_error()) on a null pointer.\n";
+  h << "ember::kernels::Status run(";
+  for (size_t i = 0; i < graph_.inputs.size(); ++i) h << "const float* input" << i << ", ";
+  for (size_t i = 0; i < graph_.outputs.size(); ++i) h << (i ? ", " : "") << "float* output" << i;
+  h << ");\n\n}  // namespace " << name_ << "\n";
+  return h.str();
+}
+
+std::string CortexMEmitter::emit_source(const CortexMReport& r) const {
+  std::ostringstream s;
+  s << "// Generated by `ember-onnx generate --target cortex-m`: see " << name_ << ".hpp. Do not edit.\n";
+  s << "#include \"" << name_ << ".hpp\"\n\n";
+  for (const std::string& k : kernel_headers_) s << "#include \"ember/kernels/" << k << ".hpp\"\n";
+  s << "\nnamespace " << name_ << " {\n\nnamespace {\n\nusing namespace ember::kernels;\n\n";
+  for (const Weight& w : weights_) {
+    s << "// " << comment_text(w.origin) << "\nconst float " << w.name << "[" << w.values.size() << "] = {";
+    for (size_t i = 0; i < w.values.size(); ++i) {
+      if (i % 8 == 0) s << "\n   ";
+      s << " " << literal(w.values[i]) << ",";
+    }
+    s << "\n};\n";
+  }
+  s << "\nalignas(16) float arena[" << std::max<int64_t>(1, r.arena_bytes / 4) << "];  // " << r.arena_bytes
+    << " bytes\n\n}  // namespace\n\n";
+  s << "ember::kernels::Status run(";
+  for (size_t i = 0; i < graph_.inputs.size(); ++i) s << "const float* input" << i << ", ";
+  for (size_t i = 0; i < graph_.outputs.size(); ++i) s << (i ? ", " : "") << "float* output" << i;
+  s << ") {\n  if (";
+  for (size_t i = 0; i < graph_.inputs.size(); ++i) s << "!input" << i << " || ";
+  for (size_t i = 0; i < graph_.outputs.size(); ++i) s << (i ? " || " : "") << "!output" << i;
+  s << ") return fail(\"" << name_ << "\", \"null input or output\");\n";
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    const Buffer& b = buffers_[i];
+    if (b.first < 0) continue;
+    if (b.external >= 0)
+      s << "  const float* const b" << i << " = input" << b.external << ";\n";
+    else
+      s << "  float* const b" << i << " = arena + " << b.offset << ";  // " << b.floats * 4 << " bytes, steps "
+        << b.first << " to " << b.last << "\n";
+  }
+  for (const std::string& step : steps_) s << step;
+  for (size_t i = 0; i < graph_.outputs.size(); ++i) {
+    const int b = value_buffer_.at(graph_.outputs[i].name);
+    s << "  for (int32_t i = 0; i < " << r.output_sizes[i] << "; ++i) output" << i << "[i] = b" << b << "[i];\n";
+  }
+  s << "  return Status::ok;\n}\n\n}  // namespace " << name_ << "\n";
+  return s.str();
+}
+
+CortexMReport CortexMEmitter::run(const std::string& out_dir) {
+  opset_ = model_.opset("");
+  if (opset_ == 0) opset_ = 1;
+  graph_ = model_.graph;
+  // Constant folding and shape inference, in rounds: ember's shape inference has no rule for LSTM
+  // and GRU, whose output shapes follow from X and hidden_size; declared as value_info, they let
+  // the next round infer (and fold the Shape -> Gather -> Expand chains PyTorch writes for the
+  // initial states) past them.
+  for (int round = 0; round < 8; ++round) {
+    fold_constants(graph_, opset_, Device::cpu(), model_.base_dir);
+    types_ = infer_shapes(graph_, opset_, model_.base_dir);
+    bool added = false;
+    for (const NodeProto& n : graph_.nodes) {
+      if (!default_domain(n) || (n.op_type != "LSTM" && n.op_type != "GRU") || n.inputs.size() < 3) continue;
+      auto x = types_.find(n.inputs[0]);
+      const TensorProto* r = graph_.initializer(n.inputs[2]);
+      if (x == types_.end() || !x->second.fully_static() || x->second.shape->size() != 3 || !r) continue;
+      const int64_t seq = *(*x->second.shape)[0].value, batch = *(*x->second.shape)[1].value;
+      const int64_t hidden = attr_int(n, "hidden_size", r->dims.back());
+      const std::vector<std::vector<int64_t>> shapes = {{seq, 1, batch, hidden}, {1, batch, hidden}, {1, batch, hidden}};
+      for (size_t i = 0; i < n.outputs.size() && i < 3; ++i) {
+        if (n.outputs[i].empty()) continue;
+        auto t = types_.find(n.outputs[i]);
+        if (t != types_.end() && t->second.fully_static()) continue;
+        ValueInfoProto v;
+        v.name = n.outputs[i];
+        v.has_type = true;
+        v.type.kind = TypeProto::Kind::tensor;
+        v.type.elem_type = int32_t(DataType::float32);
+        v.type.shape = std::vector<Dimension>();
+        for (int64_t d : shapes[i]) {
+          Dimension dim;
+          dim.value = d;
+          v.type.shape->push_back(dim);
+        }
+        graph_.value_info.push_back(v);
+        added = true;
+      }
+    }
+    if (!added) break;
+  }
+  for (const TensorProto& t : graph_.initializers) constants_.emplace(t.name, to_tensor_data(t, model_.base_dir));
+  for (const NodeProto& n : graph_.nodes)
+    if (default_domain(n) && n.op_type == "Constant" && n.outputs.size() == 1) {
+      const AttributeProto* v = n.attribute("value");
+      if (v && v->type == AttributeType::tensor) constants_.emplace(n.outputs[0], to_tensor_data(v->t, model_.base_dir));
+    }
+  // Graph inputs that an initializer also names (IR < 4 defaults) are constants.
+  std::vector<ValueInfoProto> inputs;
+  for (const ValueInfoProto& v : graph_.inputs)
+    if (!constants_.count(v.name)) inputs.push_back(v);
+  graph_.inputs = inputs;
+  EMBER_CHECK(!graph_.inputs.empty(), "cortex-m codegen: the graph has no input");
+  for (const ValueInfoProto& v : graph_.outputs) graph_outputs_.insert(v.name);
+  for (size_t k = 0; k < graph_.nodes.size(); ++k)
+    for (const std::string& v : graph_.nodes[k].inputs)
+      if (!v.empty()) readers_[v].push_back(k);
+
+  CortexMReport r;
+  NodeProto graph_node;
+  graph_node.name = graph_.name;
+  graph_node.op_type = "graph";
+  for (size_t i = 0; i < graph_.inputs.size(); ++i) {
+    const ValueInfoProto& v = graph_.inputs[i];
+    if (v.elem_type() != int32_t(DataType::float32))
+      EMBER_NOT_IMPLEMENTED("cortex-m codegen: input '", v.name, "' is ", data_type_name(v.elem_type()),
+                            "; only FLOAT inputs are supported");
+    std::vector<int64_t> shape = shape_of(graph_node, v.name);
+    const int b = new_buffer(product(shape));
+    buffers_[size_t(b)].external = int(i);
+    value_buffer_[v.name] = b;
+    r.input_shapes.push_back(shape);
+    r.input_sizes.push_back(product(shape));
+  }
+  done_.assign(graph_.nodes.size(), false);
+  for (size_t k = 0; k < graph_.nodes.size(); ++k) {
+    const NodeProto& n = graph_.nodes[k];
+    if (done_[k]) continue;
+    if (default_domain(n) && n.op_type == "Constant") {
+      done_[k] = true;
+      continue;
+    }
+    lower(k);
+    done_[k] = true;
+  }
+  for (const ValueInfoProto& v : graph_.outputs) {
+    EMBER_CHECK(value_buffer_.count(v.name), "cortex-m codegen: output '", v.name, "' is not computed");
+    std::vector<int64_t> shape = shape_of(graph_node, v.name);
+    r.output_shapes.push_back(shape);
+    r.output_sizes.push_back(product(shape));
+    const int b = value_buffer_.at(v.name);
+    if (buffers_[size_t(b)].external >= 0)
+      EMBER_NOT_IMPLEMENTED("cortex-m codegen: output '", v.name, "' is a graph input");
+    buffers_[size_t(b)].last = int(steps_.size());  // read by the final copy
+  }
+  plan();
+  for (const Buffer& b : buffers_) {
+    if (b.external >= 0 || b.first < 0) continue;
+    r.arena_bytes = std::max(r.arena_bytes, 4 * (b.offset + b.floats));
+    r.unplanned_bytes += 4 * b.floats;
+  }
+  r.arena_bytes = (r.arena_bytes + 15) / 16 * 16;
+  for (const Weight& w : weights_) r.weight_bytes += int64_t(4 * w.values.size());
+  r.steps = int64_t(steps_.size());
+  r.nodes = int64_t(graph_.nodes.size());
+
+  fs::create_directories(out_dir);
+  auto write = [&](const std::string& file, const std::string& text) {
+    const fs::path p = fs::path(out_dir) / file;
+    std::ofstream f(p, std::ios::binary);
+    f << text;
+    EMBER_CHECK(f.good(), "cortex-m codegen: cannot write ", p.string());
+    r.files.push_back(p.string());
+  };
+  write(name_ + ".hpp", emit_header(r));
+  write(name_ + ".cpp", emit_source(r));
+  std::ostringstream j;
+  j << "{\"name\": \"" << name_ << "\", \"target\": \"cortex-m\", \"weight_bytes\": " << r.weight_bytes
+    << ", \"arena_bytes\": " << r.arena_bytes << ", \"unplanned_bytes\": " << r.unplanned_bytes
+    << ", \"nodes\": " << r.nodes << ", \"steps\": " << r.steps << "}\n";
+  write(name_ + ".json", j.str());
+  return r;
+}
+
+}  // namespace
+
+CortexMReport generate_cortex_m(const ModelProto& model, const std::string& out_dir, const std::string& name) {
+  EMBER_CHECK(!name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'),
+              "cortex-m codegen: the name '", name, "' is not a C++ identifier");
+  for (char ch : name)
+    EMBER_CHECK(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_', "cortex-m codegen: the name '", name,
+                "' is not a C++ identifier");
+  CortexMEmitter e(model, name);
+  return e.run(out_dir);
+}
+
+}  // namespace ember::onnx
