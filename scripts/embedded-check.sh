@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# ember on a microcontroller (docs/embedded.md): builds examples/cortex_m's models for QEMU's
+# mps2-an386 (Cortex-M4F) and natively, runs both on 100 test inputs each, compares them with each
+# other and with PyTorch, checks the images for heap, exception and thread symbols, and writes
+# build/reports/embedded.json. The models: the digit classifier trained by ember
+# (build/examples/cortex_m), and two keyword-spotting-style models defined in PyTorch (a CNN and
+# an LSTM + GRU), exported to ONNX and compiled by `ember-onnx generate --target cortex-m`.
+#
+#   scripts/embedded-check.sh [BUILD_DIR]     (default: build; needs its ember-onnx and cortex_m)
+#
+# Skips (exit 0, with a message) when arm-none-eabi-gcc, newlib, qemu-system-arm or PyTorch is
+# missing; scripts/install-deps.sh installs them. About a minute on two cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+out=$build/cortex_m
+models=(digits_cnn_m kws_cnn kws_rnn)
+python=${PYTHON:-/usr/bin/python3}  # Debian's, with python3-torch
+
+skip() {
+  echo "embedded-check: skipped: $1 (apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm python3-torch)"
+  exit 0
+}
+for tool in arm-none-eabi-g++ arm-none-eabi-gcc arm-none-eabi-size arm-none-eabi-nm qemu-system-arm make; do
+  command -v "$tool" >/dev/null || skip "$tool is not installed"
+done
+echo 'int main(){}' | arm-none-eabi-gcc -x c - --specs=nano.specs --specs=nosys.specs -o /dev/null 2>/dev/null ||
+  skip "newlib for arm-none-eabi is not installed"
+"$python" -c "import torch" 2>/dev/null || skip "PyTorch (python3-torch) is not installed"
+for program in "$build/tools/ember-onnx/ember-onnx" "$build/examples/cortex_m"; do
+  [[ -x $program ]] || { echo "embedded-check: $program is missing; build it first (cmake --build $build --target ember-onnx cortex_m)"; exit 1; }
+done
+
+mkdir -p "$out/gen"
+echo "== train the digit classifier with ember"
+"$build/examples/cortex_m" --out "$out" | tail -n 1
+echo "== export the models to ONNX (PyTorch)"
+"$python" examples/cortex_m/export_models.py --out "$out" --digits-weights "$out/digits_cnn_m.safetensors" 2>/dev/null
+echo "== ember-onnx generate --target cortex-m"
+for m in "${models[@]}"; do
+  "$build/tools/ember-onnx/ember-onnx" generate "$out/$m.onnx" --target cortex-m --out "$out/gen" --name "$m" | sed "s/^/  $m: /"
+done
+echo "== build the firmware (arm-none-eabi-g++) and the native twin"
+for m in "${models[@]}"; do
+  make -s -f examples/cortex_m/Makefile MODEL="$m" GEN="$out/gen" INPUTS="$out/$m.inputs.bin" OUT="$out" \
+    "$out/$m.elf" "$out/$m.native" &
+done
+status=0
+for job in $(jobs -p); do wait "$job" || status=1; done
+[[ $status == 0 ]] || { echo "embedded-check: a build failed"; exit 1; }
+echo "== run in qemu-system-arm -M mps2-an386 and natively"
+for m in "${models[@]}"; do
+  rm -f "$out/$m.qemu.txt"
+  timeout 300 qemu-system-arm -M mps2-an386 -nographic -icount shift=0 -monitor none -serial none \
+    -chardev file,id=semihosting,path="$out/$m.qemu.txt" -semihosting-config enable=on,target=native,chardev=semihosting \
+    -kernel "$out/$m.elf" </dev/null || echo "  $m: qemu exited with status $?"
+  "$out/$m.native" > "$out/$m.native.txt" || echo "  $m: the native build exited with status $?"
+done
+"$python" examples/cortex_m/check_results.py --out "$build/reports/embedded.json" "$out" "${models[@]}"
