@@ -31,6 +31,24 @@ Status conv2d_f32(const Conv2dShape& s, const float* EMBER_RESTRICT input, const
 
   const int32_t in_per_group = s.in_channels / s.groups, out_per_group = s.out_channels / s.groups;
   const int32_t plane = s.in_height * s.in_width, filter = s.kernel_height * s.kernel_width;
+  if (filter == 1 && s.stride_height == 1 && s.stride_width == 1 && s.pad_top == 0 && s.pad_left == 0 &&
+      s.out_height == s.in_height && s.out_width == s.in_width) {
+    // Pointwise (1x1): no taps to clip; the same sums, in the same order, as the general loop.
+    for (int32_t m = 0; m < s.out_channels; ++m) {
+      const float* in_group = input + (m / out_per_group) * in_per_group * plane;
+      const float* w_m = weight + m * in_per_group;
+      const float b = bias ? bias[m] : 0.0f;
+      float* out_m = output + m * plane;
+      for (int32_t p = 0; p < plane; ++p) {
+        float acc = b;
+        const float* in_p = in_group + p;
+        for (int32_t c = 0; c < in_per_group; ++c) acc += in_p[c * plane] * w_m[c];
+        acc = acc < clamp.lo ? clamp.lo : acc;
+        out_m[p] = acc > clamp.hi ? clamp.hi : acc;
+      }
+    }
+    return Status::ok;
+  }
   for (int32_t m = 0; m < s.out_channels; ++m) {
     const int32_t group = m / out_per_group;
     const float* in_group = input + group * in_per_group * plane;
