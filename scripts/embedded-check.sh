@@ -32,6 +32,20 @@ for program in "$build/tools/ember-onnx/ember-onnx" "$build/examples/cortex_m"; 
 done
 
 mkdir -p "$out/gen"
+echo "== cmake -DEMBER_FREESTANDING=ON (the kernels alone, arm-none-eabi)"
+cmake -S . -B "$out/freestanding" -G Ninja -DEMBER_FREESTANDING=ON \
+  -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchains/arm-none-eabi-cortex-m4.cmake" >"$out/freestanding.log" 2>&1 &&
+  ninja -C "$out/freestanding" -j 2 >>"$out/freestanding.log" 2>&1 ||
+  { echo "embedded-check: the freestanding CMake build failed: $out/freestanding.log"; tail -n 20 "$out/freestanding.log"; exit 1; }
+# What the kernels need from outside: libgcc's and libc's helpers at most, never the heap,
+# exceptions or threads.
+defined=$(arm-none-eabi-nm --defined-only "$out/freestanding/libember_kernels.a" | awk 'NF == 3 {print $3}' | sort -u)
+undefined=$(arm-none-eabi-nm -u "$out/freestanding/libember_kernels.a" | awk 'NF == 2 {print $2}' | sort -u |
+  comm -23 - <(echo "$defined") | tr '\n' ' ')
+echo "  libember_kernels.a needs: ${undefined:-nothing}"
+if grep -Eq '_Znw|_Zna|malloc|__cxa_|_Unwind|__gxx_personality|pthread' <<<"$undefined"; then
+  echo "embedded-check: libember_kernels.a needs a hosted symbol"; exit 1
+fi
 echo "== train the digit classifier with ember"
 "$build/examples/cortex_m" --out "$out" | tail -n 1
 echo "== export the models to ONNX (PyTorch)"
