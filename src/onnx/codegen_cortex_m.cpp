@@ -35,14 +35,19 @@ constexpr int64_t kArenaAlignFloats = 4;  // buffers start on 16-byte boundaries
 bool default_domain(const NodeProto& n) { return n.domain.empty() || n.domain == "ai.onnx"; }
 
 std::string shape_str(const std::vector<int64_t>& s) {
-  std::string o = "[";
-  for (size_t i = 0; i < s.size(); ++i) o += (i ? "," : "") + std::to_string(s[i]);
-  return o + "]";
+  std::ostringstream o;
+  o << "[";
+  for (size_t i = 0; i < s.size(); ++i) o << (i ? "," : "") << s[i];
+  o << "]";
+  return o.str();
 }
 
+// The product of s[from .. to) (clipped to s).
 int64_t product(const std::vector<int64_t>& s, size_t from = 0, size_t to = SIZE_MAX) {
+  const auto first = s.begin() + std::ptrdiff_t(std::min(from, s.size()));
+  const auto last = s.begin() + std::ptrdiff_t(std::min(to, s.size()));
   int64_t p = 1;
-  for (size_t i = from; i < std::min(to, s.size()); ++i) p *= s[i];
+  for (auto it = first; it < last; ++it) p *= *it;
   return p;
 }
 
