@@ -1,6 +1,7 @@
 // Depthwise convolution (one input channel per group) for the CPU backend: see conv.cpp's
 // overview and conv_internal.hpp.
 #include "conv_internal.hpp"
+#include "ember/kernels/conv.hpp"
 
 namespace ember::cpu::conv {
 
@@ -85,7 +86,23 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
       (void)xc, (void)wo, (void)b, (void)yo;
     }
   };
+  // 2-d f32 planes run the freestanding kernel that microcontroller builds use (one source:
+  // include/ember/kernels/conv.hpp); it adds the taps in the same order as the loop below.
+  const bool freestanding_kernel = std::is_same_v<T, float> && ID == 1 && OD == 1 && g.k[0] == 1 && g.p[0] == 0 &&
+                                   IP < (int64_t(1) << 31) && P < (int64_t(1) << 31);
   auto scalar_plane = [&](const T* __restrict xc, const T* wo, T bv, T* __restrict yo) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (freestanding_kernel) {
+        const kernels::Conv2dShape s{.in_channels = 1, .in_height = int32_t(IH), .in_width = int32_t(IW),
+                                     .out_channels = 1, .out_height = int32_t(OH), .out_width = int32_t(OW),
+                                     .kernel_height = int32_t(g.k[1]), .kernel_width = int32_t(g.k[2]),
+                                     .stride_height = int32_t(g.s[1]), .stride_width = int32_t(sw),
+                                     .pad_top = int32_t(g.p[1]), .pad_left = int32_t(g.p[2]),
+                                     .dilation_height = int32_t(g.d[1]), .dilation_width = int32_t(g.d[2])};
+        kernels::check_status(kernels::conv2d_f32(s, xc, wo, &bv, yo));
+        return;
+      }
+    }
     std::fill(yo, yo + P, bv);
     for (int64_t od = 0; od < OD; ++od) {
       for (int64_t oh = 0; oh < OH; ++oh) {
