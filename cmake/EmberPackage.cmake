@@ -1,6 +1,6 @@
 # Installing ember for other projects (included by src/CMakeLists.txt): the libraries and
-# headers, a relocatable CMake package (find_package(ember [COMPONENTS cuda])) and pkg-config
-# files (ember.pc, ember-cuda.pc), all in the install component `dev` (the libember-dev package of
+# headers, a relocatable CMake package (find_package(ember [COMPONENTS cuda vulkan])) and pkg-config
+# files (ember.pc, ember-cuda.pc, ember-vulkan.pc), all in the install component `dev` (the libember-dev package of
 # cmake/EmberDeb.cmake). README "Use ember in your project"; tests/consumers checks it.
 include(CMakePackageConfigHelpers)
 
@@ -12,6 +12,10 @@ if(EMBER_SHARED)
   if(EMBER_HAS_CUDA)
     set_target_properties(ember_cuda PROPERTIES VERSION ${PROJECT_VERSION}
                                                 SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+  endif()
+  if(EMBER_HAS_VULKAN)
+    set_target_properties(ember_vulkan PROPERTIES VERSION ${PROJECT_VERSION}
+                                                  SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
   endif()
 endif()
 # Export names without the ember_ prefix: ember_core is installed as ember::core.
@@ -32,6 +36,14 @@ if(EMBER_HAS_CUDA)
           ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
           RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT dev)
   install(EXPORT emberCudaTargets NAMESPACE ember:: DESTINATION ${_ember_cmake_dir} COMPONENT dev)
+endif()
+if(EMBER_HAS_VULKAN)
+  # its own export set: loading the CPU targets never needs the Vulkan loader
+  set_target_properties(ember_vulkan PROPERTIES EXPORT_NAME vulkan)
+  install(TARGETS ember_vulkan EXPORT emberVulkanTargets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT dev)
+  install(EXPORT emberVulkanTargets NAMESPACE ember:: DESTINATION ${_ember_cmake_dir} COMPONENT dev)
 endif()
 if(EMBER_HAS_DISTRIBUTED)
   # its own export set too: loading the other targets never needs Gloo
@@ -104,4 +116,17 @@ if(EMBER_HAS_CUDA)
   endif()
   configure_file(${PROJECT_SOURCE_DIR}/cmake/ember-cuda.pc.in ${PROJECT_BINARY_DIR}/ember-cuda.pc @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/ember-cuda.pc DESTINATION ${_pc_dir} COMPONENT dev)
+endif()
+if(EMBER_HAS_VULKAN)
+  if(EMBER_SHARED)
+    set(EMBER_PC_VULKAN_LIB "-Wl,--push-state,--no-as-needed -lember_vulkan -Wl,--pop-state")
+    set(EMBER_PC_VULKAN_LIBS "")
+    set(EMBER_PC_VULKAN_LIBS_PRIVATE "-lvulkan ${EMBER_SHADERC_LINK}")
+  else()
+    set(EMBER_PC_VULKAN_LIB "-lember_vulkan")
+    set(EMBER_PC_VULKAN_LIBS "-lvulkan ${EMBER_SHADERC_LINK}")
+    set(EMBER_PC_VULKAN_LIBS_PRIVATE "")
+  endif()
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/ember-vulkan.pc.in ${PROJECT_BINARY_DIR}/ember-vulkan.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/ember-vulkan.pc DESTINATION ${_pc_dir} COMPONENT dev)
 endif()
