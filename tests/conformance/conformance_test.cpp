@@ -182,11 +182,12 @@ class CaseTest : public testing::Test {
   void TestBody() override {
     const std::string op = case_["op"].get<std::string>();
     if (std::optional<std::string> why = unsupported(op)) GTEST_SKIP() << *why;
+    bool ok = run(op);
+    if (skipped_) GTEST_SKIP() << *skipped_;
     g_stats.ops.insert(op);
     ++g_stats.cases;
     auto& mine = g_stats.per_backend[stack_];
     ++mine.first;
-    bool ok = run(op);
     if (!ok) {
       ++g_stats.failed;
       ++mine.second;
@@ -207,6 +208,8 @@ class CaseTest : public testing::Test {
         inputs.push_back(layout_view(parse_tensor(j), layout_, device_, g_stats.stride0_inputs));
       out = it->second(inputs, case_["attrs"], device_);
     } catch (const std::exception& e) {
+      // a composite that reaches an op (or dtype) the backend reports unsupported is skipped
+      if ((skipped_ = unsupported_on(e, device_))) return true;
       ADD_FAILURE() << op << " threw: " << e.what();
       return false;
     }
@@ -259,6 +262,7 @@ class CaseTest : public testing::Test {
     } catch (const Error& e) {
       error = e.what();
     }
+    if (error.empty()) return std::nullopt;  // the API needed no such op here (cat of one tensor): run the case
     EXPECT_NE(error.find("not supported on"), std::string::npos)
         << op << " on " << stack_ << ": the backend does not support it, yet running it gave "
         << (error.empty() ? "no error" : error);
@@ -268,6 +272,7 @@ class CaseTest : public testing::Test {
   std::string stack_;
   Device device_;
   Layout layout_;
+  std::optional<std::string> skipped_;  // run() met an op the backend does not support
 };
 
 void register_cases(const std::filesystem::path& dir) {

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ember/backends/cpu.hpp"
+#include "ember/backends/vulkan.hpp"
 #if EMBER_HAS_REMOTE
 #include "ember/decorators/remote.hpp"
 #endif
@@ -454,9 +455,25 @@ const std::vector<TestStack>& test_stacks() {
       all.push_back({"autodiff-remote-cuda", remote.autodiff(), false, true});
 #endif
     }
+    if (vulkan::available()) {
+      all.push_back({"vulkan", Device::vulkan(0), true, false});
+      all.push_back({"autodiff-vulkan", Device::vulkan(0).autodiff(), true, true});
+    }
     return all;
   }();
   return stacks;
+}
+
+std::optional<std::string> unsupported_on(const std::exception& e, const Device& dev) {
+  // (decorators may rethrow it as a plain Error, so the message decides)
+  const std::string what = e.what(), marker = ": not supported on ";
+  const size_t at = what.find(marker);
+  if (at == std::string::npos) return std::nullopt;
+  const size_t from = at + marker.size();
+  const std::string backend = what.substr(from, what.find_first_of(" \n", from) - from);  // "vulkan:0"
+  // the stack's own backend (a decorator's name wraps it: "autodiff(vulkan:0)")
+  if (backend.empty() || dev.backend().name().find(backend) == std::string::npos) return std::nullopt;
+  return what;
 }
 
 bool stack_selected(const std::string& name) {

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -28,6 +29,12 @@ std::string test_name(std::string name);
 // Whether the backend stack `name` runs: every stack unless $EMBER_STACKS (a comma-separated
 // list of names, e.g. "cuda,autodiff-cuda") names others.
 bool stack_selected(const std::string& name);
+
+// Why a case is skipped on `dev` when running it threw `e`: the backend's own error
+// "<op>: not supported on <backend>" (an op, or an op on these dtypes, that its supports() reports
+// unsupported, reached through a composite of the registry: linear -> matmul, argsort -> sort);
+// nullopt for any other error, which fails the case.
+std::optional<std::string> unsupported_on(const std::exception& e, const Device& dev);
 
 // A backend or decorator stack the suites run on: the one list of them, for the forward suite
 // (tests/conformance) and the gradient suite (tests/autodiff), which run the stacks marked
