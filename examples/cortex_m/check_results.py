@@ -5,7 +5,9 @@ For each model: the firmware's predictions in QEMU against the native build's (t
 code and kernels, compiled for the host) and both against PyTorch's outputs (export_models.py);
 the image's footprint (arm-none-eabi-size; the stack the firmware measured); instructions per
 inference (SysTick ticks under `-icount shift=0`, scaled by the firmware's calibration loop); and a
-link check: no symbol of operator new/delete, malloc, exceptions, unwinding or threads in the ELF.
+link check: no symbol of operator new/delete, malloc, exceptions, unwinding, threads or RTTI in
+the ELF, and no member of libstdc++, libsupc++ or libpthread among the archive members the link
+map lists.
 
   check_results.py --out build/reports/embedded.json DIR NAME...
 
@@ -97,6 +99,24 @@ def link_check(elf):
     return found
 
 
+def map_members(map_path):
+    """The archive members the linker pulled in ("libc_nano.a(lib_a-memcpy.o)"), from the link map's
+    first section, which lists them each with the file and symbol that asked for it."""
+    members = []
+    with open(map_path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith(("Discarded input sections", "Memory Configuration")):
+                break
+            m = re.match(r"^(\S+\.a)\((\S+)\)", line)
+            if m:
+                members.append(f"{os.path.basename(m.group(1))}({m.group(2)})")
+    return members
+
+
+# Libraries whose members would mean a hosted C++ runtime in the image.
+FORBIDDEN_LIBRARIES = re.compile(r"^(libstdc\+\+|libsupc\+\+|libpthread|libnosys)")
+
+
 def check_model(directory, name):
     meta = json.load(open(os.path.join(directory, name + ".meta.json")))
     gen = json.load(open(os.path.join(directory, "gen", name + ".json")))
@@ -134,6 +154,8 @@ def check_model(directory, name):
         per_tick = qemu["calibration"][0] / qemu["calibration"][1]
         instructions = round(qemu["ticks"] * per_tick / len(qemu["rows"]))
     forbidden = link_check(elf)
+    members = map_members(os.path.join(directory, name + ".map"))
+    forbidden += [m + " (hosted runtime library)" for m in members if FORBIDDEN_LIBRARIES.match(m)]
     if forbidden:
         problems.append("forbidden symbols in the image: " + ", ".join(forbidden[:10]))
     if matches != meta["inputs"]:
@@ -145,7 +167,7 @@ def check_model(directory, name):
         "unplanned_arena_bytes": gen["unplanned_bytes"], "stack_bytes": stack,
         "code_bytes": flash - gen["weight_bytes"],
         "max_abs_diff_qemu_native": worst_qemu, "max_abs_diff_native_pytorch": worst_ref,
-        "forbidden_symbols": forbidden, "problems": problems,
+        "forbidden_symbols": forbidden, "archive_members": members, "problems": problems,
     }
     return entry
 
