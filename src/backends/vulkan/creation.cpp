@@ -7,8 +7,8 @@
 #include <cstring>
 #include <limits>
 
+#include "copy.hpp"
 #include "glsl.hpp"
-#include "vulkan_backend.hpp"
 
 namespace ember::vulkan {
 
@@ -55,15 +55,7 @@ bool out_dtype(const VulkanBackend& be, const Op& op) { return be.has_dtype(op.o
 
 std::vector<PrimitivePtr> full_kernel(VulkanBackend& be, Op& op) {
   auto out = be.alloc(op.outputs[0]);
-  const int64_t n = out->numel();
-  if (n == 0) return {out};
-  const size_t esz = dtype_size(out->dtype());
-  const uint64_t bits = value_bits(out->dtype(), op.attr<CreateAttrs>().a);
-  KernelParams p = make_params("full", out->shape(), {operand_of(*out)});
-  p.da[0] = uint32_t(bits);
-  p.da[1] = uint32_t(bits >> 32);
-  VkPipeline pipe = be.shaders().get("full", "fill/b" + std::to_string(esz), [esz] { return fill_source(esz); });
-  be.dispatch(pipe, {out->buffer, nullptr, nullptr, nullptr}, &p, sizeof p, be.groups_for(n));
+  fill_bits(be, *out, value_bits(out->dtype(), op.attr<CreateAttrs>().a));
   return {out};
 }
 
@@ -114,6 +106,17 @@ std::vector<PrimitivePtr> host_values_kernel(VulkanBackend& be, Op& op) {
 }
 
 }  // namespace
+
+void fill_bits(VulkanBackend& be, const VulkanTensor& out, uint64_t bits) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  const size_t esz = dtype_size(out.dtype());
+  KernelParams p = make_params(be.current_op(), out.shape(), {operand_of(out)});
+  p.da[0] = uint32_t(bits);
+  p.da[1] = uint32_t(bits >> 32);
+  VkPipeline pipe = be.shaders().get(be.current_op(), "fill/b" + std::to_string(esz), [esz] { return fill_source(esz); });
+  be.dispatch(pipe, {out.buffer, nullptr, nullptr, nullptr}, &p, sizeof p, be.groups_for(n));
+}
 
 void register_creation_kernels(KernelTable& t, DTypeTable& d) {
   for (OpKind k : {OpKind::full, OpKind::arange, OpKind::linspace, OpKind::eye}) {

@@ -142,6 +142,9 @@ VulkanBackend::VulkanBackend(int index) : index_(index) {
   register_creation_kernels(kernels_, dtypes_);
   register_elementwise_kernels(kernels_, dtypes_);
   register_reduce_kernels(kernels_, dtypes_);
+  register_layout_kernels(kernels_, dtypes_);
+  register_row_kernels(kernels_, dtypes_);
+  register_matmul_kernels(kernels_, dtypes_);
 }
 
 VulkanBackend::~VulkanBackend() {

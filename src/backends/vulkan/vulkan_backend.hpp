@@ -37,6 +37,9 @@ void register_copy_kernels(KernelTable& t, DTypeTable& d);         // copy.cpp: 
 void register_creation_kernels(KernelTable& t, DTypeTable& d);     // creation.cpp: full, arange, linspace, eye
 void register_elementwise_kernels(KernelTable& t, DTypeTable& d);  // elementwise.cpp
 void register_reduce_kernels(KernelTable& t, DTypeTable& d);       // reduce.cpp
+void register_row_kernels(KernelTable& t, DTypeTable& d);          // rows.cpp: softmax, log_softmax, layer_norm
+void register_matmul_kernels(KernelTable& t, DTypeTable& d);       // matmul.cpp
+void register_layout_kernels(KernelTable& t, DTypeTable& d);       // layout.cpp: flip, roll, cat, pad, tril, triu, slice_assign
 
 // Device memory of a tensor: a block of the backend's pool, returned to it when the last
 // tensor and the last submission that use it are gone.
