@@ -75,15 +75,18 @@ std::string comment_text(std::string_view s) {
 }
 
 struct Buffer {
-  int64_t floats = 0;
-  int first = -1, last = -1;  // steps that write it first and read it last
-  int64_t offset = -1;        // in floats, in the arena
-  int external = -1;          // >= 0: graph input number (not in the arena)
+  int64_t floats = 0;          // its size in the arena's floats (u8 buffers: bytes / 4, rounded up)
+  int first = -1, last = -1;   // steps that write it first and read it last
+  int64_t offset = -1;         // in floats, in the arena
+  int external = -1;           // >= 0: graph input number (not in the arena)
+  std::string ctype = "float";  // its elements: float or uint8_t
 };
 
 struct Weight {
   std::string name, origin;  // C++ name, what it came from
-  std::vector<float> values;
+  std::string ctype = "float";  // float, int8_t or int32_t
+  std::vector<double> values;   // exact for each ctype
+  int64_t bytes() const { return int64_t(values.size()) * (ctype == "int8_t" ? 1 : 4); }
 };
 
 class CortexMEmitter {
@@ -147,11 +150,14 @@ class CortexMEmitter {
     return p ? p->s : fallback;
   }
 
-  std::string add_weight(std::string origin, std::vector<float> values) {
+  std::string add_weight(std::string origin, const std::vector<float>& values) {
     for (float v : values)
       EMBER_CHECK(std::isfinite(v), "cortex-m codegen: weight '", origin, "' holds a non-finite value");
+    return add_weight(std::move(origin), "float", std::vector<double>(values.begin(), values.end()));
+  }
+  std::string add_weight(std::string origin, std::string ctype, std::vector<double> values) {
     std::string cname = "w" + std::to_string(weights_.size());
-    weights_.push_back({cname, std::move(origin), std::move(values)});
+    weights_.push_back({cname, std::move(origin), std::move(ctype), std::move(values)});
     return cname;
   }
 
@@ -159,15 +165,30 @@ class CortexMEmitter {
     buffers_.push_back({.floats = floats});
     return int(buffers_.size() - 1);
   }
-  // The pointer expression of a value (its buffer's variable).
-  std::string ptr(const NodeProto& n, const std::string& v) {
+  // The pointer expression of a value (its buffer's variable), whose elements must be `ctype`.
+  std::string ptr(const NodeProto& n, const std::string& v, const std::string& ctype = "float") {
     auto it = value_buffer_.find(v);
     if (it == value_buffer_.end()) {
       if (constant(v)) unsupported(n, "input '" + v + "' is a constant where this op needs a computed value");
       unsupported(n, "input '" + v + "' has no value");
     }
+    const std::string& has = buffers_[size_t(it->second)].ctype;
+    if (has != ctype)
+      unsupported(n, "input '" + v + "' is " + (has == "float" ? "FLOAT" : "UINT8") + "; this op takes " +
+                         (ctype == "float" ? "FLOAT" : "UINT8"));
     use(it->second);
     return "b" + std::to_string(it->second);
+  }
+  // Whether value v lives in a u8 buffer.
+  bool is_u8(const std::string& v) const {
+    auto it = value_buffer_.find(v);
+    return it != value_buffer_.end() && buffers_[size_t(it->second)].ctype == "uint8_t";
+  }
+  // A fresh u8 buffer for output value v of `count` bytes.
+  std::string define_u8(const std::string& v, int64_t count) {
+    const std::string b = define(v, (count + 3) / 4);
+    buffers_[size_t(value_buffer_.at(v))].ctype = "uint8_t";
+    return b;
   }
   void use(int buffer) {
     Buffer& b = buffers_[size_t(buffer)];
@@ -187,7 +208,8 @@ class CortexMEmitter {
   std::string define_in_place(size_t node, const std::string& in, const std::string& out, int64_t floats) {
     auto it = value_buffer_.find(in);
     if (it != value_buffer_.end() && buffers_[size_t(it->second)].external < 0 &&
-        buffers_[size_t(it->second)].floats == floats && !read_later(it->second, node)) {
+        buffers_[size_t(it->second)].floats == floats && buffers_[size_t(it->second)].ctype == "float" &&
+        !read_later(it->second, node)) {
       value_buffer_[out] = it->second;
       use(it->second);
       return "b" + std::to_string(it->second);
@@ -259,6 +281,8 @@ class CortexMEmitter {
   void lower_add(size_t k);
   void lower_pool(size_t k);
   void lower_rnn(size_t k);
+  void lower_quantized(size_t k);
+  std::string conv_shape(const NodeProto& n, std::vector<int64_t> x, std::vector<int64_t> ws, std::vector<int64_t> y);
   void plan();
   std::string emit_header(const CortexMReport& r) const;
   std::string emit_source(const CortexMReport& r) const;
@@ -273,23 +297,17 @@ class CortexMEmitter {
 
 // ---- lowering ----------------------------------------------------------------------------
 
-void CortexMEmitter::lower_conv(size_t k) {
-  const NodeProto& n = graph_.nodes[k];
-  if (n.inputs.size() < 2) unsupported(n, "needs X and W");
-  const TensorData* w = constant(n.inputs[1]);
-  if (!w) unsupported(n, "the weight must be an initializer");
-  const TensorData* bias = n.inputs.size() > 2 && !n.inputs[2].empty() ? constant(n.inputs[2]) : nullptr;
-  if (n.inputs.size() > 2 && !n.inputs[2].empty() && !bias) unsupported(n, "the bias must be an initializer");
-  std::vector<int64_t> x = shape_of(n, n.inputs[0]), ws = w->shape().dims();
+// The Conv2dShape of a Conv or QLinearConv node with input, weight and output shapes x, ws, y
+// (rank 3 or 4; a 1-D convolution is one of height 1), as C++ initialiser arguments.
+std::string CortexMEmitter::conv_shape(const NodeProto& n, std::vector<int64_t> x, std::vector<int64_t> ws,
+                                       std::vector<int64_t> y) {
   if (x.size() != 3 && x.size() != 4) unsupported(n, "only 1-D and 2-D convolutions are supported");
-  std::string out = n.outputs[0];
-  std::vector<int64_t> y = shape_of(n, out);
-  if (x.size() == 3) {  // 1-D: a 2-D convolution of height 1
+  const bool one_d = x.size() == 3;
+  if (one_d) {  // 1-D: a 2-D convolution of height 1
     x.insert(x.begin() + 2, 1);
     y.insert(y.begin() + 2, 1);
     ws.insert(ws.begin() + 2, 1);
   }
-  const bool one_d = shape_of(n, n.inputs[0]).size() == 3;
   auto pick = [&](const std::vector<int64_t>& v, int64_t fallback) -> std::pair<int64_t, int64_t> {
     if (v.empty()) return {fallback, fallback};
     if (one_d) return {1, v[0]};
@@ -320,7 +338,22 @@ void CortexMEmitter::lower_conv(size_t k) {
   } else if (auto_pad != "VALID") {
     unsupported(n, "auto_pad " + auto_pad);
   }
+  std::ostringstream c;
+  c << x[1] << ", " << x[2] << ", " << x[3] << ", " << y[1] << ", " << y[2] << ", " << y[3] << ", " << ws[2] << ", "
+    << ws[3] << ", " << sh << ", " << sw << ", " << pt << ", " << pl << ", " << dh << ", " << dw << ", " << groups;
+  return c.str();
+}
 
+void CortexMEmitter::lower_conv(size_t k) {
+  const NodeProto& n = graph_.nodes[k];
+  if (n.inputs.size() < 2) unsupported(n, "needs X and W");
+  const TensorData* w = constant(n.inputs[1]);
+  if (!w) unsupported(n, "the weight must be an initializer");
+  const TensorData* bias = n.inputs.size() > 2 && !n.inputs[2].empty() ? constant(n.inputs[2]) : nullptr;
+  if (n.inputs.size() > 2 && !n.inputs[2].empty() && !bias) unsupported(n, "the bias must be an initializer");
+  const std::vector<int64_t> x = shape_of(n, n.inputs[0]), ws = w->shape().dims();
+  std::string out = n.outputs[0];
+  const std::string geometry = conv_shape(n, x, ws, shape_of(n, out));
   std::vector<float> weight = floats_of(*w);
   std::vector<float> b = bias ? floats_of(*bias) : std::vector<float>(size_t(ws[0]), 0.0f);
   std::string fused;
@@ -349,14 +382,13 @@ void CortexMEmitter::lower_conv(size_t k) {
   const std::string clamp = fuse_activation(out, fused);
   const std::string wn = add_weight(n.inputs[1] + (fused.empty() ? "" : " (folded)"), std::move(weight));
   const std::string bn = add_weight(bias ? n.inputs[2] : n.inputs[1] + " (bias)", std::move(b));
+  const std::vector<int64_t> y = shape_of(n, out);
   const std::string in = ptr(n, n.inputs[0]);
   const std::string o = define(out, product(y));
   kernel_headers_.insert("conv");
   std::ostringstream c;
-  c << comment(n, fused, shape_of(n, n.inputs[0]), shape_of(n, out));
-  c << "  {\n    static constexpr Conv2dShape s{" << x[1] << ", " << x[2] << ", " << x[3] << ", " << y[1] << ", " << y[2]
-    << ", " << y[3] << ", " << ws[2] << ", " << ws[3] << ", " << sh << ", " << sw << ", " << pt << ", " << pl << ", "
-    << dh << ", " << dw << ", " << groups << "};\n";
+  c << comment(n, fused, x, y);
+  c << "  {\n    static constexpr Conv2dShape s{" << geometry << "};\n";
   const int64_t in_image = product(x, 1), out_image = product(y, 1);
   if (x[0] == 1) {
     c << "    if (Status st = conv2d_f32(s, " << in << ", " << wn << ", " << bn << ", " << o << ", " << clamp
@@ -502,9 +534,11 @@ void CortexMEmitter::lower_pool(size_t k) {
   if (n.outputs.size() > 1 && !n.outputs[1].empty()) unsupported(n, "the Indices output is not supported");
   if (x.size() != 3 && x.size() != 4) unsupported(n, "only 1-D and 2-D pooling is supported");
   const bool one_d = x.size() == 3;
-  const std::string in = ptr(n, n.inputs[0]);
-  const std::string o = define(n.outputs[0], product(y));
-  kernel_headers_.insert("pool");
+  const bool u8 = is_u8(n.inputs[0]);  // ember-onnx quantize's u8 MaxPool
+  if (u8 && n.op_type != "MaxPool") unsupported(n, "UINT8 input (only MaxPool takes one)");
+  const std::string in = ptr(n, n.inputs[0], u8 ? "uint8_t" : "float");
+  const std::string o = u8 ? define_u8(n.outputs[0], product(y)) : define(n.outputs[0], product(y));
+  kernel_headers_.insert(u8 ? "quantized" : "pool");
   std::ostringstream c;
   c << comment(n, "", x, y);
   if (n.op_type == "GlobalAveragePool") {
@@ -559,7 +593,7 @@ void CortexMEmitter::lower_pool(size_t k) {
     c << "    avg_pool2d_f32(s, " << (attr_int(n, "count_include_pad", 0) ? "true" : "false") << ", " << in << ", "
       << o << ");\n";
   } else {
-    c << "    max_pool2d_f32(s, " << in << ", " << o << ");\n";
+    c << "    max_pool2d_" << (u8 ? "u8" : "f32") << "(s, " << in << ", " << o << ");\n";
   }
   c << "  }\n";
   add_step(c.str());
@@ -631,17 +665,109 @@ void CortexMEmitter::lower_rnn(size_t k) {
   add_step(s.str());
 }
 
+// The int8 ops of ember-onnx quantize's QOperator models (docs/quantization.md): u8 activations
+// with one scale and zero point, i8 weights with per-channel scales and zero points.
+void CortexMEmitter::lower_quantized(size_t k) {
+  const NodeProto& n = graph_.nodes[k];
+  auto input = [&](size_t i) -> std::string { return i < n.inputs.size() ? n.inputs[i] : std::string(); };
+  // A constant of one value (a scale or a zero point; absent: `fallback`).
+  auto scalar = [&](size_t i, double fallback, const char* what) -> double {
+    if (input(i).empty()) return fallback;
+    const TensorData* c = constant(input(i));
+    if (!c || c->numel() != 1) unsupported(n, std::string(what) + " must be one constant value (per-tensor)");
+    if (c->dtype() == DType::i8) unsupported(n, std::string(what) + " is INT8; only UINT8 activations are supported");
+    return c->to_doubles()[0];
+  };
+  const std::vector<int64_t> y = shape_of(n, n.outputs[0]);
+  kernel_headers_.insert("quantized");
+  std::ostringstream c;
+  c << comment(n, "", shape_of(n, n.inputs[0]), y);
+  if (n.op_type == "QuantizeLinear" || n.op_type == "DequantizeLinear") {
+    if (n.attribute("axis") && constant(input(1)) && constant(input(1))->numel() != 1)
+      unsupported(n, "per-axis quantization of activations");
+    const float scale = float(scalar(1, 1.0, "the scale"));
+    const int64_t zp = int64_t(scalar(2, 0.0, "the zero point"));
+    const bool q = n.op_type == "QuantizeLinear";
+    const std::string in = ptr(n, n.inputs[0], q ? "float" : "uint8_t");
+    const std::string o = q ? define_u8(n.outputs[0], product(y)) : define(n.outputs[0], product(y));
+    c << "  " << (q ? "quantize_u8(" : "dequantize_u8(") << product(y) << ", " << in << ", " << literal(scale) << ", "
+      << zp << ", " << o << ");\n";
+    add_step(c.str());
+    return;
+  }
+  if (n.op_type == "QLinearAdd") {
+    const std::vector<int64_t> a = shape_of(n, input(0)), b = shape_of(n, input(3));
+    if (a != y || b != y) unsupported(n, "broadcasting is not supported");
+    const std::string pa = ptr(n, input(0), "uint8_t"), pb = ptr(n, input(3), "uint8_t");
+    const std::string o = define_u8(n.outputs[0], product(y));
+    c << "  qlinear_add_u8(" << product(y) << ", " << pa << ", " << literal(float(scalar(1, 1.0, "A_scale"))) << ", "
+      << int64_t(scalar(2, 0.0, "A_zero_point")) << ", " << pb << ", " << literal(float(scalar(4, 1.0, "B_scale")))
+      << ", " << int64_t(scalar(5, 0.0, "B_zero_point")) << ", " << literal(float(scalar(6, 1.0, "C_scale"))) << ", "
+      << int64_t(scalar(7, 0.0, "C_zero_point")) << ", " << o << ");\n";
+    add_step(c.str());
+    return;
+  }
+  // QLinearConv: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B
+  const TensorData* w = constant(input(3));
+  if (!w || (w->dtype() != DType::i8 && w->dtype() != DType::u8)) unsupported(n, "w must be an INT8 or UINT8 initializer");
+  const int64_t m = w->shape()[0];
+  const TensorData* w_scale = constant(input(4));
+  if (!w_scale || (w_scale->numel() != 1 && w_scale->numel() != m)) unsupported(n, "w_scale must be constant, per tensor or per channel");
+  std::vector<double> wz(size_t(m), 0.0);
+  if (!input(5).empty()) {
+    const TensorData* z = constant(input(5));
+    if (!z || (z->numel() != 1 && z->numel() != m)) unsupported(n, "w_zero_point must be constant, per tensor or per channel");
+    std::vector<double> zv = z->to_doubles();
+    for (int64_t i = 0; i < m; ++i) wz[size_t(i)] = zv[zv.size() == 1 ? 0 : size_t(i)];
+  }
+  std::vector<double> wv = w->to_doubles();
+  if (w->dtype() == DType::u8) {  // the same differences w - w_zp, in i8
+    for (double& v : wv) v -= 128;
+    for (double& v : wz) v -= 128;
+  }
+  // The multipliers as ember's runtime computes them: (x_scale * w_scale) / y_scale, in f32.
+  const float xs = float(scalar(1, 1.0, "x_scale")), ys = float(scalar(6, 1.0, "y_scale"));
+  const std::vector<float> wsv = floats_of(*w_scale);
+  std::vector<double> mult(static_cast<size_t>(m), 0.0);
+  for (int64_t i = 0; i < m; ++i) {
+    const float product_scale = xs * wsv[wsv.size() == 1 ? 0 : size_t(i)];
+    mult[size_t(i)] = double(product_scale / ys);
+  }
+  const int64_t xz = int64_t(scalar(2, 0.0, "x_zero_point")), yz = int64_t(scalar(7, 0.0, "y_zero_point"));
+  std::string bias = "nullptr";
+  if (!input(8).empty()) {
+    const TensorData* b = constant(input(8));
+    if (!b || b->dtype() != DType::i32 || b->numel() != m) unsupported(n, "B must be an INT32 initializer of M values");
+    bias = add_weight(input(8), "int32_t", b->to_doubles());
+  }
+  const std::string geometry = conv_shape(n, shape_of(n, input(0)), w->shape().dims(), y);
+  const std::string wn = add_weight(input(3), "int8_t", std::move(wv));
+  const std::string zn = add_weight(input(5).empty() ? input(3) + " (zero points)" : input(5), "int32_t", std::move(wz));
+  const std::string mn = add_weight("(x_scale * w_scale) / y_scale of " + n.name, "float", std::move(mult));
+  const std::vector<int64_t> x = shape_of(n, input(0));
+  if (x[0] != 1) unsupported(n, "a batch of more than one");
+  const std::string in = ptr(n, input(0), "uint8_t");
+  const std::string o = define_u8(n.outputs[0], product(y));
+  c << "  {\n    static constexpr Conv2dShape s{" << geometry << "};\n    if (Status st = qlinear_conv2d_u8(s, " << in
+    << ", " << xz << ", " << wn << ", " << zn << ", " << bias << ", " << mn << ", " << yz << ", " << o
+    << "); st != Status::ok) return st;\n  }\n";
+  add_step(c.str());
+}
+
 void CortexMEmitter::lower(size_t k) {
   const NodeProto& n = graph_.nodes[k];
-  if (!default_domain(n)) unsupported(n, "domain '" + n.domain + "' is not supported");
   const std::string& op = n.op_type;
+  if (n.domain == "com.microsoft" && op == "QLinearAdd") return lower_quantized(k);
+  if (!default_domain(n)) unsupported(n, "domain '" + n.domain + "' is not supported");
   for (const std::string& o : n.outputs) {
     if (o.empty()) continue;
     auto it = types_.find(o);
     if (it != types_.end() && it->second.elem_type != 0 && it->second.elem_type != int32_t(DataType::float32) &&
-        (readers_.count(o) || graph_outputs_.count(o)))
-      unsupported(n, "output '" + o + "' is " + data_type_name(it->second.elem_type) + "; only FLOAT is supported");
+        it->second.elem_type != int32_t(DataType::uint8) && (readers_.count(o) || graph_outputs_.count(o)))
+      unsupported(n, "output '" + o + "' is " + data_type_name(it->second.elem_type) +
+                         "; only FLOAT and (for quantized ops) UINT8 are supported");
   }
+  if (op == "QuantizeLinear" || op == "DequantizeLinear" || op == "QLinearConv") return lower_quantized(k);
   if (op == "Conv") return lower_conv(k);
   if (op == "Gemm" || op == "MatMul") return lower_dense(k);
   if (op == "Add") return lower_add(k);
@@ -862,10 +988,12 @@ std::string CortexMEmitter::emit_source(const CortexMReport& r) const {
   for (const std::string& k : kernel_headers_) s << "#include \"ember/kernels/" << k << ".hpp\"\n";
   s << "\nnamespace " << name_ << " {\n\nnamespace {\n\nusing namespace ember::kernels;\n\n";
   for (const Weight& w : weights_) {
-    s << "// " << comment_text(w.origin) << "\nconst float " << w.name << "[" << w.values.size() << "] = {";
+    const bool floats = w.ctype == "float";
+    s << "// " << comment_text(w.origin) << "\nconst " << w.ctype << " " << w.name << "[" << w.values.size()
+      << "] = {";
     for (size_t i = 0; i < w.values.size(); ++i) {
-      if (i % 8 == 0) s << "\n   ";
-      s << " " << literal(w.values[i]) << ",";
+      if (i % (floats ? 8 : 16) == 0) s << "\n   ";
+      s << " " << (floats ? literal(float(w.values[i])) : std::to_string(int64_t(w.values[i]))) << ",";
     }
     s << "\n};\n";
   }
@@ -883,9 +1011,12 @@ std::string CortexMEmitter::emit_source(const CortexMReport& r) const {
     if (b.first < 0) continue;
     if (b.external >= 0)
       s << "  const float* const b" << i << " = input" << b.external << ";\n";
-    else
+    else if (b.ctype == "float")
       s << "  float* const b" << i << " = arena + " << b.offset << ";  // " << b.floats * 4 << " bytes, steps "
         << b.first << " to " << b.last << "\n";
+    else  // bytes in the float arena (character types may alias any object)
+      s << "  " << b.ctype << "* const b" << i << " = reinterpret_cast<" << b.ctype << "*>(arena + " << b.offset
+        << ");  // " << b.floats * 4 << " bytes, steps " << b.first << " to " << b.last << "\n";
   }
   for (const std::string& step : steps_) s << step;
   for (size_t i = 0; i < graph_.outputs.size(); ++i) {
@@ -904,35 +1035,64 @@ CortexMReport CortexMEmitter::run(const std::string& out_dir) {
   // and GRU, whose output shapes follow from X and hidden_size; declared as value_info, they let
   // the next round infer (and fold the Shape -> Gather -> Expand chains PyTorch writes for the
   // initial states) past them.
-  for (int round = 0; round < 8; ++round) {
+  for (size_t round = 0; round <= model_.graph.nodes.size(); ++round) {  // each round gets at least one node further
     fold_constants(graph_, opset_, Device::cpu(), model_.base_dir);
     types_ = infer_shapes(graph_, opset_, model_.base_dir);
     bool added = false;
+    // Declares value v (when inference left it unknown) as FLOAT or UINT8 of `dims`.
+    auto declare = [&](const std::string& v, const std::vector<int64_t>& dims, DataType elem) {
+      if (v.empty()) return;
+      auto t = types_.find(v);
+      if (t != types_.end() && t->second.fully_static()) return;
+      ValueInfoProto info;
+      info.name = v;
+      info.has_type = true;
+      info.type.kind = TypeProto::Kind::tensor;
+      info.type.elem_type = int32_t(elem);
+      info.type.shape = std::vector<Dimension>();
+      for (int64_t d : dims) {
+        Dimension dim;
+        dim.value = d;
+        info.type.shape->push_back(dim);
+      }
+      graph_.value_info.push_back(info);
+      added = true;
+    };
+    auto static_shape = [&](const std::string& v) -> std::optional<std::vector<int64_t>> {
+      auto t = types_.find(v);
+      if (t == types_.end() || !t->second.fully_static()) return std::nullopt;
+      std::vector<int64_t> dims;
+      for (const Dimension& d : *t->second.shape) dims.push_back(*d.value);
+      return dims;
+    };
     for (const NodeProto& n : graph_.nodes) {
-      if (!default_domain(n) || (n.op_type != "LSTM" && n.op_type != "GRU") || n.inputs.size() < 3) continue;
-      auto x = types_.find(n.inputs[0]);
-      const TensorProto* r = graph_.initializer(n.inputs[2]);
-      if (x == types_.end() || !x->second.fully_static() || x->second.shape->size() != 3 || !r) continue;
-      const int64_t seq = *(*x->second.shape)[0].value, batch = *(*x->second.shape)[1].value;
-      const int64_t hidden = attr_int(n, "hidden_size", r->dims.back());
-      const std::vector<std::vector<int64_t>> shapes = {{seq, 1, batch, hidden}, {1, batch, hidden}, {1, batch, hidden}};
-      for (size_t i = 0; i < n.outputs.size() && i < 3; ++i) {
-        if (n.outputs[i].empty()) continue;
-        auto t = types_.find(n.outputs[i]);
-        if (t != types_.end() && t->second.fully_static()) continue;
-        ValueInfoProto v;
-        v.name = n.outputs[i];
-        v.has_type = true;
-        v.type.kind = TypeProto::Kind::tensor;
-        v.type.elem_type = int32_t(DataType::float32);
-        v.type.shape = std::vector<Dimension>();
-        for (int64_t d : shapes[i]) {
-          Dimension dim;
-          dim.value = d;
-          v.type.shape->push_back(dim);
-        }
-        graph_.value_info.push_back(v);
-        added = true;
+      if (n.inputs.empty() || n.outputs.empty()) continue;
+      const std::optional<std::vector<int64_t>> x = static_shape(n.inputs[0]);
+      if (!x) continue;
+      const std::string& op = n.op_type;
+      if (default_domain(n) && (op == "LSTM" || op == "GRU") && n.inputs.size() >= 3 && x->size() == 3) {
+        const TensorProto* r = graph_.initializer(n.inputs[2]);
+        if (!r) continue;
+        const int64_t seq = (*x)[0], batch = (*x)[1];
+        const int64_t hidden = attr_int(n, "hidden_size", r->dims.back());
+        const std::vector<std::vector<int64_t>> shapes = {{seq, 1, batch, hidden}, {1, batch, hidden}, {1, batch, hidden}};
+        for (size_t i = 0; i < n.outputs.size() && i < 3; ++i) declare(n.outputs[i], shapes[i], DataType::float32);
+      } else if (default_domain(n) && op == "QuantizeLinear") {
+        declare(n.outputs[0], *x, DataType::uint8);
+      } else if (default_domain(n) && op == "DequantizeLinear") {
+        declare(n.outputs[0], *x, DataType::float32);
+      } else if (n.domain == "com.microsoft" && op == "QLinearAdd") {
+        declare(n.outputs[0], *x, DataType::uint8);
+      } else if (default_domain(n) && op == "QLinearConv" && n.inputs.size() >= 4 && x->size() == 4 &&
+                 attr_string(n, "auto_pad", "NOTSET") == "NOTSET") {
+        const TensorProto* w = graph_.initializer(n.inputs[3]);
+        if (!w || w->dims.size() != 4) continue;
+        const std::vector<int64_t> strides = attr_ints(n, "strides", {1, 1}), dil = attr_ints(n, "dilations", {1, 1});
+        const std::vector<int64_t> pads = attr_ints(n, "pads", {0, 0, 0, 0});
+        std::vector<int64_t> y = {(*x)[0], w->dims[0]};
+        for (size_t i = 0; i < 2; ++i)
+          y.push_back(((*x)[2 + i] + pads[i] + pads[2 + i] - dil[i] * (w->dims[2 + i] - 1) - 1) / strides[i] + 1);
+        declare(n.outputs[0], y, DataType::uint8);
       }
     }
     if (!added) break;
@@ -989,6 +1149,8 @@ CortexMReport CortexMEmitter::run(const std::string& out_dir) {
     const int b = value_buffer_.at(v.name);
     if (buffers_[size_t(b)].external >= 0)
       EMBER_NOT_IMPLEMENTED("cortex-m codegen: output '", v.name, "' is a graph input");
+    if (buffers_[size_t(b)].ctype != "float")
+      EMBER_NOT_IMPLEMENTED("cortex-m codegen: output '", v.name, "' is UINT8; only FLOAT outputs are supported");
     buffers_[size_t(b)].last = int(steps_.size());  // read by the final copy
   }
   plan();
@@ -998,7 +1160,7 @@ CortexMReport CortexMEmitter::run(const std::string& out_dir) {
     r.unplanned_bytes += 4 * b.floats;
   }
   r.arena_bytes = (r.arena_bytes + 15) / 16 * 16;
-  for (const Weight& w : weights_) r.weight_bytes += int64_t(4 * w.values.size());
+  for (const Weight& w : weights_) r.weight_bytes += w.bytes();
   r.steps = int64_t(steps_.size());
   r.nodes = int64_t(graph_.nodes.size());
 

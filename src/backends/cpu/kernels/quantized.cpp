@@ -1,0 +1,99 @@
+// The freestanding int8 kernels: see include/ember/kernels/quantized.hpp. The arithmetic follows
+// ember's runtime step for step (the order of the f32 operations included), so that a generated
+// model gives the runtime's bytes.
+#include "ember/kernels/quantized.hpp"
+
+namespace ember::kernels {
+
+namespace {
+uint8_t saturate_u8(float q) { return uint8_t(q < 0.0f ? 0.0f : q > 255.0f ? 255.0f : q); }
+}  // namespace
+
+float round_half_even_f32(float x) {
+  // Adding and subtracting 1.5 * 2^23 leaves x rounded to an integer by the FPU's default mode
+  // (to nearest, ties to even); no libm needed. Without -ffast-math the compiler keeps both
+  // operations (they are not an identity in floating point).
+  constexpr float kMagic = 12582912.0f;
+  return (x + kMagic) - kMagic;
+}
+
+void quantize_u8(int32_t n, const float* EMBER_RESTRICT x, float scale, int32_t zero_point,
+                 uint8_t* EMBER_RESTRICT y) {
+  for (int32_t i = 0; i < n; ++i) {
+    float q = x[i] / scale;
+    q = q > 4194304.0f ? 4194304.0f : q < -4194304.0f ? -4194304.0f : q;  // where rounding is exact anyway
+    y[i] = saturate_u8(round_half_even_f32(q) + float(zero_point));
+  }
+}
+
+void dequantize_u8(int32_t n, const uint8_t* EMBER_RESTRICT x, float scale, int32_t zero_point,
+                   float* EMBER_RESTRICT y) {
+  for (int32_t i = 0; i < n; ++i) y[i] = (float(x[i]) - float(zero_point)) * scale;
+}
+
+Status qlinear_conv2d_u8(const Conv2dShape& s, const uint8_t* EMBER_RESTRICT x, int32_t x_zero_point,
+                         const int8_t* EMBER_RESTRICT w, const int32_t* EMBER_RESTRICT w_zero_point,
+                         const int32_t* EMBER_RESTRICT bias, const float* EMBER_RESTRICT multiplier,
+                         int32_t y_zero_point, uint8_t* EMBER_RESTRICT y) {
+  if (s.in_channels <= 0 || s.out_channels <= 0 || s.groups <= 0 || s.in_channels % s.groups != 0 ||
+      s.out_channels % s.groups != 0 || s.stride_height <= 0 || s.stride_width <= 0 || s.dilation_height <= 0 ||
+      s.dilation_width <= 0)
+    return fail("qlinear_conv2d", "bad sizes, strides, dilations or groups");
+  const int32_t in_per_group = s.in_channels / s.groups, out_per_group = s.out_channels / s.groups;
+  const int32_t plane = s.in_height * s.in_width, filter = s.kernel_height * s.kernel_width;
+  const float lo = float(-y_zero_point), hi = float(255 - y_zero_point);
+  for (int32_t m = 0; m < s.out_channels; ++m) {
+    const uint8_t* x_group = x + (m / out_per_group) * in_per_group * plane;
+    const int8_t* w_m = w + m * in_per_group * filter;
+    const int32_t wz = w_zero_point ? w_zero_point[m] : 0;
+    for (int32_t oy = 0; oy < s.out_height; ++oy)
+      for (int32_t ox = 0; ox < s.out_width; ++ox) {
+        int32_t acc = bias ? bias[m] : 0;
+        for (int32_t c = 0; c < in_per_group; ++c)
+          for (int32_t ky = 0; ky < s.kernel_height; ++ky) {
+            const int32_t iy = oy * s.stride_height - s.pad_top + ky * s.dilation_height;
+            if (iy < 0 || iy >= s.in_height) continue;  // padding is x_zero_point: contributes 0
+            for (int32_t kx = 0; kx < s.kernel_width; ++kx) {
+              const int32_t ix = ox * s.stride_width - s.pad_left + kx * s.dilation_width;
+              if (ix < 0 || ix >= s.in_width) continue;
+              acc += (int32_t(x_group[c * plane + iy * s.in_width + ix]) - x_zero_point) *
+                     (int32_t(w_m[(c * s.kernel_height + ky) * s.kernel_width + kx]) - wz);
+            }
+          }
+        float f = float(acc) * multiplier[m];
+        f = f < lo ? lo : f > hi ? hi : f;
+        y[(m * s.out_height + oy) * s.out_width + ox] = uint8_t(int32_t(round_half_even_f32(f)) + y_zero_point);
+      }
+  }
+  return Status::ok;
+}
+
+void qlinear_add_u8(int32_t n, const uint8_t* a, float a_scale, int32_t a_zero_point, const uint8_t* b,
+                    float b_scale, int32_t b_zero_point, float y_scale, int32_t y_zero_point, uint8_t* y) {
+  for (int32_t i = 0; i < n; ++i) {
+    const float ra = (float(a[i]) - float(a_zero_point)) * a_scale;
+    const float rb = (float(b[i]) - float(b_zero_point)) * b_scale;
+    y[i] = saturate_u8(round_half_even_f32((ra + rb) / y_scale) + float(y_zero_point));
+  }
+}
+
+void max_pool2d_u8(const Pool2dShape& s, const uint8_t* EMBER_RESTRICT x, uint8_t* EMBER_RESTRICT y) {
+  for (int32_t c = 0; c < s.channels; ++c) {
+    const uint8_t* x_c = x + c * s.in_height * s.in_width;
+    for (int32_t oy = 0; oy < s.out_height; ++oy)
+      for (int32_t ox = 0; ox < s.out_width; ++ox) {
+        uint8_t best = 0;
+        for (int32_t ky = 0; ky < s.kernel_height; ++ky) {
+          const int32_t iy = oy * s.stride_height - s.pad_top + ky * s.dilation_height;
+          if (iy < 0 || iy >= s.in_height) continue;
+          for (int32_t kx = 0; kx < s.kernel_width; ++kx) {
+            const int32_t ix = ox * s.stride_width - s.pad_left + kx * s.dilation_width;
+            if (ix >= 0 && ix < s.in_width && x_c[iy * s.in_width + ix] > best) best = x_c[iy * s.in_width + ix];
+          }
+        }
+        *y++ = best;
+      }
+  }
+}
+
+}  // namespace ember::kernels
