@@ -4,7 +4,9 @@
 # other and with PyTorch, checks the images for heap, exception and thread symbols, and writes
 # build/reports/embedded.json. The models: the digit classifier trained by ember
 # (build/examples/cortex_m), and two keyword-spotting-style models defined in PyTorch (a CNN and
-# an LSTM + GRU), exported to ONNX and compiled by `ember-onnx generate --target cortex-m`.
+# an LSTM + GRU), exported to ONNX and compiled by `ember-onnx generate --target cortex-m`; and
+# int8 versions of the two CNNs (`ember-onnx quantize`), checked against ember's ONNX runtime
+# (PyTorch cannot run QLinearConv).
 #
 #   scripts/embedded-check.sh [BUILD_DIR]     (default: build; needs its ember-onnx and cortex_m)
 #
@@ -14,7 +16,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 out=$build/cortex_m
-models=(digits_cnn_m kws_cnn kws_rnn)
+f32_models=(digits_cnn_m kws_cnn kws_rnn)
+int8_models=(digits_cnn_m_int8 kws_cnn_int8)  # NAME_int8: NAME quantized, on NAME's inputs
+models=("${f32_models[@]}" "${int8_models[@]}")
+ember_onnx=$build/tools/ember-onnx/ember-onnx
 python=${PYTHON:-/usr/bin/python3}  # Debian's, with python3-torch
 
 skip() {
@@ -27,7 +32,7 @@ done
 echo 'int main(){}' | arm-none-eabi-gcc -x c - --specs=nano.specs --specs=nosys.specs -o /dev/null 2>/dev/null ||
   skip "newlib for arm-none-eabi is not installed"
 "$python" -c "import torch" 2>/dev/null || skip "PyTorch (python3-torch) is not installed"
-for program in "$build/tools/ember-onnx/ember-onnx" "$build/examples/cortex_m"; do
+for program in "$ember_onnx" "$build/examples/cortex_m"; do
   [[ -x $program ]] || { echo "embedded-check: $program is missing; build it first (cmake --build $build --target ember-onnx cortex_m)"; exit 1; }
 done
 
@@ -50,9 +55,22 @@ echo "== train the digit classifier with ember"
 "$build/examples/cortex_m" --out "$out" | tail -n 1
 echo "== export the models to ONNX (PyTorch)"
 "$python" examples/cortex_m/export_models.py --out "$out" --digits-weights "$out/digits_cnn_m.safetensors" 2>/dev/null
+echo "== ember-onnx quantize (int8, QOperator form), and ember's ONNX runtime on their inputs"
+for m in "${int8_models[@]}"; do
+  base=${m%_int8}
+  "$ember_onnx" quantize "$out/$base.onnx" "$out/$m.onnx" --calibration "$out/$base.calibration" | sed "s/^/  $m: /"
+  rm -rf "$out/$m.ember" "$out/$m.npy"
+  ln -s "$base.npy" "$out/$m.npy"
+  ls "$out/$base.npy" | sed 's/\.npy$//' |
+    xargs -P 2 -I{} "$ember_onnx" run "$out/$m.onnx" --input "input=$out/$base.npy/{}.npy" --output-dir "$out/$m.ember/{}" >/dev/null
+  "$python" examples/cortex_m/export_models.py --gather "$out/$m" | sed "s/^/  /"
+  "$python" -c 'import json, sys; m = json.load(open(sys.argv[1])); m.update(name=sys.argv[3], reference="ember", tolerance=[1e-5, 1e-5]); json.dump(m, open(sys.argv[2], "w"))' \
+    "$out/$base.meta.json" "$out/$m.meta.json" "$m"
+  cp "$out/$base.inputs.bin" "$out/$m.inputs.bin"
+done
 echo "== ember-onnx generate --target cortex-m"
 for m in "${models[@]}"; do
-  "$build/tools/ember-onnx/ember-onnx" generate "$out/$m.onnx" --target cortex-m --out "$out/gen" --name "$m" | sed "s/^/  $m: /"
+  "$ember_onnx" generate "$out/$m.onnx" --target cortex-m --out "$out/gen" --name "$m" | sed "s/^/  $m: /"
 done
 echo "== build the firmware (arm-none-eabi-g++) and the native twin"
 for m in "${models[@]}"; do

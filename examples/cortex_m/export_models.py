@@ -105,11 +105,12 @@ def read_safetensors(path):
     return tensors
 
 
-def digits_inputs():
+def digits_inputs(first=DIGITS_TRAIN_ROWS, count=COUNT):
+    """Digits first .. first + count of the file (by default the first test digits), in [0, 1]."""
     with gzip.open(DIGITS_CSV, "rt") as f:
         rows = [line.strip().split(",") for line in f if line.strip()]
-    test = rows[DIGITS_TRAIN_ROWS:DIGITS_TRAIN_ROWS + COUNT]
-    return torch.tensor([[float(v) / 16.0 for v in r[:64]] for r in test]).reshape(COUNT, 1, 1, 8, 8)
+    chosen = rows[first:first + count]
+    return torch.tensor([[float(v) / 16.0 for v in r[:64]] for r in chosen]).reshape(count, 1, 1, 8, 8)
 
 
 def standardise_classifier(model, fc, calibration):
@@ -132,7 +133,50 @@ def write_floats(path, tensor):
         f.write(struct.pack(f"<{len(values)}f", *values))
 
 
-def export(model, name, inputs, out_dir, opset=13):
+def write_npy(path, tensor):
+    """A float32 tensor as a NumPy .npy file (version 1.0), without NumPy."""
+    values = tensor.detach().contiguous().reshape(-1).tolist()
+    shape = ", ".join(str(d) for d in tensor.shape) + ("," if tensor.dim() == 1 else "")
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % shape
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
+        f.write(struct.pack(f"<{len(values)}f", *values))
+
+
+def read_npy_floats(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:6] != b"\x93NUMPY" or data[6] != 1:
+        raise SystemExit(f"{path}: not a version-1 .npy file")
+    (header_len,) = struct.unpack("<H", data[8:10])
+    header = data[10:10 + header_len].decode("latin1")
+    if "'<f4'" not in header:
+        raise SystemExit(f"{path}: not float32 ({header.strip()})")
+    body = data[10 + header_len:]
+    return list(struct.unpack(f"<{len(body) // 4}f", body))
+
+
+def write_npy_dir(directory, inputs):
+    """One .npy file per input (000.npy, ...): ember-onnx's --input and --calibration read them."""
+    os.makedirs(directory, exist_ok=True)
+    for i, x in enumerate(inputs):
+        write_npy(os.path.join(directory, f"{i:03d}.npy"), x)
+
+
+def gather(prefix):
+    """PREFIX.reference.bin from PREFIX.ember/NNN/output.npy, the outputs ember-onnx run wrote for
+    the inputs PREFIX.npy/NNN.npy (the reference of the int8 models, which PyTorch cannot run)."""
+    runs = sorted(os.listdir(prefix + ".ember"))
+    values = []
+    for run in runs:
+        values += read_npy_floats(os.path.join(prefix + ".ember", run, "output.npy"))
+    with open(prefix + ".reference.bin", "wb") as f:
+        f.write(struct.pack(f"<{len(values)}f", *values))
+    print(f"wrote {prefix}.reference.bin ({len(runs)} outputs of ember's ONNX runtime)")
+
+
+def export(model, name, inputs, out_dir, opset=13, calibration=None):
     model.eval()
     with torch.no_grad():
         outputs = torch.stack([model(x) for x in inputs])
@@ -140,6 +184,9 @@ def export(model, name, inputs, out_dir, opset=13):
     torch.onnx.export(model, inputs[0], path, opset_version=opset, input_names=["input"], output_names=["output"])
     write_floats(os.path.join(out_dir, name + ".inputs.bin"), inputs)
     write_floats(os.path.join(out_dir, name + ".reference.bin"), outputs)
+    write_npy_dir(os.path.join(out_dir, name + ".npy"), inputs)
+    if calibration is not None:  # for ember-onnx quantize
+        write_npy_dir(os.path.join(out_dir, name + ".calibration"), calibration)
     meta = {"name": name, "inputs": COUNT, "input_shape": list(inputs.shape[1:]),
             "output_shape": list(outputs.shape[1:]), "input_size": inputs[0].numel(), "output_size": outputs[0].numel()}
     with open(os.path.join(out_dir, name + ".meta.json"), "w") as f:
@@ -149,16 +196,22 @@ def export(model, name, inputs, out_dir, opset=13):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", help="where to write the models (required unless --gather)")
     p.add_argument("--digits-weights", help="the safetensors file build/examples/cortex_m wrote")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--gather", metavar="PREFIX", help="only write PREFIX.reference.bin from PREFIX.ember/*/output.npy")
     args = p.parse_args()
+    if args.gather:
+        gather(args.gather)
+        return 0
+    if not args.out:
+        p.error("--out is required")
     os.makedirs(args.out, exist_ok=True)
 
     if args.digits_weights:
         model = DigitsCnnM()
         model.load_state_dict(read_safetensors(args.digits_weights))
-        export(model, "digits_cnn_m", digits_inputs(), args.out)
+        export(model, "digits_cnn_m", digits_inputs(), args.out, calibration=digits_inputs(0, 32))
 
     torch.manual_seed(args.seed)
     kws = KwsCnn()
@@ -172,7 +225,9 @@ def main():
     standardise_classifier(kws, kws.fc, torch.randn(200, 1, 49, 10) + 2 * torch.randn(200, 1, 1, 10))
     # MFCC-like inputs: noise around a per-input offset of each coefficient, so that the inputs
     # (and the classes a random model gives them) differ.
-    export(kws, "kws_cnn", torch.randn(COUNT, 1, 1, 49, 10) + 2 * torch.randn(COUNT, 1, 1, 1, 10), args.out)
+    inputs = torch.randn(COUNT, 1, 1, 49, 10) + 2 * torch.randn(COUNT, 1, 1, 1, 10)
+    calibration = torch.randn(32, 1, 1, 49, 10) + 2 * torch.randn(32, 1, 1, 1, 10)
+    export(kws, "kws_cnn", inputs, args.out, calibration=calibration)
 
     torch.manual_seed(args.seed + 1)
     rnn = KwsRnn().eval()
