@@ -6,18 +6,11 @@
 // and vectorises it on a host.
 #include "ember/kernels/conv.hpp"
 
+#include "taps.hpp"
+
 namespace ember::kernels {
 
-namespace {
-// The first tap index k in [0, taps) with 0 <= origin + k * dilation < size, and one past the
-// last; an empty range when none lands inside.
-void tap_range(int32_t origin, int32_t dilation, int32_t taps, int32_t size, int32_t& first, int32_t& end) {
-  first = 0;
-  while (first < taps && origin + first * dilation < 0) ++first;
-  end = taps;
-  while (end > first && origin + (end - 1) * dilation >= size) --end;
-}
-}  // namespace
+using detail::tap_range;
 
 Status conv2d_f32(const Conv2dShape& s, const float* EMBER_RESTRICT input, const float* EMBER_RESTRICT weight,
                   const float* EMBER_RESTRICT bias, float* EMBER_RESTRICT output, Clamp clamp) {

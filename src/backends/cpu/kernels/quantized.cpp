@@ -3,6 +3,8 @@
 // model gives the runtime's bytes.
 #include "ember/kernels/quantized.hpp"
 
+#include "taps.hpp"
+
 namespace ember::kernels {
 
 namespace {
@@ -42,28 +44,47 @@ Status qlinear_conv2d_u8(const Conv2dShape& s, const uint8_t* EMBER_RESTRICT x, 
   const int32_t in_per_group = s.in_channels / s.groups, out_per_group = s.out_channels / s.groups;
   const int32_t plane = s.in_height * s.in_width, filter = s.kernel_height * s.kernel_width;
   const float lo = float(-y_zero_point), hi = float(255 - y_zero_point);
+  const bool pointwise = filter == 1 && s.stride_height == 1 && s.stride_width == 1 && s.pad_top == 0 &&
+                         s.pad_left == 0 && s.out_height == s.in_height && s.out_width == s.in_width;
   for (int32_t m = 0; m < s.out_channels; ++m) {
     const uint8_t* x_group = x + (m / out_per_group) * in_per_group * plane;
     const int8_t* w_m = w + m * in_per_group * filter;
     const int32_t wz = w_zero_point ? w_zero_point[m] : 0;
-    for (int32_t oy = 0; oy < s.out_height; ++oy)
-      for (int32_t ox = 0; ox < s.out_width; ++ox) {
+    uint8_t* y_m = y + m * s.out_height * s.out_width;
+    auto requantize = [&](int32_t acc) {
+      float f = float(acc) * multiplier[m];
+      f = f < lo ? lo : f > hi ? hi : f;
+      return uint8_t(int32_t(round_half_even_f32(f)) + y_zero_point);
+    };
+    if (pointwise) {
+      for (int32_t p = 0; p < plane; ++p) {
         int32_t acc = bias ? bias[m] : 0;
         for (int32_t c = 0; c < in_per_group; ++c)
-          for (int32_t ky = 0; ky < s.kernel_height; ++ky) {
-            const int32_t iy = oy * s.stride_height - s.pad_top + ky * s.dilation_height;
-            if (iy < 0 || iy >= s.in_height) continue;  // padding is x_zero_point: contributes 0
-            for (int32_t kx = 0; kx < s.kernel_width; ++kx) {
-              const int32_t ix = ox * s.stride_width - s.pad_left + kx * s.dilation_width;
-              if (ix < 0 || ix >= s.in_width) continue;
-              acc += (int32_t(x_group[c * plane + iy * s.in_width + ix]) - x_zero_point) *
-                     (int32_t(w_m[(c * s.kernel_height + ky) * s.kernel_width + kx]) - wz);
-            }
-          }
-        float f = float(acc) * multiplier[m];
-        f = f < lo ? lo : f > hi ? hi : f;
-        y[(m * s.out_height + oy) * s.out_width + ox] = uint8_t(int32_t(round_half_even_f32(f)) + y_zero_point);
+          acc += (int32_t(x_group[c * plane + p]) - x_zero_point) * (int32_t(w_m[c]) - wz);
+        y_m[p] = requantize(acc);
       }
+      continue;
+    }
+    for (int32_t oy = 0; oy < s.out_height; ++oy) {
+      const int32_t iy0 = oy * s.stride_height - s.pad_top;
+      int32_t ky_first, ky_end;
+      detail::tap_range(iy0, s.dilation_height, s.kernel_height, s.in_height, ky_first, ky_end);
+      for (int32_t ox = 0; ox < s.out_width; ++ox) {
+        const int32_t ix0 = ox * s.stride_width - s.pad_left;
+        int32_t kx_first, kx_end;
+        detail::tap_range(ix0, s.dilation_width, s.kernel_width, s.in_width, kx_first, kx_end);
+        // Taps on the padding read x_zero_point: they add nothing, so they are skipped.
+        int32_t acc = bias ? bias[m] : 0;
+        for (int32_t c = 0; c < in_per_group; ++c)
+          for (int32_t ky = ky_first; ky < ky_end; ++ky) {
+            const uint8_t* row = x_group + c * plane + (iy0 + ky * s.dilation_height) * s.in_width + ix0;
+            const int8_t* w_row = w_m + (c * s.kernel_height + ky) * s.kernel_width;
+            for (int32_t kx = kx_first; kx < kx_end; ++kx)
+              acc += (int32_t(row[kx * s.dilation_width]) - x_zero_point) * (int32_t(w_row[kx]) - wz);
+          }
+        y_m[oy * s.out_width + ox] = requantize(acc);
+      }
+    }
   }
   return Status::ok;
 }
