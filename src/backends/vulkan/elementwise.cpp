@@ -10,13 +10,12 @@
 // sigmoid/silu/gelu_tanh through the stable sigmoid, softplus with its threshold, pow with torch's
 // scalar-exponent fast paths, fmod exact.
 //
-// f64 runs the ops whose maths is exact in GLSL's double arithmetic (arithmetic, comparisons,
-// rounding, sqrt, clamp, relu, ...); the f64 transcendentals need double versions of ember's
-// float functions and are not supported yet (supports() says so). Like CUDA, integer
-// fmod/remainder by zero give 0 instead of raising.
+// f64 computes in double with the double versions of the same functions (glsl.cpp). Like CUDA,
+// integer fmod/remainder by zero give 0 instead of raising.
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <regex>
 
 #include "glsl.hpp"
 #include "vulkan_backend.hpp"
@@ -63,22 +62,6 @@ bool op_allows(OpKind k, DType dt) {
   }
 }
 
-// The ops whose f64 kernel is exact with GLSL's double arithmetic.
-bool f64_ready(OpKind k) {
-  switch (k) {
-    case OpKind::exp: case OpKind::exp2: case OpKind::expm1: case OpKind::log: case OpKind::log2:
-    case OpKind::log10: case OpKind::log1p: case OpKind::sin: case OpKind::cos: case OpKind::tan:
-    case OpKind::asin: case OpKind::acos: case OpKind::atan: case OpKind::sinh: case OpKind::cosh:
-    case OpKind::tanh: case OpKind::asinh: case OpKind::acosh: case OpKind::atanh: case OpKind::erf:
-    case OpKind::sigmoid: case OpKind::log_sigmoid: case OpKind::gelu: case OpKind::gelu_tanh:
-    case OpKind::silu: case OpKind::softplus: case OpKind::fmod: case OpKind::remainder: case OpKind::pow:
-    case OpKind::atan2: case OpKind::gelu_backward: case OpKind::gelu_tanh_backward:
-    case OpKind::silu_backward:
-      return false;
-    default: return true;
-  }
-}
-
 DType value_dtype(const Op& op) { return op.in(op.kind == OpKind::where ? 1 : 0).dtype; }
 
 bool ew_dtypes(const VulkanBackend& be, const Op& op) {
@@ -87,7 +70,7 @@ bool ew_dtypes(const VulkanBackend& be, const Op& op) {
   if (bool_out(op.kind) || op.kind == OpKind::where) {
     if (!be.has_dtype(DType::boolean)) return false;
   }
-  return dt != DType::f64 || f64_ready(op.kind);
+  return true;
 }
 
 // The body of ember_op for (k, dt): x, y, z in the compute type C, A and B the attributes.
@@ -218,6 +201,18 @@ std::string body(OpKind k, DType dt) {
   EMBER_FAIL(op_name(k), ": no Vulkan elementwise kernel");
 }
 
+// The body for f64: double literals, the double NaN and infinity, C for float.
+std::string double_body(std::string b) {
+  static const std::regex literal(R"((\b[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?)(?![0-9A-Za-z.]))");
+  b = std::regex_replace(b, literal, "$1LF");
+  for (auto [from, to] : {std::pair<const char*, const char*>{"ember_nan()", "ember_nan_d()"}, {"ember_inf()", "ember_inf_d()"},
+                          {"float ", "C "}}) {
+    for (size_t at = b.find(from); at != std::string::npos; at = b.find(from, at + std::strlen(to)))
+      b.replace(at, std::strlen(from), to);
+  }
+  return b;
+}
+
 std::string ew_source(OpKind k, DType dt) {
   const int n = arity(k);
   const bool where = k == OpKind::where;
@@ -237,7 +232,8 @@ std::string ew_source(OpKind k, DType dt) {
   if (n > 2) s += glsl::buffer(3, dt, "c_", true);
   const std::string ret = bool_out(k) ? "bool" : "C";
   s += "// " + std::string(op_name(k)) + " on " + std::string(dtype_name(dt)) + "\n";
-  if (!where) s += ret + " ember_op(C x, C y, C z) {\n  " + body(k, dt) + "\n}\n";
+  if (!where)
+    s += ret + " ember_op(C x, C y, C z) {\n  " + (dt == DType::f64 ? double_body(body(k, dt)) : body(k, dt)) + "\n}\n";
   s += "void main() {\n  uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n"
        "  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += step) {\n";
   if (where) {

@@ -288,11 +288,255 @@ float ember_hypot(float x, float y) {
 }
 )GLSL";
 
+// The same functions in double, with longer series and fdlibm's split constants (a few ulp
+// of double: well within the f64 cases' 1e-10).
 const char* kDoubleMath = R"GLSL(
 double ember_nan_d() { return packDouble2x32(uvec2(0u, 0x7ff80000u)); }
 double ember_inf_d() { return packDouble2x32(uvec2(0u, 0x7ff00000u)); }
 bool ember_isnan(double x) { uvec2 b = unpackDouble2x32(x); uint h = b.y & 0x7fffffffu; return h > 0x7ff00000u || (h == 0x7ff00000u && b.x != 0u); }
 bool ember_isinf(double x) { uvec2 b = unpackDouble2x32(x); return (b.y & 0x7fffffffu) == 0x7ff00000u && b.x == 0u; }
+bool ember_signbit(double x) { return (unpackDouble2x32(x).y & 0x80000000u) != 0u; }
+double ember_copysign(double a, double s) {
+  uvec2 b = unpackDouble2x32(a);
+  b.y = (b.y & 0x7fffffffu) | (unpackDouble2x32(s).y & 0x80000000u);
+  return packDouble2x32(b);
+}
+const double EMBER_LN2_HI_D = 6.93147180369123816490e-01LF;
+const double EMBER_LN2_LO_D = 1.90821492927058770002e-10LF;
+const double EMBER_PI_D = 3.14159265358979311600e+00LF;
+const double EMBER_PI_LO_D = 1.22464679914735317720e-16LF;
+double ember_expm1_small(double r) {  // |r| <= 0.35: Taylor to r^15
+  double q = 1.0LF / 1307674368000.0LF;
+  q = 1.0LF / 87178291200.0LF + r * q; q = 1.0LF / 6227020800.0LF + r * q; q = 1.0LF / 479001600.0LF + r * q;
+  q = 1.0LF / 39916800.0LF + r * q; q = 1.0LF / 3628800.0LF + r * q; q = 1.0LF / 362880.0LF + r * q;
+  q = 1.0LF / 40320.0LF + r * q; q = 1.0LF / 5040.0LF + r * q; q = 1.0LF / 720.0LF + r * q; q = 1.0LF / 120.0LF + r * q;
+  q = 1.0LF / 24.0LF + r * q; q = 1.0LF / 6.0LF + r * q; q = 0.5LF + r * q;
+  return r + r * r * q;
+}
+double ember_scale2(double v, double k) {
+  int ki = int(k);
+  if (ki > 1000) return ldexp(ldexp(v, 1000), ki - 1000);
+  if (ki < -1000) return ldexp(ldexp(v, -1000), ki + 1000);
+  return ldexp(v, ki);
+}
+double ember_exp(double x) {
+  if (ember_isnan(x)) return x;
+  if (x > 709.782712893384LF) return ember_inf_d();
+  if (x < -745.2LF) return 0.0LF;
+  double k = roundEven(x * 1.44269504088896338700LF);
+  double r = (x - k * EMBER_LN2_HI_D) - k * EMBER_LN2_LO_D;
+  return ember_scale2(1.0LF + ember_expm1_small(r), k);
+}
+double ember_exp2(double x) {
+  if (ember_isnan(x)) return x;
+  if (x >= 1024.0LF) return ember_inf_d();
+  if (x < -1080.0LF) return 0.0LF;
+  double k = roundEven(x);
+  double f = x - k;  // exact
+  double r = f * EMBER_LN2_HI_D + f * EMBER_LN2_LO_D;
+  return ember_scale2(1.0LF + ember_expm1_small(r), k);
+}
+double ember_expm1(double x) {
+  if (abs(x) <= 0.35LF) return ember_expm1_small(x);
+  if (x > 709.8LF) return ember_inf_d();
+  if (x < -40.0LF) return -1.0LF;
+  double k = roundEven(x * 1.44269504088896338700LF);
+  double r = (x - k * EMBER_LN2_HI_D) - k * EMBER_LN2_LO_D;
+  double e = ember_expm1_small(r);  // exp(x) - 1 = 2^k (e + 1) - 1
+  return ember_scale2(e + 1.0LF, k) - 1.0LF;
+}
+double ember_log_reduced(double m) {  // 2 atanh((m - 1) / (m + 1)) to s^25
+  double f = m - 1.0LF;
+  double s = f / (2.0LF + f);
+  double s2 = s * s;
+  double q = 1.0LF / 25.0LF;
+  q = 1.0LF / 23.0LF + s2 * q; q = 1.0LF / 21.0LF + s2 * q; q = 1.0LF / 19.0LF + s2 * q; q = 1.0LF / 17.0LF + s2 * q;
+  q = 1.0LF / 15.0LF + s2 * q; q = 1.0LF / 13.0LF + s2 * q; q = 1.0LF / 11.0LF + s2 * q; q = 1.0LF / 9.0LF + s2 * q;
+  q = 1.0LF / 7.0LF + s2 * q; q = 1.0LF / 5.0LF + s2 * q; q = 1.0LF / 3.0LF + s2 * q;
+  return 2.0LF * s + 2.0LF * s * s2 * q;
+}
+double ember_split(double x, out double e) {
+  int ei;
+  double m = frexp(x, ei);
+  if (m < 0.70710678118654752440LF) { m *= 2.0LF; ei -= 1; }
+  e = double(ei);
+  return m;
+}
+double ember_log(double x) {
+  if (ember_isnan(x) || x == ember_inf_d()) return x;
+  if (x == 0.0LF) return -ember_inf_d();
+  if (x < 0.0LF) return ember_nan_d();
+  double e;
+  double m = ember_split(x, e);
+  return e * EMBER_LN2_HI_D + (ember_log_reduced(m) + e * EMBER_LN2_LO_D);
+}
+double ember_log2(double x) {
+  if (ember_isnan(x) || x == ember_inf_d()) return x;
+  if (x == 0.0LF) return -ember_inf_d();
+  if (x < 0.0LF) return ember_nan_d();
+  double e;
+  double m = ember_split(x, e);
+  return e + ember_log_reduced(m) * 1.44269504088896338700LF;
+}
+double ember_log1p(double x) {
+  if (ember_isnan(x) || x == ember_inf_d()) return x;
+  if (x == -1.0LF) return -ember_inf_d();
+  if (x < -1.0LF) return ember_nan_d();
+  double u = 1.0LF + x;
+  if (u == 1.0LF) return x;
+  return ember_log(u) * (x / (u - 1.0LF));
+}
+double ember_sigmoid(double x) {
+  double e = ember_exp(-abs(x));
+  return (x >= 0.0LF ? 1.0LF : e) / (1.0LF + e);
+}
+double ember_erf_series(double a) {  // 2/sqrt(pi) sum (-1)^n a^(2n+1) / (n! (2n+1)), a < 2.5
+  double a2 = a * a, term = a, sum = a;
+  for (int n = 1; n < 80; ++n) {
+    term *= -a2 / double(n);
+    double c = term / double(2 * n + 1);
+    sum += c;
+    if (abs(c) < 1e-18LF * abs(sum)) break;
+  }
+  return 1.12837916709551257390LF * sum;
+}
+double ember_erfc_cf(double a) {  // a >= 2.5: exp(-a^2) / sqrt(pi) / (a + (1/2) / (a + 1 / (a + (3/2) / (a + ...))))
+  double f = a;
+  for (int n = 90; n >= 1; --n) f = a + (double(n) * 0.5LF) / f;
+  return ember_exp(-a * a) * 0.56418958354775628695LF / f;
+}
+double ember_erf(double x) {
+  if (ember_isnan(x)) return x;
+  double a = abs(x);
+  double r = a < 2.5LF ? ember_erf_series(a) : 1.0LF - ember_erfc_cf(a);
+  return x < 0.0LF ? -r : r;
+}
+double ember_erfc(double z) {
+  if (ember_isnan(z)) return z;
+  double a = abs(z);
+  double r = a < 2.5LF ? 1.0LF - ember_erf_series(a) : ember_erfc_cf(a);
+  if (a < 2.5LF) return z >= 0.0LF ? r : 2.0LF - r;
+  return z >= 0.0LF ? r : 2.0LF - r;
+}
+double ember_sincos(double x, bool want_cos) {
+  if (ember_isnan(x) || ember_isinf(x)) return ember_nan_d();
+  double k = roundEven(x * 6.36619772367581382433e-01LF);
+  double r = ((x - k * 1.57079632673412561417e+00LF) - k * 6.07710050630396597660e-11LF) - k * 2.02226624871116645580e-21LF;
+  double r2 = r * r;
+  double qs = -1.0LF / 1307674368000.0LF;
+  qs = 1.0LF / 6227020800.0LF + r2 * qs; qs = -1.0LF / 39916800.0LF + r2 * qs; qs = 1.0LF / 362880.0LF + r2 * qs;
+  qs = -1.0LF / 5040.0LF + r2 * qs; qs = 1.0LF / 120.0LF + r2 * qs; qs = -1.0LF / 6.0LF + r2 * qs;
+  double s = r + r * r2 * qs;
+  double qc = 1.0LF / 20922789888000.0LF;
+  qc = -1.0LF / 87178291200.0LF + r2 * qc; qc = 1.0LF / 479001600.0LF + r2 * qc; qc = -1.0LF / 3628800.0LF + r2 * qc;
+  qc = 1.0LF / 40320.0LF + r2 * qc; qc = -1.0LF / 720.0LF + r2 * qc; qc = 1.0LF / 24.0LF + r2 * qc;
+  double c = 1.0LF - 0.5LF * r2 + r2 * r2 * qc;
+  int q = (int(k) + (want_cos ? 1 : 0)) & 3;
+  return q == 0 ? s : (q == 1 ? c : (q == 2 ? -s : -c));
+}
+double ember_sinh(double x) {
+  double a = abs(x), r;
+  if (ember_isnan(x)) return x;
+  if (a < 1.0LF) { double e = ember_expm1(a); r = 0.5LF * (e + e / (e + 1.0LF)); }
+  else if (a < 22.0LF) { double e = ember_exp(a); r = 0.5LF * (e - 1.0LF / e); }
+  else r = ember_exp(a - 0.69314718055994530942LF);
+  return x < 0.0LF ? -r : r;
+}
+double ember_cosh(double x) {
+  double a = abs(x);
+  if (ember_isnan(x)) return x;
+  if (a < 22.0LF) { double e = ember_exp(a); return 0.5LF * (e + 1.0LF / e); }
+  return ember_exp(a - 0.69314718055994530942LF);
+}
+double ember_tanh(double x) {
+  if (ember_isnan(x)) return x;
+  double a = abs(x), r;
+  if (a > 22.0LF) r = 1.0LF;
+  else { double e = ember_expm1(2.0LF * a); r = e / (e + 2.0LF); }
+  return ember_copysign(r, x);
+}
+double ember_asinh(double x) {
+  if (ember_isnan(x) || ember_isinf(x)) return x;
+  double a = abs(x), r;
+  if (a > 1e150LF) r = ember_log(a) + 0.69314718055994530942LF;
+  else r = ember_log1p(a + a * a / (1.0LF + sqrt(1.0LF + a * a)));
+  return ember_copysign(r, x);
+}
+double ember_acosh(double x) {
+  if (ember_isnan(x)) return x;
+  if (x < 1.0LF) return ember_nan_d();
+  if (x > 1e150LF) return ember_log(x) + 0.69314718055994530942LF;
+  double t = x - 1.0LF;
+  return ember_log1p(t + sqrt(2.0LF * t + t * t));
+}
+double ember_atanh(double x) {
+  if (ember_isnan(x)) return x;
+  double a = abs(x);
+  if (a > 1.0LF) return ember_nan_d();
+  if (a == 1.0LF) return ember_copysign(ember_inf_d(), x);
+  return ember_copysign(0.5LF * ember_log1p(2.0LF * a / (1.0LF - a)), x);
+}
+double ember_atan_reduced(double t) {  // |t| <= tan(pi/8): the odd series to t^49
+  double t2 = t * t, q = 1.0LF / 49.0LF;
+  for (int n = 23; n >= 1; --n) q = 1.0LF / double(2 * n + 1) - t2 * q;
+  return t - t * t2 * q;
+}
+double ember_atan(double x) {
+  if (ember_isnan(x)) return x;
+  double a = abs(x), r;
+  bool inv = a > 1.0LF;
+  double t = inv ? 1.0LF / a : a;
+  if (t > 0.41421356237309504880LF) r = 7.85398163397448278999e-01LF + ember_atan_reduced((t - 1.0LF) / (t + 1.0LF));
+  else r = ember_atan_reduced(t);
+  if (inv) r = (1.57079632679489655800LF - r) + 6.12323399573676588613e-17LF;
+  return ember_copysign(r, x);
+}
+double ember_atan2(double y, double x) {
+  if (ember_isnan(x) || ember_isnan(y)) return ember_nan_d();
+  if (ember_isinf(x) && ember_isinf(y))
+    return ember_copysign(x > 0.0LF ? 7.85398163397448278999e-01LF : 2.35619449019234483700LF, y);
+  if (y == 0.0LF) return ember_signbit(x) ? ember_copysign(EMBER_PI_D, y) : y;
+  if (x == 0.0LF || ember_isinf(y)) return ember_copysign(1.57079632679489655800LF, y);
+  if (ember_isinf(x)) return x > 0.0LF ? ember_copysign(0.0LF, y) : ember_copysign(EMBER_PI_D, y);
+  double r = ember_atan(abs(y) / abs(x));
+  return ember_copysign(x > 0.0LF ? r : (EMBER_PI_D - r) + EMBER_PI_LO_D, y);
+}
+double ember_asin(double x) {
+  if (abs(x) > 1.0LF) return ember_nan_d();
+  return ember_atan2(x, sqrt((1.0LF - x) * (1.0LF + x)));
+}
+double ember_acos(double x) {
+  if (abs(x) > 1.0LF) return ember_nan_d();
+  return ember_atan2(sqrt((1.0LF - x) * (1.0LF + x)), x);
+}
+double ember_pow(double x, double y) {
+  if (y == 0.0LF || x == 1.0LF) return 1.0LF;
+  if (ember_isnan(x) || ember_isnan(y)) return ember_nan_d();
+  bool yint = trunc(y) == y;
+  bool yodd = yint && abs(y) < 9007199254740992.0LF && mod(y, 2.0LF) == 1.0LF;
+  double a = abs(x);
+  if (x < 0.0LF && !yint && !ember_isinf(x)) return ember_nan_d();
+  double r;
+  if (a == 0.0LF) r = y > 0.0LF ? 0.0LF : ember_inf_d();
+  else if (ember_isinf(a)) r = y > 0.0LF ? ember_inf_d() : 0.0LF;
+  else if (ember_isinf(y)) r = (a == 1.0LF) ? 1.0LF : ((a > 1.0LF) == (y > 0.0LF) ? ember_inf_d() : 0.0LF);
+  else r = ember_exp(y * ember_log(a));
+  return (x < 0.0LF || (x == 0.0LF && ember_signbit(x))) && yodd ? -r : r;
+}
+double ember_fmod(double x, double y) {
+  if (ember_isnan(x) || ember_isnan(y) || ember_isinf(x) || y == 0.0LF) return ember_nan_d();
+  if (ember_isinf(y)) return x;
+  double ay = abs(y), r = abs(x);
+  while (r >= ay) {
+    int ey, er;
+    frexp(r, er);
+    frexp(ay, ey);
+    double s = ldexp(ay, er - ey);
+    if (s > r) s = ldexp(ay, er - ey - 1);
+    r -= s;
+  }
+  return ember_copysign(r, x);
+}
 double ember_hypot(double x, double y) {
   double a = abs(x), b = abs(y);
   if (ember_isinf(a) || ember_isinf(b)) return ember_inf_d();

@@ -12,8 +12,7 @@
 // propagate NaN (the first NaN wins), argmax/argmin take the first occurrence, var divides by
 // max(n - correction, 0).
 //
-// f64 inputs run the reductions that need no transcendental (sum, mean, prod, max, min, any,
-// all, var, std, argmax/argmin, max_dim/min_dim, norm with p in {0, 1, 2, inf, -inf}).
+// f64 inputs accumulate in double (the double maths of glsl.cpp for logsumexp and p-norms).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -74,10 +73,6 @@ bool reduce_dtypes(const VulkanBackend& be, const Op& op) {
   if (!be.has_dtype(dt)) return false;
   for (const auto& o : op.outputs)
     if (!be.has_dtype(o.dtype)) return false;
-  if (dt == DType::f64) {
-    if (op.kind == OpKind::logsumexp) return false;
-    if (op.kind == OpKind::norm && norm_kind(op.attr<ReduceAttrs>().p) == 5) return false;
-  }
   return true;
 }
 
@@ -173,13 +168,13 @@ std::string reduce_source(const VulkanBackend& be, OpKind k, DType dt, const std
              "        else if (r.flag == 2u) acc += a * a;\n"
              "        else if (r.flag == 3u) { if (ember_isnan(a) || a > acc) acc = a; }\n"
              "        else if (r.flag == 4u) { if (ember_isnan(a) || a < acc) acc = a; }\n"
-             "        else acc += AT(ember_pow(float(a), r.pf)); }";
+             "        else acc += ember_pow(a, AT(r.pf)); }";
       combine = "{ AT b = s_acc[t + h];\n"
                 "        if (r.flag == 3u) { if (ember_isnan(b) || b > s_acc[t]) s_acc[t] = b; }\n"
                 "        else if (r.flag == 4u) { if (ember_isnan(b) || b < s_acc[t]) s_acc[t] = b; }\n"
                 "        else s_acc[t] += b; }";
       store = "AT v = s_acc[0];\n      if (r.flag == 2u) v = sqrt(v);\n"
-              "      else if (r.flag == 5u) v = AT(ember_pow(float(v), 1.0 / r.pf));";
+              "      else if (r.flag == 5u) v = ember_pow(v, AT(1) / AT(r.pf));";
       break;
     case OpKind::logsumexp:
       two_pass = true;
@@ -188,8 +183,8 @@ std::string reduce_source(const VulkanBackend& be, OpKind k, DType dt, const std
       combine = "{ AT b = s_acc[t + h]; if (ember_isnan(b) || b > s_acc[t]) s_acc[t] = b; }";
       init2 = "AT(0)";
       // all -inf: log(0) = -inf; any +inf: inf (the CPU backend's shift)
-      step2 = "acc += AT(ember_exp(float(AT(x) - (ember_isinf(first) ? AT(0) : first))));";
-      store = "AT sh = ember_isinf(first) ? AT(0) : first;\n      AT v = AT(ember_log(float(s_acc[0]))) + sh;";
+      step2 = "acc += ember_exp(AT(x) - (ember_isinf(first) ? AT(0) : first));";
+      store = "AT sh = ember_isinf(first) ? AT(0) : first;\n      AT v = ember_log(s_acc[0]) + sh;";
       break;
     case OpKind::argmax:
     case OpKind::argmin:

@@ -6,8 +6,7 @@
 // CPU backend (src/backends/cpu/softmax.cpp, norm.cpp): softmax = exp(x - max) * (1 / sum) with
 // the sum in double where the device has it, log_softmax = (x - max) - log(sum), a NaN anywhere
 // in a row makes the row NaN; layer_norm = (x rstd - rstd mean) w + b with the mean and the
-// variance in the compute type, rstd = 1 / sqrt(max(var, 0) + eps). f16/bf16 compute in float;
-// f64 runs layer_norm (softmax needs a double exp: not yet).
+// variance in the compute type, rstd = 1 / sqrt(max(var, 0) + eps). f16/bf16 compute in float.
 #include <cmath>
 #include <cstring>
 
@@ -35,7 +34,7 @@ layout(std430, binding = 4) readonly buffer RowParamsBuf { RowParams r; };
 
 bool softmax_dtypes(const VulkanBackend& be, const Op& op) {
   const DType dt = op.in(0).dtype;
-  return is_float(dt) && dt != DType::f64 && be.has_dtype(dt);
+  return is_float(dt) && be.has_dtype(dt);
 }
 bool layer_norm_dtypes(const VulkanBackend& be, const Op& op) {
   const DType dt = op.in(0).dtype;
@@ -53,31 +52,32 @@ std::string softmax_source(const VulkanBackend& be, DType dt, bool log) {
   if (dacc) dts.push_back(DType::f64);
   std::string s = glsl::header(dts, false);
   s += kRowParams;
-  s += std::string("#define AT ") + (dacc ? "double" : "float") + "\n";
+  s += std::string("#define AT ") + (dacc ? "double" : "float") + "\n#define C " + glsl::compute_type(dt) + "\n";
+  const std::string inf = dt == DType::f64 ? "ember_inf_d()" : "ember_inf()", nan = dt == DType::f64 ? "ember_nan_d()" : "ember_nan()";
   s += glsl::buffer(0, dt, "o_", false);
   s += glsl::buffer(1, dt, "a_", true);
   const std::string W = std::to_string(glsl::kLocalSize);
-  s += "shared float s_max[" + W + "];\nshared int s_nan[" + W + "];\nshared AT s_sum[" + W + "];\n";
+  s += "shared C s_max[" + W + "];\nshared int s_nan[" + W + "];\nshared AT s_sum[" + W + "];\n";
   const std::string ld = glsl::load(dt, "a_[base + int(j) * r.inner]");
   s += "void main() {\n  uint t = gl_LocalInvocationID.x;\n"
        "  for (uint row = gl_WorkGroupID.x; row < r.rows; row += gl_NumWorkGroups.x) {\n"
        "    int outer = int(row) / r.inner, in_row = int(row) - outer * r.inner;\n"
        "    int obase = outer * int(r.n) * r.inner + in_row, base = r.off_x + obase;\n"
-       "    float m = -ember_inf();\n    int nan = 0;\n"
-       "    for (uint j = t; j < r.n; j += " + W + "u) {\n      float v = " + ld + ";\n"
+       "    C m = -" + inf + ";\n    int nan = 0;\n"
+       "    for (uint j = t; j < r.n; j += " + W + "u) {\n      C v = " + ld + ";\n"
        "      m = v > m ? v : m;\n      if (ember_isnan(v)) nan = 1;\n    }\n"
        "    s_max[t] = m;\n    s_nan[t] = nan;\n" +
        tree("{ s_max[t] = max(s_max[t], s_max[t + h]); s_nan[t] |= s_nan[t + h]; }") +
-       "    m = s_nan[0] != 0 ? ember_nan() : s_max[0];\n"
+       "    m = s_nan[0] != 0 ? " + nan + " : s_max[0];\n"
        "    AT sum = AT(0);\n"
-       "    for (uint j = t; j < r.n; j += " + W + "u) sum += AT(ember_exp(" + ld + " - m));\n"
+       "    for (uint j = t; j < r.n; j += " + W + "u) sum += AT(ember_exp(C(" + ld + ") - m));\n"
        "    s_sum[t] = sum;\n" + tree("s_sum[t] += s_sum[t + h];");
   if (log)
-    s += "    float ls = float(ember_log(float(s_sum[0])));\n"
+    s += "    C ls = C(ember_log(s_sum[0]));\n"
          "    for (uint j = t; j < r.n; j += " + W + "u) o_[obase + int(j) * r.inner] = " +
          glsl::store(dt, "(" + ld + " - m) - ls") + ";\n";
   else
-    s += "    float inv = float(AT(1) / s_sum[0]);\n"
+    s += "    C inv = C(AT(1) / s_sum[0]);\n"
          "    for (uint j = t; j < r.n; j += " + W + "u) o_[obase + int(j) * r.inner] = " +
          glsl::store(dt, "ember_exp(" + ld + " - m) * inv") + ";\n";
   s += "    barrier();\n  }\n}\n";

@@ -215,7 +215,7 @@ std::vector<PrimitivePtr> VulkanBackend::execute(Op op) {
     for (const auto& in : op.inputs)
       if (in) dts += (dts.empty() ? "" : ", ") + std::string(dtype_name(in->dtype()));
     if (dts.empty()) dts = std::string(dtype_name(op.outputs[0].dtype));
-    EMBER_NOT_IMPLEMENTED(op.name(), ": not supported on ", name(), " for ", dts, " tensors");
+    EMBER_NOT_IMPLEMENTED(op.name(), ": not supported on ", name(), " for these arguments (", dts, " tensors)");
   }
   std::lock_guard<std::recursive_mutex> lock(mu_);
   current_op_ = std::string(op.name());

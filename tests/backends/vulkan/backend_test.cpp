@@ -62,24 +62,23 @@ TEST(VulkanErrors, UnsupportedOpNamesTheOpAndTheDevice) {
   }
 }
 
-TEST(VulkanErrors, SupportsIsExactPerDtype) {
+TEST(VulkanErrors, SupportsIsExactPerArguments) {
   REQUIRE_VULKAN();
   Backend& be = Device::vulkan(0).backend();
-  // exp runs on f32 but not yet on f64 (no double transcendentals): supports() says so before
-  // the op runs, and running it gives the backend's error, not a wrong result
-  auto x32 = upload(be, {0, 1}, Shape{2});
-  auto x64 = be.write(TensorData::from_doubles({0, 1}, Shape{2}, DType::f64));
-  Op ok = make_op(OpKind::exp, {x32});
-  Op no = make_op(OpKind::exp, {x64});
-  const bool f64_exp = be.supports(no);
-  EXPECT_TRUE(be.supports(ok));
-  if (!f64_exp) {
-    try {
-      (void)be.execute(std::move(no));
-      FAIL() << "expected an Error";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("exp: not supported on vulkan:0 for f64"), std::string::npos) << e.what();
-    }
+  // pad runs in constant mode but not yet in reflect mode: supports() says so before the op
+  // runs (the router can fall back), and running it gives the backend's error, not a wrong result
+  auto x = upload(be, {1, 2, 3, 4}, Shape{1, 4});
+  PadAttrs constant{{0, 0, 1, 1}, PadMode::constant, 0.0};
+  PadAttrs reflect{{0, 0, 1, 1}, PadMode::reflect, 0.0};
+  EXPECT_TRUE(be.supports(Op{OpKind::pad, {}, NoAttrs{}, {}}));  // by kind
+  EXPECT_TRUE(be.supports(make_op(OpKind::pad, {x}, constant)));
+  Op no = make_op(OpKind::pad, {x}, reflect);
+  EXPECT_FALSE(be.supports(no));
+  try {
+    (void)be.execute(std::move(no));
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "pad: not supported on vulkan:0 for these arguments (f32 tensors)");
   }
 }
 
