@@ -78,7 +78,9 @@ struct CortexMReport {
 // have a static shape and be FLOAT. Supported: Conv (1-D, 2-D, grouped, depthwise), Gemm,
 // MatMul by a constant, Add, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Relu, Clip,
 // Sigmoid, Tanh, Softmax, BatchNormalization, Concat, Reshape, Flatten, Squeeze, Unsqueeze,
-// Transpose, Identity, Dropout, LSTM and GRU (one layer, forward). Any other node is an
+// Transpose, Identity, Dropout, Gather (constant indices), LSTM and GRU (one layer, forward), and
+// the int8 ops of ember-onnx quantize's models (QuantizeLinear, DequantizeLinear, QLinearConv,
+// com.microsoft QLinearAdd, MaxPool on u8; u8 activations). Any other node is an
 // ember::NotImplemented naming the node and its op type, before anything is written.
 CortexMReport generate_cortex_m(const ModelProto& model, const std::string& out_dir, const std::string& name);
 
