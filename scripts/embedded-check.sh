@@ -10,8 +10,10 @@
 #
 #   scripts/embedded-check.sh [BUILD_DIR]     (default: build; needs its ember-onnx and cortex_m)
 #
-# Skips (exit 0, with a message) when arm-none-eabi-gcc, newlib, qemu-system-arm or PyTorch is
-# missing; scripts/install-deps.sh installs them. About a minute on two cores.
+# Exit status 0 when every model matches, 1 on a failure, 2 when it skips (the last line says why:
+# arm-none-eabi-gcc, newlib, qemu-system-arm or PyTorch missing; scripts/install-deps.sh installs
+# them). The line "embedded: P passed, F failed" counts the models (test.sh's run_script reads it;
+# failures are the lines starting "   FAILED"). About 30 seconds after the build, on two cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -23,8 +25,13 @@ ember_onnx=$build/tools/ember-onnx/ember-onnx
 python=${PYTHON:-/usr/bin/python3}  # Debian's, with python3-torch
 
 skip() {
-  echo "embedded-check: skipped: $1 (apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm python3-torch)"
-  exit 0
+  echo "embedded-check: skipped: $1 (scripts/install-deps.sh installs it)"
+  exit 2
+}
+fail() {
+  echo "   FAILED $1"
+  echo "embedded: 0 passed, 1 failed"
+  exit 1
 }
 for tool in arm-none-eabi-g++ arm-none-eabi-gcc arm-none-eabi-size arm-none-eabi-nm qemu-system-arm make; do
   command -v "$tool" >/dev/null || skip "$tool is not installed"
@@ -33,7 +40,7 @@ echo 'int main(){}' | arm-none-eabi-gcc -x c - --specs=nano.specs --specs=nosys.
   skip "newlib for arm-none-eabi is not installed"
 "$python" -c "import torch" 2>/dev/null || skip "PyTorch (python3-torch) is not installed"
 for program in "$ember_onnx" "$build/examples/cortex_m"; do
-  [[ -x $program ]] || { echo "embedded-check: $program is missing; build it first (cmake --build $build --target ember-onnx cortex_m)"; exit 1; }
+  [[ -x $program ]] || fail "$program is missing; build it first (cmake --build $build --target ember-onnx cortex_m)"
 done
 
 mkdir -p "$out/gen"
@@ -41,7 +48,7 @@ echo "== cmake -DEMBER_FREESTANDING=ON (the kernels alone, arm-none-eabi)"
 cmake -S . -B "$out/freestanding" -G Ninja -DEMBER_FREESTANDING=ON \
   -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchains/arm-none-eabi-cortex-m4.cmake" >"$out/freestanding.log" 2>&1 &&
   ninja -C "$out/freestanding" -j 2 >>"$out/freestanding.log" 2>&1 ||
-  { echo "embedded-check: the freestanding CMake build failed: $out/freestanding.log"; tail -n 20 "$out/freestanding.log"; exit 1; }
+  { tail -n 20 "$out/freestanding.log"; fail "the freestanding CMake build ($out/freestanding.log)"; }
 # What the kernels need from outside: libgcc's and libc's helpers at most, never the heap,
 # exceptions or threads.
 defined=$(arm-none-eabi-nm --defined-only "$out/freestanding/libember_kernels.a" | awk 'NF == 3 {print $3}' | sort -u)
@@ -49,7 +56,7 @@ undefined=$(arm-none-eabi-nm -u "$out/freestanding/libember_kernels.a" | awk 'NF
   comm -23 - <(echo "$defined") | tr '\n' ' ')
 echo "  libember_kernels.a needs: ${undefined:-nothing}"
 if grep -Eq '_Znw|_Zna|malloc|__cxa_|_Unwind|__gxx_personality|pthread' <<<"$undefined"; then
-  echo "embedded-check: libember_kernels.a needs a hosted symbol"; exit 1
+  fail "libember_kernels.a needs a hosted symbol: $undefined"
 fi
 echo "== train the digit classifier with ember"
 "$build/examples/cortex_m" --out "$out" | tail -n 1
@@ -79,7 +86,7 @@ for m in "${models[@]}"; do
 done
 status=0
 for job in $(jobs -p); do wait "$job" || status=1; done
-[[ $status == 0 ]] || { echo "embedded-check: a build failed"; exit 1; }
+[[ $status == 0 ]] || fail "a firmware or native build (the compiler's errors are above)"
 echo "== run in qemu-system-arm -M mps2-an386 and natively"
 for m in "${models[@]}"; do
   rm -f "$out/$m.qemu.txt"

@@ -206,8 +206,9 @@ def main():
         print(f"{m['name']:<18} {m['flash_bytes']:>8} {m['ram_bytes']:>7} {m['instructions_per_inference'] or 0:>16} "
               f"{m['matches']:>4}/{m['inputs']}")
         for problem in m["problems"]:
-            print(f"  {m['name']}: {problem}")
-    print(f"wrote {args.out}: {report['failed']} failed")
+            print(f"   FAILED {m['name']}: {problem}")
+    print(f"wrote {args.out}")
+    print(f"embedded: {len(models) - report['failed']} passed, {report['failed']} failed")
     return 1 if report["failed"] else 0
 
 
