@@ -565,6 +565,18 @@ bool uses(const std::vector<DType>& v, std::initializer_list<DType> any) {
 
 }  // namespace
 
+const char* const kErrorRecord = R"GLSL(
+layout(std430, binding = 5) buffer ErrorRecord { uint e_flag; uint e_op; int e_dim; int e_pad; ivec2 e_index; ivec2 e_size; };
+void ember_record_error(uint op, int dim, int64_t v, int64_t size) {
+  if (atomicCompSwap(e_flag, 0u, 1u) == 0u) {
+    e_op = op;
+    e_dim = dim;
+    e_index = unpackInt2x32(v);
+    e_size = unpackInt2x32(size);
+  }
+}
+)GLSL";
+
 std::string storage_type(DType dt) {
   switch (dt) {
     case DType::f64: return "double";

@@ -15,6 +15,9 @@ namespace ember::vulkan::glsl {
 
 inline constexpr int kLocalSize = 128;  // invocations per workgroup of the generic kernels
 
+// The backend's error record at binding 5 and ember_record_error(op, dim, index, size), which
+// keeps the first bad index a kernel meets (read()/sync() raise it); needs int64.
+extern const char* const kErrorRecord;
 std::string storage_type(DType dt);  // the element type of a buffer of dt
 std::string compute_type(DType dt);  // the type a kernel computes dt in
 // "#version 450", the extensions for `dtypes`, local_size_x, the parameter block `p`, the math

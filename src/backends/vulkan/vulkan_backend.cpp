@@ -137,6 +137,8 @@ VulkanBackend::VulkanBackend(int index) : index_(index) {
   staging_ = std::make_unique<Pool>(device_, host, true, usage, name());
   shaders_ = std::make_unique<Shaders>(device_, pd, name());
   dummy_ = std::make_shared<Buffer>(*staging_, 256);
+  errors_ = std::make_shared<Buffer>(*staging_, 256);
+  std::memset(errors_->block->mapped, 0, 256);
 
   register_copy_kernels(kernels_, dtypes_);
   register_creation_kernels(kernels_, dtypes_);
@@ -145,6 +147,7 @@ VulkanBackend::VulkanBackend(int index) : index_(index) {
   register_layout_kernels(kernels_, dtypes_);
   register_row_kernels(kernels_, dtypes_);
   register_matmul_kernels(kernels_, dtypes_);
+  register_index_kernels(kernels_, dtypes_);
 }
 
 VulkanBackend::~VulkanBackend() {
@@ -157,6 +160,7 @@ VulkanBackend::~VulkanBackend() {
     for (auto& b : in_flight_) (void)b.release();
     for (auto& b : spare_) (void)b.release();
     (void)new BufferPtr(std::move(dummy_));
+    (void)new BufferPtr(std::move(errors_));
     for (auto& [k, c] : constants_) (void)new BufferPtr(std::move(c));
     return;
   }
@@ -176,6 +180,7 @@ VulkanBackend::~VulkanBackend() {
   for (auto& b : spare_) free_batch(b);
   constants_.clear();
   dummy_.reset();
+  errors_.reset();
   shaders_.reset();
   pool_.reset();
   staging_.reset();
@@ -303,7 +308,7 @@ void VulkanBackend::dispatch(VkPipeline pipeline, const std::array<BufferPtr, kM
   b.params_used = at + param_bytes;
   // a descriptor set for the five bindings
   if (b.pools.empty() || b.sets_in_last_pool == kSetsPerPool) {
-    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * 5};
+    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * (kMaxOperands + 2)};
     VkDescriptorPoolCreateInfo pi{};
     pi.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
     pi.maxSets = kSetsPerPool;
@@ -324,12 +329,16 @@ void VulkanBackend::dispatch(VkPipeline pipeline, const std::array<BufferPtr, kM
   check_vk(vkAllocateDescriptorSets(device_, &ai, &set), "vkAllocateDescriptorSets");
   ++b.sets_in_last_pool;
   const VkDeviceSize range_limit = phys_->props.limits.maxStorageBufferRange;
-  VkDescriptorBufferInfo infos[kMaxOperands + 1];
-  VkWriteDescriptorSet writes[kMaxOperands + 1];
-  for (int i = 0; i <= kMaxOperands; ++i) {
+  constexpr int kWrites = kMaxOperands + 2;  // the operands, the parameters, the error record
+  VkDescriptorBufferInfo infos[kWrites];
+  VkWriteDescriptorSet writes[kWrites];
+  for (int i = 0; i < kWrites; ++i) {
     const Buffer* buf = i < kMaxOperands ? (bindings[size_t(i)] ? bindings[size_t(i)].get() : dummy_.get())
-                                         : b.params.back().get();
-    if (i < kMaxOperands) {
+                        : i == kMaxOperands ? b.params.back().get()
+                                            : errors_.get();
+    if (i == kMaxOperands + 1) {
+      infos[i] = {buf->block->buffer, 0, 256};
+    } else if (i < kMaxOperands) {
       EMBER_CHECK(buf->bytes <= range_limit, current_op_, ": a tensor of ", buf->bytes,
                   " bytes exceeds the largest buffer a shader can address on ", name(), " (maxStorageBufferRange ",
                   range_limit, " bytes)");
@@ -345,7 +354,7 @@ void VulkanBackend::dispatch(VkPipeline pipeline, const std::array<BufferPtr, kM
     writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[i].pBufferInfo = &infos[i];
   }
-  vkUpdateDescriptorSets(device_, kMaxOperands + 1, writes, 0, nullptr);
+  vkUpdateDescriptorSets(device_, kWrites, writes, 0, nullptr);
   vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
   vkCmdBindDescriptorSets(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, shaders_->layout(), 0, 1, &set, 0, nullptr);
   vkCmdDispatch(b.cmd, groups, 1, 1);
@@ -422,6 +431,19 @@ void VulkanBackend::sync() {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   submit();
   retire(true);
+  raise_recorded_errors();
+}
+
+void VulkanBackend::raise_recorded_errors() {
+  auto* rec = static_cast<int32_t*>(errors_->block->mapped);
+  if (rec[0] == 0) return;
+  int64_t index = 0, size = 0;
+  std::memcpy(&index, rec + 4, 8);
+  std::memcpy(&size, rec + 6, 8);
+  const OpKind op = OpKind(rec[1]);
+  const int dim = rec[2];
+  std::memset(rec, 0, 32);
+  EMBER_FAIL(op_name(op), ": index ", index, " is out of bounds for dim ", dim, " with size ", size);
 }
 
 void VulkanBackend::memory_cleanup() {
@@ -447,6 +469,7 @@ void VulkanBackend::upload(const BufferPtr& dst, const std::byte* src, size_t by
 void VulkanBackend::download(const BufferPtr& src, size_t offset, std::byte* dst, size_t bytes) {
   submit();
   retire(true);
+  raise_recorded_errors();
   if (bytes == 0) return;
   if (direct_) {
     std::memcpy(dst, static_cast<const char*>(src->block->mapped) + offset, bytes);

@@ -39,6 +39,7 @@ void register_elementwise_kernels(KernelTable& t, DTypeTable& d);  // elementwis
 void register_reduce_kernels(KernelTable& t, DTypeTable& d);       // reduce.cpp
 void register_row_kernels(KernelTable& t, DTypeTable& d);          // rows.cpp: softmax, log_softmax, layer_norm
 void register_matmul_kernels(KernelTable& t, DTypeTable& d);       // matmul.cpp
+void register_index_kernels(KernelTable& t, DTypeTable& d);        // index.cpp: gather ... index_add
 void register_layout_kernels(KernelTable& t, DTypeTable& d);       // layout.cpp: flip, roll, cat, pad, tril, triu, slice_assign
 
 // Device memory of a tensor: a block of the backend's pool, returned to it when the last
@@ -164,6 +165,8 @@ class VulkanBackend final : public Backend {
   bool direct_ = false;            // tensor memory is host-visible and coherent: no staging copies
   std::unique_ptr<Shaders> shaders_;
   BufferPtr dummy_;                // bound to the unused bindings
+  BufferPtr errors_;               // the error record of index kernels (binding 5, host-visible)
+  void raise_recorded_errors();    // after a wait: throws the first bad index a kernel met
   KernelTable kernels_{};
   DTypeTable dtypes_{};
   std::unique_ptr<Batch> recording_;

@@ -82,6 +82,25 @@ TEST(VulkanErrors, SupportsIsExactPerArguments) {
   }
 }
 
+TEST(VulkanErrors, BadIndexIsRaisedAtTheNextWait) {
+  REQUIRE_VULKAN();
+  auto be = vulkan::make_backend(0);
+  auto x = upload(*be, {10, 20, 30}, Shape{3});
+  auto bad = be->write(TensorData::from_vector<int64_t>({0, 7, 1}, Shape{3}));
+  // queued without a wait: the kernel records the bad index, the next read raises it
+  auto y = be->execute(make_op(OpKind::index_select, {x, bad}, DimAttrs{0, false, 0}))[0];
+  try {
+    (void)be->read(y);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "index_select: index 7 is out of bounds for dim 0 with size 3");
+  }
+  // raised once: the backend goes on
+  auto good = be->write(TensorData::from_vector<int64_t>({2, 0}, Shape{2}));
+  auto z = be->execute(make_op(OpKind::index_select, {x, good}, DimAttrs{0, false, 0}))[0];
+  EXPECT_EQ(values(*be, z), (std::vector<double>{30, 10}));
+}
+
 TEST(VulkanMemory, StatsFollowTensorsAndCleanupReturnsTheCache) {
   REQUIRE_VULKAN();
   auto be = vulkan::make_backend(0);  // a backend of its own: nothing else allocates from its pool
