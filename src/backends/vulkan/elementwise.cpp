@@ -299,9 +299,55 @@ std::vector<PrimitivePtr> elementwise_kernel(VulkanBackend& be, Op& op) {
   return {out};
 }
 
+// prelu(v) = v * (v > 0 ? 1 : w[channel]) with the test on the bit pattern, as the CPU backend:
+// a positive NaN stays, -0 and negative values are scaled by their channel's weight. x is made
+// contiguous and seen as [N, C, inner] (C = 1 when the weight has one element).
+std::string prelu_source(DType dt) {
+  std::string s = glsl::header({dt});
+  s += "#define C " + glsl::compute_type(dt) + "\n";
+  s += glsl::buffer(0, dt, "o_", false);
+  s += glsl::buffer(1, dt, "a_", true);
+  s += glsl::buffer(2, dt, "w_", true);
+  const std::string pos = dt == DType::f64 ? "(int(unpackDouble2x32(v).y) > 0 || (unpackDouble2x32(v).y == 0u && unpackDouble2x32(v).x != 0u))"
+                                           : "(floatBitsToInt(v) > 0)";
+  s += "void main() {\n  uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n"
+       "  int inner = p.ia.x, channels = p.ia.y;\n"
+       "  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += step) {\n"
+       "    C v = " + glsl::load(dt, "a_[p.off[1] + int(i)]") + ";\n"
+       "    C w = " + glsl::load(dt, "w_[p.off[2] + (int(i) / inner) % channels]") + ";\n"
+       "    o_[int(i)] = " + glsl::store(dt, "v * (" + pos + " ? C(1) : w)") + ";\n  }\n}\n";
+  return s;
+}
+
+bool prelu_dtypes(const VulkanBackend& be, const Op& op) { return is_float(op.in(0).dtype) && be.has_dtype(op.in(0).dtype); }
+
+std::vector<PrimitivePtr> prelu_kernel(VulkanBackend& be, Op& op) {
+  VulkanTensorPtr x = be.contiguous(op.inputs[0]);
+  VulkanTensorPtr w = be.contiguous(op.inputs[1]);
+  auto out = be.alloc(op.outputs[0]);
+  const Shape& s = x->shape();
+  const int64_t n = s.numel();
+  if (n == 0) return {out};
+  const int64_t channels = w->numel() == 1 ? 1 : (s.rank() > 1 ? s[1] : 1);
+  int64_t inner = 1;
+  for (int d = 2; d < s.rank(); ++d) inner *= s[d];
+  if (channels == 1) inner = 1;
+  KernelParams p = make_params("prelu", Shape{n}, {Operand{out->buffer, out->dtype(), {1}, 0}});
+  p.off[1] = int32_t(x->offset);
+  p.off[2] = int32_t(w->offset);
+  p.ia[0] = int32_t(inner);
+  p.ia[1] = int32_t(channels);
+  const DType dt = x->dtype();
+  VkPipeline pipe = be.shaders().get("prelu", "prelu/" + std::string(dtype_name(dt)), [dt] { return prelu_source(dt); });
+  be.dispatch(pipe, {out->buffer, x->buffer, w->buffer, nullptr}, &p, sizeof p, be.groups_for(n));
+  return {out};
+}
+
 }  // namespace
 
 void register_elementwise_kernels(KernelTable& t, DTypeTable& d) {
+  t[size_t(OpKind::prelu)] = prelu_kernel;
+  d[size_t(OpKind::prelu)] = prelu_dtypes;
   for (int i = 0; i < kNumOps; ++i) {
     const OpKind k = OpKind(i);
     const OpFamily f = op_info(k).family;

@@ -148,6 +148,7 @@ VulkanBackend::VulkanBackend(int index) : index_(index) {
   register_row_kernels(kernels_, dtypes_);
   register_matmul_kernels(kernels_, dtypes_);
   register_index_kernels(kernels_, dtypes_);
+  register_scan_kernels(kernels_, dtypes_);
 }
 
 VulkanBackend::~VulkanBackend() {
