@@ -407,11 +407,12 @@ void CortexMEmitter::lower_dense(size_t k) {
   const std::vector<int64_t> a = shape_of(n, n.inputs[0]);
   std::vector<float> weight;  // [out, in]
   std::vector<float> bias;
+  std::vector<float> matrix_bias;  // Gemm's C of [M, N]: added after the product
   int64_t in_f = 0, out_f = 0;
   std::string out = n.outputs[0];
   std::string fused;
+  const bool trans_a = n.op_type == "Gemm" && attr_int(n, "transA", 0) != 0;  // A [K, M]: transposed first
   if (n.op_type == "Gemm") {
-    if (attr_int(n, "transA", 0) != 0) unsupported(n, "transA = 1");
     const TensorData* b = constant(n.inputs[1]);
     if (!b || b->shape().rank() != 2) unsupported(n, "B must be a 2-D initializer");
     if (a.size() != 2) unsupported(n, "A must be 2-D");
@@ -430,9 +431,15 @@ void CortexMEmitter::lower_dense(size_t k) {
       if (!c) unsupported(n, "C must be an initializer");
       std::vector<float> cv = floats_of(*c);
       if (cv.size() == 1) cv.assign(size_t(out_f), cv[0]);
-      if (int64_t(cv.size()) != out_f) unsupported(n, "C must hold N values or one (a per-row C is not supported)");
       for (float& v : cv) v *= beta;
-      bias = std::move(cv);
+      const int64_t rows = trans_a ? a[1] : a[0];
+      const std::vector<int64_t> cd = c->shape().dims();
+      if (c->numel() == 1 || (c->numel() == out_f && !cd.empty() && cd.back() == out_f))
+        bias = std::move(cv);
+      else if (int64_t(cv.size()) == rows * out_f)
+        matrix_bias = std::move(cv);
+      else
+        unsupported(n, "C must hold N values, one, or M x N (a per-row C is not supported)");
     }
   } else {  // MatMul with a constant [K, N], maybe followed by the Add of a bias
     const TensorData* b = constant(n.inputs[1]);
@@ -456,18 +463,36 @@ void CortexMEmitter::lower_dense(size_t k) {
       }
     }
   }
-  if (a.empty() || a.back() != in_f) unsupported(n, "A's last dim must equal B's rows");
+  if (a.empty() || (trans_a ? a[0] : a.back()) != in_f) unsupported(n, "A's inner dim must equal B's rows");
   const std::string clamp = fuse_activation(out, fused);
   const std::string wn = add_weight(n.inputs[1] + " (as [out, in])", std::move(weight));
   const std::string bn = bias.empty() ? "nullptr" : add_weight("bias of " + n.name, std::move(bias));
-  const std::string in = ptr(n, n.inputs[0]);
+  std::string in = ptr(n, n.inputs[0]);
   const std::vector<int64_t> y = shape_of(n, out);
-  const std::string o = define(out, product(y));
-  kernel_headers_.insert("dense");
   std::ostringstream c;
   c << comment(n, fused, a, y);
+  if (trans_a) {  // A^T into a scratch buffer of its own, one step before the product
+    const int scratch = new_buffer(product(a));
+    use(scratch);
+    kernel_headers_.insert("elementwise");
+    c << "  {\n    static constexpr int32_t dims[] = {" << a[0] << ", " << a[1]
+      << "}, perm[] = {1, 0};\n    if (Status st = transpose_f32(2, dims, perm, " << in << ", b" << scratch
+      << "); st != Status::ok) return st;\n  }\n";
+    add_step(c.str());
+    c.str("");
+    use(scratch);  // read by the product, the next step
+    in = "b" + std::to_string(scratch);
+  }
+  const std::string o = define(out, product(y));
+  kernel_headers_.insert("dense");
+  const bool add_after = !matrix_bias.empty();
   c << "  dense_f32(" << product(a) / in_f << ", " << in_f << ", " << out_f << ", " << in << ", " << wn << ", " << bn
-    << ", " << o << ", " << clamp << ");\n";
+    << ", " << o << ", " << (add_after ? "kNoClamp" : clamp) << ");\n";
+  if (add_after) {
+    kernel_headers_.insert("elementwise");
+    const std::string cn = add_weight(n.inputs[2] + " (times beta)", std::move(matrix_bias));
+    c << "  add_f32(" << product(y) << ", " << o << ", " << cn << ", " << o << ", " << clamp << ");\n";
+  }
   add_step(c.str());
 }
 
@@ -778,6 +803,10 @@ void CortexMEmitter::lower(size_t k) {
       op == "Dropout") {
     if (op == "Dropout" && n.outputs.size() > 1 && !n.outputs[1].empty() && readers_.count(n.outputs[1]))
       unsupported(n, "the mask output is not supported");
+    if (op == "Dropout" && n.inputs.size() > 2 && !n.inputs[2].empty()) {  // training_mode: must be a constant false
+      const TensorData* training = constant(n.inputs[2]);
+      if (!training || training->to_doubles()[0] != 0.0) unsupported(n, "training mode (random masks)");
+    }
     shape_of(n, n.outputs[0]);
     alias(n.inputs[0], n.outputs[0]);  // NCHW is contiguous: same bytes, new shape
     return;
@@ -809,11 +838,15 @@ void CortexMEmitter::lower(size_t k) {
     if (axis < 0 || axis >= rank) unsupported(n, "axis out of range");
     // Before opset 13 the input is coerced to 2-D at `axis`; from 13 the axis must be the last
     // one with more than one element.
-    if (opset_ >= 13 && product(y, size_t(axis) + 1) != 1) unsupported(n, "only a softmax over the last axis");
     const std::string in = ptr(n, n.inputs[0]);
     const std::string o = define_in_place(k, n.inputs[0], n.outputs[0], product(y));
-    c << comment(n, "", y, y) << "  softmax_f32(" << product(y, 0, size_t(axis)) << ", " << product(y, size_t(axis))
-      << ", " << in << ", " << o << ");\n";
+    c << comment(n, "", y, y);
+    if (opset_ >= 13 && product(y, size_t(axis) + 1) != 1)  // over one axis that is not the last
+      c << "  softmax_axis_f32(" << product(y, 0, size_t(axis)) << ", " << y[size_t(axis)] << ", "
+        << product(y, size_t(axis) + 1) << ", " << in << ", " << o << ");\n";
+    else  // the last axis, or (before opset 13) the input coerced to 2-D at `axis`
+      c << "  softmax_f32(" << product(y, 0, size_t(axis)) << ", " << product(y, size_t(axis)) << ", " << in << ", "
+        << o << ");\n";
     add_step(c.str());
     return;
   }
@@ -847,7 +880,12 @@ void CortexMEmitter::lower(size_t k) {
     std::vector<std::string> parts;
     std::vector<int64_t> widths;
     for (const std::string& v : n.inputs) {
-      if (constant(v)) unsupported(n, "constant inputs are not supported");
+      if (const TensorData* cst = constant(v)) {  // a constant part: its values in flash
+        parts.push_back(add_weight(v, floats_of(*cst)));
+        std::vector<int64_t> dims = cst->shape().dims();
+        widths.push_back(product(dims, size_t(axis)));
+        continue;
+      }
       parts.push_back(ptr(n, v));
       widths.push_back(product(shape_of(n, v), size_t(axis)));
     }
@@ -997,7 +1035,7 @@ std::string CortexMEmitter::emit_source(const CortexMReport& r) const {
     }
     s << "\n};\n";
   }
-  s << "\nalignas(16) float arena[" << std::max<int64_t>(1, r.arena_bytes / 4) << "];  // " << r.arena_bytes
+  s << "\n[[maybe_unused]] alignas(16) float arena[" << std::max<int64_t>(1, r.arena_bytes / 4) << "];  // " << r.arena_bytes
     << " bytes\n\n}  // namespace\n\n";
   s << "ember::kernels::Status run(";
   for (size_t i = 0; i < graph_.inputs.size(); ++i) s << "const float* input" << i << ", ";
@@ -1008,7 +1046,7 @@ std::string CortexMEmitter::emit_source(const CortexMReport& r) const {
   s << ") return fail(\"" << name_ << "\", \"null input or output\");\n";
   for (size_t i = 0; i < buffers_.size(); ++i) {
     const Buffer& b = buffers_[i];
-    if (b.first < 0) continue;
+    if (b.first < 0 && b.external < 0) continue;
     if (b.external >= 0)
       s << "  const float* const b" << i << " = input" << b.external << ";\n";
     else if (b.ctype == "float")
@@ -1147,11 +1185,9 @@ CortexMReport CortexMEmitter::run(const std::string& out_dir) {
     r.output_shapes.push_back(shape);
     r.output_sizes.push_back(product(shape));
     const int b = value_buffer_.at(v.name);
-    if (buffers_[size_t(b)].external >= 0)
-      EMBER_NOT_IMPLEMENTED("cortex-m codegen: output '", v.name, "' is a graph input");
     if (buffers_[size_t(b)].ctype != "float")
       EMBER_NOT_IMPLEMENTED("cortex-m codegen: output '", v.name, "' is UINT8; only FLOAT outputs are supported");
-    buffers_[size_t(b)].last = int(steps_.size());  // read by the final copy
+    if (buffers_[size_t(b)].external < 0) buffers_[size_t(b)].last = int(steps_.size());  // read by the final copy
   }
   plan();
   for (const Buffer& b : buffers_) {

@@ -42,6 +42,8 @@ void sigmoid_f32(int32_t n, const float* x, float* y);
 void tanh_f32(int32_t n, const float* x, float* y);
 // Softmax over each of `rows` contiguous rows of `cols` values (the last axis).
 void softmax_f32(int32_t rows, int32_t cols, const float* x, float* y);
+// Softmax over the middle axis of x [outer, n, inner] (an axis other than the last).
+void softmax_axis_f32(int32_t outer, int32_t n, int32_t inner, const float* x, float* y);
 
 // y[i] = clamp(a[i] + b[i]) for i < n (y may be a or b).
 void add_f32(int32_t n, const float* a, const float* b, float* y, Clamp clamp = kNoClamp);

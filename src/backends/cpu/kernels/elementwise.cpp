@@ -71,6 +71,22 @@ void softmax_f32(int32_t rows, int32_t cols, const float* x, float* y) {
   }
 }
 
+void softmax_axis_f32(int32_t outer, int32_t n, int32_t inner, const float* x, float* y) {
+  for (int32_t o = 0; o < outer; ++o)
+    for (int32_t i = 0; i < inner; ++i) {
+      const float* xs = x + o * n * inner + i;
+      float* ys = y + o * n * inner + i;
+      float top = xs[0];
+      for (int32_t k = 1; k < n; ++k) top = xs[k * inner] > top ? xs[k * inner] : top;
+      float sum = 0.0f;
+      for (int32_t k = 0; k < n; ++k) {
+        ys[k * inner] = exp_f32(xs[k * inner] - top);
+        sum += ys[k * inner];
+      }
+      for (int32_t k = 0; k < n; ++k) ys[k * inner] = ys[k * inner] / sum;
+    }
+}
+
 void add_f32(int32_t n, const float* a, const float* b, float* y, Clamp clamp) {
   for (int32_t i = 0; i < n; ++i) {
     const float v = a[i] + b[i];
