@@ -95,4 +95,16 @@ for m in "${models[@]}"; do
     -kernel "$out/$m.elf" </dev/null || echo "  $m: qemu exited with status $?"
   "$out/$m.native" > "$out/$m.native.txt" || echo "  $m: the native build exited with status $?"
 done
-"$python" examples/cortex_m/check_results.py --out "$build/reports/embedded.json" "$out" "${models[@]}"
+# The ONNX node tests (made by test.sh from python3-onnx) through the generator, run natively.
+node_report=
+if [[ -d $build/onnx-node/node ]]; then
+  echo "== the ONNX node tests through ember-onnx generate --target cortex-m (natively)"
+  rm -f "$out/node-tests.json"
+  "$python" tests/embedded/node_conformance.py "$ember_onnx" "$build/onnx-node" "$out/node-tests" \
+    --report "$out/node-tests.json" | grep -v '^  refused' || true
+  node_report=$out/node-tests.json
+else
+  echo "== (no ONNX node tests in $build/onnx-node: that part is left out)"
+fi
+"$python" examples/cortex_m/check_results.py --out "$build/reports/embedded.json" ${node_report:+--node-report "$node_report"} \
+  "$out" "${models[@]}"
