@@ -1,7 +1,7 @@
 // Layout ops that make new buffers: flip, roll, cat, pad (constant mode), tril, triu and
-// slice_assign. All but tril/triu are strided copies (copy.hpp) between windows of the
-// tensors, so they add no shader of their own; tril/triu have one per element size
-// ("tril/b4"). pad's reflect and replicate modes are not supported yet.
+// slice_assign. Most are strided copies (copy.hpp) between windows of the tensors, so they add
+// no shader of their own; tril/triu and pad's reflect and replicate modes have one per element
+// size ("tril/b4", "pad/b4").
 #include <algorithm>
 #include <cstring>
 
@@ -23,8 +23,75 @@ bool input_dtype(const VulkanBackend& be, const Op& op) {
     if (in && !be.has_dtype(in->dtype())) return false;
   return true;
 }
+// pad's reflect and replicate modes: an index kernel per element size ("pad/b4") that maps each
+// output position to its source position dim by dim.
+struct PadParams {
+  uint32_t n = 0;
+  int32_t rank = 0, off_x = 0, mode = 0;  // mode 1 reflect, 2 replicate
+  int32_t osize[kMaxRank] = {}, isize[kMaxRank] = {}, lo[kMaxRank] = {}, xst[kMaxRank] = {};
+};
+
+std::string pad_source(size_t bytes) {
+  const DType like = bytes == 1 ? DType::u8 : bytes == 2 ? DType::i16 : DType::f32;
+  std::string s = glsl::header({like}, false);
+  s += R"GLSL(
+struct PadParams { uint n; int rank; int off_x; int mode; int osize[8]; int isize[8]; int lo[8]; int xst[8]; };
+layout(std430, binding = 4) readonly buffer PadParamsBuf { PadParams r; };
+)GLSL";
+  s += glsl::raw_buffer(0, bytes, "o_", false);
+  s += glsl::raw_buffer(1, bytes, "a_", true);
+  s += R"GLSL(
+void main() {
+  uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint e = gl_GlobalInvocationID.x; e < r.n; e += step) {
+    int q = int(e), src = r.off_x;
+    for (int d = r.rank - 1; d >= 0; --d) {
+      int s = r.osize[d];
+      int k = q / s;
+      int i = q - k * s - r.lo[d], n = r.isize[d];
+      q = k;
+      if (r.mode == 1) {  // reflect (mirror without the edge)
+        if (i < 0) i = -i;
+        if (i >= n) i = 2 * (n - 1) - i;
+      } else {  // replicate
+        i = clamp(i, 0, n - 1);
+      }
+      src += i * r.xst[d];
+    }
+    o_[int(e)] = a_[src];
+  }
+}
+)GLSL";
+  return s;
+}
+
 bool pad_dtypes(const VulkanBackend& be, const Op& op) {
-  return input_dtype(be, op) && op.attr<PadAttrs>().mode == PadMode::constant;
+  return input_dtype(be, op) && (op.attr<PadAttrs>().mode == PadMode::constant || op.in(0).shape.rank() <= kMaxRank);
+}
+
+std::vector<PrimitivePtr> pad_index_kernel(VulkanBackend& be, Op& op, const VulkanTensor& x) {
+  const auto& a = op.attr<PadAttrs>();
+  auto out = be.alloc(op.outputs[0]);
+  const Shape& is = x.shape();
+  const Shape& os = out->shape();
+  const int64_t n = os.numel();
+  if (n == 0) return {out};
+  EMBER_CHECK(n <= INT32_MAX, "pad: too many elements for 32-bit indexing");
+  PadParams p;
+  p.n = uint32_t(n);
+  p.rank = os.rank();
+  p.off_x = int32_t(x.offset);
+  p.mode = a.mode == PadMode::reflect ? 1 : 2;
+  for (int d = 0; d < os.rank(); ++d) {
+    p.osize[d] = int32_t(os[d]);
+    p.isize[d] = int32_t(is[d]);
+    p.lo[d] = int32_t(a.pads[size_t(2 * d)]);
+    p.xst[d] = int32_t(x.strides[size_t(d)]);
+  }
+  const size_t esz = dtype_size(out->dtype());
+  VkPipeline pipe = be.shaders().get("pad", "pad/b" + std::to_string(esz), [esz] { return pad_source(esz); });
+  be.dispatch(pipe, {out->buffer, x.buffer, nullptr, nullptr}, &p, sizeof p, be.groups_for(n));
+  return {out};
 }
 
 std::vector<PrimitivePtr> flip_kernel(VulkanBackend& be, Op& op) {
@@ -108,6 +175,7 @@ std::vector<PrimitivePtr> cat_kernel(VulkanBackend& be, Op& op) {
 std::vector<PrimitivePtr> pad_kernel(VulkanBackend& be, Op& op) {
   const VulkanTensor& x = as_vk(op.inputs[0]);
   const auto& a = op.attr<PadAttrs>();
+  if (a.mode != PadMode::constant) return pad_index_kernel(be, op, x);
   auto out = be.alloc(op.outputs[0]);
   const Shape& is = x.shape();
   const Shape& os = out->shape();

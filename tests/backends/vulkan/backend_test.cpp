@@ -65,20 +65,19 @@ TEST(VulkanErrors, UnsupportedOpNamesTheOpAndTheDevice) {
 TEST(VulkanErrors, SupportsIsExactPerArguments) {
   REQUIRE_VULKAN();
   Backend& be = Device::vulkan(0).backend();
-  // pad runs in constant mode but not yet in reflect mode: supports() says so before the op
+  // matmul runs on floats, i32 and i64 but not yet on i16: supports() says so before the op
   // runs (the router can fall back), and running it gives the backend's error, not a wrong result
-  auto x = upload(be, {1, 2, 3, 4}, Shape{1, 4});
-  PadAttrs constant{{0, 0, 1, 1}, PadMode::constant, 0.0};
-  PadAttrs reflect{{0, 0, 1, 1}, PadMode::reflect, 0.0};
-  EXPECT_TRUE(be.supports(Op{OpKind::pad, {}, NoAttrs{}, {}}));  // by kind
-  EXPECT_TRUE(be.supports(make_op(OpKind::pad, {x}, constant)));
-  Op no = make_op(OpKind::pad, {x}, reflect);
+  auto a16 = be.write(TensorData::from_doubles({1, 2, 3, 4}, Shape{2, 2}, DType::i16));
+  auto a32 = be.write(TensorData::from_doubles({1, 2, 3, 4}, Shape{2, 2}, DType::i32));
+  EXPECT_TRUE(be.supports(Op{OpKind::matmul, {}, NoAttrs{}, {}}));  // by kind
+  EXPECT_TRUE(be.supports(make_op(OpKind::matmul, {a32, a32})));
+  Op no = make_op(OpKind::matmul, {a16, a16});
   EXPECT_FALSE(be.supports(no));
   try {
     (void)be.execute(std::move(no));
     FAIL() << "expected an Error";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "pad: not supported on vulkan:0 for these arguments (f32 tensors)");
+    EXPECT_STREQ(e.what(), "matmul: not supported on vulkan:0 for these arguments (i16, i16 tensors)");
   }
 }
 
