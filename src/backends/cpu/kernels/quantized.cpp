@@ -57,7 +57,24 @@ Status qlinear_conv2d_u8(const Conv2dShape& s, const uint8_t* EMBER_RESTRICT x, 
       return uint8_t(int32_t(round_half_even_f32(f)) + y_zero_point);
     };
     if (pointwise) {
-      for (int32_t p = 0; p < plane; ++p) {
+      int32_t p = 0;
+      for (; p + 4 <= plane; p += 4) {  // four outputs share each weight
+        const int32_t b = bias ? bias[m] : 0;
+        int32_t acc0 = b, acc1 = b, acc2 = b, acc3 = b;
+        const uint8_t* x_p = x_group + p;
+        for (int32_t c = 0; c < in_per_group; ++c, x_p += plane) {
+          const int32_t wc = int32_t(w_m[c]) - wz;
+          acc0 += (int32_t(x_p[0]) - x_zero_point) * wc;
+          acc1 += (int32_t(x_p[1]) - x_zero_point) * wc;
+          acc2 += (int32_t(x_p[2]) - x_zero_point) * wc;
+          acc3 += (int32_t(x_p[3]) - x_zero_point) * wc;
+        }
+        y_m[p] = requantize(acc0);
+        y_m[p + 1] = requantize(acc1);
+        y_m[p + 2] = requantize(acc2);
+        y_m[p + 3] = requantize(acc3);
+      }
+      for (; p < plane; ++p) {
         int32_t acc = bias ? bias[m] : 0;
         for (int32_t c = 0; c < in_per_group; ++c)
           acc += (int32_t(x_group[c * plane + p]) - x_zero_point) * (int32_t(w_m[c]) - wz);
