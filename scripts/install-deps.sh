@@ -14,7 +14,11 @@
 #                                     # the API reference), libboost-dev (Boost.Beast: the remote
 #                                     # decorator and ember-server), libssl-dev and openssl (its wss://
 #                                     # and the test certificate), emscripten and chromium (the wasm
-#                                     # build and its browser tests: docs/web.md)
+#                                     # build and its browser tests: docs/web.md), libvulkan-dev,
+#                                     # libshaderc-dev, mesa-vulkan-drivers (lavapipe) and vulkan-tools
+#                                     # (the Vulkan backend and its CPU-run tests: docs/vulkan.md),
+#                                     # gcc-arm-none-eabi, libnewlib-arm-none-eabi and qemu-system-arm
+#                                     # (the Cortex-M build, run in qemu: docs/embedded.md)
 #   scripts/install-deps.sh bench     # + LibTorch (peer) with OpenBLAS
 #   scripts/install-deps.sh reference # + python3-torch (regenerates conformance references),
 #                                     #   python3-onnx (regenerates tests/onnx/fixtures)
@@ -25,7 +29,8 @@ set -euo pipefail
 want=(g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev zlib1g-dev libpng-dev libjpeg-dev libsqlite3-dev
       libncurses-dev pkg-config tmux clang dataset-fashion-mnist python3-onnx python3-torch python3-torchvision
       linux-doc-6.1 python3-sklearn python3-vega-datasets libgloo-dev openmpi-bin doxygen libboost-dev libssl-dev openssl
-      emscripten chromium)
+      emscripten chromium libvulkan-dev libshaderc-dev mesa-vulkan-drivers vulkan-tools gcc-arm-none-eabi
+      libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib qemu-system-arm)
 case "${1:-build}" in
   bench) want+=(libtorch-dev libopenblas0-pthread) ;;
   reference) want+=(python3-torch python3-numpy python3-onnx) ;;

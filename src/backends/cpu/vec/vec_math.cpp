@@ -291,6 +291,10 @@ Isa best_isa() {
 }
 
 const Kernels& kernels(Isa isa) {
+#if defined(__wasm_simd128__)
+  (void)isa;
+  return kernels_simd128();  // no run-time choice in a wasm module (best_isa() is scalar)
+#endif
   const Isa best = best_isa();
   if (isa == Isa::avx512 && best == Isa::avx512) return kernels_avx512();
   if (isa != Isa::scalar && best != Isa::scalar) return kernels_avx2();
@@ -299,7 +303,7 @@ const Kernels& kernels(Isa isa) {
 
 Isa active_isa() {
   const Kernels* k = &active();
-  if (k == &kernels_scalar()) return Isa::scalar;
+  if (k == &kernels_scalar() || best_isa() == Isa::scalar) return Isa::scalar;
   if (best_isa() == Isa::avx512 && k == &kernels_avx512()) return Isa::avx512;
   return Isa::avx2;
 }

@@ -103,6 +103,7 @@ struct Kernels {
 const Kernels& kernels_scalar();
 const Kernels& kernels_avx2();    // only call when cpu::features().avx2
 const Kernels& kernels_avx512();  // only call when cpu::features().avx512
+const Kernels& kernels_simd128();  // the wasm build's (-msimd128) only level
 
 Isa best_isa();            // highest level allowed by cpu::features()
 Isa active_isa();          // level the public functions currently use

@@ -11,6 +11,7 @@ namespace ember::cpu::vec::avx2_impl {
 
 struct Simd {
   static constexpr int W = 8;
+  static constexpr bool kFusedFma = true;  // fma() rounds once
   static constexpr uintptr_t kAlign = 32;
   using F = __m256;
   using I = __m256i;

@@ -18,6 +18,7 @@ namespace ember::cpu::vec::avx512_impl {
 
 struct Simd {
   static constexpr int W = 16;
+  static constexpr bool kFusedFma = true;  // fma() rounds once
   static constexpr uintptr_t kAlign = 64;
   using F = __m512;
   using I = __m512i;

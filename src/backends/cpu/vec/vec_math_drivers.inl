@@ -203,6 +203,7 @@ inline bool div_scalar_fits(float b) {
   return m >= 0x1p-20f && m <= 0x1p20f;  // false for 0, inf, NaN and denormals
 }
 EMBER_VEC_INLINE F div_by_scalar(F a, F b, F rb) {
+  if constexpr (!kFusedFma) return a / b;  // the residuals below are exact only in an FMA
   F q = a * rb;
   F r = Simd::fnma(q, b, a);
   q = Simd::fma(r, rb, q);

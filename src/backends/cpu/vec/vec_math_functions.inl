@@ -131,6 +131,16 @@ EMBER_VEC_INLINE F log1p_01(F e) {
 constexpr float kTrigMax = 1048576.0f;  // beyond this: scalar double fallback
 EMBER_VEC_INLINE F trig_reduce(F ax, F& r) {
   F n = Simd::round_even(ax * cf(0.636619772367581343f));
+  if constexpr (!kFusedFma) {
+    // Without an FMA, n * (pi/2) is formed in double: pi/2 in three parts of at most 33
+    // significant bits, so that each product with n (at most 20 bits) is exact.
+    auto reduce = [](D x, D k) {
+      return ((x - k * Simd::dset(1.5707963267341256)) - k * Simd::dset(6.077100506303966e-11)) -
+             k * Simd::dset(2.0222662487959506e-21);
+    };
+    r = Simd::d_pack(reduce(Simd::d_lo(ax), Simd::d_lo(n)), reduce(Simd::d_hi(ax), Simd::d_hi(n)));
+    return n;
+  }
   r = Simd::fnma(n, cf(1.57079637050628662109f), ax);
   r = Simd::fnma(n, cf(-4.37113882867379e-08f), r);
   r = Simd::fnma(n, cf(-1.7151245100059164e-15f), r);
@@ -311,7 +321,14 @@ EMBER_VEC_INLINE F k_erf(F x) {
 __attribute__((noinline)) static F gelu_erf_wide(F x) {
   F t = Simd::min(cf(14.99f), Simd::abs(x));  // NaN stays NaN
   F s_hi = t * t;
-  F s_lo = Simd::fms(t, t, s_hi);
+  F s_lo;
+  if constexpr (kFusedFma) {
+    s_lo = Simd::fms(t, t, s_hi);
+  } else {  // Dekker's exact product: t split into halves of 12 bits (Veltkamp)
+    const F c = t * cf(4097.0f);
+    const F th = c - (c - t), tl = t - th;
+    s_lo = ((th * th - s_hi) + cf(2.0f) * th * tl) + tl * tl;
+  }
   F r;
   F n = exp_reduce(s_hi * cf(-0.5f), r);
   r = Simd::fnma(s_lo, cf(0.5f), r);

@@ -27,6 +27,9 @@ using I = Simd::I;
 using M = Simd::M;
 using D = Simd::D;
 constexpr int W = Simd::W;
+// Whether Simd::fma rounds once (x86's FMA). SIMD128 has no fused multiply-add: there the places
+// that need an exact product (div_by_scalar, trig_reduce, gelu_erf_wide) take unfused forms.
+constexpr bool kFusedFma = Simd::kFusedFma;
 
 EMBER_VEC_INLINE F cf(float v) { return Simd::set(v); }
 EMBER_VEC_INLINE F cbits(uint32_t b) { return Simd::as_f(Simd::iset(static_cast<int32_t>(b))); }
