@@ -31,8 +31,10 @@ TEST_P(QuantizedConv, MatchesCpuBackendBytes) {
   for (uint8_t& v : x) v = uint8_t(u8(rng));
   std::vector<int8_t> w(size_t(p.m * (p.c / p.groups) * p.k * p.k));
   for (int8_t& v : w) v = int8_t(i8(rng));
-  std::vector<int32_t> bias(size_t(p.m)), wz(size_t(p.m), 0);
+  std::vector<int32_t> bias(size_t(p.m)), wz(size_t(p.m));
+  std::vector<int8_t> wz8(size_t(p.m));
   for (int32_t& v : bias) v = b32(rng);
+  for (size_t i = 0; i < wz.size(); ++i) wz8[i] = int8_t(wz[i] = int32_t(i % 5) - 2);  // per-channel zero points
   std::vector<float> w_scale(size_t(p.m));
   for (size_t i = 0; i < w_scale.size(); ++i) w_scale[i] = 0.002f + 0.0005f * float(i);
   const float x_scale = 0.02f, y_scale = 0.05f;
@@ -47,7 +49,7 @@ TEST_P(QuantizedConv, MatchesCpuBackendBytes) {
 
   DynTensor want = qlinear_conv(from_vector(x, Shape{1, p.c, p.h, p.w}), scalar_f32(x_scale),
                                 DynTensor::full({}, x_zp, DType::u8), from_vector(w, Shape{p.m, p.c / p.groups, p.k, p.k}),
-                                from_vector(w_scale, Shape{p.m}), std::nullopt, scalar_f32(y_scale),
+                                from_vector(w_scale, Shape{p.m}), from_vector(wz8, Shape{p.m}), scalar_f32(y_scale),
                                 DynTensor::full({}, y_zp, DType::u8), from_vector(bias, Shape{p.m}),
                                 {.stride = {p.stride}, .padding = {p.pad}, .groups = p.groups});
   EXPECT_EQ(y, want.to_vector<uint8_t>());

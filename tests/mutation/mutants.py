@@ -1483,4 +1483,22 @@ MUTANTS = [
         "description": "a read writes every data frame's values at the start of the tensor",
         "suites": [unit("tests/remote/ember_remote_tests", "*Chunked*")],
     },
+    {
+        "id": "kernels-conv-row-stride",
+        "family": "embedded",
+        "file": "src/backends/cpu/kernels/conv.cpp",
+        "search": "            const float* w_row = w_c + ky * s.kernel_width;",
+        "replace": "            const float* w_row = w_c + ky * s.kernel_height;",
+        "description": "the freestanding conv reads a non-square filter's rows at the wrong stride",
+        "suites": [unit("tests/embedded/ember_embedded_tests", "*KernelConv*")],
+    },
+    {
+        "id": "kernels-qconv-weight-zero-point",
+        "family": "embedded",
+        "file": "src/backends/cpu/kernels/quantized.cpp",
+        "search": "          const int32_t wc = int32_t(w_m[c]) - wz;",
+        "replace": "          const int32_t wc = int32_t(w_m[c]);",
+        "description": "the int8 pointwise conv forgets the weights' zero point",
+        "suites": [unit("tests/embedded/ember_embedded_tests", "*Quantized*")],
+    },
 ]
