@@ -34,7 +34,7 @@ struct ConvParams {
   float lo; float hi; uvec2 lo_d; uvec2 hi_d; int pad0; int pad1;
   ivec4 in_; ivec4 out_; ivec4 k; ivec4 s; ivec4 p; ivec4 d;
 };
-layout(std430, binding = 4) readonly buffer ConvParamsBuf { ConvParams r; };
+layout(std430, binding = 6) readonly buffer ConvParamsBuf { ConvParams r; };
 )GLSL";
 
 bool conv_dtypes(const VulkanBackend& be, const Op& op) {

@@ -15,7 +15,7 @@ struct Params {
   float fa; float fb; ivec2 ia; ivec2 ib; uvec2 da; uvec2 db; int pad0; int pad1;
   int off[4]; int size[8]; int st[32];
 };
-layout(std430, binding = 4) readonly buffer ParamsBuf { Params p; };
+layout(std430, binding = 6) readonly buffer ParamsBuf { Params p; };
 
 // The element of operand k (0 = the output) at linear index i of the iteration space.
 int ember_index(uint i, int k) {
@@ -566,7 +566,7 @@ bool uses(const std::vector<DType>& v, std::initializer_list<DType> any) {
 }  // namespace
 
 const char* const kErrorRecord = R"GLSL(
-layout(std430, binding = 5) buffer ErrorRecord { uint e_flag; uint e_op; int e_dim; int e_pad; ivec2 e_index; ivec2 e_size; };
+layout(std430, binding = 7) buffer ErrorRecord { uint e_flag; uint e_op; int e_dim; int e_pad; ivec2 e_index; ivec2 e_size; };
 void ember_record_error(uint op, int dim, int64_t v, int64_t size) {
   if (atomicCompSwap(e_flag, 0u, 1u) == 0u) {
     e_op = op;

@@ -1,7 +1,7 @@
 // Index kernels along a dim: gather, index_select (reads) and scatter, scatter_add, index_copy,
 // index_add (writes into a copy of x). Indices are i64 or i32; every index is checked on the
 // device (0 <= i < size, like PyTorch): the first bad one is recorded in the backend's error
-// record (binding 5) and read()/sync() raise "<op>: index i is out of bounds for dim d with
+// record (binding 7) and read()/sync() raise "<op>: index i is out of bounds for dim d with
 // size s", as the CPU backend does at once. A bad index reads zero and writes nothing.
 //
 // One shader per (family, dtype, index dtype), "gather/f32/i64" and "scatter/f32/i64". The
@@ -35,7 +35,7 @@ struct IndexParams {
   uint n; int rank; int dim; uint op; int xdim; int len; int mode; int pad;
   int off[4]; int size[8]; int isize[8]; int st[32];
 };
-layout(std430, binding = 4) readonly buffer IndexParamsBuf { IndexParams p; };
+layout(std430, binding = 6) readonly buffer IndexParamsBuf { IndexParams p; };
 )GLSL";
 
 bool index_dtypes(const VulkanBackend& be, const Op& op) {

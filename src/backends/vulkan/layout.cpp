@@ -36,7 +36,7 @@ std::string pad_source(size_t bytes) {
   std::string s = glsl::header({like}, false);
   s += R"GLSL(
 struct PadParams { uint n; int rank; int off_x; int mode; int osize[8]; int isize[8]; int lo[8]; int xst[8]; };
-layout(std430, binding = 4) readonly buffer PadParamsBuf { PadParams r; };
+layout(std430, binding = 6) readonly buffer PadParamsBuf { PadParams r; };
 )GLSL";
   s += glsl::raw_buffer(0, bytes, "o_", false);
   s += glsl::raw_buffer(1, bytes, "a_", true);

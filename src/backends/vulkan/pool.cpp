@@ -24,7 +24,7 @@ static_assert(sizeof(PoolParams) == 112);
 
 const char* kPoolParams = R"GLSL(
 struct PoolParams { uint n; int off_x; int include_pad; int pad0; ivec4 in_; ivec4 out_; ivec4 k; ivec4 s; ivec4 p; ivec4 d; };
-layout(std430, binding = 4) readonly buffer PoolParamsBuf { PoolParams r; };
+layout(std430, binding = 6) readonly buffer PoolParamsBuf { PoolParams r; };
 // The window of output index o along dim i: the first tap inside the input (lo), the taps inside
 // it (n), and inside the padded range (cnt).
 void ember_window(int i, int o, out int lo, out int n, out int cnt) {

@@ -42,7 +42,7 @@ struct RParams {
   int pad0; int pad1; int pad2; int pad3;
   int size_out[8]; int st_out[8]; int size_red[8]; int st_red[8];
 };
-layout(std430, binding = 4) readonly buffer RParamsBuf { RParams r; };
+layout(std430, binding = 6) readonly buffer RParamsBuf { RParams r; };
 int out_offset(uint o) {
   int q = int(o), off = 0;
   for (int d = r.rank_out - 1; d >= 0; --d) { int s = r.size_out[d]; int k = q / s; off += (q - k * s) * r.st_out[d]; q = k; }

@@ -29,7 +29,7 @@ static_assert(sizeof(RowParams) == 48);
 
 const char* kRowParams = R"GLSL(
 struct RowParams { uint rows; uint n; int inner; int flags; float eps; int off_x; uvec2 eps_d; int off_w; int off_b; int pad0; int pad1; };
-layout(std430, binding = 4) readonly buffer RowParamsBuf { RowParams r; };
+layout(std430, binding = 6) readonly buffer RowParamsBuf { RowParams r; };
 )GLSL";
 
 bool softmax_dtypes(const VulkanBackend& be, const Op& op) {

@@ -19,7 +19,7 @@ struct ScanParams {
 
 const char* kScanParams = R"GLSL(
 struct ScanParams { uint rows; uint n; int inner; int off_x; };
-layout(std430, binding = 4) readonly buffer ScanParamsBuf { ScanParams r; };
+layout(std430, binding = 6) readonly buffer ScanParamsBuf { ScanParams r; };
 )GLSL";
 
 bool scan_dtypes(const VulkanBackend& be, const Op& op) {

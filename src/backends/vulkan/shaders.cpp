@@ -19,7 +19,7 @@ namespace ember::vulkan {
 
 namespace {
 
-constexpr int kBindings = 6;  // operands 0-3, parameters 4, the error record 5
+constexpr int kBindings = 8;  // operands 0-5, parameters 6, the error record 7
 constexpr char kMagic[4] = {'E', 'V', 'K', '1'};
 constexpr size_t kHeader = 4 + 8 + 8;  // magic, size, checksum
 

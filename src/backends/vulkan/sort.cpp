@@ -24,7 +24,7 @@ struct SortParams {
 
 const char* kSortParams = R"GLSL(
 struct SortParams { uint total; uint n; int inner; int off_x; int k; uint flip; int pad0; int pad1; };
-layout(std430, binding = 4) readonly buffer SortParamsBuf { SortParams r; };
+layout(std430, binding = 6) readonly buffer SortParamsBuf { SortParams r; };
 )GLSL";
 
 bool sort_dtypes(const VulkanBackend& be, const Op& op) {

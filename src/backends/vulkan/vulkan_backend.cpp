@@ -526,7 +526,7 @@ Operand broadcast_operand(const VulkanTensor& t, const Shape& out_shape) {
 
 KernelParams make_params(std::string_view op, const Shape& shape, const std::vector<Operand>& ops) {
   const size_t n_ops = ops.size();
-  EMBER_CHECK(n_ops <= size_t(kMaxOperands), op, ": too many operands for a Vulkan kernel");
+  EMBER_CHECK(n_ops <= size_t(kParamOperands), op, ": too many operands for a Vulkan kernel");
   std::vector<int64_t> sizes;
   std::vector<std::vector<int64_t>> st(n_ops);
   for (int d = 0; d < shape.rank(); ++d) {

@@ -4,9 +4,9 @@
 //
 // Every kernel is a compute shader generated as GLSL (glsl.hpp), compiled to SPIR-V by shaderc
 // and cached in memory and on disk (shaders.hpp). All pipelines share one layout: storage
-// buffers at bindings 0-3 (the operands) and binding 4 (the kernel's parameters: shapes,
-// strides, offsets and scalar attributes, written into a host-visible arena per batch), so a
-// kernel is specialised by op and dtype only, never by shape.
+// buffers at bindings 0-5 (the operands), 6 (the kernel's parameters: shapes, strides, offsets
+// and scalar attributes, written into a host-visible arena per batch) and 7 (the error record
+// of index kernels), so a kernel is specialised by op and dtype only, never by shape.
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -75,13 +75,14 @@ using VulkanTensorPtr = std::shared_ptr<VulkanTensor>;
 inline VulkanTensor& as_vk(const PrimitivePtr& p) { return static_cast<VulkanTensor&>(*p); }
 inline VulkanTensorPtr as_vk_ptr(const PrimitivePtr& p) { return std::static_pointer_cast<VulkanTensor>(p); }
 
-// The parameters every generic kernel reads at binding 4 (std430; the GLSL twin is in glsl.cpp):
+// The parameters every generic kernel reads at binding 6 (std430; the GLSL twin is in glsl.cpp):
 // an iteration space of n elements over `rank` collapsed dims, and per operand (0 = output) an
 // element offset and strides. Bit k of `contig`: operand k walks its elements in order from its
 // offset. fa/fb, ia/ib, da/db: the op's scalar attributes as float, int64 (low, high words) and
 // double bits.
 inline constexpr int kMaxRank = 8;
-inline constexpr int kMaxOperands = 4;
+inline constexpr int kMaxOperands = 6;     // operand bindings 0-5 of every pipeline
+inline constexpr int kParamOperands = 4;   // operands a KernelParams describes
 struct KernelParams {
   uint32_t n = 0;
   int32_t rank = 0;
@@ -91,9 +92,9 @@ struct KernelParams {
   int32_t ia[2] = {}, ib[2] = {};
   uint32_t da[2] = {}, db[2] = {};
   int32_t pad[2] = {};
-  int32_t off[kMaxOperands] = {};
+  int32_t off[kParamOperands] = {};
   int32_t size[kMaxRank] = {};
-  int32_t stride[kMaxOperands][kMaxRank] = {};
+  int32_t stride[kParamOperands][kMaxRank] = {};
 };
 static_assert(sizeof(KernelParams) == 240);
 
@@ -137,8 +138,8 @@ class VulkanBackend final : public Backend {
   VulkanTensorPtr alloc(const TensorMeta& meta);
   // p itself when contiguous, else a contiguous copy (copy.cpp).
   VulkanTensorPtr contiguous(const PrimitivePtr& p);
-  // Records a dispatch of `pipeline` over `groups` workgroups with the operands at bindings 0..3
-  // (null: unused) and `params` at binding 4. The buffers stay alive until it has run.
+  // Records a dispatch of `pipeline` over `groups` workgroups with the operands at bindings 0..5
+  // (null: unused) and `params` at binding 6. The buffers stay alive until it has run.
   void dispatch(VkPipeline pipeline, const std::array<BufferPtr, kMaxOperands>& bindings, const void* params,
                 size_t param_bytes, uint32_t groups);
   // Records a copy of `bytes` bytes between buffers.
@@ -169,7 +170,7 @@ class VulkanBackend final : public Backend {
   bool direct_ = false;            // tensor memory is host-visible and coherent: no staging copies
   std::unique_ptr<Shaders> shaders_;
   BufferPtr dummy_;                // bound to the unused bindings
-  BufferPtr errors_;               // the error record of index kernels (binding 5, host-visible)
+  BufferPtr errors_;               // the error record of index kernels (binding 7, host-visible)
   void raise_recorded_errors();    // after a wait: throws the first bad index a kernel met
   KernelTable kernels_{};
   DTypeTable dtypes_{};
