@@ -37,7 +37,7 @@ void register_copy_kernels(KernelTable& t, DTypeTable& d);         // copy.cpp: 
 void register_creation_kernels(KernelTable& t, DTypeTable& d);     // creation.cpp: full, arange, linspace, eye
 void register_elementwise_kernels(KernelTable& t, DTypeTable& d);  // elementwise.cpp
 void register_reduce_kernels(KernelTable& t, DTypeTable& d);       // reduce.cpp
-void register_row_kernels(KernelTable& t, DTypeTable& d);          // rows.cpp: softmax, log_softmax, layer_norm
+void register_row_kernels(KernelTable& t, DTypeTable& d);          // rows.cpp: softmax, log_softmax, layer_norm(_backward), cross_entropy(_backward)
 void register_matmul_kernels(KernelTable& t, DTypeTable& d);       // matmul.cpp
 void register_index_kernels(KernelTable& t, DTypeTable& d);        // index.cpp: gather ... index_add
 void register_scan_kernels(KernelTable& t, DTypeTable& d);         // scan.cpp: cumsum, cumprod, cummax, cummin
