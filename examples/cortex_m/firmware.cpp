@@ -91,11 +91,16 @@ struct Line {
 }  // namespace
 
 int main() {
-  const uint32_t count =
-      uint32_t((test_inputs_end - reinterpret_cast<const char*>(test_inputs)) / int32_t(sizeof(float)) /
-               MODEL::kInputSize);
+  const uint32_t count = uint32_t((test_inputs_end - reinterpret_cast<const char*>(test_inputs)) /
+                                  int32_t(sizeof(float)) / MODEL::kInputSize);
   Line line;
-  line.add("model ").add(EMBER_STRINGIFY(MODEL)).add(" inputs ").add(count).add(" outputs ").add(uint32_t(MODEL::kOutputSize)).end();
+  line.add("model ")
+      .add(EMBER_STRINGIFY(MODEL))
+      .add(" inputs ")
+      .add(count)
+      .add(" outputs ")
+      .add(uint32_t(MODEL::kOutputSize))
+      .end();
 #if defined(__arm__)
   systick_start();
   const uint32_t calibration_turns = 500000;

@@ -75,15 +75,15 @@ std::string comment_text(std::string_view s) {
 }
 
 struct Buffer {
-  int64_t floats = 0;          // its size in the arena's floats (u8 buffers: bytes / 4, rounded up)
-  int first = -1, last = -1;   // steps that write it first and read it last
-  int64_t offset = -1;         // in floats, in the arena
-  int external = -1;           // >= 0: graph input number (not in the arena)
+  int64_t floats = 0;           // its size in the arena's floats (u8 buffers: bytes / 4, rounded up)
+  int first = -1, last = -1;    // steps that write it first and read it last
+  int64_t offset = -1;          // in floats, in the arena
+  int external = -1;            // >= 0: graph input number (not in the arena)
   std::string ctype = "float";  // its elements: float or uint8_t
 };
 
 struct Weight {
-  std::string name, origin;  // C++ name, what it came from
+  std::string name, origin;     // C++ name, what it came from
   std::string ctype = "float";  // float, int8_t or int32_t
   std::vector<double> values;   // exact for each ctype
   int64_t bytes() const { return int64_t(values.size()) * (ctype == "int8_t" ? 1 : 4); }
@@ -359,9 +359,9 @@ void CortexMEmitter::lower_conv(size_t k) {
   std::string fused;
   // A BatchNormalization (inference, constant statistics) that alone reads the output: folded.
   size_t bn_index = 0;
-  if (const NodeProto* bn = sole_reader(out, &bn_index);
-      bn && bn->op_type == "BatchNormalization" && bn->inputs.size() == 5 && bn->outputs.size() >= 1 &&
-      attr_int(*bn, "training_mode", 0) == 0) {
+  if (const NodeProto* bn = sole_reader(out, &bn_index); bn && bn->op_type == "BatchNormalization" &&
+                                                         bn->inputs.size() == 5 && bn->outputs.size() >= 1 &&
+                                                         attr_int(*bn, "training_mode", 0) == 0) {
     const TensorData *scale = constant(bn->inputs[1]), *shift = constant(bn->inputs[2]),
                      *mean = constant(bn->inputs[3]), *var = constant(bn->inputs[4]);
     if (scale && shift && mean && var && scale->numel() == ws[0]) {
@@ -512,8 +512,8 @@ void CortexMEmitter::lower_add(size_t k) {
     const std::string a = ptr(n, n.inputs[0]), b = ptr(n, n.inputs[1]);
     std::string o = define_in_place(k, n.inputs[0], out, product(y));
     if (o != a) o = define_in_place(k, n.inputs[1], out, product(y));
-    c << comment(n, fused, y, y) << "  add_f32(" << product(y) << ", " << a << ", " << b << ", " << o << ", "
-      << clamp << ");\n";
+    c << comment(n, fused, y, y) << "  add_f32(" << product(y) << ", " << a << ", " << b << ", " << o << ", " << clamp
+      << ");\n";
     add_step(c.str());
     return;
   }
@@ -528,8 +528,11 @@ void CortexMEmitter::lower_add(size_t k) {
   for (size_t i = 0; i < cs.size(); ++i)
     if (cs[i] != 1) {
       if (axis >= 0 || cs[i] != y[i]) {
-        if (cst.shape().dims() == y) axis = -2;  // same shape: elementwise
-        else unsupported(n, "the constant " + shape_str(cst.shape().dims()) + " must be one value, one per channel, or y's shape");
+        if (cst.shape().dims() == y)
+          axis = -2;  // same shape: elementwise
+        else
+          unsupported(
+              n, "the constant " + shape_str(cst.shape().dims()) + " must be one value, one per channel, or y's shape");
         break;
       }
       axis = int64_t(i);
@@ -581,8 +584,8 @@ void CortexMEmitter::lower_pool(size_t k) {
     if (one_d) return {fallback == 0 ? 0 : 1, v[0]};
     return v;
   };
-  std::vector<int64_t> kernel = n.op_type == "GlobalMaxPool" ? std::vector<int64_t>{x[2], x[3]}
-                                                             : two(attr_ints(n, "kernel_shape", {}), 1);
+  std::vector<int64_t> kernel =
+      n.op_type == "GlobalMaxPool" ? std::vector<int64_t>{x[2], x[3]} : two(attr_ints(n, "kernel_shape", {}), 1);
   if (one_d && n.op_type != "GlobalMaxPool") kernel = {1, attr_ints(n, "kernel_shape", {1})[0]};
   const std::vector<int64_t> strides = two(attr_ints(n, "strides", {}), 1);
   const std::vector<int64_t> dil = two(attr_ints(n, "dilations", {}), 1);
@@ -610,13 +613,13 @@ void CortexMEmitter::lower_pool(size_t k) {
   } else if (auto_pad != "NOTSET" && auto_pad != "VALID") {
     unsupported(n, "auto_pad " + auto_pad);
   }
-  c << "  {\n    static constexpr Pool2dShape s{" << x[0] * x[1] << ", " << x[2] << ", " << x[3] << ", " << ys[2] << ", "
-    << ys[3] << ", " << kernel[0] << ", " << kernel[1] << ", " << strides[0] << ", " << strides[1] << ", " << pt
+  c << "  {\n    static constexpr Pool2dShape s{" << x[0] * x[1] << ", " << x[2] << ", " << x[3] << ", " << ys[2]
+    << ", " << ys[3] << ", " << kernel[0] << ", " << kernel[1] << ", " << strides[0] << ", " << strides[1] << ", " << pt
     << ", " << pl << ", " << pb << ", " << pr << ", " << dil[0] << ", " << dil[1] << "};\n";
   if (n.op_type == "AveragePool") {
     if (dil[0] != 1 || dil[1] != 1) unsupported(n, "dilated average pooling");
-    c << "    avg_pool2d_f32(s, " << (attr_int(n, "count_include_pad", 0) ? "true" : "false") << ", " << in << ", "
-      << o << ");\n";
+    c << "    avg_pool2d_f32(s, " << (attr_int(n, "count_include_pad", 0) ? "true" : "false") << ", " << in << ", " << o
+      << ");\n";
   } else {
     c << "    max_pool2d_" << (u8 ? "u8" : "f32") << "(s, " << in << ", " << o << ");\n";
   }
@@ -667,13 +670,15 @@ void CortexMEmitter::lower_rnn(size_t k) {
   auto used = [&](const std::string& v) { return !v.empty() && (readers_.count(v) || graph_outputs_.count(v)); };
   const int64_t state_floats = x[1] * hidden;
   const std::string y = used(output(0)) ? define(output(0), x[0] * state_floats) : "nullptr";
-  const std::string h = used(output(1)) ? define(output(1), state_floats) : "b" + std::to_string(new_buffer(state_floats));
-  use(std::stoi(h.substr(1)));
-  std::string c = "nullptr";
-  if (lstm) {
-    c = used(output(2)) ? define(output(2), state_floats) : "b" + std::to_string(new_buffer(state_floats));
-    use(std::stoi(c.substr(1)));
-  }
+  // The running states: Y_h / Y_c when read, else buffers of this step alone.
+  auto state_buffer = [&](const std::string& v) {
+    if (used(v)) return define(v, state_floats);
+    const int b = new_buffer(state_floats);
+    use(b);
+    return "b" + std::to_string(b);
+  };
+  const std::string h = state_buffer(output(1));
+  const std::string c = lstm ? state_buffer(output(2)) : "nullptr";
   const int scratch = new_buffer((lstm ? 4 : 7) * hidden);
   use(scratch);
   kernel_headers_.insert("rnn");
@@ -734,14 +739,17 @@ void CortexMEmitter::lower_quantized(size_t k) {
   }
   // QLinearConv: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B
   const TensorData* w = constant(input(3));
-  if (!w || (w->dtype() != DType::i8 && w->dtype() != DType::u8)) unsupported(n, "w must be an INT8 or UINT8 initializer");
+  if (!w || (w->dtype() != DType::i8 && w->dtype() != DType::u8))
+    unsupported(n, "w must be an INT8 or UINT8 initializer");
   const int64_t m = w->shape()[0];
   const TensorData* w_scale = constant(input(4));
-  if (!w_scale || (w_scale->numel() != 1 && w_scale->numel() != m)) unsupported(n, "w_scale must be constant, per tensor or per channel");
+  if (!w_scale || (w_scale->numel() != 1 && w_scale->numel() != m))
+    unsupported(n, "w_scale must be constant, per tensor or per channel");
   std::vector<double> wz(size_t(m), 0.0);
   if (!input(5).empty()) {
     const TensorData* z = constant(input(5));
-    if (!z || (z->numel() != 1 && z->numel() != m)) unsupported(n, "w_zero_point must be constant, per tensor or per channel");
+    if (!z || (z->numel() != 1 && z->numel() != m))
+      unsupported(n, "w_zero_point must be constant, per tensor or per channel");
     std::vector<double> zv = z->to_doubles();
     for (int64_t i = 0; i < m; ++i) wz[size_t(i)] = zv[zv.size() == 1 ? 0 : size_t(i)];
   }
@@ -767,7 +775,8 @@ void CortexMEmitter::lower_quantized(size_t k) {
   }
   const std::string geometry = conv_shape(n, shape_of(n, input(0)), w->shape().dims(), y);
   const std::string wn = add_weight(input(3), "int8_t", std::move(wv));
-  const std::string zn = add_weight(input(5).empty() ? input(3) + " (zero points)" : input(5), "int32_t", std::move(wz));
+  const std::string zn =
+      add_weight(input(5).empty() ? input(3) + " (zero points)" : input(5), "int32_t", std::move(wz));
   const std::string mn = add_weight("(x_scale * w_scale) / y_scale of " + n.name, "float", std::move(mult));
   const std::vector<int64_t> x = shape_of(n, input(0));
   if (x[0] != 1) unsupported(n, "a batch of more than one");
@@ -865,7 +874,8 @@ void CortexMEmitter::lower(size_t k) {
     }
     std::string out = n.outputs[0], fused;
     const std::string clamp = fuse_activation(out, fused);
-    const std::string an = add_weight(n.name + " scale", std::move(a)), bn = add_weight(n.name + " shift", std::move(b));
+    const std::string an = add_weight(n.name + " scale", std::move(a)),
+                      bn = add_weight(n.name + " shift", std::move(b));
     const std::string in = ptr(n, n.inputs[0]);
     const std::string o = define_in_place(k, n.inputs[0], out, product(y));
     c << comment(n, fused, y, y) << "  scale_shift_f32(" << y[0] << ", " << (y.size() > 1 ? y[1] : 1) << ", "
@@ -969,7 +979,8 @@ void CortexMEmitter::plan() {
     for (size_t j : placed) {
       const Buffer& o = buffers_[j];
       if (o.first <= b.last && b.first <= o.last)
-        busy.push_back({o.offset, o.offset + (o.floats + kArenaAlignFloats - 1) / kArenaAlignFloats * kArenaAlignFloats});
+        busy.push_back(
+            {o.offset, o.offset + (o.floats + kArenaAlignFloats - 1) / kArenaAlignFloats * kArenaAlignFloats});
     }
     std::sort(busy.begin(), busy.end());
     int64_t offset = 0;
@@ -986,21 +997,20 @@ void CortexMEmitter::plan() {
 
 std::string CortexMEmitter::emit_header(const CortexMReport& r) const {
   std::ostringstream h;
-  h << "// Generated by `ember-onnx generate --target cortex-m` (ember " << "docs/embedded.md) from the ONNX graph '"
-    << comment_text(graph_.name) << "'";
+  h << "// Generated by `ember-onnx generate --target cortex-m` (ember "
+    << "docs/embedded.md) from the ONNX graph '" << comment_text(graph_.name) << "'";
   if (!model_.producer_name.empty())
     h << " (" << comment_text(model_.producer_name) << " " << comment_text(model_.producer_version) << ")";
   h << ". Do not edit.\n//\n";
-  h << "// Flash: " << r.weight_bytes << " bytes of weights (const arrays). RAM: one static arena of "
-    << r.arena_bytes << " bytes, planned by liveness (one buffer per tensor would take " << r.unplanned_bytes
+  h << "// Flash: " << r.weight_bytes << " bytes of weights (const arrays). RAM: one static arena of " << r.arena_bytes
+    << " bytes, planned by liveness (one buffer per tensor would take " << r.unplanned_bytes
     << ").\n// No heap, no exceptions, no threads: compile " << name_
     << ".cpp with the kernels of src/backends/cpu/kernels/ (-DEMBER_FREESTANDING=1).\n";
-  h << "#pragma once\n\n#include <cstdint>\n\n#include \"ember/kernels/status.hpp\"\n\nnamespace " << name_
-    << " {\n\n";
+  h << "#pragma once\n\n#include <cstdint>\n\n#include \"ember/kernels/status.hpp\"\n\nnamespace " << name_ << " {\n\n";
   for (size_t i = 0; i < graph_.inputs.size(); ++i) {
     const std::string& v = graph_.inputs[i].name;
-    h << "inline constexpr int32_t kInput" << i << "Size = " << r.input_sizes[i] << ";  // input '"
-      << comment_text(v) << "': FLOAT" << shape_str(r.input_shapes[i]) << "\n";
+    h << "inline constexpr int32_t kInput" << i << "Size = " << r.input_sizes[i] << ";  // input '" << comment_text(v)
+      << "': FLOAT" << shape_str(r.input_shapes[i]) << "\n";
   }
   for (size_t i = 0; i < graph_.outputs.size(); ++i)
     h << "inline constexpr int32_t kOutput" << i << "Size = " << r.output_sizes[i] << ";  // output '"
@@ -1027,16 +1037,15 @@ std::string CortexMEmitter::emit_source(const CortexMReport& r) const {
   s << "\nnamespace " << name_ << " {\n\nnamespace {\n\nusing namespace ember::kernels;\n\n";
   for (const Weight& w : weights_) {
     const bool floats = w.ctype == "float";
-    s << "// " << comment_text(w.origin) << "\nconst " << w.ctype << " " << w.name << "[" << w.values.size()
-      << "] = {";
+    s << "// " << comment_text(w.origin) << "\nconst " << w.ctype << " " << w.name << "[" << w.values.size() << "] = {";
     for (size_t i = 0; i < w.values.size(); ++i) {
       if (i % (floats ? 8 : 16) == 0) s << "\n   ";
       s << " " << (floats ? literal(float(w.values[i])) : std::to_string(int64_t(w.values[i]))) << ",";
     }
     s << "\n};\n";
   }
-  s << "\n[[maybe_unused]] alignas(16) float arena[" << std::max<int64_t>(1, r.arena_bytes / 4) << "];  // " << r.arena_bytes
-    << " bytes\n\n}  // namespace\n\n";
+  s << "\n[[maybe_unused]] alignas(16) float arena[" << std::max<int64_t>(1, r.arena_bytes / 4) << "];  // "
+    << r.arena_bytes << " bytes\n\n}  // namespace\n\n";
   s << "ember::kernels::Status run(";
   for (size_t i = 0; i < graph_.inputs.size(); ++i) s << "const float* input" << i << ", ";
   for (size_t i = 0; i < graph_.outputs.size(); ++i) s << (i ? ", " : "") << "float* output" << i;
@@ -1113,7 +1122,8 @@ CortexMReport CortexMEmitter::run(const std::string& out_dir) {
         if (!r) continue;
         const int64_t seq = (*x)[0], batch = (*x)[1];
         const int64_t hidden = attr_int(n, "hidden_size", r->dims.back());
-        const std::vector<std::vector<int64_t>> shapes = {{seq, 1, batch, hidden}, {1, batch, hidden}, {1, batch, hidden}};
+        const std::vector<std::vector<int64_t>> shapes = {
+            {seq, 1, batch, hidden}, {1, batch, hidden}, {1, batch, hidden}};
         for (size_t i = 0; i < n.outputs.size() && i < 3; ++i) declare(n.outputs[i], shapes[i], DataType::float32);
       } else if (default_domain(n) && op == "QuantizeLinear") {
         declare(n.outputs[0], *x, DataType::uint8);
@@ -1139,7 +1149,8 @@ CortexMReport CortexMEmitter::run(const std::string& out_dir) {
   for (const NodeProto& n : graph_.nodes)
     if (default_domain(n) && n.op_type == "Constant" && n.outputs.size() == 1) {
       const AttributeProto* v = n.attribute("value");
-      if (v && v->type == AttributeType::tensor) constants_.emplace(n.outputs[0], to_tensor_data(v->t, model_.base_dir));
+      if (v && v->type == AttributeType::tensor)
+        constants_.emplace(n.outputs[0], to_tensor_data(v->t, model_.base_dir));
     }
   // Graph inputs that an initializer also names (IR < 4 defaults) are constants.
   std::vector<ValueInfoProto> inputs;
@@ -1153,7 +1164,7 @@ CortexMReport CortexMEmitter::run(const std::string& out_dir) {
       if (!v.empty()) readers_[v].push_back(k);
 
   CortexMReport r;
-  NodeProto graph_node;
+  NodeProto graph_node;  // what errors about the graph's inputs and outputs name
   graph_node.name = graph_.name;
   graph_node.op_type = "graph";
   for (size_t i = 0; i < graph_.inputs.size(); ++i) {

@@ -27,8 +27,10 @@ ValueInfoProto float_value(const std::string& name, const std::vector<int64_t>& 
   v.type.shape = std::vector<Dimension>();
   for (int64_t d : dims) {
     Dimension dim;
-    if (d >= 0) dim.value = d;
-    else dim.param = "batch";
+    if (d >= 0)
+      dim.value = d;
+    else
+      dim.param = "batch";
     v.type.shape->push_back(dim);
   }
   return v;
@@ -73,16 +75,17 @@ ModelProto small_cnn() {
   g.name = "small_cnn";
   g.inputs = {float_value("x", {1, 2, 6, 6})};
   g.outputs = {float_value("y", {1, 5})};
-  g.initializers = {float_tensor("w", {4, 2, 3, 3}, 0.1f),    float_tensor("b", {4}, 0.5f),
-                    float_tensor("scale", {4}, 2.0f),          float_tensor("shift", {4}, 0.25f),
-                    float_tensor("mean", {4}, 1.0f),           float_tensor("var", {4}, 4.0f),
-                    float_tensor("fc_w", {5, 36}, 0.01f),      float_tensor("fc_b", {5}, 0.0f)};
+  g.initializers = {float_tensor("w", {4, 2, 3, 3}, 0.1f), float_tensor("b", {4}, 0.5f),
+                    float_tensor("scale", {4}, 2.0f),      float_tensor("shift", {4}, 0.25f),
+                    float_tensor("mean", {4}, 1.0f),       float_tensor("var", {4}, 4.0f),
+                    float_tensor("fc_w", {5, 36}, 0.01f),  float_tensor("fc_b", {5}, 0.0f)};
   g.nodes = {
       gen::node("Conv", "conv", "", {"x", "w", "b"}, {"c"},
                 {gen::attr_ints("kernel_shape", {3, 3}), gen::attr_ints("pads", {1, 1, 1, 1})}),
       gen::node("BatchNormalization", "bn", "", {"c", "scale", "shift", "mean", "var"}, {"n"}),
       gen::node("Relu", "relu", "", {"n"}, {"r"}),
-      gen::node("MaxPool", "pool", "", {"r"}, {"p"}, {gen::attr_ints("kernel_shape", {2, 2}), gen::attr_ints("strides", {2, 2})}),
+      gen::node("MaxPool", "pool", "", {"r"}, {"p"},
+                {gen::attr_ints("kernel_shape", {2, 2}), gen::attr_ints("strides", {2, 2})}),
       gen::node("Flatten", "flatten", "", {"p"}, {"f"}),
       gen::node("Gemm", "fc", "", {"f", "fc_w", "fc_b"}, {"z"}, {gen::attr_int("transB", 1)}),
       gen::node("Softmax", "softmax", "", {"z"}, {"y"}),

@@ -46,9 +46,10 @@ TEST_P(KernelConv, MatchesCpuBackend) {
   std::vector<float> y(size_t(p.m * oh * ow));
   const kernels::Conv2dShape s{p.c, p.h, p.w, p.m, oh, ow, p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw, p.groups};
   ASSERT_EQ(kernels::conv2d_f32(s, x.data(), w.data(), b.data(), y.data(), kernels::kRelu6), kernels::Status::ok);
-  DynTensor want = conv2d(from_vector(x, Shape{1, p.c, p.h, p.w}), from_vector(w, Shape{p.m, p.c / p.groups, p.kh, p.kw}),
-                          from_vector(b, Shape{p.m}),
-                          {.stride = {p.sh, p.sw}, .padding = {p.ph, p.pw}, .dilation = {p.dh, p.dw}, .groups = p.groups});
+  DynTensor want =
+      conv2d(from_vector(x, Shape{1, p.c, p.h, p.w}), from_vector(w, Shape{p.m, p.c / p.groups, p.kh, p.kw}),
+             from_vector(b, Shape{p.m}),
+             {.stride = {p.sh, p.sw}, .padding = {p.ph, p.pw}, .dilation = {p.dh, p.dw}, .groups = p.groups});
   want = clamp(want, 0.0, 6.0);
   expect_near_all(y, want.to_vector<float>(), 1e-5f);
 }
@@ -90,10 +91,11 @@ TEST(Kernels, PoolsMatchCpuBackend) {
   expect_near_all(y, max_pool2d(xt, {.kernel_size = {3}, .stride = {2}, .padding = {1}}).to_vector<float>(), 0.0f);
   for (bool include_pad : {false, true}) {
     kernels::avg_pool2d_f32(s, include_pad, x.data(), y.data());
-    expect_near_all(y,
-                    avg_pool2d(xt, {.kernel_size = {3}, .stride = {2}, .padding = {1}, .count_include_pad = include_pad})
-                        .to_vector<float>(),
-                    1e-6f);
+    expect_near_all(
+        y,
+        avg_pool2d(xt, {.kernel_size = {3}, .stride = {2}, .padding = {1}, .count_include_pad = include_pad})
+            .to_vector<float>(),
+        1e-6f);
   }
   std::vector<float> g(2);
   kernels::global_avg_pool_f32(2, 63, x.data(), g.data());

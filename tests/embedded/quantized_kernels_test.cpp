@@ -42,24 +42,26 @@ TEST_P(QuantizedConv, MatchesCpuBackendBytes) {
   std::vector<float> mult(size_t(p.m));
   for (size_t i = 0; i < mult.size(); ++i) mult[i] = (x_scale * w_scale[i]) / y_scale;
 
-  const kernels::Conv2dShape s{p.c, p.h, p.w, p.m, out, out_w, p.k, p.k, p.stride, p.stride, p.pad, p.pad, 1, 1, p.groups};
+  const kernels::Conv2dShape s{p.c,      p.h,      p.w,   p.m,   out, out_w, p.k,     p.k,
+                               p.stride, p.stride, p.pad, p.pad, 1,   1,     p.groups};
   std::vector<uint8_t> y(size_t(p.m * out * out_w));
-  ASSERT_EQ(kernels::qlinear_conv2d_u8(s, x.data(), x_zp, w.data(), wz.data(), bias.data(), mult.data(), y_zp, y.data()),
-            kernels::Status::ok);
+  ASSERT_EQ(
+      kernels::qlinear_conv2d_u8(s, x.data(), x_zp, w.data(), wz.data(), bias.data(), mult.data(), y_zp, y.data()),
+      kernels::Status::ok);
 
-  DynTensor want = qlinear_conv(from_vector(x, Shape{1, p.c, p.h, p.w}), scalar_f32(x_scale),
-                                DynTensor::full({}, x_zp, DType::u8), from_vector(w, Shape{p.m, p.c / p.groups, p.k, p.k}),
-                                from_vector(w_scale, Shape{p.m}), from_vector(wz8, Shape{p.m}), scalar_f32(y_scale),
-                                DynTensor::full({}, y_zp, DType::u8), from_vector(bias, Shape{p.m}),
-                                {.stride = {p.stride}, .padding = {p.pad}, .groups = p.groups});
+  DynTensor want =
+      qlinear_conv(from_vector(x, Shape{1, p.c, p.h, p.w}), scalar_f32(x_scale), DynTensor::full({}, x_zp, DType::u8),
+                   from_vector(w, Shape{p.m, p.c / p.groups, p.k, p.k}), from_vector(w_scale, Shape{p.m}),
+                   from_vector(wz8, Shape{p.m}), scalar_f32(y_scale), DynTensor::full({}, y_zp, DType::u8),
+                   from_vector(bias, Shape{p.m}), {.stride = {p.stride}, .padding = {p.pad}, .groups = p.groups});
   EXPECT_EQ(y, want.to_vector<uint8_t>());
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, QuantizedConv,
-                         ::testing::Values(QConvCase{3, 8, 8, 5, 3, 1, 1, 1},     // ordinary, padded
-                                           QConvCase{8, 7, 9, 8, 3, 2, 1, 8},     // depthwise, stride 2
-                                           QConvCase{16, 5, 5, 12, 1, 1, 0, 1},   // pointwise
-                                           QConvCase{6, 6, 6, 4, 3, 1, 0, 2}));   // grouped
+                         ::testing::Values(QConvCase{3, 8, 8, 5, 3, 1, 1, 1},    // ordinary, padded
+                                           QConvCase{8, 7, 9, 8, 3, 2, 1, 8},    // depthwise, stride 2
+                                           QConvCase{16, 5, 5, 12, 1, 1, 0, 1},  // pointwise
+                                           QConvCase{6, 6, 6, 4, 3, 1, 0, 2}));  // grouped
 
 TEST(QuantizedKernels, QuantizeRoundsHalfToEvenAndSaturates) {
   const float x[] = {0.5f, 1.5f, 2.5f, -0.5f, 1000.0f, -1000.0f, 3.49f};

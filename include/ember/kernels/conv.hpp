@@ -21,21 +21,21 @@ namespace ember::kernels {
 // The geometry of a convolution: the output size is the caller's (ONNX's rules, ceil or floor);
 // taps that fall outside the input read zeros.
 struct Conv2dShape {
-  int32_t in_channels = 1;   // C: input channels
-  int32_t in_height = 1;     // H
-  int32_t in_width = 1;      // W
-  int32_t out_channels = 1;  // M: output channels (filters)
-  int32_t out_height = 1;    // output rows
-  int32_t out_width = 1;     // output columns
-  int32_t kernel_height = 1;  // filter rows
-  int32_t kernel_width = 1;   // filter columns
-  int32_t stride_height = 1;  // vertical stride
-  int32_t stride_width = 1;   // horizontal stride
-  int32_t pad_top = 0;        // zeros above the input (the bottom padding follows from out_height)
-  int32_t pad_left = 0;       // zeros left of the input
+  int32_t in_channels = 1;      // C: input channels
+  int32_t in_height = 1;        // H
+  int32_t in_width = 1;         // W
+  int32_t out_channels = 1;     // M: output channels (filters)
+  int32_t out_height = 1;       // output rows
+  int32_t out_width = 1;        // output columns
+  int32_t kernel_height = 1;    // filter rows
+  int32_t kernel_width = 1;     // filter columns
+  int32_t stride_height = 1;    // vertical stride
+  int32_t stride_width = 1;     // horizontal stride
+  int32_t pad_top = 0;          // zeros above the input (the bottom padding follows from out_height)
+  int32_t pad_left = 0;         // zeros left of the input
   int32_t dilation_height = 1;  // vertical spacing of the taps
   int32_t dilation_width = 1;   // horizontal spacing of the taps
-  int32_t groups = 1;  // channel groups: 1 ordinary, in_channels == out_channels == groups depthwise
+  int32_t groups = 1;           // channel groups: 1 ordinary, in_channels == out_channels == groups depthwise
 };
 
 // output[M, OH, OW] = clamp(conv(input[C, H, W], weight[M, C / groups, KH, KW]) + bias[M]).

@@ -22,7 +22,7 @@ struct Clamp {
   float lo;  // the smallest value kept
   float hi;  // the largest value kept
 };
-inline constexpr float kInfinity = __builtin_inff();  // +infinity without <cmath> or <limits>
+inline constexpr float kInfinity = __builtin_inff();     // +infinity without <cmath> or <limits>
 inline constexpr Clamp kNoClamp{-kInfinity, kInfinity};  // no activation
 inline constexpr Clamp kRelu{0.0f, kInfinity};           // ReLU
 inline constexpr Clamp kRelu6{0.0f, 6.0f};               // ReLU6 (Clip(0, 6))

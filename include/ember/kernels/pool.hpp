@@ -16,19 +16,19 @@ namespace ember::kernels {
 
 // The geometry of a pooling window.
 struct Pool2dShape {
-  int32_t channels = 1;    // C
-  int32_t in_height = 1;   // H
-  int32_t in_width = 1;    // W
-  int32_t out_height = 1;  // output rows
-  int32_t out_width = 1;   // output columns
-  int32_t kernel_height = 1;  // window rows
-  int32_t kernel_width = 1;   // window columns
-  int32_t stride_height = 1;  // vertical stride
-  int32_t stride_width = 1;   // horizontal stride
-  int32_t pad_top = 0;        // padding above the input
-  int32_t pad_left = 0;       // padding left of the input
-  int32_t pad_bottom = 0;     // padding below (counted by count_include_pad averages)
-  int32_t pad_right = 0;      // padding right of the input
+  int32_t channels = 1;         // C
+  int32_t in_height = 1;        // H
+  int32_t in_width = 1;         // W
+  int32_t out_height = 1;       // output rows
+  int32_t out_width = 1;        // output columns
+  int32_t kernel_height = 1;    // window rows
+  int32_t kernel_width = 1;     // window columns
+  int32_t stride_height = 1;    // vertical stride
+  int32_t stride_width = 1;     // horizontal stride
+  int32_t pad_top = 0;          // padding above the input
+  int32_t pad_left = 0;         // padding left of the input
+  int32_t pad_bottom = 0;       // padding below (counted by count_include_pad averages)
+  int32_t pad_right = 0;        // padding right of the input
   int32_t dilation_height = 1;  // vertical spacing of the window's taps (max pooling)
   int32_t dilation_width = 1;   // horizontal spacing of the window's taps (max pooling)
 };

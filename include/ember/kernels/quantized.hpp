@@ -22,8 +22,7 @@ namespace ember::kernels {
 float round_half_even_f32(float x);
 
 // ONNX QuantizeLinear to u8: y = clamp(round(x / scale) + zero_point, 0, 255).
-void quantize_u8(int32_t n, const float* EMBER_RESTRICT x, float scale, int32_t zero_point,
-                 uint8_t* EMBER_RESTRICT y);
+void quantize_u8(int32_t n, const float* EMBER_RESTRICT x, float scale, int32_t zero_point, uint8_t* EMBER_RESTRICT y);
 // ONNX DequantizeLinear from u8: y = (x - zero_point) * scale.
 void dequantize_u8(int32_t n, const uint8_t* EMBER_RESTRICT x, float scale, int32_t zero_point,
                    float* EMBER_RESTRICT y);
@@ -39,8 +38,8 @@ Status qlinear_conv2d_u8(const Conv2dShape& shape, const uint8_t* EMBER_RESTRICT
 
 // com.microsoft QLinearAdd on u8 of the same shape: y = clamp(round(((a - a_zp) a_scale +
 // (b - b_zp) b_scale) / y_scale) + y_zp, 0, 255), in f32. y may be a or b.
-void qlinear_add_u8(int32_t n, const uint8_t* a, float a_scale, int32_t a_zero_point, const uint8_t* b,
-                    float b_scale, int32_t b_zero_point, float y_scale, int32_t y_zero_point, uint8_t* y);
+void qlinear_add_u8(int32_t n, const uint8_t* a, float a_scale, int32_t a_zero_point, const uint8_t* b, float b_scale,
+                    int32_t b_zero_point, float y_scale, int32_t y_zero_point, uint8_t* y);
 
 // MaxPool on u8 (the windows of max_pool2d_f32; padding is never the maximum).
 void max_pool2d_u8(const Pool2dShape& shape, const uint8_t* EMBER_RESTRICT x, uint8_t* EMBER_RESTRICT y);

@@ -29,8 +29,8 @@ inline constexpr int32_t gru_scratch_floats(const RnnShape& s) { return 7 * s.hi
 // ONNX LSTM: x [seq, batch, input], w [4H, input], r [4H, H], bias [8H] (Wb then Rb; null: 0),
 // h0 and c0 [batch, H] (null: 0). Writes y [seq, batch, H] when not null and the final states to
 // h and c [batch, H] (which also hold the running state). No buffer may overlap another.
-void lstm_f32(const RnnShape& shape, const float* x, const float* w, const float* r, const float* bias,
-              const float* h0, const float* c0, float* y, float* h, float* c, float* scratch);
+void lstm_f32(const RnnShape& shape, const float* x, const float* w, const float* r, const float* bias, const float* h0,
+              const float* c0, float* y, float* h, float* c, float* scratch);
 // ONNX GRU: as lstm_f32 with 3 gates (w [3H, input], r [3H, H], bias [6H]) and no cell state;
 // linear_before_reset as the ONNX attribute (PyTorch exports 1).
 void gru_f32(const RnnShape& shape, bool linear_before_reset, const float* x, const float* w, const float* r,

@@ -93,12 +93,20 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
   auto scalar_plane = [&](const T* __restrict xc, const T* wo, T bv, T* __restrict yo) {
     if constexpr (std::is_same_v<T, float>) {
       if (freestanding_kernel) {
-        const kernels::Conv2dShape s{.in_channels = 1, .in_height = int32_t(IH), .in_width = int32_t(IW),
-                                     .out_channels = 1, .out_height = int32_t(OH), .out_width = int32_t(OW),
-                                     .kernel_height = int32_t(g.k[1]), .kernel_width = int32_t(g.k[2]),
-                                     .stride_height = int32_t(g.s[1]), .stride_width = int32_t(sw),
-                                     .pad_top = int32_t(g.p[1]), .pad_left = int32_t(g.p[2]),
-                                     .dilation_height = int32_t(g.d[1]), .dilation_width = int32_t(g.d[2])};
+        const kernels::Conv2dShape s{.in_channels = 1,
+                                     .in_height = int32_t(IH),
+                                     .in_width = int32_t(IW),
+                                     .out_channels = 1,
+                                     .out_height = int32_t(OH),
+                                     .out_width = int32_t(OW),
+                                     .kernel_height = int32_t(g.k[1]),
+                                     .kernel_width = int32_t(g.k[2]),
+                                     .stride_height = int32_t(g.s[1]),
+                                     .stride_width = int32_t(sw),
+                                     .pad_top = int32_t(g.p[1]),
+                                     .pad_left = int32_t(g.p[2]),
+                                     .dilation_height = int32_t(g.d[1]),
+                                     .dilation_width = int32_t(g.d[2])};
         kernels::check_status(kernels::conv2d_f32(s, xc, wo, &bv, yo));
         return;
       }

@@ -95,8 +95,8 @@ __attribute__((noinline)) void general_channel(const Conv2dShape& s, int32_t cha
 Status conv2d_f32(const Conv2dShape& s, const float* EMBER_RESTRICT input, const float* EMBER_RESTRICT weight,
                   const float* EMBER_RESTRICT bias, float* EMBER_RESTRICT output, Clamp clamp) {
   if (s.in_channels <= 0 || s.in_height <= 0 || s.in_width <= 0 || s.out_channels <= 0 || s.out_height <= 0 ||
-      s.out_width <= 0 || s.kernel_height <= 0 || s.kernel_width <= 0 || s.stride_height <= 0 ||
-      s.stride_width <= 0 || s.dilation_height <= 0 || s.dilation_width <= 0 || s.groups <= 0)
+      s.out_width <= 0 || s.kernel_height <= 0 || s.kernel_width <= 0 || s.stride_height <= 0 || s.stride_width <= 0 ||
+      s.dilation_height <= 0 || s.dilation_width <= 0 || s.groups <= 0)
     return fail("conv2d", "sizes, strides, dilations and groups must be positive");
   if (s.in_channels % s.groups != 0 || s.out_channels % s.groups != 0)
     return fail("conv2d", "groups must divide the input and output channels");

@@ -19,8 +19,7 @@ float round_half_even_f32(float x) {
   return (x + kMagic) - kMagic;
 }
 
-void quantize_u8(int32_t n, const float* EMBER_RESTRICT x, float scale, int32_t zero_point,
-                 uint8_t* EMBER_RESTRICT y) {
+void quantize_u8(int32_t n, const float* EMBER_RESTRICT x, float scale, int32_t zero_point, uint8_t* EMBER_RESTRICT y) {
   for (int32_t i = 0; i < n; ++i) {
     float q = x[i] / scale;
     q = q > 4194304.0f ? 4194304.0f : q < -4194304.0f ? -4194304.0f : q;  // where rounding is exact anyway
@@ -106,8 +105,8 @@ Status qlinear_conv2d_u8(const Conv2dShape& s, const uint8_t* EMBER_RESTRICT x, 
   return Status::ok;
 }
 
-void qlinear_add_u8(int32_t n, const uint8_t* a, float a_scale, int32_t a_zero_point, const uint8_t* b,
-                    float b_scale, int32_t b_zero_point, float y_scale, int32_t y_zero_point, uint8_t* y) {
+void qlinear_add_u8(int32_t n, const uint8_t* a, float a_scale, int32_t a_zero_point, const uint8_t* b, float b_scale,
+                    int32_t b_zero_point, float y_scale, int32_t y_zero_point, uint8_t* y) {
   for (int32_t i = 0; i < n; ++i) {
     const float ra = (float(a[i]) - float(a_zero_point)) * a_scale;
     const float rb = (float(b[i]) - float(b_zero_point)) * b_scale;

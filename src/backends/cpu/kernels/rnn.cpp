@@ -21,8 +21,8 @@ void copy_or_zero(int32_t n, const float* src, float* dst) {
 }
 }  // namespace
 
-void lstm_f32(const RnnShape& s, const float* x, const float* w, const float* r, const float* bias,
-              const float* h0, const float* c0, float* y, float* h, float* c, float* scratch) {
+void lstm_f32(const RnnShape& s, const float* x, const float* w, const float* r, const float* bias, const float* h0,
+              const float* c0, float* y, float* h, float* c, float* scratch) {
   const int32_t H = s.hidden_size, B = s.batch, I = s.input_size;
   copy_or_zero(B * H, h0, h);
   copy_or_zero(B * H, c0, c);
@@ -53,8 +53,8 @@ void gru_f32(const RnnShape& s, bool linear_before_reset, const float* x, const 
              const float* bias, const float* h0, float* y, float* h, float* scratch) {
   const int32_t H = s.hidden_size, B = s.batch, I = s.input_size;
   copy_or_zero(B * H, h0, h);
-  float* from_x = scratch;          // [3H]: x W^T + Wb, gates z, r, h
-  float* from_h = scratch + 3 * H;  // [3H]: h R^T + Rb (z, r; h when linear_before_reset)
+  float* from_x = scratch;           // [3H]: x W^T + Wb, gates z, r, h
+  float* from_h = scratch + 3 * H;   // [3H]: h R^T + Rb (z, r; h when linear_before_reset)
   float* reset_h = scratch + 6 * H;  // [H]: r * h (without linear_before_reset)
   const float* r_bias = bias ? bias + 3 * H : nullptr;
   for (int32_t t = 0; t < s.seq_length; ++t)
