@@ -442,8 +442,10 @@ int cmd_generate(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     if (a == "--out" || a == "--name" || a == "--batch" || a == "--target") {
       if (i + 1 >= args.size()) throw UsageError{a + " needs a value"};
-      std::optional<std::string>& slot =
-          a == "--out" ? out_dir : a == "--name" ? name : a == "--batch" ? batch : target;
+      std::optional<std::string>& slot = a == "--out"     ? out_dir
+                                         : a == "--name"  ? name
+                                         : a == "--batch" ? batch
+                                                          : target;
       if (slot) throw UsageError{a + " given twice"};
       slot = args[++i];
     } else if (a.rfind("--", 0) == 0) {
