@@ -152,6 +152,7 @@ VulkanBackend::VulkanBackend(int index) : index_(index) {
   register_sort_kernels(kernels_, dtypes_);
   register_pool_kernels(kernels_, dtypes_);
   register_conv_kernels(kernels_, dtypes_);
+  register_multi_kernels(kernels_, dtypes_);
 }
 
 VulkanBackend::~VulkanBackend() {
