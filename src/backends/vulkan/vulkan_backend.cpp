@@ -153,6 +153,7 @@ VulkanBackend::VulkanBackend(int index) : index_(index) {
   register_pool_kernels(kernels_, dtypes_);
   register_conv_kernels(kernels_, dtypes_);
   register_multi_kernels(kernels_, dtypes_);
+  register_attention_kernels(kernels_, dtypes_);
 }
 
 VulkanBackend::~VulkanBackend() {
