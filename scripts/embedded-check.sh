@@ -33,7 +33,7 @@ fail() {
   echo "embedded: 0 passed, 1 failed"
   exit 1
 }
-for tool in arm-none-eabi-g++ arm-none-eabi-gcc arm-none-eabi-size arm-none-eabi-nm qemu-system-arm make; do
+for tool in arm-none-eabi-g++ arm-none-eabi-gcc arm-none-eabi-size arm-none-eabi-nm qemu-system-arm cmake ninja; do
   command -v "$tool" >/dev/null || skip "$tool is not installed"
 done
 echo 'int main(){}' | arm-none-eabi-gcc -x c - --specs=nano.specs --specs=nosys.specs -o /dev/null 2>/dev/null ||
@@ -44,20 +44,6 @@ for program in "$ember_onnx" "$build/examples/cortex_m"; do
 done
 
 mkdir -p "$out/gen"
-echo "== cmake -DEMBER_FREESTANDING=ON (the kernels alone, arm-none-eabi)"
-cmake -S . -B "$out/freestanding" -G Ninja -DEMBER_FREESTANDING=ON \
-  -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchains/arm-none-eabi-cortex-m4.cmake" >"$out/freestanding.log" 2>&1 &&
-  ninja -C "$out/freestanding" -j 2 >>"$out/freestanding.log" 2>&1 ||
-  { tail -n 20 "$out/freestanding.log"; fail "the freestanding CMake build ($out/freestanding.log)"; }
-# What the kernels need from outside: libgcc's and libc's helpers at most, never the heap,
-# exceptions or threads.
-defined=$(arm-none-eabi-nm --defined-only "$out/freestanding/libember_kernels.a" | awk 'NF == 3 {print $3}' | sort -u)
-undefined=$(arm-none-eabi-nm -u "$out/freestanding/libember_kernels.a" | awk 'NF == 2 {print $2}' | sort -u |
-  comm -23 - <(echo "$defined") | tr '\n' ' ')
-echo "  libember_kernels.a needs: ${undefined:-nothing}"
-if grep -Eq '_Znw|_Zna|malloc|__cxa_|_Unwind|__gxx_personality|pthread' <<<"$undefined"; then
-  fail "libember_kernels.a needs a hosted symbol: $undefined"
-fi
 echo "== train the digit classifier with ember"
 "$build/examples/cortex_m" --out "$out" | tail -n 1
 echo "== export the models to ONNX (PyTorch)"
@@ -79,21 +65,33 @@ echo "== ember-onnx generate --target cortex-m"
 for m in "${models[@]}"; do
   "$ember_onnx" generate "$out/$m.onnx" --target cortex-m --out "$out/gen" --name "$m" | sed "s/^/  $m: /"
 done
-echo "== build the firmware (arm-none-eabi-g++) and the native twin"
-for m in "${models[@]}"; do
-  make -s -f examples/cortex_m/Makefile MODEL="$m" GEN="$out/gen" INPUTS="$out/$m.inputs.bin" OUT="$out" \
-    "$out/$m.elf" "$out/$m.native" &
+echo "== build the firmware (arm-none-eabi-g++, ember's kernels with -DEMBER_FREESTANDING=ON) and the native twin"
+models_list=$(IFS=';'; echo "${models[*]}")
+for kind in arm native; do
+  toolchain=()
+  [[ $kind == arm ]] && toolchain=(-DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchains/arm-none-eabi-cortex-m4.cmake")
+  cmake -S examples/cortex_m/firmware -B "$out/firmware-$kind" -G Ninja "${toolchain[@]}" -DEMBER_MODELS="$models_list" \
+    -DEMBER_GEN_DIR="$PWD/$out/gen" -DEMBER_INPUTS_DIR="$PWD/$out" >"$out/firmware-$kind.log" 2>&1 &&
+    ninja -C "$out/firmware-$kind" -j 2 >>"$out/firmware-$kind.log" 2>&1 ||
+    { tail -n 30 "$out/firmware-$kind.log"; fail "the $kind firmware build ($out/firmware-$kind.log)"; }
 done
-status=0
-for job in $(jobs -p); do wait "$job" || status=1; done
-[[ $status == 0 ]] || fail "a firmware or native build (the compiler's errors are above)"
+# What ember's kernels need from outside, built freestanding for the target: libgcc's and libc's
+# helpers at most, never the heap, exceptions or threads.
+kernels=$out/firmware-arm/ember/libember_kernels.a
+defined=$(arm-none-eabi-nm --defined-only "$kernels" | awk 'NF == 3 {print $3}' | sort -u)
+undefined=$(arm-none-eabi-nm -u "$kernels" | awk 'NF == 2 {print $2}' | sort -u | comm -23 - <(echo "$defined") |
+  tr '\n' ' ')
+echo "  libember_kernels.a (EMBER_FREESTANDING=ON) needs: ${undefined:-nothing}"
+if grep -Eq '_Znw|_Zna|malloc|__cxa_|_Unwind|__gxx_personality|pthread' <<<"$undefined"; then
+  fail "libember_kernels.a needs a hosted symbol: $undefined"
+fi
 echo "== run in qemu-system-arm -M mps2-an386 and natively"
 for m in "${models[@]}"; do
   rm -f "$out/$m.qemu.txt"
   timeout 300 qemu-system-arm -M mps2-an386 -nographic -icount shift=0 -monitor none -serial none \
     -chardev file,id=semihosting,path="$out/$m.qemu.txt" -semihosting-config enable=on,target=native,chardev=semihosting \
-    -kernel "$out/$m.elf" </dev/null || echo "  $m: qemu exited with status $?"
-  "$out/$m.native" > "$out/$m.native.txt" || echo "  $m: the native build exited with status $?"
+    -kernel "$out/firmware-arm/$m.elf" </dev/null || echo "  $m: qemu exited with status $?"
+  "$out/firmware-native/$m.native" >"$out/$m.native.txt" || echo "  $m: the native build exited with status $?"
 done
 # The ONNX node tests (made by test.sh from python3-onnx) through the generator, run natively.
 node_report=
@@ -106,5 +104,5 @@ if [[ -d $build/onnx-node/node ]]; then
 else
   echo "== (no ONNX node tests in $build/onnx-node: that part is left out)"
 fi
-"$python" examples/cortex_m/check_results.py --out "$build/reports/embedded.json" ${node_report:+--node-report "$node_report"} \
-  "$out" "${models[@]}"
+"$python" examples/cortex_m/check_results.py --out "$build/reports/embedded.json" --firmware "$out/firmware-arm" \
+  ${node_report:+--node-report "$node_report"} "$out" "${models[@]}"

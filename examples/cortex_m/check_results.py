@@ -9,10 +9,10 @@ link check: no symbol of operator new/delete, malloc, exceptions, unwinding, thr
 the ELF, and no member of libstdc++, libsupc++ or libpthread among the archive members the link
 map lists.
 
-  check_results.py --out build/reports/embedded.json DIR NAME...
+  check_results.py --out build/reports/embedded.json [--firmware FW_DIR] DIR NAME...
 
-DIR holds NAME.qemu.txt, NAME.native.txt, NAME.reference.bin, NAME.meta.json, NAME.elf, NAME.map
-and gen/NAME.json for each NAME. Exit status 1 when a check fails.
+DIR holds NAME.qemu.txt, NAME.native.txt, NAME.reference.bin, NAME.meta.json and gen/NAME.json for
+each NAME; FW_DIR (default DIR) NAME.elf and NAME.map. Exit status 1 when a check fails.
 """
 
 import argparse
@@ -117,7 +117,7 @@ def map_members(map_path):
 FORBIDDEN_LIBRARIES = re.compile(r"^(libstdc\+\+|libsupc\+\+|libpthread|libnosys)")
 
 
-def check_model(directory, name):
+def check_model(directory, name, firmware):
     meta = json.load(open(os.path.join(directory, name + ".meta.json")))
     gen = json.load(open(os.path.join(directory, "gen", name + ".json")))
     qemu = parse_run(os.path.join(directory, name + ".qemu.txt"))
@@ -148,7 +148,7 @@ def check_model(directory, name):
         elif len(problems) < 5:
             problems.append(f"input {i}: class qemu {qc} native {nc} {reference_name} {ref_class}; "
                             f"outputs qemu {qv[:3]}... native {nv[:3]}... {reference_name} {ref[:3]}...")
-    elf = os.path.join(directory, name + ".elf")
+    elf = os.path.join(firmware, name + ".elf")
     sizes = section_sizes(elf)
     flash = sum(sizes.get(s, 0) for s in (".vectors", ".text", ".ARM.exidx", ".data"))
     stack = qemu["stack"] or 0
@@ -158,7 +158,7 @@ def check_model(directory, name):
         per_tick = qemu["calibration"][0] / qemu["calibration"][1]
         instructions = round(qemu["ticks"] * per_tick / len(qemu["rows"]))
     forbidden = link_check(elf)
-    members = map_members(os.path.join(directory, name + ".map"))
+    members = map_members(os.path.join(firmware, name + ".map"))
     forbidden += [m + " (hosted runtime library)" for m in members if FORBIDDEN_LIBRARIES.match(m)]
     if forbidden:
         problems.append("forbidden symbols in the image: " + ", ".join(forbidden[:10]))
@@ -180,11 +180,12 @@ def check_model(directory, name):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
+    p.add_argument("--firmware", help="where NAME.elf and NAME.map are (default: DIR)")
     p.add_argument("--node-report", help="tests/embedded/node_conformance.py's report, merged in as node_tests")
     p.add_argument("dir")
     p.add_argument("names", nargs="+")
     args = p.parse_args()
-    models = [check_model(args.dir, n) for n in args.names]
+    models = [check_model(args.dir, n, args.firmware or args.dir) for n in args.names]
     report = {
         "models": models,
         "failed": sum(1 for m in models if m["problems"]),

@@ -2,8 +2,8 @@
 // that `ember-onnx generate --target cortex-m` wrote on the test inputs linked into the image and
 // prints, per input, the predicted class and the outputs' float32 bits in hexadecimal (exact, and
 // no printf needed). On the target it also prints the SysTick ticks the inferences took, a
-// calibration (ticks for a loop of known instruction count) and the stack it used. The Makefile
-// builds it with -DMODEL=name -DMODEL_HEADER='"name.hpp"'.
+// calibration (ticks for a loop of known instruction count) and the stack it used. CMakeLists.txt
+// here builds it with -DMODEL=name -DMODEL_HEADER='"name.hpp"'.
 //
 // Output, one line each:
 //   model NAME inputs N outputs K
