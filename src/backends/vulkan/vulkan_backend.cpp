@@ -155,6 +155,7 @@ VulkanBackend::VulkanBackend(int index) : index_(index) {
   register_multi_kernels(kernels_, dtypes_);
   register_attention_kernels(kernels_, dtypes_);
   register_select_kernels(kernels_, dtypes_);
+  register_optim_kernels(kernels_, dtypes_);
 }
 
 VulkanBackend::~VulkanBackend() {
