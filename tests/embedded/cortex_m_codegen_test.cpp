@@ -131,6 +131,64 @@ TEST(CortexMCodegen, ArenaSharesBytesBetweenDeadTensors) {
   EXPECT_EQ(r.arena_bytes, 2 * 8 * 16 * 4);
 }
 
+TensorProto int_tensor(const std::string& name, DataType type, const std::vector<int64_t>& dims,
+                       std::vector<int32_t> values) {
+  TensorProto t;
+  t.name = name;
+  t.data_type = int32_t(type);
+  t.dims = dims;
+  t.int32_data = std::move(values);
+  return t;
+}
+
+// x -> QuantizeLinear (u8) -> QLinearConv 1x1 (i8 weights, per-channel scales and zero points)
+// -> DequantizeLinear -> y, as ember-onnx quantize writes a conv.
+GraphProto quantized_conv(DataType activations) {
+  GraphProto g;
+  g.inputs = {float_value("x", {1, 2, 4, 4})};
+  g.outputs = {float_value("y", {1, 3, 4, 4})};
+  g.initializers = {float_tensor("s", {}, 0.05f),
+                    int_tensor("zp", activations, {}, {activations == DataType::uint8 ? 128 : 0}),
+                    int_tensor("w", DataType::int8, {3, 2, 1, 1}, {1, -2, 3, -4, 5, -6}),
+                    float_tensor("ws", {3}, 0.01f),
+                    int_tensor("wz", DataType::int8, {3}, {0, 1, -1}),
+                    float_tensor("ys", {}, 0.1f),
+                    int_tensor("yz", activations, {}, {activations == DataType::uint8 ? 10 : 0}),
+                    int_tensor("b", DataType::int32, {3}, {100, -100, 7})};
+  g.nodes = {gen::node("QuantizeLinear", "q", "", {"x", "s", "zp"}, {"xq"}),
+             gen::node("QLinearConv", "qconv", "", {"xq", "s", "zp", "w", "ws", "wz", "ys", "yz", "b"}, {"yq"}),
+             gen::node("DequantizeLinear", "dq", "", {"yq", "ys", "yz"}, {"y"})};
+  return g;
+}
+
+TEST(CortexMCodegen, Int8ConvUsesByteBuffers) {
+  const std::string dir = temp_dir("int8");
+  const CortexMReport r = generate_cortex_m(model_of(quantized_conv(DataType::uint8)), dir, "qconv");
+  EXPECT_EQ(r.steps, 3);
+  // Weights: 6 i8, 3 i32 zero points, 3 i32 biases, 3 f32 multipliers.
+  EXPECT_EQ(r.weight_bytes, 6 + 4 * 3 + 4 * 3 + 4 * 3);
+  // The u8 input and output of the conv (32 and 48 bytes) and the f32 output (192 bytes) never
+  // live at once with all of each other: at most 48 + 192 bytes.
+  EXPECT_LE(r.arena_bytes, 48 + 192 + 16);
+  const std::string cpp = read(dir + "/qconv.cpp");
+  EXPECT_NE(cpp.find("quantize_u8(32, b0, 0.0500000007f, 128, b1);"), std::string::npos) << cpp;
+  EXPECT_NE(cpp.find("qlinear_conv2d_u8(s, b1, 128, "), std::string::npos) << cpp;
+  EXPECT_NE(cpp.find("uint8_t* const b1 = reinterpret_cast<uint8_t*>(arena + "), std::string::npos) << cpp;
+  EXPECT_NE(cpp.find("const int8_t w"), std::string::npos);
+  // multiplier (0.05 * 0.01) / 0.1 in f32
+  EXPECT_NE(cpp.find("0.00500000035f"), std::string::npos) << cpp;
+}
+
+TEST(CortexMCodegen, Int8ActivationsAreRefused) {
+  try {
+    generate_cortex_m(model_of(quantized_conv(DataType::int8)), temp_dir("int8_signed"), "qconv");
+    FAIL() << "no error";
+  } catch (const NotImplemented& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'q' (QuantizeLinear)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("INT8"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CortexMCodegen, UnsupportedNodeNamesNodeAndOp) {
   GraphProto g;
   g.inputs = {float_value("x", {1, 4})};
