@@ -22,5 +22,6 @@ target_link_libraries(ember_kernels PRIVATE ember_warnings)
 add_library(ember::kernels ALIAS ember_kernels)
 install(TARGETS ember_kernels ARCHIVE DESTINATION lib)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ember/kernels DESTINATION include/ember)
+# Of core, the header-only pieces that need no heap or exceptions: the profile, bit_cast, f16/bf16.
 install(FILES ${PROJECT_SOURCE_DIR}/include/ember/core/config.hpp ${PROJECT_SOURCE_DIR}/include/ember/core/bit.hpp
-        DESTINATION include/ember/core)
+              ${PROJECT_SOURCE_DIR}/include/ember/core/half.hpp DESTINATION include/ember/core)
