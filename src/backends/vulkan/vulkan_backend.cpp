@@ -156,6 +156,7 @@ VulkanBackend::VulkanBackend(int index) : index_(index) {
   register_attention_kernels(kernels_, dtypes_);
   register_select_kernels(kernels_, dtypes_);
   register_optim_kernels(kernels_, dtypes_);
+  register_interpolate_kernels(kernels_, dtypes_);
 }
 
 VulkanBackend::~VulkanBackend() {
