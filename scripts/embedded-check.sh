@@ -13,7 +13,7 @@
 # Exit status 0 when every model matches, 1 on a failure, 2 when it skips (the last line says why:
 # arm-none-eabi-gcc, newlib, qemu-system-arm or PyTorch missing; scripts/install-deps.sh installs
 # them). The line "embedded: P passed, F failed" counts the models (test.sh's run_script reads it;
-# failures are the lines starting "   FAILED"). About 30 seconds after the build, on two cores.
+# failures are the lines starting "   FAILED"). About a minute after the build, on two cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -44,6 +44,7 @@ for program in "$ember_onnx" "$build/examples/cortex_m"; do
 done
 
 mkdir -p "$out/gen"
+out_abs=$(cd "$out" && pwd)
 echo "== train the digit classifier with ember"
 "$build/examples/cortex_m" --out "$out" | tail -n 1
 echo "== export the models to ONNX (PyTorch)"
@@ -71,7 +72,7 @@ for kind in arm native; do
   toolchain=()
   [[ $kind == arm ]] && toolchain=(-DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchains/arm-none-eabi-cortex-m4.cmake")
   cmake -S examples/cortex_m/firmware -B "$out/firmware-$kind" -G Ninja "${toolchain[@]}" -DEMBER_MODELS="$models_list" \
-    -DEMBER_GEN_DIR="$PWD/$out/gen" -DEMBER_INPUTS_DIR="$PWD/$out" >"$out/firmware-$kind.log" 2>&1 &&
+    -DEMBER_GEN_DIR="$out_abs/gen" -DEMBER_INPUTS_DIR="$out_abs" >"$out/firmware-$kind.log" 2>&1 &&
     ninja -C "$out/firmware-$kind" -j 2 >>"$out/firmware-$kind.log" 2>&1 ||
     { tail -n 30 "$out/firmware-$kind.log"; fail "the $kind firmware build ($out/firmware-$kind.log)"; }
 done
