@@ -11,6 +11,9 @@
 # run side by side, about 165 s (the autodiff stacks; one after another they took 350 s): the
 # default stages fit one 10-minute command. The benchmarks (~2 min) are a second command on the
 # same (warm) machine: STAGES=bench.
+# "vulkan" (not a default) builds the Vulkan backend (issue 33) and, where the NVIDIA driver
+# exposes a Vulkan device, runs its unit tests and the vulkan and autodiff-vulkan conformance
+# stacks on it; where it exposes none it says so, with the loader's view (VK_LOADER_DEBUG).
 # The remote-cuda stacks need Boost and OpenSSL headers; on a machine without them, run
 # scripts/gpu-sysroot.sh here first and carry .cache/gpu-sysroot (then CONF_STACKS=remote-cuda
 # AD_STACKS=autodiff-remote-cuda select those stacks).
@@ -32,6 +35,9 @@ sysroot=$PWD/.cache/gpu-sysroot
 if [ -d "$sysroot" ]; then
   [ -f /usr/include/boost/beast.hpp ] || export BOOST_ROOT=$sysroot
   [ -f /usr/include/openssl/ssl.h ] || export OPENSSL_ROOT_DIR=$sysroot
+  # the Vulkan loader and shaderc (find_package(Vulkan) and the shaderc search look there)
+  [ -f /usr/include/vulkan/vulkan.h ] || export CMAKE_PREFIX_PATH=$sysroot${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+  ldconfig -p 2>/dev/null | grep -q "libvulkan.so.1 " || export LD_LIBRARY_PATH=$sysroot/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   ldconfig -p 2>/dev/null | grep -q "libssl.so.3 " || export LD_LIBRARY_PATH=$sysroot/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 summary=()
@@ -83,6 +89,25 @@ wait
 for n in compile conformance autodiff cuda_tests fusion random_cuda nccl; do
   [ -f "$logs/$n.sum" ] && summary+=("$(cat "$logs/$n.sum")")
 done
+if has vulkan; then
+  t=$(date +%s)
+  if ! cmake --build build -j "$(nproc)" --target ember_vulkan_tests ember_conformance ember_autodiff_conformance \
+       >"$logs/vulkan-build.log" 2>&1; then
+    summary+=("vulkan: build failed: $(grep -m1 -E 'error|Error' "$logs/vulkan-build.log")")
+  elif ! build/tests/backends/vulkan/ember_vulkan_tests --has-device >"$logs/vulkan-devices.log" 2>&1; then
+    VK_LOADER_DEBUG=error,warn build/tests/backends/vulkan/ember_vulkan_tests --has-device >>"$logs/vulkan-devices.log" 2>&1
+    ls /usr/share/vulkan/icd.d /etc/vulkan/icd.d >>"$logs/vulkan-devices.log" 2>&1
+    summary+=("vulkan: no device ($(head -1 "$logs/vulkan-devices.log")); the loader's view in vulkan-devices.log")
+  else
+    summary+=("$(head -1 "$logs/vulkan-devices.log")")
+    run vulkan_tests build/tests/backends/vulkan/ember_vulkan_tests &
+    EMBER_STACKS=vulkan run vulkan_conformance build/tests/conformance/ember_conformance &
+    EMBER_STACKS=autodiff-vulkan run vulkan_autodiff build/tests/autodiff/ember_autodiff_conformance &
+    wait
+    for n in vulkan_tests vulkan_conformance vulkan_autodiff; do summary+=("$(cat "$logs/$n.sum")"); done
+  fi
+  summary+=("vulkan stage: $(( $(date +%s) - t )) s")
+fi
 if has consumers; then
   t=$(date +%s)
   extra=()  # the installed targets the stages above did not build, where this build has them

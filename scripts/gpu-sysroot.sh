@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Writes .cache/gpu-sysroot/: the Boost and OpenSSL headers that the remote decorator includes
-# (found with g++ -M, about 17 MB) and OpenSSL's libraries, for GPU machines that have the CUDA
-# toolchain but not Debian's libboost-dev / libssl-dev. Pass it to the device tool as a carried
+# (found with g++ -M, about 17 MB) and OpenSSL's libraries, and the Vulkan loader and shaderc
+# (about 21 MB more), for GPU machines that have the CUDA toolchain but not Debian's
+# libboost-dev / libssl-dev / libvulkan-dev / libshaderc-dev. Pass it to the device tool as a carried
 # path; scripts/cuda-check.sh uses it when the machine has no Boost or OpenSSL headers of its own.
 # Usage: scripts/gpu-sysroot.sh
 set -euo pipefail
@@ -24,4 +25,20 @@ for lib in libssl libcrypto; do
   cp -L "/usr/lib/x86_64-linux-gnu/$lib.so.3" "$out/lib/"
   ln -sf "$lib.so.3" "$out/lib/$lib.so"
 done
+# The Vulkan backend (docs/vulkan.md): the loader and its headers, and shaderc with the static
+# glslang and SPIRV-Tools libraries it links (about 21 MB). The machine's NVIDIA driver provides
+# the device itself (its ICD), where it has one.
+echo '#include <vulkan/vulkan.h>
+#include <shaderc/shaderc.h>' | g++ -x c++ -M - | tr ' \\' '\n\n' |
+  grep -E '^/usr/include/(vulkan|vk_video|shaderc)/' | sort -u | while read -r h; do
+  mkdir -p "$out/include/$(dirname "${h#/usr/include/}")" && cp "$h" "$out/include/${h#/usr/include/}"
+done
+for lib in shaderc_combined glslang MachineIndependent GenericCodeGen OSDependent OGLCompiler SPIRV SPIRV-Tools-opt \
+           SPIRV-Tools glslang-default-resource-limits; do
+  [ -f "/usr/lib/x86_64-linux-gnu/lib$lib.a" ] && cp "/usr/lib/x86_64-linux-gnu/lib$lib.a" "$out/lib/"
+done
+if [ -f /usr/lib/x86_64-linux-gnu/libvulkan.so.1 ]; then
+  cp -L /usr/lib/x86_64-linux-gnu/libvulkan.so.1 "$out/lib/"
+  ln -sf libvulkan.so.1 "$out/lib/libvulkan.so"
+fi
 du -sh "$out"
