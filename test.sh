@@ -378,6 +378,13 @@ else
   tail -15 "$api_log"; echo "   0 passed, 1 failed ($api_log)"; failed=$((failed + 1))
 fi
 
+# ember on a microcontroller (issue 34; docs/embedded.md): the models of examples/cortex_m compiled by
+# `ember-onnx generate --target cortex-m`, built with arm-none-eabi-gcc and run in qemu-system-arm
+# (mps2-an386, a Cortex-M4F) on 100 inputs each, checked against the native build of the same code
+# and against PyTorch or ember's ONNX runtime; the images' link maps hold no heap, exception or
+# thread symbol (scripts/embedded-check.sh; build/reports/embedded.json).
+run_script embedded build/test-logs/embedded.log '^   FAILED' scripts/embedded-check.sh build
+
 # The browser layer (issue 32; docs/web.md): the wasm module built with emscripten, the forward
 # conformance suite compiled to wasm in Node.js, and the demos, the JavaScript API and a short
 # benchmark in Debian's headless Chromium, predictions checked against this native build
