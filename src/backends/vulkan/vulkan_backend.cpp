@@ -157,6 +157,7 @@ VulkanBackend::VulkanBackend(int index) : index_(index) {
   register_select_kernels(kernels_, dtypes_);
   register_optim_kernels(kernels_, dtypes_);
   register_interpolate_kernels(kernels_, dtypes_);
+  register_quant_kernels(kernels_, dtypes_);
 }
 
 VulkanBackend::~VulkanBackend() {

@@ -49,6 +49,7 @@ void register_attention_kernels(KernelTable& t, DTypeTable& d);    // attention.
 void register_select_kernels(KernelTable& t, DTypeTable& d);       // select.cpp: nonzero, masked_select
 void register_optim_kernels(KernelTable& t, DTypeTable& d);        // optim.cpp: adam_step
 void register_interpolate_kernels(KernelTable& t, DTypeTable& d);  // interpolate.cpp
+void register_quant_kernels(KernelTable& t, DTypeTable& d);        // quant.cpp: matmul_integer, conv_integer, qlinear_add
 void register_layout_kernels(KernelTable& t, DTypeTable& d);       // layout.cpp: flip, roll, cat, pad, tril, triu, slice_assign
 
 // Device memory of a tensor: a block of the backend's pool, returned to it when the last
