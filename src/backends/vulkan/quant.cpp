@@ -5,8 +5,9 @@
 // (a - a_zp)(b - b_zp) in 32-bit integers, as the CPU backend's reference. qlinear_add computes
 // each step in f32 as the plain ops it stands for: (a - a_zp) a_scale + (b - b_zp) b_scale, / c_scale,
 // rounded half to even, + c_zp, saturated; its six scalars are first gathered (cast to f32) into a
-// small buffer by the copy kernel, so the host never reads them. qlinear_conv, qlinear_matmul
-// and matmul_wq are not supported yet.
+// small buffer by the copy kernel, so the host never reads them. qlinear_conv and qlinear_matmul
+// are the integer product followed by a requantization kernel. matmul_wq is not supported yet.
+#include <cmath>
 #include <cstring>
 
 #include "copy.hpp"
@@ -234,9 +235,112 @@ std::vector<PrimitivePtr> qlinear_add_kernel(VulkanBackend& be, Op& op) {
   return {out};
 }
 
+// ---- qlinear_conv / qlinear_matmul: the integer product (conv_integer / matmul_integer with the
+// zero points), then a requantization kernel per element of output channel c:
+//   with y_scale: y = saturate(round_half_even(f32(acc + bias) m) + y_zp), m = x_scale w_scale[c] / y_scale
+//   without:      y (f32) = clamp(m f32(acc) + bias, act_min, act_max),   m = x_scale w_scale[c]
+// each step in f32 (generic parameters: ia = (inner, channels), fa/fb = the clamp, flag: 1 y_scale,
+// 2 bias, 4 w_scale per channel; off[2], off[3]: w_scale's and bias's offsets).
+std::string requant_source(DType out, DType bias) {
+  std::string s = glsl::header({out, DType::i32, DType::f32, bias});
+  s += glsl::buffer(0, out, "o_", false);
+  s += glsl::buffer(1, DType::i32, "acc_", true);
+  s += glsl::buffer(2, DType::f32, "s_", true);
+  s += glsl::buffer(3, DType::f32, "ws_", true);
+  s += glsl::buffer(4, bias, "b_", true);
+  s += "void main() {\n  uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n"
+       "  float xs = s_[0], ys = s_[1], yz = s_[2];\n"
+       "  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += step) {\n"
+       "    int c = (int(i) / p.ia.x) % p.ia.y;\n"
+       "    float w = ws_[p.off[2] + ((p.flag & 4u) != 0u ? c : 0)];\n"
+       "    int acc = acc_[int(i)];\n";
+  if (out != DType::f32) {
+    const std::string lo = out == DType::u8 ? "0.0" : "-128.0", hi = out == DType::u8 ? "255.0" : "127.0";
+    s += "    if ((p.flag & 2u) != 0u) acc += b_[p.off[3] + c];\n"
+         "    precise float m = (xs * w) / ys;\n"
+         "    precise float q = roundEven(float(acc) * m) + yz;\n"
+         "    o_[int(i)] = " + glsl::store(out, "int(clamp(q, " + lo + ", " + hi + "))") + ";\n  }\n}\n";
+  } else {
+    s += "    precise float m = xs * w;\n"
+         "    precise float y = m * float(acc) + ((p.flag & 2u) != 0u ? float(b_[p.off[3] + c]) : 0.0);\n"
+         "    y = y < p.fa ? p.fa : y;\n    y = y > p.fb ? p.fb : y;\n"
+         "    o_[int(i)] = y;\n  }\n}\n";
+  }
+  return s;
+}
+
+std::vector<PrimitivePtr> qlinear_kernel(VulkanBackend& be, Op& op) {
+  const bool conv = op.kind == OpKind::qlinear_conv;
+  auto in = [&](size_t i) { return op.inputs.size() > i ? op.inputs[i] : nullptr; };
+  PrimitivePtr acc;
+  double act_min = -INFINITY, act_max = INFINITY;
+  if (conv) {
+    ConvAttrs ca = op.attr<ConvAttrs>();
+    act_min = ca.act_min;
+    act_max = ca.act_max;
+    ca.act_min = -INFINITY;
+    ca.act_max = INFINITY;
+    acc = be.execute(make_op(OpKind::conv_integer, {in(0), in(3), in(2), in(5)}, ca))[0];
+  } else {
+    const auto& sa = op.attr<ScalarAttrs>();
+    act_min = sa.a;
+    act_max = sa.b;
+    acc = be.execute(make_op(OpKind::matmul_integer, {in(0), in(3), in(2), in(5)}))[0];
+  }
+  auto out = be.alloc(op.outputs[0]);
+  const Shape& os = out->shape();
+  const int64_t n = os.numel();
+  if (n == 0) return {out};
+  EMBER_CHECK(n <= INT32_MAX, op.name(), ": too many elements for 32-bit indexing");
+  // x_scale, y_scale (1 without), y_zp (0 without) as f32
+  auto scalars = be.alloc(TensorMeta{Shape{3}, DType::f32});
+  const float defaults[3] = {1.f, 1.f, 0.f};
+  const size_t from[3] = {1, 6, 7};
+  for (size_t i = 0; i < 3; ++i) {
+    if (in(from[i])) {
+      copy_strided(be, Operand{scalars->buffer, DType::f32, {}, int64_t(i)},
+                   Operand{as_vk(in(from[i])).buffer, in(from[i])->dtype(), {}, as_vk(in(from[i])).offset}, Shape{});
+    } else {
+      auto c = as_vk_ptr(be.execute(make_op(OpKind::full, {}, CreateAttrs{Shape{}, DType::f32, defaults[i]}))[0]);
+      copy_strided(be, Operand{scalars->buffer, DType::f32, {}, int64_t(i)}, operand_of(*c), Shape{});
+    }
+  }
+  VulkanTensorPtr ws = be.contiguous(in(4));
+  KernelParams p = make_params(op.name(), os, {operand_of(*out)});
+  const int64_t channels = conv ? os[1] : os[os.rank() - 1];
+  int64_t inner = 1;
+  if (conv)
+    for (int d = 2; d < os.rank(); ++d) inner *= os[d];
+  p.ia[0] = int32_t(inner);
+  p.ia[1] = int32_t(channels);
+  p.fa = float(act_min);
+  p.fb = float(act_max);
+  p.off[2] = int32_t(ws->offset);
+  p.flag = (in(6) ? 1u : 0u) | (ws->numel() > 1 ? 4u : 0u);
+  BufferPtr bias;
+  DType bias_dt = in(6) ? DType::i32 : DType::f32;
+  if (in(8)) {
+    VulkanTensorPtr b = be.contiguous(in(8));
+    bias = b->buffer;
+    bias_dt = b->dtype();
+    p.off[3] = int32_t(b->offset);
+    p.flag |= 2u;
+  }
+  const DType od = out->dtype();
+  const std::string key = "requant/" + std::string(dtype_name(od)) + "/" + std::string(dtype_name(bias_dt));
+  VkPipeline pipe = be.shaders().get(op.name(), key, [od, bias_dt] { return requant_source(od, bias_dt); });
+  be.dispatch(pipe, {out->buffer, as_vk(acc).buffer, scalars->buffer, ws->buffer, bias, nullptr}, &p, sizeof p,
+              be.groups_for(n));
+  return {out};
+}
+
 }  // namespace
 
 void register_quant_kernels(KernelTable& t, DTypeTable& d) {
+  t[size_t(OpKind::qlinear_conv)] = qlinear_kernel;
+  t[size_t(OpKind::qlinear_matmul)] = qlinear_kernel;
+  d[size_t(OpKind::qlinear_conv)] = int8_inputs;
+  d[size_t(OpKind::qlinear_matmul)] = int8_inputs;
   t[size_t(OpKind::matmul_integer)] = matmul_integer_kernel;
   t[size_t(OpKind::conv_integer)] = conv_integer_kernel;
   t[size_t(OpKind::qlinear_add)] = qlinear_add_kernel;
