@@ -1,12 +1,13 @@
-// Quantized ops: matmul_integer and conv_integer (u8/i8 with zero points -> i32, wrapping) and
-// qlinear_add (the quantized residual add).
+// Quantized ops: matmul_integer and conv_integer (u8/i8 with zero points -> i32, wrapping),
+// qlinear_add (the quantized residual add), qlinear_conv, qlinear_matmul and matmul_wq.
 //
 // matmul_integer and conv_integer are direct kernels (an invocation per output element) summing
 // (a - a_zp)(b - b_zp) in 32-bit integers, as the CPU backend's reference. qlinear_add computes
 // each step in f32 as the plain ops it stands for: (a - a_zp) a_scale + (b - b_zp) b_scale, / c_scale,
 // rounded half to even, + c_zp, saturated; its six scalars are first gathered (cast to f32) into a
 // small buffer by the copy kernel, so the host never reads them. qlinear_conv and qlinear_matmul
-// are the integer product followed by a requantization kernel. matmul_wq is not supported yet.
+// are the integer product followed by a requantization kernel; matmul_wq dequantizes its blocks
+// in a direct kernel.
 #include <cmath>
 #include <cstring>
 
@@ -334,9 +335,106 @@ std::vector<PrimitivePtr> qlinear_kernel(VulkanBackend& be, Op& op) {
   return {out};
 }
 
+// ---- matmul_wq: y [M, N] = x [M, K] W^T, W [N, K] quantized per block along K (4 bits, two per
+// byte, or 8; symmetric or with u8 zero points), an invocation per output: per block the sum of
+// (q - z) x in f32, scaled once (the CPU backend's reference); with quantize_x, x is first rounded
+// to int8 per 32 (scale amax / 127, round half to even) and each 32's integer sum is scaled by
+// the block's scale times x's. (generic parameters: ia = (K, N), ib = (block, bits), flag: 1 zero
+// points, 2 quantize_x; off[1..3]: x, data, scales; pad0: the zero points)
+std::string matmul_wq_source() {
+  std::string s = glsl::header({DType::f32, DType::u8});
+  s += glsl::buffer(0, DType::f32, "o_", false);
+  s += glsl::buffer(1, DType::f32, "x_", true);
+  s += glsl::raw_buffer(2, 1, "d_", true);
+  s += glsl::buffer(3, DType::f32, "s_", true);
+  s += glsl::raw_buffer(4, 1, "z_", true);
+  s += R"GLSL(
+int ember_q(int n, int k, int K, bool four, bool zp) {
+  if (four) {
+    int byte = int(d_[p.off[2] + n * (K / 2) + k / 2]);
+    int q = (k & 1) != 0 ? byte >> 4 : byte & 15;
+    return zp ? q : (q ^ 8) - 8;
+  }
+  int byte = int(d_[p.off[2] + n * K + k]);
+  return zp ? byte : (byte >= 128 ? byte - 256 : byte);
+}
+void main() {
+  uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  int K = p.ia.x, N = p.ia.y, block = p.ib.x, nb = K / block;
+  bool four = p.ib.y == 4, zp = (p.flag & 1u) != 0u, qx = (p.flag & 2u) != 0u;
+  for (uint e = gl_GlobalInvocationID.x; e < p.n; e += step) {
+    int j = int(e) / N, n = int(e) % N;
+    int xb = p.off[1] + j * K;
+    precise float acc = 0.0;
+    for (int b = 0; b < nb; ++b) {
+      float sw = s_[p.off[3] + n * nb + b];
+      int z = zp ? int(z_[p.pad0 + n * nb + b]) : 0;
+      if (!qx) {
+        precise float blk = 0.0;
+        for (int k = b * block; k < (b + 1) * block; ++k) blk += float(ember_q(n, k, K, four, zp) - z) * x_[xb + k];
+        acc += sw * blk;
+      } else {
+        for (int k0 = b * block; k0 < (b + 1) * block; k0 += 32) {
+          float amax = 0.0;
+          for (int i = 0; i < 32; ++i) amax = max(amax, abs(x_[xb + k0 + i]));
+          float id = amax > 0.0 ? 127.0 / amax : 0.0;
+          float sx = amax / 127.0;
+          int isum = 0;
+          for (int i = 0; i < 32; ++i)
+            isum += (ember_q(n, k0 + i, K, four, zp) - z) * int(roundEven(x_[xb + k0 + i] * id));
+          acc += float(isum) * (sw * sx);
+        }
+      }
+    }
+    o_[int(e)] = acc;
+  }
+}
+)GLSL";
+  return s;
+}
+
+bool matmul_wq_dtypes(const VulkanBackend& be, const Op&) { return be.has_dtype(DType::u8); }
+
+std::vector<PrimitivePtr> matmul_wq_kernel(VulkanBackend& be, Op& op) {
+  const auto& q = op.attr<WeightQuantAttrs>();
+  auto out = be.alloc(op.outputs[0]);
+  const int64_t n = out->numel();
+  if (n == 0) return {out};
+  VulkanTensorPtr x = be.contiguous(op.inputs[0]);
+  VulkanTensorPtr data = be.contiguous(op.inputs[1]);
+  VulkanTensorPtr scales = be.contiguous(op.inputs[2]);
+  const int64_t K = x->shape()[-1], N = data->shape()[0];
+  if (K == 0) {
+    fill_bits(be, *out, 0);
+    return {out};
+  }
+  EMBER_CHECK(n <= INT32_MAX && x->numel() <= INT32_MAX, op.name(), ": too many elements for 32-bit indexing");
+  KernelParams p = make_params(op.name(), out->shape(), {operand_of(*out)});
+  p.ia[0] = int32_t(K);
+  p.ia[1] = int32_t(N);
+  p.ib[0] = int32_t(q.block);
+  p.ib[1] = q.bits;
+  p.off[1] = int32_t(x->offset);
+  p.off[2] = int32_t(data->offset);
+  p.off[3] = int32_t(scales->offset);
+  BufferPtr zp;
+  if (op.inputs.size() > 3 && op.inputs[3]) {
+    VulkanTensorPtr z = be.contiguous(op.inputs[3]);
+    zp = z->buffer;
+    p.pad[0] = int32_t(z->offset);
+    p.flag |= 1u;
+  }
+  if (q.quantize_x) p.flag |= 2u;
+  VkPipeline pipe = be.shaders().get(op.name(), "matmul_wq/f32", [] { return matmul_wq_source(); });
+  be.dispatch(pipe, {out->buffer, x->buffer, data->buffer, scales->buffer, zp, nullptr}, &p, sizeof p, be.groups_for(n));
+  return {out};
+}
+
 }  // namespace
 
 void register_quant_kernels(KernelTable& t, DTypeTable& d) {
+  t[size_t(OpKind::matmul_wq)] = matmul_wq_kernel;
+  d[size_t(OpKind::matmul_wq)] = matmul_wq_dtypes;
   t[size_t(OpKind::qlinear_conv)] = qlinear_kernel;
   t[size_t(OpKind::qlinear_matmul)] = qlinear_kernel;
   d[size_t(OpKind::qlinear_conv)] = int8_inputs;
