@@ -4,8 +4,9 @@
 // One generated shader per (op, dtype), key "sum/f32". The input's dims split into kept dims
 // (the output, row-major) and reduced dims, each list merged where the strides allow; a
 // workgroup reduces one output element at a time (grid-stride over the outputs): each
-// invocation folds every 128th element of the row, then the workgroup combines the partials in
-// shared memory. var/std and logsumexp take a second pass over the row (the deviations from the
+// invocation folds every 128th element of the row, then the workgroup combines the partials:
+// float sums with subgroupAdd where the device has subgroup arithmetic, everything else (and
+// every sum elsewhere) in a shared-memory tree. var/std and logsumexp take a second pass over the row (the deviations from the
 // mean, the exponentials shifted by the maximum) in the same workgroup. Semantics follow the CPU
 // backend (src/backends/cpu/reduce.cpp): floats accumulate in double where the device has
 // shaderFloat64, integer sums and products wrap in int64, max/min and the arg reductions
@@ -211,16 +212,30 @@ std::string reduce_source(const VulkanBackend& be, OpKind k, DType dt, const std
     return "    for (uint h = " + std::to_string(glsl::kLocalSize / 2) + "u; h > 0u; h >>= 1u) {\n      if (t < h) " +
            comb + "\n      barrier();\n    }\n";
   };
+  // A sum of floats across the workgroup: with subgroup arithmetic, subgroupAdd within each
+  // subgroup and one invocation adding the subgroups' sums (in order); else the shared tree.
+  const bool subgroups = be.physical().subgroup_arithmetic && (AT == "float" || AT == "double");
+  if (subgroups) s.insert(s.find('\n') + 1, "#extension GL_KHR_shader_subgroup_basic : require\n"
+                                            "#extension GL_KHR_shader_subgroup_arithmetic : require\n");
+  // (after s_acc[t] = acc and a barrier) s_acc[0] = the sum of every s_acc[t]
+  auto sum_tree = [&]() -> std::string {
+    if (!subgroups) return tree("s_acc[t] += s_acc[t + h];");
+    return "    { AT sg = subgroupAdd(s_acc[t]);\n      barrier();\n      if (subgroupElect()) s_acc[gl_SubgroupID] = sg;\n"
+           "      barrier();\n      if (t == 0u) { AT tot = s_acc[0]; for (uint g = 1u; g < gl_NumSubgroups; ++g) tot += s_acc[g]; s_acc[0] = tot; }\n"
+           "      barrier(); }\n";
+  };
+  const bool plain_sum = k == OpKind::sum || k == OpKind::mean || k == OpKind::var || k == OpKind::std;
   const std::string ld = glsl::load(dt, "a_[base + red_offset(j)]");
   s += "void main() {\n  uint t = gl_LocalInvocationID.x;\n"
        "  for (uint o = gl_WorkGroupID.x; o < r.n_out; o += gl_NumWorkGroups.x) {\n"
        "    int base = r.off_in + out_offset(o);\n    AT acc = " + init + ";\n    int idx = -1;\n"
        "    for (uint j = t; j < r.n_red; j += " + W + "u) {\n      C x = " + ld + ";\n      " + step + "\n    }\n"
-       "    s_acc[t] = acc;\n" + (arg ? "    s_idx[t] = idx;\n" : "") + "    barrier();\n" + tree(combine);
+       "    s_acc[t] = acc;\n" + (arg ? "    s_idx[t] = idx;\n" : "") + "    barrier();\n" +
+       (plain_sum ? sum_tree() : tree(combine));
   if (two_pass) {
     s += "    AT first = s_acc[0];\n    barrier();\n    acc = " + init2 + ";\n"
          "    for (uint j = t; j < r.n_red; j += " + W + "u) {\n      C x = " + ld + ";\n      " + step2 + "\n    }\n"
-         "    s_acc[t] = acc;\n    barrier();\n" + tree("s_acc[t] += s_acc[t + h];");
+         "    s_acc[t] = acc;\n    barrier();\n" + sum_tree();
   }
   // the stored value in the output's compute type
   const std::string out_c = glsl::compute_type(out0);
