@@ -158,6 +158,7 @@ VulkanBackend::VulkanBackend(int index) : index_(index) {
   register_optim_kernels(kernels_, dtypes_);
   register_interpolate_kernels(kernels_, dtypes_);
   register_quant_kernels(kernels_, dtypes_);
+  register_random_kernels(kernels_, dtypes_);
 }
 
 VulkanBackend::~VulkanBackend() {
@@ -454,6 +455,19 @@ void VulkanBackend::raise_recorded_errors() {
   const int dim = rec[2];
   std::memset(rec, 0, 32);
   EMBER_FAIL(op_name(op), ": index ", index, " is out of bounds for dim ", dim, " with size ", size);
+}
+
+void VulkanBackend::seed(uint64_t s) {
+  std::lock_guard<std::mutex> lock(rng_mu_);
+  seed_ = s;
+  counter_ = 0;
+}
+
+VulkanBackend::RandomStream VulkanBackend::next_random(uint64_t n) {
+  std::lock_guard<std::mutex> lock(rng_mu_);
+  RandomStream r{seed_, counter_};
+  counter_ += n;
+  return r;
 }
 
 void VulkanBackend::memory_cleanup() {

@@ -50,6 +50,7 @@ void register_select_kernels(KernelTable& t, DTypeTable& d);       // select.cpp
 void register_optim_kernels(KernelTable& t, DTypeTable& d);        // optim.cpp: adam_step
 void register_interpolate_kernels(KernelTable& t, DTypeTable& d);  // interpolate.cpp
 void register_quant_kernels(KernelTable& t, DTypeTable& d);        // quant.cpp: matmul_integer, conv_integer, qlinear_add
+void register_random_kernels(KernelTable& t, DTypeTable& d);       // random.cpp: random_uniform, _bernoulli, _randint
 void register_layout_kernels(KernelTable& t, DTypeTable& d);       // layout.cpp: flip, roll, cat, pad, tril, triu, slice_assign
 
 // Device memory of a tensor: a block of the backend's pool, returned to it when the last
@@ -129,7 +130,7 @@ class VulkanBackend final : public Backend {
   PrimitivePtr write_bytes(const TensorMeta& meta, std::span<const std::byte> bytes) override;
   bool supports(const Op& op) const override;
   void sync() override;
-  void seed(uint64_t) override {}  // no random ops yet
+  void seed(uint64_t s) override;  // restarts the Philox stream (the CPU backend's state)
   MemoryStats memory_stats() const override { return pool_->stats(); }
   void reset_peak_memory() override { pool_->reset_peak(); }
   void memory_cleanup() override;
@@ -152,6 +153,13 @@ class VulkanBackend final : public Backend {
   void copy_buffer(const BufferPtr& src, size_t src_offset, const BufferPtr& dst, size_t dst_offset, size_t bytes);
   // Workgroups for n items at `per_group` items per workgroup (capped; kernels loop over the rest).
   uint32_t groups_for(int64_t n, int64_t per_group = 128) const;
+  // A Philox key and a fresh range of `n` counter blocks, as the CPU backend's next_random: the
+  // same seed gives the same numbers on both backends.
+  struct RandomStream {
+    uint64_t key;
+    uint64_t counter;
+  };
+  RandomStream next_random(uint64_t n);
   // The op being executed, for error messages.
   const std::string& current_op() const { return current_op_; }
   void check_vk(VkResult r, std::string_view call) const { check(r, current_op_, call, name()); }
@@ -186,6 +194,9 @@ class VulkanBackend final : public Backend {
   std::map<std::pair<int, uint64_t>, BufferPtr> constants_;  // shared 1-element fills
   std::recursive_mutex mu_;  // one op at a time
   std::string current_op_ = "vulkan";
+  std::mutex rng_mu_;
+  uint64_t seed_ = 0x853c49e6748fea9bULL;  // the CPU backend's initial seed
+  uint64_t counter_ = 0;
 };
 
 // ceil(a / b) for a >= 0, b > 0
