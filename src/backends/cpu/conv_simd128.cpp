@@ -14,6 +14,16 @@
 namespace ember::cpu::detail {
 namespace {
 
+// acc + w * x: a mul and an add, or relaxed SIMD's f32x4.relaxed_madd in ember-relaxed.wasm (the
+// same builtin and operand order as madd() in gemm_simd128.cpp, which says why).
+inline v128_t madd(v128_t w, v128_t x, v128_t acc) {
+#if defined(EMBER_WASM_RELAXED_SIMD)
+  return __builtin_wasm_fma_f32x4(w, x, acc);
+#else
+  return wasm_f32x4_add(acc, wasm_f32x4_mul(w, x));
+#endif
+}
+
 inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -52,8 +62,8 @@ void depthwise_row_f32_simd128(float* y, int64_t n, int64_t stride, const DwTap*
       for (int t = 0; t < ntaps; ++t) {
         const float* src = taps[t].row + o + taps[t].off;
         const v128_t w = wasm_f32x4_splat(taps[t].w);
-        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(w, wasm_v128_load(src)));
-        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(w, wasm_v128_load(src + 4)));
+        a0 = madd(w, wasm_v128_load(src), a0);
+        a1 = madd(w, wasm_v128_load(src + 4), a1);
       }
       wasm_v128_store(y + o, a0);
       wasm_v128_store(y + o + 4, a1);
@@ -61,16 +71,14 @@ void depthwise_row_f32_simd128(float* y, int64_t n, int64_t stride, const DwTap*
     for (; o + 4 <= vec_end; o += 4) {
       v128_t a0 = vb;
       for (int t = 0; t < ntaps; ++t)
-        a0 = wasm_f32x4_add(a0,
-                            wasm_f32x4_mul(wasm_f32x4_splat(taps[t].w), wasm_v128_load(taps[t].row + o + taps[t].off)));
+        a0 = madd(wasm_f32x4_splat(taps[t].w), wasm_v128_load(taps[t].row + o + taps[t].off), a0);
       wasm_v128_store(y + o, a0);
     }
   } else if (stride == 2) {
     for (; o + 4 <= vec_end; o += 4) {
       v128_t a0 = vb;
       for (int t = 0; t < ntaps; ++t)
-        a0 = wasm_f32x4_add(a0,
-                            wasm_f32x4_mul(wasm_f32x4_splat(taps[t].w), load_even(taps[t].row + 2 * o + taps[t].off)));
+        a0 = madd(wasm_f32x4_splat(taps[t].w), load_even(taps[t].row + 2 * o + taps[t].off), a0);
       wasm_v128_store(y + o, a0);
     }
   }
@@ -93,7 +101,7 @@ void depthwise_padded_row(const float* xp, int64_t Wp, const v128_t* wv, int64_t
       const float* r = top + kh * dh * Wp + o * sw;
       for (int64_t kw = 0; kw < kw_n; ++kw) {
         const v128_t xv = sw == 1 ? wasm_v128_load(r + kw * dw) : load_even(r + kw * dw);
-        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wv[kh * kw_n + kw], xv));
+        acc = madd(wv[kh * kw_n + kw], xv, acc);
       }
     }
     if (o + 4 <= OW) {

@@ -6,8 +6,10 @@
 //
 // Register blocking: C micro-tile of MR = 6 rows x NR = 2 vectors (8 floats): 12 accumulators +
 // 2 B vectors + 1 broadcast A value = 15 of the 16 xmm / 32 NEON registers V8 maps v128 onto.
-// SIMD128 has no fused multiply-add (relaxed SIMD would), so each step is a mul and an add: the
-// results may differ from the FMA kernels in the last bit, as any two summation orders do.
+// SIMD128 has no fused multiply-add, so each step is a mul and an add: the results may differ from
+// the FMA kernels in the last bit, as any two summation orders do. web/CMakeLists.txt compiles
+// this file a second time with -mrelaxed-simd -DEMBER_WASM_RELAXED_SIMD for ember-relaxed.wasm,
+// where madd() is relaxed SIMD's f32x4.relaxed_madd (docs/web.md).
 #if defined(__wasm_simd128__)
 
 #include <wasm_simd128.h>
@@ -29,7 +31,16 @@ inline R load(const float* p) { return wasm_v128_load(p); }
 inline void store(float* p, R v) { wasm_v128_store(p, v); }
 inline R splat(float x) { return wasm_f32x4_splat(x); }
 inline R zero() { return wasm_f32x4_const_splat(0.0f); }
+// a * b + c. Under EMBER_WASM_RELAXED_SIMD: clang 14 has no relaxed_madd builtin and emits
+// __builtin_wasm_fma_f32x4 as the prototype opcode f32x4.fma (fd af 01), which
+// web/tools/relaxed_simd.py rewrites after linking into f32x4.relaxed_madd (fd 85 02). That
+// instruction computes its operands in stack order as a * b + c, whatever clang 14 assumed, so the
+// builtin's arguments are (a, b, c) meaning a * b + c.
+#if defined(EMBER_WASM_RELAXED_SIMD)
+inline R madd(R a, R b, R c) { return __builtin_wasm_fma_f32x4(a, b, c); }
+#else
 inline R madd(R a, R b, R c) { return wasm_f32x4_add(c, wasm_f32x4_mul(a, b)); }
+#endif
 inline float hsum(R v) {
   const R s = wasm_f32x4_add(v, wasm_i32x4_shuffle(v, v, 2, 3, 0, 1));
   return wasm_f32x4_extract_lane(s, 0) + wasm_f32x4_extract_lane(s, 1);
