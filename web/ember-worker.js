@@ -117,10 +117,57 @@ function withTimeout(promise, ms, what) {
   ]);
 }
 
-// {dist, distThreads, threads, threaded}: threaded asks for the pthreads build (the page decided
-// that SharedArrayBuffer is there). Falls back to the single-threaded build when it cannot start.
-async function init({ dist, distThreads, threads, threaded, fallback }) {
+// A module of one function that returns f32x4.relaxed_madd of three zero v128 locals: it validates
+// where the engine has relaxed SIMD (Chromium 114 and later; Node.js 20 with
+// --experimental-wasm-relaxed-simd).
+const RELAXED_SIMD_PROBE = new Uint8Array([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,  // magic, version
+  0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b,        // types: () -> v128
+  0x03, 0x02, 0x01, 0x00,                          // functions: one of type 0
+  0x0a, 0x0f, 0x01, 0x0d, 0x01, 0x01, 0x7b,        // code: one body, one v128 local
+  0x20, 0x00, 0x20, 0x00, 0x20, 0x00,              //   local.get 0 (three times)
+  0xfd, 0x85, 0x02, 0x0b,                          //   f32x4.relaxed_madd, end
+]);
+
+function hasRelaxedSimd() {
+  try {
+    return WebAssembly.validate(RELAXED_SIMD_PROBE);
+  } catch {
+    return false;
+  }
+}
+
+// The single-threaded build: ember-relaxed.mjs (the GEMM and convolution kernels with relaxed
+// SIMD's fused multiply-add) where the engine has relaxed SIMD, the files are there and it starts,
+// else ember.mjs, silently. Returns the module and its kind ('relaxed' or 'simd128').
+async function startSingleThreaded(dist, simd) {
+  if (simd !== 'simd128' && hasRelaxedSimd()) {
+    try {
+      await probe(new URL('ember-relaxed.wasm', dist).href);
+      const factory = await importModule(new URL('ember-relaxed.mjs', dist).href);
+      return { module: await instantiate(factory), simd: 'relaxed' };
+    } catch {
+      fatal = null;  // an abort of the relaxed module while it started
+      stderr.length = 0;
+    }
+  }
+  const url = new URL('ember.mjs', dist).href;
+  try {
+    const factory = await importModule(url);
+    await probe(new URL('ember.wasm', dist).href);
+    return { module: await instantiate(factory), simd: 'simd128' };
+  } catch (e) {
+    fatal = null;
+    throw new WorkerError(`ember.js: could not load the wasm module ${url}: ${e && e.message ? e.message : e}`, 'fetch');
+  }
+}
+
+// {dist, distThreads, threads, threaded, simd}: threaded asks for the pthreads build (the page
+// decided that SharedArrayBuffer is there). Falls back to the single-threaded build when it cannot
+// start. simd: 'auto' or 'simd128' (never the relaxed-SIMD module).
+async function init({ dist, distThreads, threads, threaded, fallback, simd = 'auto' }) {
   let why = fallback;
+  let kind = 'simd128';
   if (threaded) {
     try {
       await probe(new URL('ember.worker.js', distThreads).href);
@@ -135,18 +182,7 @@ async function init({ dist, distThreads, threads, threaded, fallback }) {
       why = `the threaded build at ${distThreads} could not start (${e && e.message ? e.message : e}); running on one thread`;
     }
   }
-  if (!M) {
-    const url = new URL('ember.mjs', dist).href;
-    try {
-      const factory = await importModule(url);
-      await probe(new URL('ember.wasm', dist).href);
-      M = await instantiate(factory);
-    } catch (e) {
-      M = null;
-      fatal = null;
-      throw new WorkerError(`ember.js: could not load the wasm module ${url}: ${e && e.message ? e.message : e}`, 'fetch');
-    }
-  }
+  if (!M) ({ module: M, simd: kind } = await startSingleThreaded(dist, simd));
   if (threaded) {
     // no more than the pool of workers made at start (PTHREAD_POOL_SIZE): a thread beyond it would
     // need this worker to return to its event loop before it starts
@@ -159,6 +195,7 @@ async function init({ dist, distThreads, threads, threaded, fallback }) {
     threads: threaded ? about.threads : 1,
     threaded,
     fallback: why || null,
+    simd: kind,
     architectures: JSON.parse(M.UTF8ToString(call('_ember_web_architectures'))),
   };
 }

@@ -51,6 +51,9 @@ export interface EmberInfo {
   threaded: boolean;
   /** null, or why the module runs on one thread although more were asked for */
   fallback: string | null;
+  /** 'relaxed': ember-relaxed.wasm, whose GEMM and convolution kernels use relaxed SIMD's fused
+   *  multiply-add (the browser has relaxed SIMD); 'simd128': ember.wasm (and the pthreads build) */
+  simd: 'relaxed' | 'simd128';
 }
 
 export interface CreateOptions {
@@ -62,6 +65,9 @@ export interface CreateOptions {
   distThreads?: string | URL;
   /** ember-worker.js (relative to the page); default the one beside ember.js */
   workerUrl?: string | URL;
+  /** 'auto' (the default): ember-relaxed.wasm where the browser has relaxed SIMD and dist has it,
+   *  else ember.wasm; 'simd128': always ember.wasm */
+  simd?: 'auto' | 'simd128';
 }
 
 export interface LoadOptions {

@@ -130,7 +130,8 @@ export class Ember {
 
   /** Starts the worker and the module. options: {threads: 'auto' | number (default 'auto'), dist
    *  (URL of the folder with ember.mjs and ember.wasm; default ./dist/ beside this file),
-   *  distThreads (the pthreads build; default ../dist-threads/ beside dist), workerUrl}. */
+   *  distThreads (the pthreads build; default ../dist-threads/ beside dist), workerUrl, simd: 'auto'
+   *  (the default: the relaxed-SIMD module where the browser has relaxed SIMD) | 'simd128'}. */
   static async create(options = {}) {
     const base = typeof location !== 'undefined' ? location.href : import.meta.url;
     const dist = new URL(options.dist ?? './dist/', options.dist ? base : import.meta.url);
@@ -151,11 +152,14 @@ export class Ember {
                  'cross-origin isolated (serve it with Cross-Origin-Opener-Policy: same-origin and ' +
                  'Cross-Origin-Embedder-Policy: require-corp, as web/serve.sh does); running on one thread';
     }
+    const simd = options.simd ?? 'auto';
+    if (simd !== 'auto' && simd !== 'simd128') fail(`simd must be 'auto' or 'simd128', got ${simd}`);
     const ember = new Ember(new URL(options.workerUrl ?? './ember-worker.js', options.workerUrl ? base : import.meta.url));
     try {
-      const about = await ember._call('init', { dist: dist.href, distThreads: distThreads.href, threads, threaded, fallback });
+      const about = await ember._call('init', { dist: dist.href, distThreads: distThreads.href, threads, threaded, fallback, simd });
       ember.architectures = about.architectures;
-      ember.info = { version: about.version, threads: about.threads, threaded: about.threaded, fallback: about.fallback };
+      ember.info = { version: about.version, threads: about.threads, threaded: about.threaded, fallback: about.fallback,
+                     simd: about.simd };
       if (ember.info.fallback) console.info(`ember: ${ember.info.fallback}`);
     } catch (e) {
       ember.terminate();
@@ -165,7 +169,8 @@ export class Ember {
   }
 
   constructor(workerUrl) {
-    /** {version, threads, threaded, fallback: null | why the module runs on one thread} */
+    /** {version, threads, threaded, fallback: null | why the module runs on one thread,
+     *  simd: 'relaxed' | 'simd128' (which module's GEMM and convolution kernels run)} */
     this.info = null;
     /** the model names registered with EMBER_WEB_MODEL */
     this.architectures = [];

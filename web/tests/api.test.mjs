@@ -3,7 +3,9 @@
 // to a [1,1000] output of finite values, and every bad input (corrupt or truncated bytes, an
 // unsupported op, a 404, a wrong shape or dtype) rejects with ember's message while the worker
 // keeps serving; then, served without COOP/COEP, that asking for threads falls back to one thread
-// and says why. Fails on any console error in the page or its workers.
+// and says why. On one thread it must run ember-relaxed.wasm where the build has it (Chromium has
+// relaxed SIMD; its output must agree with ember.wasm's to f32 tolerance, and differ) and
+// ember.wasm from a dist without it. Fails on any console error in the page or its workers.
 //
 //   node web/tests/api.test.mjs [--model PATH.onnx] [--threads N|auto] [--chromium PATH]
 //   (EMBER_WEB_TEST_VERBOSE=1 lists each check on stderr)
@@ -99,20 +101,36 @@ async function main() {
   try {
     const threadedBuild = fs.existsSync(path.join(repo, 'build-wasm-threads', 'web', 'ember.mjs'));
     const expectThreaded = threadedBuild && options.threads !== '1' && os.availableParallelism() > 1 ? 1 : 0;
+    // Chromium 114 and later has relaxed SIMD: the worker must pick ember-relaxed.wasm where it is
+    const relaxedBuild = fs.existsSync(path.join(repo, 'build-wasm', 'web', 'ember-relaxed.wasm'));
+    const expectSimd = relaxedBuild ? 'relaxed' : 'simd128';
     const isolated = await serve();
     servers.push(isolated);
     const full = await runPage(browser,
-      `${isolated.url}tests/api.html?mode=full&threads=${options.threads}&expectThreaded=${expectThreaded}&model=/models/${encodeURIComponent(modelName)}`,
+      `${isolated.url}tests/api.html?mode=full&threads=${options.threads}&expectThreaded=${expectThreaded}&expectSimd=${expectSimd}&model=/models/${encodeURIComponent(modelName)}`,
       // without the pthreads build, asking for threads probes /dist-threads/ and falls back
       ['/no-such-', ...(threadedBuild ? [] : ['/dist-threads/'])]);
     const fallbackServer = await serve(['--no-isolation']);
     servers.push(fallbackServer);
-    const fallback = await runPage(browser, `${fallbackServer.url}tests/api.html?mode=fallback&threads=4`);
+    const fallback = await runPage(browser, `${fallbackServer.url}tests/api.html?mode=fallback&threads=4&expectSimd=${expectSimd}`);
+    // a dist without ember-relaxed.*: the worker takes ember.mjs (the HEAD of ember-relaxed.wasm
+    // is the one 404)
+    let plain = { state: { checks: [] }, consoleErrors: [] };
+    if (relaxedBuild) {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ember-dist-'));
+      for (const f of ['ember.mjs', 'ember.wasm']) fs.copyFileSync(path.join(repo, 'build-wasm', 'web', f), path.join(dir, f));
+      const plainServer = await serve(['--no-isolation', '--dist', dir]);
+      servers.push(plainServer);
+      plain = await runPage(browser, `${plainServer.url}tests/api.html?mode=fallback&threads=4&expectSimd=simd128`,
+                            ['ember-relaxed.wasm']);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
 
-    const checks = [...full.state.checks, ...fallback.state.checks.map((c) => ({ ...c, name: `fallback: ${c.name}` }))];
+    const checks = [...full.state.checks, ...fallback.state.checks.map((c) => ({ ...c, name: `fallback: ${c.name}` })),
+                    ...plain.state.checks.map((c) => ({ ...c, name: `no relaxed build: ${c.name}` }))];
     summary.checks = checks.length;
     summary.failed = checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
-    summary.console_errors = [...full.consoleErrors, ...fallback.consoleErrors];
+    summary.console_errors = [...full.consoleErrors, ...fallback.consoleErrors, ...plain.consoleErrors];
     summary.info = full.state.info;
     summary.fallback = fallback.state.info?.fallback ?? null;
     const timing = (name) => full.state.checks.find((c) => c.name === name)?.detail.match(/^(\d+) ms/)?.[1];
