@@ -45,14 +45,14 @@ TEST(VulkanDevices, NoSuchDeviceListsTheDevices) {
 TEST(VulkanErrors, UnsupportedOpNamesTheOpAndTheDevice) {
   REQUIRE_VULKAN();
   Backend& be = Device::vulkan(0).backend();
-  // the random ops are not supported yet (they must draw the CPU backend's Philox streams)
-  EXPECT_FALSE(be.supports(Op{OpKind::random_uniform, {}, NoAttrs{}, {}}));
+  // random_normal is not supported (it would not draw the CPU backend's values bit for bit)
+  EXPECT_FALSE(be.supports(Op{OpKind::random_normal, {}, NoAttrs{}, {}}));
   EXPECT_TRUE(be.supports(Op{OpKind::add, {}, NoAttrs{}, {}}));
   try {
-    (void)be.execute(make_op(OpKind::random_uniform, {}, CreateAttrs{Shape{3}, DType::f32, 0.0, 1.0}));
+    (void)be.execute(make_op(OpKind::random_normal, {}, CreateAttrs{Shape{3}, DType::f32, 0.0, 1.0}));
     FAIL() << "expected an Error";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "random_uniform: not supported on vulkan:0");
+    EXPECT_STREQ(e.what(), "random_normal: not supported on vulkan:0");
   }
 }
 
