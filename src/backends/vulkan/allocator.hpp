@@ -22,8 +22,8 @@ namespace ember::vulkan {
 struct Block {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
-  size_t size = 0;          // the size class
-  void* mapped = nullptr;   // host address of byte 0, or null
+  size_t size = 0;         // the size class
+  void* mapped = nullptr;  // host address of byte 0, or null
 };
 
 class Pool {

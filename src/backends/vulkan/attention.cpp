@@ -45,12 +45,15 @@ Scores scores_of(VulkanBackend& be, const Op& op, DType ct) {
   PrimitivePtr scores = run(OpKind::matmul, {s.q, run(OpKind::permute, {s.k}, DimsAttrs{perm})});
   s.scale = std::isnan(a.scale) ? 1.0 / std::sqrt(double(E)) : a.scale;
   scores = run(OpKind::mul, {scores, run(OpKind::full, {}, CreateAttrs{Shape{}, ct, s.scale})});
-  const PrimitivePtr neg_inf = run(OpKind::full, {}, CreateAttrs{Shape{}, ct, -std::numeric_limits<double>::infinity()});
+  const PrimitivePtr neg_inf =
+      run(OpKind::full, {}, CreateAttrs{Shape{}, ct, -std::numeric_limits<double>::infinity()});
   const size_t mask_at = op.kind == OpKind::attention ? 3 : 5;
   if (op.inputs.size() > mask_at && op.inputs[mask_at]) {
     const PrimitivePtr& m = op.inputs[mask_at];
-    if (m->dtype() == DType::boolean) scores = run(OpKind::where, {m, scores, neg_inf});
-    else scores = run(OpKind::add, {scores, to_c(m)});
+    if (m->dtype() == DType::boolean)
+      scores = run(OpKind::where, {m, scores, neg_inf});
+    else
+      scores = run(OpKind::add, {scores, to_c(m)});
   }
   if (a.causal) {  // keep key j <= query i (the triangle from the top left, as torch's is_causal)
     PrimitivePtr keep = run(OpKind::tril, {run(OpKind::full, {}, CreateAttrs{Shape{L, S}, DType::boolean, 1.0})},

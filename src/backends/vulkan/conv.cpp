@@ -71,7 +71,8 @@ std::string conv_source(OpKind k, DType dt) {
          "        for (int t1 = 0; t1 < r.k[1]; ++t1) {\n"
          "          int i1 = o1 * r.s[1] - r.p[1] + t1 * r.d[1];\n          if (i1 < 0 || i1 >= r.in_[1]) continue;\n"
          "          for (int t2 = 0; t2 < r.k[2]; ++t2) {\n"
-         "            int i2 = o2 * r.s[2] - r.p[2] + t2 * r.d[2];\n            if (i2 < 0 || i2 >= r.in_[2]) continue;\n";
+         "            int i2 = o2 * r.s[2] - r.p[2] + t2 * r.d[2];\n            if (i2 < 0 || i2 >= r.in_[2]) "
+         "continue;\n";
   } else {
     // weight [Cin, Cout / groups, *k]: output y takes input i where i * s = y + p - t * d
     s += "      int wb = r.off_w + (ic * cout_g + (oc - g * cout_g)) * k_sp;\n"
@@ -90,7 +91,8 @@ std::string conv_source(OpKind k, DType dt) {
   s += "    if ((r.flags & 1) != 0) acc += " + glsl::load(dt, "b_[r.off_b + oc]") + ";\n";
   s += "    if ((r.flags & 2) != 0) acc += " + glsl::load(dt, "o_[int(e)]") + ";\n";
   s += "    if ((r.flags & 4) != 0) {\n";
-  s += std::string("      C lo = ") + (dbl ? "packDouble2x32(r.lo_d)" : "r.lo") + ", hi = " + (dbl ? "packDouble2x32(r.hi_d)" : "r.hi") + ";\n";
+  s += std::string("      C lo = ") + (dbl ? "packDouble2x32(r.lo_d)" : "r.lo") +
+       ", hi = " + (dbl ? "packDouble2x32(r.hi_d)" : "r.hi") + ";\n";
   s += "      acc = acc < lo ? lo : acc;\n      acc = acc > hi ? hi : acc;\n    }\n";
   s += "    o_[int(e)] = " + glsl::store(dt, "acc") + ";\n  }\n}\n";
   return s;

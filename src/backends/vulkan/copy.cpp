@@ -33,8 +33,11 @@ std::string cast_source(DType to, DType from) {
   s += glsl::buffer(1, from, "a_", true);
   s += "void main() {\n  uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n"
        "  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += step) {\n"
-       "    " + glsl::compute_type(from) + " x = " + glsl::load(from, "a_[ember_index(i, 1)]") + ";\n"
-       "    o_[ember_index(i, 0)] = " + glsl::store(to, glsl::convert(from, to, "x")) + ";\n  }\n}\n";
+       "    " +
+       glsl::compute_type(from) + " x = " + glsl::load(from, "a_[ember_index(i, 1)]") +
+       ";\n"
+       "    o_[ember_index(i, 0)] = " +
+       glsl::store(to, glsl::convert(from, to, "x")) + ";\n  }\n}\n";
   return s;
 }
 
@@ -63,8 +66,8 @@ std::vector<PrimitivePtr> permute_kernel(VulkanBackend&, Op& op) {
 std::vector<PrimitivePtr> expand_kernel(VulkanBackend&, Op& op) {
   auto& x = as_vk(op.inputs[0]);
   Operand b = broadcast_operand(x, op.outputs[0].shape);
-  return {std::make_shared<VulkanTensor>(op.outputs[0], x.buffer, ShapeDims(b.strides.begin(), b.strides.end()),
-                                         x.offset)};
+  return {
+      std::make_shared<VulkanTensor>(op.outputs[0], x.buffer, ShapeDims(b.strides.begin(), b.strides.end()), x.offset)};
 }
 
 std::vector<PrimitivePtr> slice_kernel(VulkanBackend&, Op& op) {

@@ -21,7 +21,8 @@ std::string fill_source(size_t bytes) {
   // the bits in da (8-byte values: both words; narrower: the low bits of da.x)
   std::string value = bytes == 8 ? "p.da" : bytes == 4 ? "p.da.x" : glsl::raw_type(bytes) + "(p.da.x)";
   s += "void main() {\n  uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n"
-       "  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += step) o_[p.off[0] + int(i)] = " + value + ";\n}\n";
+       "  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += step) o_[p.off[0] + int(i)] = " +
+       value + ";\n}\n";
   return s;
 }
 
@@ -35,8 +36,10 @@ int64_t to_i64(double v) {
 }
 template <class T>
 T int_from_double(double v) {
-  if constexpr (std::is_same_v<T, bool>) return v != 0;
-  else return static_cast<T>(uint64_t(to_i64(v)));
+  if constexpr (std::is_same_v<T, bool>)
+    return v != 0;
+  else
+    return static_cast<T>(uint64_t(to_i64(v)));
 }
 
 // The value `v` of a creation op in dtype `dt`, as its bytes.
@@ -44,8 +47,10 @@ uint64_t value_bits(DType dt, double v) {
   uint64_t bits = 0;
   visit_dtype(dt, [&]<class T>() {
     T value;
-    if constexpr (is_floating_v<T>) value = convert_scalar<T>(v);
-    else value = int_from_double<T>(v);
+    if constexpr (is_floating_v<T>)
+      value = convert_scalar<T>(v);
+    else
+      value = int_from_double<T>(v);
     std::memcpy(&bits, &value, sizeof(T));
   });
   return bits;
@@ -114,7 +119,8 @@ void fill_bits(VulkanBackend& be, const VulkanTensor& out, uint64_t bits) {
   KernelParams p = make_params(be.current_op(), out.shape(), {operand_of(out)});
   p.da[0] = uint32_t(bits);
   p.da[1] = uint32_t(bits >> 32);
-  VkPipeline pipe = be.shaders().get(be.current_op(), "fill/b" + std::to_string(esz), [esz] { return fill_source(esz); });
+  VkPipeline pipe =
+      be.shaders().get(be.current_op(), "fill/b" + std::to_string(esz), [esz] { return fill_source(esz); });
   be.dispatch(pipe, {out.buffer, nullptr, nullptr, nullptr}, &p, sizeof p, be.groups_for(n));
 }
 

@@ -29,10 +29,13 @@ int arity(OpKind k) {
     case OpFamily::Binary:
     case OpFamily::FloatBinary:
     case OpFamily::Compare:
-    case OpFamily::Bitwise: return 2;
+    case OpFamily::Bitwise:
+      return 2;
     case OpFamily::Where:
-    case OpFamily::Ternary: return 3;
-    default: return 1;
+    case OpFamily::Ternary:
+      return 3;
+    default:
+      return 1;
   }
 }
 
@@ -45,20 +48,26 @@ bool bool_out(OpKind k) {
 // restrictions, as the CUDA backend's elementwise_dtypes).
 bool op_allows(OpKind k, DType dt) {
   switch (op_info(k).family) {
-    case OpFamily::Unary: return !is_bool(dt);
+    case OpFamily::Unary:
+      return !is_bool(dt);
     case OpFamily::FloatUnary:
     case OpFamily::FloatBinary:
-    case OpFamily::Ternary: return is_float(dt);
+    case OpFamily::Ternary:
+      return is_float(dt);
     case OpFamily::Predicate:
     case OpFamily::Compare:
-    case OpFamily::Where: return true;
-    case OpFamily::BitwiseUnary: return !is_float(dt);
+    case OpFamily::Where:
+      return true;
+    case OpFamily::BitwiseUnary:
+      return !is_float(dt);
     case OpFamily::Binary:
       if (k == OpKind::div) return is_float(dt);
       if (k == OpKind::add || k == OpKind::mul || k == OpKind::minimum || k == OpKind::maximum) return true;
       return !is_bool(dt);
-    case OpFamily::Bitwise: return (k == OpKind::shift_left || k == OpKind::shift_right) ? is_int(dt) : !is_float(dt);
-    default: return false;
+    case OpFamily::Bitwise:
+      return (k == OpKind::shift_left || k == OpKind::shift_right) ? is_int(dt) : !is_float(dt);
+    default:
+      return false;
   }
 }
 
@@ -79,65 +88,111 @@ std::string body(OpKind k, DType dt) {
   const bool wide = dt == DType::i64;
   const std::string nan = dbl ? "ember_nan_d()" : "ember_nan()";
   switch (k) {
-    case OpKind::neg: return "return -x;";
+    case OpKind::neg:
+      return "return -x;";
     case OpKind::abs:
       if (flt) return "return abs(x);";
       return unsig ? "return x;" : "return x < C(0) ? -x : x;";
-    case OpKind::sign: return "return x > C(0) ? C(1) : (x < C(0) ? C(-1) : C(0));";
-    case OpKind::square: return "return x * x;";
+    case OpKind::sign:
+      return "return x > C(0) ? C(1) : (x < C(0) ? C(-1) : C(0));";
+    case OpKind::square:
+      return "return x * x;";
     case OpKind::clamp:
       if (flt)
         return "C v = x < A ? A : x;\n  v = v > B ? B : v;\n  return (ember_isnan(A) || ember_isnan(B)) ? " + nan +
                " : v;";
       return "C v = x < A ? A : x;\n  return v > B ? B : v;";
-    case OpKind::exp: return "return ember_exp(x);";
-    case OpKind::exp2: return "return ember_exp2(x);";
-    case OpKind::expm1: return "return ember_expm1(x);";
-    case OpKind::log: return "return ember_log(x);";
-    case OpKind::log2: return "return ember_log2(x);";
-    case OpKind::log10: return "return ember_log(x) * 0.434294481903251828;";
-    case OpKind::log1p: return "return ember_log1p(x);";
-    case OpKind::sqrt: return "return x < C(0) ? " + nan + " : sqrt(x);";
-    case OpKind::rsqrt: return "return x < C(0) ? " + nan + " : C(1) / sqrt(x);";
-    case OpKind::reciprocal: return "return C(1) / x;";
-    case OpKind::sin: return "return ember_sincos(x, false);";
-    case OpKind::cos: return "return ember_sincos(x, true);";
-    case OpKind::tan: return "return ember_sincos(x, false) / ember_sincos(x, true);";
-    case OpKind::asin: return "return ember_asin(x);";
-    case OpKind::acos: return "return ember_acos(x);";
-    case OpKind::atan: return "return ember_atan(x);";
-    case OpKind::sinh: return "return ember_sinh(x);";
-    case OpKind::cosh: return "return ember_cosh(x);";
-    case OpKind::tanh: return "return ember_tanh(x);";
-    case OpKind::asinh: return "return ember_asinh(x);";
-    case OpKind::acosh: return "return ember_acosh(x);";
-    case OpKind::atanh: return "return ember_atanh(x);";
-    case OpKind::erf: return "return ember_erf(x);";
-    case OpKind::sigmoid: return "return ember_sigmoid(x);";
-    case OpKind::log_sigmoid: return "return ember_isnan(x) ? x : min(x, 0.0) - ember_log1p(ember_exp(-abs(x)));";
+    case OpKind::exp:
+      return "return ember_exp(x);";
+    case OpKind::exp2:
+      return "return ember_exp2(x);";
+    case OpKind::expm1:
+      return "return ember_expm1(x);";
+    case OpKind::log:
+      return "return ember_log(x);";
+    case OpKind::log2:
+      return "return ember_log2(x);";
+    case OpKind::log10:
+      return "return ember_log(x) * 0.434294481903251828;";
+    case OpKind::log1p:
+      return "return ember_log1p(x);";
+    case OpKind::sqrt:
+      return "return x < C(0) ? " + nan + " : sqrt(x);";
+    case OpKind::rsqrt:
+      return "return x < C(0) ? " + nan + " : C(1) / sqrt(x);";
+    case OpKind::reciprocal:
+      return "return C(1) / x;";
+    case OpKind::sin:
+      return "return ember_sincos(x, false);";
+    case OpKind::cos:
+      return "return ember_sincos(x, true);";
+    case OpKind::tan:
+      return "return ember_sincos(x, false) / ember_sincos(x, true);";
+    case OpKind::asin:
+      return "return ember_asin(x);";
+    case OpKind::acos:
+      return "return ember_acos(x);";
+    case OpKind::atan:
+      return "return ember_atan(x);";
+    case OpKind::sinh:
+      return "return ember_sinh(x);";
+    case OpKind::cosh:
+      return "return ember_cosh(x);";
+    case OpKind::tanh:
+      return "return ember_tanh(x);";
+    case OpKind::asinh:
+      return "return ember_asinh(x);";
+    case OpKind::acosh:
+      return "return ember_acosh(x);";
+    case OpKind::atanh:
+      return "return ember_atanh(x);";
+    case OpKind::erf:
+      return "return ember_erf(x);";
+    case OpKind::sigmoid:
+      return "return ember_sigmoid(x);";
+    case OpKind::log_sigmoid:
+      return "return ember_isnan(x) ? x : min(x, 0.0) - ember_log1p(ember_exp(-abs(x)));";
     case OpKind::hard_sigmoid:
       return "C v = x + C(3);\n  v = v < C(0) ? C(0) : v;\n  v = v > C(6) ? C(6) : v;\n  return v / C(6);";
-    case OpKind::relu: return "return x < C(0) ? C(0) : x;";
-    case OpKind::gelu: return "return x == 0.0 ? 0.0 : 0.5 * x * ember_erfc(-x * 0.70710678118654752440);";
+    case OpKind::relu:
+      return "return x < C(0) ? C(0) : x;";
+    case OpKind::gelu:
+      return "return x == 0.0 ? 0.0 : 0.5 * x * ember_erfc(-x * 0.70710678118654752440);";
     case OpKind::gelu_tanh:
       return "if (ember_isinf(x)) return x > 0.0 ? x : ember_nan();\n"
              "  float u = 0.79788456080286535588 * (x + 0.044715 * x * x * x);\n  return x * ember_sigmoid(2.0 * u);";
-    case OpKind::silu: return "return x * ember_sigmoid(x);";
-    case OpKind::floor: return "return floor(x);";
-    case OpKind::ceil: return "return ceil(x);";
-    case OpKind::round: return "return roundEven(x);";
-    case OpKind::trunc: return "return trunc(x);";
-    case OpKind::leaky_relu: return "return x > C(0) ? x : x * A;";
-    case OpKind::softplus: return "C xb = x * A;\n  return xb > B ? x : ember_log1p(ember_exp(xb)) / A;";
-    case OpKind::is_nan: return flt ? "return ember_isnan(x);" : "return false;";
-    case OpKind::is_inf: return flt ? "return ember_isinf(x);" : "return false;";
-    case OpKind::is_finite: return flt ? "return !ember_isnan(x) && !ember_isinf(x);" : "return true;";
-    case OpKind::bool_not: return "return x == C(0);";
-    case OpKind::bitwise_not: return boolean ? "return 1 - x;" : "return ~x;";
-    case OpKind::add: return boolean ? "return x | y;" : "return x + y;";
-    case OpKind::sub: return "return x - y;";
-    case OpKind::mul: return boolean ? "return x & y;" : "return x * y;";
-    case OpKind::div: return "return x / y;";
+    case OpKind::silu:
+      return "return x * ember_sigmoid(x);";
+    case OpKind::floor:
+      return "return floor(x);";
+    case OpKind::ceil:
+      return "return ceil(x);";
+    case OpKind::round:
+      return "return roundEven(x);";
+    case OpKind::trunc:
+      return "return trunc(x);";
+    case OpKind::leaky_relu:
+      return "return x > C(0) ? x : x * A;";
+    case OpKind::softplus:
+      return "C xb = x * A;\n  return xb > B ? x : ember_log1p(ember_exp(xb)) / A;";
+    case OpKind::is_nan:
+      return flt ? "return ember_isnan(x);" : "return false;";
+    case OpKind::is_inf:
+      return flt ? "return ember_isinf(x);" : "return false;";
+    case OpKind::is_finite:
+      return flt ? "return !ember_isnan(x) && !ember_isinf(x);" : "return true;";
+    case OpKind::bool_not:
+      return "return x == C(0);";
+    case OpKind::bitwise_not:
+      return boolean ? "return 1 - x;" : "return ~x;";
+    case OpKind::add:
+      return boolean ? "return x | y;" : "return x + y;";
+    case OpKind::sub:
+      return "return x - y;";
+    case OpKind::mul:
+      return boolean ? "return x & y;" : "return x * y;";
+    case OpKind::div:
+      return "return x / y;";
     case OpKind::fmod:
       if (flt) return "return ember_fmod(x, y);";
       if (unsig) return "return y == C(0) ? C(0) : x - (x / y) * y;";
@@ -155,12 +210,14 @@ std::string body(OpKind k, DType dt) {
                "    if (y == -0.5) return x < 0.0 ? ember_nan() : 1.0 / sqrt(x);\n"
                "    if (y == -1.0) return 1.0 / x;\n    if (y == -2.0) return 1.0 / (x * x);\n"
                "  }\n  return ember_pow(x, y);";
-      return std::string(unsig ? "" : "if (y < C(0)) {  // torch: 1 -> 1, -1 -> +-1, others -> 0\n"
-                                      "    if (x == C(1)) return C(1);\n"
-                                      "    if (x == C(-1)) return ((y & C(1)) != C(0)) ? C(-1) : C(1);\n"
-                                      "    return C(0);\n  }\n  ") +
-             "C r = C(1), base = x;\n  " + (wide ? "uint64_t e = uint64_t(y);\n  while (e != 0ul) {\n    if ((e & 1ul) != 0ul) r *= base;\n"
-                                                 : "uint e = uint(y);\n  while (e != 0u) {\n    if ((e & 1u) != 0u) r *= base;\n") +
+      return std::string(unsig ? ""
+                               : "if (y < C(0)) {  // torch: 1 -> 1, -1 -> +-1, others -> 0\n"
+                                 "    if (x == C(1)) return C(1);\n"
+                                 "    if (x == C(-1)) return ((y & C(1)) != C(0)) ? C(-1) : C(1);\n"
+                                 "    return C(0);\n  }\n  ") +
+             "C r = C(1), base = x;\n  " +
+             (wide ? "uint64_t e = uint64_t(y);\n  while (e != 0ul) {\n    if ((e & 1ul) != 0ul) r *= base;\n"
+                   : "uint e = uint(y);\n  while (e != 0u) {\n    if ((e & 1u) != 0u) r *= base;\n") +
              "    base *= base;\n    e >>= 1;\n  }\n  return r;";
     case OpKind::minimum:
       if (flt) return "return (ember_isnan(x) || ember_isnan(y)) ? x + y : (x < y ? x : y);";
@@ -168,8 +225,10 @@ std::string body(OpKind k, DType dt) {
     case OpKind::maximum:
       if (flt) return "return (ember_isnan(x) || ember_isnan(y)) ? x + y : (x > y ? x : y);";
       return "return x < y ? y : x;";
-    case OpKind::atan2: return "return ember_atan2(x, y);";
-    case OpKind::hypot: return "return ember_hypot(x, y);";
+    case OpKind::atan2:
+      return "return ember_atan2(x, y);";
+    case OpKind::hypot:
+      return "return ember_hypot(x, y);";
     case OpKind::gelu_backward:
       return "float cdf = 0.5 * ember_erfc(-x * 0.70710678118654752440);\n"
              "  float pdf = ember_exp(-0.5 * x * x) * 0.39894228040143267794;\n  return y * (cdf + x * pdf);";
@@ -177,26 +236,42 @@ std::string body(OpKind k, DType dt) {
       return "float kb = 0.79788456080286535588, kk = 0.044715, x2 = x * x;\n"
              "  float th = ember_tanh(kb * (x + kk * x2 * x));\n"
              "  return y * (0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * kb * (1.0 + 3.0 * kk * x2));";
-    case OpKind::silu_backward: return "float s = ember_sigmoid(x);\n  return y * s * (1.0 + x * (1.0 - s));";
-    case OpKind::equal: return "return x == y;";
-    case OpKind::not_equal: return "return x != y;";
-    case OpKind::greater: return "return x > y;";
-    case OpKind::greater_equal: return "return x >= y;";
-    case OpKind::lower: return "return x < y;";
-    case OpKind::lower_equal: return "return x <= y;";
-    case OpKind::bool_and: return "return (x != C(0)) && (y != C(0));";
-    case OpKind::bool_or: return "return (x != C(0)) || (y != C(0));";
-    case OpKind::bool_xor: return "return (x != C(0)) != (y != C(0));";
-    case OpKind::bitwise_and: return "return x & y;";
-    case OpKind::bitwise_or: return "return x | y;";
-    case OpKind::bitwise_xor: return "return x ^ y;";
+    case OpKind::silu_backward:
+      return "float s = ember_sigmoid(x);\n  return y * s * (1.0 + x * (1.0 - s));";
+    case OpKind::equal:
+      return "return x == y;";
+    case OpKind::not_equal:
+      return "return x != y;";
+    case OpKind::greater:
+      return "return x > y;";
+    case OpKind::greater_equal:
+      return "return x >= y;";
+    case OpKind::lower:
+      return "return x < y;";
+    case OpKind::lower_equal:
+      return "return x <= y;";
+    case OpKind::bool_and:
+      return "return (x != C(0)) && (y != C(0));";
+    case OpKind::bool_or:
+      return "return (x != C(0)) || (y != C(0));";
+    case OpKind::bool_xor:
+      return "return (x != C(0)) != (y != C(0));";
+    case OpKind::bitwise_and:
+      return "return x & y;";
+    case OpKind::bitwise_or:
+      return "return x | y;";
+    case OpKind::bitwise_xor:
+      return "return x ^ y;";
     // as torch 1.13 on x86: in int (int64 for i64), the count modulo that width
-    case OpKind::shift_left: return wide ? "return x << (y & 63l);" : "return int(uint(x) << (uint(y) & 31u));";
-    case OpKind::shift_right: return wide ? "return x >> (y & 63l);" : "return x >> (y & 31);";
+    case OpKind::shift_left:
+      return wide ? "return x << (y & 63l);" : "return int(uint(x) << (uint(y) & 31u));";
+    case OpKind::shift_right:
+      return wide ? "return x >> (y & 63l);" : "return x >> (y & 31);";
     case OpKind::lerp:  // torch's two-branch formula, without a fused multiply-add
       return "C d = y - x;\n  bool low = abs(z) < C(0.5);\n  C base = low ? x : y;\n  C w = low ? z : z - C(1);\n"
              "  precise C r = base + w * d;\n  return r;";
-    default: break;
+    default:
+      break;
   }
   EMBER_FAIL(op_name(k), ": no Vulkan elementwise kernel");
 }
@@ -205,7 +280,8 @@ std::string body(OpKind k, DType dt) {
 std::string double_body(std::string b) {
   static const std::regex literal(R"((\b[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?)(?![0-9A-Za-z.]))");
   b = std::regex_replace(b, literal, "$1LF");
-  for (auto [from, to] : {std::pair<const char*, const char*>{"ember_nan()", "ember_nan_d()"}, {"ember_inf()", "ember_inf_d()"},
+  for (auto [from, to] : {std::pair<const char*, const char*>{"ember_nan()", "ember_nan_d()"},
+                          {"ember_inf()", "ember_inf_d()"},
                           {"float ", "C "}}) {
     for (size_t at = b.find(from); at != std::string::npos; at = b.find(from, at + std::strlen(to)))
       b.replace(at, std::strlen(from), to);
@@ -222,10 +298,14 @@ std::string ew_source(OpKind k, DType dt) {
   std::string s = glsl::header(dts);
   const std::string C = glsl::compute_type(dt);
   s += "#define C " + C + "\n";
-  if (dt == DType::f64) s += "#define A packDouble2x32(p.da)\n#define B packDouble2x32(p.db)\n";
-  else if (is_float(dt)) s += "#define A p.fa\n#define B p.fb\n";
-  else if (dt == DType::i64) s += "#define A packInt2x32(p.ia)\n#define B packInt2x32(p.ib)\n";
-  else s += "#define A p.ia.x\n#define B p.ib.x\n";
+  if (dt == DType::f64)
+    s += "#define A packDouble2x32(p.da)\n#define B packDouble2x32(p.db)\n";
+  else if (is_float(dt))
+    s += "#define A p.fa\n#define B p.fb\n";
+  else if (dt == DType::i64)
+    s += "#define A packInt2x32(p.ia)\n#define B packInt2x32(p.ib)\n";
+  else
+    s += "#define A p.ia.x\n#define B p.ib.x\n";
   s += glsl::buffer(0, out, "o_", false);
   s += glsl::buffer(1, where ? DType::boolean : dt, "a_", true);
   if (n > 1) s += glsl::buffer(2, dt, "b_", true);
@@ -256,10 +336,14 @@ int64_t clamp_bound(DType dt, double v) {
   visit_dtype(dt, [&]<class T>() {
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       using L = std::numeric_limits<T>;
-      if (v != v) r = 0;
-      else if (v <= double(L::lowest())) r = int64_t(L::lowest());
-      else if (v >= double(L::max())) r = int64_t(L::max());
-      else r = int64_t(T(v));
+      if (v != v)
+        r = 0;
+      else if (v <= double(L::lowest()))
+        r = int64_t(L::lowest());
+      else if (v >= double(L::max()))
+        r = int64_t(L::max());
+      else
+        r = int64_t(T(v));
     }
   });
   return r;
@@ -308,18 +392,27 @@ std::string prelu_source(DType dt) {
   s += glsl::buffer(0, dt, "o_", false);
   s += glsl::buffer(1, dt, "a_", true);
   s += glsl::buffer(2, dt, "w_", true);
-  const std::string pos = dt == DType::f64 ? "(int(unpackDouble2x32(v).y) > 0 || (unpackDouble2x32(v).y == 0u && unpackDouble2x32(v).x != 0u))"
-                                           : "(floatBitsToInt(v) > 0)";
+  const std::string pos =
+      dt == DType::f64
+          ? "(int(unpackDouble2x32(v).y) > 0 || (unpackDouble2x32(v).y == 0u && unpackDouble2x32(v).x != 0u))"
+          : "(floatBitsToInt(v) > 0)";
   s += "void main() {\n  uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n"
        "  int inner = p.ia.x, channels = p.ia.y;\n"
        "  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += step) {\n"
-       "    C v = " + glsl::load(dt, "a_[p.off[1] + int(i)]") + ";\n"
-       "    C w = " + glsl::load(dt, "w_[p.off[2] + (int(i) / inner) % channels]") + ";\n"
-       "    o_[int(i)] = " + glsl::store(dt, "v * (" + pos + " ? C(1) : w)") + ";\n  }\n}\n";
+       "    C v = " +
+       glsl::load(dt, "a_[p.off[1] + int(i)]") +
+       ";\n"
+       "    C w = " +
+       glsl::load(dt, "w_[p.off[2] + (int(i) / inner) % channels]") +
+       ";\n"
+       "    o_[int(i)] = " +
+       glsl::store(dt, "v * (" + pos + " ? C(1) : w)") + ";\n  }\n}\n";
   return s;
 }
 
-bool prelu_dtypes(const VulkanBackend& be, const Op& op) { return is_float(op.in(0).dtype) && be.has_dtype(op.in(0).dtype); }
+bool prelu_dtypes(const VulkanBackend& be, const Op& op) {
+  return is_float(op.in(0).dtype) && be.has_dtype(op.in(0).dtype);
+}
 
 std::vector<PrimitivePtr> prelu_kernel(VulkanBackend& be, Op& op) {
   VulkanTensorPtr x = be.contiguous(op.inputs[0]);
@@ -338,7 +431,8 @@ std::vector<PrimitivePtr> prelu_kernel(VulkanBackend& be, Op& op) {
   p.ia[0] = int32_t(inner);
   p.ia[1] = int32_t(channels);
   const DType dt = x->dtype();
-  VkPipeline pipe = be.shaders().get("prelu", "prelu/" + std::string(dtype_name(dt)), [dt] { return prelu_source(dt); });
+  VkPipeline pipe =
+      be.shaders().get("prelu", "prelu/" + std::string(dtype_name(dt)), [dt] { return prelu_source(dt); });
   be.dispatch(pipe, {out->buffer, x->buffer, w->buffer, nullptr}, &p, sizeof p, be.groups_for(n));
   return {out};
 }

@@ -579,37 +579,54 @@ void ember_record_error(uint op, int dim, int64_t v, int64_t size) {
 
 std::string storage_type(DType dt) {
   switch (dt) {
-    case DType::f64: return "double";
-    case DType::f32: return "float";
-    case DType::f16: return "float16_t";
-    case DType::bf16: return "uint16_t";
-    case DType::i64: return "int64_t";
-    case DType::i32: return "int";
-    case DType::i16: return "int16_t";
-    case DType::i8: return "int8_t";
+    case DType::f64:
+      return "double";
+    case DType::f32:
+      return "float";
+    case DType::f16:
+      return "float16_t";
+    case DType::bf16:
+      return "uint16_t";
+    case DType::i64:
+      return "int64_t";
+    case DType::i32:
+      return "int";
+    case DType::i16:
+      return "int16_t";
+    case DType::i8:
+      return "int8_t";
     case DType::u8:
-    case DType::boolean: return "uint8_t";
+    case DType::boolean:
+      return "uint8_t";
   }
   EMBER_FAIL("vulkan: invalid dtype");
 }
 
 std::string compute_type(DType dt) {
   switch (dt) {
-    case DType::f64: return "double";
+    case DType::f64:
+      return "double";
     case DType::f32:
     case DType::f16:
-    case DType::bf16: return "float";
-    case DType::i64: return "int64_t";
-    default: return "int";
+    case DType::bf16:
+      return "float";
+    case DType::i64:
+      return "int64_t";
+    default:
+      return "int";
   }
 }
 
 std::string raw_type(size_t bytes) {
   switch (bytes) {
-    case 1: return "uint8_t";
-    case 2: return "uint16_t";
-    case 4: return "uint";
-    default: return "uvec2";
+    case 1:
+      return "uint8_t";
+    case 2:
+      return "uint16_t";
+    case 4:
+      return "uint";
+    default:
+      return "uvec2";
   }
 }
 
@@ -644,25 +661,36 @@ std::string raw_buffer(int binding, size_t bytes, const std::string& name, bool 
 
 std::string load(DType dt, const std::string& e) {
   switch (dt) {
-    case DType::f16: return "float(" + e + ")";
-    case DType::bf16: return "ember_bf16_load(" + e + ")";
+    case DType::f16:
+      return "float(" + e + ")";
+    case DType::bf16:
+      return "ember_bf16_load(" + e + ")";
     case DType::i16:
     case DType::i8:
     case DType::u8:
-    case DType::boolean: return "int(" + e + ")";
-    default: return e;
+    case DType::boolean:
+      return "int(" + e + ")";
+    default:
+      return e;
   }
 }
 
 std::string store(DType dt, const std::string& e) {
   switch (dt) {
-    case DType::f16: return "float16_t(" + e + ")";
-    case DType::bf16: return "ember_bf16_store(" + e + ")";
-    case DType::i16: return "int16_t(" + e + ")";
-    case DType::i8: return "int8_t(" + e + ")";
-    case DType::u8: return "uint8_t(" + e + ")";
-    case DType::boolean: return "uint8_t((" + e + ") != 0 ? 1 : 0)";
-    default: return e;
+    case DType::f16:
+      return "float16_t(" + e + ")";
+    case DType::bf16:
+      return "ember_bf16_store(" + e + ")";
+    case DType::i16:
+      return "int16_t(" + e + ")";
+    case DType::i8:
+      return "int8_t(" + e + ")";
+    case DType::u8:
+      return "uint8_t(" + e + ")";
+    case DType::boolean:
+      return "uint8_t((" + e + ") != 0 ? 1 : 0)";
+    default:
+      return e;
   }
 }
 
@@ -677,8 +705,8 @@ std::string convert(DType from, DType to, const std::string& e) {
     if (to == DType::i64)
       return "((" + e + " >= " + c_from + "(-9223372036854775808.0" + lf + ") && " + e + " < " + c_from +
              "(9223372036854775808.0" + lf + ")) ? int64_t(" + e + ") : int64_t(0x8000000000000000ul))";
-    return "((" + e + " > " + c_from + "(-2147483649.0" + lf + ") && " + e + " < " + c_from + "(2147483648.0" + lf + ")) ? int(" + e +
-           ") : int(0x80000000u))";
+    return "((" + e + " > " + c_from + "(-2147483649.0" + lf + ") && " + e + " < " + c_from + "(2147483648.0" + lf +
+           ")) ? int(" + e + ") : int(0x80000000u))";
   }
   if (c_to == c_from) return e;
   return c_to + "(" + e + ")";

@@ -18,12 +18,12 @@ namespace {
 struct IndexParams {
   uint32_t n = 0;
   int32_t rank = 0, dim = 0;
-  uint32_t op = 0;      // the OpKind, for the error record
-  int32_t xdim = 0;     // x's size along dim: the valid index range
-  int32_t len = 0;      // the writing ops: positions along dim that may point at an output
-  int32_t mode = 0;     // 0 read, 1 assign, 2 add
+  uint32_t op = 0;   // the OpKind, for the error record
+  int32_t xdim = 0;  // x's size along dim: the valid index range
+  int32_t len = 0;   // the writing ops: positions along dim that may point at an output
+  int32_t mode = 0;  // 0 read, 1 assign, 2 add
   int32_t pad = 0;
-  int32_t off[4] = {};  // out, x, index, src
+  int32_t off[4] = {};           // out, x, index, src
   int32_t size[kMaxRank] = {};   // the iteration space
   int32_t isize[kMaxRank] = {};  // the writing ops: the index's extent per dim (others are skipped)
   int32_t st[4][kMaxRank] = {};
@@ -90,8 +90,10 @@ void main() {
   }
   // the value is carried in the storage type (assign: bits as they are; add: rounded to the
   // dtype after every addition, as the CPU backend adds in the dtype)
-  const std::string add = dt == DType::boolean ? "((" + glsl::load(dt, "v") + " | " + glsl::load(dt, "s_[os + t * ss]") + ") != 0 ? uint8_t(1) : uint8_t(0))"
-                                               : glsl::store(dt, glsl::load(dt, "v") + " + " + glsl::load(dt, "s_[os + t * ss]"));
+  const std::string add =
+      dt == DType::boolean
+          ? "((" + glsl::load(dt, "v") + " | " + glsl::load(dt, "s_[os + t * ss]") + ") != 0 ? uint8_t(1) : uint8_t(0))"
+          : glsl::store(dt, glsl::load(dt, "v") + " + " + glsl::load(dt, "s_[os + t * ss]"));
   s += "    " + glsl::storage_type(dt) + " v = x_[ox + c[p.dim] * sd];\n";
   s += "    if (inside) {\n      for (int t = 0; t < p.len; ++t) {\n";
   s += "        int64_t raw = " + ld_i + ";\n";

@@ -98,7 +98,8 @@ layout(std430, binding = 6) readonly buffer InterpParamsBuf { InterpParams r; };
        "    int o0 = q % r.out_[0]; int p = q / r.out_[0];\n"
        "    int xp = r.off_x + p * r.in_[0] * r.in_[1] * r.in_[2];\n";
   if (nearest) {
-    s += "    o_[int(e)] = x_[xp + (ix_[r.i0 + o0] * r.in_[1] + ix_[r.i1 + o1]) * r.in_[2] + ix_[r.i2 + o2]];\n  }\n}\n";
+    s +=
+        "    o_[int(e)] = x_[xp + (ix_[r.i0 + o0] * r.in_[1] + ix_[r.i1 + o1]) * r.in_[2] + ix_[r.i2 + o2]];\n  }\n}\n";
     return s;
   }
   const std::string ld = glsl::load(dt, "x_[xp + row * r.in_[2] + ix_[r.i2 + o2 * r.k2 + b]]");
@@ -106,12 +107,17 @@ layout(std430, binding = 6) readonly buffer InterpParamsBuf { InterpParams r; };
        "    for (int a = 0; a < r.k1; ++a) {\n"
        "      int row = ix_[r.i1 + o1 * r.k1 + a];\n"
        "      int b = 0;\n"
-       "      C h = " + ld + " * C(w_[r.w2 + o2 * r.k2]);\n"
-       "      for (b = 1; b < r.k2; ++b) h += " + ld + " * C(w_[r.w2 + o2 * r.k2 + b]);\n"
+       "      C h = " +
+       ld +
+       " * C(w_[r.w2 + o2 * r.k2]);\n"
+       "      for (b = 1; b < r.k2; ++b) h += " +
+       ld +
+       " * C(w_[r.w2 + o2 * r.k2 + b]);\n"
        "      if (a == 0) v = h * C(w_[r.w1 + o1 * r.k1]);\n"
        "      else v += h * C(w_[r.w1 + o1 * r.k1 + a]);\n"
        "    }\n"
-       "    o_[int(e)] = " + glsl::store(dt, "v") + ";\n  }\n}\n";
+       "    o_[int(e)] = " +
+       glsl::store(dt, "v") + ";\n  }\n}\n";
   return s;
 }
 
@@ -156,12 +162,15 @@ std::vector<PrimitivePtr> interpolate_kernel(VulkanBackend& be, Op& op) {
       taps<A>(p.in[2], p.out[2], a.mode, a.align_corners, p.k2, idx, w);
       weights = TensorData::from_vector<A>(w, Shape{int64_t(w.size())});
     };
-    if (dt == DType::f64) build.template operator()<double>();
-    else build.template operator()<float>();
+    if (dt == DType::f64)
+      build.template operator()<double>();
+    else
+      build.template operator()<float>();
   }
   auto itab = be.write(TensorData::from_vector<int32_t>(idx, Shape{int64_t(idx.size())}));
   auto wtab = be.write(weights);
-  const std::string key = std::string(nearest ? "interpolate/nearest/" : "interpolate/taps/") + std::string(dtype_name(dt));
+  const std::string key =
+      std::string(nearest ? "interpolate/nearest/" : "interpolate/taps/") + std::string(dtype_name(dt));
   VkPipeline pipe = be.shaders().get(op.name(), key, [dt, nearest] { return interp_source(dt, nearest); });
   be.dispatch(pipe, {out->buffer, x->buffer, as_vk(itab).buffer, as_vk(wtab).buffer, nullptr, nullptr}, &p, sizeof p,
               be.groups_for(n));

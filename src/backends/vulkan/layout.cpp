@@ -16,7 +16,9 @@ namespace {
 Operand window(const VulkanTensor& t, std::vector<int64_t> strides, int64_t offset) {
   return Operand{t.buffer, t.dtype(), std::move(strides), offset};
 }
-std::vector<int64_t> strides_of(const VulkanTensor& t) { return std::vector<int64_t>(t.strides.begin(), t.strides.end()); }
+std::vector<int64_t> strides_of(const VulkanTensor& t) {
+  return std::vector<int64_t>(t.strides.begin(), t.strides.end());
+}
 
 bool input_dtype(const VulkanBackend& be, const Op& op) {
   for (const auto& in : op.inputs)
@@ -213,8 +215,11 @@ std::string tri_source(bool lower, size_t bytes) {
        "  int cols = p.ib.x, rows = p.ib.y, k = p.ia.x;\n"
        "  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += step) {\n"
        "    int col = int(i) % cols, row = (int(i) / cols) % rows;\n"
-       "    bool keep = col - row " + std::string(lower ? "<=" : ">=") + " k;\n"
-       "    o_[ember_index(i, 0)] = keep ? a_[ember_index(i, 1)] : " + zero + ";\n  }\n}\n";
+       "    bool keep = col - row " +
+       std::string(lower ? "<=" : ">=") +
+       " k;\n"
+       "    o_[ember_index(i, 0)] = keep ? a_[ember_index(i, 1)] : " +
+       zero + ";\n  }\n}\n";
   return s;
 }
 

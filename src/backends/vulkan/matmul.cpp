@@ -111,7 +111,8 @@ std::vector<PrimitivePtr> matmul_kernel(VulkanBackend& be, Op& op) {
   p.flag = bias_buf ? 1u : 0u;
   p.off[3] = int32_t(bias_off);
   const DType dt = out->dtype();
-  VkPipeline pipe = be.shaders().get("matmul", "matmul/" + std::string(dtype_name(dt)), [dt] { return matmul_source(dt); });
+  VkPipeline pipe =
+      be.shaders().get("matmul", "matmul/" + std::string(dtype_name(dt)), [dt] { return matmul_source(dt); });
   const int64_t tiles = int64_t(p.n) * ceil_div(N, 16) * ceil_div(M, 16);
   be.dispatch(pipe, {out->buffer, a.buffer, b.buffer, bias_buf}, &p, sizeof p, be.groups_for(tiles, 1));
   return {out};

@@ -67,11 +67,17 @@ layout(std430, binding = 6) readonly buffer BatchNormParamsBuf { BatchNormParams
   s += "void main() {\n  uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n"
        "  for (uint i = gl_GlobalInvocationID.x; i < r.n; i += step) {\n"
        "    int c = (int(i) / r.inner) % r.channels;\n"
-       "    C invstd = C(1) / sqrt(" + glsl::load(dt, "v_[r.off[3] + c]") + " + C(" + eps + "));\n"
-       "    C al = (r.flags & 1) != 0 ? invstd * " + glsl::load(dt, "w_[r.off[4] + c]") + " : invstd;\n"
-       "    C be = ((r.flags & 2) != 0 ? " + glsl::load(dt, "b_[r.off[5] + c]") + " : C(0)) - " +
-       glsl::load(dt, "m_[r.off[2] + c]") + " * al;\n"
-       "    o_[int(i)] = " + glsl::store(dt, glsl::load(dt, "x_[r.off[1] + int(i)]") + " * al + be") + ";\n  }\n}\n";
+       "    C invstd = C(1) / sqrt(" +
+       glsl::load(dt, "v_[r.off[3] + c]") + " + C(" + eps +
+       "));\n"
+       "    C al = (r.flags & 1) != 0 ? invstd * " +
+       glsl::load(dt, "w_[r.off[4] + c]") +
+       " : invstd;\n"
+       "    C be = ((r.flags & 2) != 0 ? " +
+       glsl::load(dt, "b_[r.off[5] + c]") + " : C(0)) - " + glsl::load(dt, "m_[r.off[2] + c]") +
+       " * al;\n"
+       "    o_[int(i)] = " +
+       glsl::store(dt, glsl::load(dt, "x_[r.off[1] + int(i)]") + " * al + be") + ";\n  }\n}\n";
   return s;
 }
 
@@ -102,7 +108,8 @@ std::vector<PrimitivePtr> batch_norm_kernel(VulkanBackend& be, Op& op) {
     if (i == 4) p.flags |= 2;
   }
   const DType dt = x->dtype();
-  VkPipeline pipe = be.shaders().get(op.name(), "batch_norm/" + std::string(dtype_name(dt)), [dt] { return batch_norm_source(dt); });
+  VkPipeline pipe =
+      be.shaders().get(op.name(), "batch_norm/" + std::string(dtype_name(dt)), [dt] { return batch_norm_source(dt); });
   be.dispatch(pipe, bind, &p, sizeof p, be.groups_for(n));
   return {out};
 }

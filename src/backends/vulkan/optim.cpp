@@ -22,7 +22,8 @@ namespace {
 
 bool adam_dtypes(const VulkanBackend& be, const Op& op) {
   // (the device-scalar form computes its scalars with double arithmetic)
-  return is_float(op.in(0).dtype) && be.has_dtype(op.in(0).dtype) && (op.inputs.size() != 6 || be.has_dtype(DType::f64));
+  return is_float(op.in(0).dtype) && be.has_dtype(op.in(0).dtype) &&
+         (op.inputs.size() != 6 || be.has_dtype(DType::f64));
 }
 
 struct AdamParams {
@@ -94,10 +95,18 @@ std::string update_source(DType dt) {
        "  C one_minus_lr_wd = s_[1], wd = s_[2], b1 = s_[3], omb1 = s_[4], b2 = s_[5], omb2 = s_[6];\n"
        "  C step_size = s_[7], bc2_sqrt = s_[8], eps = s_[9];\n"
        "  for (uint i = gl_GlobalInvocationID.x; i < r.n; i += step) {\n"
-       "    precise C p = " + glsl::load(dt, "p_[i]") + ";\n"
-       "    precise C g = " + glsl::load(dt, "g_[r.off_g + int(i)]") + ";\n"
-       "    precise C m = " + glsl::load(dt, "m_[i]") + ";\n"
-       "    precise C v = " + glsl::load(dt, "v_[i]") + ";\n"
+       "    precise C p = " +
+       glsl::load(dt, "p_[i]") +
+       ";\n"
+       "    precise C g = " +
+       glsl::load(dt, "g_[r.off_g + int(i)]") +
+       ";\n"
+       "    precise C m = " +
+       glsl::load(dt, "m_[i]") +
+       ";\n"
+       "    precise C v = " +
+       glsl::load(dt, "v_[i]") +
+       ";\n"
        "    if (r.maximize != 0) g = -g;\n"
        "    if (r.decoupled != 0) p = p * one_minus_lr_wd;\n"
        "    else if (wd != C(0)) g = g + p * wd;\n"
@@ -105,8 +114,11 @@ std::string update_source(DType dt) {
        "    v = v * b2 + (g * omb2) * g;\n"
        "    precise C denom = sqrt(v) / bc2_sqrt + eps;\n"
        "    p = p + (m * -step_size) / denom;\n"
-       "    p_[i] = " + glsl::store(dt, "p") + ";\n    m_[i] = " + glsl::store(dt, "m") + ";\n"
-       "    v_[i] = " + glsl::store(dt, "v") + ";\n  }\n}\n";
+       "    p_[i] = " +
+       glsl::store(dt, "p") + ";\n    m_[i] = " + glsl::store(dt, "m") +
+       ";\n"
+       "    v_[i] = " +
+       glsl::store(dt, "v") + ";\n  }\n}\n";
   return s;
 }
 
@@ -115,9 +127,11 @@ template <class C>
 TensorData host_scalars(const AdamAttrs& a, DType c) {
   const double t = double(a.step), lr = a.lr;
   const double bc1 = 1 - std::pow(a.beta1, t), bc2 = 1 - std::pow(a.beta2, t);
-  std::vector<double> v = {double(C(lr * a.weight_decay)), double(C(1 - lr * a.weight_decay)), double(C(a.weight_decay)),
-                           double(C(a.beta1)), double(C(1 - a.beta1)), double(C(a.beta2)), double(C(1 - a.beta2)),
-                           double(C(lr / bc1)), double(C(std::sqrt(bc2))), double(C(a.eps))};
+  std::vector<double> v = {double(C(lr * a.weight_decay)), double(C(1 - lr * a.weight_decay)),
+                           double(C(a.weight_decay)),      double(C(a.beta1)),
+                           double(C(1 - a.beta1)),         double(C(a.beta2)),
+                           double(C(1 - a.beta2)),         double(C(lr / bc1)),
+                           double(C(std::sqrt(bc2))),      double(C(a.eps))};
   return TensorData::from_doubles(v, Shape{10}, c);
 }
 
@@ -145,12 +159,14 @@ std::vector<PrimitivePtr> adam_step_kernel(VulkanBackend& be, Op& op) {
     p.off_step = int32_t(st->offset);
     scalars = be.alloc(TensorMeta{Shape{10}, c});
     new_step = be.alloc(op.outputs[3]);
-    VkPipeline sp = be.shaders().get("adam_step", "adam_step/scalars/" + std::string(dtype_name(c)), [c] { return scalars_source(c); });
+    VkPipeline sp = be.shaders().get("adam_step", "adam_step/scalars/" + std::string(dtype_name(c)),
+                                     [c] { return scalars_source(c); });
     be.dispatch(sp, {scalars->buffer, lr->buffer, st->buffer, new_step->buffer, nullptr, nullptr}, &p, sizeof p, 1);
   } else {
     scalars = as_vk_ptr(be.write(c == DType::f64 ? host_scalars<double>(a, c) : host_scalars<float>(a, c)));
   }
-  VkPipeline up = be.shaders().get("adam_step", "adam_step/" + std::string(dtype_name(dt)), [dt] { return update_source(dt); });
+  VkPipeline up =
+      be.shaders().get("adam_step", "adam_step/" + std::string(dtype_name(dt)), [dt] { return update_source(dt); });
   std::vector<PrimitivePtr> results;
   for (size_t q = 0; q < k; ++q) {
     VulkanTensorPtr outs[3];

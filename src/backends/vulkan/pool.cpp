@@ -70,32 +70,47 @@ std::string pool_source(const VulkanBackend& be, OpKind k, DType dt) {
          "    int a2 = (o2 * r.in_[2]) / r.out_[2], b2 = ((o2 + 1) * r.in_[2] + r.out_[2] - 1) / r.out_[2];\n"
          "    AT sum = AT(0);\n"
          "    for (int i0 = a0; i0 < b0; ++i0) for (int i1 = a1; i1 < b1; ++i1) for (int i2 = a2; i2 < b2; ++i2)\n"
-         "      sum += AT(" + ld + ");\n"
+         "      sum += AT(" +
+         ld +
+         ");\n"
          "    AT v = sum / AT(b0 - a0) / AT(b1 - a1) / AT(b2 - a2);\n"
-         "    o_[int(e)] = " + glsl::store(dt, "C(v)") + ";\n  }\n}\n";
+         "    o_[int(e)] = " +
+         glsl::store(dt, "C(v)") + ";\n  }\n}\n";
     return s;
   }
   s += "    int l0, n0, c0, l1, n1, c1, l2, n2, c2;\n"
-       "    ember_window(0, o0, l0, n0, c0);\n    ember_window(1, o1, l1, n1, c1);\n    ember_window(2, o2, l2, n2, c2);\n";
+       "    ember_window(0, o0, l0, n0, c0);\n    ember_window(1, o1, l1, n1, c1);\n    ember_window(2, o2, l2, n2, "
+       "c2);\n";
   if (mx) {
     const bool flt = is_float(dt);
-    const std::string lowest = dt == DType::f64 ? "-ember_inf_d()" : flt ? "-ember_inf()"
-                               : dt == DType::i64 ? "int64_t(0x8000000000000000ul)" : "int(0x80000000u)";
-    s += "    C best = " + lowest + ";\n    int bi = (l0 * r.in_[1] + l1) * r.in_[2] + l2;\n"
+    const std::string lowest = dt == DType::f64   ? "-ember_inf_d()"
+                               : flt              ? "-ember_inf()"
+                               : dt == DType::i64 ? "int64_t(0x8000000000000000ul)"
+                                                  : "int(0x80000000u)";
+    s += "    C best = " + lowest +
+         ";\n    int bi = (l0 * r.in_[1] + l1) * r.in_[2] + l2;\n"
          "    for (int t0 = 0; t0 < n0; ++t0) for (int t1 = 0; t1 < n1; ++t1) for (int t2 = 0; t2 < n2; ++t2) {\n"
          "      int i0 = l0 + t0 * r.d[0], i1 = l1 + t1 * r.d[1], i2 = l2 + t2 * r.d[2];\n"
-         "      C v = " + ld + ";\n"
-         "      if (v > best" + (flt ? " || ember_isnan(v)" : std::string()) + ") { best = v; bi = (i0 * r.in_[1] + i1) * r.in_[2] + i2; }\n"
+         "      C v = " +
+         ld +
+         ";\n"
+         "      if (v > best" +
+         (flt ? " || ember_isnan(v)" : std::string()) +
+         ") { best = v; bi = (i0 * r.in_[1] + i1) * r.in_[2] + i2; }\n"
          "    }\n"
-         "    o_[int(e)] = " + glsl::store(dt, "best") + ";\n    i_[int(e)] = int64_t(bi);\n  }\n}\n";
+         "    o_[int(e)] = " +
+         glsl::store(dt, "best") + ";\n    i_[int(e)] = int64_t(bi);\n  }\n}\n";
     return s;
   }
   s += "    C sum = C(0);\n"
        "    for (int t0 = 0; t0 < n0; ++t0) for (int t1 = 0; t1 < n1; ++t1) for (int t2 = 0; t2 < n2; ++t2) {\n"
        "      int i0 = l0 + t0 * r.d[0], i1 = l1 + t1 * r.d[1], i2 = l2 + t2 * r.d[2];\n"
-       "      sum += " + ld + ";\n    }\n"
+       "      sum += " +
+       ld +
+       ";\n    }\n"
        "    int div = r.include_pad != 0 ? c0 * c1 * c2 : n0 * n1 * n2;\n"
-       "    o_[int(e)] = " + glsl::store(dt, "sum / C(div)") + ";\n  }\n}\n";
+       "    o_[int(e)] = " +
+       glsl::store(dt, "sum / C(div)") + ";\n  }\n}\n";
   return s;
 }
 

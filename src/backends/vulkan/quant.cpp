@@ -40,12 +40,17 @@ std::string matmul_integer_source(DType at, DType bt) {
        "    uint b = e / uint(M * N);\n    int rest = int(e - b * uint(M * N));\n"
        "    int i = rest / N, j = rest % N;\n"
        "    int ab = ember_index(b, 1), bb = ember_index(b, 2), ob = ember_index(b, 0);\n"
-       "    int az = (p.flag & 1u) != 0u ? " + glsl::load(at, "az_[p.off[3] + ((p.flag & 2u) != 0u ? i : 0)]") + " : 0;\n"
-       "    int bz = (p.flag & 4u) != 0u ? " + glsl::load(bt, "bz_[p.pad0 + ((p.flag & 8u) != 0u ? j : 0)]") + " : 0;\n"
+       "    int az = (p.flag & 1u) != 0u ? " +
+       glsl::load(at, "az_[p.off[3] + ((p.flag & 2u) != 0u ? i : 0)]") +
+       " : 0;\n"
+       "    int bz = (p.flag & 4u) != 0u ? " +
+       glsl::load(bt, "bz_[p.pad0 + ((p.flag & 8u) != 0u ? j : 0)]") +
+       " : 0;\n"
        "    int acc = 0;\n"
        "    for (int k = 0; k < K; ++k)\n"
-       "      acc += (" + glsl::load(at, "a_[ab + i * a_rs + k * a_ks]") + " - az) * (" +
-       glsl::load(bt, "b_[bb + k * b_ks + j * b_cs]") + " - bz);\n"
+       "      acc += (" +
+       glsl::load(at, "a_[ab + i * a_rs + k * a_ks]") + " - az) * (" + glsl::load(bt, "b_[bb + k * b_ks + j * b_cs]") +
+       " - bz);\n"
        "    o_[ob + i * N + j] = acc;\n  }\n}\n";
   return s;
 }
@@ -68,7 +73,8 @@ std::vector<PrimitivePtr> matmul_integer_kernel(VulkanBackend& be, Op& op) {
   };
   std::vector<int64_t> ost(size_t(batch.rank()));
   for (int d = 0; d < batch.rank(); ++d) ost[size_t(d)] = out->strides[size_t(d)];
-  KernelParams p = make_params("matmul_integer", batch, {Operand{out->buffer, DType::i32, ost, 0}, batch_operand(a), batch_operand(b)});
+  KernelParams p = make_params("matmul_integer", batch,
+                               {Operand{out->buffer, DType::i32, ost, 0}, batch_operand(a), batch_operand(b)});
   const int ra = a.shape().rank(), rb = b.shape().rank();
   p.ia[0] = int32_t(M);
   p.ia[1] = int32_t(K);
@@ -124,11 +130,15 @@ layout(std430, binding = 6) readonly buffer ConvIntParamsBuf { ConvIntParams r; 
   s += "void main() {\n  uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n"
        "  int cin_g = r.cin / r.groups, cout_g = r.cout / r.groups;\n"
        "  int in_sp = r.in_[0] * r.in_[1] * r.in_[2], k_sp = r.k[0] * r.k[1] * r.k[2];\n"
-       "  int xz = (r.flags & 1) != 0 ? " + glsl::load(xt, "xz_[r.off_xz]") + " : 0;\n"
+       "  int xz = (r.flags & 1) != 0 ? " +
+       glsl::load(xt, "xz_[r.off_xz]") +
+       " : 0;\n"
        "  for (uint e = gl_GlobalInvocationID.x; e < r.n; e += step) {\n"
        "    int q = int(e);\n    int o2 = q % r.out_[2]; q /= r.out_[2];\n    int o1 = q % r.out_[1]; q /= r.out_[1];\n"
        "    int o0 = q % r.out_[0]; q /= r.out_[0];\n    int oc = q % r.cout, b = q / r.cout;\n"
-       "    int wz = (r.flags & 2) != 0 ? " + glsl::load(wt, "wz_[r.off_wz + ((r.flags & 4) != 0 ? oc : 0)]") + " : 0;\n"
+       "    int wz = (r.flags & 2) != 0 ? " +
+       glsl::load(wt, "wz_[r.off_wz + ((r.flags & 4) != 0 ? oc : 0)]") +
+       " : 0;\n"
        "    int g = oc / cout_g;\n    int acc = 0;\n"
        "    for (int c = 0; c < cin_g; ++c) {\n      int ic = g * cin_g + c;\n"
        "      int xb = r.off_x + (b * r.cin + ic) * in_sp, wb = r.off_w + (oc * cin_g + c) * k_sp;\n"
@@ -138,8 +148,10 @@ layout(std430, binding = 6) readonly buffer ConvIntParamsBuf { ConvIntParams r; 
        "          int i1 = o1 * r.s[1] - r.p[1] + t1 * r.d[1];\n          if (i1 < 0 || i1 >= r.in_[1]) continue;\n"
        "          for (int t2 = 0; t2 < r.k[2]; ++t2) {\n"
        "            int i2 = o2 * r.s[2] - r.p[2] + t2 * r.d[2];\n            if (i2 < 0 || i2 >= r.in_[2]) continue;\n"
-       "            acc += (" + glsl::load(xt, "x_[xb + (i0 * r.in_[1] + i1) * r.in_[2] + i2]") + " - xz) * (" +
-       glsl::load(wt, "w_[wb + (t0 * r.k[1] + t1) * r.k[2] + t2]") + " - wz);\n"
+       "            acc += (" +
+       glsl::load(xt, "x_[xb + (i0 * r.in_[1] + i1) * r.in_[2] + i2]") + " - xz) * (" +
+       glsl::load(wt, "w_[wb + (t0 * r.k[1] + t1) * r.k[2] + t2]") +
+       " - wz);\n"
        "          }\n        }\n      }\n    }\n"
        "    o_[int(e)] = acc;\n  }\n}\n";
   return s;
@@ -204,11 +216,16 @@ std::string qlinear_add_source(DType dt) {
   s += "void main() {\n  uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n"
        "  float sa = s_[0], za = s_[1], sb = s_[2], zb = s_[3], sc = s_[4], zc = s_[5];\n"
        "  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += step) {\n"
-       "    precise float ra = (float(" + glsl::load(dt, "a_[ember_index(i, 1)]") + ") - za) * sa;\n"
-       "    precise float rb = (float(" + glsl::load(dt, "b_[ember_index(i, 2)]") + ") - zb) * sb;\n"
+       "    precise float ra = (float(" +
+       glsl::load(dt, "a_[ember_index(i, 1)]") +
+       ") - za) * sa;\n"
+       "    precise float rb = (float(" +
+       glsl::load(dt, "b_[ember_index(i, 2)]") +
+       ") - zb) * sb;\n"
        "    precise float sum = ra + rb;\n"
        "    precise float q = roundEven(sum / sc) + zc;\n"
-       "    o_[ember_index(i, 0)] = " + glsl::store(dt, "int(clamp(q, " + lo + ", " + hi + "))") + ";\n  }\n}\n";
+       "    o_[ember_index(i, 0)] = " +
+       glsl::store(dt, "int(clamp(q, " + lo + ", " + hi + "))") + ";\n  }\n}\n";
   return s;
 }
 
@@ -224,15 +241,18 @@ std::vector<PrimitivePtr> qlinear_add_kernel(VulkanBackend& be, Op& op) {
   const size_t from[6] = {1, 2, 4, 5, 6, 7};
   for (size_t i = 0; i < 6; ++i)
     if (op.inputs.size() > from[i] && op.inputs[from[i]])
-      copy_strided(be, Operand{scalars->buffer, DType::f32, {}, int64_t(i)},
-                   Operand{as_vk(op.inputs[from[i]]).buffer, op.inputs[from[i]]->dtype(), {},
-                           as_vk(op.inputs[from[i]]).offset},
-                   Shape{});
-  KernelParams p = make_params("qlinear_add", out->shape(),
-                               {operand_of(*out), broadcast_operand(a, out->shape()), broadcast_operand(b, out->shape())});
+      copy_strided(
+          be, Operand{scalars->buffer, DType::f32, {}, int64_t(i)},
+          Operand{as_vk(op.inputs[from[i]]).buffer, op.inputs[from[i]]->dtype(), {}, as_vk(op.inputs[from[i]]).offset},
+          Shape{});
+  KernelParams p =
+      make_params("qlinear_add", out->shape(),
+                  {operand_of(*out), broadcast_operand(a, out->shape()), broadcast_operand(b, out->shape())});
   const DType dt = a.dtype();
-  VkPipeline pipe = be.shaders().get(op.name(), "qlinear_add/" + std::string(dtype_name(dt)), [dt] { return qlinear_add_source(dt); });
-  be.dispatch(pipe, {out->buffer, a.buffer, b.buffer, scalars->buffer, nullptr, nullptr}, &p, sizeof p, be.groups_for(n));
+  VkPipeline pipe = be.shaders().get(op.name(), "qlinear_add/" + std::string(dtype_name(dt)),
+                                     [dt] { return qlinear_add_source(dt); });
+  be.dispatch(pipe, {out->buffer, a.buffer, b.buffer, scalars->buffer, nullptr, nullptr}, &p, sizeof p,
+              be.groups_for(n));
   return {out};
 }
 
@@ -260,7 +280,8 @@ std::string requant_source(DType out, DType bias) {
     s += "    if ((p.flag & 2u) != 0u) acc += b_[p.off[3] + c];\n"
          "    precise float m = (xs * w) / ys;\n"
          "    precise float q = roundEven(float(acc) * m) + yz;\n"
-         "    o_[int(i)] = " + glsl::store(out, "int(clamp(q, " + lo + ", " + hi + "))") + ";\n  }\n}\n";
+         "    o_[int(i)] = " +
+         glsl::store(out, "int(clamp(q, " + lo + ", " + hi + "))") + ";\n  }\n}\n";
   } else {
     s += "    precise float m = xs * w;\n"
          "    precise float y = m * float(acc) + ((p.flag & 2u) != 0u ? float(b_[p.off[3] + c]) : 0.0);\n"
@@ -426,7 +447,8 @@ std::vector<PrimitivePtr> matmul_wq_kernel(VulkanBackend& be, Op& op) {
   }
   if (q.quantize_x) p.flag |= 2u;
   VkPipeline pipe = be.shaders().get(op.name(), "matmul_wq/f32", [] { return matmul_wq_source(); });
-  be.dispatch(pipe, {out->buffer, x->buffer, data->buffer, scales->buffer, zp, nullptr}, &p, sizeof p, be.groups_for(n));
+  be.dispatch(pipe, {out->buffer, x->buffer, data->buffer, scales->buffer, zp, nullptr}, &p, sizeof p,
+              be.groups_for(n));
   return {out};
 }
 

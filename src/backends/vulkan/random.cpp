@@ -19,7 +19,7 @@ namespace {
 struct RandomParams {
   uint32_t n = 0, per_block = 4;
   uint32_t key[2] = {}, counter[2] = {};
-  uint32_t guard = 0, wide = 0;         // uniform: move results >= high below it; randint: 64-bit range
+  uint32_t guard = 0, wide = 0;  // uniform: move results >= high below it; randint: 64-bit range
   uint32_t lo_d[2] = {}, span_d[2] = {}, high_d[2] = {}, top[2] = {};  // double values; top: bits
   float lo_f = 0, span_f = 0, hi_f = 0;
   uint32_t pad = 0;
@@ -89,15 +89,20 @@ std::string random_source(OpKind k, DType dt) {
       const std::string top = dt == DType::f16 ? "uint16BitsToHalf(uint16_t(r.top.x))" : "uint16_t(r.top.x)";
       s += "    float u = float(w4[j] >> 8) * (1.0 / 16777216.0);\n"
            "    precise float v = r.lo_f + r.span_f * u;\n"
-           "    " + glsl::storage_type(dt) + " h = " + glsl::store(dt, "v") + ";\n"
-           "    if (r.guard != 0u && double(" + glsl::load(dt, "h") + ") >= packDouble2x32(r.high_d)) h = " + top + ";\n"
+           "    " +
+           glsl::storage_type(dt) + " h = " + glsl::store(dt, "v") +
+           ";\n"
+           "    if (r.guard != 0u && double(" +
+           glsl::load(dt, "h") + ") >= packDouble2x32(r.high_d)) h = " + top +
+           ";\n"
            "    o_[i] = h;\n";
     }
   } else if (k == OpKind::random_bernoulli) {
     const std::string one = glsl::store(dt, glsl::convert(DType::i64, dt, "int64_t(1)"));
     const std::string zero = glsl::store(dt, glsl::convert(DType::i64, dt, "int64_t(0)"));
     s += "    bool on = r.threshold.y != 0u || w4[j] < r.threshold.x;\n"
-         "    o_[i] = on ? " + one + " : " + zero + ";\n";
+         "    o_[i] = on ? " +
+         one + " : " + zero + ";\n";
   } else {  // randint
     s += "    uint64_t v;\n"
          "    if (r.wide == 0u) {\n"
@@ -108,7 +113,8 @@ std::string random_source(OpKind k, DType dt) {
          "      v = (uint64_t(w4[2u * j]) << 32 | uint64_t(w4[2u * j + 1u])) % range;\n"
          "    }\n"
          "    int64_t x = int64_t((uint64_t(r.low.x) | (uint64_t(r.low.y) << 32)) + v);\n"
-         "    o_[i] = " + glsl::store(dt, glsl::convert(DType::i64, dt, "x")) + ";\n";
+         "    o_[i] = " +
+         glsl::store(dt, glsl::convert(DType::i64, dt, "x")) + ";\n";
   }
   s += "  }\n}\n";
   return s;
@@ -139,8 +145,10 @@ uint64_t below_bits(DType dt, double high) {
         if (!(double(static_cast<float>(h)) < high)) {
           uint16_t b = h.bits;
           constexpr uint16_t sign = 0x8000u;
-          if ((b & 0x7fffu) == 0) h = T::from_bits(uint16_t(sign | 1u));
-          else h = T::from_bits(b & sign ? uint16_t(b + 1) : uint16_t(b - 1));
+          if ((b & 0x7fffu) == 0)
+            h = T::from_bits(uint16_t(sign | 1u));
+          else
+            h = T::from_bits(b & sign ? uint16_t(b + 1) : uint16_t(b - 1));
         }
         bits = h.bits;
       }
@@ -169,7 +177,8 @@ std::vector<PrimitivePtr> random_kernel(VulkanBackend& be, Op& op) {
     p.lo_f = float(low);
     p.span_f = float(high - low);
     p.hi_f = float(high);
-    if (dt == DType::f32) p.guard = p.guard && double(p.hi_f) >= high ? 1 : 0;  // float(high) rounded down: nothing reaches it
+    if (dt == DType::f32)
+      p.guard = p.guard && double(p.hi_f) >= high ? 1 : 0;  // float(high) rounded down: nothing reaches it
   } else if (op.kind == OpKind::random_bernoulli) {
     const double pc = std::clamp(a.a, 0.0, 1.0);
     put64(p.threshold, uint64_t(std::llround(pc * 4294967296.0)));
@@ -179,7 +188,8 @@ std::vector<PrimitivePtr> random_kernel(VulkanBackend& be, Op& op) {
     visit_dtype(dt, [&]<class T>() {
       if constexpr (std::is_integral_v<T>) {  // torch: the bounds must fit the dtype
         using L = std::numeric_limits<T>;
-        EMBER_CHECK(low >= int64_t(L::lowest()), "random_randint: from ", low, " is out of bounds for ", dtype_name(dt));
+        EMBER_CHECK(low >= int64_t(L::lowest()), "random_randint: from ", low, " is out of bounds for ",
+                    dtype_name(dt));
         constexpr bool kWide = std::is_same_v<T, int64_t>;
         EMBER_CHECK(kWide || high - 1 <= int64_t(L::max()), "random_randint: to - 1 = ", high - 1,
                     " is out of bounds for ", dtype_name(dt));

@@ -6,12 +6,11 @@
 // workgroup reduces one output element at a time (grid-stride over the outputs): each
 // invocation folds every 128th element of the row, then the workgroup combines the partials:
 // float sums with subgroupAdd where the device has subgroup arithmetic, everything else (and
-// every sum elsewhere) in a shared-memory tree. var/std and logsumexp take a second pass over the row (the deviations from the
-// mean, the exponentials shifted by the maximum) in the same workgroup. Semantics follow the CPU
-// backend (src/backends/cpu/reduce.cpp): floats accumulate in double where the device has
-// shaderFloat64, integer sums and products wrap in int64, max/min and the arg reductions
-// propagate NaN (the first NaN wins), argmax/argmin take the first occurrence, var divides by
-// max(n - correction, 0).
+// every sum elsewhere) in a shared-memory tree. var/std and logsumexp take a second pass over the row (the deviations
+// from the mean, the exponentials shifted by the maximum) in the same workgroup. Semantics follow the CPU backend
+// (src/backends/cpu/reduce.cpp): floats accumulate in double where the device has shaderFloat64, integer sums and
+// products wrap in int64, max/min and the arg reductions propagate NaN (the first NaN wins), argmax/argmin take the
+// first occurrence, var divides by max(n - correction, 0).
 //
 // f64 inputs accumulate in double (the double maths of glsl.cpp for logsumexp and p-norms).
 #include <algorithm>
@@ -163,19 +162,22 @@ std::string reduce_source(const VulkanBackend& be, OpKind k, DType dt, const std
       break;
     case OpKind::norm:
       init = "(r.flag == 4u ? " + inf + " : AT(0))";
-      step = "{ AT a = abs(AT(x));\n"
-             "        if (r.flag == 0u) acc += (a != AT(0) ? AT(1) : AT(0));\n"
-             "        else if (r.flag == 1u) acc += a;\n"
-             "        else if (r.flag == 2u) acc += a * a;\n"
-             "        else if (r.flag == 3u) { if (ember_isnan(a) || a > acc) acc = a; }\n"
-             "        else if (r.flag == 4u) { if (ember_isnan(a) || a < acc) acc = a; }\n"
-             "        else acc += ember_pow(a, AT(r.pf)); }";
-      combine = "{ AT b = s_acc[t + h];\n"
-                "        if (r.flag == 3u) { if (ember_isnan(b) || b > s_acc[t]) s_acc[t] = b; }\n"
-                "        else if (r.flag == 4u) { if (ember_isnan(b) || b < s_acc[t]) s_acc[t] = b; }\n"
-                "        else s_acc[t] += b; }";
-      store = "AT v = s_acc[0];\n      if (r.flag == 2u) v = sqrt(v);\n"
-              "      else if (r.flag == 5u) v = ember_pow(v, AT(1) / AT(r.pf));";
+      step =
+          "{ AT a = abs(AT(x));\n"
+          "        if (r.flag == 0u) acc += (a != AT(0) ? AT(1) : AT(0));\n"
+          "        else if (r.flag == 1u) acc += a;\n"
+          "        else if (r.flag == 2u) acc += a * a;\n"
+          "        else if (r.flag == 3u) { if (ember_isnan(a) || a > acc) acc = a; }\n"
+          "        else if (r.flag == 4u) { if (ember_isnan(a) || a < acc) acc = a; }\n"
+          "        else acc += ember_pow(a, AT(r.pf)); }";
+      combine =
+          "{ AT b = s_acc[t + h];\n"
+          "        if (r.flag == 3u) { if (ember_isnan(b) || b > s_acc[t]) s_acc[t] = b; }\n"
+          "        else if (r.flag == 4u) { if (ember_isnan(b) || b < s_acc[t]) s_acc[t] = b; }\n"
+          "        else s_acc[t] += b; }";
+      store =
+          "AT v = s_acc[0];\n      if (r.flag == 2u) v = sqrt(v);\n"
+          "      else if (r.flag == 5u) v = ember_pow(v, AT(1) / AT(r.pf));";
       break;
     case OpKind::logsumexp:
       two_pass = true;
@@ -200,12 +202,14 @@ std::string reduce_source(const VulkanBackend& be, OpKind k, DType dt, const std
       s += "  return v " + better + " c || (v == c && vi < ci);\n}\n";
       init = "C(0)";
       step = "if (idx < 0 || ember_better(x, int(j), acc, idx)) { acc = x; idx = int(j); }";
-      combine = "if (s_idx[t + h] >= 0 && (s_idx[t] < 0 || ember_better(s_acc[t + h], s_idx[t + h], s_acc[t], s_idx[t]))) {\n"
-                "        s_acc[t] = s_acc[t + h]; s_idx[t] = s_idx[t + h]; }";
+      combine =
+          "if (s_idx[t + h] >= 0 && (s_idx[t] < 0 || ember_better(s_acc[t + h], s_idx[t + h], s_acc[t], s_idx[t]))) {\n"
+          "        s_acc[t] = s_acc[t + h]; s_idx[t] = s_idx[t + h]; }";
       store = "AT v = s_acc[0];";
       break;
     }
-    default: EMBER_FAIL(op_name(k), ": no Vulkan reduction kernel");
+    default:
+      EMBER_FAIL(op_name(k), ": no Vulkan reduction kernel");
   }
   const std::string W = std::to_string(glsl::kLocalSize);
   auto tree = [&](const std::string& comb) {
@@ -215,27 +219,39 @@ std::string reduce_source(const VulkanBackend& be, OpKind k, DType dt, const std
   // A sum of floats across the workgroup: with subgroup arithmetic, subgroupAdd within each
   // subgroup and one invocation adding the subgroups' sums (in order); else the shared tree.
   const bool subgroups = be.physical().subgroup_arithmetic && (AT == "float" || AT == "double");
-  if (subgroups) s.insert(s.find('\n') + 1, "#extension GL_KHR_shader_subgroup_basic : require\n"
-                                            "#extension GL_KHR_shader_subgroup_arithmetic : require\n");
+  if (subgroups)
+    s.insert(s.find('\n') + 1,
+             "#extension GL_KHR_shader_subgroup_basic : require\n"
+             "#extension GL_KHR_shader_subgroup_arithmetic : require\n");
   // (after s_acc[t] = acc and a barrier) s_acc[0] = the sum of every s_acc[t]
   auto sum_tree = [&]() -> std::string {
     if (!subgroups) return tree("s_acc[t] += s_acc[t + h];");
-    return "    { AT sg = subgroupAdd(s_acc[t]);\n      barrier();\n      if (subgroupElect()) s_acc[gl_SubgroupID] = sg;\n"
-           "      barrier();\n      if (t == 0u) { AT tot = s_acc[0]; for (uint g = 1u; g < gl_NumSubgroups; ++g) tot += s_acc[g]; s_acc[0] = tot; }\n"
+    return "    { AT sg = subgroupAdd(s_acc[t]);\n      barrier();\n      if (subgroupElect()) s_acc[gl_SubgroupID] = "
+           "sg;\n"
+           "      barrier();\n      if (t == 0u) { AT tot = s_acc[0]; for (uint g = 1u; g < gl_NumSubgroups; ++g) tot "
+           "+= s_acc[g]; s_acc[0] = tot; }\n"
            "      barrier(); }\n";
   };
   const bool plain_sum = k == OpKind::sum || k == OpKind::mean || k == OpKind::var || k == OpKind::std;
   const std::string ld = glsl::load(dt, "a_[base + red_offset(j)]");
   s += "void main() {\n  uint t = gl_LocalInvocationID.x;\n"
        "  for (uint o = gl_WorkGroupID.x; o < r.n_out; o += gl_NumWorkGroups.x) {\n"
-       "    int base = r.off_in + out_offset(o);\n    AT acc = " + init + ";\n    int idx = -1;\n"
-       "    for (uint j = t; j < r.n_red; j += " + W + "u) {\n      C x = " + ld + ";\n      " + step + "\n    }\n"
-       "    s_acc[t] = acc;\n" + (arg ? "    s_idx[t] = idx;\n" : "") + "    barrier();\n" +
-       (plain_sum ? sum_tree() : tree(combine));
+       "    int base = r.off_in + out_offset(o);\n    AT acc = " +
+       init +
+       ";\n    int idx = -1;\n"
+       "    for (uint j = t; j < r.n_red; j += " +
+       W + "u) {\n      C x = " + ld + ";\n      " + step +
+       "\n    }\n"
+       "    s_acc[t] = acc;\n" +
+       (arg ? "    s_idx[t] = idx;\n" : "") + "    barrier();\n" + (plain_sum ? sum_tree() : tree(combine));
   if (two_pass) {
-    s += "    AT first = s_acc[0];\n    barrier();\n    acc = " + init2 + ";\n"
-         "    for (uint j = t; j < r.n_red; j += " + W + "u) {\n      C x = " + ld + ";\n      " + step2 + "\n    }\n"
-         "    s_acc[t] = acc;\n    barrier();\n" + sum_tree();
+    s += "    AT first = s_acc[0];\n    barrier();\n    acc = " + init2 +
+         ";\n"
+         "    for (uint j = t; j < r.n_red; j += " +
+         W + "u) {\n      C x = " + ld + ";\n      " + step2 +
+         "\n    }\n"
+         "    s_acc[t] = acc;\n    barrier();\n" +
+         sum_tree();
   }
   // the stored value in the output's compute type
   const std::string out_c = glsl::compute_type(out0);
@@ -285,7 +301,8 @@ std::vector<PrimitivePtr> reduce_kernel(VulkanBackend& be, Op& op) {
   p.n_red = uint32_t(n_red);
   p.rank_out = int32_t(kept.size());
   p.rank_red = int32_t(red.size());
-  for (size_t d = 0; d < kept.size(); ++d) p.size_out[d] = int32_t(kept[d].first), p.st_out[d] = int32_t(kept[d].second);
+  for (size_t d = 0; d < kept.size(); ++d)
+    p.size_out[d] = int32_t(kept[d].first), p.st_out[d] = int32_t(kept[d].second);
   for (size_t d = 0; d < red.size(); ++d) p.size_red[d] = int32_t(red[d].first), p.st_red[d] = int32_t(red[d].second);
   p.off_in = int32_t(x.offset);
   p.correction = int32_t(a.correction);

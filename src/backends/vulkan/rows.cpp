@@ -31,7 +31,7 @@ struct RowParams {
   int32_t off_x = 0;  // element offsets of the (contiguous) input, weight and bias
   uint32_t eps_d[2] = {};
   int32_t off_w = 0, off_b = 0;  // layer_norm: weight, bias; cross_entropy: target, -
-  int32_t ignore[2] = {};         // cross_entropy's ignore_index (int64 words)
+  int32_t ignore[2] = {};        // cross_entropy's ignore_index (int64 words)
 };
 static_assert(sizeof(RowParams) == 48);
 
@@ -61,7 +61,8 @@ std::string softmax_source(const VulkanBackend& be, DType dt, bool log) {
   std::string s = glsl::header(dts, false);
   s += kRowParams;
   s += std::string("#define AT ") + (dacc ? "double" : "float") + "\n#define C " + glsl::compute_type(dt) + "\n";
-  const std::string inf = dt == DType::f64 ? "ember_inf_d()" : "ember_inf()", nan = dt == DType::f64 ? "ember_nan_d()" : "ember_nan()";
+  const std::string inf = dt == DType::f64 ? "ember_inf_d()" : "ember_inf()",
+                    nan = dt == DType::f64 ? "ember_nan_d()" : "ember_nan()";
   s += glsl::buffer(0, dt, "o_", false);
   s += glsl::buffer(1, dt, "a_", true);
   const std::string W = std::to_string(glsl::kLocalSize);
@@ -71,23 +72,31 @@ std::string softmax_source(const VulkanBackend& be, DType dt, bool log) {
        "  for (uint row = gl_WorkGroupID.x; row < r.rows; row += gl_NumWorkGroups.x) {\n"
        "    int outer = int(row) / r.inner, in_row = int(row) - outer * r.inner;\n"
        "    int obase = outer * int(r.n) * r.inner + in_row, base = r.off_x + obase;\n"
-       "    C m = -" + inf + ";\n    int nan = 0;\n"
-       "    for (uint j = t; j < r.n; j += " + W + "u) {\n      C v = " + ld + ";\n"
+       "    C m = -" +
+       inf +
+       ";\n    int nan = 0;\n"
+       "    for (uint j = t; j < r.n; j += " +
+       W + "u) {\n      C v = " + ld +
+       ";\n"
        "      m = v > m ? v : m;\n      if (ember_isnan(v)) nan = 1;\n    }\n"
        "    s_max[t] = m;\n    s_nan[t] = nan;\n" +
-       tree("{ s_max[t] = max(s_max[t], s_max[t + h]); s_nan[t] |= s_nan[t + h]; }") +
-       "    m = s_nan[0] != 0 ? " + nan + " : s_max[0];\n"
+       tree("{ s_max[t] = max(s_max[t], s_max[t + h]); s_nan[t] |= s_nan[t + h]; }") + "    m = s_nan[0] != 0 ? " +
+       nan +
+       " : s_max[0];\n"
        "    AT sum = AT(0);\n"
-       "    for (uint j = t; j < r.n; j += " + W + "u) sum += AT(ember_exp(C(" + ld + ") - m));\n"
-       "    s_sum[t] = sum;\n" + tree("s_sum[t] += s_sum[t + h];");
+       "    for (uint j = t; j < r.n; j += " +
+       W + "u) sum += AT(ember_exp(C(" + ld +
+       ") - m));\n"
+       "    s_sum[t] = sum;\n" +
+       tree("s_sum[t] += s_sum[t + h];");
   if (log)
     s += "    C ls = C(ember_log(s_sum[0]));\n"
-         "    for (uint j = t; j < r.n; j += " + W + "u) o_[obase + int(j) * r.inner] = " +
-         glsl::store(dt, "(" + ld + " - m) - ls") + ";\n";
+         "    for (uint j = t; j < r.n; j += " +
+         W + "u) o_[obase + int(j) * r.inner] = " + glsl::store(dt, "(" + ld + " - m) - ls") + ";\n";
   else
     s += "    C inv = C(AT(1) / s_sum[0]);\n"
-         "    for (uint j = t; j < r.n; j += " + W + "u) o_[obase + int(j) * r.inner] = " +
-         glsl::store(dt, "ember_exp(" + ld + " - m) * inv") + ";\n";
+         "    for (uint j = t; j < r.n; j += " +
+         W + "u) o_[obase + int(j) * r.inner] = " + glsl::store(dt, "ember_exp(" + ld + " - m) * inv") + ";\n";
   s += "    barrier();\n  }\n}\n";
   return s;
 }
@@ -108,18 +117,36 @@ std::string layer_norm_source(DType dt) {
   s += "void main() {\n  uint t = gl_LocalInvocationID.x;\n"
        "  for (uint row = gl_WorkGroupID.x; row < r.rows; row += gl_NumWorkGroups.x) {\n"
        "    int obase = int(row) * int(r.n), base = r.off_x + obase;\n    C acc = C(0);\n"
-       "    for (uint j = t; j < r.n; j += " + W + "u) acc += " + ld + ";\n"
-       "    s_sum[t] = acc;\n" + tree("s_sum[t] += s_sum[t + h];") +
+       "    for (uint j = t; j < r.n; j += " +
+       W + "u) acc += " + ld +
+       ";\n"
+       "    s_sum[t] = acc;\n" +
+       tree("s_sum[t] += s_sum[t + h];") +
        "    C mean = s_sum[0] / C(r.n);\n    barrier();\n    acc = C(0);\n"
-       "    for (uint j = t; j < r.n; j += " + W + "u) { C d = " + ld + " - mean; acc += d * d; }\n"
-       "    s_sum[t] = acc;\n" + tree("s_sum[t] += s_sum[t + h];") +
+       "    for (uint j = t; j < r.n; j += " +
+       W + "u) { C d = " + ld +
+       " - mean; acc += d * d; }\n"
+       "    s_sum[t] = acc;\n" +
+       tree("s_sum[t] += s_sum[t + h];") +
        "    C var = s_sum[0] / C(r.n);\n"
-       "    C rstd = C(1) / sqrt(max(var, C(0)) + C(" + eps + "));\n    C shift = -rstd * mean;\n"
-       "    for (uint j = t; j < r.n; j += " + W + "u) {\n"
-       "      C y = " + ld + " * rstd + shift;\n"
-       "      if ((r.flags & 1) != 0) y = y * " + glsl::load(dt, "w_[r.off_w + int(j)]") + ";\n"
-       "      if ((r.flags & 2) != 0) y = y + " + glsl::load(dt, "b_[r.off_b + int(j)]") + ";\n"
-       "      o_[obase + int(j)] = " + glsl::store(dt, "y") + ";\n    }\n"
+       "    C rstd = C(1) / sqrt(max(var, C(0)) + C(" +
+       eps +
+       "));\n    C shift = -rstd * mean;\n"
+       "    for (uint j = t; j < r.n; j += " +
+       W +
+       "u) {\n"
+       "      C y = " +
+       ld +
+       " * rstd + shift;\n"
+       "      if ((r.flags & 1) != 0) y = y * " +
+       glsl::load(dt, "w_[r.off_w + int(j)]") +
+       ";\n"
+       "      if ((r.flags & 2) != 0) y = y + " +
+       glsl::load(dt, "b_[r.off_b + int(j)]") +
+       ";\n"
+       "      o_[obase + int(j)] = " +
+       glsl::store(dt, "y") +
+       ";\n    }\n"
        "    barrier();\n  }\n}\n";
   return s;
 }
@@ -146,19 +173,34 @@ std::string layer_norm_backward_rows_source(DType dt) {
        "  for (uint row = gl_WorkGroupID.x; row < r.rows; row += gl_NumWorkGroups.x) {\n"
        "    int obase = int(row) * int(r.n), base = r.off_x + obase, gbase = r.off_b + obase;\n"
        "    C acc = C(0);\n"
-       "    for (uint j = t; j < r.n; j += " + W + "u) acc += " + ld + ";\n"
-       "    s_a[t] = acc;\n" + tree("s_a[t] += s_a[t + h];") +
+       "    for (uint j = t; j < r.n; j += " +
+       W + "u) acc += " + ld +
+       ";\n"
+       "    s_a[t] = acc;\n" +
+       tree("s_a[t] += s_a[t + h];") +
        "    C mean = s_a[0] / C(r.n);\n    barrier();\n    acc = C(0);\n"
-       "    for (uint j = t; j < r.n; j += " + W + "u) { C d = " + ld + " - mean; acc += d * d; }\n"
-       "    s_a[t] = acc;\n" + tree("s_a[t] += s_a[t + h];") +
-       "    C rs = C(1) / sqrt(max(s_a[0] / C(r.n), C(0)) + C(" + eps + "));\n    barrier();\n"
+       "    for (uint j = t; j < r.n; j += " +
+       W + "u) { C d = " + ld +
+       " - mean; acc += d * d; }\n"
+       "    s_a[t] = acc;\n" +
+       tree("s_a[t] += s_a[t + h];") + "    C rs = C(1) / sqrt(max(s_a[0] / C(r.n), C(0)) + C(" + eps +
+       "));\n    barrier();\n"
        "    C sg = C(0), sgx = C(0);\n"
-       "    for (uint j = t; j < r.n; j += " + W + "u) { C gv = " + gw + "; sg += gv; sgx += gv * ((" + ld + " - mean) * rs); }\n"
-       "    s_a[t] = sg;\n    s_b[t] = sgx;\n" + tree("{ s_a[t] += s_a[t + h]; s_b[t] += s_b[t + h]; }") +
+       "    for (uint j = t; j < r.n; j += " +
+       W + "u) { C gv = " + gw + "; sg += gv; sgx += gv * ((" + ld +
+       " - mean) * rs); }\n"
+       "    s_a[t] = sg;\n    s_b[t] = sgx;\n" +
+       tree("{ s_a[t] += s_a[t + h]; s_b[t] += s_b[t + h]; }") +
        "    C mg = s_a[0] / C(r.n), mgx = s_b[0] / C(r.n);\n"
-       "    for (uint j = t; j < r.n; j += " + W + "u) {\n"
-       "      C xh = (" + ld + " - mean) * rs;\n"
-       "      o_[obase + int(j)] = " + glsl::store(dt, "rs * (" + gw + " - mg - xh * mgx)") + ";\n    }\n"
+       "    for (uint j = t; j < r.n; j += " +
+       W +
+       "u) {\n"
+       "      C xh = (" +
+       ld +
+       " - mean) * rs;\n"
+       "      o_[obase + int(j)] = " +
+       glsl::store(dt, "rs * (" + gw + " - mg - xh * mgx)") +
+       ";\n    }\n"
        "    if (t == 0u) { st_[2 * int(row)] = mean; st_[2 * int(row) + 1] = rs; }\n"
        "    barrier();\n  }\n}\n";
   return s;
@@ -181,10 +223,15 @@ std::string layer_norm_backward_cols_source(DType dt) {
        "    C sw = C(0), sb = C(0);\n"
        "    for (uint row = 0u; row < r.rows; ++row) {\n"
        "      int at = int(row) * int(r.n) + int(c);\n"
-       "      C gv = " + glsl::load(dt, "g_[r.off_b + at]") + ";\n"
-       "      sw += gv * ((" + glsl::load(dt, "a_[r.off_x + at]") + " - st_[2 * int(row)]) * st_[2 * int(row) + 1]);\n"
+       "      C gv = " +
+       glsl::load(dt, "g_[r.off_b + at]") +
+       ";\n"
+       "      sw += gv * ((" +
+       glsl::load(dt, "a_[r.off_x + at]") +
+       " - st_[2 * int(row)]) * st_[2 * int(row) + 1]);\n"
        "      sb += gv;\n    }\n"
-       "    dw_[c] = " + glsl::store(dt, "sw") + ";\n    db_[c] = " + glsl::store(dt, "sb") + ";\n  }\n}\n";
+       "    dw_[c] = " +
+       glsl::store(dt, "sw") + ";\n    db_[c] = " + glsl::store(dt, "sb") + ";\n  }\n}\n";
   return s;
 }
 
@@ -207,28 +254,40 @@ std::string cross_entropy_source(const VulkanBackend& be, DType dt) {
   s += glsl::buffer(3, acc_dt, "lse_", false);
   s += glsl::buffer(4, acc_dt, "valid_", false);
   const std::string W = std::to_string(glsl::kLocalSize);
-  const std::string inf = dt == DType::f64 ? "ember_inf_d()" : "ember_inf()", nan = dt == DType::f64 ? "ember_nan_d()" : "ember_nan()";
+  const std::string inf = dt == DType::f64 ? "ember_inf_d()" : "ember_inf()",
+                    nan = dt == DType::f64 ? "ember_nan_d()" : "ember_nan()";
   s += "shared C s_max[" + W + "];\nshared int s_nan[" + W + "];\nshared AT s_sum[" + W + "];\n";
   const std::string ld = glsl::load(dt, "a_[base + int(j)]");
   s += "void main() {\n  uint t = gl_LocalInvocationID.x;\n  int64_t ignore = packInt2x32(r.ignore);\n"
        "  for (uint row = gl_WorkGroupID.x; row < r.rows; row += gl_NumWorkGroups.x) {\n"
        "    int base = r.off_x + int(row) * int(r.n);\n"
-       "    C m = -" + inf + ";\n    int nan = 0;\n"
-       "    for (uint j = t; j < r.n; j += " + W + "u) {\n      C v = " + ld + ";\n"
+       "    C m = -" +
+       inf +
+       ";\n    int nan = 0;\n"
+       "    for (uint j = t; j < r.n; j += " +
+       W + "u) {\n      C v = " + ld +
+       ";\n"
        "      m = v > m ? v : m;\n      if (ember_isnan(v)) nan = 1;\n    }\n"
        "    s_max[t] = m;\n    s_nan[t] = nan;\n" +
-       tree("{ s_max[t] = max(s_max[t], s_max[t + h]); s_nan[t] |= s_nan[t + h]; }") +
-       "    m = s_nan[0] != 0 ? " + nan + " : s_max[0];\n"
+       tree("{ s_max[t] = max(s_max[t], s_max[t + h]); s_nan[t] |= s_nan[t + h]; }") + "    m = s_nan[0] != 0 ? " +
+       nan +
+       " : s_max[0];\n"
        "    AT sum = AT(0);\n"
-       "    for (uint j = t; j < r.n; j += " + W + "u) sum += AT(ember_exp(C(" + ld + ") - m));\n"
-       "    s_sum[t] = sum;\n" + tree("s_sum[t] += s_sum[t + h];") +
+       "    for (uint j = t; j < r.n; j += " +
+       W + "u) sum += AT(ember_exp(C(" + ld +
+       ") - m));\n"
+       "    s_sum[t] = sum;\n" +
+       tree("s_sum[t] += s_sum[t + h];") +
        "    if (t == 0u) {\n"
        "      C ls = C(ember_log(s_sum[0]));\n"
        "      int64_t tg = t_[r.off_w + int(row)];\n"
        "      bool counts = tg != ignore;\n"
-       "      if (counts && (tg < 0l || tg >= int64_t(r.n))) { ember_record_error(uint(r.flags), 1, tg, int64_t(r.n)); counts = false; }\n"
+       "      if (counts && (tg < 0l || tg >= int64_t(r.n))) { ember_record_error(uint(r.flags), 1, tg, int64_t(r.n)); "
+       "counts = false; }\n"
        "      lse_[row] = m + ls;\n      valid_[row] = counts ? C(1) : C(0);\n"
-       "      loss_[row] = counts ? ls - (" + glsl::load(dt, "a_[base + int(tg)]") + " - m) : C(0);\n"
+       "      loss_[row] = counts ? ls - (" +
+       glsl::load(dt, "a_[base + int(tg)]") +
+       " - m) : C(0);\n"
        "    }\n    barrier();\n  }\n}\n";
   return s;
 }
@@ -245,14 +304,17 @@ std::string cross_entropy_backward_source(DType dt) {
   s += glsl::buffer(2, DType::i64, "t_", true);
   s += glsl::buffer(3, acc_dt, "lse_", true);
   s += glsl::buffer(4, acc_dt, "g_", true);
-  s += "void main() {\n  uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n  int64_t ignore = packInt2x32(r.ignore);\n"
+  s += "void main() {\n  uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n  int64_t ignore = "
+       "packInt2x32(r.ignore);\n"
        "  for (uint e = gl_GlobalInvocationID.x; e < r.rows * r.n; e += step) {\n"
        "    int row = int(e / r.n), i = int(e % r.n);\n"
        "    int64_t tg = t_[r.off_w + row];\n"
        "    C v = C(0);\n"
-       "    if (tg != ignore) v = C(g_[r.inner + row]) * (ember_exp(C(" + glsl::load(dt, "a_[r.off_x + int(e)]") +
+       "    if (tg != ignore) v = C(g_[r.inner + row]) * (ember_exp(C(" +
+       glsl::load(dt, "a_[r.off_x + int(e)]") +
        ") - C(lse_[r.off_b + row])) - (int64_t(i) == tg ? C(1) : C(0)));\n"
-       "    o_[int(e)] = " + glsl::store(dt, "v") + ";\n  }\n}\n";
+       "    o_[int(e)] = " +
+       glsl::store(dt, "v") + ";\n  }\n}\n";
   return s;
 }
 
@@ -290,10 +352,14 @@ std::vector<PrimitivePtr> layer_norm_backward_kernel(VulkanBackend& be, Op& op) 
   }
   auto stats = be.alloc(TensorMeta{Shape{int64_t(p.rows) * 2}, dt == DType::f64 ? DType::f64 : DType::f32});
   const std::string name(dtype_name(dt));
-  VkPipeline rows = be.shaders().get(op.name(), "layer_norm_backward/rows/" + name, [dt] { return layer_norm_backward_rows_source(dt); });
-  be.dispatch(rows, {dx->buffer, x->buffer, wbuf, g->buffer, stats->buffer, nullptr}, &p, sizeof p, be.groups_for(p.rows, 1));
-  VkPipeline cols = be.shaders().get(op.name(), "layer_norm_backward/cols/" + name, [dt] { return layer_norm_backward_cols_source(dt); });
-  be.dispatch(cols, {dw->buffer, x->buffer, nullptr, g->buffer, stats->buffer, db->buffer}, &p, sizeof p, be.groups_for(n));
+  VkPipeline rows = be.shaders().get(op.name(), "layer_norm_backward/rows/" + name,
+                                     [dt] { return layer_norm_backward_rows_source(dt); });
+  be.dispatch(rows, {dx->buffer, x->buffer, wbuf, g->buffer, stats->buffer, nullptr}, &p, sizeof p,
+              be.groups_for(p.rows, 1));
+  VkPipeline cols = be.shaders().get(op.name(), "layer_norm_backward/cols/" + name,
+                                     [dt] { return layer_norm_backward_cols_source(dt); });
+  be.dispatch(cols, {dw->buffer, x->buffer, nullptr, g->buffer, stats->buffer, db->buffer}, &p, sizeof p,
+              be.groups_for(n));
   return {dx, dw, db};
 }
 
@@ -318,8 +384,10 @@ std::vector<PrimitivePtr> cross_entropy_kernel(VulkanBackend& be, Op& op) {
   const DType dt = x->dtype();
   const std::string name(dtype_name(dt));
   if (!backward) {
-    VkPipeline pipe = be.shaders().get(op.name(), "cross_entropy/" + name, [&] { return cross_entropy_source(be, dt); });
-    be.dispatch(pipe, {as_vk(outs[0]).buffer, x->buffer, t->buffer, as_vk(outs[1]).buffer, as_vk(outs[2]).buffer, nullptr},
+    VkPipeline pipe =
+        be.shaders().get(op.name(), "cross_entropy/" + name, [&] { return cross_entropy_source(be, dt); });
+    be.dispatch(pipe,
+                {as_vk(outs[0]).buffer, x->buffer, t->buffer, as_vk(outs[1]).buffer, as_vk(outs[2]).buffer, nullptr},
                 &p, sizeof p, be.groups_for(p.rows, 1));
     return outs;
   }
@@ -327,7 +395,8 @@ std::vector<PrimitivePtr> cross_entropy_kernel(VulkanBackend& be, Op& op) {
   VulkanTensorPtr g = be.contiguous(op.inputs[3]);
   p.off_b = int32_t(lse->offset);
   p.inner = int32_t(g->offset);
-  VkPipeline pipe = be.shaders().get(op.name(), "cross_entropy_backward/" + name, [dt] { return cross_entropy_backward_source(dt); });
+  VkPipeline pipe =
+      be.shaders().get(op.name(), "cross_entropy_backward/" + name, [dt] { return cross_entropy_backward_source(dt); });
   be.dispatch(pipe, {as_vk(outs[0]).buffer, x->buffer, t->buffer, lse->buffer, g->buffer, nullptr}, &p, sizeof p,
               be.groups_for(s.numel()));
   return outs;
@@ -344,7 +413,8 @@ std::vector<PrimitivePtr> softmax_kernel(VulkanBackend& be, Op& op) {
   int64_t inner = 1;
   for (int d = dim + 1; d < s.rank(); ++d) inner *= s[d];
   const int64_t n = s.rank() == 0 ? 1 : s[dim];
-  EMBER_CHECK(s.numel() <= INT32_MAX, op.name(), ": ", s.numel(), " elements exceed the Vulkan backend's 32-bit indexing");
+  EMBER_CHECK(s.numel() <= INT32_MAX, op.name(), ": ", s.numel(),
+              " elements exceed the Vulkan backend's 32-bit indexing");
   p.rows = uint32_t(s.numel() / n);
   p.n = uint32_t(n);
   p.inner = int32_t(inner);
@@ -364,7 +434,8 @@ std::vector<PrimitivePtr> layer_norm_kernel(VulkanBackend& be, Op& op) {
   if (s.numel() == 0) return {out};
   int64_t n = 1;
   for (int d = s.rank() - a.axes; d < s.rank(); ++d) n *= s[d];
-  EMBER_CHECK(s.numel() <= INT32_MAX, op.name(), ": ", s.numel(), " elements exceed the Vulkan backend's 32-bit indexing");
+  EMBER_CHECK(s.numel() <= INT32_MAX, op.name(), ": ", s.numel(),
+              " elements exceed the Vulkan backend's 32-bit indexing");
   RowParams p;
   p.rows = uint32_t(n == 0 ? 0 : s.numel() / n);
   p.n = uint32_t(n);

@@ -18,11 +18,16 @@ bool has_extension(const std::vector<VkExtensionProperties>& list, const char* n
 
 const char* type_name(VkPhysicalDeviceType t) {
   switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
-    default: return "other";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return "cpu";
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return "virtual GPU";
+    default:
+      return "other";
   }
 }
 
@@ -150,7 +155,8 @@ std::string describe_visible_devices() {
 const char* result_name(VkResult r) {
   switch (r) {
 #define EMBER_VK_NAME(x) \
-  case x: return #x;
+  case x:                \
+    return #x;
     EMBER_VK_NAME(VK_SUCCESS)
     EMBER_VK_NAME(VK_NOT_READY)
     EMBER_VK_NAME(VK_TIMEOUT)
@@ -170,7 +176,8 @@ const char* result_name(VkResult r) {
     EMBER_VK_NAME(VK_ERROR_OUT_OF_POOL_MEMORY)
     EMBER_VK_NAME(VK_ERROR_INVALID_SHADER_NV)
 #undef EMBER_VK_NAME
-    default: return "VK_ERROR_UNKNOWN";
+    default:
+      return "VK_ERROR_UNKNOWN";
   }
 }
 

@@ -30,8 +30,8 @@ struct PhysicalDevice {
 const std::vector<PhysicalDevice>& physical_devices();
 VkInstance instance();  // VK_NULL_HANDLE when physical_devices() is empty
 
-int visible_devices();                    // physical_devices().size()
-std::string describe_visible_devices();   // one line per device, or why there is none
+int visible_devices();                   // physical_devices().size()
+std::string describe_visible_devices();  // one line per device, or why there is none
 
 // "VK_ERROR_OUT_OF_DEVICE_MEMORY" for r.
 const char* result_name(VkResult r);

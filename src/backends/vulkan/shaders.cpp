@@ -87,9 +87,12 @@ const std::string& compiler_tag() {
 
 std::string shader_cache_dir() {
   std::string d;
-  if (const char* e = std::getenv("EMBER_CACHE_DIR"); e && *e) d = e;
-  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) d = std::string(x) + "/ember";
-  else if (const char* h = std::getenv("HOME"); h && *h) d = std::string(h) + "/.cache/ember";
+  if (const char* e = std::getenv("EMBER_CACHE_DIR"); e && *e)
+    d = e;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    d = std::string(x) + "/ember";
+  else if (const char* h = std::getenv("HOME"); h && *h)
+    d = std::string(h) + "/.cache/ember";
   if (d.empty()) return d;
   d += "/vulkan";
   return make_dirs(d) ? d : std::string();
@@ -132,8 +135,8 @@ Shaders::Shaders(VkDevice device, const PhysicalDevice& phys, std::string name)
   dl.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO;
   dl.bindingCount = kBindings;
   dl.pBindings = b;
-  check(vkCreateDescriptorSetLayout(device_, &dl, nullptr, &set_layout_), "Device::vulkan", "vkCreateDescriptorSetLayout",
-        name_);
+  check(vkCreateDescriptorSetLayout(device_, &dl, nullptr, &set_layout_), "Device::vulkan",
+        "vkCreateDescriptorSetLayout", name_);
   VkPipelineLayoutCreateInfo pl{};
   pl.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
   pl.setLayoutCount = 1;
@@ -168,8 +171,9 @@ std::string Shaders::pipeline_cache_path() const {
   if (dir.empty()) return dir;
   const auto& p = phys_.props;
   std::string uuid(reinterpret_cast<const char*>(p.pipelineCacheUUID), VK_UUID_SIZE);
-  return dir + "/pipelines-" + hex(fnv1a(uuid, fnv1a(std::string(p.deviceName)) ^ p.driverVersion ^
-                                                    (uint64_t(p.vendorID) << 32 | p.deviceID))) +
+  return dir + "/pipelines-" +
+         hex(fnv1a(uuid,
+                   fnv1a(std::string(p.deviceName)) ^ p.driverVersion ^ (uint64_t(p.vendorID) << 32 | p.deviceID))) +
          ".bin";
 }
 

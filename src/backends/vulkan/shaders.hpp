@@ -41,9 +41,9 @@ class Shaders {
   VkDescriptorSetLayout set_layout() const { return set_layout_; }
 
   struct Stats {
-    int64_t pipelines = 0;   // made in this process
-    int64_t compiled = 0;    // of them, compiled by shaderc
-    int64_t disk_hits = 0;   // of them, SPIR-V read from the disk cache
+    int64_t pipelines = 0;  // made in this process
+    int64_t compiled = 0;   // of them, compiled by shaderc
+    int64_t disk_hits = 0;  // of them, SPIR-V read from the disk cache
   };
   Stats stats() const;
   // Writes the driver's pipeline cache to the disk cache (also done when destroyed).

@@ -36,7 +36,8 @@ std::string key_of(DType dt) {
   switch (dt) {
     case DType::f64:
       return "uint64_t ember_key(double v) {\n"
-             "  uint64_t b = ember_isnan(v) ? 0x7ff8000000000000ul : (v == 0.0LF ? 0ul : packUint2x32(unpackDouble2x32(v)));\n"
+             "  uint64_t b = ember_isnan(v) ? 0x7ff8000000000000ul : (v == 0.0LF ? 0ul : "
+             "packUint2x32(unpackDouble2x32(v)));\n"
              "  return b ^ (((b >> 63) != 0ul) ? 0xfffffffffffffffful : 0x8000000000000000ul);\n}\n";
     case DType::f32:
     case DType::f16:
@@ -44,10 +45,13 @@ std::string key_of(DType dt) {
       return "uint64_t ember_key(float v) {\n"
              "  uint b = ember_isnan(v) ? 0x7fc00000u : (v == 0.0 ? 0u : floatBitsToUint(v));\n"
              "  return uint64_t(b ^ (((b >> 31) != 0u) ? 0xffffffffu : 0x80000000u));\n}\n";
-    case DType::i64: return "uint64_t ember_key(int64_t v) { return uint64_t(v) ^ 0x8000000000000000ul; }\n";
+    case DType::i64:
+      return "uint64_t ember_key(int64_t v) { return uint64_t(v) ^ 0x8000000000000000ul; }\n";
     case DType::u8:
-    case DType::boolean: return "uint64_t ember_key(int v) { return uint64_t(uint(v)); }\n";
-    default: return "uint64_t ember_key(int v) { return uint64_t(uint(v) ^ 0x80000000u); }\n";
+    case DType::boolean:
+      return "uint64_t ember_key(int v) { return uint64_t(uint(v)); }\n";
+    default:
+      return "uint64_t ember_key(int v) { return uint64_t(uint(v) ^ 0x80000000u); }\n";
   }
 }
 
@@ -66,10 +70,14 @@ std::string sort_source(DType dt) {
        "    int in_row = int(e) % r.inner, rest = int(e) / r.inner;\n"
        "    int i = rest % n, outer = rest / n;\n"
        "    int base = r.off_x + outer * n * r.inner + in_row;\n"
-       "    uint64_t mine = ember_flipped(ember_key(" + ld("a_[base + i * r.inner]") + "));\n"
+       "    uint64_t mine = ember_flipped(ember_key(" +
+       ld("a_[base + i * r.inner]") +
+       "));\n"
        "    int rank = 0;\n"
        "    for (int j = 0; j < n; ++j) {\n"
-       "      uint64_t other = ember_flipped(ember_key(" + ld("a_[base + j * r.inner]") + "));\n"
+       "      uint64_t other = ember_flipped(ember_key(" +
+       ld("a_[base + j * r.inner]") +
+       "));\n"
        "      if (other < mine || (other == mine && j < i)) ++rank;\n"
        "    }\n"
        "    if (rank < r.k) {\n"
@@ -99,7 +107,8 @@ std::vector<PrimitivePtr> sort_kernel(VulkanBackend& be, Op& op) {
   p.k = int32_t(op.kind == OpKind::topk ? a.k : n);
   p.flip = a.flag ? 1u : 0u;
   const DType dt = x->dtype();
-  VkPipeline pipe = be.shaders().get(op.name(), "sort/" + std::string(dtype_name(dt)), [dt] { return sort_source(dt); });
+  VkPipeline pipe =
+      be.shaders().get(op.name(), "sort/" + std::string(dtype_name(dt)), [dt] { return sort_source(dt); });
   be.dispatch(pipe, {values->buffer, x->buffer, indices->buffer, nullptr}, &p, sizeof p, be.groups_for(s.numel()));
   return {values, indices};
 }

@@ -11,10 +11,10 @@ namespace ember::vulkan {
 
 namespace {
 
-constexpr int kCommandsPerBatch = 256;   // dispatches and copies recorded before a batch is submitted
-constexpr size_t kMaxInFlight = 16;      // submitted batches before the host waits for the oldest
-constexpr uint32_t kSetsPerPool = 256;   // descriptor sets per descriptor pool
-constexpr size_t kParamChunk = 64 << 10; // bytes of one kernel-parameter arena
+constexpr int kCommandsPerBatch = 256;    // dispatches and copies recorded before a batch is submitted
+constexpr size_t kMaxInFlight = 16;       // submitted batches before the host waits for the oldest
+constexpr uint32_t kSetsPerPool = 256;    // descriptor sets per descriptor pool
+constexpr size_t kParamChunk = 64 << 10;  // bytes of one kernel-parameter arena
 
 // At exit, backends still alive leave their device objects to the operating system: tensors in
 // static storage may outlive them, and the driver may already be unloading.
@@ -64,8 +64,8 @@ bool VulkanTensor::is_contiguous() const {
 
 VulkanBackend::VulkanBackend(int index) : index_(index) {
   const auto& devs = physical_devices();
-  EMBER_CHECK(index >= 0 && index < int(devs.size()), "Device::vulkan(", index, "): no such device; devices: ",
-              describe_visible_devices());
+  EMBER_CHECK(index >= 0 && index < int(devs.size()), "Device::vulkan(", index,
+              "): no such device; devices: ", describe_visible_devices());
   static const bool registered_exit = [] { return std::atexit([] { g_exiting = true; }) == 0; }();
   (void)registered_exit;
   phys_ = &devs[size_t(index)];
@@ -124,7 +124,8 @@ VulkanBackend::VulkanBackend(int index) : index_(index) {
   const VkBufferUsageFlags usage =
       VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   uint32_t local = find_memory_type(pd.handle, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-  const uint32_t host = find_memory_type(pd.handle, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+  const uint32_t host =
+      find_memory_type(pd.handle, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
   EMBER_CHECK(host != UINT32_MAX, where, ": the device has no host-visible coherent memory");
   if (local == UINT32_MAX) local = host;
   const VkMemoryPropertyFlags lf = memory_flags(pd.handle, local);
@@ -203,15 +204,21 @@ bool VulkanBackend::has_dtype(DType dt) const {
   const PhysicalDevice& p = *phys_;
   switch (dt) {
     case DType::f32:
-    case DType::i32: return true;
-    case DType::f64: return p.float64;
-    case DType::i64: return p.int64;
-    case DType::f16: return p.float16 && p.storage16;
+    case DType::i32:
+      return true;
+    case DType::f64:
+      return p.float64;
+    case DType::i64:
+      return p.int64;
+    case DType::f16:
+      return p.float16 && p.storage16;
     case DType::bf16:
-    case DType::i16: return p.int16 && p.storage16;
+    case DType::i16:
+      return p.int16 && p.storage16;
     case DType::i8:
     case DType::u8:
-    case DType::boolean: return p.int8 && p.storage8;
+    case DType::boolean:
+      return p.int8 && p.storage8;
   }
   return false;
 }
@@ -344,7 +351,7 @@ void VulkanBackend::dispatch(VkPipeline pipeline, const std::array<BufferPtr, kM
   VkDescriptorBufferInfo infos[kWrites];
   VkWriteDescriptorSet writes[kWrites];
   for (int i = 0; i < kWrites; ++i) {
-    const Buffer* buf = i < kMaxOperands ? (bindings[size_t(i)] ? bindings[size_t(i)].get() : dummy_.get())
+    const Buffer* buf = i < kMaxOperands    ? (bindings[size_t(i)] ? bindings[size_t(i)].get() : dummy_.get())
                         : i == kMaxOperands ? b.params.back().get()
                                             : errors_.get();
     if (i == kMaxOperands + 1) {
@@ -527,7 +534,8 @@ PrimitivePtr VulkanBackend::write_bytes(const TensorMeta& meta, std::span<const 
 }
 
 PrimitivePtr VulkanBackend::write(const TensorData& data) {
-  return write_bytes({data.shape(), data.dtype()}, std::span<const std::byte>(data.bytes().data(), data.bytes().size()));
+  return write_bytes({data.shape(), data.dtype()},
+                     std::span<const std::byte>(data.bytes().data(), data.bytes().size()));
 }
 
 // ---------------------------------------------------------------------------- operands

@@ -37,7 +37,8 @@ void register_copy_kernels(KernelTable& t, DTypeTable& d);         // copy.cpp: 
 void register_creation_kernels(KernelTable& t, DTypeTable& d);     // creation.cpp: full, arange, linspace, eye
 void register_elementwise_kernels(KernelTable& t, DTypeTable& d);  // elementwise.cpp
 void register_reduce_kernels(KernelTable& t, DTypeTable& d);       // reduce.cpp
-void register_row_kernels(KernelTable& t, DTypeTable& d);          // rows.cpp: softmax, log_softmax, layer_norm(_backward), cross_entropy(_backward)
+void register_row_kernels(
+    KernelTable& t, DTypeTable& d);  // rows.cpp: softmax, log_softmax, layer_norm(_backward), cross_entropy(_backward)
 void register_matmul_kernels(KernelTable& t, DTypeTable& d);       // matmul.cpp
 void register_index_kernels(KernelTable& t, DTypeTable& d);        // index.cpp: gather ... index_add
 void register_scan_kernels(KernelTable& t, DTypeTable& d);         // scan.cpp: cumsum, cumprod, cummax, cummin
@@ -49,9 +50,10 @@ void register_attention_kernels(KernelTable& t, DTypeTable& d);    // attention.
 void register_select_kernels(KernelTable& t, DTypeTable& d);       // select.cpp: nonzero, masked_select
 void register_optim_kernels(KernelTable& t, DTypeTable& d);        // optim.cpp: adam_step
 void register_interpolate_kernels(KernelTable& t, DTypeTable& d);  // interpolate.cpp
-void register_quant_kernels(KernelTable& t, DTypeTable& d);        // quant.cpp: matmul_integer, conv_integer, qlinear_add
-void register_random_kernels(KernelTable& t, DTypeTable& d);       // random.cpp: random_uniform, _bernoulli, _randint
-void register_layout_kernels(KernelTable& t, DTypeTable& d);       // layout.cpp: flip, roll, cat, pad, tril, triu, slice_assign
+void register_quant_kernels(KernelTable& t, DTypeTable& d);   // quant.cpp: matmul_integer, conv_integer, qlinear_add
+void register_random_kernels(KernelTable& t, DTypeTable& d);  // random.cpp: random_uniform, _bernoulli, _randint
+void register_layout_kernels(KernelTable& t,
+                             DTypeTable& d);  // layout.cpp: flip, roll, cat, pad, tril, triu, slice_assign
 
 // Device memory of a tensor: a block of the backend's pool, returned to it when the last
 // tensor and the last submission that use it are gone.
@@ -88,8 +90,8 @@ inline VulkanTensorPtr as_vk_ptr(const PrimitivePtr& p) { return std::static_poi
 // offset. fa/fb, ia/ib, da/db: the op's scalar attributes as float, int64 (low, high words) and
 // double bits.
 inline constexpr int kMaxRank = 8;
-inline constexpr int kMaxOperands = 6;     // operand bindings 0-5 of every pipeline
-inline constexpr int kParamOperands = 4;   // operands a KernelParams describes
+inline constexpr int kMaxOperands = 6;    // operand bindings 0-5 of every pipeline
+inline constexpr int kParamOperands = 4;  // operands a KernelParams describes
 struct KernelParams {
   uint32_t n = 0;
   int32_t rank = 0;
@@ -112,7 +114,7 @@ struct Operand {
   std::vector<int64_t> strides;  // over the iteration space, in elements
   int64_t offset = 0;
 };
-Operand operand_of(const VulkanTensor& t);                                // its own strides
+Operand operand_of(const VulkanTensor& t);                                 // its own strides
 Operand broadcast_operand(const VulkanTensor& t, const Shape& out_shape);  // seen from out_shape
 // The parameters of an iteration over `shape` for `ops` (output first): dims merged where every
 // operand walks them contiguously, size-1 dims dropped. Throws an Error naming `op` when more
@@ -166,10 +168,10 @@ class VulkanBackend final : public Backend {
 
  private:
   struct Batch;
-  Batch& recording();                         // the batch being recorded (begun on first use)
-  void submit();                              // submits the recording batch, if any
-  void retire(bool wait_all);                 // recycles finished batches (all: waits for each)
-  void barrier(VkCommandBuffer cmd);          // orders every command after the ones before it
+  Batch& recording();                 // the batch being recorded (begun on first use)
+  void submit();                      // submits the recording batch, if any
+  void retire(bool wait_all);         // recycles finished batches (all: waits for each)
+  void barrier(VkCommandBuffer cmd);  // orders every command after the ones before it
   void upload(const BufferPtr& dst, const std::byte* src, size_t bytes);
   void download(const BufferPtr& src, size_t offset, std::byte* dst, size_t bytes);
   PrimitivePtr constant(Op& op);
@@ -183,16 +185,16 @@ class VulkanBackend final : public Backend {
   std::unique_ptr<Pool> staging_;  // host-visible: uploads, downloads, kernel parameters
   bool direct_ = false;            // tensor memory is host-visible and coherent: no staging copies
   std::unique_ptr<Shaders> shaders_;
-  BufferPtr dummy_;                // bound to the unused bindings
-  BufferPtr errors_;               // the error record of index kernels (binding 7, host-visible)
-  void raise_recorded_errors();    // after a wait: throws the first bad index a kernel met
+  BufferPtr dummy_;              // bound to the unused bindings
+  BufferPtr errors_;             // the error record of index kernels (binding 7, host-visible)
+  void raise_recorded_errors();  // after a wait: throws the first bad index a kernel met
   KernelTable kernels_{};
   DTypeTable dtypes_{};
   std::unique_ptr<Batch> recording_;
   std::deque<std::unique_ptr<Batch>> in_flight_;
-  std::vector<std::unique_ptr<Batch>> spare_;  // finished batches, for reuse
+  std::vector<std::unique_ptr<Batch>> spare_;                // finished batches, for reuse
   std::map<std::pair<int, uint64_t>, BufferPtr> constants_;  // shared 1-element fills
-  std::recursive_mutex mu_;  // one op at a time
+  std::recursive_mutex mu_;                                  // one op at a time
   std::string current_op_ = "vulkan";
   std::mutex rng_mu_;
   uint64_t seed_ = 0x853c49e6748fea9bULL;  // the CPU backend's initial seed

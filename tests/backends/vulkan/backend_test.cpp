@@ -26,7 +26,8 @@ TEST(VulkanDevices, CountAndDescribe) {
   EXPECT_GE(vulkan::device_count(), 1);
   const std::string d = vulkan::describe_devices();
   // "0: llvmpipe (LLVM 15.0.6, 256 bits) (cpu, Vulkan 1.3)"
-  EXPECT_TRUE(std::regex_search(d, std::regex(R"(^0: .+ \((cpu|discrete GPU|integrated GPU|virtual GPU|other), Vulkan 1\.[0-9]+\))")))
+  EXPECT_TRUE(std::regex_search(
+      d, std::regex(R"(^0: .+ \((cpu|discrete GPU|integrated GPU|virtual GPU|other), Vulkan 1\.[0-9]+\))")))
       << d;
   EXPECT_EQ(Device::vulkan(0).backend().name(), "vulkan:0");
 }
@@ -140,7 +141,7 @@ TEST(VulkanAsync, DroppedInputsStayAliveUntilTheirBatchRuns) {
   {
     auto a = upload(*be, std::vector<float>(4096, 2.f), Shape{4096});
     y = be->execute(make_op(OpKind::mul, {a, a}))[0];
-  }  // `a` is gone before its kernel has run
+  }                              // `a` is gone before its kernel has run
   for (int i = 0; i < 8; ++i) {  // new tensors must not get a's block while the kernel may read it
     auto b = upload(*be, std::vector<float>(4096, 7.f), Shape{4096});
     (void)be->execute(make_op(OpKind::neg, {b}));

@@ -22,11 +22,16 @@ TEST(VulkanRandom, SameStreamsAsTheCpuBackend) {
     int64_t n;
   };
   const Draw draws[] = {
-      {OpKind::random_uniform, DType::f32, -2.0, 3.0, 1001},   {OpKind::random_uniform, DType::f64, 0.0, 1.0, 333},
-      {OpKind::random_uniform, DType::f16, -1.0, 1.0, 257},    {OpKind::random_uniform, DType::bf16, 0.5, 8.0, 129},
-      {OpKind::random_uniform, DType::f32, 0.0, 0.1, 4097},    {OpKind::random_bernoulli, DType::u8, 0.3, 0.0, 999},
-      {OpKind::random_bernoulli, DType::f32, 1.0, 0.0, 64},    {OpKind::random_randint, DType::i64, 0.0, 10.0, 1000},
-      {OpKind::random_randint, DType::i32, -50.0, 50.0, 77},   {OpKind::random_randint, DType::i64, -1099511627776.0, 1099511627776.0, 65},
+      {OpKind::random_uniform, DType::f32, -2.0, 3.0, 1001},
+      {OpKind::random_uniform, DType::f64, 0.0, 1.0, 333},
+      {OpKind::random_uniform, DType::f16, -1.0, 1.0, 257},
+      {OpKind::random_uniform, DType::bf16, 0.5, 8.0, 129},
+      {OpKind::random_uniform, DType::f32, 0.0, 0.1, 4097},
+      {OpKind::random_bernoulli, DType::u8, 0.3, 0.0, 999},
+      {OpKind::random_bernoulli, DType::f32, 1.0, 0.0, 64},
+      {OpKind::random_randint, DType::i64, 0.0, 10.0, 1000},
+      {OpKind::random_randint, DType::i32, -50.0, 50.0, 77},
+      {OpKind::random_randint, DType::i64, -1099511627776.0, 1099511627776.0, 65},
       {OpKind::random_randint, DType::f32, 0.0, 4294967296.0, 33},
   };
   for (uint64_t seed : {uint64_t(1234), uint64_t(7)}) {

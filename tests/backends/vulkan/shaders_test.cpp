@@ -1,15 +1,16 @@
 // The Vulkan backend's shader caches: SPIR-V on disk under $EMBER_CACHE_DIR/vulkan, reused by
 // the next backend, and a corrupt or truncated file ignored, compiled again and rewritten.
+#include "shaders.hpp"
+
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "ember/backends/vulkan.hpp"
 #include "ember/ember.hpp"
-#include "shaders.hpp"
 #include "vulkan_backend.hpp"
 
 namespace ember {
@@ -29,8 +30,10 @@ struct TempCache {
     setenv("EMBER_CACHE_DIR", dir.c_str(), 1);
   }
   ~TempCache() {
-    if (had) setenv("EMBER_CACHE_DIR", old.c_str(), 1);
-    else unsetenv("EMBER_CACHE_DIR");
+    if (had)
+      setenv("EMBER_CACHE_DIR", old.c_str(), 1);
+    else
+      unsetenv("EMBER_CACHE_DIR");
     fs::remove_all(dir);
   }
   std::vector<fs::path> spirv() const {
