@@ -171,6 +171,17 @@ else
   echo "   $gpu"
 fi
 
+# The Vulkan suites (issue 33): ember_vulkan_tests ran above; with a Vulkan device (lavapipe from
+# mesa-vulkan-drivers where there is no GPU) conformance and autodiff ran on the vulkan stacks too.
+vulkan_tests=build/tests/backends/vulkan/ember_vulkan_tests
+if [ ! -x "$vulkan_tests" ]; then
+  skipped+=("vulkan (no Vulkan backend in this build: libvulkan-dev or libshaderc-dev not found)")
+elif ! vk=$("$vulkan_tests" --has-device); then
+  skipped+=("vulkan device tests and vulkan conformance stacks (${vk#vulkan devices: })")
+else
+  echo "   $vk"
+fi
+
 # The examples run end to end, briefly: tensor_basics, router (exits non-zero unless training over
 # the router gives the CPU's loss), char_transformer for a few steps
 # (it exits non-zero unless its reloaded model gives the trained one's loss), and bpe_tokenizer

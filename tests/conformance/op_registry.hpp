@@ -33,7 +33,7 @@ bool stack_selected(const std::string& name);
 // Why a case is skipped on `dev` when running it threw `e`: the backend's own error
 // "<op>: not supported on <backend>" (an op, or an op on these dtypes, that its supports() reports
 // unsupported, reached through a composite of the registry: linear -> matmul, argsort -> sort);
-// nullopt for any other error, which fails the case.
+// nullopt for any other error, which fails the case, and always on the cpu and cuda backends.
 std::optional<std::string> unsupported_on(const std::exception& e, const Device& dev);
 
 // A backend or decorator stack the suites run on: the one list of them, for the forward suite
