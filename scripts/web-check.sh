@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # The browser layer's checks (issue 32; docs/web.md), run by test.sh after the native build:
-#   1. the wasm module, single-threaded (preset wasm), and with pthreads (preset wasm-threads)
+#   1. the wasm module, single-threaded (preset wasm) as ember.wasm and as ember-relaxed.wasm (the
+#      GEMM and convolution kernels with relaxed SIMD), and with pthreads (preset wasm-threads)
 #      when EMBER_WEB_THREADS=1;
-#   2. the forward conformance suite compiled to wasm, in Node.js, on the cpu stack;
+#   2. the forward conformance suite compiled to wasm, in Node.js, on the cpu stack; the relaxed-SIMD
+#      module's GEMM and convolutions against ember.wasm's and a float64 reference
+#      (web/tests/relaxed_simd.test.mjs);
 #   3. the demos' models (web/demos/make-models.sh): the digits CNN, the demo's Fashion CNN (one
 #      short epoch) and 16 Fashion-MNIST test images; torchvision's MobileNet-v2 / ResNet-18 as ONNX;
 #   4. in Debian's headless Chromium (puppeteer-core from web/node_modules): the JavaScript API's
 #      test (web/tests/api.test.mjs) and the demos' test (web/tests/browser.test.mjs), whose
-#      predictions must equal the native build's (ember_web_reference);
+#      predictions must equal the native build's (ember_web_reference); Chromium has relaxed SIMD,
+#      so the single-threaded runs are on ember-relaxed.wasm (the demos on one thread unless
+#      EMBER_WEB_THREADS=1);
 #   5. a short benchmark against onnxruntime-web and TensorFlow.js (web/bench/run.mjs --quick).
 # Writes build/reports/web.json. Last line: "web: N passed, M failed". Exit 2 when emscripten,
 # chromium or node is missing (test.sh names the suite as skipped).
@@ -33,7 +38,7 @@ step() {  # name, log, command...
 
 # 1. the modules
 step "wasm build" "$logs/build.log" bash -c \
-  "cmake --preset wasm && cmake --build --preset wasm -j $jobs --target ember_wasm ember_conformance_wasm"
+  "cmake --preset wasm && cmake --build --preset wasm -j $jobs --target ember_wasm ember_wasm_relaxed ember_conformance_wasm"
 # The pthreads module too with EMBER_WEB_THREADS=1 (eight more minutes on two cores; without it the
 # API's test checks the fallback to one thread instead).
 if [ "${EMBER_WEB_THREADS:-0}" = 1 ]; then
@@ -53,6 +58,7 @@ if [ "$conf_rc" -ne 0 ] && [ "$conf_f" -eq 0 ]; then conf_f=1; fi
 grep -E '^\[  FAILED  \]' "$conf_log" | head -20
 echo "   wasm conformance (node, cpu stack): $conf_p passed, $conf_f failed ($conf_log)"
 passed=$((passed + conf_p)); failed=$((failed + conf_f))
+step "relaxed SIMD kernels (node)" "$logs/relaxed-simd.log" node web/tests/relaxed_simd.test.mjs
 
 # 3. the models
 step "demo models" "$logs/models.log" env JOBS="$jobs" web/demos/make-models.sh "$models"
@@ -62,7 +68,10 @@ step "onnx models" "$logs/onnx-export.log" /usr/bin/python3 web/bench/export_mod
 step "npm packages" "$logs/npm.log" timeout 300 npm ci --prefix web --ignore-scripts --no-audit --no-fund
 chromium_version=$(/usr/bin/chromium --version 2>/dev/null | awk '{print $2}')
 step "api test (chromium)" "$logs/api-test.log" node web/tests/api.test.mjs
-step "demo tests (chromium)" "$logs/browser-test.log" env EMBER_WEB_REFERENCE="$native/web/ember_web_reference" node web/tests/browser.test.mjs
+# the demos on one thread, so on the relaxed-SIMD module, unless the pthreads build is the one to test
+demo_env=(EMBER_WEB_DEMO_THREADS=1 EMBER_WEB_EXPECT_SIMD=relaxed)
+[ "${EMBER_WEB_THREADS:-0}" = 1 ] && demo_env=()
+step "demo tests (chromium)" "$logs/browser-test.log" env "${demo_env[@]}" EMBER_WEB_REFERENCE="$native/web/ember_web_reference" node web/tests/browser.test.mjs
 
 # 5. the benchmark, briefly
 step "benchmark (quick)" "$logs/bench.log" node web/bench/run.mjs --quick --out "$reports/web-bench.json"

@@ -88,7 +88,8 @@ export async function startEmber() {
   const ember = await Ember.create({ threads: /^\d+$/.test(threads) ? Number(threads) : threads });
   const info = ember.info ?? {};
   setStatus(`ember ${info.version ?? ''} · ${info.threads ?? 1} thread${info.threads === 1 ? '' : 's'}` +
-            (info.threaded ? ' (pthreads build)' : ' (single-threaded build)'));
+            (info.threaded ? ' (pthreads build)' : ' (single-threaded build)') +
+            (info.simd === 'relaxed' ? ' · relaxed SIMD' : ''));
   if (info.fallback) {
     const why = typeof info.fallback === 'string' ? info.fallback
       : 'SharedArrayBuffer is not available (the page is not cross-origin isolated)';

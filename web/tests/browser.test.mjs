@@ -12,7 +12,9 @@
 //
 //   node web/tests/browser.test.mjs [--only digits,fashion,onnx,bad] [--headful]
 //   env: CHROMIUM (default /usr/bin/chromium), EMBER_WEB_REFERENCE (default build/web/ember_web_reference),
-//        EMBER_WEB_MODELS (the models folder served at /models/; default build/web-models)
+//        EMBER_WEB_MODELS (the models folder served at /models/; default build/web-models),
+//        EMBER_WEB_DEMO_THREADS (?threads=N for the three demos; default their 'auto'),
+//        EMBER_WEB_EXPECT_SIMD (relaxed or simd128: the module each demo must report in its status line)
 //
 // Prints one JSON line {"chromium", "demos_ok", "demos", "bad_input_ok", "bad_input", "failed", ...}
 // and writes it to build/reports/web-demos.json; exits 1 on any failure.
@@ -29,6 +31,8 @@ const scratch = path.join(shots, 'inputs');
 const models = path.resolve(process.env.EMBER_WEB_MODELS ?? path.join(repo, 'build', 'web-models'));
 const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const PROB_TOL = 1e-4;
+const demoQuery = process.env.EMBER_WEB_DEMO_THREADS ? `?threads=${process.env.EMBER_WEB_DEMO_THREADS}` : '';
+const expectSimd = process.env.EMBER_WEB_EXPECT_SIMD;
 const READY_MS = 30000;
 
 const argv = process.argv.slice(2);
@@ -115,6 +119,14 @@ async function waitReady(page) {
   ]), READY_MS);
 }
 
+// With EMBER_WEB_EXPECT_SIMD, the demo's status line must name that module ('relaxed SIMD' or not).
+async function checkSimd(page, demo) {
+  if (!expectSimd) return true;
+  const status = await page.$eval('#status', (e) => e.textContent).catch(() => '');
+  summary.status = { ...summary.status, [demo]: status };
+  return check(/relaxed SIMD/.test(status) === (expectSimd === 'relaxed'), `${demo} runs the ${expectSimd} module`, status);
+}
+
 const errorBox = (page) => page.$$eval('#errors .error', (els) => els.map((e) => e.querySelector('.message')?.textContent ?? e.textContent));
 const notices = (page) => page.$$eval('#notices .notice', (els) => els.map((e) => e.textContent));
 
@@ -159,8 +171,9 @@ async function drawStrokes(page, strokes) {
 }
 
 async function testDigits(base) {
-  const { page, errors, failedRequests } = await openPage(`${base}demos/digits/`);
+  const { page, errors, failedRequests } = await openPage(`${base}demos/digits/${demoQuery}`);
   let ok = check(await waitReady(page), 'digits ready', 'the demo did not load (see its error box)');
+  ok = await checkSimd(page, 'digits') && ok;
   const drawn = [];
   if (ok) {
     for (const { digit, strokes } of DIGITS) {
@@ -203,8 +216,9 @@ async function testDigits(base) {
 // ---- fashion -------------------------------------------------------------------------------
 
 async function testFashion(base) {
-  const { page, errors, failedRequests } = await openPage(`${base}demos/fashion/`);
+  const { page, errors, failedRequests } = await openPage(`${base}demos/fashion/${demoQuery}`);
   let ok = check(await waitReady(page), 'fashion ready', 'the demo did not load (see its error box)');
+  ok = await checkSimd(page, 'fashion') && ok;
   const details = {};
   if (ok) {
     const { predictions, logits, labels } = await page.evaluate(() => ({ predictions: window.demo.predictions, logits: window.demo.logits, labels: window.demo.labels }));
@@ -259,8 +273,9 @@ async function testFashion(base) {
 // ---- onnx ----------------------------------------------------------------------------------
 
 async function testOnnx(base) {
-  const { page, errors, failedRequests } = await openPage(`${base}demos/onnx/`);
+  const { page, errors, failedRequests } = await openPage(`${base}demos/onnx/${demoQuery}`);
   let ok = check(await waitReady(page), 'onnx ready', 'the demo did not load (see its error box)');
+  ok = await checkSimd(page, 'onnx') && ok;
   const details = {};
   if (ok) {
     let r;
