@@ -1,8 +1,11 @@
 // The page side of the browser benchmark (web/bench/run.mjs drives it through puppeteer).
 // It exposes window.bench:
 //
-//   await bench.init({threads, emberDist})  // once per page: one thread count for every runtime
-//   await bench.load(runtime, model)        // runtime: 'ember' | 'ort' | 'tfjs'; model: 'resnet18' ...
+//   await bench.init({threads, emberDist, emberRelaxed})  // once per page: one thread count for every runtime
+//   await bench.load(runtime, model)        // runtime: 'ember' | 'ember_relaxed' | 'ort' | 'tfjs'; model: 'resnet18' ...
+//
+// 'ember_relaxed' is emberDist's ember-relaxed.mjs (the GEMM and convolution kernels with relaxed
+// SIMD's fused multiply-add; docs/web.md), loaded when emberRelaxed is set.
 //   await bench.time(runtime, model)        // one inference, in ms (performance.now())
 //   await bench.output(runtime, model, k)   // the output of one inference on input k (0, 1), as an Array
 //
@@ -31,7 +34,7 @@ export function makeInput(n, seed = 12345) {
 const N = INPUT_SHAPE.reduce((a, b) => a * b, 1);
 const inputs = [makeInput(N, 12345), makeInput(N, 987654321)];
 
-const state = { threads: 1, ember: null, emberError: null, models: {}, bytes: {} };
+const state = { threads: 1, ember: {}, emberError: {}, models: {}, bytes: {} };
 
 async function modelBytes(model) {
   if (!state.bytes[model]) {
@@ -42,7 +45,17 @@ async function modelBytes(model) {
   return state.bytes[model];
 }
 
-async function init({ threads = 1, emberDist = '/dist/' } = {}) {
+async function startEmber(url, threads) {
+  const createEmber = (await import(new URL(url, location.href).href)).default;
+  const M = await createEmber();
+  if (threads > 1) {
+    const n = M._ember_web_set_threads(threads);
+    if (n !== threads) throw new Error(`ember: set_threads(${threads}) gave ${n}: ${M.UTF8ToString(M._ember_web_error())}`);
+  }
+  return M;
+}
+
+async function init({ threads = 1, emberDist = '/dist/', emberRelaxed = false } = {}) {
   state.threads = threads;
   const info = { crossOriginIsolated: globalThis.crossOriginIsolated === true, threads, userAgent: navigator.userAgent,
     hardwareConcurrency: navigator.hardwareConcurrency };
@@ -72,22 +85,17 @@ async function init({ threads = 1, emberDist = '/dist/' } = {}) {
   info.tfjs = tf.version.tfjs;
   info.tfjs_threads = tf.wasm.getThreadsCount();
   info.tfjs_simd = await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT');
-  // ember: the module of emberDist (null: skipped)
-  if (emberDist) {
+  // ember: the module of emberDist (null: skipped), and its relaxed-SIMD twin
+  const builds = emberDist ? [['ember', 'ember.mjs'], ...(emberRelaxed ? [['ember_relaxed', 'ember-relaxed.mjs']] : [])] : [];
+  for (const [runtime, file] of builds) {
     try {
-      const createEmber = (await import(new URL(emberDist + 'ember.mjs', location.href).href)).default;
-      const M = await createEmber();
-      const about = JSON.parse(M.UTF8ToString(M._ember_web_about()));
-      if (threads > 1) {
-        const n = M._ember_web_set_threads(threads);
-        if (n !== threads) throw new Error(`ember: set_threads(${threads}) gave ${n}: ${M.UTF8ToString(M._ember_web_error())}`);
-      }
-      state.ember = M;
-      info.ember = JSON.parse(M.UTF8ToString(M._ember_web_about()));
-      info.ember_build_threads = about.threads;
+      const M = await startEmber(emberDist + file, threads);
+      state.ember[runtime] = M;
+      info[runtime] = JSON.parse(M.UTF8ToString(M._ember_web_about()));
+      if (runtime === 'ember') info.ember_build_threads = info.ember.threads;
     } catch (e) {
-      state.emberError = String(e?.message ?? e);
-      info.ember_error = state.emberError;
+      state.emberError[runtime] = String(e?.message ?? e);
+      info[`${runtime}_error`] = state.emberError[runtime];
     }
   }
   log(JSON.stringify(info));
@@ -104,9 +112,9 @@ async function load(runtime, model) {
   const bytes = await modelBytes(model);
   const t0 = performance.now();
   let run, extra = {};
-  if (runtime === 'ember') {
-    const M = state.ember;
-    if (!M) throw new Error(`ember not loaded: ${state.emberError ?? 'no build'}`);
+  if (runtime === 'ember' || runtime === 'ember_relaxed') {
+    const M = state.ember[runtime];
+    if (!M) throw new Error(`${runtime} not loaded: ${state.emberError[runtime] ?? 'no build'}`);
     const p = M._malloc(bytes.length);
     M.HEAPU8.set(bytes, p);
     const nameP = M._malloc(256);

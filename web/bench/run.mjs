@@ -15,7 +15,9 @@
 // thread count opens one page (the peers fix their thread count once per page). Per model it loads
 // every runtime, checks each output against onnxruntime-web's (max abs diff), warms each up, then
 // times `iters` runs in rounds, one run of each runtime per round, the order rotating every round,
-// and reports medians. ember's threaded rows need the wasm-threads build; without it they are
+// and reports medians. On one thread ember runs twice, ember.wasm ('ember') and, where the build
+// has it, ember-relaxed.wasm ('ember_relaxed', relaxed SIMD). ember's threaded rows need the
+// wasm-threads build; without it they are
 // skipped with the reason. --quick: MobileNet-v2, one thread, 3 warm-up + 5 timed runs (< 60 s).
 // Each row's input_sensitivity (how far ort's output moves for another input) says how much its
 // diffs prove; where a NAME_check.onnx exists (export_models.py: MobileNet-v2, whose benchmark
@@ -77,6 +79,7 @@ const emberDist = abs(opt.emberDist);
 const emberThreadsDist = abs(opt.emberThreadsDist);
 const haveEmber = fs.existsSync(path.join(emberDist, 'ember.mjs')) && fs.existsSync(path.join(emberDist, 'ember.wasm'));
 const haveThreads = fs.existsSync(path.join(emberThreadsDist, 'ember.mjs'));
+const haveRelaxed = haveEmber && fs.existsSync(path.join(emberDist, 'ember-relaxed.wasm'));
 const gz = (f) => zlib.gzipSync(fs.readFileSync(f), { level: 9 }).length;
 const wasmGzip = haveEmber ? { wasm: gz(path.join(emberDist, 'ember.wasm')), mjs: gz(path.join(emberDist, 'ember.mjs')),
   wasm_raw: fs.statSync(path.join(emberDist, 'ember.wasm')).size } : null;
@@ -141,20 +144,25 @@ try {
     else if (threads === 1) emberDistUrl = '/dist/';
     else if (haveThreads) emberDistUrl = '/dist-threads/';
     else emberSkip = `no threaded ember build at ${opt.emberThreadsDist} (cmake --preset wasm-threads)`;
-    const info = await page.evaluate((a) => globalThis.bench.init(a), { threads, emberDist: emberDistUrl });
+    // the relaxed-SIMD module (ember-relaxed.wasm) beside the single-threaded one
+    const emberRelaxed = threads === 1 && haveRelaxed;
+    const info = await page.evaluate((a) => globalThis.bench.init(a), { threads, emberDist: emberDistUrl, emberRelaxed });
     if (info.ember_error) emberSkip = `ember failed to start: ${info.ember_error}`;
+    const relaxedSkip = emberSkip ?? (!emberRelaxed ? (threads === 1 ? `no ember-relaxed.wasm in ${opt.emberDist}` : 'one thread only')
+                                     : info.ember_relaxed_error ? `failed to start: ${info.ember_relaxed_error}` : null);
     if (threads > 1 && !info.crossOriginIsolated) throw new Error('run.mjs: the page is not cross-origin isolated');
     pages.push({ threads, ...info });
     console.error(`[t${threads}] ${JSON.stringify(info)}`);
 
     for (const model of opt.models) {
       const name = `${model}_b1_t${threads}`;
-      const row = { name, model, batch: 1, threads, ember_ms: null, ort_ms: null, tfjs_ms: null,
+      const row = { name, model, batch: 1, threads, ember_ms: null, ember_relaxed_ms: null, ort_ms: null, tfjs_ms: null,
         tfjs_threads: info.tfjs_threads };  // what tf.wasm.getThreadsCount() says it uses
       const skipped = {};
       if (emberSkip) skipped.ember = emberSkip;
+      if (relaxedSkip) skipped.ember_relaxed = relaxedSkip;
       const active = [];
-      for (const rt of ['ember', 'ort', 'tfjs']) {
+      for (const rt of ['ember', 'ember_relaxed', 'ort', 'tfjs']) {
         if (skipped[rt]) continue;
         try {
           const r = await page.evaluate((a, b) => globalThis.bench.load(a, b), rt, model);
@@ -177,6 +185,8 @@ try {
       }
       row.max_abs_diff_vs_ort = r4(maxAbsDiff(outs.ember, outs.ort));
       row.tfjs_max_abs_diff_vs_ort = r4(maxAbsDiff(outs.tfjs, outs.ort));
+      row.ember_relaxed_max_abs_diff_vs_ort = r4(maxAbsDiff(outs.ember_relaxed, outs.ort));
+      row.ember_relaxed_max_abs_diff_vs_ember = r4(maxAbsDiff(outs.ember_relaxed, outs.ember));
       if (outs.ort) {
         row.ort_output_max_abs = r4(Math.max(...outs.ort.map(Math.abs)));
         row.top1_agrees = Object.fromEntries(Object.entries(outs).map(([k, v]) => [k, argmax(v) === argmax(outs.ort)]));
@@ -214,10 +224,13 @@ try {
         const other = await page.evaluate((a, b) => globalThis.bench.output(a, b, 1), 'ort', check);
         row.check = { model: check, input_sensitivity: r4(maxAbsDiff(co.ort, other)),
           ort_output_max_abs: r4(Math.max(...co.ort.map(Math.abs))),
-          ember_max_abs_diff_vs_ort: r4(maxAbsDiff(co.ember, co.ort)), tfjs_max_abs_diff_vs_ort: r4(maxAbsDiff(co.tfjs, co.ort)) };
+          ember_max_abs_diff_vs_ort: r4(maxAbsDiff(co.ember, co.ort)),
+          ember_relaxed_max_abs_diff_vs_ort: r4(maxAbsDiff(co.ember_relaxed, co.ort)), tfjs_max_abs_diff_vs_ort: r4(maxAbsDiff(co.tfjs, co.ort)) };
       }
       row.ratio_vs_ort = row.ember_ms && row.ort_ms ? round(row.ort_ms / row.ember_ms, 3) : null;
       row.ratio_vs_tfjs = row.ember_ms && row.tfjs_ms ? round(row.tfjs_ms / row.ember_ms, 3) : null;
+      row.relaxed_speedup = row.ember_ms && row.ember_relaxed_ms ? round(row.ember_ms / row.ember_relaxed_ms, 3) : null;
+      row.relaxed_ratio_vs_ort = row.ember_relaxed_ms && row.ort_ms ? round(row.ort_ms / row.ember_relaxed_ms, 3) : null;
       row.iters = opt.iters;
       row.warmup = opt.warmup;
       if (Object.keys(skipped).length) row.skipped = skipped;
@@ -255,6 +268,9 @@ console.log(`${'row'.padEnd(22)}${'ember ms'.padStart(10)}${'ort ms'.padStart(10
 for (const r of rows) {
   console.log(`${r.name.padEnd(22)}${fmt(r.ember_ms, 10)}${fmt(r.ort_ms, 10)}${fmt(r.tfjs_ms, 10)}${fmt(r.ratio_vs_ort, 11, 3)}` +
     `${fmt(r.ratio_vs_tfjs, 11, 3)}${fmtE(r.max_abs_diff_vs_ort, 12)}${fmtE(r.tfjs_max_abs_diff_vs_ort, 11)}`);
+  if (r.ember_relaxed_ms) console.log(`  ember-relaxed.wasm: ${fmt(r.ember_relaxed_ms, 0)} ms (${fmt(r.relaxed_speedup, 0, 3)}x ember.wasm, ` +
+    `${fmt(r.relaxed_ratio_vs_ort, 0, 3)}x ort); diff vs ember.wasm ${fmtE(r.ember_relaxed_max_abs_diff_vs_ember, 0)}, vs ort ` +
+    `${fmtE(r.ember_relaxed_max_abs_diff_vs_ort, 0)}`);
   for (const [rt, why] of Object.entries(r.skipped ?? {})) console.log(`  ${rt} skipped: ${why}`);
   if (r.tfjs_threads !== r.threads) console.log(`  tfjs: asked for ${r.threads} threads, tf.wasm.getThreadsCount() says ${r.tfjs_threads}`);
   console.log(`  output moves by ${r.input_sensitivity ?? '-'} for another input (max |output| ${r.ort_output_max_abs ?? '-'})`);
