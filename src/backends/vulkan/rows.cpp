@@ -54,6 +54,36 @@ std::string tree(const std::string& op) {
          "u; h > 0u; h >>= 1u) {\n      if (t < h) " + op + "\n      barrier();\n    }\n";
 }
 
+// The shared arrays and the first two passes of a softmax over a row whose j-th element is `ld`
+// (a workgroup per row, invocation t): after them m is the row's max (NaN where any element is) and
+// s_sum[0] the sum of exp(x - m), in AT. Used by softmax and cross_entropy.
+std::string softmax_shared() {
+  const std::string W = std::to_string(glsl::kLocalSize);
+  return "shared C s_max[" + W + "];\nshared int s_nan[" + W + "];\nshared AT s_sum[" + W + "];\n";
+}
+
+std::string softmax_max_and_sum(DType dt, const std::string& ld) {
+  const std::string W = std::to_string(glsl::kLocalSize);
+  const std::string inf = dt == DType::f64 ? "ember_inf_d()" : "ember_inf()",
+                    nan = dt == DType::f64 ? "ember_nan_d()" : "ember_nan()";
+  return "    C m = -" + inf +
+         ";\n    int nan = 0;\n"
+         "    for (uint j = t; j < r.n; j += " +
+         W + "u) {\n      C v = " + ld +
+         ";\n"
+         "      m = v > m ? v : m;\n      if (ember_isnan(v)) nan = 1;\n    }\n"
+         "    s_max[t] = m;\n    s_nan[t] = nan;\n" +
+         tree("{ s_max[t] = max(s_max[t], s_max[t + h]); s_nan[t] |= s_nan[t + h]; }") + "    m = s_nan[0] != 0 ? " +
+         nan +
+         " : s_max[0];\n"
+         "    AT sum = AT(0);\n"
+         "    for (uint j = t; j < r.n; j += " +
+         W + "u) sum += AT(ember_exp(C(" + ld +
+         ") - m));\n"
+         "    s_sum[t] = sum;\n" +
+         tree("s_sum[t] += s_sum[t + h];");
+}
+
 std::string softmax_source(const VulkanBackend& be, DType dt, bool log) {
   const bool dacc = be.physical().float64;
   std::vector<DType> dts = {dt};
@@ -61,34 +91,16 @@ std::string softmax_source(const VulkanBackend& be, DType dt, bool log) {
   std::string s = glsl::header(dts, false);
   s += kRowParams;
   s += std::string("#define AT ") + (dacc ? "double" : "float") + "\n#define C " + glsl::compute_type(dt) + "\n";
-  const std::string inf = dt == DType::f64 ? "ember_inf_d()" : "ember_inf()",
-                    nan = dt == DType::f64 ? "ember_nan_d()" : "ember_nan()";
   s += glsl::buffer(0, dt, "o_", false);
   s += glsl::buffer(1, dt, "a_", true);
   const std::string W = std::to_string(glsl::kLocalSize);
-  s += "shared C s_max[" + W + "];\nshared int s_nan[" + W + "];\nshared AT s_sum[" + W + "];\n";
+  s += softmax_shared();
   const std::string ld = glsl::load(dt, "a_[base + int(j) * r.inner]");
   s += "void main() {\n  uint t = gl_LocalInvocationID.x;\n"
        "  for (uint row = gl_WorkGroupID.x; row < r.rows; row += gl_NumWorkGroups.x) {\n"
        "    int outer = int(row) / r.inner, in_row = int(row) - outer * r.inner;\n"
-       "    int obase = outer * int(r.n) * r.inner + in_row, base = r.off_x + obase;\n"
-       "    C m = -" +
-       inf +
-       ";\n    int nan = 0;\n"
-       "    for (uint j = t; j < r.n; j += " +
-       W + "u) {\n      C v = " + ld +
-       ";\n"
-       "      m = v > m ? v : m;\n      if (ember_isnan(v)) nan = 1;\n    }\n"
-       "    s_max[t] = m;\n    s_nan[t] = nan;\n" +
-       tree("{ s_max[t] = max(s_max[t], s_max[t + h]); s_nan[t] |= s_nan[t + h]; }") + "    m = s_nan[0] != 0 ? " +
-       nan +
-       " : s_max[0];\n"
-       "    AT sum = AT(0);\n"
-       "    for (uint j = t; j < r.n; j += " +
-       W + "u) sum += AT(ember_exp(C(" + ld +
-       ") - m));\n"
-       "    s_sum[t] = sum;\n" +
-       tree("s_sum[t] += s_sum[t + h];");
+       "    int obase = outer * int(r.n) * r.inner + in_row, base = r.off_x + obase;\n" +
+       softmax_max_and_sum(dt, ld);
   if (log)
     s += "    C ls = C(ember_log(s_sum[0]));\n"
          "    for (uint j = t; j < r.n; j += " +
@@ -99,6 +111,22 @@ std::string softmax_source(const VulkanBackend& be, DType dt, bool log) {
          W + "u) o_[obase + int(j) * r.inner] = " + glsl::store(dt, "ember_exp(" + ld + " - m) * inv") + ";\n";
   s += "    barrier();\n  }\n}\n";
   return s;
+}
+
+// The first two passes of layer_norm and its backward over a row whose j-th element is `ld`
+// (a workgroup per row, invocation t, the shared array `sh`): the row's mean and rstd =
+// 1 / sqrt(max(var, 0) + eps).
+std::string layer_norm_mean_rstd(DType dt, const std::string& ld, const std::string& sh) {
+  const std::string W = std::to_string(glsl::kLocalSize);
+  const std::string eps = dt == DType::f64 ? "packDouble2x32(r.eps_d)" : "r.eps";
+  const std::string reduce = tree(sh + "[t] += " + sh + "[t + h];");
+  return "    C acc = C(0);\n"
+         "    for (uint j = t; j < r.n; j += " +
+         W + "u) acc += " + ld + ";\n    " + sh + "[t] = acc;\n" + reduce + "    C mean = " + sh +
+         "[0] / C(r.n);\n    barrier();\n    acc = C(0);\n"
+         "    for (uint j = t; j < r.n; j += " +
+         W + "u) { C d = " + ld + " - mean; acc += d * d; }\n    " + sh + "[t] = acc;\n" + reduce +
+         "    C rstd = C(1) / sqrt(max(" + sh + "[0] / C(r.n), C(0)) + C(" + eps + "));\n    barrier();\n";
 }
 
 std::string layer_norm_source(DType dt) {
@@ -113,25 +141,11 @@ std::string layer_norm_source(DType dt) {
   const std::string W = std::to_string(glsl::kLocalSize);
   s += "shared C s_sum[" + W + "];\n";
   const std::string ld = glsl::load(dt, "a_[base + int(j)]");
-  const std::string eps = dt == DType::f64 ? "packDouble2x32(r.eps_d)" : "r.eps";
   s += "void main() {\n  uint t = gl_LocalInvocationID.x;\n"
        "  for (uint row = gl_WorkGroupID.x; row < r.rows; row += gl_NumWorkGroups.x) {\n"
-       "    int obase = int(row) * int(r.n), base = r.off_x + obase;\n    C acc = C(0);\n"
-       "    for (uint j = t; j < r.n; j += " +
-       W + "u) acc += " + ld +
-       ";\n"
-       "    s_sum[t] = acc;\n" +
-       tree("s_sum[t] += s_sum[t + h];") +
-       "    C mean = s_sum[0] / C(r.n);\n    barrier();\n    acc = C(0);\n"
-       "    for (uint j = t; j < r.n; j += " +
-       W + "u) { C d = " + ld +
-       " - mean; acc += d * d; }\n"
-       "    s_sum[t] = acc;\n" +
-       tree("s_sum[t] += s_sum[t + h];") +
-       "    C var = s_sum[0] / C(r.n);\n"
-       "    C rstd = C(1) / sqrt(max(var, C(0)) + C(" +
-       eps +
-       "));\n    C shift = -rstd * mean;\n"
+       "    int obase = int(row) * int(r.n), base = r.off_x + obase;\n" +
+       layer_norm_mean_rstd(dt, ld, "s_sum") +
+       "    C shift = -rstd * mean;\n"
        "    for (uint j = t; j < r.n; j += " +
        W +
        "u) {\n"
@@ -168,27 +182,14 @@ std::string layer_norm_backward_rows_source(DType dt) {
   const std::string ld = glsl::load(dt, "a_[base + int(j)]");
   const std::string gw = "(" + glsl::load(dt, "g_[gbase + int(j)]") + " * ((r.flags & 1) != 0 ? " +
                          glsl::load(dt, "w_[r.off_w + int(j)]") + " : C(1)))";
-  const std::string eps = dt == DType::f64 ? "packDouble2x32(r.eps_d)" : "r.eps";
   s += "void main() {\n  uint t = gl_LocalInvocationID.x;\n"
        "  for (uint row = gl_WorkGroupID.x; row < r.rows; row += gl_NumWorkGroups.x) {\n"
-       "    int obase = int(row) * int(r.n), base = r.off_x + obase, gbase = r.off_b + obase;\n"
-       "    C acc = C(0);\n"
-       "    for (uint j = t; j < r.n; j += " +
-       W + "u) acc += " + ld +
-       ";\n"
-       "    s_a[t] = acc;\n" +
-       tree("s_a[t] += s_a[t + h];") +
-       "    C mean = s_a[0] / C(r.n);\n    barrier();\n    acc = C(0);\n"
-       "    for (uint j = t; j < r.n; j += " +
-       W + "u) { C d = " + ld +
-       " - mean; acc += d * d; }\n"
-       "    s_a[t] = acc;\n" +
-       tree("s_a[t] += s_a[t + h];") + "    C rs = C(1) / sqrt(max(s_a[0] / C(r.n), C(0)) + C(" + eps +
-       "));\n    barrier();\n"
+       "    int obase = int(row) * int(r.n), base = r.off_x + obase, gbase = r.off_b + obase;\n" +
+       layer_norm_mean_rstd(dt, ld, "s_a") +
        "    C sg = C(0), sgx = C(0);\n"
        "    for (uint j = t; j < r.n; j += " +
        W + "u) { C gv = " + gw + "; sg += gv; sgx += gv * ((" + ld +
-       " - mean) * rs); }\n"
+       " - mean) * rstd); }\n"
        "    s_a[t] = sg;\n    s_b[t] = sgx;\n" +
        tree("{ s_a[t] += s_a[t + h]; s_b[t] += s_b[t + h]; }") +
        "    C mg = s_a[0] / C(r.n), mgx = s_b[0] / C(r.n);\n"
@@ -197,11 +198,11 @@ std::string layer_norm_backward_rows_source(DType dt) {
        "u) {\n"
        "      C xh = (" +
        ld +
-       " - mean) * rs;\n"
+       " - mean) * rstd;\n"
        "      o_[obase + int(j)] = " +
-       glsl::store(dt, "rs * (" + gw + " - mg - xh * mgx)") +
+       glsl::store(dt, "rstd * (" + gw + " - mg - xh * mgx)") +
        ";\n    }\n"
-       "    if (t == 0u) { st_[2 * int(row)] = mean; st_[2 * int(row) + 1] = rs; }\n"
+       "    if (t == 0u) { st_[2 * int(row)] = mean; st_[2 * int(row) + 1] = rstd; }\n"
        "    barrier();\n  }\n}\n";
   return s;
 }
@@ -253,31 +254,12 @@ std::string cross_entropy_source(const VulkanBackend& be, DType dt) {
   s += glsl::buffer(2, DType::i64, "t_", true);
   s += glsl::buffer(3, acc_dt, "lse_", false);
   s += glsl::buffer(4, acc_dt, "valid_", false);
-  const std::string W = std::to_string(glsl::kLocalSize);
-  const std::string inf = dt == DType::f64 ? "ember_inf_d()" : "ember_inf()",
-                    nan = dt == DType::f64 ? "ember_nan_d()" : "ember_nan()";
-  s += "shared C s_max[" + W + "];\nshared int s_nan[" + W + "];\nshared AT s_sum[" + W + "];\n";
+  s += softmax_shared();
   const std::string ld = glsl::load(dt, "a_[base + int(j)]");
   s += "void main() {\n  uint t = gl_LocalInvocationID.x;\n  int64_t ignore = packInt2x32(r.ignore);\n"
        "  for (uint row = gl_WorkGroupID.x; row < r.rows; row += gl_NumWorkGroups.x) {\n"
-       "    int base = r.off_x + int(row) * int(r.n);\n"
-       "    C m = -" +
-       inf +
-       ";\n    int nan = 0;\n"
-       "    for (uint j = t; j < r.n; j += " +
-       W + "u) {\n      C v = " + ld +
-       ";\n"
-       "      m = v > m ? v : m;\n      if (ember_isnan(v)) nan = 1;\n    }\n"
-       "    s_max[t] = m;\n    s_nan[t] = nan;\n" +
-       tree("{ s_max[t] = max(s_max[t], s_max[t + h]); s_nan[t] |= s_nan[t + h]; }") + "    m = s_nan[0] != 0 ? " +
-       nan +
-       " : s_max[0];\n"
-       "    AT sum = AT(0);\n"
-       "    for (uint j = t; j < r.n; j += " +
-       W + "u) sum += AT(ember_exp(C(" + ld +
-       ") - m));\n"
-       "    s_sum[t] = sum;\n" +
-       tree("s_sum[t] += s_sum[t + h];") +
+       "    int base = r.off_x + int(row) * int(r.n);\n" +
+       softmax_max_and_sum(dt, ld) +
        "    if (t == 0u) {\n"
        "      C ls = C(ember_log(s_sum[0]));\n"
        "      int64_t tg = t_[r.off_w + int(row)];\n"
