@@ -116,14 +116,7 @@ std::string pool_source(const VulkanBackend& be, OpKind k, DType dt) {
 
 std::vector<PrimitivePtr> pool_kernel(VulkanBackend& be, Op& op) {
   VulkanTensorPtr x = be.contiguous(op.inputs[0]);
-  std::vector<PrimitivePtr> outs;
-  std::array<BufferPtr, kMaxOperands> bind{};
-  for (size_t i = 0; i < op.outputs.size(); ++i) {
-    auto t = be.alloc(op.outputs[i]);
-    bind[i == 0 ? 0 : 2] = t->buffer;
-    outs.push_back(std::move(t));
-  }
-  bind[1] = x->buffer;
+  auto [outs, bind] = alloc_value_index_outputs(be, op, x->buffer);
   const Shape& is = x->shape();
   const Shape& os = op.outputs[0].shape;
   const int64_t n = os.numel();

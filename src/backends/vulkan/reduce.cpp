@@ -266,14 +266,7 @@ std::string reduce_source(const VulkanBackend& be, OpKind k, DType dt, const std
 std::vector<PrimitivePtr> reduce_kernel(VulkanBackend& be, Op& op) {
   const auto& x = as_vk(op.inputs[0]);
   const auto& a = op.attr<ReduceAttrs>();
-  std::vector<PrimitivePtr> outs;
-  std::array<BufferPtr, kMaxOperands> bind{};
-  for (size_t i = 0; i < op.outputs.size(); ++i) {
-    auto t = be.alloc(op.outputs[i]);
-    bind[i == 0 ? 0 : 2] = t->buffer;
-    outs.push_back(std::move(t));
-  }
-  bind[1] = x.buffer;
+  auto [outs, bind] = alloc_value_index_outputs(be, op, x.buffer);
   const Shape& s = x.shape();
   ReduceParams p;
   std::vector<std::pair<int64_t, int64_t>> kept, red;  // (size, stride), merged

@@ -67,14 +67,7 @@ std::string scan_source(const VulkanBackend& be, OpKind k, DType dt, DType out) 
 
 std::vector<PrimitivePtr> scan_kernel(VulkanBackend& be, Op& op) {
   VulkanTensorPtr x = be.contiguous(op.inputs[0]);
-  std::vector<PrimitivePtr> outs;
-  std::array<BufferPtr, kMaxOperands> bind{};
-  for (size_t i = 0; i < op.outputs.size(); ++i) {
-    auto t = be.alloc(op.outputs[i]);
-    bind[i == 0 ? 0 : 2] = t->buffer;
-    outs.push_back(std::move(t));
-  }
-  bind[1] = x->buffer;
+  auto [outs, bind] = alloc_value_index_outputs(be, op, x->buffer);
   const Shape& s = x->shape();
   if (s.numel() == 0) return outs;
   EMBER_CHECK(s.numel() <= INT32_MAX, op.name(), ": too many elements for 32-bit indexing");

@@ -552,6 +552,17 @@ Operand broadcast_operand(const VulkanTensor& t, const Shape& out_shape) {
   return Operand{t.buffer, t.dtype(), std::move(st), t.offset};
 }
 
+ValueIndexOutputs alloc_value_index_outputs(VulkanBackend& be, const Op& op, const BufferPtr& input) {
+  ValueIndexOutputs r;
+  for (size_t i = 0; i < op.outputs.size(); ++i) {
+    VulkanTensorPtr t = be.alloc(op.outputs[i]);
+    r.bind[i == 0 ? 0 : 2] = t->buffer;
+    r.outs.push_back(std::move(t));
+  }
+  r.bind[1] = input;
+  return r;
+}
+
 KernelParams make_params(std::string_view op, const Shape& shape, const std::vector<Operand>& ops) {
   const size_t n_ops = ops.size();
   EMBER_CHECK(n_ops <= size_t(kParamOperands), op, ": too many operands for a Vulkan kernel");

@@ -201,6 +201,15 @@ class VulkanBackend final : public Backend {
   uint64_t counter_ = 0;
 };
 
+// The outputs of a values-and-indices kernel (reduce.cpp, pool.cpp, scan.cpp), allocated, and its
+// bindings: output 0 (the values) at 0, `input` at 1 and output 1 (the indices, where the op has
+// them) at 2.
+struct ValueIndexOutputs {
+  std::vector<PrimitivePtr> outs;
+  std::array<BufferPtr, kMaxOperands> bind{};
+};
+ValueIndexOutputs alloc_value_index_outputs(VulkanBackend& be, const Op& op, const BufferPtr& input);
+
 // ceil(a / b) for a >= 0, b > 0
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
