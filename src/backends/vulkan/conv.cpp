@@ -7,6 +7,8 @@
 // The residual is copied into the output first and read back by the element's own invocation
 // (the shared layout has four operand bindings). One shader per (op, dtype). An implicit GEMM
 // with shared-memory tiles is for later: this is correct, not fast.
+#include "conv.hpp"
+
 #include <cmath>
 #include <cstring>
 
@@ -101,34 +103,10 @@ std::string conv_source(OpKind k, DType dt) {
 std::vector<PrimitivePtr> conv_kernel(VulkanBackend& be, Op& op) {
   const auto& a = op.attr<ConvAttrs>();
   const bool tr = op.kind == OpKind::conv_transpose;
-  VulkanTensorPtr x = be.contiguous(op.inputs[0]);
-  VulkanTensorPtr w = be.contiguous(op.inputs[1]);
-  auto out = be.alloc(op.outputs[0]);
+  auto [x, w, out, p] = conv_launch<ConvParams>(be, op);
   const Shape& os = out->shape();
   const int64_t n = os.numel();
   if (n == 0) return {out};
-  EMBER_CHECK(n <= INT32_MAX && x->numel() <= INT32_MAX && w->numel() <= INT32_MAX, op.name(),
-              ": too many elements for 32-bit indexing");
-  const int nd = int(a.stride.size());
-  const Shape& xs = x->shape();
-  const Shape& ws = w->shape();
-  ConvParams p;
-  p.n = uint32_t(n);
-  p.cin = int32_t(xs[1]);
-  p.cout = int32_t(os[1]);
-  p.groups = int32_t(a.groups);
-  p.off_x = int32_t(x->offset);
-  p.off_w = int32_t(w->offset);
-  for (int i = 0; i < 3; ++i) p.in[i] = p.out[i] = p.k[i] = p.s[i] = p.d[i] = 1;
-  for (int i = 0; i < nd; ++i) {
-    const int j = 3 - nd + i;
-    p.in[j] = int32_t(xs[2 + i]);
-    p.out[j] = int32_t(os[2 + i]);
-    p.k[j] = int32_t(ws[2 + i]);
-    p.s[j] = int32_t(a.stride[size_t(i)]);
-    p.p[j] = int32_t(a.padding[size_t(i)]);
-    p.d[j] = int32_t(a.dilation[size_t(i)]);
-  }
   BufferPtr bias;
   if (op.inputs.size() > 2 && op.inputs[2]) {
     VulkanTensorPtr b = be.contiguous(op.inputs[2]);

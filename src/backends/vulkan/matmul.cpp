@@ -7,8 +7,9 @@
 // through their strides (a transposed operand costs nothing). f16/bf16 accumulate in float and
 // round once, integers wrap in their compute type. VK_KHR_cooperative_matrix and tuned tiles
 // are for later.
+#include "matmul.hpp"
+
 #include "glsl.hpp"
-#include "vulkan_backend.hpp"
 
 namespace ember::vulkan {
 
@@ -79,18 +80,7 @@ std::vector<PrimitivePtr> matmul_kernel(VulkanBackend& be, Op& op) {
   const Shape& os = out->shape();
   if (os.numel() == 0) return {out};
   const int r = os.rank();
-  const int64_t N = os[r - 2], M = os[r - 1], K = a.shape()[-1];
-  // the batch: out's leading dims, each operand's strides over them (0 where broadcast)
-  Shape batch(std::vector<int64_t>(os.begin(), os.end() - 2));
-  auto batch_operand = [&](const VulkanTensor& t) {
-    std::vector<int64_t> st(size_t(batch.rank()), 0);
-    const int tr = t.shape().rank() - 2, lead = batch.rank() - tr;
-    for (int d = 0; d < tr; ++d) st[size_t(lead + d)] = t.shape()[d] == 1 ? 0 : t.strides[size_t(d)];
-    return Operand{t.buffer, t.dtype(), st, t.offset};
-  };
-  std::vector<int64_t> ost(size_t(batch.rank()));
-  for (int d = 0; d < batch.rank(); ++d) ost[size_t(d)] = out->strides[size_t(d)];
-  std::vector<Operand> ops = {Operand{out->buffer, out->dtype(), ost, 0}, batch_operand(a), batch_operand(b)};
+  const int64_t N = os[r - 2], M = os[r - 1];
   BufferPtr bias_buf;
   int64_t bias_off = 0;
   if (op.inputs.size() > 2 && op.inputs[2]) {
@@ -98,16 +88,7 @@ std::vector<PrimitivePtr> matmul_kernel(VulkanBackend& be, Op& op) {
     bias_buf = bias->buffer;
     bias_off = bias->offset;
   }
-  KernelParams p = make_params("matmul", batch, ops);  // (K = 0 writes the bias or zeros)
-  const int ra = a.shape().rank(), rb = b.shape().rank();
-  EMBER_CHECK(N <= INT32_MAX && M <= INT32_MAX && K <= INT32_MAX, "matmul: dims exceed 32-bit indexing");
-  p.ia[0] = int32_t(N);
-  p.ia[1] = int32_t(K);
-  p.ib[0] = int32_t(M);
-  p.ib[1] = int32_t(a.strides[size_t(ra - 2)]);
-  p.da[0] = uint32_t(int32_t(a.strides[size_t(ra - 1)]));
-  p.da[1] = uint32_t(int32_t(b.strides[size_t(rb - 2)]));
-  p.db[0] = uint32_t(int32_t(b.strides[size_t(rb - 1)]));
+  KernelParams p = matmul_params("matmul", *out, a, b);  // (K = 0 writes the bias or zeros)
   p.flag = bias_buf ? 1u : 0u;
   p.off[3] = int32_t(bias_off);
   const DType dt = out->dtype();
@@ -119,6 +100,34 @@ std::vector<PrimitivePtr> matmul_kernel(VulkanBackend& be, Op& op) {
 }
 
 }  // namespace
+
+KernelParams matmul_params(std::string_view op, const VulkanTensor& out, const VulkanTensor& a, const VulkanTensor& b) {
+  const Shape& os = out.shape();
+  const int r = os.rank();
+  const int64_t rows = os[r - 2], cols = os[r - 1], K = a.shape()[-1];
+  EMBER_CHECK(rows <= INT32_MAX && cols <= INT32_MAX && K <= INT32_MAX, op, ": dims exceed 32-bit indexing");
+  // the batch: out's leading dims, each operand's strides over them (0 where broadcast)
+  Shape batch(std::vector<int64_t>(os.begin(), os.end() - 2));
+  auto batch_operand = [&](const VulkanTensor& t) {
+    std::vector<int64_t> st(size_t(batch.rank()), 0);
+    const int tr = t.shape().rank() - 2, lead = batch.rank() - tr;
+    for (int d = 0; d < tr; ++d) st[size_t(lead + d)] = t.shape()[d] == 1 ? 0 : t.strides[size_t(d)];
+    return Operand{t.buffer, t.dtype(), st, t.offset};
+  };
+  std::vector<int64_t> ost(size_t(batch.rank()));
+  for (int d = 0; d < batch.rank(); ++d) ost[size_t(d)] = out.strides[size_t(d)];
+  KernelParams p =
+      make_params(op, batch, {Operand{out.buffer, out.dtype(), ost, 0}, batch_operand(a), batch_operand(b)});
+  const int ra = a.shape().rank(), rb = b.shape().rank();
+  p.ia[0] = int32_t(rows);
+  p.ia[1] = int32_t(K);
+  p.ib[0] = int32_t(cols);
+  p.ib[1] = int32_t(a.strides[size_t(ra - 2)]);
+  p.da[0] = uint32_t(int32_t(a.strides[size_t(ra - 1)]));
+  p.da[1] = uint32_t(int32_t(b.strides[size_t(rb - 2)]));
+  p.db[0] = uint32_t(int32_t(b.strides[size_t(rb - 1)]));
+  return p;
+}
 
 void register_matmul_kernels(KernelTable& t, DTypeTable& d) {
   t[size_t(OpKind::matmul)] = matmul_kernel;

@@ -11,8 +11,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "conv.hpp"
 #include "copy.hpp"
 #include "glsl.hpp"
+#include "matmul.hpp"
 
 namespace ember::vulkan {
 
@@ -61,28 +63,8 @@ std::vector<PrimitivePtr> matmul_integer_kernel(VulkanBackend& be, Op& op) {
   auto out = be.alloc(op.outputs[0]);
   const Shape& os = out->shape();
   if (os.numel() == 0) return {out};
-  const int r = os.rank();
-  const int64_t M = os[r - 2], N = os[r - 1], K = a.shape()[-1];
   EMBER_CHECK(os.numel() <= INT32_MAX, op.name(), ": too many elements for 32-bit indexing");
-  Shape batch(std::vector<int64_t>(os.begin(), os.end() - 2));
-  auto batch_operand = [&](const VulkanTensor& t) {
-    std::vector<int64_t> st(size_t(batch.rank()), 0);
-    const int tr = t.shape().rank() - 2, lead = batch.rank() - tr;
-    for (int d = 0; d < tr; ++d) st[size_t(lead + d)] = t.shape()[d] == 1 ? 0 : t.strides[size_t(d)];
-    return Operand{t.buffer, t.dtype(), st, t.offset};
-  };
-  std::vector<int64_t> ost(size_t(batch.rank()));
-  for (int d = 0; d < batch.rank(); ++d) ost[size_t(d)] = out->strides[size_t(d)];
-  KernelParams p = make_params("matmul_integer", batch,
-                               {Operand{out->buffer, DType::i32, ost, 0}, batch_operand(a), batch_operand(b)});
-  const int ra = a.shape().rank(), rb = b.shape().rank();
-  p.ia[0] = int32_t(M);
-  p.ia[1] = int32_t(K);
-  p.ib[0] = int32_t(N);
-  p.ib[1] = int32_t(a.strides[size_t(ra - 2)]);
-  p.da[0] = uint32_t(int32_t(a.strides[size_t(ra - 1)]));
-  p.da[1] = uint32_t(int32_t(b.strides[size_t(rb - 2)]));
-  p.db[0] = uint32_t(int32_t(b.strides[size_t(rb - 1)]));
+  KernelParams p = matmul_params("matmul_integer", *out, a, b);
   BufferPtr az, bz;
   if (op.inputs.size() > 2 && op.inputs[2]) {
     VulkanTensorPtr z = be.contiguous(op.inputs[2]);
@@ -158,33 +140,9 @@ layout(std430, binding = 6) readonly buffer ConvIntParamsBuf { ConvIntParams r; 
 }
 
 std::vector<PrimitivePtr> conv_integer_kernel(VulkanBackend& be, Op& op) {
-  const auto& a = op.attr<ConvAttrs>();
-  VulkanTensorPtr x = be.contiguous(op.inputs[0]);
-  VulkanTensorPtr w = be.contiguous(op.inputs[1]);
-  auto out = be.alloc(op.outputs[0]);
-  const Shape& os = out->shape();
-  const int64_t n = os.numel();
+  auto [x, w, out, p] = conv_launch<ConvIntParams>(be, op);
+  const int64_t n = out->numel();
   if (n == 0) return {out};
-  EMBER_CHECK(n <= INT32_MAX && x->numel() <= INT32_MAX && w->numel() <= INT32_MAX, op.name(),
-              ": too many elements for 32-bit indexing");
-  const int nd = int(a.stride.size());
-  ConvIntParams p;
-  p.n = uint32_t(n);
-  p.cin = int32_t(x->shape()[1]);
-  p.cout = int32_t(os[1]);
-  p.groups = int32_t(a.groups);
-  p.off_x = int32_t(x->offset);
-  p.off_w = int32_t(w->offset);
-  for (int i = 0; i < 3; ++i) p.in[i] = p.out[i] = p.k[i] = p.s[i] = p.d[i] = 1;
-  for (int i = 0; i < nd; ++i) {
-    const int j = 3 - nd + i;
-    p.in[j] = int32_t(x->shape()[2 + i]);
-    p.out[j] = int32_t(os[2 + i]);
-    p.k[j] = int32_t(w->shape()[2 + i]);
-    p.s[j] = int32_t(a.stride[size_t(i)]);
-    p.p[j] = int32_t(a.padding[size_t(i)]);  // the begin pads (the end pads only size the output)
-    p.d[j] = int32_t(a.dilation[size_t(i)]);
-  }
   BufferPtr xz, wz;
   if (op.inputs.size() > 2 && op.inputs[2]) {
     VulkanTensorPtr z = be.contiguous(op.inputs[2]);
