@@ -7,7 +7,7 @@
 //   conv 3x3 (1 -> 8) - relu - conv 3x3 (8 -> 16) - relu - maxpool 2 - flatten
 //   - linear (256 -> 32) - relu - linear (32 -> 10)
 //
-//   ./build/examples/cortex_m [--out DIR] [--epochs N] [--seed N] [--lr X] [--data FILE]
+//   ./build/examples/cortex_m [--out DIR] [--epochs N] [--seed N] [--lr X] [--batch-size N] [--data FILE]
 //
 // DIR defaults to build/cortex_m. The same seed gives the same model; a few seconds on two cores.
 #include <algorithm>
@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "../common/args.hpp"
 #include "../common/digits.hpp"
+#include "../common/digits_training.hpp"
 
 using namespace ember;
 
@@ -50,69 +50,18 @@ SmallCnn make_model(const Device& device) {
   };
 }
 
-struct Args {
-  std::string out = "build/cortex_m", data = digits::kPath;
-  int64_t epochs = 30, batch_size = 32, seed = 1;
-  double lr = 5e-3;
-};
-
-Args parse(int argc, char** argv) {
-  Args a;
-  examples::ArgReader r("cortex_m", argc, argv);
-  while (r.next()) {
-    if (r.is("--out"))
-      a.out = r.value();
-    else if (r.is("--epochs"))
-      a.epochs = r.count();
-    else if (r.is("--seed"))
-      a.seed = r.count();
-    else if (r.is("--lr"))
-      a.lr = r.number();
-    else if (r.is("--data"))
-      a.data = r.value();
-    else
-      r.unknown("--out, --epochs, --seed, --lr, --data");
-  }
-  return a;
-}
-
-double accuracy(const SmallCnn& model, const std::vector<data::ImageItem>& items) {
-  const data::ImageBatch b = data::batch_images(items, Device::cpu());
-  return sum(equal(argmax(model.forward(b.images), 1), b.labels)).item() / double(items.size());
-}
-
 int main(int argc, char** argv) try {
-  const Args args = parse(argc, argv);
+  const digits::TrainArgs args = digits::parse_train_args("cortex_m", argc, argv, {.out = "build/cortex_m"});
   auto [train, test] = digits::split(digits::read(args.data));
-  Device device = Device::cpu().autodiff();
-  device.seed(uint64_t(args.seed));
-  std::mt19937 rng(uint32_t(args.seed));
-  SmallCnn model = make_model(device);
-  optim::Adam optimizer;
-  const int64_t steps_per_epoch = (int64_t(train.size()) + args.batch_size - 1) / args.batch_size;
-  optim::OneCycleLR scheduler({.max_lr = args.lr, .total_steps = args.epochs * steps_per_epoch});
-  for (int64_t epoch = 1; epoch <= args.epochs; ++epoch) {
+  const SmallCnn trained = digits::train_model(args, int64_t(train.size()), make_model, [&](std::mt19937& rng) {
     std::shuffle(train.begin(), train.end(), rng);
-    double loss_sum = 0;
-    for (size_t i = 0; i < train.size(); i += size_t(args.batch_size)) {
-      const size_t end = std::min(train.size(), i + size_t(args.batch_size));
-      const data::ImageBatch b = data::batch_images({train.begin() + long(i), train.begin() + long(end)}, device);
-      DynTensor loss = nn::cross_entropy(model.forward(b.images), b.labels);
-      Gradients grads = loss.backward();
-      model = optimizer.step(std::move(model), grads, scheduler.lr());
-      scheduler.step();
-      loss_sum += loss.item() * double(end - i);
-    }
-    if (epoch == args.epochs || epoch % 10 == 0)
-      std::printf("epoch %lld/%lld  train loss %.4f\n", static_cast<long long>(epoch),
-                  static_cast<long long>(args.epochs), loss_sum / double(train.size()));
-  }
-  SmallCnn trained = nn::to_device(model, Device::cpu());
+    return train;
+  });
   std::filesystem::create_directories(args.out);
   const std::string path = args.out + "/digits_cnn_m.safetensors";
   nn::save(trained, path, {{"model", "digits_cnn_m"}});
   std::printf("saved %s (%lld parameters)\n", path.c_str(), static_cast<long long>(nn::num_params(trained)));
-  std::printf("test accuracy: %.4f\n", accuracy(trained, test));
+  std::printf("test accuracy: %.4f\n", digits::accuracy(trained, test));
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "error: " << e.what() << "\n";
