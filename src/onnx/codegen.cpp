@@ -900,12 +900,22 @@ std::string substitute(const std::string& expr, const std::vector<std::string>& 
 
 }  // namespace
 
-void generate(const ModelProto& model, const std::string& out_dir, const std::string& name) {
-  EMBER_CHECK(!name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'),
-              "onnx codegen: the name '", name, "' is not a C++ identifier");
+namespace detail {
+
+// Checks that `name` is a C++ identifier, as the generated code is named after it; `what`
+// prefixes errors. codegen_cortex_m.cpp declares it for its own check.
+void check_identifier(const std::string& name, std::string_view what) {
+  EMBER_CHECK(!name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'), what,
+              ": the name '", name, "' is not a C++ identifier");
   for (char ch : name)
-    EMBER_CHECK(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_', "onnx codegen: the name '", name,
+    EMBER_CHECK(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_', what, ": the name '", name,
                 "' is not a C++ identifier");
+}
+
+}  // namespace detail
+
+void generate(const ModelProto& model, const std::string& out_dir, const std::string& name) {
+  detail::check_identifier(name, "onnx codegen");
   EMBER_CHECK(!kReserved.count(name), "onnx codegen: the name '", name, "' is reserved");
   int64_t opset = model.opset("");
   if (opset == 0) opset = 1;

@@ -26,6 +26,11 @@
 
 namespace ember::onnx {
 
+namespace detail {
+// codegen.cpp: checks that `name` is a C++ identifier; `what` prefixes errors.
+void check_identifier(const std::string& name, std::string_view what);
+}  // namespace detail
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -1232,11 +1237,7 @@ CortexMReport CortexMEmitter::run(const std::string& out_dir) {
 }  // namespace
 
 CortexMReport generate_cortex_m(const ModelProto& model, const std::string& out_dir, const std::string& name) {
-  EMBER_CHECK(!name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'),
-              "cortex-m codegen: the name '", name, "' is not a C++ identifier");
-  for (char ch : name)
-    EMBER_CHECK(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_', "cortex-m codegen: the name '", name,
-                "' is not a C++ identifier");
+  detail::check_identifier(name, "cortex-m codegen");
   CortexMEmitter e(model, name);
   return e.run(out_dir);
 }
