@@ -102,10 +102,7 @@ Status conv2d_f32(const Conv2dShape& s, const float* EMBER_RESTRICT input, const
     return fail("conv2d", "groups must divide the input and output channels");
   if (!input || !weight || !output) return fail("conv2d", "null input, weight or output");
 
-  const int32_t in_per_group = s.in_channels / s.groups, out_per_group = s.out_channels / s.groups;
-  const int32_t plane = s.in_height * s.in_width, filter = s.kernel_height * s.kernel_width;
-  const bool pointwise = filter == 1 && s.stride_height == 1 && s.stride_width == 1 && s.pad_top == 0 &&
-                         s.pad_left == 0 && s.out_height == s.in_height && s.out_width == s.in_width;
+  const auto [in_per_group, out_per_group, plane, filter, pointwise] = detail::conv_group_sizes(s);
   for (int32_t m = 0; m < s.out_channels; ++m) {
     const float* in_group = input + (m / out_per_group) * in_per_group * plane;
     const float* w_m = weight + m * in_per_group * filter;

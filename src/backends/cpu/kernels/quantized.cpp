@@ -40,11 +40,8 @@ Status qlinear_conv2d_u8(const Conv2dShape& s, const uint8_t* EMBER_RESTRICT x, 
       s.out_channels % s.groups != 0 || s.stride_height <= 0 || s.stride_width <= 0 || s.dilation_height <= 0 ||
       s.dilation_width <= 0)
     return fail("qlinear_conv2d", "bad sizes, strides, dilations or groups");
-  const int32_t in_per_group = s.in_channels / s.groups, out_per_group = s.out_channels / s.groups;
-  const int32_t plane = s.in_height * s.in_width, filter = s.kernel_height * s.kernel_width;
+  const auto [in_per_group, out_per_group, plane, filter, pointwise] = detail::conv_group_sizes(s);
   const float lo = float(-y_zero_point), hi = float(255 - y_zero_point);
-  const bool pointwise = filter == 1 && s.stride_height == 1 && s.stride_width == 1 && s.pad_top == 0 &&
-                         s.pad_left == 0 && s.out_height == s.in_height && s.out_width == s.in_width;
   for (int32_t m = 0; m < s.out_channels; ++m) {
     const uint8_t* x_group = x + (m / out_per_group) * in_per_group * plane;
     const int8_t* w_m = w + m * in_per_group * filter;
