@@ -40,6 +40,12 @@ struct RowParams { uint rows; uint n; int inner; int flags; float eps; int off_x
 layout(std430, binding = 6) readonly buffer RowParamsBuf { RowParams r; };
 )GLSL";
 
+// The start of every row shader: the header for `dts`, the parameters and C, the compute type of
+// `dt`.
+std::string row_shader(const std::vector<DType>& dts, DType dt) {
+  return glsl::header(dts, false) + kRowParams + "#define C " + glsl::compute_type(dt) + "\n";
+}
+
 bool softmax_dtypes(const VulkanBackend& be, const Op& op) {
   const DType dt = op.in(0).dtype;
   return is_float(dt) && be.has_dtype(dt);
@@ -88,9 +94,8 @@ std::string softmax_source(const VulkanBackend& be, DType dt, bool log) {
   const bool dacc = be.physical().float64;
   std::vector<DType> dts = {dt};
   if (dacc) dts.push_back(DType::f64);
-  std::string s = glsl::header(dts, false);
-  s += kRowParams;
-  s += std::string("#define AT ") + (dacc ? "double" : "float") + "\n#define C " + glsl::compute_type(dt) + "\n";
+  std::string s = row_shader(dts, dt);
+  s += std::string("#define AT ") + (dacc ? "double" : "float") + "\n";
   s += glsl::buffer(0, dt, "o_", false);
   s += glsl::buffer(1, dt, "a_", true);
   const std::string W = std::to_string(glsl::kLocalSize);
@@ -130,10 +135,7 @@ std::string layer_norm_mean_rstd(DType dt, const std::string& ld, const std::str
 }
 
 std::string layer_norm_source(DType dt) {
-  const std::string C = glsl::compute_type(dt);
-  std::string s = glsl::header({dt}, false);
-  s += kRowParams;
-  s += "#define C " + C + "\n";
+  std::string s = row_shader({dt}, dt);
   s += glsl::buffer(0, dt, "o_", false);
   s += glsl::buffer(1, dt, "a_", true);
   s += glsl::buffer(2, dt, "w_", true);
@@ -169,9 +171,7 @@ std::string layer_norm_source(DType dt) {
 // xh = (x - mean) rstd, and the row's mean and rstd into `stats` for pass 2.
 std::string layer_norm_backward_rows_source(DType dt) {
   const std::string C = glsl::compute_type(dt);
-  std::string s = glsl::header({dt}, false);
-  s += kRowParams;
-  s += "#define C " + C + "\n";
+  std::string s = row_shader({dt}, dt);
   s += glsl::buffer(0, dt, "o_", false);
   s += glsl::buffer(1, dt, "a_", true);
   s += glsl::buffer(2, dt, "w_", true);
@@ -211,9 +211,7 @@ std::string layer_norm_backward_rows_source(DType dt) {
 // dbias = sum g.
 std::string layer_norm_backward_cols_source(DType dt) {
   const std::string C = glsl::compute_type(dt);
-  std::string s = glsl::header({dt}, false);
-  s += kRowParams;
-  s += "#define C " + C + "\n";
+  std::string s = row_shader({dt}, dt);
   s += glsl::buffer(0, dt, "dw_", false);
   s += glsl::buffer(1, dt, "a_", true);
   s += glsl::buffer(3, dt, "g_", true);
@@ -244,11 +242,9 @@ std::string cross_entropy_source(const VulkanBackend& be, DType dt) {
   const DType acc_dt = dt == DType::f64 ? DType::f64 : DType::f32;
   std::vector<DType> dts = {dt, DType::i64, acc_dt};
   if (dacc) dts.push_back(DType::f64);
-  std::string s = glsl::header(dts, false);
-  s += kRowParams;
+  std::string s = row_shader(dts, dt);
   s += glsl::kErrorRecord;
-  const std::string C = glsl::compute_type(dt);
-  s += std::string("#define AT ") + (dacc ? "double" : "float") + "\n#define C " + C + "\n";
+  s += std::string("#define AT ") + (dacc ? "double" : "float") + "\n";
   s += glsl::buffer(0, acc_dt, "loss_", false);
   s += glsl::buffer(1, dt, "a_", true);
   s += glsl::buffer(2, DType::i64, "t_", true);
@@ -277,10 +273,7 @@ std::string cross_entropy_source(const VulkanBackend& be, DType dt) {
 // cross_entropy_backward: per element, g[n] (exp(x - lse[n]) - onehot(t[n])), 0 in ignored rows.
 std::string cross_entropy_backward_source(DType dt) {
   const DType acc_dt = dt == DType::f64 ? DType::f64 : DType::f32;
-  std::string s = glsl::header({dt, DType::i64, acc_dt}, false);
-  s += kRowParams;
-  const std::string C = glsl::compute_type(dt);
-  s += "#define C " + C + "\n";
+  std::string s = row_shader({dt, DType::i64, acc_dt}, dt);
   s += glsl::buffer(0, dt, "o_", false);
   s += glsl::buffer(1, dt, "a_", true);
   s += glsl::buffer(2, DType::i64, "t_", true);
