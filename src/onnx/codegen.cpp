@@ -102,7 +102,35 @@ NodeProto node(std::string op_type, std::string name, std::string domain, std::v
 }
 }  // namespace gen
 
+// Shared with codegen_cortex_m.cpp, which declares them.
+namespace detail {
+
+// Checks that `name` is a C++ identifier, as the generated code is named after it; `what`
+// prefixes errors.
+void check_identifier(const std::string& name, std::string_view what) {
+  EMBER_CHECK(!name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'), what,
+              ": the name '", name, "' is not a C++ identifier");
+  for (char ch : name)
+    EMBER_CHECK(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_', what, ": the name '", name,
+                "' is not a C++ identifier");
+}
+
+// Text for a comment: printable ASCII, no line breaks or comment terminators.
+std::string comment_text(std::string_view s) {
+  std::string o;
+  for (char ch : s) {
+    unsigned char u = static_cast<unsigned char>(ch);
+    o += (u < 0x20 || u >= 0x7f || ch == '\\') ? '?' : ch;
+  }
+  for (size_t p; (p = o.find("*/")) != std::string::npos;) o[p] = '?';
+  return o;
+}
+
+}  // namespace detail
+
 namespace {
+
+using detail::comment_text;
 
 namespace fs = std::filesystem;
 
@@ -123,17 +151,6 @@ std::string quote(std::string_view s) {
     }
   }
   return o + "\"";
-}
-
-// Text for a comment: printable ASCII, no line breaks or comment terminators.
-std::string comment_text(std::string_view s) {
-  std::string o;
-  for (char ch : s) {
-    unsigned char u = static_cast<unsigned char>(ch);
-    o += (u < 0x20 || u >= 0x7f || ch == '\\') ? '?' : ch;
-  }
-  for (size_t p; (p = o.find("*/")) != std::string::npos;) o[p] = '?';
-  return o;
 }
 
 // The shortest literal that reads back as exactly `v` (a float, or a double with as_double).
@@ -899,20 +916,6 @@ std::string substitute(const std::string& expr, const std::vector<std::string>& 
 }
 
 }  // namespace
-
-namespace detail {
-
-// Checks that `name` is a C++ identifier, as the generated code is named after it; `what`
-// prefixes errors. codegen_cortex_m.cpp declares it for its own check.
-void check_identifier(const std::string& name, std::string_view what) {
-  EMBER_CHECK(!name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'), what,
-              ": the name '", name, "' is not a C++ identifier");
-  for (char ch : name)
-    EMBER_CHECK(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_', what, ": the name '", name,
-                "' is not a C++ identifier");
-}
-
-}  // namespace detail
 
 void generate(const ModelProto& model, const std::string& out_dir, const std::string& name) {
   detail::check_identifier(name, "onnx codegen");

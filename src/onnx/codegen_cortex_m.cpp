@@ -26,12 +26,16 @@
 
 namespace ember::onnx {
 
-namespace detail {
-// codegen.cpp: checks that `name` is a C++ identifier; `what` prefixes errors.
+namespace detail {  // codegen.cpp
+// Checks that `name` is a C++ identifier; `what` prefixes errors.
 void check_identifier(const std::string& name, std::string_view what);
+// Text for a comment: printable ASCII, no line breaks or comment terminators.
+std::string comment_text(std::string_view s);
 }  // namespace detail
 
 namespace {
+
+using detail::comment_text;
 
 namespace fs = std::filesystem;
 
@@ -67,17 +71,6 @@ std::string literal(float v) {
 }
 
 std::string clamp_literal(float lo, float hi) { return "Clamp{" + literal(lo) + ", " + literal(hi) + "}"; }
-
-// A printable one-line version of an ONNX name for comments.
-std::string comment_text(std::string_view s) {
-  std::string o;
-  for (char ch : s) {
-    unsigned char u = static_cast<unsigned char>(ch);
-    o += (u < 0x20 || u >= 0x7f || ch == '\\') ? '?' : ch;
-  }
-  for (size_t p; (p = o.find("*/")) != std::string::npos;) o[p] = '?';
-  return o;
-}
 
 struct Buffer {
   int64_t floats = 0;           // its size in the arena's floats (u8 buffers: bytes / 4, rounded up)
