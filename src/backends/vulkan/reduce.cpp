@@ -110,6 +110,11 @@ std::string reduce_source(const VulkanBackend& be, OpKind k, DType dt, const std
   std::string init, step, combine, store, init2, step2;
   bool two_pass = false;
   const std::string inf = dacc ? "ember_inf_d()" : (AT == "float" ? "ember_inf()" : "");
+  // a running max (better ">") or min ("<") in AT where the first NaN wins (max, min, logsumexp)
+  auto nan_extreme = [&](const std::string& better) {
+    step = "if (ember_isnan(AT(x)) || AT(x) " + better + " acc) acc = AT(x);";
+    combine = "{ AT b = s_acc[t + h]; if (ember_isnan(b) || b " + better + " s_acc[t]) s_acc[t] = b; }";
+  };
   switch (k) {
     case OpKind::sum:
     case OpKind::mean:
@@ -129,8 +134,7 @@ std::string reduce_source(const VulkanBackend& be, OpKind k, DType dt, const std
       const std::string better = mx ? ">" : "<";
       if (flt) {
         init = std::string(mx ? "-" : "") + (dt == DType::f64 ? "ember_inf_d()" : "ember_inf()");
-        step = "if (ember_isnan(x) || x " + better + " acc) acc = x;";
-        combine = "{ AT b = s_acc[t + h]; if (ember_isnan(b) || b " + better + " s_acc[t]) s_acc[t] = b; }";
+        nan_extreme(better);
       } else {
         init = dt == DType::i64 ? (mx ? "int64_t(0x8000000000000000ul)" : "int64_t(0x7ffffffffffffffful)")
                                 : (mx ? "int(0x80000000u)" : "0x7fffffff");
@@ -182,8 +186,7 @@ std::string reduce_source(const VulkanBackend& be, OpKind k, DType dt, const std
     case OpKind::logsumexp:
       two_pass = true;
       init = "-" + inf;
-      step = "if (ember_isnan(AT(x)) || AT(x) > acc) acc = AT(x);";
-      combine = "{ AT b = s_acc[t + h]; if (ember_isnan(b) || b > s_acc[t]) s_acc[t] = b; }";
+      nan_extreme(">");  // the max first
       init2 = "AT(0)";
       // all -inf: log(0) = -inf; any +inf: inf (the CPU backend's shift)
       step2 = "acc += ember_exp(AT(x) - (ember_isinf(first) ? AT(0) : first));";
