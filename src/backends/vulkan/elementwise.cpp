@@ -12,6 +12,8 @@
 //
 // f64 computes in double with the double versions of the same functions (glsl.cpp). Like CUDA,
 // integer fmod/remainder by zero give 0 instead of raising.
+#include "elementwise.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -22,9 +24,7 @@
 
 namespace ember::vulkan {
 
-namespace {
-
-int arity(OpKind k) {
+int ew_arity(OpKind k) {
   switch (op_info(k).family) {
     case OpFamily::Binary:
     case OpFamily::FloatBinary:
@@ -39,14 +39,14 @@ int arity(OpKind k) {
   }
 }
 
-bool bool_out(OpKind k) {
+bool ew_returns_bool(OpKind k) {
   OpFamily f = op_info(k).family;
   return f == OpFamily::Predicate || f == OpFamily::Compare;
 }
 
 // The ops of the families above and the dtypes their kernels take (the CPU backend's
 // restrictions, as the CUDA backend's elementwise_dtypes).
-bool op_allows(OpKind k, DType dt) {
+bool ew_allows(OpKind k, DType dt) {
   switch (op_info(k).family) {
     case OpFamily::Unary:
       return !is_bool(dt);
@@ -71,12 +71,14 @@ bool op_allows(OpKind k, DType dt) {
   }
 }
 
+namespace {
+
 DType value_dtype(const Op& op) { return op.in(op.kind == OpKind::where ? 1 : 0).dtype; }
 
 bool ew_dtypes(const VulkanBackend& be, const Op& op) {
   const DType dt = value_dtype(op);
-  if (!op_allows(op.kind, dt) || !be.has_dtype(dt)) return false;
-  if (bool_out(op.kind) || op.kind == OpKind::where) {
+  if (!ew_allows(op.kind, dt) || !be.has_dtype(dt)) return false;
+  if (ew_returns_bool(op.kind) || op.kind == OpKind::where) {
     if (!be.has_dtype(DType::boolean)) return false;
   }
   return true;
@@ -204,7 +206,7 @@ std::string body(OpKind k, DType dt) {
              "  return (m != C(0) && ((m < C(0)) != (y < C(0)))) ? m + y : m;";
     case OpKind::pow:
       if (flt)  // p.flag: the exponent is one broadcast value (torch's tensor ** scalar fast paths)
-        return "if (p.flag != 0u) {\n"
+        return "if (EMBER_SCALAR_EXPONENT) {\n"
                "    if (y == 2.0) return x * x;\n    if (y == 3.0) return x * x * x;\n"
                "    if (y == 0.5) return x < 0.0 ? ember_nan() : sqrt(x);\n"
                "    if (y == -0.5) return x < 0.0 ? ember_nan() : 1.0 / sqrt(x);\n"
@@ -290,30 +292,18 @@ std::string double_body(std::string b) {
 }
 
 std::string ew_source(OpKind k, DType dt) {
-  const int n = arity(k);
+  const int n = ew_arity(k);
   const bool where = k == OpKind::where;
-  const DType out = bool_out(k) ? DType::boolean : dt;
+  const DType out = ew_returns_bool(k) ? DType::boolean : dt;
   std::vector<DType> dts = {dt, out};
   if (where) dts.push_back(DType::boolean);
   std::string s = glsl::header(dts);
-  const std::string C = glsl::compute_type(dt);
-  s += "#define C " + C + "\n";
-  if (dt == DType::f64)
-    s += "#define A packDouble2x32(p.da)\n#define B packDouble2x32(p.db)\n";
-  else if (is_float(dt))
-    s += "#define A p.fa\n#define B p.fb\n";
-  else if (dt == DType::i64)
-    s += "#define A packInt2x32(p.ia)\n#define B packInt2x32(p.ib)\n";
-  else
-    s += "#define A p.ia.x\n#define B p.ib.x\n";
   s += glsl::buffer(0, out, "o_", false);
   s += glsl::buffer(1, where ? DType::boolean : dt, "a_", true);
   if (n > 1) s += glsl::buffer(2, dt, "b_", true);
   if (n > 2) s += glsl::buffer(3, dt, "c_", true);
-  const std::string ret = bool_out(k) ? "bool" : "C";
-  s += "// " + std::string(op_name(k)) + " on " + std::string(dtype_name(dt)) + "\n";
-  if (!where)
-    s += ret + " ember_op(C x, C y, C z) {\n  " + (dt == DType::f64 ? double_body(body(k, dt)) : body(k, dt)) + "\n}\n";
+  if (!where) s += ew_function("ember_op", k, dt, ew_param_attrs(dt));
+  s += "#define C " + glsl::compute_type(dt) + "\n";
   s += "void main() {\n  uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n"
        "  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += step) {\n";
   if (where) {
@@ -324,7 +314,7 @@ std::string ew_source(OpKind k, DType dt) {
   s += "    C x = " + glsl::load(dt, "a_[ember_index(i, 1)]") + ";\n";
   s += n > 1 ? "    C y = " + glsl::load(dt, "b_[ember_index(i, 2)]") + ";\n" : "    C y = C(0);\n";
   s += n > 2 ? "    C z = " + glsl::load(dt, "c_[ember_index(i, 3)]") + ";\n" : "    C z = C(0);\n";
-  const std::string r = bool_out(k) ? "(ember_op(x, y, z) ? 1 : 0)" : "ember_op(x, y, z)";
+  const std::string r = ew_returns_bool(k) ? "(ember_op(x, y, z) ? 1 : 0)" : "ember_op(x, y, z)";
   s += "    o_[ember_index(i, 0)] = " + glsl::store(out, r) + ";\n  }\n}\n";
   return s;
 }
@@ -349,20 +339,48 @@ int64_t clamp_bound(DType dt, double v) {
   return r;
 }
 
+// The attribute values every kernel of op k on dt computes with (the eager kernel's parameters
+// and the fused kernel's constants are made from these).
+struct AttrValues {
+  double a = 0, b = 0;     // as given: float kernels round them to float, f64 ones keep them
+  int64_t ia = 0, ib = 0;  // integer kernels: saturated to the dtype
+};
+AttrValues attr_values(const OpAttrs& attrs, DType dt) {
+  AttrValues v;
+  if (const auto* s = std::get_if<ScalarAttrs>(&attrs)) v.a = s->a, v.b = s->b;
+  if (is_int(dt)) v.ia = clamp_bound(dt, v.a), v.ib = clamp_bound(dt, v.b);
+  return v;
+}
+
 void set_attrs(KernelParams& p, const Op& op, DType dt) {
-  double a = 0, b = 0;
-  if (const auto* s = std::get_if<ScalarAttrs>(&op.attrs)) a = s->a, b = s->b;
-  p.fa = float(a);
-  p.fb = float(b);
-  std::memcpy(p.da, &a, 8);
-  std::memcpy(p.db, &b, 8);
-  if (is_int(dt)) {
-    const int64_t ia = clamp_bound(dt, a), ib = clamp_bound(dt, b);
-    p.ia[0] = int32_t(uint32_t(uint64_t(ia))), p.ia[1] = int32_t(uint32_t(uint64_t(ia) >> 32));
-    p.ib[0] = int32_t(uint32_t(uint64_t(ib))), p.ib[1] = int32_t(uint32_t(uint64_t(ib) >> 32));
-  }
+  const AttrValues v = attr_values(op.attrs, dt);
+  p.fa = float(v.a);
+  p.fb = float(v.b);
+  std::memcpy(p.da, &v.a, 8);
+  std::memcpy(p.db, &v.b, 8);
+  p.ia[0] = int32_t(uint32_t(uint64_t(v.ia))), p.ia[1] = int32_t(uint32_t(uint64_t(v.ia) >> 32));
+  p.ib[0] = int32_t(uint32_t(uint64_t(v.ib))), p.ib[1] = int32_t(uint32_t(uint64_t(v.ib) >> 32));
   if (op.kind == OpKind::pow)
     p.flag = op.in(1).shape.numel() == 1 && op.in(1).shape.rank() <= op.in(0).shape.rank() ? 1u : 0u;
+}
+
+// GLSL literals with exactly these bits
+std::string float_literal(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return "uintBitsToFloat(" + std::to_string(u) + "u)";
+}
+std::string double_literal(double d) {
+  uint64_t u;
+  std::memcpy(&u, &d, 8);
+  return "packDouble2x32(uvec2(" + std::to_string(uint32_t(u)) + "u, " + std::to_string(uint32_t(u >> 32)) + "u))";
+}
+std::string int_literal(int64_t v, bool wide) {
+  const uint64_t u = uint64_t(v);
+  if (wide)
+    return "packInt2x32(ivec2(int(" + std::to_string(uint32_t(u)) + "u), int(" + std::to_string(uint32_t(u >> 32)) +
+           "u)))";
+  return "int(" + std::to_string(uint32_t(u)) + "u)";
 }
 
 std::vector<PrimitivePtr> elementwise_kernel(VulkanBackend& be, Op& op) {
@@ -438,6 +456,31 @@ std::vector<PrimitivePtr> prelu_kernel(VulkanBackend& be, Op& op) {
 }
 
 }  // namespace
+
+EwAttrs ew_param_attrs(DType dt) {
+  if (dt == DType::f64) return {"packDouble2x32(p.da)", "packDouble2x32(p.db)", "(p.flag != 0u)"};
+  if (is_float(dt)) return {"p.fa", "p.fb", "(p.flag != 0u)"};
+  if (dt == DType::i64) return {"packInt2x32(p.ia)", "packInt2x32(p.ib)", "(p.flag != 0u)"};
+  return {"p.ia.x", "p.ib.x", "(p.flag != 0u)"};
+}
+
+EwAttrs ew_literal_attrs(OpKind, DType dt, const OpAttrs& attrs, bool scalar_exponent) {
+  const AttrValues v = attr_values(attrs, dt);
+  const std::string flag = scalar_exponent ? "true" : "false";
+  if (dt == DType::f64) return {double_literal(v.a), double_literal(v.b), flag};
+  if (is_float(dt)) return {float_literal(float(v.a)), float_literal(float(v.b)), flag};
+  return {int_literal(v.ia, dt == DType::i64), int_literal(v.ib, dt == DType::i64), flag};
+}
+
+std::string ew_function(const std::string& name, OpKind k, DType dt, const EwAttrs& attrs) {
+  std::string s = "// " + std::string(op_name(k)) + " on " + std::string(dtype_name(dt)) + "\n";
+  s += "#define C " + glsl::compute_type(dt) + "\n#define A (" + attrs.a + ")\n#define B (" + attrs.b +
+       ")\n#define EMBER_SCALAR_EXPONENT " + attrs.scalar_exponent + "\n";
+  s += std::string(ew_returns_bool(k) ? "bool " : "C ") + name + "(C x, C y, C z) {\n  " +
+       (dt == DType::f64 ? double_body(body(k, dt)) : body(k, dt)) + "\n}\n";
+  s += "#undef C\n#undef A\n#undef B\n#undef EMBER_SCALAR_EXPONENT\n";
+  return s;
+}
 
 void register_elementwise_kernels(KernelTable& t, DTypeTable& d) {
   t[size_t(OpKind::prelu)] = prelu_kernel;

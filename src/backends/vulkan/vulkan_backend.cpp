@@ -160,6 +160,7 @@ VulkanBackend::VulkanBackend(int index) : index_(index) {
   register_interpolate_kernels(kernels_, dtypes_);
   register_quant_kernels(kernels_, dtypes_);
   register_random_kernels(kernels_, dtypes_);
+  fused_ = make_fused_kernels(*this);
 }
 
 VulkanBackend::~VulkanBackend() {
@@ -563,11 +564,12 @@ ValueIndexOutputs alloc_value_index_outputs(VulkanBackend& be, const Op& op, con
   return r;
 }
 
-KernelParams make_params(std::string_view op, const Shape& shape, const std::vector<Operand>& ops) {
+MergedDims merge_dims(std::string_view op, const Shape& shape, const std::vector<Operand>& ops) {
   const size_t n_ops = ops.size();
-  EMBER_CHECK(n_ops <= size_t(kParamOperands), op, ": too many operands for a Vulkan kernel");
-  std::vector<int64_t> sizes;
-  std::vector<std::vector<int64_t>> st(n_ops);
+  MergedDims m;
+  std::vector<int64_t>& sizes = m.sizes;
+  std::vector<std::vector<int64_t>>& st = m.strides;
+  st.resize(n_ops);
   for (int d = 0; d < shape.rank(); ++d) {
     if (shape[d] == 1) continue;
     bool merge = !sizes.empty();
@@ -582,21 +584,33 @@ KernelParams make_params(std::string_view op, const Shape& shape, const std::vec
   }
   EMBER_CHECK(sizes.size() <= size_t(kMaxRank), op, ": ", sizes.size(),
               " non-mergeable dims exceed the Vulkan backend's limit of ", kMaxRank);
-  const int64_t n = shape.numel();
   constexpr int64_t kMax = INT32_MAX;
-  EMBER_CHECK(n <= kMax, op, ": ", n, " elements exceed the Vulkan backend's 32-bit indexing");
+  EMBER_CHECK(shape.numel() <= kMax, op, ": ", shape.numel(), " elements exceed the Vulkan backend's 32-bit indexing");
+  for (size_t o = 0; o < n_ops; ++o) {
+    EMBER_CHECK(ops[o].offset <= kMax, op, ": an offset beyond the Vulkan backend's 32-bit indexing");
+    for (int64_t s : st[o])
+      EMBER_CHECK(s >= -kMax && s <= kMax, op, ": a stride beyond the Vulkan backend's 32-bit indexing");
+  }
+  return m;
+}
+
+KernelParams make_params(std::string_view op, const Shape& shape, const std::vector<Operand>& ops) {
+  const size_t n_ops = ops.size();
+  EMBER_CHECK(n_ops <= size_t(kParamOperands), op, ": too many operands for a Vulkan kernel");
+  const MergedDims m = merge_dims(op, shape, ops);
+  const std::vector<int64_t>& sizes = m.sizes;
+  const std::vector<std::vector<int64_t>>& st = m.strides;
+  const int64_t n = shape.numel();
   KernelParams p;
   p.n = uint32_t(n);
   p.rank = int32_t(sizes.size());
   for (size_t d = 0; d < sizes.size(); ++d) p.size[d] = int32_t(sizes[d]);
   for (size_t o = 0; o < n_ops; ++o) {
-    EMBER_CHECK(ops[o].offset <= kMax, op, ": an offset beyond the Vulkan backend's 32-bit indexing");
     p.off[o] = int32_t(ops[o].offset);
     int64_t expect = 1;
     bool contig = true;
     for (int d = int(sizes.size()) - 1; d >= 0; --d) {
       const int64_t s = st[o][size_t(d)];
-      EMBER_CHECK(s >= -kMax && s <= kMax, op, ": a stride beyond the Vulkan backend's 32-bit indexing");
       p.stride[o][d] = int32_t(s);
       if (s != expect) contig = false;
       expect *= sizes[size_t(d)];

@@ -21,6 +21,7 @@
 
 #include "allocator.hpp"
 #include "ember/core/backend.hpp"
+#include "ember/core/fused.hpp"
 #include "runtime.hpp"
 #include "shaders.hpp"
 
@@ -120,6 +121,16 @@ Operand broadcast_operand(const VulkanTensor& t, const Shape& out_shape);  // se
 // operand walks them contiguously, size-1 dims dropped. Throws an Error naming `op` when more
 // than kMaxRank dims remain or an index exceeds 32 bits.
 KernelParams make_params(std::string_view op, const Shape& shape, const std::vector<Operand>& ops);
+// The iteration space make_params describes, for any number of operands: the merged sizes and,
+// per operand, its strides over them (same checks and errors).
+struct MergedDims {
+  std::vector<int64_t> sizes;
+  std::vector<std::vector<int64_t>> strides;  // [operand][dim]
+};
+MergedDims merge_dims(std::string_view op, const Shape& shape, const std::vector<Operand>& ops);
+
+// The fusion decorator's kernels on this backend (fused.cpp).
+std::unique_ptr<FusedKernels> make_fused_kernels(VulkanBackend& be);
 
 class VulkanBackend final : public Backend {
  public:
@@ -136,6 +147,7 @@ class VulkanBackend final : public Backend {
   MemoryStats memory_stats() const override { return pool_->stats(); }
   void reset_peak_memory() override { pool_->reset_peak(); }
   void memory_cleanup() override;
+  FusedKernels* fused_kernels() override { return fused_.get(); }
 
   // ---- for kernels ----
   const PhysicalDevice& physical() const { return *phys_; }
@@ -162,6 +174,13 @@ class VulkanBackend final : public Backend {
     uint64_t counter;
   };
   RandomStream next_random(uint64_t n);
+  // Holds the backend's lock (one op at a time) and names `op` in errors until the lock goes:
+  // for work that does not come through execute() (the fused kernels).
+  std::unique_lock<std::recursive_mutex> begin(std::string_view op) {
+    std::unique_lock<std::recursive_mutex> lock(mu_);
+    current_op_ = std::string(op);
+    return lock;
+  }
   // The op being executed, for error messages.
   const std::string& current_op() const { return current_op_; }
   void check_vk(VkResult r, std::string_view call) const { check(r, current_op_, call, name()); }
@@ -190,6 +209,7 @@ class VulkanBackend final : public Backend {
   void raise_recorded_errors();  // after a wait: throws the first bad index a kernel met
   KernelTable kernels_{};
   DTypeTable dtypes_{};
+  std::unique_ptr<FusedKernels> fused_;  // fused.cpp
   std::unique_ptr<Batch> recording_;
   std::deque<std::unique_ptr<Batch>> in_flight_;
   std::vector<std::unique_ptr<Batch>> spare_;                // finished batches, for reuse
