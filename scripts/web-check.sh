@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The browser layer's checks (issue 32; docs/web.md), run by test.sh after the native build:
 #   1. the wasm module, single-threaded (preset wasm) as ember.wasm and as ember-relaxed.wasm (the
-#      GEMM and convolution kernels with relaxed SIMD), and with pthreads (preset wasm-threads)
-#      when EMBER_WEB_THREADS=1;
+#      GEMM and convolution kernels with relaxed SIMD), and with pthreads (preset wasm-threads, the
+#      same two modules) when EMBER_WEB_THREADS=1;
 #   2. the forward conformance suite compiled to wasm, in Node.js, on the cpu stack; the relaxed-SIMD
 #      module's GEMM and convolutions against ember.wasm's and a float64 reference
 #      (web/tests/relaxed_simd.test.mjs);
@@ -43,7 +43,7 @@ step "wasm build" "$logs/build.log" bash -c \
 # API's test checks the fallback to one thread instead).
 if [ "${EMBER_WEB_THREADS:-0}" = 1 ]; then
   step "wasm-threads build" "$logs/build-threads.log" bash -c \
-    "cmake --preset wasm-threads && cmake --build --preset wasm-threads -j $jobs --target ember_wasm"
+    "cmake --preset wasm-threads && cmake --build --preset wasm-threads -j $jobs --target ember_wasm ember_wasm_relaxed"
 fi
 gz_bytes=$(cat build-wasm/web/ember.wasm build-wasm/web/ember.mjs 2>/dev/null | gzip -9 | wc -c)
 
@@ -69,8 +69,9 @@ step "npm packages" "$logs/npm.log" timeout 300 npm ci --prefix web --ignore-scr
 chromium_version=$(/usr/bin/chromium --version 2>/dev/null | awk '{print $2}')
 step "api test (chromium)" "$logs/api-test.log" node web/tests/api.test.mjs
 # the demos on one thread, so on the relaxed-SIMD module, unless the pthreads build is the one to test
+# (its relaxed-SIMD module then)
 demo_env=(EMBER_WEB_DEMO_THREADS=1 EMBER_WEB_EXPECT_SIMD=relaxed)
-[ "${EMBER_WEB_THREADS:-0}" = 1 ] && demo_env=()
+[ "${EMBER_WEB_THREADS:-0}" = 1 ] && demo_env=(EMBER_WEB_EXPECT_SIMD=relaxed)
 step "demo tests (chromium)" "$logs/browser-test.log" env "${demo_env[@]}" EMBER_WEB_REFERENCE="$native/web/ember_web_reference" node web/tests/browser.test.mjs
 
 # 5. the benchmark, briefly

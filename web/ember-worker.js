@@ -137,52 +137,55 @@ function hasRelaxedSimd() {
   }
 }
 
-// The single-threaded build: ember-relaxed.mjs (the GEMM and convolution kernels with relaxed
-// SIMD's fused multiply-add) where the engine has relaxed SIMD, the files are there and it starts,
-// else ember.mjs, silently. Returns the module and its kind ('relaxed' or 'simd128').
-async function startSingleThreaded(dist, simd) {
-  if (simd !== 'simd128' && hasRelaxedSimd()) {
+// The modules of one build folder, best first: ember-relaxed.* (the GEMM and convolution kernels
+// with relaxed SIMD's fused multiply-add) where the engine has relaxed SIMD and simd is not
+// 'simd128', then ember.*. The pthreads build's modules have a third file, NAME.worker.js.
+function candidates(simd, threaded) {
+  const list = [];
+  if (simd !== 'simd128' && hasRelaxedSimd()) list.push({ name: 'ember-relaxed', simd: 'relaxed' });
+  list.push({ name: 'ember', simd: 'simd128' });
+  return list.map((c) => ({ ...c, files: [`${c.name}.wasm`, ...(threaded ? [`${c.name}.worker.js`] : [])] }));
+}
+
+// Starts the first module of `dist` whose files are there and that starts; a later candidate
+// silently replaces one that cannot. Returns {module, simd, url} or throws the last failure.
+async function startBuild(dist, simd, threaded) {
+  let failure = null;
+  for (const c of candidates(simd, threaded)) {
+    const url = new URL(`${c.name}.mjs`, dist).href;
     try {
-      await probe(new URL('ember-relaxed.wasm', dist).href);
-      const factory = await importModule(new URL('ember-relaxed.mjs', dist).href);
-      return { module: await instantiate(factory), simd: 'relaxed' };
-    } catch {
-      fatal = null;  // an abort of the relaxed module while it started
+      for (const f of c.files) await probe(new URL(f, dist).href);
+      const factory = await importModule(url);
+      const started = instantiate(factory);
+      const module = threaded ? await withTimeout(started, 30000, `the threaded module ${url}`) : await started;
+      return { module, simd: c.simd, url: new URL(`${c.name}.wasm`, dist).href };
+    } catch (e) {
+      fatal = null;  // an abort of the module while it started
       stderr.length = 0;
+      failure = { url, e };
     }
   }
-  const url = new URL('ember.mjs', dist).href;
-  try {
-    const factory = await importModule(url);
-    await probe(new URL('ember.wasm', dist).href);
-    return { module: await instantiate(factory), simd: 'simd128' };
-  } catch (e) {
-    fatal = null;
-    throw new WorkerError(`ember.js: could not load the wasm module ${url}: ${e && e.message ? e.message : e}`, 'fetch');
-  }
+  throw new WorkerError(`ember.js: could not load the wasm module ${failure.url}: ${
+    failure.e && failure.e.message ? failure.e.message : failure.e}`, 'fetch');
 }
 
 // {dist, distThreads, threads, threaded, simd}: threaded asks for the pthreads build (the page
 // decided that SharedArrayBuffer is there). Falls back to the single-threaded build when it cannot
-// start. simd: 'auto' or 'simd128' (never the relaxed-SIMD module).
+// start. simd: 'auto' (the relaxed-SIMD module of the build where the engine has relaxed SIMD and
+// the files are there) or 'simd128' (never the relaxed-SIMD modules).
 async function init({ dist, distThreads, threads, threaded, fallback, simd = 'auto' }) {
   let why = fallback;
-  let kind = 'simd128';
+  let started = null;
   if (threaded) {
     try {
-      await probe(new URL('ember.worker.js', distThreads).href);
-      await probe(new URL('ember.wasm', distThreads).href);
-      M = await withTimeout(instantiate(await importModule(new URL('ember.mjs', distThreads).href)), 30000,
-                            'the threaded module');
+      started = await startBuild(distThreads, simd, true);
     } catch (e) {
-      M = null;
-      fatal = null;  // an abort of the threaded module while it started
-      stderr.length = 0;
       threaded = false;
       why = `the threaded build at ${distThreads} could not start (${e && e.message ? e.message : e}); running on one thread`;
     }
   }
-  if (!M) ({ module: M, simd: kind } = await startSingleThreaded(dist, simd));
+  if (!started) started = await startBuild(dist, simd, false);
+  M = started.module;
   if (threaded) {
     // no more than the pool of workers made at start (PTHREAD_POOL_SIZE): a thread beyond it would
     // need this worker to return to its event loop before it starts
@@ -195,7 +198,8 @@ async function init({ dist, distThreads, threads, threaded, fallback, simd = 'au
     threads: threaded ? about.threads : 1,
     threaded,
     fallback: why || null,
-    simd: kind,
+    simd: started.simd,
+    module: started.url,
     architectures: JSON.parse(M.UTF8ToString(call('_ember_web_architectures'))),
   };
 }

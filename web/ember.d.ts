@@ -51,9 +51,12 @@ export interface EmberInfo {
   threaded: boolean;
   /** null, or why the module runs on one thread although more were asked for */
   fallback: string | null;
-  /** 'relaxed': ember-relaxed.wasm, whose GEMM and convolution kernels use relaxed SIMD's fused
-   *  multiply-add (the browser has relaxed SIMD); 'simd128': ember.wasm (and the pthreads build) */
+  /** 'relaxed': ember-relaxed.wasm (of dist, or of distThreads when threaded), whose GEMM and
+   *  convolution kernels use relaxed SIMD's fused multiply-add (the browser has relaxed SIMD);
+   *  'simd128': ember.wasm */
   simd: 'relaxed' | 'simd128';
+  /** the URL of the .wasm file that runs: dist's or distThreads' ember-relaxed.wasm or ember.wasm */
+  module: string;
 }
 
 export interface CreateOptions {
@@ -65,8 +68,8 @@ export interface CreateOptions {
   distThreads?: string | URL;
   /** ember-worker.js (relative to the page); default the one beside ember.js */
   workerUrl?: string | URL;
-  /** 'auto' (the default): ember-relaxed.wasm where the browser has relaxed SIMD and dist has it,
-   *  else ember.wasm; 'simd128': always ember.wasm */
+  /** 'auto' (the default): ember-relaxed.wasm where the browser has relaxed SIMD and the build
+   *  folder (dist, or distThreads when threaded) has it, else ember.wasm; 'simd128': always ember.wasm */
   simd?: 'auto' | 'simd128';
 }
 

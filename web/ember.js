@@ -131,7 +131,7 @@ export class Ember {
   /** Starts the worker and the module. options: {threads: 'auto' | number (default 'auto'), dist
    *  (URL of the folder with ember.mjs and ember.wasm; default ./dist/ beside this file),
    *  distThreads (the pthreads build; default ../dist-threads/ beside dist), workerUrl, simd: 'auto'
-   *  (the default: the relaxed-SIMD module where the browser has relaxed SIMD) | 'simd128'}. */
+   *  (the default: the build's relaxed-SIMD module where the browser has relaxed SIMD) | 'simd128'}. */
   static async create(options = {}) {
     const base = typeof location !== 'undefined' ? location.href : import.meta.url;
     const dist = new URL(options.dist ?? './dist/', options.dist ? base : import.meta.url);
@@ -159,7 +159,7 @@ export class Ember {
       const about = await ember._call('init', { dist: dist.href, distThreads: distThreads.href, threads, threaded, fallback, simd });
       ember.architectures = about.architectures;
       ember.info = { version: about.version, threads: about.threads, threaded: about.threaded, fallback: about.fallback,
-                     simd: about.simd };
+                     simd: about.simd, module: about.module };
       if (ember.info.fallback) console.info(`ember: ${ember.info.fallback}`);
     } catch (e) {
       ember.terminate();
@@ -170,7 +170,8 @@ export class Ember {
 
   constructor(workerUrl) {
     /** {version, threads, threaded, fallback: null | why the module runs on one thread,
-     *  simd: 'relaxed' | 'simd128' (which module's GEMM and convolution kernels run)} */
+     *  simd: 'relaxed' | 'simd128' (which module's GEMM and convolution kernels run),
+     *  module: the URL of the .wasm file that runs} */
     this.info = null;
     /** the model names registered with EMBER_WEB_MODEL */
     this.architectures = [];

@@ -5,7 +5,10 @@
 // keeps serving; then, served without COOP/COEP, that asking for threads falls back to one thread
 // and says why. On one thread it must run ember-relaxed.wasm where the build has it (Chromium has
 // relaxed SIMD; its output must agree with ember.wasm's to f32 tolerance, and differ) and
-// ember.wasm from a dist without it. Fails on any console error in the page or its workers.
+// ember.wasm from a dist without it; the same for the pthreads build (build-wasm-threads/web's
+// ember-relaxed.wasm where it is there, agreeing with and differing from that build's ember.wasm,
+// and its ember.wasm from a dist-threads without it). Fails on any console error in the page or
+// its workers.
 //
 //   node web/tests/api.test.mjs [--model PATH.onnx] [--threads N|auto] [--chromium PATH]
 //   (EMBER_WEB_TEST_VERBOSE=1 lists each check on stderr)
@@ -104,12 +107,18 @@ async function main() {
     // Chromium 114 and later has relaxed SIMD: the worker must pick ember-relaxed.wasm where it is
     const relaxedBuild = fs.existsSync(path.join(repo, 'build-wasm', 'web', 'ember-relaxed.wasm'));
     const expectSimd = relaxedBuild ? 'relaxed' : 'simd128';
+    // and the pthreads build's twin, ember-relaxed.wasm in build-wasm-threads/web
+    const threadsDist = path.join(repo, 'build-wasm-threads', 'web');
+    const threadedRelaxed = threadedBuild && fs.existsSync(path.join(threadsDist, 'ember-relaxed.wasm'));
+    const expectThreadedSimd = threadedRelaxed ? 'relaxed' : 'simd128';
     const isolated = await serve();
     servers.push(isolated);
     const full = await runPage(browser,
-      `${isolated.url}tests/api.html?mode=full&threads=${options.threads}&expectThreaded=${expectThreaded}&expectSimd=${expectSimd}&model=/models/${encodeURIComponent(modelName)}`,
-      // without the pthreads build, asking for threads probes /dist-threads/ and falls back
-      ['/no-such-', ...(threadedBuild ? [] : ['/dist-threads/'])]);
+      `${isolated.url}tests/api.html?mode=full&threads=${options.threads}&expectThreaded=${expectThreaded}&expectSimd=${expectSimd}` +
+      `&expectThreadedSimd=${expectThreadedSimd}&model=/models/${encodeURIComponent(modelName)}`,
+      // without the pthreads build, asking for threads probes /dist-threads/ and falls back; without
+      // its relaxed-SIMD module, the look for it is one 404
+      ['/no-such-', ...(threadedBuild ? [] : ['/dist-threads/']), ...(threadedBuild && !threadedRelaxed ? ['/dist-threads/ember-relaxed.wasm'] : [])]);
     const fallbackServer = await serve(['--no-isolation']);
     servers.push(fallbackServer);
     const fallback = await runPage(browser, `${fallbackServer.url}tests/api.html?mode=fallback&threads=4&expectSimd=${expectSimd}`);
@@ -126,11 +135,26 @@ async function main() {
       fs.rmSync(dir, { recursive: true, force: true });
     }
 
+    // a dist-threads without ember-relaxed.*: the isolated page runs the pthreads build's ember.wasm
+    let plainThreads = { state: { checks: [] }, consoleErrors: [] };
+    if (threadedRelaxed && expectThreaded) {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ember-dist-threads-'));
+      for (const f of ['ember.mjs', 'ember.wasm', 'ember.worker.js']) fs.copyFileSync(path.join(threadsDist, f), path.join(dir, f));
+      const plainServer = await serve(['--dist-threads', dir]);
+      servers.push(plainServer);
+      plainThreads = await runPage(browser,
+        `${plainServer.url}tests/api.html?mode=module&threads=${options.threads}&expectThreaded=1&expectThreadedSimd=simd128` +
+        `&model=/models/${encodeURIComponent(modelName)}`, ['ember-relaxed.wasm']);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+
     const checks = [...full.state.checks, ...fallback.state.checks.map((c) => ({ ...c, name: `fallback: ${c.name}` })),
-                    ...plain.state.checks.map((c) => ({ ...c, name: `no relaxed build: ${c.name}` }))];
+                    ...plain.state.checks.map((c) => ({ ...c, name: `no relaxed build: ${c.name}` })),
+                    ...plainThreads.state.checks.map((c) => ({ ...c, name: `no threaded relaxed build: ${c.name}` }))];
     summary.checks = checks.length;
     summary.failed = checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
-    summary.console_errors = [...full.consoleErrors, ...fallback.consoleErrors, ...plain.consoleErrors];
+    summary.console_errors = [...full.consoleErrors, ...fallback.consoleErrors, ...plain.consoleErrors,
+                              ...plainThreads.consoleErrors];
     summary.info = full.state.info;
     summary.fallback = fallback.state.info?.fallback ?? null;
     const timing = (name) => full.state.checks.find((c) => c.name === name)?.detail.match(/^(\d+) ms/)?.[1];
