@@ -5,7 +5,8 @@
 //   await bench.load(runtime, model)        // runtime: 'ember' | 'ember_relaxed' | 'ort' | 'tfjs'; model: 'resnet18' ...
 //
 // 'ember_relaxed' is emberDist's ember-relaxed.mjs (the GEMM and convolution kernels with relaxed
-// SIMD's fused multiply-add; docs/web.md), loaded when emberRelaxed is set.
+// SIMD's fused multiply-add; docs/web.md), loaded when emberRelaxed is set: the single-threaded
+// build's on one thread, the pthreads build's (emberDist /dist-threads/) on more.
 //   await bench.time(runtime, model)        // one inference, in ms (performance.now())
 //   await bench.output(runtime, model, k)   // the output of one inference on input k (0, 1), as an Array
 //

@@ -15,10 +15,10 @@
 // thread count opens one page (the peers fix their thread count once per page). Per model it loads
 // every runtime, checks each output against onnxruntime-web's (max abs diff), warms each up, then
 // times `iters` runs in rounds, one run of each runtime per round, the order rotating every round,
-// and reports medians. On one thread ember runs twice, ember.wasm ('ember') and, where the build
-// has it, ember-relaxed.wasm ('ember_relaxed', relaxed SIMD). ember's threaded rows need the
-// wasm-threads build; without it they are
-// skipped with the reason. --quick: MobileNet-v2, one thread, 3 warm-up + 5 timed runs (< 60 s).
+// and reports medians. ember runs twice, ember.wasm ('ember') and, where the build has it,
+// ember-relaxed.wasm ('ember_relaxed', relaxed SIMD): from the single-threaded build on one thread,
+// from the wasm-threads build on more. ember's threaded rows need the wasm-threads build; without
+// it they are skipped with the reason. --quick: MobileNet-v2, one thread, 3 warm-up + 5 timed runs (< 60 s).
 // Each row's input_sensitivity (how far ort's output moves for another input) says how much its
 // diffs prove; where a NAME_check.onnx exists (export_models.py: MobileNet-v2, whose benchmark
 // weights make its output nearly constant) every runtime is also compared on it, untimed: row.check.
@@ -80,6 +80,7 @@ const emberThreadsDist = abs(opt.emberThreadsDist);
 const haveEmber = fs.existsSync(path.join(emberDist, 'ember.mjs')) && fs.existsSync(path.join(emberDist, 'ember.wasm'));
 const haveThreads = fs.existsSync(path.join(emberThreadsDist, 'ember.mjs'));
 const haveRelaxed = haveEmber && fs.existsSync(path.join(emberDist, 'ember-relaxed.wasm'));
+const haveThreadsRelaxed = haveThreads && fs.existsSync(path.join(emberThreadsDist, 'ember-relaxed.wasm'));
 const gz = (f) => zlib.gzipSync(fs.readFileSync(f), { level: 9 }).length;
 const wasmGzip = haveEmber ? { wasm: gz(path.join(emberDist, 'ember.wasm')), mjs: gz(path.join(emberDist, 'ember.mjs')),
   wasm_raw: fs.statSync(path.join(emberDist, 'ember.wasm')).size } : null;
@@ -144,11 +145,11 @@ try {
     else if (threads === 1) emberDistUrl = '/dist/';
     else if (haveThreads) emberDistUrl = '/dist-threads/';
     else emberSkip = `no threaded ember build at ${opt.emberThreadsDist} (cmake --preset wasm-threads)`;
-    // the relaxed-SIMD module (ember-relaxed.wasm) beside the single-threaded one
-    const emberRelaxed = threads === 1 && haveRelaxed;
+    // the relaxed-SIMD module (ember-relaxed.wasm) beside the build's ember.wasm
+    const emberRelaxed = threads === 1 ? haveRelaxed : haveThreadsRelaxed;
     const info = await page.evaluate((a) => globalThis.bench.init(a), { threads, emberDist: emberDistUrl, emberRelaxed });
     if (info.ember_error) emberSkip = `ember failed to start: ${info.ember_error}`;
-    const relaxedSkip = emberSkip ?? (!emberRelaxed ? (threads === 1 ? `no ember-relaxed.wasm in ${opt.emberDist}` : 'one thread only')
+    const relaxedSkip = emberSkip ?? (!emberRelaxed ? `no ember-relaxed.wasm in ${threads === 1 ? opt.emberDist : opt.emberThreadsDist}`
                                      : info.ember_relaxed_error ? `failed to start: ${info.ember_relaxed_error}` : null);
     if (threads > 1 && !info.crossOriginIsolated) throw new Error('run.mjs: the page is not cross-origin isolated');
     pages.push({ threads, ...info });
