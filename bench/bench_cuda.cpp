@@ -140,7 +140,8 @@ double driver_launch_ms(const Device& dev) {
 
 std::vector<Result> g_results;
 std::string g_filter;
-bool g_eager_only = false;  // --eager-only: the train-step rows time only their eager step (to profile it)
+bool g_eager_only = false;   // --eager-only: the train-step rows time only their eager step (to profile it)
+bool g_fusion_only = false;  // --fusion-only: ... only their fusion and graph steps (EMBER_CUDA_PROFILE sees those alone)
 std::string g_check_dir = "build/reports/bench-cuda-check";
 
 // A row's correctness check: its inputs and ember's outputs on them, as "in.<name>" and
@@ -351,11 +352,13 @@ void gpt_train_bench(const std::string& name, const Device& gpu, const GptShape&
     };
     // peak memory over the timed steps, after a first one (the optimizer state exists), with
     // only this model alive: as the peer measures it (torch.cuda.reset_peak_memory_stats)
-    eager_step();
-    gpu.sync();
-    gpu.backend().reset_peak_memory();
-    r.ms = time_ms(gpu, eager_step);
-    r.set("peak_bytes", double(gpu.memory_stats().peak));
+    if (!g_fusion_only) {
+      eager_step();
+      gpu.sync();
+      gpu.backend().reset_peak_memory();
+      r.ms = time_ms(gpu, eager_step);
+      r.set("peak_bytes", double(gpu.memory_stats().peak));
+    }
     if (!g_eager_only) {  // the same step on the fusion decorator (autodiff on top): issue 25's train-step targets
       Device fdev = gpu.fusion().autodiff();
       fdev.seed(1);
@@ -369,7 +372,8 @@ void gpt_train_bench(const std::string& name, const Device& gpu, const GptShape&
         fm = fopt.step(std::move(fm), loss.backward(), 3e-4);
       });
       r.set("fusion_ms", fusion_ms);
-      r.set("speedup_fusion_vs_eager", r.ms / fusion_ms);
+      if (g_fusion_only) r.ms = fusion_ms;  // (no eager time to compare with)
+      else r.set("speedup_fusion_vs_eager", r.ms / fusion_ms);
       graph_step_bench(r, fdev, fm, adamw, 3e-4, [&](const Gpt& model) {
         return nn::cross_entropy(reshape(model.forward(fx), {-1, g.vocab}), fy);
       });
@@ -487,6 +491,7 @@ int main(int argc, char** argv) {
     else if (a == "--filter" && i + 1 < argc) g_filter = argv[++i];
     else if (a == "--check-dir" && i + 1 < argc) g_check_dir = argv[++i];
     else if (a == "--eager-only") g_eager_only = true;
+    else if (a == "--fusion-only") g_fusion_only = true;
   }
   // No stale check data: cuda_peer.py must find only what this run wrote.
   if (std::filesystem::is_directory(g_check_dir))
@@ -798,7 +803,8 @@ int main(int argc, char** argv) {
         fm = fopt.step(std::move(fm), loss.backward(), 1e-3);
       });
       r.set("fusion_ms", fusion_ms);
-      r.set("speedup_fusion_vs_eager", r.ms / fusion_ms);
+      if (g_fusion_only) r.ms = fusion_ms;  // (no eager time to compare with)
+      else r.set("speedup_fusion_vs_eager", r.ms / fusion_ms);
       graph_step_bench(r, fdev, fm, optim::AdamConfig{}, 1e-3,
                        [&](const Mlp& c) { return nn::cross_entropy(c.forward(fx), fy); });
     }
