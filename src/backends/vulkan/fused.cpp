@@ -12,8 +12,10 @@
 // or offset views: the index is computed from the merged dims and the input's strides, which are
 // parameters, so one shader serves every size). Outputs are new contiguous tensors.
 //
-// A shader binds its outputs and inputs at the backend's operand bindings (0-5): a group that
-// needs more runs op by op, through the eager kernels (a rare case, logged with EMBER_LOG=fusion).
+// A shader binds its outputs and inputs at the backend's operand bindings (0-5), and a group with
+// more operands takes a wide pipeline (bindings 8 on as well, as many as the device allows, up
+// to 22 operands); a group that needs even more runs op by op, through the eager kernels (logged
+// with EMBER_LOG=fusion).
 // Reductions and matmuls are not fused on Vulkan yet: can_fuse() declines them and they run
 // eagerly.
 #include <algorithm>
@@ -87,7 +89,7 @@ bool log_fusion() {
 }
 
 // The shader of program p with input modes `modes` ('d' dense, 's' one value, 'g' strided).
-// Bindings: outputs 0.., then inputs; binding 6: n, rank, the merged sizes, each input's offset
+// Operands: outputs, then inputs (bindings 0-5, then 8 on); binding 6: n, rank, the merged sizes, each input's offset
 // and each strided input's strides over the merged dims.
 std::string fused_source(const FusedProgram& p, const std::string& modes) {
   const size_t nin = p.inputs.size(), nout = p.outputs.size();
@@ -101,9 +103,11 @@ std::string fused_source(const FusedProgram& p, const std::string& modes) {
        "];\n  int off[" + std::to_string(std::max<size_t>(nin, 1)) + "];\n  int st[" +
        std::to_string(std::max<size_t>(strided, 1) * kMaxRank) + "];\n};\n";
   s += "layout(std430, binding = 6) readonly buffer ParamsBuf { FusedParams fp; };\n";
+  // operand k at binding k, past the parameters (6) and the error record (7) from operand 6 on
+  auto binding = [](size_t k) { return int(k < size_t(kMaxOperands) ? k : k + 2); };
   for (size_t k = 0; k < nout; ++k)
-    s += glsl::buffer(int(k), p.nodes[size_t(p.outputs[k])].dtype, id("y", k) + "_", false);
-  for (size_t i = 0; i < nin; ++i) s += glsl::buffer(int(nout + i), p.inputs[i].dtype, id("a", i) + "_", true);
+    s += glsl::buffer(binding(k), p.nodes[size_t(p.outputs[k])].dtype, id("y", k) + "_", false);
+  for (size_t i = 0; i < nin; ++i) s += glsl::buffer(binding(nout + i), p.inputs[i].dtype, id("a", i) + "_", true);
   // the nodes' functions
   for (size_t j = 0; j < p.nodes.size(); ++j) {
     const auto& n = p.nodes[j];
@@ -187,7 +191,9 @@ class VulkanFusedKernels final : public FusedKernels {
   std::vector<PrimitivePtr> run(const FusedProgram& p, std::vector<PrimitivePtr> inputs) override {
     EMBER_CHECK(!p.is_rows() && !p.is_cols() && inputs.size() == p.inputs.size(), "fused group on ", be_.name(),
                 ": a program this backend did not offer to fuse");
-    if (p.outputs.size() + inputs.size() > size_t(kMaxOperands)) return run_eagerly(p, inputs);
+    const size_t operands = p.outputs.size() + inputs.size();
+    if (operands > size_t(kMaxOperands + be_.shaders().wide_operands())) return run_eagerly(p, inputs);
+    const bool wide = operands > size_t(kMaxOperands);
     const std::string name = kernel_name(p);
     auto lock = be_.begin(name);
     const Shape& shape = p.shape;
@@ -202,7 +208,7 @@ class VulkanFusedKernels final : public FusedKernels {
         modes[i] = 'd';
     }
     std::vector<PrimitivePtr> outs;
-    std::array<BufferPtr, kMaxOperands> bind{};
+    std::vector<BufferPtr> bind(operands);
     for (size_t k = 0; k < p.outputs.size(); ++k) {
       VulkanTensorPtr t = be_.alloc({shape, p.nodes[size_t(p.outputs[k])].dtype});
       bind[k] = t->buffer;
@@ -230,19 +236,27 @@ class VulkanFusedKernels final : public FusedKernels {
     }
     for (size_t i = 0; i < nin; ++i) bind[p.outputs.size() + i] = as_vk(inputs[i]).buffer;
     const std::string key = "fused/" + hex(fnv1a(modes, fnv1a("|", fnv1a(p.signature()))));
-    VkPipeline pipe = be_.shaders().get(name, key, [&] { return fused_source(p, modes); });
-    be_.dispatch(pipe, bind, params.data(), params.size() * sizeof(int32_t), be_.groups_for(n));
+    VkPipeline pipe = be_.shaders().get(
+        name, key, [&] { return fused_source(p, modes); }, wide);
+    const size_t param_bytes = params.size() * sizeof(int32_t);
+    if (wide) {
+      be_.dispatch_wide(pipe, bind, params.data(), param_bytes, be_.groups_for(n));
+    } else {
+      std::array<BufferPtr, kMaxOperands> narrow{};
+      std::copy(bind.begin(), bind.end(), narrow.begin());
+      be_.dispatch(pipe, narrow, params.data(), param_bytes, be_.groups_for(n));
+    }
     return outs;
   }
 
  private:
-  // Node by node through the eager kernels (a group with more operands than a shader binds).
+  // Node by node through the eager kernels (a group with more operands than a pipeline binds).
   std::vector<PrimitivePtr> run_eagerly(const FusedProgram& p, const std::vector<PrimitivePtr>& inputs) {
     if (log_fusion())
       std::fprintf(stderr,
                    "[ember fusion] %s: %zu outputs and %zu inputs exceed the %d bindings of a shader; "
                    "the group runs op by op\n",
-                   be_.name().c_str(), p.outputs.size(), inputs.size(), kMaxOperands);
+                   be_.name().c_str(), p.outputs.size(), inputs.size(), kMaxOperands + be_.shaders().wide_operands());
     std::vector<PrimitivePtr> vals(p.nodes.size());
     for (size_t j = 0; j < p.nodes.size(); ++j) {
       const auto& n = p.nodes[j];

@@ -4,6 +4,7 @@
 #include <shaderc/shaderc.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,7 +20,8 @@ namespace ember::vulkan {
 
 namespace {
 
-constexpr int kBindings = 8;  // operands 0-5, parameters 6, the error record 7
+constexpr int kBindings = 8;          // operands 0-5, parameters 6, the error record 7
+constexpr int kMaxWideOperands = 16;  // a wide pipeline's operand bindings beyond 0-5: 8 to 23
 constexpr char kMagic[4] = {'E', 'V', 'K', '1'};
 constexpr size_t kHeader = 4 + 8 + 8;  // magic, size, checksum
 
@@ -124,24 +126,31 @@ std::vector<uint32_t> compile_glsl(const std::string& name, const std::string& s
 
 Shaders::Shaders(VkDevice device, const PhysicalDevice& phys, std::string name)
     : device_(device), phys_(phys), name_(std::move(name)) {
-  VkDescriptorSetLayoutBinding b[kBindings]{};
-  for (int i = 0; i < kBindings; ++i) {
-    b[i].binding = uint32_t(i);
-    b[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    b[i].descriptorCount = 1;
-    b[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
-  }
-  VkDescriptorSetLayoutCreateInfo dl{};
-  dl.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO;
-  dl.bindingCount = kBindings;
-  dl.pBindings = b;
-  check(vkCreateDescriptorSetLayout(device_, &dl, nullptr, &set_layout_), "Device::vulkan",
-        "vkCreateDescriptorSetLayout", name_);
-  VkPipelineLayoutCreateInfo pl{};
-  pl.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
-  pl.setLayoutCount = 1;
-  pl.pSetLayouts = &set_layout_;
-  check(vkCreatePipelineLayout(device_, &pl, nullptr, &layout_), "Device::vulkan", "vkCreatePipelineLayout", name_);
+  auto make_layout = [&](int bindings, VkDescriptorSetLayout& set, VkPipelineLayout& layout) {
+    std::vector<VkDescriptorSetLayoutBinding> b(static_cast<size_t>(bindings));
+    for (int i = 0; i < bindings; ++i) {
+      b[size_t(i)].binding = uint32_t(i);
+      b[size_t(i)].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      b[size_t(i)].descriptorCount = 1;
+      b[size_t(i)].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    }
+    VkDescriptorSetLayoutCreateInfo dl{};
+    dl.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO;
+    dl.bindingCount = uint32_t(bindings);
+    dl.pBindings = b.data();
+    check(vkCreateDescriptorSetLayout(device_, &dl, nullptr, &set), "Device::vulkan", "vkCreateDescriptorSetLayout",
+          name_);
+    VkPipelineLayoutCreateInfo pl{};
+    pl.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
+    pl.setLayoutCount = 1;
+    pl.pSetLayouts = &set;
+    check(vkCreatePipelineLayout(device_, &pl, nullptr, &layout), "Device::vulkan", "vkCreatePipelineLayout", name_);
+  };
+  make_layout(kBindings, set_layout_, layout_);
+  const auto& lim = phys_.props.limits;
+  const int64_t room = int64_t(std::min(lim.maxPerStageDescriptorStorageBuffers, lim.maxDescriptorSetStorageBuffers));
+  wide_operands_ = int(std::clamp<int64_t>(room - kBindings, 0, kMaxWideOperands));
+  if (wide_operands_ > 0) make_layout(kBindings + wide_operands_, wide_set_layout_, wide_layout_);
 
   // the driver's cache from the last run (the driver checks its own header; ours checks the bytes)
   std::string initial;
@@ -164,6 +173,8 @@ Shaders::~Shaders() {
   if (cache_) vkDestroyPipelineCache(device_, cache_, nullptr);
   if (layout_) vkDestroyPipelineLayout(device_, layout_, nullptr);
   if (set_layout_) vkDestroyDescriptorSetLayout(device_, set_layout_, nullptr);
+  if (wide_layout_) vkDestroyPipelineLayout(device_, wide_layout_, nullptr);
+  if (wide_set_layout_) vkDestroyDescriptorSetLayout(device_, wide_set_layout_, nullptr);
 }
 
 std::string Shaders::pipeline_cache_path() const {
@@ -194,7 +205,9 @@ Shaders::Stats Shaders::stats() const {
   return stats_;
 }
 
-VkPipeline Shaders::get(std::string_view op, const std::string& key, const std::function<std::string()>& source) {
+VkPipeline Shaders::get(std::string_view op, const std::string& key, const std::function<std::string()>& source,
+                        bool wide) {
+  EMBER_CHECK(!wide || wide_layout_, op, ": ", name_, " has no room for a wide pipeline (an ember bug)");
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
   const std::string glsl = source();
@@ -221,7 +234,7 @@ VkPipeline Shaders::get(std::string_view op, const std::string& key, const std::
   ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   ci.stage.module = module;
   ci.stage.pName = "main";
-  ci.layout = layout_;
+  ci.layout = wide ? wide_layout_ : layout_;
   VkPipeline pipeline = VK_NULL_HANDLE;
   VkResult r = vkCreateComputePipelines(device_, cache_, 1, &ci, nullptr, &pipeline);
   vkDestroyShaderModule(device_, module, nullptr);

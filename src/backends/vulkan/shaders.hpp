@@ -35,10 +35,15 @@ class Shaders {
   Shaders& operator=(const Shaders&) = delete;
 
   // The pipeline of `key` ("add/f32"), made from source() on first use (source is called only
-  // when neither the memory nor the disk cache has it). `op` names the op in errors.
-  VkPipeline get(std::string_view op, const std::string& key, const std::function<std::string()>& source);
-  VkPipelineLayout layout() const { return layout_; }
-  VkDescriptorSetLayout set_layout() const { return set_layout_; }
+  // when neither the memory nor the disk cache has it). `op` names the op in errors. A `wide`
+  // pipeline has wide_operands() more operand bindings, from binding 8 on (fused kernels).
+  VkPipeline get(std::string_view op, const std::string& key, const std::function<std::string()>& source,
+                 bool wide = false);
+  VkPipelineLayout layout(bool wide = false) const { return wide ? wide_layout_ : layout_; }
+  VkDescriptorSetLayout set_layout(bool wide = false) const { return wide ? wide_set_layout_ : set_layout_; }
+  // The operand bindings a wide pipeline has beyond 0-5 (0 where the device's limit on storage
+  // buffers per shader leaves none).
+  int wide_operands() const { return wide_operands_; }
 
   struct Stats {
     int64_t pipelines = 0;  // made in this process
@@ -56,6 +61,9 @@ class Shaders {
   std::string name_;
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
+  VkDescriptorSetLayout wide_set_layout_ = VK_NULL_HANDLE;
+  VkPipelineLayout wide_layout_ = VK_NULL_HANDLE;
+  int wide_operands_ = 0;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   std::map<std::string, VkPipeline, std::less<>> pipelines_;
   int64_t unsaved_ = 0;  // pipelines made since the pipeline cache was last written

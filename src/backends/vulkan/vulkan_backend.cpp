@@ -315,6 +315,19 @@ void VulkanBackend::barrier(VkCommandBuffer cmd) {
 
 void VulkanBackend::dispatch(VkPipeline pipeline, const std::array<BufferPtr, kMaxOperands>& bindings,
                              const void* params, size_t param_bytes, uint32_t groups) {
+  record_dispatch(pipeline, false, bindings.data(), bindings.size(), params, param_bytes, groups);
+}
+
+void VulkanBackend::dispatch_wide(VkPipeline pipeline, const std::vector<BufferPtr>& operands, const void* params,
+                                  size_t param_bytes, uint32_t groups) {
+  EMBER_CHECK(operands.size() <= size_t(kMaxOperands + shaders_->wide_operands()), current_op_, ": ", operands.size(),
+              " operands exceed the ", kMaxOperands + shaders_->wide_operands(), " bindings of a wide pipeline on ",
+              name(), " (an ember bug)");
+  record_dispatch(pipeline, true, operands.data(), operands.size(), params, param_bytes, groups);
+}
+
+void VulkanBackend::record_dispatch(VkPipeline pipeline, bool wide, const BufferPtr* operands, size_t count,
+                                    const void* params, size_t param_bytes, uint32_t groups) {
   Batch& b = recording();
   // the parameters, in the batch's arena
   const size_t align = std::max<size_t>(phys_->props.limits.minStorageBufferOffsetAlignment, 16);
@@ -325,9 +338,10 @@ void VulkanBackend::dispatch(VkPipeline pipeline, const std::array<BufferPtr, kM
   }
   std::memcpy(static_cast<char*>(b.params.back()->block->mapped) + at, params, param_bytes);
   b.params_used = at + param_bytes;
-  // a descriptor set for the five bindings
+  // a descriptor set for the bindings (a pool holds enough descriptors for its sets to be wide)
   if (b.pools.empty() || b.sets_in_last_pool == kSetsPerPool) {
-    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * (kMaxOperands + 2)};
+    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                              kSetsPerPool * uint32_t(kMaxOperands + 2 + shaders_->wide_operands())};
     VkDescriptorPoolCreateInfo pi{};
     pi.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
     pi.maxSets = kSetsPerPool;
@@ -342,44 +356,47 @@ void VulkanBackend::dispatch(VkPipeline pipeline, const std::array<BufferPtr, kM
   ai.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
   ai.descriptorPool = b.pools.back();
   ai.descriptorSetCount = 1;
-  VkDescriptorSetLayout sl = shaders_->set_layout();
+  VkDescriptorSetLayout sl = shaders_->set_layout(wide);
   ai.pSetLayouts = &sl;
   VkDescriptorSet set = VK_NULL_HANDLE;
   check_vk(vkAllocateDescriptorSets(device_, &ai, &set), "vkAllocateDescriptorSets");
   ++b.sets_in_last_pool;
   const VkDeviceSize range_limit = phys_->props.limits.maxStorageBufferRange;
-  constexpr int kWrites = kMaxOperands + 2;  // the operands, the parameters, the error record
-  VkDescriptorBufferInfo infos[kWrites];
-  VkWriteDescriptorSet writes[kWrites];
-  for (int i = 0; i < kWrites; ++i) {
-    const Buffer* buf = i < kMaxOperands    ? (bindings[size_t(i)] ? bindings[size_t(i)].get() : dummy_.get())
+  // bindings 0-5: operands 0-5; 6 the parameters; 7 the error record; 8 on: operands 6 on
+  const int n_writes = kMaxOperands + 2 + (wide ? shaders_->wide_operands() : 0);
+  std::vector<VkDescriptorBufferInfo> infos(static_cast<size_t>(n_writes));
+  std::vector<VkWriteDescriptorSet> writes(static_cast<size_t>(n_writes));
+  for (int i = 0; i < n_writes; ++i) {
+    const bool operand = i < kMaxOperands || i >= kMaxOperands + 2;
+    const size_t k = size_t(i < kMaxOperands ? i : i - 2);  // the operand at binding i
+    const Buffer* buf = operand             ? (k < count && operands[k] ? operands[k].get() : dummy_.get())
                         : i == kMaxOperands ? b.params.back().get()
                                             : errors_.get();
     if (i == kMaxOperands + 1) {
-      infos[i] = {buf->block->buffer, 0, 256};
-    } else if (i < kMaxOperands) {
+      infos[size_t(i)] = {buf->block->buffer, 0, 256};
+    } else if (operand) {
       EMBER_CHECK(buf->bytes <= range_limit, current_op_, ": a tensor of ", buf->bytes,
                   " bytes exceeds the largest buffer a shader can address on ", name(), " (maxStorageBufferRange ",
                   range_limit, " bytes)");
-      infos[i] = {buf->block->buffer, 0, std::min<VkDeviceSize>(buf->block->size, range_limit)};
+      infos[size_t(i)] = {buf->block->buffer, 0, std::min<VkDeviceSize>(buf->block->size, range_limit)};
     } else {
-      infos[i] = {buf->block->buffer, at, param_bytes};
+      infos[size_t(i)] = {buf->block->buffer, at, param_bytes};
     }
-    writes[i] = {};
-    writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-    writes[i].dstSet = set;
-    writes[i].dstBinding = uint32_t(i);
-    writes[i].descriptorCount = 1;
-    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    writes[i].pBufferInfo = &infos[i];
+    writes[size_t(i)] = {};
+    writes[size_t(i)].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+    writes[size_t(i)].dstSet = set;
+    writes[size_t(i)].dstBinding = uint32_t(i);
+    writes[size_t(i)].descriptorCount = 1;
+    writes[size_t(i)].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[size_t(i)].pBufferInfo = &infos[size_t(i)];
   }
-  vkUpdateDescriptorSets(device_, kWrites, writes, 0, nullptr);
+  vkUpdateDescriptorSets(device_, uint32_t(n_writes), writes.data(), 0, nullptr);
   vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-  vkCmdBindDescriptorSets(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, shaders_->layout(), 0, 1, &set, 0, nullptr);
+  vkCmdBindDescriptorSets(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, shaders_->layout(wide), 0, 1, &set, 0, nullptr);
   vkCmdDispatch(b.cmd, groups, 1, 1);
   barrier(b.cmd);
-  for (const auto& p : bindings)
-    if (p) b.keep.push_back(p);
+  for (size_t k = 0; k < count; ++k)
+    if (operands[k]) b.keep.push_back(operands[k]);
   if (++b.commands >= kCommandsPerBatch) submit();
 }
 

@@ -163,6 +163,10 @@ class VulkanBackend final : public Backend {
   // (null: unused) and `params` at binding 6. The buffers stay alive until it has run.
   void dispatch(VkPipeline pipeline, const std::array<BufferPtr, kMaxOperands>& bindings, const void* params,
                 size_t param_bytes, uint32_t groups);
+  // The same for a wide pipeline (Shaders::get(..., wide)): operands 0-5 at bindings 0-5, the
+  // rest from binding 8 on (at most kMaxOperands + shaders().wide_operands()).
+  void dispatch_wide(VkPipeline pipeline, const std::vector<BufferPtr>& operands, const void* params,
+                     size_t param_bytes, uint32_t groups);
   // Records a copy of `bytes` bytes between buffers.
   void copy_buffer(const BufferPtr& src, size_t src_offset, const BufferPtr& dst, size_t dst_offset, size_t bytes);
   // Workgroups for n items at `per_group` items per workgroup (capped; kernels loop over the rest).
@@ -191,6 +195,8 @@ class VulkanBackend final : public Backend {
   void submit();                      // submits the recording batch, if any
   void retire(bool wait_all);         // recycles finished batches (all: waits for each)
   void barrier(VkCommandBuffer cmd);  // orders every command after the ones before it
+  void record_dispatch(VkPipeline pipeline, bool wide, const BufferPtr* operands, size_t count, const void* params,
+                       size_t param_bytes, uint32_t groups);
   void upload(const BufferPtr& dst, const std::byte* src, size_t bytes);
   void download(const BufferPtr& src, size_t offset, std::byte* dst, size_t bytes);
   PrimitivePtr constant(Op& op);
