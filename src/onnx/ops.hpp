@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -63,9 +64,12 @@ using OpHandler = std::function<OpResult(OpContext&)>;
 using OpTable = std::unordered_map<std::string, OpHandler>;
 
 const OpTable& op_table();
-// Runs a graph's nodes in order over `values` (inputs and initializers already bound).
+// Runs a graph's nodes in order over `values` (inputs and initializers already bound). With
+// `keep` (the names the caller reads afterwards, e.g. the graph's outputs), each other value is
+// dropped from `values` after its last reader has run, so that its buffer goes back to the backend's
+// pool while it is still in cache, for the next node's output (without `keep`, every value stays).
 void run_nodes(const GraphProto& graph, std::map<std::string, Value>& values, int64_t opset, const Device& device,
-               const std::string& base_dir);
+               const std::string& base_dir, const std::set<std::string>* keep = nullptr);
 void register_control_ops(OpTable& t);
 void register_elementwise_ops(OpTable& t);
 void register_reduce_ops(OpTable& t);

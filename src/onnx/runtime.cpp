@@ -108,10 +108,48 @@ DynTensor tensor_from_proto(const TensorProto& t, const OpContext& c) {
 }
 
 
+namespace {
+// Every name that a node of `g` or of its subgraphs (at any depth) reads.
+void names_read(const GraphProto& g, std::set<std::string>& out) {
+  for (const NodeProto& n : g.nodes) {
+    out.insert(n.inputs.begin(), n.inputs.end());
+    for (const AttributeProto& a : n.attributes) {
+      if (a.g) names_read(*a.g, out);
+      for (const GraphProto& sub : a.graphs) names_read(sub, out);
+    }
+  }
+}
+
+// For each node, the values whose last reader it is, except those in `keep` and those a subgraph
+// reads (an If branch or a Loop body reads outer values by name, so they stay to the end).
+std::vector<std::vector<std::string>> last_reads(const GraphProto& graph, const std::set<std::string>& keep) {
+  std::set<std::string> pinned = keep;
+  for (const NodeProto& n : graph.nodes)
+    for (const AttributeProto& a : n.attributes) {
+      if (a.g) names_read(*a.g, pinned);
+      for (const GraphProto& sub : a.graphs) names_read(sub, pinned);
+    }
+  std::unordered_map<std::string, size_t> last;
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    for (const std::string& in : graph.nodes[i].inputs)
+      if (!in.empty()) last[in] = i;
+  std::vector<std::vector<std::string>> dead(graph.nodes.size());
+  for (const auto& [name, i] : last)
+    if (!pinned.count(name)) dead[i].push_back(name);
+  // outputs that nothing reads go right after their node
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    for (const std::string& out : graph.nodes[i].outputs)
+      if (!out.empty() && !last.count(out) && !pinned.count(out)) dead[i].push_back(out);
+  return dead;
+}
+}  // namespace
+
 void run_nodes(const GraphProto& graph, std::map<std::string, Value>& values, int64_t opset, const Device& device,
-               const std::string& base_dir) {
+               const std::string& base_dir, const std::set<std::string>* keep) {
   const OpTable& table = op_table();
-  for (const NodeProto& node : graph.nodes) {
+  const std::vector<std::vector<std::string>> dead = keep ? last_reads(graph, *keep) : decltype(dead){};
+  for (size_t ni = 0; ni < graph.nodes.size(); ++ni) {
+    const NodeProto& node = graph.nodes[ni];
     const bool std_domain = node.domain.empty() || node.domain == "ai.onnx";
     const std::string key = std_domain ? node.op_type : node.domain + "::" + node.op_type;
     auto h = table.find(key);
@@ -141,6 +179,8 @@ void run_nodes(const GraphProto& graph, std::map<std::string, Value>& values, in
         EMBER_NOT_IMPLEMENTED("onnx: unsupported output ", k, " of op '", node.op_type, "' (node '", node.name, "')");
       values[node.outputs[k]] = outs[k];
     }
+    if (keep)
+      for (const std::string& name : dead[ni]) values.erase(name);
   }
 }
 
@@ -478,7 +518,9 @@ std::map<std::string, Value> Model::run_values(const std::map<std::string, Value
       values[name] = v.to(device_);
     }
 
-  detail::run_nodes(proto_.graph, values, opset_, device_, base_dir_);
+  std::set<std::string> outputs;
+  for (const ValueInfo& o : outputs_) outputs.insert(o.name);
+  detail::run_nodes(proto_.graph, values, opset_, device_, base_dir_, &outputs);
   std::map<std::string, Value> result;
   for (const ValueInfo& o : outputs_) {
     auto it = values.find(o.name);
