@@ -123,6 +123,81 @@ void depthwise3x3_plane_f32_avx512(const float* x, int64_t H, int64_t W, const f
   }
 }
 
+// A depthwise plane on the flat OH x pitch grid of its zero-padded input: 16 consecutive grid
+// pixels a vector whatever the row width (a 7x7 plane of pitch 9 fills 63 of 64 lanes, where
+// row-wise vectors would fill 7 of 16), every tap an unmasked load at a fixed offset. Four vectors
+// at a time (four FMA chains); each vector's lanes of columns below OW are compressed into the
+// output row(s) they belong to, so the output needs no pass of its own.
+void depthwise_grid_f32_avx512(float* y, int64_t OH, int64_t OW, int64_t pitch, const DwGridTap* taps, int ntaps,
+                               float bias, float lo, float hi) {
+  const int64_t n = (OH - 1) * pitch + OW;  // grid pixels up to the last output one
+  const __m512 vb = _mm512_set1_ps(bias), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const __m512i vpitch = _mm512_set1_epi32(int32_t(pitch)), vow = _mm512_set1_epi32(int32_t(OW));
+  const __m512i step = _mm512_set1_epi32(int32_t(16 % pitch));
+  // the column of each lane of the current vector: (p + l) mod pitch
+  __m512i col = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (__mmask16 over; (over = _mm512_cmp_epi32_mask(col, vpitch, _MM_CMPINT_NLT)) != 0;)
+    col = _mm512_mask_sub_epi32(col, over, col, vpitch);
+  float* out = y;
+  for (int64_t p0 = 0; p0 < n; p0 += 64) {
+    __m512 a0 = vb, a1 = vb, a2 = vb, a3 = vb;
+    for (int t = 0; t < ntaps; ++t) {
+      const float* q = taps[t].src + taps[t].off + p0;
+      const __m512 w = _mm512_set1_ps(taps[t].w);
+      a0 = _mm512_fmadd_ps(w, _mm512_loadu_ps(q), a0);
+      a1 = _mm512_fmadd_ps(w, _mm512_loadu_ps(q + 16), a1);
+      a2 = _mm512_fmadd_ps(w, _mm512_loadu_ps(q + 32), a2);
+      a3 = _mm512_fmadd_ps(w, _mm512_loadu_ps(q + 48), a3);
+    }
+    const __m512 acc[4] = {a0, a1, a2, a3};
+    for (int c = 0; c < 4; ++c) {
+      const int64_t p = p0 + 16 * c;
+      if (p >= n) break;
+      const __mmask16 keep = _mm512_mask_cmp_epi32_mask(lanes(0, n - p), col, vow, _MM_CMPINT_LT);
+      const __m512 v = _mm512_maskz_compress_ps(keep, _mm512_min_ps(vhi, _mm512_max_ps(vlo, acc[c])));
+      const int k = __builtin_popcount(unsigned(keep));
+      _mm512_mask_storeu_ps(out, lanes(0, k), v);
+      out += k;
+      col = _mm512_add_epi32(col, step);
+      col = _mm512_mask_sub_epi32(col, _mm512_cmp_epi32_mask(col, vpitch, _MM_CMPINT_NLT), col, vpitch);
+    }
+  }
+}
+
+void depthwise_phases_f32_avx512(const float* x, int64_t H, int64_t W, int64_t ph, int64_t pw, int64_t sh, int64_t sw,
+                                 int64_t rows, int64_t pitch, float* dst) {
+  const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const int64_t plane = rows * pitch;
+  int64_t a = 0, i = 0;  // padded row r = sh * i + a
+  for (int64_t r = 0; r < sh * rows; ++r) {
+    const int64_t h = r - ph;
+    const bool inside = h >= 0 && h < H;
+    const float* src = x + (inside ? h : 0) * W - pw;  // src[c]: padded column c of the row
+    float* d0 = dst + a * sw * plane + i * pitch;
+    for (int64_t j = 0; j < pitch; j += 16) {
+      const __mmask16 st = lanes(0, pitch - j);
+      if (sw == 1) {
+        const __m512 v = inside ? _mm512_maskz_loadu_ps(lanes(pw - j, pw + W - j), at(src, j)) : _mm512_setzero_ps();
+        _mm512_mask_storeu_ps(d0 + j, st, v);
+      } else {
+        const int64_t c = 2 * j;  // padded columns [c, c + 32)
+        __m512 lo = _mm512_setzero_ps(), hi = lo;
+        if (inside) {
+          lo = _mm512_maskz_loadu_ps(lanes(pw - c, pw + W - c), at(src, c));
+          hi = _mm512_maskz_loadu_ps(lanes(pw - c - 16, pw + W - c - 16), at(src, c + 16));
+        }
+        _mm512_mask_storeu_ps(d0 + j, st, _mm512_permutex2var_ps(lo, ie, hi));
+        _mm512_mask_storeu_ps(d0 + plane + j, st, _mm512_permutex2var_ps(lo, io, hi));
+      }
+    }
+    if (++a == sh) {
+      a = 0;
+      ++i;
+    }
+  }
+}
+
 // Depthwise 2-d conv of 16 channels at once on a pixel-major copy (one channel per lane):
 // xb is the zero-padded input [Hp][Wp][16], w the taps [KH * KW][16]; writes yb [OH][OW][16].
 // Every lane is used whatever the plane's width or the stride, and no load is masked.

@@ -19,6 +19,24 @@ void depthwise_row_f32_avx512(float* y, int64_t n, int64_t stride, const DwTap* 
 void depthwise3x3_plane_f32_avx512(const float* x, int64_t H, int64_t W, const float* w, float bias, float* y);
 void depthwise_cvec_f32_avx512(const float* xb, int64_t Wp, const float* w, int64_t KH, int64_t KW, int64_t sh,
                                int64_t sw, int64_t dh, int64_t dw, int64_t OH, int64_t OW, float* yb);
+// One tap of a depthwise plane on a flat pixel grid (depthwise_grid_f32_avx512): grid pixel p reads
+// src[p + off]. src is a zero-padded copy of the input plane with rows of `pitch` floats, or for a
+// stride s one stride phase of it (every s-th row and column).
+struct DwGridTap {
+  const float* src;
+  int64_t off;
+  float w;
+};
+// The OH x OW output plane y from the OH x pitch grid (pitch >= OW; grid columns from OW on are
+// dropped): y = clamp(bias + sum of the taps, lo, hi). Reads each src up to 64 floats past the
+// grid's end, which must be readable (and should be zero).
+void depthwise_grid_f32_avx512(float* y, int64_t OH, int64_t OW, int64_t pitch, const DwGridTap* taps, int ntaps,
+                               float bias, float lo, float hi);
+// The stride phases of a zero-padded H x W plane x (padding ph rows, pw columns each side; strides
+// sh, and sw of 1 or 2) for depthwise_grid_f32_avx512: phase (a, b) at dst + (a * sw + b) * rows * pitch,
+// its row i, column j = padded element (sh * i + a, sw * j + b), or 0 past the padded plane.
+void depthwise_phases_f32_avx512(const float* x, int64_t H, int64_t W, int64_t ph, int64_t pw, int64_t sh, int64_t sw,
+                                 int64_t rows, int64_t pitch, float* dst);
 // One im2col row.
 struct Im2colRow {
   const float* plane;  // the input plane of the row's channel

@@ -172,6 +172,15 @@ const std::vector<ConvCase>& conv_cases() {
       {2, 2, 40, 40, {11, 19}, {5, 5}, {2, 2}, {2, 2}, {2, 2}, {0, 0}, 40, true},
       {2, 1, 32, 32, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 32, true},
       {2, 1, 16, 16, {40, 300}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 16, true},  // strips of rows
+      // depthwise planes on the flat pixel grid (outputs 16 to 31 wide): stride-2 phases of odd-sized
+      // planes, no padding, padding wider than the kernel (an output wider than the input), a row
+      // stride of 3 with a channel multiplier, and a 5x5 kernel dilated at stride 2; and a 7x7 plane
+      {2, 1, 5, 5, {15, 33}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 5, true},
+      {2, 1, 3, 3, {10, 20}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 3, true},
+      {2, 1, 3, 3, {6, 15}, {3, 3}, {1, 1}, {3, 2}, {1, 1}, {0, 0}, 3, false},
+      {2, 2, 3, 6, {20, 41}, {3, 2}, {3, 2}, {1, 0}, {1, 1}, {0, 0}, 3, true},
+      {2, 1, 4, 4, {23, 45}, {5, 5}, {2, 2}, {3, 4}, {2, 2}, {0, 0}, 4, true},
+      {2, 2, 24, 24, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 24, true},
       {2, 2, 8, 16, {6, 5}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 2, true},    // 1x1
       {2, 2, 8, 16, {6, 5}, {1, 1}, {2, 2}, {1, 0}, {1, 1}, {0, 0}, 1, false},   // 1x1 strided
       {1, 2, 3, 5, {17}, {4}, {3}, {2}, {2}, {0}, 1, true},
