@@ -458,6 +458,8 @@ const std::vector<TestStack>& test_stacks() {
     if (vulkan::available()) {
       all.push_back({"vulkan", Device::vulkan(0), true, false});
       all.push_back({"autodiff-vulkan", Device::vulkan(0).autodiff(), true, true});
+      all.push_back({"fusion-vulkan", Device::vulkan(0).fusion(), true, false});
+      all.push_back({"autodiff-fusion-vulkan", Device::vulkan(0).fusion().autodiff(), true, true});
     }
     return all;
   }();

@@ -1,6 +1,7 @@
 // Seeded random op graphs, built twice from the same seed: on Device::cpu() and on
 // Device::cpu().fusion(). Every value read (in the middle of a chain and at the end) must be the
-// same bytes, since the CPU fused kernels run the eager kernels' code.
+// same bytes, since the CPU fused kernels run the eager kernels' code. The FusionPropertyVulkan
+// tests build fewer of them on Device::vulkan(0) and its fusion (skipped without a device).
 //
 // A graph mixes elementwise ops of every family (unary, binary, scalar operands, comparisons,
 // where, casts) over f32, f16, bf16, f64, i32 and bool, with operands of broadcast shapes, views
@@ -30,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "ember/backends/vulkan.hpp"
 #include "ember/decorators/fusion.hpp"
 #include "ember/ember.hpp"
 
@@ -215,7 +217,8 @@ class GraphBuilder {
     }
     std::string text = form.text;
     for (size_t k = args.size(); k-- > 0;) {
-      std::string key = "$" + std::to_string(k), name = pool_[args[k].slot].name + (args[k].moved ? "!" : "");
+      std::string key = std::string("$") + std::to_string(k),
+                  name = pool_[args[k].slot].name + (args[k].moved ? "!" : "");
       for (size_t p; (p = text.find(key)) != std::string::npos;) text.replace(p, key.size(), name);
     }
     std::vector<DynTensor> ts;
@@ -723,14 +726,15 @@ std::optional<uint64_t> seed_from_env() {
   return std::strtoull(s, nullptr, 10);
 }
 
-void check_profile(const char* name, const Profile& p, uint64_t first_seed) {
-  const Device eager = Device::cpu(), fused = Device::cpu().fusion();
+void check_profile(const char* name, const Profile& p, uint64_t first_seed, const Device& eager = Device::cpu(),
+                   int seed_count = kSeedsPerProfile) {
+  const Device fused = eager.fusion();
   const fusion::Stats before = fusion::stats(fused.backend());
   std::vector<uint64_t> seeds;
   if (auto s = seed_from_env())
     seeds.push_back(*s);
   else
-    for (int i = 0; i < kSeedsPerProfile; ++i) seeds.push_back(first_seed + uint64_t(i));
+    for (int i = 0; i < seed_count; ++i) seeds.push_back(first_seed + uint64_t(i));
   GraphRun total;
   int failures = 0;
   std::string failed_seeds;
@@ -742,7 +746,7 @@ void check_profile(const char* name, const Profile& p, uint64_t first_seed) {
     if (!why.empty()) {
       if (++failures <= 3)  // the first few in full, then only their seeds
         ADD_FAILURE() << name << ", seed " << seed << ": " << why << "\nreproduce: EMBER_FUSION_PROPERTY_SEED=" << seed
-                      << " ember_fusion_tests --gtest_filter='FusionProperty." << name << "'\ngraph:\n"
+                      << " ember_fusion_tests --gtest_filter='FusionProperty*." << name << "'\ngraph:\n"
                       << e.listing;
       if (failures <= 20) failed_seeds += " " + std::to_string(seed);
       if (failures == 21) failed_seeds += " ...";
@@ -788,6 +792,25 @@ TEST(FusionProperty, Rank4) { check_profile("Rank4", {{{1, 3}, {1, 5}, {2, 7}, {
 
 // 5 to 30 tiles: groups spread over the thread pool.
 TEST(FusionProperty, ParallelTiles) { check_profile("ParallelTiles", {{{40, 100}, {256, 600}}, 24}, 5000); }
+
+// The same graphs on Vulkan (lavapipe in CI), fused against unfused Vulkan: the fused shaders
+// round every node to its dtype as the eager kernels' stores do, so the bytes must agree too.
+// Fewer seeds: a software device runs each op as a dispatch of its own.
+constexpr int kVulkanSeeds = 30;
+#define EMBER_NEED_VULKAN() \
+  if (!vulkan::available()) GTEST_SKIP() << "no Vulkan device: " << vulkan::describe_devices()
+TEST(FusionPropertyVulkan, SmallMatrices) {
+  EMBER_NEED_VULKAN();
+  check_profile("SmallMatrices", {{{1, 6}, {1, 40}}, 24}, 1000, Device::vulkan(0), kVulkanSeeds);
+}
+TEST(FusionPropertyVulkan, Rank3) {
+  EMBER_NEED_VULKAN();
+  check_profile("Rank3", {{{1, 4}, {2, 12}, {20, 90}}, 24}, 3000, Device::vulkan(0), kVulkanSeeds);
+}
+TEST(FusionPropertyVulkan, Rank4) {
+  EMBER_NEED_VULKAN();
+  check_profile("Rank4", {{{1, 3}, {1, 5}, {2, 7}, {3, 40}}, 24}, 4000, Device::vulkan(0), kVulkanSeeds);
+}
 
 }  // namespace
 }  // namespace ember
