@@ -172,12 +172,14 @@ else
 fi
 
 # The Vulkan suites (issue 33): ember_vulkan_tests ran above; with a Vulkan device (lavapipe from
-# mesa-vulkan-drivers where there is no GPU) conformance and autodiff ran on the vulkan stacks too.
+# mesa-vulkan-drivers where there is no GPU) conformance and autodiff ran on the vulkan stacks too
+# (vulkan, autodiff-vulkan, fusion-vulkan, autodiff-fusion-vulkan), and ember_fusion_tests'
+# *Vulkan* tests compared fused with unfused Vulkan.
 vulkan_tests=build/tests/backends/vulkan/ember_vulkan_tests
 if [ ! -x "$vulkan_tests" ]; then
   skipped+=("vulkan (no Vulkan backend in this build: libvulkan-dev or libshaderc-dev not found)")
 elif ! vk=$("$vulkan_tests" --has-device); then
-  skipped+=("vulkan device tests and vulkan conformance stacks (${vk#vulkan devices: })")
+  skipped+=("vulkan device tests, ember_fusion_tests' Vulkan tests and the conformance stacks vulkan, autodiff-vulkan, fusion-vulkan and autodiff-fusion-vulkan (${vk#vulkan devices: })")
 else
   echo "   $vk"
 fi

@@ -186,7 +186,8 @@ class VulkanFusedKernels final : public FusedKernels {
     }
   }
 
-  std::string kernel_name(const FusedProgram& p) const override { return "vulkan_fused_" + hex(fnv1a(p.signature())); }
+  std::string kernel_name(const FusedProgram& p) const override { return name_of(p.signature()); }
+  static std::string name_of(const std::string& signature) { return "vulkan_fused_" + hex(fnv1a(signature)); }
 
   std::vector<PrimitivePtr> run(const FusedProgram& p, std::vector<PrimitivePtr> inputs) override {
     EMBER_CHECK(!p.is_rows() && !p.is_cols() && inputs.size() == p.inputs.size(), "fused group on ", be_.name(),
@@ -194,7 +195,7 @@ class VulkanFusedKernels final : public FusedKernels {
     const size_t operands = p.outputs.size() + inputs.size();
     if (operands > size_t(kMaxOperands + be_.shaders().wide_operands())) return run_eagerly(p, inputs);
     const bool wide = operands > size_t(kMaxOperands);
-    const std::string name = kernel_name(p);
+    const std::string signature = p.signature(), name = name_of(signature);
     auto lock = be_.begin(name);
     const Shape& shape = p.shape;
     const int64_t n = shape.numel();
@@ -235,7 +236,7 @@ class VulkanFusedKernels final : public FusedKernels {
       for (size_t d = 0; d < m.sizes.size(); ++d) params[st_at + (g - 1) * kMaxRank + d] = int32_t(m.strides[g][d]);
     }
     for (size_t i = 0; i < nin; ++i) bind[p.outputs.size() + i] = as_vk(inputs[i]).buffer;
-    const std::string key = "fused/" + hex(fnv1a(modes, fnv1a("|", fnv1a(p.signature()))));
+    const std::string key = "fused/" + hex(fnv1a(modes, fnv1a("|", fnv1a(signature))));
     VkPipeline pipe = be_.shaders().get(
         name, key, [&] { return fused_source(p, modes); }, wide);
     const size_t param_bytes = params.size() * sizeof(int32_t);
