@@ -197,6 +197,9 @@ const std::vector<ConvCase>& conv_cases() {
       // pixel chunks, a strip and a column tail; then groups and a batch
       {2, 1, 300, 40, {20, 21}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, true},
       {2, 3, 24, 30, {7, 9}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 2, true},
+      // pointwise on 7-wide planes (one pixel panel and a 17-column tail): one image, then groups
+      {2, 1, 40, 48, {7, 7}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, true},
+      {2, 3, 24, 30, {9, 7}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 2, false},
       {2, 2, 16, 8, {13, 17}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 1, true},    // width stride 2
       {2, 1, 8, 6, {9, 40}, {3, 3}, {1, 2}, {2, 3}, {2, 2}, {0, 0}, 1, false},    // stride 2, dilated
       {2, 2, 8, 6, {9, 40}, {2, 3}, {1, 3}, {0, 1}, {1, 1}, {0, 0}, 1, true},      // width stride 3
