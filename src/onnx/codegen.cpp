@@ -20,6 +20,7 @@
 #include "ember/store/safetensors.hpp"
 #include "ember/tensor/dyn_tensor.hpp"
 #include "ember/tensor/ops.hpp"
+#include "onnx_internal.hpp"
 
 namespace ember::onnx {
 
@@ -102,7 +103,7 @@ NodeProto node(std::string op_type, std::string name, std::string domain, std::v
 }
 }  // namespace gen
 
-// Shared with codegen_cortex_m.cpp, which declares them.
+// Declared in onnx_internal.hpp (codegen_cortex_m*.cpp use them too).
 namespace detail {
 
 // Checks that `name` is a C++ identifier, as the generated code is named after it; `what`

@@ -21,4 +21,10 @@ std::string external_location_problem(std::string_view location);
 // Checks dims (rank, signs, element count within int64); `what` prefixes errors.
 void check_dims(const std::vector<int64_t>& dims, const std::string& what);
 
+// For the code generators (codegen.cpp defines them; codegen_cortex_m*.cpp use them too):
+// checks that `name` is a C++ identifier (`what` prefixes errors), and
+void check_identifier(const std::string& name, std::string_view what);
+// text for a comment: printable ASCII, no line breaks or comment terminators.
+std::string comment_text(std::string_view s);
+
 }  // namespace ember::onnx::detail
