@@ -8,6 +8,7 @@
 #include "ember/core/error.hpp"
 #include "ember/onnx/runtime.hpp"
 #include "ember/onnx/shape_inference.hpp"
+#include "ops.hpp"
 
 namespace ember::onnx {
 namespace {
@@ -35,16 +36,6 @@ TensorProto to_proto(const std::string& name, const DynTensor& t) {
   std::vector<std::byte> bytes(d.bytes().begin(), d.bytes().end());
   p.raw_data = std::move(bytes);
   return p;
-}
-
-void collect_reads(const GraphProto& g, std::set<std::string>& reads) {
-  for (const NodeProto& n : g.nodes) {
-    reads.insert(n.inputs.begin(), n.inputs.end());
-    for (const AttributeProto& a : n.attributes) {
-      if (a.g) collect_reads(*a.g, reads);
-      for (const GraphProto& sg : a.graphs) collect_reads(sg, reads);
-    }
-  }
 }
 
 // Shape (with opset 15's start/end) or Size of a value of static shape `dims`, as i64.
@@ -91,11 +82,7 @@ class Folder {
     int64_t folded = 0;
     std::set<std::string> kept_names;  // graph outputs and names subgraphs read keep their value
     for (const ValueInfoProto& v : g_.outputs) kept_names.insert(v.name);
-    for (const NodeProto& n : g_.nodes)
-      for (const AttributeProto& a : n.attributes) {
-        if (a.g) collect_reads(*a.g, kept_names);
-        for (const GraphProto& sg : a.graphs) collect_reads(sg, kept_names);
-      }
+    for (const NodeProto& n : g_.nodes) detail::collect_subgraph_reads(n, kept_names);
     std::map<std::string, std::string> aliases;  // Identity outputs read as their constant input
     for (NodeProto& n : g_.nodes) {
       for (std::string& in : n.inputs)
@@ -200,7 +187,7 @@ class Folder {
 
   void remove_dead_initializers() {
     std::set<std::string> reads;
-    collect_reads(g_, reads);
+    detail::collect_reads(g_, reads);
     for (const ValueInfoProto& v : g_.outputs) reads.insert(v.name);
     std::vector<TensorProto> kept;
     for (TensorProto& t : g_.initializers) {

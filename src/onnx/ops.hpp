@@ -64,6 +64,10 @@ using OpHandler = std::function<OpResult(OpContext&)>;
 using OpTable = std::unordered_map<std::string, OpHandler>;
 
 const OpTable& op_table();
+// Every name that a node of `g`, or of its subgraphs at any depth, reads.
+void collect_reads(const GraphProto& g, std::set<std::string>& reads);
+// Every name that the subgraphs of `n` (If branches, Loop and Scan bodies) read, at any depth.
+void collect_subgraph_reads(const NodeProto& n, std::set<std::string>& reads);
 // Runs a graph's nodes in order over `values` (inputs and initializers already bound). With
 // `keep` (the names the caller reads afterwards, e.g. the graph's outputs), each other value is
 // dropped from `values` after its last reader has run, so that its buffer goes back to the backend's

@@ -108,27 +108,26 @@ DynTensor tensor_from_proto(const TensorProto& t, const OpContext& c) {
 }
 
 
-namespace {
-// Every name that a node of `g` or of its subgraphs (at any depth) reads.
-void names_read(const GraphProto& g, std::set<std::string>& out) {
+void collect_reads(const GraphProto& g, std::set<std::string>& reads) {
   for (const NodeProto& n : g.nodes) {
-    out.insert(n.inputs.begin(), n.inputs.end());
-    for (const AttributeProto& a : n.attributes) {
-      if (a.g) names_read(*a.g, out);
-      for (const GraphProto& sub : a.graphs) names_read(sub, out);
-    }
+    reads.insert(n.inputs.begin(), n.inputs.end());
+    collect_subgraph_reads(n, reads);
   }
 }
 
+void collect_subgraph_reads(const NodeProto& n, std::set<std::string>& reads) {
+  for (const AttributeProto& a : n.attributes) {
+    if (a.g) collect_reads(*a.g, reads);
+    for (const GraphProto& sub : a.graphs) collect_reads(sub, reads);
+  }
+}
+
+namespace {
 // For each node, the values whose last reader it is, except those in `keep` and those a subgraph
 // reads (an If branch or a Loop body reads outer values by name, so they stay to the end).
 std::vector<std::vector<std::string>> last_reads(const GraphProto& graph, const std::set<std::string>& keep) {
   std::set<std::string> pinned = keep;
-  for (const NodeProto& n : graph.nodes)
-    for (const AttributeProto& a : n.attributes) {
-      if (a.g) names_read(*a.g, pinned);
-      for (const GraphProto& sub : a.graphs) names_read(sub, pinned);
-    }
+  for (const NodeProto& n : graph.nodes) collect_subgraph_reads(n, pinned);
   std::unordered_map<std::string, size_t> last;
   for (size_t i = 0; i < graph.nodes.size(); ++i)
     for (const std::string& in : graph.nodes[i].inputs)
