@@ -527,7 +527,8 @@ void conv_implicit_tile_f32_avx512(int m, int sw, bool split7, int64_t rowstep, 
 // the pixel-major GEMM result of conv.cpp's single-image path back into channel planes, in
 // 16 x 16 blocks transposed in registers.
 void transpose_bias_f32_avx512(const float* src, int64_t rows, int64_t cols, int64_t lds, const float* bias,
-                               float* dst, int64_t ldd) {
+                               float* dst, int64_t ldd, const float* res, float lo, float hi) {
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
   for (int64_t r0 = 0; r0 < rows; r0 += 16) {
     const int64_t nr = rows - r0 < 16 ? rows - r0 : 16;
     const __mmask16 rm = lanes(0, nr);
@@ -540,7 +541,10 @@ void transpose_bias_f32_avx512(const float* src, int64_t rows, int64_t cols, int
       transpose16(v, t);
       for (int i = 0; i < nc; ++i) {
         const __m512 b = _mm512_set1_ps(bias ? bias[c0 + i] : 0.0f);
-        _mm512_mask_storeu_ps(dst + (c0 + i) * ldd + r0, rm, _mm512_add_ps(v[i], b));
+        __m512 y = _mm512_add_ps(v[i], b);
+        if (res) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(rm, res + (c0 + i) * ldd + r0));
+        // max(lo, y) and min(hi, y) return y when it is NaN (the second operand): NaN stays NaN
+        _mm512_mask_storeu_ps(dst + (c0 + i) * ldd + r0, rm, _mm512_min_ps(vhi, _mm512_max_ps(vlo, y)));
       }
     }
   }

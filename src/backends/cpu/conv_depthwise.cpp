@@ -229,14 +229,13 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
               }
               std::fill(row, row + g.p[2] * 16, 0.0f);
               std::fill(row + (g.p[2] + IW) * 16, row + Wp * 16, 0.0f);
-              detail::transpose_bias_f32_avx512(xc + h * IW, nc, IW, IP, nullptr, row + g.p[2] * 16, 16);
+              transpose_epilogue(Epilogue<float>{}, xc + h * IW, nc, IW, IP, nullptr, row + g.p[2] * 16, 16);
             }
             detail::depthwise_cvec_f32_avx512(xb, Wp, wb, g.k[1], g.k[2], g.s[1], sw, g.d[1], g.d[2], rows, OW,
                                               yb + oh0 * OW * 16);
           }
           float* yc = y + (n * g.O + c0) * P;
-          detail::transpose_bias_f32_avx512(yb, P, nc, 16, bias ? bias + c0 : nullptr, yc, P);
-          epi(yc, nc, P, P);
+          transpose_epilogue(epi, yb, P, nc, 16, bias ? bias + c0 : nullptr, yc, P);
         }
       };
       if (ThreadPool::in_parallel_region() || units * 16 * P * KK < (int64_t(1) << 16))

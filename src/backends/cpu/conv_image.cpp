@@ -158,8 +158,7 @@ void conv_forward_image(const ConvGeom& g, const float* x, const float* w, const
           const int64_t kc = std::min(kcb, Kdim - k0);
           multiply(ap + k0 * Mp, P, bp + k0 * NR, cols, kc, k0 == 0 ? 0.0f : 1.0f, ct + c0, Og);
         }
-        detail::transpose_bias_f32_avx512(ct + c0, P, cols, Og, bg ? bg + c0 : nullptr, yg + c0 * P, P);
-        epi(yg + c0 * P, cols, P, P);
+        transpose_epilogue(epi, ct + c0, P, cols, Og, bg ? bg + c0 : nullptr, yg + c0 * P, P);
       });
     } else {
       const float* bp = panels.all(gi);
@@ -175,8 +174,7 @@ void conv_forward_image(const ConvGeom& g, const float* x, const float* w, const
           build_a(xg, p0, p1, k0, kc, apk);
           multiply(apk, cl, bp + k0 * NR, Og, kc, k0 == 0 ? 0.0f : 1.0f, ct, Og);
         }
-        detail::transpose_bias_f32_avx512(ct, cl, Og, Og, bg, yg + p0, P);
-        epi(yg + p0, Og, cl, P);
+        transpose_epilogue(epi, ct, cl, Og, Og, bg, yg + p0, P);
       });
     }
   }
@@ -290,8 +288,7 @@ void conv_forward_image_implicit(const ConvGeom& g, const float* x, const float*
         const float* bp = every ? every + gi * Np * Kdim + c0 * Kdim : panels.unit(gi, c0, cols);
         for (int64_t k0 = 0; k0 < Kdim; k0 += kcb)
           multiply(xp, 0, mpanels, 0, bp, cols, k0, std::min(kcb, Kdim - k0), ct + c0, Og);
-        detail::transpose_bias_f32_avx512(ct + c0, P, cols, Og, bg ? bg + c0 : nullptr, yg + c0 * P, P);
-        epi(yg + c0 * P, cols, P, P);
+        transpose_epilogue(epi, ct + c0, P, cols, Og, bg ? bg + c0 : nullptr, yg + c0 * P, P);
       });
     } else {
       const float* bp = every ? every + gi * Np * Kdim : panels.all(gi);
@@ -304,8 +301,7 @@ void conv_forward_image_implicit(const ConvGeom& g, const float* x, const float*
         float* ct = workspace<float>(size_t(cl * Og));
         for (int64_t k0 = 0; k0 < Kdim; k0 += kcb)
           multiply(xp, q0, q1, first, bp, Og, k0, std::min(kcb, Kdim - k0), ct, Og);
-        detail::transpose_bias_f32_avx512(ct, cl, Og, Og, bg, yg + first, P);
-        epi(yg + first, Og, cl, P);
+        transpose_epilogue(epi, ct, cl, Og, Og, bg, yg + first, P);
       });
     }
   };

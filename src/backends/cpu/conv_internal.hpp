@@ -150,6 +150,15 @@ struct Epilogue {
   }
 };
 
+// dst[c * ldd + r] = src[r * lds + c] + bias[c] (bias may be null) for r < rows, c < cols, then
+// `epi` on those values, in one pass (AVX-512): a pixel-major result back into channel planes.
+inline void transpose_epilogue(const Epilogue<float>& epi, const float* src, int64_t rows, int64_t cols, int64_t lds,
+                               const float* bias, float* dst, int64_t ldd) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  detail::transpose_bias_f32_avx512(src, rows, cols, lds, bias, dst, ldd, epi.residual ? epi.residual + (dst - epi.y0) : nullptr,
+                                    epi.clamp ? epi.lo : -inf, epi.clamp ? epi.hi : inf);
+}
+
 // conv_depthwise.cpp (T: float, double)
 template <class T>
 void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y, const Epilogue<T>& epi);

@@ -58,8 +58,11 @@ void im2col_panels_f32_avx512(const Im2colGeom& g, int64_t r0, int64_t kc, int64
 void conv_implicit_tile_f32_avx512(int m, int sw, bool split7, int64_t rowstep, int64_t kc, const float* a,
                                    const int64_t* off, const float* b, float* ct, int64_t ldc, bool accumulate,
                                    int n);
+// dst[c * ldd + r] = clamp(src[r * lds + c] + bias[c] + res[c * ldd + r], lo, hi) (bias, res may be
+// null: none; lo / hi may be infinite): a pixel-major result back into channel planes, with
+// conv_fused's epilogue in the same pass.
 void transpose_bias_f32_avx512(const float* src, int64_t rows, int64_t cols, int64_t lds, const float* bias,
-                               float* dst, int64_t ldd);
+                               float* dst, int64_t ldd, const float* res, float lo, float hi);
 void conv_epilogue_f32_avx512(float* y, const float* res, const float* bias, int64_t rows, int64_t cols, int64_t ld,
                               float lo, float hi);
 

@@ -57,7 +57,8 @@ void depthwise_phases_f32_avx512(const float*, int64_t, int64_t, int64_t, int64_
   absent(__func__);
 }
 void im2col_panels_f32_avx512(const Im2colGeom&, int64_t, int64_t, int64_t, int64_t, int, float*) { absent(__func__); }
-void transpose_bias_f32_avx512(const float*, int64_t, int64_t, int64_t, const float*, float*, int64_t) {
+void transpose_bias_f32_avx512(const float*, int64_t, int64_t, int64_t, const float*, float*, int64_t, const float*, float,
+                               float) {
   absent(__func__);
 }
 void conv_implicit_tile_f32_avx512(int, int, bool, int64_t, int64_t, const float*, const int64_t*, const float*, float*,
