@@ -169,7 +169,7 @@ Shaders::Shaders(VkDevice device, const PhysicalDevice& phys, std::string name)
 
 Shaders::~Shaders() {
   if (unsaved_ > 0) save_pipeline_cache();
-  for (auto& [k, p] : pipelines_) vkDestroyPipeline(device_, p, nullptr);
+  for (auto& [h, p] : by_source_) vkDestroyPipeline(device_, p, nullptr);
   if (cache_) vkDestroyPipelineCache(device_, cache_, nullptr);
   if (layout_) vkDestroyPipelineLayout(device_, layout_, nullptr);
   if (set_layout_) vkDestroyDescriptorSetLayout(device_, set_layout_, nullptr);
@@ -211,6 +211,12 @@ VkPipeline Shaders::get(std::string_view op, const std::string& key, const std::
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
   const std::string glsl = source();
+  // keys whose source is the same (fused groups of different signatures often are) share it
+  const uint64_t source_id = fnv1a(glsl, wide ? 0x9e3779b97f4a7c15ULL : 0);
+  if (auto it = by_source_.find(source_id); it != by_source_.end()) {
+    pipelines_.emplace(key, it->second);
+    return it->second;
+  }
   const std::string dir = shader_cache_dir();
   const std::string file = dir.empty() ? dir : dir + "/" + hex(fnv1a(glsl, fnv1a(compiler_tag()))) + ".spv";
   std::string spirv;
@@ -240,6 +246,7 @@ VkPipeline Shaders::get(std::string_view op, const std::string& key, const std::
   vkDestroyShaderModule(device_, module, nullptr);
   check(r, op, "vkCreateComputePipelines (" + key + ")", name_);
   pipelines_.emplace(key, pipeline);
+  by_source_.emplace(source_id, pipeline);
   ++stats_.pipelines;
   if (++unsaved_ >= 32) save_pipeline_cache();
   return pipeline;

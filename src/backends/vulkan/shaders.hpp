@@ -35,8 +35,8 @@ class Shaders {
   Shaders& operator=(const Shaders&) = delete;
 
   // The pipeline of `key` ("add/f32"), made from source() on first use (source is called only
-  // when neither the memory nor the disk cache has it). `op` names the op in errors. A `wide`
-  // pipeline has wide_operands() more operand bindings, from binding 8 on (fused kernels).
+  // when the memory cache lacks the key); keys whose sources are the same share one pipeline. `op` names the op in
+  // errors. A `wide` pipeline has wide_operands() more operand bindings, from binding 8 on (fused kernels).
   VkPipeline get(std::string_view op, const std::string& key, const std::function<std::string()>& source,
                  bool wide = false);
   VkPipelineLayout layout(bool wide = false) const { return wide ? wide_layout_ : layout_; }
@@ -65,7 +65,8 @@ class Shaders {
   VkPipelineLayout wide_layout_ = VK_NULL_HANDLE;
   int wide_operands_ = 0;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
-  std::map<std::string, VkPipeline, std::less<>> pipelines_;
+  std::map<std::string, VkPipeline, std::less<>> pipelines_;  // by key
+  std::map<uint64_t, VkPipeline> by_source_;                  // by the hash of the source (each once)
   int64_t unsaved_ = 0;  // pipelines made since the pipeline cache was last written
   mutable std::mutex mu_;
   Stats stats_;
