@@ -200,14 +200,18 @@ class VulkanFusedKernels final : public FusedKernels {
     const Shape& shape = p.shape;
     const int64_t n = shape.numel();
     const size_t nin = inputs.size();
-    std::string modes(nin, 'g');
+    // Where any input is strided, the dense ones are read as strided too (their dims merge with
+    // the output's, so it costs a division or two): fewer shaders per group, and fewer to compile.
+    std::string modes(nin, 'd');
+    bool any_strided = false;
     for (size_t i = 0; i < nin; ++i) {
       const VulkanTensor& t = as_vk(inputs[i]);
       if (t.numel() == 1)
         modes[i] = 's';
-      else if (t.shape() == shape && t.is_contiguous())
-        modes[i] = 'd';
+      else if (t.shape() != shape || !t.is_contiguous())
+        any_strided = true;
     }
+    if (any_strided) std::replace(modes.begin(), modes.end(), 'd', 'g');
     std::vector<PrimitivePtr> outs;
     std::vector<BufferPtr> bind(operands);
     for (size_t k = 0; k < p.outputs.size(); ++k) {
