@@ -7,6 +7,7 @@
 //   node web/bench/run.mjs [--quick] [--out build/reports/web-bench.json] [--models resnet18,mobilenet_v2]
 //                          [--threads 1,2] [--iters 15] [--warmup 3] [--ember-dist build-wasm/web]
 //                          [--ember-threads-dist build-wasm-threads/web] [--chromium /usr/bin/chromium] [--port 0]
+//                          [--native build/bench/ember_bench_cpu]
 //
 // It serves (with COOP/COEP/CORP headers, so that the page is cross-origin isolated and threads
 // work) web/ at /, web/node_modules at /node_modules/, the ember build at /dist/, the threaded
@@ -19,6 +20,10 @@
 // ember-relaxed.wasm ('ember_relaxed', relaxed SIMD): from the single-threaded build on one thread,
 // from the wasm-threads build on more. ember's threaded rows need the wasm-threads build; without
 // it they are skipped with the reason. --quick: MobileNet-v2, one thread, 3 warm-up + 5 timed runs (< 60 s).
+// --native BIN: after the browser, the native build's benchmark (ember_bench_cpu --threads N --filter
+// onnx_MODEL_b1_vs_ort) at each thread count, in the same session; rows gain native_ms (ember's
+// median there), native_ort_ms (onnxruntime-node's) and wasm_vs_native / relaxed_vs_native
+// (ember_ms / native_ms: how many times slower the module is than the native build).
 // Each row's input_sensitivity (how far ort's output moves for another input) says how much its
 // diffs prove; where a NAME_check.onnx exists (export_models.py: MobileNet-v2, whose benchmark
 // weights make its output nearly constant) every runtime is also compared on it, untimed: row.check.
@@ -41,7 +46,8 @@ const repo = path.resolve(webDir, '..');
 // ------------------------------------------------------------------ options
 function parseArgs(argv) {
   const o = { quick: false, out: 'build/reports/web-bench.json', models: null, threads: null, iters: null, warmup: null,
-    emberDist: 'build-wasm/web', emberThreadsDist: 'build-wasm-threads/web', chromium: '/usr/bin/chromium', port: 0 };
+    emberDist: 'build-wasm/web', emberThreadsDist: 'build-wasm-threads/web', chromium: '/usr/bin/chromium', port: 0,
+    native: null };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i], next = () => argv[++i];
     if (a === '--quick') o.quick = true;
@@ -54,8 +60,9 @@ function parseArgs(argv) {
     else if (a === '--ember-threads-dist') o.emberThreadsDist = next();
     else if (a === '--chromium') o.chromium = next();
     else if (a === '--port') o.port = Number(next());
+    else if (a === '--native') o.native = next();
     else if (a === '-h' || a === '--help') {
-      console.log(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 31).join('\n'));
+      console.log(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 37).join('\n'));
       process.exit(0);
     } else throw new Error(`run.mjs: unknown argument ${a}`);
   }
@@ -246,6 +253,27 @@ try {
   server.close();
 }
 
+// ------------------------------------------------------------------ the native build
+if (opt.native) {
+  for (const threads of opt.threads) {
+    const out = path.join(fs.mkdtempSync(path.join(fs.realpathSync('/tmp'), 'ember-native-')), 'native.json');
+    const filter = opt.models.map((m) => `onnx_${m}_b1_vs_ort`).join(',');
+    const r = spawnSync(abs(opt.native), ['--threads', String(threads), '--filter', filter, '--out', out],
+                        { cwd: repo, encoding: 'utf8' });
+    const results = r.status === 0 && fs.existsSync(out) ? JSON.parse(fs.readFileSync(out, 'utf8')) : [];
+    if (r.status !== 0) console.error(`[native t${threads}] ${opt.native} failed (status ${r.status}): ${(r.stderr || r.stdout).slice(-400)}`);
+    for (const row of rows.filter((x) => x.threads === threads)) {
+      const n = results.find((x) => x.name === `onnx_${row.model}_b1_vs_ort`);
+      if (!n) continue;
+      row.native_ms = round(n.ember_ms);
+      row.native_ort_ms = round(n.peer_ms);
+      row.wasm_vs_native = row.ember_ms ? round(row.ember_ms / n.ember_ms, 2) : null;
+      row.relaxed_vs_native = row.ember_relaxed_ms ? round(row.ember_relaxed_ms / n.ember_ms, 2) : null;
+    }
+    fs.rmSync(path.dirname(out), { recursive: true, force: true });
+  }
+}
+
 // ------------------------------------------------------------------ report
 const report = {
   chromium,
@@ -253,6 +281,7 @@ const report = {
   wasm_gzip: wasmGzip && { 'ember.wasm': wasmGzip.wasm, 'ember.mjs': wasmGzip.mjs, 'ember.wasm_raw_bytes': wasmGzip.wasm_raw,
     dist: opt.emberDist },
   ember_threads_build: haveThreads ? opt.emberThreadsDist : null,
+  native: opt.native,
   quick: opt.quick,
   pages,
   rows,
@@ -272,6 +301,8 @@ for (const r of rows) {
   if (r.ember_relaxed_ms) console.log(`  ember-relaxed.wasm: ${fmt(r.ember_relaxed_ms, 0)} ms (${fmt(r.relaxed_speedup, 0, 3)}x ember.wasm, ` +
     `${fmt(r.relaxed_ratio_vs_ort, 0, 3)}x ort); diff vs ember.wasm ${fmtE(r.ember_relaxed_max_abs_diff_vs_ember, 0)}, vs ort ` +
     `${fmtE(r.ember_relaxed_max_abs_diff_vs_ort, 0)}`);
+  if (r.native_ms) console.log(`  native ember: ${fmt(r.native_ms, 0)} ms (ember.wasm ${fmt(r.wasm_vs_native, 0, 2)}x slower` +
+    `${r.relaxed_vs_native ? `, ember-relaxed.wasm ${fmt(r.relaxed_vs_native, 0, 2)}x` : ''}); onnxruntime-node ${fmt(r.native_ort_ms, 0)} ms`);
   for (const [rt, why] of Object.entries(r.skipped ?? {})) console.log(`  ${rt} skipped: ${why}`);
   if (r.tfjs_threads !== r.threads) console.log(`  tfjs: asked for ${r.threads} threads, tf.wasm.getThreadsCount() says ${r.tfjs_threads}`);
   console.log(`  output moves by ${r.input_sensitivity ?? '-'} for another input (max |output| ${r.ort_output_max_abs ?? '-'})`);
