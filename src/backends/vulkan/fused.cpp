@@ -196,7 +196,7 @@ class VulkanFusedKernels final : public FusedKernels {
     if (operands > size_t(kMaxOperands + be_.shaders().wide_operands())) return run_eagerly(p, inputs);
     const bool wide = operands > size_t(kMaxOperands);
     const std::string signature = p.signature(), name = name_of(signature);
-    auto lock = be_.begin(name);
+    auto lock = be_.lock_for(name);
     const Shape& shape = p.shape;
     const int64_t n = shape.numel();
     const size_t nin = inputs.size();

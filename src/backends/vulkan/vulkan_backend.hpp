@@ -180,7 +180,7 @@ class VulkanBackend final : public Backend {
   RandomStream next_random(uint64_t n);
   // Holds the backend's lock (one op at a time) and names `op` in errors until the lock goes:
   // for work that does not come through execute() (the fused kernels).
-  std::unique_lock<std::recursive_mutex> begin(std::string_view op) {
+  std::unique_lock<std::recursive_mutex> lock_for(std::string_view op) {
     std::unique_lock<std::recursive_mutex> lock(mu_);
     current_op_ = std::string(op);
     return lock;
