@@ -5,7 +5,8 @@
 #      same two modules) when EMBER_WEB_THREADS=1;
 #   2. the forward conformance suite compiled to wasm, in Node.js, on the cpu stack; the relaxed-SIMD
 #      module's GEMM and convolutions against ember.wasm's and a float64 reference
-#      (web/tests/relaxed_simd.test.mjs);
+#      (web/tests/relaxed_simd.test.mjs; the pthreads build's pair too, on 2 threads, with
+#      EMBER_WEB_THREADS=1);
 #   3. the demos' models (web/demos/make-models.sh): the digits CNN, the demo's Fashion CNN (one
 #      short epoch) and 16 Fashion-MNIST test images; torchvision's MobileNet-v2 / ResNet-18 as ONNX;
 #   4. in Debian's headless Chromium (puppeteer-core from web/node_modules): the JavaScript API's
@@ -59,6 +60,10 @@ grep -E '^\[  FAILED  \]' "$conf_log" | head -20
 echo "   wasm conformance (node, cpu stack): $conf_p passed, $conf_f failed ($conf_log)"
 passed=$((passed + conf_p)); failed=$((failed + conf_f))
 step "relaxed SIMD kernels (node)" "$logs/relaxed-simd.log" node web/tests/relaxed_simd.test.mjs
+if [ "${EMBER_WEB_THREADS:-0}" = 1 ]; then
+  step "relaxed SIMD kernels, pthreads build (node)" "$logs/relaxed-simd-threads.log" \
+    node web/tests/relaxed_simd.test.mjs --dist build-wasm-threads/web
+fi
 
 # 3. the models
 step "demo models" "$logs/models.log" env JOBS="$jobs" web/demos/make-models.sh "$models"

@@ -9,6 +9,8 @@
 //
 //   node web/tests/relaxed_simd.test.mjs [--dist build-wasm/web]
 //
+// --dist build-wasm-threads/web tests the pthreads build's pair the same way, on 2 threads (the
+// module's pool of workers runs as Node.js worker threads).
 // Node.js 20 needs --experimental-wasm-relaxed-simd; the test restarts itself with it. Prints one
 // line of JSON; exits 1 on failure.
 import { spawnSync } from 'node:child_process';
@@ -122,11 +124,17 @@ for (const [C, O, H, K, stride, pad, group] of [[5, 7, 11, 3, 1, 1, 1], [16, 24,
 // Emscripten 3.1.6's ES module reads its files through CommonJS's require and __dirname in Node.js.
 globalThis.require = createRequire(import.meta.url);
 globalThis.__dirname = dist;
+// The pthreads build sizes its worker pool by navigator.hardwareConcurrency, which Node.js 20 lacks.
+globalThis.navigator ??= { hardwareConcurrency: 2 };
+
+const threaded = fs.existsSync(path.join(dist, 'ember.worker.js'));  // the pthreads build
 
 async function start(file) {
   const createEmber = (await import(path.join(dist, file))).default;
   const wasmBinary = fs.readFileSync(path.join(dist, file.replace(/\.mjs$/, '.wasm')));  // its own lookup takes a file: URL for a path
-  return createEmber({ wasmBinary, print: () => {}, printErr: (s) => process.stderr.write(`${file}: ${s}\n`) });
+  const M = await createEmber({ wasmBinary, print: () => {}, printErr: (s) => process.stderr.write(`${file}: ${s}\n`) });
+  if (threaded && !M._ember_web_set_threads(2)) throw new Error(`${file}: set_threads(2): ${M.UTF8ToString(M._ember_web_error())}`);
+  return M;
 }
 
 function run(M, c) {
@@ -154,6 +162,7 @@ function run(M, c) {
 const summary = { test: 'web/relaxed_simd', ok: false, dist: path.relative(repo, dist), cases: cases.length, failed: [] };
 try {
   const modules = { relaxed: await start('ember-relaxed.mjs'), simd128: await start('ember.mjs') };
+  summary.threads = JSON.parse(modules.relaxed.UTF8ToString(modules.relaxed._ember_web_about())).threads;
   let differ = 0;
   for (const c of cases) {
     const out = {};
