@@ -122,15 +122,13 @@ MhaOutput mha_forward(const MultiHeadAttention& m, const DynTensor& query, const
     return nn::linear(batch_major(x), narrow(w, 0, first * E, parts * E),
                       b ? std::optional<DynTensor>(narrow(*b, 0, first * E, parts * E)) : std::nullopt);
   };
-  if (self && !w.is_require_grad()) {
+  if (self) {
+    // One product cut in three, in training too: autodiff places the three slices' gradients
+    // with one concatenation (a8a0a80), so the backward is one cat, one product for the input's
+    // gradient and one for the weight's, where three products on the weight's row blocks took
+    // three of each, two adds and a cat (16 kernels a layer against 5).
     std::vector<DynTensor> qkv = chunk(nn::linear(qn, w, b), 3, -1);
     q = qkv[0], k = qkv[1], v = qkv[2];
-  } else if (self) {
-    // Training: three products on the weight's row blocks rather than one product cut in three.
-    // The gradient of a cut is a zero tensor of the whole product with the part written in, and
-    // the three are then added: on GPT-2 small's layers ([8, 1024, 2304]) that was 0.34 ms a
-    // layer of copies; through the weight's blocks the zeros and the sums are the weight's size.
-    q = project(query, 0, 1), k = project(query, 1, 1), v = project(query, 2, 1);
   } else {
     q = project(query, 0, 1);
     if (key.primitive() == value.primitive()) {  // attention over a memory: one matmul for both
