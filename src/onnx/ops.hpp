@@ -68,12 +68,17 @@ const OpTable& op_table();
 void collect_reads(const GraphProto& g, std::set<std::string>& reads);
 // Every name that the subgraphs of `n` (If branches, Loop and Scan bodies) read, at any depth.
 void collect_subgraph_reads(const NodeProto& n, std::set<std::string>& reads);
+// For each node of `graph`, the values whose last reader it is, except those in `keep` (the names
+// the caller reads afterwards, e.g. the graph's outputs) and those a subgraph reads (an If branch or
+// a Loop body reads outer values by name, so they stay to the end). It depends only on the graph, so
+// a Model computes it once at load.
+std::vector<std::vector<std::string>> release_schedule(const GraphProto& graph, const std::set<std::string>& keep);
 // Runs a graph's nodes in order over `values` (inputs and initializers already bound). With
-// `keep` (the names the caller reads afterwards, e.g. the graph's outputs), each other value is
-// dropped from `values` after its last reader has run, so that its buffer goes back to the backend's
-// pool while it is still in cache, for the next node's output (without `keep`, every value stays).
+// `release` (release_schedule of the graph), each value is dropped from `values` after its last
+// reader has run, so that its buffer goes back to the backend's pool while it is still in cache, for
+// the next node's output (without it, every value stays).
 void run_nodes(const GraphProto& graph, std::map<std::string, Value>& values, int64_t opset, const Device& device,
-               const std::string& base_dir, const std::set<std::string>* keep = nullptr);
+               const std::string& base_dir, const std::vector<std::vector<std::string>>* release = nullptr);
 void register_control_ops(OpTable& t);
 void register_elementwise_ops(OpTable& t);
 void register_reduce_ops(OpTable& t);

@@ -122,10 +122,7 @@ void collect_subgraph_reads(const NodeProto& n, std::set<std::string>& reads) {
   }
 }
 
-namespace {
-// For each node, the values whose last reader it is, except those in `keep` and those a subgraph
-// reads (an If branch or a Loop body reads outer values by name, so they stay to the end).
-std::vector<std::vector<std::string>> last_reads(const GraphProto& graph, const std::set<std::string>& keep) {
+std::vector<std::vector<std::string>> release_schedule(const GraphProto& graph, const std::set<std::string>& keep) {
   std::set<std::string> pinned = keep;
   for (const NodeProto& n : graph.nodes) collect_subgraph_reads(n, pinned);
   std::unordered_map<std::string, size_t> last;
@@ -141,12 +138,13 @@ std::vector<std::vector<std::string>> last_reads(const GraphProto& graph, const 
       if (!out.empty() && !last.count(out) && !pinned.count(out)) dead[i].push_back(out);
   return dead;
 }
-}  // namespace
 
 void run_nodes(const GraphProto& graph, std::map<std::string, Value>& values, int64_t opset, const Device& device,
-               const std::string& base_dir, const std::set<std::string>* keep) {
+               const std::string& base_dir, const std::vector<std::vector<std::string>>* release) {
   const OpTable& table = op_table();
-  const std::vector<std::vector<std::string>> dead = keep ? last_reads(graph, *keep) : decltype(dead){};
+  if (release)
+    EMBER_CHECK(release->size() == graph.nodes.size(), "onnx: a release schedule of ", release->size(),
+                " nodes for a graph of ", graph.nodes.size());
   for (size_t ni = 0; ni < graph.nodes.size(); ++ni) {
     const NodeProto& node = graph.nodes[ni];
     const bool std_domain = node.domain.empty() || node.domain == "ai.onnx";
@@ -178,8 +176,8 @@ void run_nodes(const GraphProto& graph, std::map<std::string, Value>& values, in
         EMBER_NOT_IMPLEMENTED("onnx: unsupported output ", k, " of op '", node.op_type, "' (node '", node.name, "')");
       values[node.outputs[k]] = outs[k];
     }
-    if (keep)
-      for (const std::string& name : dead[ni]) values.erase(name);
+    if (release)
+      for (const std::string& name : (*release)[ni]) values.erase(name);
   }
 }
 
@@ -419,6 +417,9 @@ Model Model::from_proto(ModelProto proto, Device device, std::string base_dir) {
   for (const ValueInfoProto& v : proto.graph.inputs)
     if (!m.initializers_.count(v.name)) m.inputs_.push_back(info_of(v));
   for (const ValueInfoProto& v : proto.graph.outputs) m.outputs_.push_back(info_of(v));
+  std::set<std::string> outputs;
+  for (const ValueInfo& o : m.outputs_) outputs.insert(o.name);
+  m.release_ = detail::release_schedule(proto.graph, outputs);
   m.proto_ = std::move(proto);
   return m;
 }
@@ -517,9 +518,7 @@ std::map<std::string, Value> Model::run_values(const std::map<std::string, Value
       values[name] = v.to(device_);
     }
 
-  std::set<std::string> outputs;
-  for (const ValueInfo& o : outputs_) outputs.insert(o.name);
-  detail::run_nodes(proto_.graph, values, opset_, device_, base_dir_, &outputs);
+  detail::run_nodes(proto_.graph, values, opset_, device_, base_dir_, &release_);
   std::map<std::string, Value> result;
   for (const ValueInfo& o : outputs_) {
     auto it = values.find(o.name);

@@ -126,6 +126,7 @@ class Model {
   int64_t opset_ = 0;
   std::map<std::string, DynTensor> initializers_;
   std::vector<ValueInfo> inputs_, outputs_;
+  std::vector<std::vector<std::string>> release_;  // per node, the values it reads last (computed at load)
 };
 
 // Whether the runtime has a handler for an op type: "Conv" for the default domain,
