@@ -123,6 +123,66 @@ void depthwise3x3_plane_f32_avx512(const float* x, int64_t H, int64_t W, const f
   }
 }
 
+// Depthwise 3x3 / stride 1 / padding 1 planes narrower than a vector (conv_kernels.hpp): R = 16 / W
+// rows a vector, so that a vector is R consecutive rows, contiguous in the plane. Each tap is one
+// masked load at the fixed offset (kh - 1) W + kw - 1 from the vector's first pixel: the column
+// masks drop the lanes whose tap column is outside the row (the padding), and only the first and
+// the last vector need row masks (the rows above and below the plane). No transposes, no padded
+// copy; the vectors of a plane are independent FMA chains.
+void depthwise3x3_small_f32_avx512(const float* x, int64_t planes, int64_t H, int64_t W, const float* w,
+                                   const float* bias, float lo, float hi, float* y) {
+  const int64_t R = 16 / W, RW = R * W, HW = H * W, V = (H + R - 1) / R;
+  __mmask16 col[3] = {0, 0, 0};
+  for (int64_t l = 0; l < RW; ++l)
+    for (int kw = 0; kw < 3; ++kw) {
+      const int64_t c = l % W + kw - 1;
+      if (c >= 0 && c < W) col[kw] = static_cast<__mmask16>(col[kw] | (1u << l));
+    }
+  // the masks of vector v's taps: inside the row, inside the plane, and a pixel of the plane
+  auto edge_masks = [&](int64_t v, __mmask16* m) {
+    const int64_t p0 = v * RW;
+    for (int kh = 0; kh < 3; ++kh)
+      for (int kw = 0; kw < 3; ++kw) {
+        const int64_t off = p0 + (kh - 1) * W;
+        m[3 * kh + kw] = static_cast<__mmask16>(col[kw] & lanes(-off, HW - off) & lanes(0, HW - p0));
+      }
+  };
+  __mmask16 first[9], last[9];
+  edge_masks(0, first);
+  edge_masks(V - 1, last);
+  const __mmask16 full = lanes(0, RW), last_store = lanes(0, HW - (V - 1) * RW);
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  for (int64_t q = 0; q < planes; ++q) {
+    const float* xp = x + q * HW;
+    float* yp = y + q * HW;
+    __m512 wk[9];
+    for (int k = 0; k < 9; ++k) wk[k] = _mm512_set1_ps(w[9 * q + k]);
+    const __m512 vb = _mm512_set1_ps(bias ? bias[q] : 0.0f);
+    auto edge = [&](int64_t v, const __mmask16* m, __mmask16 st) {
+      __m512 acc = vb;
+      for (int kh = 0; kh < 3; ++kh)
+        for (int kw = 0; kw < 3; ++kw)
+          acc = _mm512_fmadd_ps(wk[3 * kh + kw],
+                                _mm512_maskz_loadu_ps(m[3 * kh + kw], at(xp, v * RW + (kh - 1) * W + kw - 1)), acc);
+      _mm512_mask_storeu_ps(yp + v * RW, st, _mm512_min_ps(vhi, _mm512_max_ps(vlo, acc)));  // NaN stays NaN
+    };
+    edge(0, first, V == 1 ? last_store : full);
+    for (int64_t v = 1; v < V - 1; ++v) {
+      const float* c = xp + v * RW;
+      __m512 acc = vb;
+#pragma GCC unroll 3
+      for (int kh = 0; kh < 3; ++kh) {
+        const float* r = at(c, (kh - 1) * W);
+        acc = _mm512_fmadd_ps(wk[3 * kh], _mm512_maskz_loadu_ps(col[0], at(r, -1)), acc);
+        acc = _mm512_fmadd_ps(wk[3 * kh + 1], _mm512_maskz_loadu_ps(col[1], r), acc);
+        acc = _mm512_fmadd_ps(wk[3 * kh + 2], _mm512_maskz_loadu_ps(col[2], at(r, 1)), acc);
+      }
+      _mm512_mask_storeu_ps(yp + v * RW, full, _mm512_min_ps(vhi, _mm512_max_ps(vlo, acc)));
+    }
+    if (V > 1) edge(V - 1, last, last_store);
+  }
+}
+
 // A depthwise plane on the flat OH x pitch grid of its zero-padded input: 16 consecutive grid
 // pixels a vector whatever the row width (a 7x7 plane of pitch 9 fills 63 of 64 lanes, where
 // row-wise vectors would fill 7 of 16), every tap an unmasked load at a fixed offset. Four vectors

@@ -133,6 +133,33 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
       }
     }
   };
+  // 3x3 / stride 1 / padding 1 planes under 16 columns, one output per channel (MobileNets' 14x14
+  // and 7x7 layers), f32 on AVX-512: depthwise3x3_small_f32_avx512 on the channel planes in place,
+  // 16 / W rows a vector (a 7-wide plane fills 14 of 16 lanes), every tap a masked load, the bias
+  // and the clamp before the store: no transposes and no padded copy, where the 16-channel path
+  // below spends more on its transposes in and out than on the taps.
+  if constexpr (std::is_same_v<T, float>) {
+    if (plane3x3 && g.Og == 1 && g.Cg == 1 && OW < 16) {
+      const bool fuse_clamp = epi.clamp && !epi.residual;
+      const float lo = fuse_clamp ? epi.lo : -std::numeric_limits<float>::infinity();
+      const float hi = fuse_clamp ? epi.hi : std::numeric_limits<float>::infinity();
+      auto run = [&](int64_t q0, int64_t q1) {
+        while (q0 < q1) {  // planes q0.. of one image (the bias and weights go by channel)
+          const int64_t o = q0 % g.O, m = std::min(q1 - q0, g.O - o);
+          detail::depthwise3x3_small_f32_avx512(x + q0 * IP, m, IH, IW, w + o * KK, bias ? bias + o : nullptr, lo, hi,
+                                                y + q0 * P);
+          if (epi.residual) epi(y + q0 * P, m, P, P);
+          q0 += m;
+        }
+      };
+      const int64_t per_plane = std::max<int64_t>(1, P * KK);
+      if (ThreadPool::in_parallel_region() || planes * per_plane < (int64_t(1) << 16))
+        run(0, planes);
+      else
+        parallel_for(0, planes, std::max<int64_t>(1, (int64_t(1) << 14) / per_plane), run);
+      return;
+    }
+  }
   // 2-d planes with output rows of 16 to 31 columns, f32 on AVX-512, width stride 1 or 2: each
   // output plane on the flat grid of its zero-padded input (depthwise_grid_f32_avx512), 16
   // consecutive pixels a vector whatever the row width, every tap an unmasked load, the bias and
