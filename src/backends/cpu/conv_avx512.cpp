@@ -123,34 +123,44 @@ void depthwise3x3_plane_f32_avx512(const float* x, int64_t H, int64_t W, const f
   }
 }
 
-// Depthwise 3x3 / stride 1 / padding 1 planes narrower than a vector (conv_kernels.hpp): R = 16 / W
-// rows a vector, so that a vector is R consecutive rows, contiguous in the plane. Each tap is one
-// masked load at the fixed offset (kh - 1) W + kw - 1 from the vector's first pixel: the column
-// masks drop the lanes whose tap column is outside the row (the padding), and only the first and
-// the last vector need row masks (the rows above and below the plane). No transposes, no padded
-// copy; the vectors of a plane are independent FMA chains.
+// Depthwise 3x3 / stride 1 / padding 1 planes up to 128 columns (conv_kernels.hpp): planes
+// narrower than a vector take R = 16 / W rows a vector, so that a vector is R consecutive rows,
+// contiguous in the plane; wider ones take each row in chunks of 16 columns. Each tap is one masked
+// load at the fixed offset (kh - 1) W + kw - 1 from the vector's first pixel: the column masks drop
+// the lanes whose tap column is outside the row (the padding), and only the first and the last row
+// group need row masks (the rows above and below the plane). No transposes, no padded copy; the
+// vectors of a plane are independent FMA chains.
 void depthwise3x3_small_f32_avx512(const float* x, int64_t planes, int64_t H, int64_t W, const float* w,
                                    const float* bias, float lo, float hi, float* y) {
-  const int64_t R = 16 / W, RW = R * W, HW = H * W, V = (H + R - 1) / R;
-  __mmask16 col[3] = {0, 0, 0};
-  for (int64_t l = 0; l < RW; ++l)
-    for (int kw = 0; kw < 3; ++kw) {
-      const int64_t c = l % W + kw - 1;
-      if (c >= 0 && c < W) col[kw] = static_cast<__mmask16>(col[kw] | (1u << l));
-    }
-  // the masks of vector v's taps: inside the row, inside the plane, and a pixel of the plane
-  auto edge_masks = [&](int64_t v, __mmask16* m) {
-    const int64_t p0 = v * RW;
-    for (int kh = 0; kh < 3; ++kh)
+  constexpr int kMaxChunks = 8;
+  const int64_t R = W < 16 ? 16 / W : 1, RW = R * W, HW = H * W, V = (H + R - 1) / R;
+  const int NC = W < 16 ? 1 : int((W + 15) / 16);
+  // chunk c: lanes [0, n[c]) at row-group offset 16 c; col[c][kw]: lanes whose tap column is inside
+  __mmask16 col[kMaxChunks][3] = {}, full[kMaxChunks];
+  for (int c = 0; c < NC; ++c) {
+    const int64_t n = W < 16 ? RW : (W - 16 * c < 16 ? W - 16 * c : 16);
+    full[c] = lanes(0, n);
+    for (int64_t l = 0; l < n; ++l)
       for (int kw = 0; kw < 3; ++kw) {
-        const int64_t off = p0 + (kh - 1) * W;
-        m[3 * kh + kw] = static_cast<__mmask16>(col[kw] & lanes(-off, HW - off) & lanes(0, HW - p0));
+        const int64_t cc = (W < 16 ? l % W : 16 * c + l) + kw - 1;
+        if (cc >= 0 && cc < W) col[c][kw] = static_cast<__mmask16>(col[c][kw] | (1u << l));
       }
+  }
+  // the masks of row group v's taps: inside the row, inside the plane, and a pixel of the plane
+  auto edge_masks = [&](int64_t v, __mmask16 (*m)[9], __mmask16* st) {
+    for (int c = 0; c < NC; ++c) {
+      const int64_t p0 = v * RW + 16 * c;
+      st[c] = static_cast<__mmask16>(full[c] & lanes(0, HW - p0));
+      for (int kh = 0; kh < 3; ++kh)
+        for (int kw = 0; kw < 3; ++kw) {
+          const int64_t off = p0 + (kh - 1) * W;
+          m[c][3 * kh + kw] = static_cast<__mmask16>(col[c][kw] & lanes(-off, HW - off) & st[c]);
+        }
+    }
   };
-  __mmask16 first[9], last[9];
-  edge_masks(0, first);
-  edge_masks(V - 1, last);
-  const __mmask16 full = lanes(0, RW), last_store = lanes(0, HW - (V - 1) * RW);
+  __mmask16 first[kMaxChunks][9], last[kMaxChunks][9], first_st[kMaxChunks], last_st[kMaxChunks];
+  edge_masks(0, first, first_st);
+  edge_masks(V - 1, last, last_st);
   const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
   for (int64_t q = 0; q < planes; ++q) {
     const float* xp = x + q * HW;
@@ -158,28 +168,32 @@ void depthwise3x3_small_f32_avx512(const float* x, int64_t planes, int64_t H, in
     __m512 wk[9];
     for (int k = 0; k < 9; ++k) wk[k] = _mm512_set1_ps(w[9 * q + k]);
     const __m512 vb = _mm512_set1_ps(bias ? bias[q] : 0.0f);
-    auto edge = [&](int64_t v, const __mmask16* m, __mmask16 st) {
-      __m512 acc = vb;
-      for (int kh = 0; kh < 3; ++kh)
-        for (int kw = 0; kw < 3; ++kw)
-          acc = _mm512_fmadd_ps(wk[3 * kh + kw],
-                                _mm512_maskz_loadu_ps(m[3 * kh + kw], at(xp, v * RW + (kh - 1) * W + kw - 1)), acc);
-      _mm512_mask_storeu_ps(yp + v * RW, st, _mm512_min_ps(vhi, _mm512_max_ps(vlo, acc)));  // NaN stays NaN
-    };
-    edge(0, first, V == 1 ? last_store : full);
-    for (int64_t v = 1; v < V - 1; ++v) {
-      const float* c = xp + v * RW;
-      __m512 acc = vb;
-#pragma GCC unroll 3
-      for (int kh = 0; kh < 3; ++kh) {
-        const float* r = at(c, (kh - 1) * W);
-        acc = _mm512_fmadd_ps(wk[3 * kh], _mm512_maskz_loadu_ps(col[0], at(r, -1)), acc);
-        acc = _mm512_fmadd_ps(wk[3 * kh + 1], _mm512_maskz_loadu_ps(col[1], r), acc);
-        acc = _mm512_fmadd_ps(wk[3 * kh + 2], _mm512_maskz_loadu_ps(col[2], at(r, 1)), acc);
+    auto edge = [&](int64_t v, __mmask16 (*m)[9], const __mmask16* st) {
+      for (int c = 0; c < NC; ++c) {
+        const int64_t p0 = v * RW + 16 * c;
+        __m512 acc = vb;
+        for (int kh = 0; kh < 3; ++kh)
+          for (int kw = 0; kw < 3; ++kw)
+            acc = _mm512_fmadd_ps(wk[3 * kh + kw],
+                                  _mm512_maskz_loadu_ps(m[c][3 * kh + kw], at(xp, p0 + (kh - 1) * W + kw - 1)), acc);
+        _mm512_mask_storeu_ps(yp + p0, st[c], _mm512_min_ps(vhi, _mm512_max_ps(vlo, acc)));  // NaN stays NaN
       }
-      _mm512_mask_storeu_ps(yp + v * RW, full, _mm512_min_ps(vhi, _mm512_max_ps(vlo, acc)));
-    }
-    if (V > 1) edge(V - 1, last, last_store);
+    };
+    edge(0, first, V == 1 ? last_st : first_st);
+    for (int64_t v = 1; v < V - 1; ++v)
+      for (int c = 0; c < NC; ++c) {
+        const float* cp = xp + v * RW + 16 * c;
+        __m512 acc = vb;
+#pragma GCC unroll 3
+        for (int kh = 0; kh < 3; ++kh) {
+          const float* r = at(cp, (kh - 1) * W);
+          acc = _mm512_fmadd_ps(wk[3 * kh], _mm512_maskz_loadu_ps(col[c][0], at(r, -1)), acc);
+          acc = _mm512_fmadd_ps(wk[3 * kh + 1], _mm512_maskz_loadu_ps(col[c][1], r), acc);
+          acc = _mm512_fmadd_ps(wk[3 * kh + 2], _mm512_maskz_loadu_ps(col[c][2], at(r, 1)), acc);
+        }
+        _mm512_mask_storeu_ps(yp + v * RW + 16 * c, full[c], _mm512_min_ps(vhi, _mm512_max_ps(vlo, acc)));
+      }
+    if (V > 1) edge(V - 1, last, last_st);
   }
 }
 

@@ -133,13 +133,16 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
       }
     }
   };
-  // 3x3 / stride 1 / padding 1 planes under 16 columns, one output per channel (MobileNets' 14x14
-  // and 7x7 layers), f32 on AVX-512: depthwise3x3_small_f32_avx512 on the channel planes in place,
-  // 16 / W rows a vector (a 7-wide plane fills 14 of 16 lanes), every tap a masked load, the bias
-  // and the clamp before the store: no transposes and no padded copy, where the 16-channel path
-  // below spends more on its transposes in and out than on the taps.
+  // 3x3 / stride 1 / padding 1 planes up to 128 columns, one output per channel (MobileNets'
+  // stride-1 layers), f32 on AVX-512: depthwise3x3_small_f32_avx512 on the channel planes in place,
+  // 16 / W rows a vector under 16 columns (a 7-wide plane fills 14 of 16 lanes), 16-column chunks
+  // of a row above, every tap a masked load, the bias and the clamp before the store: no
+  // transposes and no padded copy. One thread, one layer alone (2026-12-07): 384x14x14 56 -> 30 us
+  // and 960x7x7 48 -> 22 us against the 16-channel path below (whose transposes in and out cost
+  // more than the taps), 192x28x28 98 -> 62 us against the flat grid, 144x56x56 230-260 -> 207-220
+  // us and 32x112x112 215-237 -> 116-129 us against the plane kernel (one FMA chain a row chunk).
   if constexpr (std::is_same_v<T, float>) {
-    if (plane3x3 && g.Og == 1 && g.Cg == 1 && OW < 16) {
+    if (plane3x3 && g.Og == 1 && g.Cg == 1 && OW <= 128) {
       const bool fuse_clamp = epi.clamp && !epi.residual;
       const float lo = fuse_clamp ? epi.lo : -std::numeric_limits<float>::infinity();
       const float hi = fuse_clamp ? epi.hi : std::numeric_limits<float>::infinity();
@@ -221,9 +224,10 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
       return;
     }
   }
-  // Strided or narrow 2-d planes with one output per channel (MobileNets' stride-2 and 14x14 /
-  // 7x7 layers), f32 on AVX-512: 16 channels at a time on a zero-padded pixel-major copy, one
-  // channel per lane (depthwise_cvec_f32_avx512), transposed in and out in registers; the
+  // Strided or narrow 2-d planes with one output per channel (MobileNets' stride-2 layers; 3x3
+  // stride-1 ones take the path above), f32 on AVX-512: 16 channels at a time on a zero-padded
+  // pixel-major copy, one channel per lane (depthwise_cvec_f32_avx512), transposed in and out in
+  // registers; the
   // per-plane kernels would use a fraction of each vector or a short row per call. Large planes
   // go by strips of output rows.
   if constexpr (std::is_same_v<T, float>) {

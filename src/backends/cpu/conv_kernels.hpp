@@ -17,9 +17,9 @@ struct DwTap {
 };
 void depthwise_row_f32_avx512(float* y, int64_t n, int64_t stride, const DwTap* taps, int ntaps, float bias);
 void depthwise3x3_plane_f32_avx512(const float* x, int64_t H, int64_t W, const float* w, float bias, float* y);
-// Depthwise 3x3, stride 1, padding 1 over `planes` consecutive H x W planes with W < 16 (one input
+// Depthwise 3x3, stride 1, padding 1 over `planes` consecutive H x W planes with W <= 128 (one input
 // channel each: x and y planes * H * W, w planes * 9, bias planes or null):
-// y = clamp(bias + taps, lo, hi), 16 / W rows a vector.
+// y = clamp(bias + taps, lo, hi); 16 / W rows a vector under 16 columns, 16-column chunks of a row above.
 void depthwise3x3_small_f32_avx512(const float* x, int64_t planes, int64_t H, int64_t W, const float* w,
                                    const float* bias, float lo, float hi, float* y);
 void depthwise_cvec_f32_avx512(const float* xb, int64_t Wp, const float* w, int64_t KH, int64_t KW, int64_t sh,
