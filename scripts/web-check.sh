@@ -3,7 +3,8 @@
 #   1. the wasm module, single-threaded (preset wasm) as ember.wasm and as ember-relaxed.wasm (the
 #      GEMM and convolution kernels with relaxed SIMD), and with pthreads (preset wasm-threads, the
 #      same two modules) when EMBER_WEB_THREADS=1;
-#   2. the forward conformance suite compiled to wasm, in Node.js, on the cpu stack; the relaxed-SIMD
+#   2. the forward conformance suite compiled to wasm, in Node.js, on the cpu stack; the max pool's
+#      values and indices against PyTorch's (tests/wasm/pool_test.cpp); the relaxed-SIMD
 #      module's GEMM and convolutions against ember.wasm's and a float64 reference
 #      (web/tests/relaxed_simd.test.mjs; the pthreads build's pair too, on 2 threads, with
 #      EMBER_WEB_THREADS=1);
@@ -39,7 +40,7 @@ step() {  # name, log, command...
 
 # 1. the modules
 step "wasm build" "$logs/build.log" bash -c \
-  "cmake --preset wasm && cmake --build --preset wasm -j $jobs --target ember_wasm ember_wasm_relaxed ember_conformance_wasm"
+  "cmake --preset wasm && cmake --build --preset wasm -j $jobs --target ember_wasm ember_wasm_relaxed ember_conformance_wasm ember_pool_wasm_test"
 # The pthreads module too with EMBER_WEB_THREADS=1 (eight more minutes on two cores; without it the
 # API's test checks the fallback to one thread instead).
 if [ "${EMBER_WEB_THREADS:-0}" = 1 ]; then
@@ -59,6 +60,8 @@ if [ "$conf_rc" -ne 0 ] && [ "$conf_f" -eq 0 ]; then conf_f=1; fi
 grep -E '^\[  FAILED  \]' "$conf_log" | head -20
 echo "   wasm conformance (node, cpu stack): $conf_p passed, $conf_f failed ($conf_log)"
 passed=$((passed + conf_p)); failed=$((failed + conf_f))
+step "max pool against PyTorch (node)" "$logs/pool.log" \
+  node --no-experimental-fetch build-wasm/tests/wasm/ember_pool_test.js --gtest_color=no
 step "relaxed SIMD kernels (node)" "$logs/relaxed-simd.log" node web/tests/relaxed_simd.test.mjs
 if [ "${EMBER_WEB_THREADS:-0}" = 1 ]; then
   step "relaxed SIMD kernels, pthreads build (node)" "$logs/relaxed-simd-threads.log" \

@@ -18,6 +18,10 @@
 #include "thread_pool.hpp"
 #include "vec/vec_math.hpp"
 
+#if defined(__wasm_simd128__)
+#include <wasm_simd128.h>
+#endif
+
 namespace ember::cpu {
 
 namespace detail {
@@ -268,6 +272,60 @@ template <int Isa, class T>
   }
 }
 
+#if defined(__wasm_simd128__)
+// The wasm build's interior max pool (f32, stride 1 or 2 along the last dim, argmax positions
+// below 2^31): outputs [a, a + n) of one output row, 4 per vector, every tap inside the row. The
+// taps are visited in the order of max_taps (row by row) and a later tap wins where it is greater
+// or NaN, so values and indices equal the portable loop's; the positions are kept in 32 bits and
+// widened when stored. A stride-2 vector reads one element past its last tap (load_even), so the
+// last outputs fall back to the scalar loop when that element would lie past the row.
+void max_interior_f32_simd128(const float* xp, float* yp, int64_t* ip, int64_t a, int64_t n, int64_t s2, int64_t p2,
+                              int64_t k2, int64_t d2, const Window& w0, const Window& w1, int64_t d0, int64_t d1,
+                              int64_t in1, int64_t in2, int64_t first) {
+  const v128_t lane_off = s2 == 1 ? wasm_i32x4_make(0, 1, 2, 3) : wasm_i32x4_make(0, 2, 4, 6);
+  const v128_t ninf = wasm_f32x4_splat(-std::numeric_limits<float>::infinity());
+  // Outputs whose vectors stay inside the row: the last tap of output j reads
+  // column (a + j) * s2 - p2 + (k2 - 1) * d2, a stride-2 vector one more.
+  const int64_t col_end = in2 - (s2 == 2 ? 1 : 0);  // columns a vector may touch: [0, col_end)
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const int64_t c0 = (a + j) * s2 - p2;  // first tap column of output a + j
+    if (c0 + 3 * s2 + (k2 - 1) * d2 >= col_end) break;
+    v128_t best = ninf;
+    v128_t bi = wasm_i32x4_add(wasm_i32x4_splat(int32_t(first + c0)), lane_off);
+    for (int64_t t0 = 0; t0 < w0.n; ++t0)
+      for (int64_t t1 = 0; t1 < w1.n; ++t1) {
+        const int64_t rb = ((w0.lo + t0 * d0) * in1 + (w1.lo + t1 * d1)) * in2 + c0;
+        for (int64_t t2 = 0; t2 < k2; ++t2) {
+          const int64_t pos = rb + t2 * d2;
+          const float* src = xp + pos;
+          const v128_t v = s2 == 1 ? wasm_v128_load(src)
+                                   : wasm_i32x4_shuffle(wasm_v128_load(src), wasm_v128_load(src + 4), 0, 2, 4, 6);
+          const v128_t take = wasm_v128_or(wasm_f32x4_gt(v, best), wasm_f32x4_ne(v, v));
+          best = wasm_v128_bitselect(v, best, take);
+          bi = wasm_v128_bitselect(wasm_i32x4_add(wasm_i32x4_splat(int32_t(pos)), lane_off), bi, take);
+        }
+      }
+    wasm_v128_store(yp + a + j, best);
+    wasm_v128_store(ip + a + j, wasm_i64x2_extend_low_i32x4(bi));
+    wasm_v128_store(ip + a + j + 2, wasm_i64x2_extend_high_i32x4(bi));
+  }
+  // The rest, one output at a time.
+  for (; j < n; ++j) {
+    const int64_t c0 = (a + j) * s2 - p2;
+    float best = -std::numeric_limits<float>::infinity();
+    int64_t bi = first + c0;
+    for (int64_t t0 = 0; t0 < w0.n; ++t0)
+      for (int64_t t1 = 0; t1 < w1.n; ++t1) {
+        const int64_t rb = ((w0.lo + t0 * d0) * in1 + (w1.lo + t1 * d1)) * in2 + c0;
+        for (int64_t t2 = 0; t2 < k2; ++t2) max_taps<float, float, int64_t>(xp, rb + t2 * d2, 1, 1, &best, &bi);
+      }
+    yp[a + j] = best;
+    ip[a + j] = bi;
+  }
+}
+#endif
+
 template <int Isa, class T>
 [[gnu::always_inline]] inline void max_rows_body(const PoolCtx& c, int64_t r0, int64_t r1) {
   using A = std::conditional_t<is_floating_v<T>, compute_t<T>, T>;
@@ -312,6 +370,14 @@ template <int Isa, class T>
     for (int64_t o2 = 0; o2 < c.ia; ++o2) one(o2);
     for (int64_t a = c.ia; a < c.ib; a += kRowChunk) {
       int64_t n = std::min(kRowChunk, c.ib - a);
+#if defined(__wasm_simd128__)
+      if constexpr (std::is_same_v<T, float>) {
+        if (narrow && (s2 == 1 || s2 == 2)) {
+          max_interior_f32_simd128(xp, yp, ip, a, n, s2, p2, k2, d2, w0, w1, d0, d1, in1, in2, first);
+          continue;
+        }
+      }
+#endif
       for (int64_t j = 0; j < n; ++j) best[j] = lowest;
       if (narrow) {
         for (int64_t j = 0; j < n; ++j) bi[j] = I(first + (a + j) * s2 - p2);
