@@ -197,6 +197,45 @@ void depthwise3x3_small_f32_avx512(const float* x, int64_t planes, int64_t H, in
   }
 }
 
+// Depthwise 3x3 / stride 2 / padding 1 planes (conv_kernels.hpp) on the channel planes in place:
+// 16 output columns a vector; each input row under them is read as two vector loads at its even
+// column 2j and two at 2j - 1, from which two-source permutes pick the even columns (tap kw = 1),
+// the odd ones (kw = 2) and the odd ones one to the left (kw = 0). The load masks keep the columns
+// inside the row, so the padding reads as zero; rows outside the plane are skipped.
+void depthwise3x3s2_f32_avx512(const float* x, int64_t planes, int64_t H, int64_t W, int64_t OH, int64_t OW,
+                               const float* w, const float* bias, float lo, float hi, float* y) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const int64_t chunks = (OW + 15) / 16;
+  for (int64_t q = 0; q < planes; ++q) {
+    const float* xp = x + q * H * W;
+    float* yp = y + q * OH * OW;
+    __m512 wk[9];
+    for (int k = 0; k < 9; ++k) wk[k] = _mm512_set1_ps(w[9 * q + k]);
+    const __m512 vb = _mm512_set1_ps(bias ? bias[q] : 0.0f);
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t c = 0; c < chunks; ++c) {
+        const int64_t b = 32 * c;  // input column of the chunk's first output's centre tap
+        const __mmask16 m0 = lanes(-b, W - b), m1 = lanes(-b - 16, W - b - 16);
+        const __mmask16 s0 = lanes(1 - b, W + 1 - b), s1 = lanes(-b - 15, W - b - 15);
+        __m512 acc = vb;
+        for (int kh = 0; kh < 3; ++kh) {
+          const int64_t r = 2 * oh + kh - 1;
+          if (r < 0 || r >= H) continue;
+          const float* row = xp + r * W;
+          const __m512 a = _mm512_maskz_loadu_ps(m0, at(row, b)), a1 = _mm512_maskz_loadu_ps(m1, at(row, b + 16));
+          const __m512 l = _mm512_maskz_loadu_ps(s0, at(row, b - 1)), l1 = _mm512_maskz_loadu_ps(s1, at(row, b + 15));
+          acc = _mm512_fmadd_ps(wk[3 * kh], _mm512_permutex2var_ps(l, even, l1), acc);
+          acc = _mm512_fmadd_ps(wk[3 * kh + 1], _mm512_permutex2var_ps(a, even, a1), acc);
+          acc = _mm512_fmadd_ps(wk[3 * kh + 2], _mm512_permutex2var_ps(a, odd, a1), acc);
+        }
+        _mm512_mask_storeu_ps(yp + oh * OW + 16 * c, lanes(0, OW - 16 * c),
+                              _mm512_min_ps(vhi, _mm512_max_ps(vlo, acc)));  // NaN stays NaN
+      }
+  }
+}
+
 // A depthwise plane on the flat OH x pitch grid of its zero-padded input: 16 consecutive grid
 // pixels a vector whatever the row width (a 7x7 plane of pitch 9 fills 63 of 64 lanes, where
 // row-wise vectors would fill 7 of 16), every tap an unmasked load at a fixed offset. Four vectors

@@ -163,6 +163,35 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
       return;
     }
   }
+  // 3x3 / stride 2 / padding 1, one output per channel (MobileNets' stride-2 layers), f32 on
+  // AVX-512: depthwise3x3s2_f32_avx512 on the channel planes in place, 16 output columns a vector
+  // picked from each input row's even and odd columns by two-source permutes: no transposes into the
+  // 16-channel form below (which moves four input pixels an output pixel) and no phase copies.
+  if constexpr (std::is_same_v<T, float>) {
+    const bool s2 = simd && features().avx512 && g.Og == 1 && g.Cg == 1 && ID == 1 && OD == 1 && g.k[0] == 1 &&
+                    g.p[0] == 0 && g.k[1] == 3 && g.k[2] == 3 && g.s[1] == 2 && sw == 2 && g.p[1] == 1 &&
+                    g.p[2] == 1 && g.d[1] == 1 && g.d[2] == 1;
+    if (s2) {
+      const bool fuse_clamp = epi.clamp && !epi.residual;
+      const float lo = fuse_clamp ? epi.lo : -std::numeric_limits<float>::infinity();
+      const float hi = fuse_clamp ? epi.hi : std::numeric_limits<float>::infinity();
+      auto run = [&](int64_t q0, int64_t q1) {
+        while (q0 < q1) {  // planes q0.. of one image (the bias and weights go by channel)
+          const int64_t o = q0 % g.O, m = std::min(q1 - q0, g.O - o);
+          detail::depthwise3x3s2_f32_avx512(x + q0 * IP, m, IH, IW, OH, OW, w + o * KK, bias ? bias + o : nullptr, lo,
+                                            hi, y + q0 * P);
+          if (epi.residual) epi(y + q0 * P, m, P, P);
+          q0 += m;
+        }
+      };
+      const int64_t per_plane = std::max<int64_t>(1, P * KK);
+      if (ThreadPool::in_parallel_region() || planes * per_plane < (int64_t(1) << 16))
+        run(0, planes);
+      else
+        parallel_for(0, planes, std::max<int64_t>(1, (int64_t(1) << 14) / per_plane), run);
+      return;
+    }
+  }
   // 2-d planes with output rows of 16 to 31 columns, f32 on AVX-512, width stride 1 or 2: each
   // output plane on the flat grid of its zero-padded input (depthwise_grid_f32_avx512), 16
   // consecutive pixels a vector whatever the row width, every tap an unmasked load, the bias and

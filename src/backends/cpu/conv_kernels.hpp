@@ -22,6 +22,10 @@ void depthwise3x3_plane_f32_avx512(const float* x, int64_t H, int64_t W, const f
 // y = clamp(bias + taps, lo, hi); 16 / W rows a vector under 16 columns, 16-column chunks of a row above.
 void depthwise3x3_small_f32_avx512(const float* x, int64_t planes, int64_t H, int64_t W, const float* w,
                                    const float* bias, float lo, float hi, float* y);
+// Depthwise 3x3, stride 2, padding 1 over `planes` consecutive H x W planes (OH x OW outputs each;
+// w planes * 9, bias planes or null): y = clamp(bias + taps, lo, hi).
+void depthwise3x3s2_f32_avx512(const float* x, int64_t planes, int64_t H, int64_t W, int64_t OH, int64_t OW,
+                               const float* w, const float* bias, float lo, float hi, float* y);
 void depthwise_cvec_f32_avx512(const float* xb, int64_t Wp, const float* w, int64_t KH, int64_t KW, int64_t sh,
                                int64_t sw, int64_t dh, int64_t dw, int64_t OH, int64_t OW, float* yb);
 // One tap of a depthwise plane on a flat pixel grid (depthwise_grid_f32_avx512): grid pixel p reads

@@ -49,6 +49,10 @@ void conv_integer_pack_columns_vnni(const uint8_t*, int64_t, int64_t, int64_t, i
 }
 void depthwise_row_f32_avx512(float*, int64_t, int64_t, const DwTap*, int, float) { absent(__func__); }
 void depthwise3x3_plane_f32_avx512(const float*, int64_t, int64_t, const float*, float, float*) { absent(__func__); }
+void depthwise3x3s2_f32_avx512(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*,
+                               float, float, float*) {
+  absent(__func__);
+}
 void depthwise3x3_small_f32_avx512(const float*, int64_t, int64_t, int64_t, const float*, const float*, float, float,
                                    float*) {
   absent(__func__);
