@@ -168,6 +168,41 @@ void depthwise3x3_small_f32_avx512(const float* x, int64_t planes, int64_t H, in
     __m512 wk[9];
     for (int k = 0; k < 9; ++k) wk[k] = _mm512_set1_ps(w[9 * q + k]);
     const __m512 vb = _mm512_set1_ps(bias ? bias[q] : 0.0f);
+    if (R == 1) {
+      // one row a vector: down each 16-column strip, each input row's three shifted loads feed the
+      // three output rows that read it (3 loads an output vector, not 9); rows outside the plane
+      // are zero vectors
+      for (int c = 0; c < NC; ++c) {
+        const __m512 zero = _mm512_setzero_ps();
+        __m512 a0 = zero, a1 = zero, a2 = zero;  // row v - 1
+        const float* r = xp + 16 * c;
+        __m512 b0 = _mm512_maskz_loadu_ps(col[c][0], at(r, -1)), b1 = _mm512_maskz_loadu_ps(col[c][1], r),
+               b2 = _mm512_maskz_loadu_ps(col[c][2], at(r, 1));  // row v
+        for (int64_t v = 0; v < H; ++v) {
+          __m512 c0 = zero, c1 = zero, c2 = zero;  // row v + 1
+          if (v + 1 < H) {
+            const float* n = xp + (v + 1) * W + 16 * c;
+            c0 = _mm512_maskz_loadu_ps(col[c][0], at(n, -1));
+            c1 = _mm512_maskz_loadu_ps(col[c][1], n);
+            c2 = _mm512_maskz_loadu_ps(col[c][2], at(n, 1));
+          }
+          __m512 acc = _mm512_fmadd_ps(wk[0], a0, vb);
+          __m512 acc2 = _mm512_mul_ps(wk[3], b0);
+          acc = _mm512_fmadd_ps(wk[1], a1, acc);
+          acc2 = _mm512_fmadd_ps(wk[4], b1, acc2);
+          acc = _mm512_fmadd_ps(wk[2], a2, acc);
+          acc2 = _mm512_fmadd_ps(wk[5], b2, acc2);
+          acc = _mm512_fmadd_ps(wk[6], c0, acc);
+          acc2 = _mm512_fmadd_ps(wk[7], c1, acc2);
+          acc = _mm512_fmadd_ps(wk[8], c2, acc);
+          acc = _mm512_add_ps(acc, acc2);
+          _mm512_mask_storeu_ps(yp + v * W + 16 * c, full[c], _mm512_min_ps(vhi, _mm512_max_ps(vlo, acc)));
+          a0 = b0, a1 = b1, a2 = b2;
+          b0 = c0, b1 = c1, b2 = c2;
+        }
+      }
+      continue;
+    }
     auto edge = [&](int64_t v, __mmask16 (*m)[9], const __mmask16* st) {
       for (int c = 0; c < NC; ++c) {
         const int64_t p0 = v * RW + 16 * c;

@@ -137,10 +137,11 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
   // stride-1 layers), f32 on AVX-512: depthwise3x3_small_f32_avx512 on the channel planes in place,
   // 16 / W rows a vector under 16 columns (a 7-wide plane fills 14 of 16 lanes), 16-column chunks
   // of a row above, every tap a masked load, the bias and the clamp before the store: no
-  // transposes and no padded copy. One thread, one layer alone (2026-12-07): 384x14x14 56 -> 30 us
-  // and 960x7x7 48 -> 22 us against the 16-channel path below (whose transposes in and out cost
-  // more than the taps), 192x28x28 98 -> 62 us against the flat grid, 144x56x56 230-260 -> 207-220
-  // us and 32x112x112 215-237 -> 116-129 us against the plane kernel (one FMA chain a row chunk).
+  // transposes and no padded copy; one row a vector, each input row's three loads serve the three
+  // output rows that read it. One thread, one layer alone (2026-12-07): 384x14x14 56 -> 17 us and
+  // 960x7x7 48 -> 22 us against the 16-channel path below (whose transposes in and out cost more
+  // than the taps), 192x28x28 98 -> 34 us against the flat grid, 144x56x56 230-260 -> 155 us and
+  // 32x112x112 215-237 -> 120-146 us against the plane kernel (one FMA chain a row chunk).
   if constexpr (std::is_same_v<T, float>) {
     if (plane3x3 && g.Og == 1 && g.Cg == 1 && OW <= 128) {
       const bool fuse_clamp = epi.clamp && !epi.residual;
