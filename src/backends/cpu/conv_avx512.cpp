@@ -249,25 +249,70 @@ void depthwise3x3s2_f32_avx512(const float* x, int64_t planes, int64_t H, int64_
     __m512 wk[9];
     for (int k = 0; k < 9; ++k) wk[k] = _mm512_set1_ps(w[9 * q + k]);
     const __m512 vb = _mm512_set1_ps(bias ? bias[q] : 0.0f);
-    for (int64_t oh = 0; oh < OH; ++oh)
-      for (int64_t c = 0; c < chunks; ++c) {
-        const int64_t b = 32 * c;  // input column of the chunk's first output's centre tap
-        const __mmask16 m0 = lanes(-b, W - b), m1 = lanes(-b - 16, W - b - 16);
-        const __mmask16 s0 = lanes(1 - b, W + 1 - b), s1 = lanes(-b - 15, W - b - 15);
-        __m512 acc = vb;
-        for (int kh = 0; kh < 3; ++kh) {
-          const int64_t r = 2 * oh + kh - 1;
-          if (r < 0 || r >= H) continue;
-          const float* row = xp + r * W;
-          const __m512 a = _mm512_maskz_loadu_ps(m0, at(row, b)), a1 = _mm512_maskz_loadu_ps(m1, at(row, b + 16));
-          const __m512 l = _mm512_maskz_loadu_ps(s0, at(row, b - 1)), l1 = _mm512_maskz_loadu_ps(s1, at(row, b + 15));
-          acc = _mm512_fmadd_ps(wk[3 * kh], _mm512_permutex2var_ps(l, even, l1), acc);
-          acc = _mm512_fmadd_ps(wk[3 * kh + 1], _mm512_permutex2var_ps(a, even, a1), acc);
-          acc = _mm512_fmadd_ps(wk[3 * kh + 2], _mm512_permutex2var_ps(a, odd, a1), acc);
+    if (chunks > 2) {
+      // wide planes row by row (strips down a plane past the L1 cache measured slower: 96x112x112
+      // 205-225 -> 310 us), each output row reading its three input rows
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t c = 0; c < chunks; ++c) {
+          const int64_t b = 32 * c;
+          const __mmask16 m0 = lanes(-b, W - b), m1 = lanes(-b - 16, W - b - 16);
+          const __mmask16 s0 = lanes(1 - b, W + 1 - b), s1 = lanes(-b - 15, W - b - 15);
+          __m512 acc = vb;
+          for (int kh = 0; kh < 3; ++kh) {
+            const int64_t r = 2 * oh + kh - 1;
+            if (r < 0 || r >= H) continue;
+            const float* row = xp + r * W;
+            const __m512 a = _mm512_maskz_loadu_ps(m0, at(row, b)), a1 = _mm512_maskz_loadu_ps(m1, at(row, b + 16));
+            const __m512 p = _mm512_maskz_loadu_ps(s0, at(row, b - 1)), p1 = _mm512_maskz_loadu_ps(s1, at(row, b + 15));
+            acc = _mm512_fmadd_ps(wk[3 * kh], _mm512_permutex2var_ps(p, even, p1), acc);
+            acc = _mm512_fmadd_ps(wk[3 * kh + 1], _mm512_permutex2var_ps(a, even, a1), acc);
+            acc = _mm512_fmadd_ps(wk[3 * kh + 2], _mm512_permutex2var_ps(a, odd, a1), acc);
+          }
+          _mm512_mask_storeu_ps(yp + oh * OW + 16 * c, lanes(0, OW - 16 * c), _mm512_min_ps(vhi, _mm512_max_ps(vlo, acc)));
         }
-        _mm512_mask_storeu_ps(yp + oh * OW + 16 * c, lanes(0, OW - 16 * c),
-                              _mm512_min_ps(vhi, _mm512_max_ps(vlo, acc)));  // NaN stays NaN
+      continue;
+    }
+    // narrower ones down each 16-column strip: input row 2 oh + 1 serves output rows oh (kh = 2)
+    // and oh + 1 (kh = 0), so each output row reads two new input rows (rows outside the plane are
+    // zeros)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t b = 32 * c;  // input column of the chunk's first output's centre tap
+      const __mmask16 m0 = lanes(-b, W - b), m1 = lanes(-b - 16, W - b - 16);
+      const __mmask16 s0 = lanes(1 - b, W + 1 - b), s1 = lanes(-b - 15, W - b - 15);
+      const __mmask16 st = lanes(0, OW - 16 * c);
+      // the left (kw = 0), centre and right taps' columns of input row r
+      auto pick = [&](int64_t r, __m512& l, __m512& m, __m512& rt) {
+        if (r < 0 || r >= H) {
+          l = m = rt = _mm512_setzero_ps();
+          return;
+        }
+        const float* row = xp + r * W;
+        const __m512 a = _mm512_maskz_loadu_ps(m0, at(row, b)), a1 = _mm512_maskz_loadu_ps(m1, at(row, b + 16));
+        const __m512 p = _mm512_maskz_loadu_ps(s0, at(row, b - 1)), p1 = _mm512_maskz_loadu_ps(s1, at(row, b + 15));
+        l = _mm512_permutex2var_ps(p, even, p1);
+        m = _mm512_permutex2var_ps(a, even, a1);
+        rt = _mm512_permutex2var_ps(a, odd, a1);
+      };
+      __m512 t0, t1, t2;  // input row 2 oh - 1
+      pick(-1, t0, t1, t2);
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        __m512 u0, u1, u2, d0, d1, d2;  // input rows 2 oh and 2 oh + 1
+        pick(2 * oh, u0, u1, u2);
+        pick(2 * oh + 1, d0, d1, d2);
+        __m512 acc = _mm512_fmadd_ps(wk[0], t0, vb);
+        __m512 acc2 = _mm512_mul_ps(wk[3], u0);
+        acc = _mm512_fmadd_ps(wk[1], t1, acc);
+        acc2 = _mm512_fmadd_ps(wk[4], u1, acc2);
+        acc = _mm512_fmadd_ps(wk[2], t2, acc);
+        acc2 = _mm512_fmadd_ps(wk[5], u2, acc2);
+        acc = _mm512_fmadd_ps(wk[6], d0, acc);
+        acc2 = _mm512_fmadd_ps(wk[7], d1, acc2);
+        acc = _mm512_fmadd_ps(wk[8], d2, acc);
+        acc = _mm512_add_ps(acc, acc2);
+        _mm512_mask_storeu_ps(yp + oh * OW + 16 * c, st, _mm512_min_ps(vhi, _mm512_max_ps(vlo, acc)));  // NaN stays NaN
+        t0 = d0, t1 = d1, t2 = d2;
       }
+    }
   }
 }
 
