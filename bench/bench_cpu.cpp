@@ -1324,6 +1324,17 @@ DynTensor rmsnorm_custom(const DynTensor& x, const DynTensor& w) {
 at::Tensor rmsnorm_custom(const at::Tensor& x, const at::Tensor& w) {
   return x * at::rsqrt(at::mean(x * x, {-1}, true) + 1e-6) * w;
 }
+// A chain of 100 small ops over narrow rows with a row mean every 20 (one row program of 5
+// reductions): y * 1.01 and y + 0.01 alternately, y - mean(y, -1) at every 20th step.
+template <class T, class Mean>
+T narrow_chain_custom(T y, Mean mean_last) {
+  for (int i = 0; i < 100; ++i) {
+    if (i % 20 == 19) y = y - mean_last(y);
+    else if (i % 2 == 0) y = y * 1.01;
+    else y = y + 0.01;
+  }
+  return y;
+}
 // gelu'(x) from plain ops, as a user's own backward writes it: Phi(x) + x * phi(x)
 template <class T>
 T gelu_grad_custom(const T& x) {
@@ -1373,6 +1384,16 @@ void bench_custom_rows(Ctx& cx) {
   bench_custom(
       cx, "rmsnorm_custom_f32", {{8192, 4096}, {4096}}, [](const Args& v) { return rmsnorm_custom(v[0], v[1]); },
       [](const TorchArgs& v) { return rmsnorm_custom(v[0], v[1]); }, {.rtol = 1e-4, .atol = 1e-5}, big);
+  // narrow rows: a row program over [64, 128] (rows run several to a tile, not one by one)
+  bench_custom(
+      cx, "row_chain_narrow_custom_f32", {{64, 128}},
+      [](const Args& v) {
+        return narrow_chain_custom(v[0], [](const DynTensor& y) { return ember::mean(y, {-1}, true); });
+      },
+      [](const TorchArgs& v) {
+        return narrow_chain_custom(v[0], [](const at::Tensor& y) { return at::mean(y, {-1}, true); });
+      },
+      {.rtol = 1e-4, .atol = 1e-5}, 8.0 * 64 * 128);
   // a matmul epilogue: bias, the GELU of plain ops and a residual add run on each block of the
   // product while it is in cache (the product is never written whole)
   bench_custom(

@@ -242,6 +242,89 @@ TEST(FusionRows, ReductionsOfTheWholeTensorAndOfFewRowsStayCorrect) {
   check_close([](std::vector<DynTensor> v) { return mean(v[0] * v[0], {0, 1}, true) + 1; }, {{3, 70000}});
 }
 
+// ---- narrow rows: a row program whose rows are at most half a tile runs several rows to a
+// tile (each node once per tile, not once per row); each row still folds in one run, so the
+// results are the eager bits. The row counts below are not multiples of the rows per tile.
+
+// Each result of `f` (several outputs of one group: all are alive when the first read flushes)
+// equals eager's bit for bit.
+template <class F>
+void check_same_all(F f, std::vector<Shape> shapes, DType dt = DType::f32) {
+  std::vector<DynTensor> eager, lazy;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    eager.push_back(randn(shapes[i], 500 + i, Device::cpu(), dt));
+    lazy.push_back(randn(shapes[i], 500 + i, fused(), dt));
+  }
+  std::vector<DynTensor> want = f(eager), got = f(lazy);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    SCOPED_TRACE("result " + std::to_string(k));
+    expect_same(got[k], want[k]);
+  }
+}
+
+TEST(FusionRows, NarrowRowsRunSeveralToATile) {
+  // softmax and RMS norm: 67 rows of 100 (40 to a tile), 1100 rows of 2 (512 to a tile), 5 rows of
+  // 33 (all in one tile), [3, 7, 50] (rows over two dims)
+  for (Shape s : {Shape{67, 100}, Shape{1100, 2}, Shape{5, 33}, Shape{3, 7, 50}}) {
+    reset();
+    check_same([](std::vector<DynTensor> v) { return softmax_of(v[0]); }, {s});
+    EXPECT_EQ(stats().groups_fused, 1) << s;
+    const Shape w{s[s.rank() - 1]};
+    check_same([](std::vector<DynTensor> v) { return v[0] * rsqrt(mean(v[0] * v[0], {-1}, true) + 1e-6) * v[1]; },
+               {s, w});
+  }
+  // every reduction, keepdim and not; the per-row values feed per-row nodes, then full ones
+  for (int keep : {1, 0}) {
+    check_same([&](std::vector<DynTensor> v) {
+      auto y = tanh(v[0]) * 2 + v[1];
+      auto r = sum(y, {-1}, keep) + mean(y, {-1}, keep) * max(y, {-1}, keep) - min(y, {-1}, keep);
+      auto q = var(y, {-1}, 1, keep) + stddev(y, {-1}, 0, keep) + logsumexp(y, {-1}, keep);
+      return exp(r * 0.01) + q;
+    }, {{131, 45}, {45}});
+  }
+}
+
+TEST(FusionRows, NarrowRowsWithSeveralOutputsAndLongChains) {
+  // several outputs of one group: a full intermediate, a per-row value (kept and dropped dims)
+  // and the result; a value computed early is read again after two reductions (its tile must
+  // stay live while later nodes take tiles)
+  for (Shape s : {Shape{77, 60}, Shape{9, 11, 20}}) {
+    check_same_all([](std::vector<DynTensor> v) {
+      auto a = v[0] * 1.5 + v[1];
+      auto m = mean(a, {-1}, true);
+      auto b = exp(a - m);
+      auto t = sum(b, {-1}, false);
+      auto c = b / sum(b, {-1}, true) + a * 0.25;
+      auto mx = max(c * a, {-1}, true);
+      return std::vector<DynTensor>{c - mx + a, a, m, t, mx * 2};
+    }, {s, Shape{s[s.rank() - 1]}});
+  }
+  // a chain of 100 small ops with a mean every 20 (the narrow-row benchmark's)
+  check_same([](std::vector<DynTensor> v) {
+    auto y = v[0];
+    for (int i = 0; i < 100; ++i) y = i % 20 == 19 ? y - mean(y, {-1}, true) : i % 2 ? y + 0.01 : y * 1.01;
+    return y;
+  }, {{70, 128}});
+}
+
+TEST(FusionRows, NarrowRowsReadPerRowInputsViewsAndGenericOps) {
+  // an input read per row ([rows, 1], at the reduced level), a per-row weight that differs per
+  // row ([7, 50] over [3, 7, 50]), a transposed input, comparisons and where on per-row values
+  check_same([](std::vector<DynTensor> v) {
+    auto m = mean(v[0], {-1}, true) * v[1];
+    auto y = where(greater(v[0], m), v[0] - m, clamp(v[0], -0.5, 0.5) * m);
+    return y + sum(y * v[2], {-1}, true);
+  }, {{3, 7, 50}, {3, 7, 1}, {7, 50}});
+  check_same([](std::vector<DynTensor> v) {
+    auto t = transpose(v[0], 0, 1);  // [90, 40] read through strides
+    return softmax_of(t * 2) + max(t, {-1}, true);
+  }, {{40, 90}});
+  // f16 and bf16: per-row values filled along the rows (half nodes read no one-value operand)
+  check_close([](std::vector<DynTensor> v) { return softmax_of(v[0] * 0.5) + 1; }, {{45, 70}}, DType::f16, 2e-3);
+  check_close([](std::vector<DynTensor> v) { return v[0] - mean(v[0], {-1}, true) * 2; }, {{45, 70}}, DType::bf16, 1e-2);
+}
+
 // ---- column programs: reductions over leading dims (the bias gradient, batch statistics) with
 // their prologue computed in-tile and their epilogue per column. A column folds its rows in the
 // eager kernel's order (and its per-thread partials), so f32 and f64 results are the eager bits;

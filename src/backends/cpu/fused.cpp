@@ -34,6 +34,11 @@ namespace {
 
 constexpr int64_t kTile = 2048;  // elements per tile: an f32 buffer is 8 KiB
 constexpr int64_t kRowTile = 8192;  // row programs: the longest row kept whole (32 KiB of f32)
+// row programs over narrow rows: rows of at most half this run several to a tile, up to this
+// many elements (and at most kMaxRowsPerTile rows), so that each node runs once per tile and not
+// once per row
+constexpr int64_t kRowsTile = 4096;
+constexpr int64_t kMaxRowsPerTile = 512;
 constexpr size_t kAlign = 64;
 constexpr int kMaxFusedRank = 64;
 
@@ -563,12 +568,15 @@ class CpuFusedKernels final : public FusedKernels {
     const size_t nin = inputs.size(), nn = p.nodes.size();
 
     // who reads what, and at which level
-    std::vector<char> in_full(nin, 0), in_red(nin, 0), red_fill(nn, 0);
+    // in_fill: a one-value input some full reader needs as a tile of copies (the rest read it
+    // as one value; a chain with a constant per op would otherwise fill a tile per constant)
+    std::vector<char> in_full(nin, 0), in_red(nin, 0), red_fill(nn, 0), in_fill(nin, 0);
     for (size_t j = 0; j < nn; ++j) {
       const auto& node = p.nodes[j];
       const bool full_reader = !node.reduced || plan.runs[j] == NodeRun::reduce;
       for (int32_t x : node.args) {
         if (x < 0) (full_reader ? in_full : in_red)[size_t(~x)] = 1;
+        if (x < 0 && full_reader && !one_operand(plan.runs[j])) in_fill[size_t(~x)] = 1;
         else if (full_reader && p.nodes[size_t(x)].reduced && !one_operand(plan.runs[j])) red_fill[size_t(x)] = 1;
       }
     }
@@ -585,8 +593,10 @@ class CpuFusedKernels final : public FusedKernels {
     }
     // a broadcast input that is contiguous along the row (a norm's weight) is read in place at
     // the row's offset, not gathered into a tile per row
+    // narrow rows (one tile each, no leading dims): R rows to a tile
+    const int64_t R = lead == 1 && run <= kRowsTile / 2 ? std::min({kMaxRowsPerTile, kRowsTile / run, rows}) : 1;
     std::vector<char> in_rowwise(nin, 0);
-    if (lead == 1)
+    if (lead == 1 && R == 1)
       for (size_t i = 0; i < nin; ++i) {
         if (!in_full[i] || ins[i].dense || ins[i].scalar) continue;
         bool contiguous = true;
@@ -595,9 +605,10 @@ class CpuFusedKernels final : public FusedKernels {
           contiguous = ins[i].strides[size_t(d)] == expect || shape[d] == 1;
         in_rowwise[i] = contiguous;
       }
-    const int64_t T = std::min(run, kRowTile), run_tiles = (run + T - 1) / T, ntiles = lead * run_tiles;
+    const int64_t T = R > 1 ? R * run : std::min(run, kRowTile), run_tiles = R > 1 ? 1 : (run + T - 1) / T,
+                  ntiles = lead * run_tiles;
     // scratch: a tile per gathered input, per full node and per filled reduced value; a slot
-    // per reduced node and per input read per row
+    // per reduced node and per input read per row (R of them, kSlot bytes apart)
     constexpr size_t kSlot = 16;
     std::vector<size_t> in_off(nin, SIZE_MAX), in_slot(nin, SIZE_MAX), node_off(nn, SIZE_MAX), fill_off(nn, SIZE_MAX);
     size_t scratch = 0;
@@ -607,12 +618,14 @@ class CpuFusedKernels final : public FusedKernels {
       return o;
     };
     for (size_t i = 0; i < nin; ++i) {
-      if (in_full[i] && !ins[i].dense && !in_rowwise[i]) in_off[i] = take(size_t(T) * ins[i].es);
-      if (in_red[i]) in_slot[i] = take(kSlot);
+      if (in_full[i] && !ins[i].dense && !in_rowwise[i])
+        in_off[i] = take(ins[i].scalar && !in_fill[i] ? kSlot : size_t(T) * ins[i].es);
+      if (in_red[i]) in_slot[i] = take(size_t(R) * kSlot);
     }
     for (size_t j = 0; j < nn; ++j) {
       const size_t es = dtype_size(p.nodes[j].dtype);
-      node_off[j] = p.nodes[j].reduced ? take(kSlot) : take(size_t(T) * es);
+      // (narrow rows: run_row_groups places the full nodes' tiles by liveness)
+      node_off[j] = p.nodes[j].reduced ? take(size_t(R) * kSlot) : R > 1 ? SIZE_MAX : take(size_t(T) * es);
       if (red_fill[j]) fill_off[j] = take(size_t(T) * es);
     }
     // the full nodes each reduction (and the output pass) needs, in node order
@@ -640,13 +653,21 @@ class CpuFusedKernels final : public FusedKernels {
     int64_t full_nodes = 0;  // computed once per row when the row is one tile
     for (size_t j = 0; j < nn; ++j) full_nodes += !p.nodes[j].reduced;
 
+    if (R > 1) {
+      run_row_groups(p, plan, R, rows, run, ins, in_full, in_red, in_fill, in_off, in_slot, node_off, fill_off,
+                     scratch, needs, full_outs, out_needs, outs);
+      return {outs.begin(), outs.end()};
+    }
     parallel_for(0, rows, std::max<int64_t>(1, 32768 / cols), [&](int64_t rb, int64_t re) {
       HalfScratch& tmp = half_scratch(T);
       thread_local std::vector<char> buf_storage;
       if (buf_storage.size() < scratch + kAlign) buf_storage.resize(scratch + kAlign);
       char* buf = reinterpret_cast<char*>(round_up(reinterpret_cast<uintptr_t>(buf_storage.data())));
       for (size_t i = 0; i < nin; ++i)  // one-value inputs read as tiles: filled once
-        if (in_off[i] != SIZE_MAX && ins[i].scalar) gather(Shape{T}, {0}, ins[i].base, ins[i].es, 0, T, buf + in_off[i]);
+        if (in_off[i] != SIZE_MAX && ins[i].scalar) {
+          const int64_t m = in_fill[i] ? T : 1;
+          gather(Shape{m}, {0}, ins[i].base, ins[i].es, 0, m, buf + in_off[i]);
+        }
       std::vector<const char*> node_ptr(nn), in_ptr(nin), arg_ptr;
       std::vector<char> arg_one, done(nn), filled(nn), loaded(nin);
       std::vector<int64_t> row_off(nin, 0);  // in_rowwise inputs: the row's first element
@@ -792,6 +813,265 @@ class CpuFusedKernels final : public FusedKernels {
       store_fence();
     });
     return {outs.begin(), outs.end()};
+  }
+
+  // A row program over narrow rows (no leading dims, a row of at most kRowsTile / 2 elements):
+  // R rows to a tile, so that a node runs once per tile, not once per row. Each full node that
+  // reads no per-row value runs once over the tile; one that reads per-row values as one value
+  // runs once per row of the tile (as the one-row path runs it); one that needs them filled gets
+  // each row's value repeated along the row. Each reduction folds each row of the tile in one
+  // run of the row's length, as the one-row path does, and the per-row elementwise nodes run on
+  // one value per row. So the results are the one-row path's bits (the eager ones).
+  void run_row_groups(const FusedProgram& p, const Plan& plan, int64_t R, int64_t rows, int64_t run,
+                      const std::vector<In>& ins, const std::vector<char>& in_full, const std::vector<char>& in_red,
+                      const std::vector<char>& in_fill, const std::vector<size_t>& in_off,
+                      const std::vector<size_t>& in_slot, const std::vector<size_t>& red_off,
+                      const std::vector<size_t>& fill_off, size_t scratch, const std::vector<std::vector<int32_t>>& needs,
+                      const std::vector<int32_t>& full_outs, const std::vector<int32_t>& out_needs,
+                      const std::vector<CpuTensorPtr>& outs) {
+    constexpr size_t kSlot = 16;
+    const Shape& shape = p.shape;
+    const size_t nin = ins.size(), nn = p.nodes.size();
+    const int64_t T = R * run, groups = (rows + R - 1) / R;
+    // The full nodes' tiles by liveness, as tiles_of places an elementwise group's, so that a long
+    // chain works in a few tiles that stay in cache: the order in which a group computes them is
+    // fixed (each reduction's needs in node order, then the outputs'), so a full node takes a free
+    // tile when it is computed (never one of its operands', freed after it) and frees those of the
+    // values it read last; a reduction frees its operand's after folding it.
+    std::vector<size_t> node_off = red_off;
+    {
+      std::vector<int32_t> steps;  // a full node j computed: j; reduction j folds: ~j
+      std::vector<char> seen(nn, 0);
+      auto add = [&](const std::vector<int32_t>& list) {
+        for (int32_t k : list)
+          if (!seen[size_t(k)]) seen[size_t(k)] = 1, steps.push_back(k);
+      };
+      for (size_t j = 0; j < nn; ++j)
+        if (plan.runs[j] == NodeRun::reduce) add(needs[j]), steps.push_back(~int32_t(j));
+      add(out_needs);
+      std::vector<int64_t> last(nn, -1);
+      for (size_t t = 0; t < steps.size(); ++t) {
+        const int32_t st = steps[t];
+        if (st < 0) {
+          const int32_t x = p.nodes[size_t(~st)].args[0];
+          if (x >= 0) last[size_t(x)] = int64_t(t);
+        } else {
+          for (int32_t x : p.nodes[size_t(st)].args)
+            if (x >= 0 && !p.nodes[size_t(x)].reduced) last[size_t(x)] = int64_t(t);
+        }
+      }
+      for (int32_t o : p.outputs)
+        if (!p.nodes[size_t(o)].reduced) last[size_t(o)] = int64_t(steps.size());
+      size_t es_max = 1;
+      for (const auto& n : p.nodes) es_max = std::max(es_max, dtype_size(n.dtype));
+      const size_t tile = round_up(size_t(T) * es_max);
+      std::vector<size_t> free_tiles;
+      for (size_t t = 0; t < steps.size(); ++t) {
+        const int32_t st = steps[t];
+        if (st >= 0) {
+          if (free_tiles.empty()) {
+            node_off[size_t(st)] = scratch;
+            scratch += tile;
+          } else {
+            node_off[size_t(st)] = free_tiles.back();
+            free_tiles.pop_back();
+          }
+        }
+        auto release = [&](int32_t x) {
+          if (x >= 0 && !p.nodes[size_t(x)].reduced && last[size_t(x)] == int64_t(t)) {
+            last[size_t(x)] = -2;  // (freed once)
+            free_tiles.push_back(node_off[size_t(x)]);
+          }
+        };
+        if (st < 0) {
+          release(p.nodes[size_t(~st)].args[0]);
+        } else {
+          for (int32_t x : p.nodes[size_t(st)].args) release(x);
+          if (last[size_t(st)] == -1) free_tiles.push_back(node_off[size_t(st)]);  // read by nothing
+        }
+      }
+    }
+    // inputs whose tile is the same for every group (a weight broadcast over the rows): gathered
+    // once per thread
+    std::vector<char> in_same(nin, 0);
+    for (size_t i = 0; i < nin; ++i) {
+      if (!in_full[i] || ins[i].dense || ins[i].scalar) continue;
+      bool same = true;
+      for (int d = 0; d < p.reduce_from && same; ++d) same = ins[i].strides[size_t(d)] == 0 || shape[d] == 1;
+      in_same[i] = same;
+    }
+    int64_t full_nodes = 0;
+    for (size_t j = 0; j < nn; ++j) full_nodes += !p.nodes[j].reduced;
+    parallel_for(0, groups, std::max<int64_t>(1, 32768 / T), [&](int64_t gb, int64_t ge) {
+      HalfScratch& tmp = half_scratch(T);
+      thread_local std::vector<char> buf_storage;
+      if (buf_storage.size() < scratch + kAlign) buf_storage.resize(scratch + kAlign);
+      char* buf = reinterpret_cast<char*>(round_up(reinterpret_cast<uintptr_t>(buf_storage.data())));
+      for (size_t i = 0; i < nin; ++i) {
+        if (in_off[i] == SIZE_MAX) continue;
+        if (ins[i].scalar) {
+          const int64_t m = in_fill[i] ? T : 1;
+          gather(Shape{m}, {0}, ins[i].base, ins[i].es, 0, m, buf + in_off[i]);
+        } else if (in_same[i]) gather(shape, ins[i].strides, ins[i].base, ins[i].es, 0, T, buf + in_off[i]);
+      }
+      std::vector<const char*> node_ptr(nn), in_ptr(nin), arg_ptr;
+      std::vector<char> arg_one, done(nn), filled(nn), loaded(nin);
+      std::vector<PrimitivePtr> keep;
+      Prefetch pf;
+      int64_t computed = 0, b = 0, nr = 0;
+      auto slot = [&](int32_t x, int64_t r) -> char* {
+        return buf + (x < 0 ? in_slot[size_t(~x)] : node_off[size_t(x)]) + size_t(r) * kSlot;
+      };
+      auto input = [&](size_t i) -> const char* {
+        if (!loaded[i]) {
+          const In& in = ins[i];
+          if (in.dense) in_ptr[i] = in.base + b * int64_t(in.es);
+          else if (in.scalar || in_same[i]) in_ptr[i] = buf + in_off[i];
+          else {
+            gather(shape, in.strides, in.base, in.es, b, nr * run, buf + in_off[i]);
+            in_ptr[i] = buf + in_off[i];
+          }
+          loaded[i] = 1;
+        }
+        return in_ptr[i];
+      };
+      // full node j over the group's rows
+      auto compute = [&](int32_t j) {
+        if (done[size_t(j)]) return;
+        const auto& node = p.nodes[size_t(j)];
+        const size_t es = dtype_size(node.dtype);
+        char* dst = buf + node_off[size_t(j)];
+        bool per_row = false;
+        for (int32_t x : node.args) per_row = per_row || (x >= 0 && p.nodes[size_t(x)].reduced);
+        if (per_row && one_operand(plan.runs[size_t(j)])) {
+          // row by row, the per-row values as one value
+          for (int64_t r = 0; r < nr; ++r) {
+            arg_ptr.clear();
+            arg_one.clear();
+            for (int32_t x : node.args) {
+              if (x < 0) {
+                const bool one = ins[size_t(~x)].scalar;
+                arg_ptr.push_back(input(size_t(~x)) + (one ? 0 : size_t(r * run) * ins[size_t(~x)].es));
+                arg_one.push_back(one);
+              } else if (p.nodes[size_t(x)].reduced) {
+                arg_ptr.push_back(slot(x, r));
+                arg_one.push_back(1);
+              } else {
+                arg_ptr.push_back(node_ptr[size_t(x)] + size_t(r * run) * dtype_size(p.nodes[size_t(x)].dtype));
+                arg_one.push_back(0);
+              }
+            }
+            char* d = dst + size_t(r * run) * es;
+            const char* out = exec_node(p, plan, size_t(j), arg_ptr, arg_one, d, run, tmp, keep);
+            if (out != d) std::memcpy(d, out, size_t(run) * es);
+          }
+          node_ptr[size_t(j)] = dst;
+        } else {
+          arg_ptr.clear();
+          arg_one.clear();
+          for (int32_t x : node.args) {
+            if (x < 0) {
+              arg_ptr.push_back(input(size_t(~x)));
+              arg_one.push_back(ins[size_t(~x)].scalar);
+            } else if (p.nodes[size_t(x)].reduced) {  // filled: each row's value along its row
+              char* f = buf + fill_off[size_t(x)];
+              const size_t xes = dtype_size(p.nodes[size_t(x)].dtype);
+              if (!filled[size_t(x)]) {
+                for (int64_t r = 0; r < nr; ++r)
+                  for (int64_t e = 0; e < run; ++e) std::memcpy(f + size_t(r * run + e) * xes, slot(x, r), xes);
+                filled[size_t(x)] = 1;
+              }
+              arg_ptr.push_back(f);
+              arg_one.push_back(0);
+            } else {
+              arg_ptr.push_back(node_ptr[size_t(x)]);
+              arg_one.push_back(0);
+            }
+          }
+          node_ptr[size_t(j)] = exec_node(p, plan, size_t(j), arg_ptr, arg_one, dst, nr * run, tmp, keep);
+        }
+        done[size_t(j)] = 1;
+        pf.issue(size_t(++computed), size_t(full_nodes));
+      };
+      for (int64_t g = gb; g < ge; ++g) {
+        const int64_t row0 = g * R;
+        nr = std::min(R, rows - row0);
+        b = row0 * run;
+        keep.clear();
+        std::fill(done.begin(), done.end(), 0);
+        std::fill(filled.begin(), filled.end(), 0);
+        std::fill(loaded.begin(), loaded.end(), 0);
+        // the next group of each dense input, a share before each full node of this one
+        pf.reset();
+        computed = 0;
+        if (g + 1 < groups)
+          for (size_t i = 0; i < nin; ++i)
+            if (in_full[i] && ins[i].dense)
+              pf.add(ins[i].base, ins[i].es, b + nr * run, std::min(rows, row0 + 2 * R) * run);
+        for (size_t i = 0; i < nin; ++i)
+          if (in_red[i])
+            for (int64_t r = 0; r < nr; ++r) {
+              if (ins[i].scalar) std::memcpy(slot(~int32_t(i), r), ins[i].base, ins[i].es);
+              else gather(p.reduced_shape, ins[i].rstrides, ins[i].base, ins[i].es, row0 + r, 1, slot(~int32_t(i), r));
+            }
+        for (size_t j = 0; j < nn; ++j) {
+          const auto& node = p.nodes[j];
+          if (!node.reduced) continue;
+          if (plan.runs[j] == NodeRun::reduce) {
+            const int32_t x = node.args[0];
+            const DType dt = arg_dtype(p, x);
+            const size_t xes = dtype_size(dt);
+            const char* v;
+            if (x < 0) {
+              v = input(size_t(~x));
+            } else {
+              for (int32_t k : needs[j]) compute(k);
+              v = node_ptr[size_t(x)];
+            }
+            for (int64_t r = 0; r < nr; ++r) {
+              RowAcc acc;
+              for (int pass = 0; pass < row_fold_passes(node.kind); ++pass) {
+                row_fold_begin(node.kind, pass, acc);
+                row_fold(node.kind, pass, dt, v + size_t(r * run) * xes, run, acc);
+                row_fold_end_pass(node.kind, pass, run, acc);
+              }
+              row_fold_store(node.kind, std::get<ReduceAttrs>(node.attrs), run, acc, node.dtype, slot(int32_t(j), r));
+            }
+          } else {  // one value per row, from per-row values and inputs
+            for (int64_t r = 0; r < nr; ++r) {
+              arg_ptr.clear();
+              arg_one.clear();
+              for (int32_t x : node.args) {
+                arg_ptr.push_back(slot(x, r));
+                arg_one.push_back(1);
+              }
+              std::vector<PrimitivePtr> hold;
+              char* d = slot(int32_t(j), r);
+              const char* out = exec_node(p, plan, j, arg_ptr, arg_one, d, 1, tmp, hold);
+              if (out != d) std::memcpy(d, out, dtype_size(node.dtype));
+            }
+          }
+          node_ptr[j] = slot(int32_t(j), 0);
+        }
+        // the outputs: per-row values, then the full ones
+        for (size_t k = 0; k < p.outputs.size(); ++k) {
+          const int32_t o = p.outputs[k];
+          if (!p.nodes[size_t(o)].reduced) continue;
+          const size_t es = dtype_size(p.nodes[size_t(o)].dtype);
+          for (int64_t r = 0; r < nr; ++r)
+            std::memcpy(static_cast<char*>(outs[k]->raw()) + (row0 + r) * int64_t(es), slot(o, r), es);
+        }
+        if (full_outs.empty()) continue;
+        for (int32_t k : out_needs) compute(k);
+        for (size_t k = 0; k < p.outputs.size(); ++k) {
+          const size_t o = size_t(p.outputs[k]);
+          if (p.nodes[o].reduced) continue;
+          const size_t es = dtype_size(p.nodes[o].dtype);
+          stream_copy(static_cast<char*>(outs[k]->raw()) + b * int64_t(es), node_ptr[o], size_t(nr * run) * es);
+        }
+      }
+      store_fence();
+    });
   }
 
   // A column program (FusedProgram::reduce_to > 0): reductions over the leading dims, seen as
