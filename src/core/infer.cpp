@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ember/core/adam_inputs.hpp"
 #include "ember/core/custom_op.hpp"
 #include "ember/core/error.hpp"
 #include "ember/core/op.hpp"
@@ -531,12 +532,20 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
       return {*in[0], *in[1], *in[2]};
     }
     case OpKind::adam_step: {
-      // param, grad, exp_avg, exp_avg_sq for each of k parameters (one dtype), or for one with
-      // lr and step (the device-scalar form)
-      EMBER_CHECK(in.size() >= 4 && (in.size() % 4 == 0 || in.size() == 6), op, ": expected 4 inputs per parameter",
-                  " (or 6: one parameter with lr and step), got ", in.size());
+      // param, grad, exp_avg, exp_avg_sq for each of k parameters (one dtype), then in the
+      // device-scalar form lr and k step counts (AdamInputs, core/op.hpp)
+      const auto& a = std::get<AdamAttrs>(attrs);
+      const AdamInputs form = adam_inputs(in.size(), a);
+      if (form.device_scalars)
+        EMBER_CHECK(in.size() >= 6 && (in.size() - 1) % 5 == 0, op,
+                    ": the device-scalar form (step 0) expects 4 inputs per parameter, then lr, then one step "
+                    "per parameter (5k + 1 inputs), got ",
+                    in.size());
+      else
+        EMBER_CHECK(in.size() >= 4 && in.size() % 4 == 0, op, ": expected 4 inputs per parameter",
+                    " (or 6: one parameter with lr and step), got ", in.size());
       const char* names[] = {"param", "grad", "exp_avg", "exp_avg_sq"};
-      const size_t k = in.size() == 6 ? 1 : in.size() / 4;
+      const size_t k = form.params;
       std::vector<TensorMeta> outs;
       for (size_t q = 0; q < k; ++q) {
         const TensorMeta* pm = in[4 * q];
@@ -552,14 +561,15 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
         }
         outs.insert(outs.end(), {*pm, *pm, *pm});
       }
-      const auto& a = std::get<AdamAttrs>(attrs);
-      if (in.size() == 6) {  // the learning rate and the step count on the device
-        for (int i = 4; i < 6; ++i) {
-          EMBER_CHECK(in[i], op, ": ", i == 4 ? "lr" : "step", " is missing");
-          EMBER_CHECK(in[i]->shape.rank() == 0 && in[i]->dtype == DType::f32, op, ": ", i == 4 ? "lr" : "step",
+      if (form.device_scalars) {  // the learning rate and the step counts on the device
+        for (size_t i = form.lr(); i < in.size(); ++i) {
+          const bool lr = i == form.lr();
+          EMBER_CHECK(in[i], op, ": ", lr ? "lr" : "step", " is missing");
+          EMBER_CHECK(in[i]->shape.rank() == 0 && in[i]->dtype == DType::f32, op, ": ", lr ? "lr" : "step",
+                      lr ? "" : " of param ", lr ? "" : std::to_string(i - form.step(0)),
                       " must be an f32 0-d tensor, got ", in[i]->dtype, in[i]->shape);
+          if (!lr) outs.push_back(*in[i]);
         }
-        outs.push_back(*in[5]);
         return outs;
       }
       EMBER_CHECK(a.step >= 1, op, ": step must be >= 1, got ", a.step);

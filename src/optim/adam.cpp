@@ -131,6 +131,66 @@ void fused_steps(std::vector<Optimizer::Item>& items, std::pair<double, double> 
     }
   }
 }
+
+// The capturable form of fused_steps: the updates of items whose learning rate is a tensor through
+// device-scalar adam_step_multi ops, one per run of parameters that share a device, a dtype, the
+// learning-rate tensor, lr_scale and weight decay (each reads and advances its own step count on
+// the device): two launches per 32 parameters on CUDA where one update each took two. Items
+// stepped with a host learning rate update one by one, as before.
+void fused_steps_capturable(std::vector<Optimizer::Item>& items, std::pair<double, double> betas, double eps,
+                            bool maximize, bool decoupled) {
+  std::vector<bool> done(items.size(), false);
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (done[i]) continue;
+    Optimizer::Item& lead = items[i];
+    if (!lead.hyper.lr_tensor.defined()) {
+      lead.next = fused_step(std::move(lead.param), std::move(lead.grad), lead.state, lead.hyper, betas, eps, maximize,
+                             decoupled);
+      done[i] = true;
+      continue;
+    }
+    auto same = [&](const Optimizer::Item& o) {
+      return o.hyper.lr_tensor.defined() && o.hyper.lr_tensor.primitive() == lead.hyper.lr_tensor.primitive() &&
+             o.param.device() == lead.param.device() && o.param.dtype() == lead.param.dtype() &&
+             o.hyper.lr_scale == lead.hyper.lr_scale && o.hyper.weight_decay == lead.hyper.weight_decay;
+    };
+    std::vector<size_t> run;
+    for (size_t j = i; j < items.size(); ++j)
+      if (!done[j] && same(items[j])) {
+        run.push_back(j);
+        done[j] = true;
+      }
+    AdamAttrs a;
+    a.lr = lead.hyper.lr_scale;
+    a.beta1 = betas.first;
+    a.beta2 = betas.second;
+    a.eps = eps;
+    a.weight_decay = lead.hyper.weight_decay;
+    a.decoupled = decoupled;
+    a.maximize = maximize;
+    std::vector<DynTensor> params, grads, ms, vs, steps;
+    for (size_t j : run) {
+      Optimizer::Item& it = items[j];
+      if (!it.state.device_step.defined())
+        it.state.device_step =
+            DynTensor::full(Shape{}, Scalar(double(it.state.step - 1)), DType::f32, it.param.device());
+      params.push_back(std::move(it.param));
+      grads.push_back(std::move(it.grad));
+      ms.push_back(std::move(it.state.tensors.at("exp_avg")));
+      vs.push_back(std::move(it.state.tensors.at("exp_avg_sq")));
+      steps.push_back(std::move(it.state.device_step));
+    }
+    std::vector<AdamUpdate> r = adam_step_multi(std::move(params), std::move(grads), std::move(ms), std::move(vs), a,
+                                                lead.hyper.lr_tensor, std::move(steps));
+    for (size_t q = 0; q < run.size(); ++q) {
+      Optimizer::Item& it = items[run[q]];
+      it.next = std::move(r[q].param);
+      it.state.tensors["exp_avg"] = std::move(r[q].exp_avg);
+      it.state.tensors["exp_avg_sq"] = std::move(r[q].exp_avg_sq);
+      it.state.device_step = std::move(r[q].step);
+    }
+  }
+}
 }  // namespace
 
 Adam AdamConfig::init() const { return Adam(*this); }
@@ -150,7 +210,8 @@ DynTensor Adam::update(DynTensor param, DynTensor grad, ParamState& state, const
 }
 
 void Adam::update_all(std::vector<Item>& items) const {
-  if (c_.amsgrad || c_.capturable) return Optimizer::update_all(items);
+  if (c_.amsgrad) return Optimizer::update_all(items);
+  if (c_.capturable) return fused_steps_capturable(items, c_.betas, c_.eps, c_.maximize, false);
   fused_steps(items, c_.betas, c_.eps, c_.maximize, false);
 }
 
@@ -169,7 +230,8 @@ DynTensor AdamW::update(DynTensor param, DynTensor grad, ParamState& state, cons
 }
 
 void AdamW::update_all(std::vector<Item>& items) const {
-  if (c_.amsgrad || c_.capturable) return Optimizer::update_all(items);
+  if (c_.amsgrad) return Optimizer::update_all(items);
+  if (c_.capturable) return fused_steps_capturable(items, c_.betas, c_.eps, c_.maximize, true);
   fused_steps(items, c_.betas, c_.eps, c_.maximize, true);
 }
 

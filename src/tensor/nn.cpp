@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "dispatch.hpp"
+#include "ember/core/adam_inputs.hpp"
 
 namespace ember {
 
@@ -155,6 +156,28 @@ std::vector<AdamUpdate> adam_step_multi(std::vector<DynTensor> params, std::vect
   std::vector<AdamUpdate> out(k);
   for (size_t i = 0; i < k; ++i)
     out[i] = {std::move(r[3 * i]), std::move(r[3 * i + 1]), std::move(r[3 * i + 2]), DynTensor()};
+  return out;
+}
+
+std::vector<AdamUpdate> adam_step_multi(std::vector<DynTensor> params, std::vector<DynTensor> grads,
+                                        std::vector<DynTensor> exp_avgs, std::vector<DynTensor> exp_avg_sqs,
+                                        const AdamAttrs& a, DynTensor lr, std::vector<DynTensor> steps) {
+  const size_t k = params.size();
+  EMBER_CHECK(k > 0 && grads.size() == k && exp_avgs.size() == k && exp_avg_sqs.size() == k && steps.size() == k,
+              "adam_step_multi: needs as many grads, exp_avgs, exp_avg_sqs and steps as params (at least one), got ", k,
+              ", ", grads.size(), ", ", exp_avgs.size(), ", ", exp_avg_sqs.size(), " and ", steps.size());
+  std::vector<DynTensor> in;
+  in.reserve(5 * k + 1);
+  for (size_t i = 0; i < k; ++i)
+    for (DynTensor* t : {&params[i], &grads[i], &exp_avgs[i], &exp_avg_sqs[i]}) in.push_back(std::move(*t));
+  in.push_back(std::move(lr));
+  for (DynTensor& t : steps) in.push_back(std::move(t));
+  AdamAttrs d = a;
+  d.step = 0;  // (the device-scalar form of several parameters: AdamInputs)
+  auto r = run_op(OpKind::adam_step, std::move(in), d);
+  std::vector<AdamUpdate> out(k);
+  for (size_t i = 0; i < k; ++i)
+    out[i] = {std::move(r[3 * i]), std::move(r[3 * i + 1]), std::move(r[3 * i + 2]), std::move(r[3 * k + i])};
   return out;
 }
 

@@ -764,6 +764,76 @@ TEST(Optimizer, MultiTensorAdamStepEqualsSingleSteps) {
   EXPECT_THROW((void)adam_step_multi({}, {}, {}, {}, a), Error);
 }
 
+// The device-scalar multi-tensor form (what capturable Adam and AdamW step with): each parameter's
+// update equals the single-tensor device-scalar adam_step's (checked against PyTorch through
+// CapturableAdamMatchesPyTorch), bit for bit, each with its own step count (0, 3 and 7: bias
+// corrections of steps 1, 4 and 8), an empty parameter among them; each new count is its step +
+// 1, and a count the op holds alone gives its buffer to the new one. Bad lists are Errors.
+TEST(Optimizer, MultiTensorDeviceScalarAdamStepEqualsSingleSteps) {
+  const Device cpu = Device::cpu();
+  AdamAttrs a;
+  a.lr = 0.5;  // a group's lr_scale
+  a.weight_decay = 0.1;
+  const DynTensor lr = DynTensor::full(Shape{}, Scalar(0.02), DType::f32, cpu);
+  for (bool decoupled : {false, true}) {
+    a.decoupled = decoupled;
+    a.maximize = !decoupled;
+    for (DType dt : {DType::f64, DType::f32, DType::bf16}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + (decoupled ? " AdamW" : " Adam"));
+      std::vector<DynTensor> p, g, m, v, steps;
+      int seed = 0;
+      const double counts[] = {0, 3, 7, 2};
+      for (Shape s : {Shape{3, 4}, Shape{5}, Shape{2, 2, 2}, Shape{0, 3}}) {
+        cpu.seed(uint64_t(++seed));
+        p.push_back(DynTensor::normal(s, 0, 1, DType::f32, cpu).cast(dt));
+        g.push_back(DynTensor::normal(s, 0, 1, DType::f32, cpu).cast(dt));
+        m.push_back(DynTensor::normal(s, 0, 0.1, DType::f32, cpu).cast(dt));
+        v.push_back(abs(DynTensor::normal(s, 0, 0.1, DType::f32, cpu)).cast(dt));
+        steps.push_back(DynTensor::full(Shape{}, Scalar(counts[steps.size()]), DType::f32, cpu));
+      }
+      std::vector<AdamUpdate> multi = adam_step_multi(p, g, m, v, a, lr, steps);
+      ASSERT_EQ(multi.size(), 4u);
+      for (size_t i = 0; i < 4; ++i) {
+        AdamUpdate one = adam_step(p[i], g[i], m[i], v[i], a, lr, steps[i]);
+        ASSERT_EQ(multi[i].param.shape(), p[i].shape()) << i;
+        EXPECT_EQ(values(multi[i].param), values(one.param)) << i;
+        EXPECT_EQ(values(multi[i].exp_avg), values(one.exp_avg)) << i;
+        EXPECT_EQ(values(multi[i].exp_avg_sq), values(one.exp_avg_sq)) << i;
+        EXPECT_EQ(multi[i].step.item(), counts[i] + 1) << i;
+        EXPECT_EQ(steps[i].item(), counts[i]) << i;  // (held here: not overwritten)
+        if (i < 3 && dt != DType::bf16) {
+          EXPECT_NE(values(multi[i].param), values(p[i])) << i;  // (it moved)
+        }
+      }
+      // the step counts differ, so the updates do: parameter 1 at step 4 is not parameter 1 at step 1
+      AdamUpdate first = adam_step(p[1], g[1], m[1], v[1], a, lr, steps[0]);
+      EXPECT_NE(values(first.param), values(multi[1].param));
+    }
+  }
+  // a count held by the op alone becomes the new count in place
+  auto one = [&] { return DynTensor::ones(Shape{4}, DType::f32, cpu); };
+  std::vector<DynTensor> step;
+  step.push_back(DynTensor::from_vector<float>({5.0f}, Shape{}, cpu));
+  const void* buffer = cpu.backend().memory_view(step[0].primitive())->data;
+  std::vector<AdamUpdate> r = adam_step_multi({one()}, {one()}, {one()}, {one()}, a, lr, std::move(step));
+  EXPECT_EQ(r[0].step.item(), 6.0);
+  EXPECT_EQ(cpu.backend().memory_view(r[0].step.primitive())->data, buffer);
+  auto s0 = DynTensor::zeros(Shape{}, DType::f32, cpu);
+  EXPECT_THROW((void)adam_step_multi({one(), one()}, {one(), one()}, {one(), one()}, {one(), one()}, a, lr, {s0}),
+               Error);  // one step for two parameters
+  try {
+    (void)adam_step_multi({one()}, {one()}, {one()}, {one()}, a, lr, {DynTensor::zeros(Shape{1}, DType::f32, cpu)});
+    ADD_FAILURE() << "a step that is not 0-d";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("step of param 0 must be an f32 0-d tensor"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)adam_step_multi({one()}, {one()}, {one()}, {one()}, a, lr, {s0.cast(DType::f64)}), Error);
+  // the host form keeps refusing a step of 0 in its own layout (4 inputs a parameter)
+  AdamAttrs h = a;
+  h.step = 0;
+  EXPECT_THROW((void)adam_step_multi({one()}, {one()}, {one()}, {one()}, h), Error);
+}
+
 // Parameters that skipped a step (no gradient) have a lower step count than the others, so one
 // Adam step updates them with other bias corrections: the same values as single-tensor updates
 // with each parameter's own count, as torch.optim keeps a count per parameter.

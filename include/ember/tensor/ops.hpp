@@ -274,6 +274,13 @@ AdamUpdate adam_step(DynTensor param, DynTensor grad, DynTensor exp_avg, DynTens
 std::vector<AdamUpdate> adam_step_multi(std::vector<DynTensor> params, std::vector<DynTensor> grads,
                                         std::vector<DynTensor> exp_avgs, std::vector<DynTensor> exp_avg_sqs,
                                         const AdamAttrs& a);
+// The same with the learning rate and the step counts read on the device (the capturable form
+// above, for several parameters in one op): result i is adam_step(params[i], grads[i],
+// exp_avgs[i], exp_avg_sqs[i], a, lr, steps[i]), its `step` the new count; a.step is not used.
+// CUDA updates up to 32 tensors in each launch and counts their steps in one more.
+std::vector<AdamUpdate> adam_step_multi(std::vector<DynTensor> params, std::vector<DynTensor> grads,
+                                        std::vector<DynTensor> exp_avgs, std::vector<DynTensor> exp_avg_sqs,
+                                        const AdamAttrs& a, DynTensor lr, std::vector<DynTensor> steps);
 
 // Multi-tensor ops (torch._foreach_norm / _foreach_mul), which gradient clipping uses: one op,
 // and on CUDA a few launches, for any number of tensors of one floating dtype on one device.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cpu_backend.hpp"
+#include "ember/core/adam_inputs.hpp"
 #include "ember/core/half.hpp"
 #include "thread_pool.hpp"
 
@@ -71,16 +72,17 @@ struct AdamScalars {
 };
 
 // One update, or one of each of the k parameters of a multi-tensor op (inputs 4q..4q+3 ->
-// outputs 3q..3q+2); all share the scalars.
+// outputs 3q..3q+2); the host form's parameters share the scalars, the device-scalar form's
+// share the learning rate and each reads its own step (AdamInputs, core/op.hpp).
 std::vector<PrimitivePtr> adam_step_kernel(CpuBackend&, Op& op) {
   const auto& a = op.attr<AdamAttrs>();
-  const bool device_scalars = op.inputs.size() == 6;
-  const size_t k = device_scalars ? 1 : op.inputs.size() / 4;
-  double lr_dev = 0;  // the device-scalar form's learning rate and step
-  float t_dev = 0;
-  if (device_scalars) {
-    lr_dev = a.lr * double(contiguous(op.inputs[4])->data<float>()[0]);
-    t_dev = contiguous(op.inputs[5])->data<float>()[0] + 1;
+  const AdamInputs form = adam_inputs(op.inputs.size(), a);
+  const size_t k = form.params;
+  double lr_dev = 0;  // the device-scalar form's learning rate and steps
+  std::vector<float> t_dev(form.device_scalars ? k : 0);
+  if (form.device_scalars) {
+    lr_dev = a.lr * double(contiguous(op.inputs[form.lr()])->data<float>()[0]);
+    for (size_t q = 0; q < k; ++q) t_dev[q] = contiguous(op.inputs[form.step(q)])->data<float>()[0] + 1;
   }
   std::vector<PrimitivePtr> results;
   for (size_t q = 0; q < k; ++q) {
@@ -100,7 +102,7 @@ std::vector<PrimitivePtr> adam_step_kernel(CpuBackend&, Op& op) {
     visit_float_dtype(op.outputs[3 * q].dtype, op.name(), [&]<class T>() {
       using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
       const AdamScalars<C> s =
-          device_scalars ? AdamScalars<C>::device(a, C(lr_dev), C(t_dev)) : AdamScalars<C>::host(a);
+          form.device_scalars ? AdamScalars<C>::device(a, C(lr_dev), C(t_dev[q])) : AdamScalars<C>::host(a);
       const T *p = static_cast<const T*>(in[0]), *g = grad->data<T>(), *m = static_cast<const T*>(in[1]),
               *v = static_cast<const T*>(in[2]);
       T *po = out[0]->data<T>(), *mo = out[1]->data<T>(), *vo = out[2]->data<T>();
@@ -116,10 +118,11 @@ std::vector<PrimitivePtr> adam_step_kernel(CpuBackend&, Op& op) {
     });
     results.insert(results.end(), {out[0], out[1], out[2]});
   }
-  if (!device_scalars) return results;
-  CpuTensorPtr step = output_reusing(op, 5, op.outputs[3]);
-  step->data<float>()[0] = t_dev;
-  results.push_back(step);
+  for (size_t q = 0; q < t_dev.size(); ++q) {
+    CpuTensorPtr step = output_reusing(op, form.step(q), op.outputs[3 * k + q]);
+    step->data<float>()[0] = t_dev[q];
+    results.push_back(step);
+  }
   return results;
 }
 

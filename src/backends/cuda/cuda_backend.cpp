@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "autotune.hpp"
+#include "ember/core/adam_inputs.hpp"
 #include "profile.hpp"
 
 namespace ember::cuda {
@@ -91,7 +92,7 @@ std::vector<PrimitivePtr> CudaBackend::execute(Op op) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   make_current();
   if (capture_) {
-    if (op.kind == OpKind::adam_step && op.inputs.size() != 6)
+    if (op.kind == OpKind::adam_step && !adam_inputs(op.inputs.size(), op.attr<AdamAttrs>()).device_scalars)
       refuse_in_capture("adam_step (its step count and learning rate are host values a replay would repeat; "
                         "run the optimizer outside the captured region, or make it capturable)");
     note_captured_inputs(op.inputs);

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "cuda_backend.hpp"
+#include "ember/core/adam_inputs.hpp"
 #include "ember/core/error.hpp"
 #include "jit.hpp"
 #include "optim_sources.hpp"
@@ -33,6 +34,8 @@ constexpr int kAdamMulti = 32;
   CP v[32];                                                                                      \
   int64_t n[32];                                                                                 \
   int64_t first[33];                                                                             \
+  float* so[32];                                                                                 \
+  const float* si[32];                                                                           \
   int32_t count;
 struct AdamTensors {
   EMBER_ADAM_TENSORS(void*, const void*)
@@ -172,6 +175,26 @@ extern "C" __global__ void adam_step_dev(T* __restrict__ po, T* __restrict__ mo,
 }
 
 extern "C" __global__ void adam_count(float* step_out, const float* step_in) { step_out[0] = step_in[0] + 1.0f; }
+
+// The device-scalar form of up to 32 tensors in one launch (adam_multi's blocks), each reading
+// its own step si[k]; adam_count_multi then writes their new steps so[k] (a thread each).
+extern "C" __global__ void adam_multi_dev(AdamTensors t, const float* __restrict__ lr_in, C lr_scale, C wd, C b1,
+                                          C one_minus_b1, C b2, C one_minus_b2, C ln_b1, C ln_b2, C eps,
+                                          int32_t decoupled, int32_t maximize) {
+  int k = 0;
+  while (k + 1 < t.count && t.first[k + 1] <= (int64_t)blockIdx.x) ++k;
+  const int64_t b = (int64_t)blockIdx.x - t.first[k], nb = t.first[k + 1] - t.first[k];
+  const C lr = lr_scale * C(lr_in[0]), tk = C(t.si[k][0]) + C(1);
+  const C step_size = lr / -expm1(tk * ln_b1);
+  const C bc2_sqrt = sqrt(-expm1(tk * ln_b2));
+  adam_update(t.po[k], t.mo[k], t.vo[k], t.p[k], t.g[k], t.m[k], t.v[k], t.n[k], C(1) - lr * wd, wd, b1,
+              one_minus_b1, b2, one_minus_b2, step_size, bc2_sqrt, eps, decoupled, maximize,
+              b * blockDim.x + threadIdx.x, nb * blockDim.x);
+}
+
+extern "C" __global__ void adam_count_multi(AdamTensors t) {
+  if ((int)threadIdx.x < t.count) t.so[threadIdx.x][0] = t.si[threadIdx.x][0] + 1.0f;
+}
 )CUDA";
 
 const char* kAdamUpdate = R"CUDA(
@@ -265,14 +288,46 @@ void launch_adam_dev(CudaBackend& be, CUfunction f, const AdamAttrs& a, void* co
             C(std::log(a.beta1)), C(std::log(a.beta2)), C(a.eps), int32_t(a.decoupled), int32_t(a.maximize));
 }
 
+// The device-scalar form of k tensors: per kAdamMulti of them, one adam_multi_dev launch (the
+// blocks a single update of each would have; none for empty tensors) and, after it in stream
+// order, one adam_count_multi, so that a new step may take the buffer of the step it read.
+template <class C>
+void launch_adam_multi_dev(CudaBackend& be, CUfunction update, CUfunction count, const AdamAttrs& a,
+                           const std::vector<void*>& out, const std::vector<const void*>& in,
+                           const std::vector<int64_t>& n, const void* lr, const std::vector<const void*>& steps_in,
+                           const std::vector<void*>& steps_out) {
+  constexpr int kThreads = 256;
+  for (size_t q0 = 0; q0 < n.size(); q0 += kAdamMulti) {
+    AdamTensors t{};
+    int64_t blocks = 0;
+    for (size_t q = q0; q < n.size() && q < q0 + kAdamMulti; ++q) {
+      const int c = t.count++;
+      t.po[c] = out[3 * q], t.mo[c] = out[3 * q + 1], t.vo[c] = out[3 * q + 2];
+      t.p[c] = in[4 * q], t.g[c] = in[4 * q + 1], t.m[c] = in[4 * q + 2], t.v[c] = in[4 * q + 3];
+      t.n[c] = n[q];
+      t.si[c] = static_cast<const float*>(steps_in[q]);
+      t.so[c] = static_cast<float*>(steps_out[q]);
+      t.first[c] = blocks;
+      if (n[q] > 0) blocks += grid_for(be, n[q], kThreads, 4);
+      t.first[c + 1] = blocks;
+    }
+    if (blocks > 0)
+      be.launch(update, unsigned(blocks), kThreads, 0, t, lr, C(a.lr), C(a.weight_decay), C(a.beta1), C(1 - a.beta1),
+                C(a.beta2), C(1 - a.beta2), C(std::log(a.beta1)), C(std::log(a.beta2)), C(a.eps),
+                int32_t(a.decoupled), int32_t(a.maximize));
+    be.launch(count, 1, kAdamMulti, 0, t);
+  }
+}
+
 std::vector<PrimitivePtr> adam_step_kernel(CudaBackend& be, Op& op) {
   const auto& a = op.attr<AdamAttrs>();
   const DType dt = op.outputs[0].dtype;
   // Outputs (param, exp_avg, exp_avg_sq) take over the buffers of inputs 0, 2, 3 (of each
   // quadruple) when the op holds them alone; the grad is only read. No handle is kept here, so
   // reuse can happen.
-  const bool device_scalars = op.inputs.size() == 6;
-  const size_t k = device_scalars ? 1 : op.inputs.size() / 4;
+  const AdamInputs form = adam_inputs(op.inputs.size(), a);
+  const bool device_scalars = form.device_scalars;
+  const size_t k = form.params;
   std::vector<const void*> in(op.inputs.size());
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     op.inputs[i] = contiguous(be, op.inputs[i]);
@@ -303,6 +358,24 @@ std::vector<PrimitivePtr> adam_step_kernel(CudaBackend& be, Op& op) {
       if (dt == DType::f64) launch_adam_multi<double>(be, f, a, outp, in, n);
       else launch_adam_multi<float>(be, f, a, outp, in, n);
     }
+    return results;
+  }
+  if (k > 1 || op.inputs.size() != 6) {  // several parameters (or one in the general layout)
+    std::vector<const void*> steps_in;
+    std::vector<void*> steps_out;
+    std::vector<CudaTensorPtr> steps;
+    for (size_t q = 0; q < k; ++q) {
+      steps_in.push_back(in[form.step(q)]);
+      steps.push_back(output_reusing(be, op, form.step(q), op.outputs[3 * k + q]));
+      steps_out.push_back(steps.back()->raw());
+    }
+    CUfunction update = be.jit().get(adam_key(dt), "adam_multi_dev", source);
+    CUfunction count = be.jit().get(adam_key(dt), "adam_count_multi", source);
+    if (dt == DType::f64)
+      launch_adam_multi_dev<double>(be, update, count, a, outp, in, n, in[form.lr()], steps_in, steps_out);
+    else
+      launch_adam_multi_dev<float>(be, update, count, a, outp, in, n, in[form.lr()], steps_in, steps_out);
+    results.insert(results.end(), steps.begin(), steps.end());
     return results;
   }
   if (n[0] > 0) {

@@ -15,6 +15,7 @@
 
 #include "copy.hpp"
 #include "glsl.hpp"
+#include "ember/core/adam_inputs.hpp"
 
 namespace ember::vulkan {
 
@@ -137,8 +138,9 @@ TensorData host_scalars(const AdamAttrs& a, DType c) {
 
 std::vector<PrimitivePtr> adam_step_kernel(VulkanBackend& be, Op& op) {
   const auto& a = op.attr<AdamAttrs>();
-  const bool device_scalars = op.inputs.size() == 6;
-  const size_t k = device_scalars ? 1 : op.inputs.size() / 4;
+  const AdamInputs form = adam_inputs(op.inputs.size(), a);
+  const bool device_scalars = form.device_scalars;
+  const size_t k = form.params;
   const DType dt = op.in(0).dtype;
   const DType c = dt == DType::f64 ? DType::f64 : DType::f32;
   AdamParams p;
@@ -152,23 +154,31 @@ std::vector<PrimitivePtr> adam_step_kernel(VulkanBackend& be, Op& op) {
   put(p.log_b1, double(float(std::log(a.beta1))));
   put(p.log_b2, double(float(std::log(a.beta2))));
   if (c == DType::f64) put(p.log_b1, std::log(a.beta1)), put(p.log_b2, std::log(a.beta2));
-  VulkanTensorPtr scalars, new_step;
+  // the scalars: one set from the attributes (host form), or one per parameter from the lr and
+  // its step (device-scalar form), which also writes the parameter's new step
+  VkPipeline sp = nullptr;
+  VulkanTensorPtr lr;
   if (device_scalars) {
-    VulkanTensorPtr lr = be.contiguous(op.inputs[4]), st = be.contiguous(op.inputs[5]);
+    lr = be.contiguous(op.inputs[form.lr()]);
     p.off_lr = int32_t(lr->offset);
-    p.off_step = int32_t(st->offset);
-    scalars = be.alloc(TensorMeta{Shape{10}, c});
-    new_step = be.alloc(op.outputs[3]);
-    VkPipeline sp = be.shaders().get("adam_step", "adam_step/scalars/" + std::string(dtype_name(c)),
-                                     [c] { return scalars_source(c); });
-    be.dispatch(sp, {scalars->buffer, lr->buffer, st->buffer, new_step->buffer, nullptr, nullptr}, &p, sizeof p, 1);
-  } else {
-    scalars = as_vk_ptr(be.write(c == DType::f64 ? host_scalars<double>(a, c) : host_scalars<float>(a, c)));
+    sp = be.shaders().get("adam_step", "adam_step/scalars/" + std::string(dtype_name(c)),
+                          [c] { return scalars_source(c); });
   }
+  VulkanTensorPtr scalars;
+  if (!device_scalars) scalars = as_vk_ptr(be.write(c == DType::f64 ? host_scalars<double>(a, c) : host_scalars<float>(a, c)));
+  std::vector<PrimitivePtr> new_steps;
   VkPipeline up =
       be.shaders().get("adam_step", "adam_step/" + std::string(dtype_name(dt)), [dt] { return update_source(dt); });
   std::vector<PrimitivePtr> results;
   for (size_t q = 0; q < k; ++q) {
+    if (device_scalars) {
+      VulkanTensorPtr st = be.contiguous(op.inputs[form.step(q)]);
+      p.off_step = int32_t(st->offset);
+      scalars = be.alloc(TensorMeta{Shape{10}, c});
+      VulkanTensorPtr new_step = be.alloc(op.outputs[3 * k + q]);
+      be.dispatch(sp, {scalars->buffer, lr->buffer, st->buffer, new_step->buffer, nullptr, nullptr}, &p, sizeof p, 1);
+      new_steps.push_back(new_step);
+    }
     VulkanTensorPtr outs[3];
     const size_t src[3] = {4 * q, 4 * q + 2, 4 * q + 3};
     for (size_t o = 0; o < 3; ++o) {
@@ -186,7 +196,7 @@ std::vector<PrimitivePtr> adam_step_kernel(VulkanBackend& be, Op& op) {
     }
     results.insert(results.end(), {outs[0], outs[1], outs[2]});
   }
-  if (device_scalars) results.push_back(new_step);
+  results.insert(results.end(), new_steps.begin(), new_steps.end());
   return results;
 }
 

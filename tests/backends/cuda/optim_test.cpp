@@ -111,6 +111,63 @@ TEST(CudaOptim, MultiTensorAdamStepMatchesTheCpu) {
   }
 }
 
+// The device-scalar multi-tensor form (capturable Adam and AdamW): 40 tensors, an empty one among
+// them, each with its own step count, so two adam_multi_dev launches and two adam_count_multi;
+// each tensor's values and new count the CPU's. A count the op holds alone is counted in place.
+TEST(CudaOptim, MultiTensorDeviceScalarAdamStepMatchesTheCpu) {
+  if (!cuda::available()) GTEST_SKIP() << "no CUDA device: " << cuda::describe_devices();
+  const Device cpu = Device::cpu(), gpu = Device::cuda(0);
+  for (DType dt : {DType::f32, DType::bf16, DType::f64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    AdamAttrs a;
+    a.lr = 0.5;
+    a.weight_decay = 0.1;
+    a.decoupled = dt != DType::bf16;
+    const DynTensor lr = DynTensor::full(Shape{}, Scalar(0.02), DType::f32, cpu);
+    std::vector<DynTensor> p, g, m, v, st, pg, gg, mg, vg, sg;
+    for (int i = 0; i < 40; ++i) {
+      const Shape s = i == 7 ? Shape{0, 3} : i % 3 == 0 ? Shape{int64_t(1 + 97 * i), 33} : Shape{int64_t(1 + i)};
+      p.push_back(DynTensor::normal(s, 0, 1, DType::f32, cpu).cast(dt));
+      g.push_back(DynTensor::normal(s, 0, 1, DType::f32, cpu).cast(dt));
+      m.push_back(DynTensor::normal(s, 0, 0.1, DType::f32, cpu).cast(dt));
+      v.push_back(abs(DynTensor::normal(s, 0, 0.1, DType::f32, cpu)).cast(dt));
+      st.push_back(DynTensor::full(Shape{}, Scalar(double(i % 5)), DType::f32, cpu));
+      pg.push_back(p.back().to(gpu));
+      gg.push_back(g.back().to(gpu));
+      mg.push_back(m.back().to(gpu));
+      vg.push_back(v.back().to(gpu));
+      sg.push_back(st.back().to(gpu));
+    }
+    auto want = adam_step_multi(p, g, m, v, a, lr, st);
+    auto got = adam_step_multi(pg, gg, mg, vg, a, lr.to(gpu), sg);
+    ASSERT_EQ(got.size(), 40u);
+    const double tol = dt == DType::f64 ? 1e-12 : dt == DType::f32 ? 1e-6 : 1e-2;
+    for (size_t i = 0; i < 40; ++i) {
+      ASSERT_EQ(got[i].param.shape(), p[i].shape()) << i;
+      EXPECT_EQ(got[i].step.to(cpu).item(), double(i % 5) + 1) << i;
+      EXPECT_EQ(sg[i].to(cpu).item(), double(i % 5)) << i;  // (held here: not overwritten)
+      if (p[i].numel() == 0) continue;
+      auto err = [&](const DynTensor& x, const DynTensor& y) {
+        return max(abs(x.cast(DType::f64) - y.to(cpu).cast(DType::f64))).item();
+      };
+      EXPECT_LE(err(want[i].param, got[i].param), tol) << i;
+      EXPECT_LE(err(want[i].exp_avg, got[i].exp_avg), tol) << i;
+      EXPECT_LE(err(want[i].exp_avg_sq, got[i].exp_avg_sq), tol) << i;
+    }
+  }
+  auto one = [&] { return DynTensor::ones(Shape{4}, DType::f32, gpu); };
+  std::vector<DynTensor> steps;
+  steps.push_back(DynTensor::from_vector<float>({5.0f}, Shape{}, gpu));
+  steps.push_back(DynTensor::from_vector<float>({9.0f}, Shape{}, gpu));
+  const void* b1 = gpu.backend().memory_view(steps[0].primitive())->data;
+  AdamAttrs a;
+  auto lr = DynTensor::full(Shape{}, Scalar(0.1), DType::f32, gpu);
+  auto r = adam_step_multi({one(), one()}, {one(), one()}, {one(), one()}, {one(), one()}, a, lr, std::move(steps));
+  EXPECT_EQ(r[0].step.to(cpu).item(), 6.0);
+  EXPECT_EQ(r[1].step.to(cpu).item(), 10.0);
+  EXPECT_EQ(gpu.backend().memory_view(r[0].step.primitive())->data, b1);
+}
+
 // norm_multi and mul_multi over 150 tensors (three launches of 64): the p-norms and products of
 // the CPU backend (which the conformance cases check against PyTorch), with an empty tensor,
 // a 0-d one, large ones split over many blocks, and views that start 1 element past 16-byte
