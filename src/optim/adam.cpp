@@ -85,74 +85,32 @@ DynTensor fused_step(DynTensor param, DynTensor grad, ParamState& state, const O
   return std::move(r.param);
 }
 // Every item's update through multi-tensor adam_step ops: one per run of parameters that share a
-// device, a dtype, a step count and hyper-parameters (in a training loop: one per parameter
-// group and dtype), in the items' order.
+// device, a dtype and hyper-parameters, in the items' order (in a training loop: one per
+// parameter group and dtype). The host form's runs also share a step count. The capturable form
+// (`capturable`, items whose learning rate is a tensor) takes the device-scalar op, whose
+// parameters share the learning-rate tensor and lr_scale and each read and advance their own step
+// count on the device: on CUDA two launches per 32 parameters where one update each took two.
+// Items of a capturable optimizer stepped with a host learning rate update one by one.
 void fused_steps(std::vector<Optimizer::Item>& items, std::pair<double, double> betas, double eps, bool maximize,
-                 bool decoupled) {
-  std::vector<bool> done(items.size(), false);
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (done[i]) continue;
-    const Optimizer::Item& lead = items[i];
-    auto same = [&](const Optimizer::Item& o) {
-      return o.param.device() == lead.param.device() && o.param.dtype() == lead.param.dtype() &&
-             o.state.step == lead.state.step && o.hyper.lr == lead.hyper.lr &&
-             o.hyper.weight_decay == lead.hyper.weight_decay;
-    };
-    std::vector<size_t> run;
-    for (size_t j = i; j < items.size(); ++j)
-      if (!done[j] && same(items[j])) {
-        run.push_back(j);
-        done[j] = true;
-      }
-    AdamAttrs a;
-    a.lr = lead.hyper.lr;
-    a.beta1 = betas.first;
-    a.beta2 = betas.second;
-    a.eps = eps;
-    a.weight_decay = lead.hyper.weight_decay;
-    a.step = lead.state.step;
-    a.decoupled = decoupled;
-    a.maximize = maximize;
-    std::vector<DynTensor> params, grads, ms, vs;
-    for (size_t j : run) {
-      Optimizer::Item& it = items[j];
-      params.push_back(std::move(it.param));
-      grads.push_back(std::move(it.grad));
-      ms.push_back(std::move(it.state.tensors.at("exp_avg")));
-      vs.push_back(std::move(it.state.tensors.at("exp_avg_sq")));
-    }
-    std::vector<AdamUpdate> r =
-        adam_step_multi(std::move(params), std::move(grads), std::move(ms), std::move(vs), a);
-    for (size_t q = 0; q < run.size(); ++q) {
-      Optimizer::Item& it = items[run[q]];
-      it.next = std::move(r[q].param);
-      it.state.tensors["exp_avg"] = std::move(r[q].exp_avg);
-      it.state.tensors["exp_avg_sq"] = std::move(r[q].exp_avg_sq);
-    }
-  }
-}
-
-// The capturable form of fused_steps: the updates of items whose learning rate is a tensor through
-// device-scalar adam_step_multi ops, one per run of parameters that share a device, a dtype, the
-// learning-rate tensor, lr_scale and weight decay (each reads and advances its own step count on
-// the device): two launches per 32 parameters on CUDA where one update each took two. Items
-// stepped with a host learning rate update one by one, as before.
-void fused_steps_capturable(std::vector<Optimizer::Item>& items, std::pair<double, double> betas, double eps,
-                            bool maximize, bool decoupled) {
+                 bool decoupled, bool capturable) {
   std::vector<bool> done(items.size(), false);
   for (size_t i = 0; i < items.size(); ++i) {
     if (done[i]) continue;
     Optimizer::Item& lead = items[i];
-    if (!lead.hyper.lr_tensor.defined()) {
+    const bool device_scalars = capturable && lead.hyper.lr_tensor.defined();
+    if (capturable && !device_scalars) {
       lead.next = fused_step(std::move(lead.param), std::move(lead.grad), lead.state, lead.hyper, betas, eps, maximize,
                              decoupled);
       done[i] = true;
       continue;
     }
     auto same = [&](const Optimizer::Item& o) {
+      if (o.param.device() != lead.param.device() || o.param.dtype() != lead.param.dtype() ||
+          o.hyper.weight_decay != lead.hyper.weight_decay)
+        return false;
+      if (!device_scalars) return o.state.step == lead.state.step && o.hyper.lr == lead.hyper.lr;
       return o.hyper.lr_tensor.defined() && o.hyper.lr_tensor.primitive() == lead.hyper.lr_tensor.primitive() &&
-             o.param.device() == lead.param.device() && o.param.dtype() == lead.param.dtype() &&
-             o.hyper.lr_scale == lead.hyper.lr_scale && o.hyper.weight_decay == lead.hyper.weight_decay;
+             o.hyper.lr_scale == lead.hyper.lr_scale;
     };
     std::vector<size_t> run;
     for (size_t j = i; j < items.size(); ++j)
@@ -161,33 +119,37 @@ void fused_steps_capturable(std::vector<Optimizer::Item>& items, std::pair<doubl
         done[j] = true;
       }
     AdamAttrs a;
-    a.lr = lead.hyper.lr_scale;
+    a.lr = device_scalars ? lead.hyper.lr_scale : lead.hyper.lr;
     a.beta1 = betas.first;
     a.beta2 = betas.second;
     a.eps = eps;
     a.weight_decay = lead.hyper.weight_decay;
+    a.step = lead.state.step;  // (the device-scalar form reads the counts below)
     a.decoupled = decoupled;
     a.maximize = maximize;
     std::vector<DynTensor> params, grads, ms, vs, steps;
     for (size_t j : run) {
       Optimizer::Item& it = items[j];
-      if (!it.state.device_step.defined())
-        it.state.device_step =
-            DynTensor::full(Shape{}, Scalar(double(it.state.step - 1)), DType::f32, it.param.device());
       params.push_back(std::move(it.param));
       grads.push_back(std::move(it.grad));
       ms.push_back(std::move(it.state.tensors.at("exp_avg")));
       vs.push_back(std::move(it.state.tensors.at("exp_avg_sq")));
+      if (!device_scalars) continue;
+      if (!it.state.device_step.defined())
+        it.state.device_step =
+            DynTensor::full(Shape{}, Scalar(double(it.state.step - 1)), DType::f32, params.back().device());
       steps.push_back(std::move(it.state.device_step));
     }
-    std::vector<AdamUpdate> r = adam_step_multi(std::move(params), std::move(grads), std::move(ms), std::move(vs), a,
-                                                lead.hyper.lr_tensor, std::move(steps));
+    std::vector<AdamUpdate> r =
+        device_scalars ? adam_step_multi(std::move(params), std::move(grads), std::move(ms), std::move(vs), a,
+                                         lead.hyper.lr_tensor, std::move(steps))
+                       : adam_step_multi(std::move(params), std::move(grads), std::move(ms), std::move(vs), a);
     for (size_t q = 0; q < run.size(); ++q) {
       Optimizer::Item& it = items[run[q]];
       it.next = std::move(r[q].param);
       it.state.tensors["exp_avg"] = std::move(r[q].exp_avg);
       it.state.tensors["exp_avg_sq"] = std::move(r[q].exp_avg_sq);
-      it.state.device_step = std::move(r[q].step);
+      if (device_scalars) it.state.device_step = std::move(r[q].step);
     }
   }
 }
@@ -211,8 +173,7 @@ DynTensor Adam::update(DynTensor param, DynTensor grad, ParamState& state, const
 
 void Adam::update_all(std::vector<Item>& items) const {
   if (c_.amsgrad) return Optimizer::update_all(items);
-  if (c_.capturable) return fused_steps_capturable(items, c_.betas, c_.eps, c_.maximize, false);
-  fused_steps(items, c_.betas, c_.eps, c_.maximize, false);
+  fused_steps(items, c_.betas, c_.eps, c_.maximize, false, c_.capturable);
 }
 
 AdamW::AdamW(AdamWConfig config)
@@ -231,8 +192,7 @@ DynTensor AdamW::update(DynTensor param, DynTensor grad, ParamState& state, cons
 
 void AdamW::update_all(std::vector<Item>& items) const {
   if (c_.amsgrad) return Optimizer::update_all(items);
-  if (c_.capturable) return fused_steps_capturable(items, c_.betas, c_.eps, c_.maximize, true);
-  fused_steps(items, c_.betas, c_.eps, c_.maximize, true);
+  fused_steps(items, c_.betas, c_.eps, c_.maximize, true, c_.capturable);
 }
 
 }  // namespace ember::optim
