@@ -97,6 +97,27 @@ TEST_F(Fixture, LargeUploadAndDownloadAreChunked) {
   EXPECT_EQ(x.to_vector<float>(), v);
 }
 
+// The client frames and masks ws:// chunk frames itself: each of RFC 6455's three length forms
+// (a last chunk of 10 bytes: 7 bits; of 1001: 16 bits; else 64 bits), and values whose length is
+// no multiple of 4 (the mask key's tail), must arrive intact.
+TEST_F(Fixture, ChunkFramesOfEveryLengthFormArriveIntact) {
+  Device d = connect();
+  for (size_t tail : {size_t(10), size_t(1001), size_t(3), size_t(0)}) {
+    const size_t n = (size_t(4) << 20) + tail + (tail == 0 ? (size_t(1) << 20) + 1 : 0);
+    std::vector<uint8_t> v(n);
+    uint32_t r = 12345;
+    for (auto& b : v) b = uint8_t((r = r * 1103515245u + 12345u) >> 24);
+    auto x = DynTensor::from_data(TensorData(Shape{int64_t(n)}, DType::u8,
+                                             std::vector<std::byte>(reinterpret_cast<std::byte*>(v.data()),
+                                                                    reinterpret_cast<std::byte*>(v.data()) + n)),
+                                  d);
+    const TensorData back = x.into_data();
+    ASSERT_EQ(back.bytes().size(), n);
+    EXPECT_EQ(std::memcmp(back.bytes().data(), v.data(), n), 0) << "tail " << tail;
+  }
+  expect_serving();
+}
+
 TEST_F(Fixture, AutodiffOnTopKeepsTheGraphOnTheClient) {
   Device d = connect().autodiff();
   Device l = Device::cpu().autodiff();

@@ -345,13 +345,16 @@ struct Server::Impl {
       }
     }
     // n bytes of the message being read, into p (null: read and dropped); then the message must
-    // end there.
+    // end there. Each read asks for at most kPiece bytes: Beast unmasks what a read returns in
+    // place, and a piece of this size is still in the core's cache when it does (a 4 MiB read
+    // left the unmasking to stream from memory: 13% of an upload's cycles).
     void read_values(std::byte* p, size_t n) {
+      constexpr size_t kPiece = size_t(256) << 10;
       std::vector<std::byte> sink(p ? 0 : std::min<size_t>(n, 1 << 16));
       size_t got = 0;
       while (got < n) {
         if (ws.is_message_done()) throw SessionEnd("remote frame: truncated in a chunk's values");
-        got += p ? ws.read_some(net::buffer(p + got, n - got))
+        got += p ? ws.read_some(net::buffer(p + got, std::min(n - got, kPiece)))
                  : ws.read_some(net::buffer(sink.data(), std::min(n - got, sink.size())));
       }
       bytes_in += n;
