@@ -305,8 +305,9 @@ struct Server::Impl {
         // a virtual machine). A frame Beast has already buffered just ends the poll's time.
         const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(60);
         beast::error_code ec;
-        while (beast::get_lowest_layer(ws).available(ec) == 0 && !ec && std::chrono::steady_clock::now() < until) {
-        }
+        // (yielding, so that a client thread that shares this core gets to send it)
+        while (beast::get_lowest_layer(ws).available(ec) == 0 && !ec && std::chrono::steady_clock::now() < until)
+          std::this_thread::yield();
         replied = false;
       }
       // The first bytes: a chunk frame's values are then read straight into their upload's
