@@ -35,6 +35,14 @@
 #include "conv_internal.hpp"
 #include "vec/vec_math.hpp"
 
+#if defined(__wasm_simd128__)
+namespace ember::cpu::detail {
+// conv_simd128.cpp: one im2col row, im2col_row_f32_avx512's contract for any width stride
+// (vectors for 1 and 2).
+void im2col_row_f32_simd128(const Im2colRow& r, int64_t p0, int64_t p1, float* dst);
+}  // namespace ember::cpu::detail
+#endif
+
 namespace ember::cpu {
 namespace conv {
 
@@ -80,6 +88,9 @@ void im2col(const ConvGeom& g, const T* x, int64_t r0, int64_t r1, int64_t p0, i
   // AVX-512 rows for width stride 2 (permutes) and for short unit-stride rows (masked copies
   // beat a memcpy call and fills there; long rows are faster as memcpy's, below).
   if constexpr (std::is_same_v<T, float>) simd = (g.s[2] == 2 || (g.s[2] == 1 && g.out[2] < 32)) && features().avx512;
+#if defined(__wasm_simd128__)
+  simd = std::is_same_v<T, float>;  // the wasm build: SIMD128 rows for every stride (conv_simd128.cpp)
+#endif
   for (int64_t r = r0; r < r1; ++r) {
     const T* xc = x + c * plane;
     T* row = col + (r - r0) * ld - p0;
@@ -91,7 +102,11 @@ void im2col(const ConvGeom& g, const T* x, int64_t r0, int64_t r1, int64_t p0, i
       if (simd) {
         const detail::Im2colRow ir{xc, ID, IH, IW, OH, OW, g.s[0], g.s[1], g.s[2],
                                    kd * g.d[0] - g.p[0], kh * g.d[1] - g.p[1], woff, ow_lo, ow_hi};
+#if defined(__wasm_simd128__)
+        detail::im2col_row_f32_simd128(ir, p0, p1, row + p0);
+#else
         detail::im2col_row_f32_avx512(ir, p0, p1, row + p0);
+#endif
         done = true;
       }
     }
@@ -325,7 +340,14 @@ void conv_forward_packed(const ConvGeom& g, const float* x, const float* w, cons
   if (nth > 1 && !(ng % nth == 0 || ng >= 4 * nth)) {
     int64_t c = nchunks;
     while ((ng * c) % nth != 0 && c < nchunks + nth) ++c;
-    if ((ng * c) % nth == 0 && P / c >= 2 * NR) nchunks = c;
+    bool even = true;
+#if defined(__wasm_simd128__)
+    // The wasm build (NR = 8): only where the threads' shares of whole-panel chunks come out
+    // within 1/8 of each other (49 pixels would split 32 + 17); else they split the strips below.
+    const int64_t clen = ((P + c - 1) / c + NR - 1) / NR * NR;
+    even = 8 * P >= 7 * c * clen;
+#endif
+    if ((ng * c) % nth == 0 && P / c >= 2 * NR && even) nchunks = c;
   }
   const int64_t len = (((P + nchunks - 1) / nchunks) + NR - 1) / NR * NR;
   nchunks = (P + len - 1) / len;

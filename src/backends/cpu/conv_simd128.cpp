@@ -155,6 +155,56 @@ void copy_row_f32_simd128(float* dst, const float* src, int64_t n, int64_t strid
   for (; i < n; ++i) dst[i] = src[i * stride];
 }
 
+namespace {
+
+// d[0:n] = 0
+inline void zero_floats(float* d, int64_t n) {
+  const v128_t z = wasm_f32x4_const_splat(0.0f);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) wasm_v128_store(d + i, z);
+  for (; i < n; ++i) d[i] = 0.0f;
+}
+
+}  // namespace
+
+void im2col_row_f32_simd128(const Im2colRow& r, int64_t p0, int64_t p1, float* dst) {
+  int64_t p = p0;
+  int64_t ow = p0 % r.OW, t = p0 / r.OW;
+  int64_t oh = t % r.OH, od = t / r.OH;
+  while (p < p1) {
+    const int64_t n = r.OW - ow < p1 - p ? r.OW - ow : p1 - p;
+    const int64_t e = ow + n;
+    float* d = dst + (p - p0) - ow;  // d[o] for output column o
+    const int64_t id = od * r.sd + r.offd, ih = oh * r.sh + r.offh;
+    if (id < 0 || id >= r.ID || ih < 0 || ih >= r.IH) {
+      zero_floats(d + ow, n);
+    } else {
+      const int64_t a = imin(e, imax(r.ow_lo, ow)), b = imax(a, imin(r.ow_hi, e));  // columns inside the row
+      const float* src = r.plane + (id * r.IH + ih) * r.IW + r.offw;  // src[o * sw] for output column o
+      for (int64_t o = ow; o < a; ++o) d[o] = 0.0f;
+      int64_t o = a;
+      if (r.sw == 1) {
+        for (; o + 8 <= b; o += 8) {
+          wasm_v128_store(d + o, wasm_v128_load(src + o));
+          wasm_v128_store(d + o + 4, wasm_v128_load(src + o + 4));
+        }
+        for (; o + 4 <= b; o += 4) wasm_v128_store(d + o, wasm_v128_load(src + o));
+      } else if (r.sw == 2) {
+        // load_even reads src[2 o + 7], one past the vector's last column: not the row's last one
+        for (; o + 4 < b; o += 4) wasm_v128_store(d + o, load_even(src + 2 * o));
+      }
+      for (; o < b; ++o) d[o] = src[o * r.sw];
+      for (o = b; o < e; ++o) d[o] = 0.0f;
+    }
+    p += n;
+    ow = 0;
+    if (++oh == r.OH) {
+      oh = 0;
+      ++od;
+    }
+  }
+}
+
 void conv_epilogue_f32_simd128(float* y, const float* res, const float* bias, int64_t rows, int64_t cols, int64_t ld,
                                float lo, float hi) {
   const v128_t vlo = wasm_f32x4_splat(lo), vhi = wasm_f32x4_splat(hi);
