@@ -71,6 +71,15 @@ TEST(Fusion, GeluChainIsOneGroup) {
   EXPECT_EQ(s.ops_dropped, 0);
 }
 
+// a domain of many tiles (claimed a block at a time by whichever thread is free), its size not
+// a multiple of the block; the output written into the input nobody else holds, and a new one
+TEST(Fusion, LargeDomainsClaimedBlockByBlock) {
+  check_same([](std::vector<DynTensor> v) { return v[0] * 0.5 * (1 + erf(v[0] / std::sqrt(2.0))); }, {{301, 1003}});
+  check_same([](std::vector<DynTensor> v) { return sigmoid(v[0] * 3) + v[1]; }, {{7, 70001}, {70001}});
+  auto x = randn({1000, 333}, 9, fused()), xe = randn({1000, 333}, 9, Device::cpu());
+  expect_same(exp(std::move(x) * 2) - 1, exp(std::move(xe) * 2) - 1);
+}
+
 TEST(Fusion, BroadcastScalarsCastsComparesWhereClamp) {
   check_same([](std::vector<DynTensor> v) {
     auto y = where(greater(v[0], v[1]), exp(v[0]), clamp(v[1] * 3, -1.5, 2.0));
