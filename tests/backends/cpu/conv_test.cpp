@@ -222,6 +222,14 @@ const std::vector<ConvCase>& conv_cases() {
       // pointwise on 7-wide planes (one pixel panel and a 17-column tail): one image, then groups
       {2, 1, 40, 48, {7, 7}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, true},
       {2, 3, 24, 30, {9, 7}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 2, false},
+      // pointwise on maps of at most 64 pixels, turned around (pixels down the rows, channels along
+      // the columns): several K blocks, a 7-row pixel tail and a channel tail; 1x1 and 8x8 maps; a
+      // batch; groups
+      {2, 1, 600, 70, {7, 7}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, true},
+      {2, 1, 17, 33, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, true},
+      {2, 1, 40, 96, {8, 8}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, false},
+      {2, 3, 160, 40, {5, 7}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, true},
+      {2, 2, 64, 48, {7, 7}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 4, true},
       {2, 2, 16, 8, {13, 17}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 1, true},    // width stride 2
       {2, 1, 8, 6, {9, 40}, {3, 3}, {1, 2}, {2, 3}, {2, 2}, {0, 0}, 1, false},    // stride 2, dilated
       {2, 2, 8, 6, {9, 40}, {2, 3}, {1, 3}, {0, 1}, {1, 1}, {0, 0}, 1, true},      // width stride 3
@@ -341,6 +349,7 @@ TEST_P(ConvThreads, FusedEpilogueMatchesReference) {
   cases.push_back({2, 6, 32, 48, {12, 12}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 1, true});   // packed
   cases.push_back({2, 8, 16, 32, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 1, true});   // implicit, whole images
   cases.push_back({2, 1, 16, 24, {8, 8}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, true});     // pointwise
+  cases.push_back({2, 1, 320, 100, {7, 7}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, true});  // pointwise, turned
   cases.push_back({2, 2, 3, 4, {5, 5}, {5, 5}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, true});       // small output
   struct Bounds {
     std::optional<double> lo, hi;
