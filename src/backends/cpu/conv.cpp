@@ -509,9 +509,9 @@ void conv_forward(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y
         // along its 32 columns, the weights streamed once as channel panels (2 vCPUs of a
         // Sapphire Rapids, one thread, one layer alone: 960->320 at 7x7 245-251 -> 211-231 us,
         // 320->1280 340-351 -> 297-311, 160->960 127-136 -> 100-106; 14x14 maps measured 20-50%
-        // slower turned around, their transpose costing more than the rows saved). Many images
-        // over several threads stay on the packed path, which splits them between the threads.
-        if (P <= 64 && (nth == 1 || ng < 2 * nth) && features().avx512 && ks->pack_b && ks->mr <= 16) {
+        // slower turned around, their transpose costing more than the rows saved). One thread
+        // only: on two, the packed path's split measured 1.1-1.7x faster at these shapes.
+        if (P <= 64 && nth == 1 && features().avx512 && ks->pack_b && ks->mr <= 16) {
           conv_forward_image(g, x, w, bias, y, *ks, nth, ws, epi);
           return;
         }
