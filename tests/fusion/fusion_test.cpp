@@ -71,9 +71,9 @@ TEST(Fusion, GeluChainIsOneGroup) {
   EXPECT_EQ(s.ops_dropped, 0);
 }
 
-// a domain of many tiles (claimed a block at a time by whichever thread is free), its size not
-// a multiple of the block; the output written into the input nobody else holds, and a new one
-TEST(Fusion, LargeDomainsClaimedBlockByBlock) {
+// a domain of many tiles, spread over the pool, its size not a multiple of the tile; the output
+// written into the input nobody else holds, and a new one
+TEST(Fusion, LargeDomainsOfManyTiles) {
   check_same([](std::vector<DynTensor> v) { return v[0] * 0.5 * (1 + erf(v[0] / std::sqrt(2.0))); }, {{301, 1003}});
   check_same([](std::vector<DynTensor> v) { return sigmoid(v[0] * 3) + v[1]; }, {{7, 70001}, {70001}});
   auto x = randn({1000, 333}, 9, fused()), xe = randn({1000, 333}, 9, Device::cpu());

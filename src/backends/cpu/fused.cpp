@@ -475,29 +475,15 @@ class CpuFusedKernels final : public FusedKernels {
     return t;
   }
 
-  // The whole domain, its tiles spread over the pool. A large domain is claimed kClaim tiles at
-  // a time by whichever thread is free (not cut into one equal range per thread up front), so
-  // that a thread the OS preempts, or one on a busier core, does not leave the others waiting
-  // for its range at the end. Tiles are independent, so the result does not depend on who ran
-  // which.
+  // The whole domain, its tiles spread over the pool. (Claiming blocks of 8 tiles from an atomic
+  // counter instead of one equal range per thread was tried on 2 shared vCPUs, 2026-12-07: no
+  // clear gain under load, and 4% slower on a quiet host, 1.96-2.06 vs 1.88-1.96 ms for the GELU
+  // of plain ops over [4, 512, 2048].)
   void run_all(const FusedProgram& p, const Plan& plan, const Tiles& t) {
-    constexpr int64_t kClaim = 8;  // 16K elements: 64 KiB of each f32 stream per claim
     const int64_t ntiles = (t.total + kTile - 1) / kTile;
-    const int nt = ThreadPool::global().size();
-    if (nt == 1 || ntiles < 4 * kClaim * nt) {
-      parallel_for(0, ntiles, 4, [&](int64_t tb, int64_t te) {
-        const int64_t b = tb * kTile;
-        run_tiles(p, plan, t, b, std::min(te * kTile, t.total) - b);
-        store_fence();
-      });
-      return;
-    }
-    std::atomic<int64_t> next{0};
-    parallel_for(0, nt, 1, [&](int64_t, int64_t) {
-      for (int64_t tb; (tb = next.fetch_add(kClaim, std::memory_order_relaxed)) < ntiles;) {
-        const int64_t b = tb * kTile;
-        run_tiles(p, plan, t, b, std::min((tb + kClaim) * kTile, t.total) - b);
-      }
+    parallel_for(0, ntiles, 4, [&](int64_t tb, int64_t te) {
+      const int64_t b = tb * kTile;
+      run_tiles(p, plan, t, b, std::min(te * kTile, t.total) - b);
       store_fence();
     });
   }
@@ -531,7 +517,11 @@ class CpuFusedKernels final : public FusedKernels {
     w.node_ptr.resize(nn);
     // No software prefetch here: a tile's dense inputs are sequential streams that the hardware
     // prefetcher follows, and prefetching the next tile's lines from the nodes made the GELU of
-    // plain ops ~10% slower (2 vCPUs of a Sapphire Rapids, 2026-12-07).
+    // plain ops ~10% slower (2 vCPUs of a Sapphire Rapids, 2026-12-07). Tried again the same day
+    // on that host, one thread (3.0-3.3 ms): the next tile or the one after it to L2 or to L1,
+    // a share before each node; tiles of 1024, 4096 or 8192 elements (8192: 3.7 ms); and the
+    // output node writing straight into the output with plain stores instead of through the tile
+    // and streaming stores (2 threads: 4.6-5.0 vs 4.0-4.2 ms): none was faster.
     for (int64_t b = begin, end = begin + count; b < end; b += kTile) {
       const int64_t n = std::min(kTile, end - b);
       for (size_t i = 0; i < nin; ++i) {
