@@ -15,12 +15,13 @@ namespace ember {
 // when there are 6 inputs (one parameter: the first callers' form, whatever `step`). Outputs:
 // param, exp_avg, exp_avg_sq of each parameter, then (device-scalar form) each one's new step.
 struct AdamInputs {
-  bool device_scalars = false;
+  bool device_scalars = false;                                // lr and step inputs (else the host form)
   size_t params = 0;                                          // k
   size_t lr() const { return 4 * params; }                    // (device-scalar form) the lr input
   size_t step(size_t q) const { return 4 * params + 1 + q; }  // (device-scalar form) parameter q's step
 };
 
+// The layout of an adam_step op with `inputs` inputs and attributes `a`.
 inline AdamInputs adam_inputs(size_t inputs, const AdamAttrs& a) {
   if (inputs == 6 || a.step == 0) return {true, inputs >= 1 ? (inputs - 1) / 5 : 0};
   return {false, inputs / 4};
