@@ -14,12 +14,42 @@
 
 namespace ember::cpu::detail {
 
+namespace {
+
+// Four rows of a B panel (32 columns each, already shifted to i8) interleaved by bytes into
+// qgemm_kernel_vnni's layout at dst (128 bytes: each column's 4 values side by side), their
+// column sums added to s0 (columns 0-15) and s1 (16-31) by vpdpbusd against ones.
+inline void store_group(const __m256i (&r)[4], int8_t* dst, __m512i& s0, __m512i& s1) {
+  const __m512i ones = _mm512_set1_epi8(1);
+  // per 128-bit lane: bytes of rows 0/1 and 2/3 paired, then the pairs paired: quads of columns
+  // [0-3 | 16-19], [4-7 | 20-23], [8-11 | 24-27], [12-15 | 28-31]
+  const __m256i lo01 = _mm256_unpacklo_epi8(r[0], r[1]), hi01 = _mm256_unpackhi_epi8(r[0], r[1]);
+  const __m256i lo23 = _mm256_unpacklo_epi8(r[2], r[3]), hi23 = _mm256_unpackhi_epi8(r[2], r[3]);
+  const __m256i x0 = _mm256_unpacklo_epi16(lo01, lo23), x1 = _mm256_unpackhi_epi16(lo01, lo23);
+  const __m256i x2 = _mm256_unpacklo_epi16(hi01, hi23), x3 = _mm256_unpackhi_epi16(hi01, hi23);
+  const __m512i c0 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_permute2x128_si256(x0, x1, 0x20)),
+                                        _mm256_permute2x128_si256(x2, x3, 0x20), 1);  // columns 0-15
+  const __m512i c1 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_permute2x128_si256(x0, x1, 0x31)),
+                                        _mm256_permute2x128_si256(x2, x3, 0x31), 1);  // columns 16-31
+  _mm512_storeu_si512(dst, c0);
+  _mm512_storeu_si512(dst + 64, c1);
+  s0 = _mm512_dpbusd_epi32(s0, ones, c0);
+  s1 = _mm512_dpbusd_epi32(s1, ones, c1);
+}
+
+// The bits [lo, hi) of a 64-bit mask (0 <= lo <= hi <= 64).
+inline uint64_t bit_range(int64_t lo, int64_t hi) {
+  const uint64_t below_hi = hi >= 64 ? ~uint64_t(0) : (uint64_t(1) << hi) - 1;
+  return below_hi & ~((uint64_t(1) << lo) - 1);
+}
+
+}  // namespace
+
 void conv_integer_pack_columns_vnni(const uint8_t* b, int64_t ldb, int64_t K, int64_t j0, int n, bool b_signed,
                                     int8_t* dst, int32_t* colsum) {
   static_assert(kVnniNR == 32);
   const __mmask32 mask = n >= 32 ? ~__mmask32(0) : (__mmask32(1) << n) - 1;
   const __m256i flip = _mm256_maskz_mov_epi8(mask, _mm256_set1_epi8(b_signed ? 0 : char(0x80)));
-  const __m512i ones = _mm512_set1_epi8(1);
   __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
   const int64_t KG = (K + 3) / 4;
   for (int64_t g = 0; g < KG; ++g) {
@@ -28,20 +58,83 @@ void conv_integer_pack_columns_vnni(const uint8_t* b, int64_t ldb, int64_t K, in
       const int64_t k = g * 4 + t;
       r[t] = k < K ? _mm256_xor_si256(_mm256_maskz_loadu_epi8(mask, b + k * ldb + j0), flip) : _mm256_setzero_si256();
     }
-    // per 128-bit lane: bytes of rows 0/1 and 2/3 paired, then the pairs paired: quads of columns
-    // [0-3 | 16-19], [4-7 | 20-23], [8-11 | 24-27], [12-15 | 28-31]
-    const __m256i lo01 = _mm256_unpacklo_epi8(r[0], r[1]), hi01 = _mm256_unpackhi_epi8(r[0], r[1]);
-    const __m256i lo23 = _mm256_unpacklo_epi8(r[2], r[3]), hi23 = _mm256_unpackhi_epi8(r[2], r[3]);
-    const __m256i x0 = _mm256_unpacklo_epi16(lo01, lo23), x1 = _mm256_unpackhi_epi16(lo01, lo23);
-    const __m256i x2 = _mm256_unpacklo_epi16(hi01, hi23), x3 = _mm256_unpackhi_epi16(hi01, hi23);
-    const __m512i c0 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_permute2x128_si256(x0, x1, 0x20)),
-                                          _mm256_permute2x128_si256(x2, x3, 0x20), 1);  // columns 0-15
-    const __m512i c1 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_permute2x128_si256(x0, x1, 0x31)),
-                                          _mm256_permute2x128_si256(x2, x3, 0x31), 1);  // columns 16-31
-    _mm512_storeu_si512(dst + g * 128, c0);
-    _mm512_storeu_si512(dst + g * 128 + 64, c1);
-    s0 = _mm512_dpbusd_epi32(s0, ones, c0);
-    s1 = _mm512_dpbusd_epi32(s1, ones, c1);
+    store_group(r, dst + g * 128, s0, s1);
+  }
+  _mm512_storeu_si512(colsum, s0);
+  _mm512_storeu_si512(colsum + 16, s1);
+}
+
+// conv_integer.hpp's conv_int8_pack_implicit_vnni. The panel's columns split into runs that share
+// an output row (a 56-wide output: at most 2; a 7-wide one: 5 or 6); per kernel tap and run, where
+// the run's taps start in a channel's plane and which lanes fall inside x, so that a row of the
+// panel is a zero point vector with one masked load per run merged in (width stride 2: 64 bytes
+// loaded and their even bytes kept by vpmovwb).
+void conv_int8_pack_implicit_vnni(const ImplicitConv& c, int64_t j0, int n, int8_t* dst, int32_t* colsum) {
+  static_assert(kVnniNR == 32);
+  const int64_t kvol = c.KH * c.KW, plane = c.H * c.W, K = c.C * kvol;
+  // the runs: columns [at, at + cnt) of the panel are outputs (oh, ow .. ow + cnt - 1)
+  int64_t run_oh[32], run_ow[32], run_at[32], run_cnt[32], runs = 0;
+  for (int64_t j = j0, at = 0; at < n; ++runs) {
+    const int64_t oh = j / c.OW, ow = j % c.OW, cnt = std::min<int64_t>(c.OW - ow, n - at);
+    run_oh[runs] = oh, run_ow[runs] = ow, run_at[runs] = at, run_cnt[runs] = cnt;
+    at += cnt, j += cnt;
+  }
+  // per tap, its runs that touch x: the offset in a channel's plane of lane 0's tap (lane L reads
+  // offset + L sw) and the lanes inside x
+  thread_local std::vector<int64_t> offsets;
+  thread_local std::vector<uint64_t> masks, evens;
+  thread_local std::vector<int32_t> counts;
+  offsets.resize(size_t(kvol * runs));
+  masks.resize(size_t(kvol * runs));
+  evens.resize(size_t(kvol * runs));
+  counts.assign(size_t(kvol), 0);
+  for (int64_t t = 0; t < kvol; ++t) {
+    const int64_t kh = t / c.KW, kw = t % c.KW;
+    for (int64_t r = 0; r < runs; ++r) {
+      const int64_t ih = run_oh[r] * c.sh - c.ph + kh * c.dh;
+      if (ih < 0 || ih >= c.H) continue;
+      const int64_t iw0 = run_ow[r] * c.sw - c.pw + kw * c.dw;  // the run's first tap
+      // the run's lanes i with 0 <= iw0 + i sw < W
+      const int64_t lo = std::min(run_cnt[r], iw0 >= 0 ? 0 : (-iw0 + c.sw - 1) / c.sw);
+      const int64_t hi = std::clamp<int64_t>(c.W - iw0 <= 0 ? 0 : (c.W - iw0 + c.sw - 1) / c.sw, lo, run_cnt[r]);
+      if (hi == lo) continue;
+      const size_t e = size_t(t * runs + counts[size_t(t)]++);
+      offsets[e] = ih * c.W + iw0 - run_at[r] * c.sw;
+      masks[e] = bit_range(run_at[r] + lo, run_at[r] + hi);
+      evens[e] = bit_range(2 * (run_at[r] + lo), 2 * (run_at[r] + hi)) & 0x5555555555555555ull;
+    }
+  }
+  const __mmask32 mask = n >= 32 ? ~__mmask32(0) : (__mmask32(1) << n) - 1;
+  const __m256i flip = _mm256_maskz_mov_epi8(mask, _mm256_set1_epi8(c.x_signed ? 0 : char(0x80)));
+  const __m256i zp = _mm256_maskz_mov_epi8(mask, _mm256_set1_epi8(char(c.zp)));
+  __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+  const int64_t KG = (K + 3) / 4;
+  int64_t ch = 0, t = 0;  // row g * 4 + i's channel and tap, stepped
+  for (int64_t g = 0; g < KG; ++g) {
+    __m256i r[4];
+    for (int i = 0; i < 4; ++i) {
+      if (g * 4 + i >= K) {
+        r[i] = _mm256_setzero_si256();
+        continue;
+      }
+      const uint8_t* xc = c.x + ch * plane;
+      const int64_t* off = offsets.data() + t * runs;
+      const uint64_t* m = masks.data() + t * runs;
+      __m256i v = zp;
+      const int cnt = counts[size_t(t)];
+      if (c.sw == 1) {
+        for (int e = 0; e < cnt; ++e) v = _mm256_mask_loadu_epi8(v, __mmask32(m[e]), xc + off[e]);
+      } else {
+        for (int e = 0; e < cnt; ++e) {
+          // lane L's byte at 2 L: the even bytes of 64 (the odd ones masked off), kept by vpmovwb
+          const __m512i w = _mm512_maskz_loadu_epi8(evens[size_t(t * runs + e)], xc + off[e]);
+          v = _mm256_mask_blend_epi8(__mmask32(m[e]), v, _mm512_cvtepi16_epi8(w));
+        }
+      }
+      r[i] = _mm256_xor_si256(v, flip);
+      if (++t == kvol) t = 0, ++ch;
+    }
+    store_group(r, dst + g * 128, s0, s1);
   }
   _mm512_storeu_si512(colsum, s0);
   _mm512_storeu_si512(colsum + 16, s1);

@@ -147,6 +147,24 @@ TEST(ConvInteger, EveryIsaEqualsANaiveLoop) {
       for (bool ws : {false, true}) check({g, xs, ws, xs != ws}, {0, g.pad[1], g.pad[2]});
 }
 
+TEST(ConvInteger, ImplicitGemmShapes) {
+  // the implicit GEMM of 2-d convs on VNNI (panels packed straight from x): a 7x7 stride-2 stem
+  // (3 channels: rows that fill no group of 4), outputs narrower than a panel (runs of 3 to 7
+  // columns), stride 2 in one dim only, dilation with stride 2, taps that fall off both sides,
+  // 1x1 strided and padded, K past 64 rows, groups, batches; width stride 3 (the im2col path)
+  const ConvIntegerGeometry shapes[] = {
+      geom2d(2, 3, 20, 1, 23, 21, 7, 7, 2, 3, 1),  geom2d(1, 5, 13, 1, 3, 3, 3, 3, 1, 1, 1),
+      geom2d(3, 17, 9, 1, 7, 7, 3, 3, 1, 1, 1),    geom2d(1, 7, 26, 1, 11, 9, 3, 3, 2, 2, 2),
+      geom2d(2, 24, 16, 2, 10, 13, 1, 1, 2, 1, 1), geom2d(1, 33, 40, 1, 5, 70, 3, 5, 1, 2, 1),
+      geom2d(2, 9, 5, 1, 12, 12, 3, 3, 3, 1, 1),   geom2d(1, 4, 8, 1, 4, 4, 5, 5, 1, 3, 1),
+  };
+  for (const auto& g : shapes)
+    for (bool xs : {false, true}) check({g, xs, true, xs}, {0, g.pad[1], g.pad[2]});
+  ConvIntegerGeometry s = geom2d(2, 6, 7, 1, 9, 16, 3, 3, 1, 1, 1);  // height stride 2, width stride 1
+  s.stride = {1, 2, 1};
+  check({s, false, true, true}, {0, 0, 2});
+}
+
 TEST(ConvInteger, OneAndThreeSpatialDimsAndAsymmetricPads) {
   ConvIntegerGeometry g1;  // 1-d: [2, 4, 17] * [5, 4, 3], stride 2, pads (2, 1), dilation 2
   g1.N = 2, g1.C = 4, g1.M = 5;
