@@ -410,6 +410,7 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
       EMBER_CHECK(x.shape.rank() == nd + 1 || x.shape.rank() == nd + 2, op, ": input ", x.shape, " must have rank ",
                   nd + 1, " or ", nd + 2);
       if (kind == OpKind::avg_pool) expect_float(op, x, "input");
+      EMBER_CHECK(kind == OpKind::max_pool || a.indices, op, ": indices=false applies to max_pool only");
       // (as torch: no kernel of any backend takes bool, so make_op says it, not the kernel)
       EMBER_CHECK(!is_bool(x.dtype), op, ": not defined for bool tensors, got input ", x.shape);
       std::vector<int64_t> out(x.shape.begin(), x.shape.end() - nd);
@@ -422,7 +423,7 @@ std::vector<TensorMeta> infer_opaque(OpKind kind, const Metas& in, const OpAttrs
         out.push_back(pool_out(op, x.shape[off + i], a.kernel[i], a.stride[i], a.padding[i], a.dilation[i],
                                a.ceil_mode));
       }
-      if (kind == OpKind::max_pool) return {{Shape(out), x.dtype}, {Shape(out), DType::i64}};
+      if (kind == OpKind::max_pool && a.indices) return {{Shape(out), x.dtype}, {Shape(out), DType::i64}};
       return {{Shape(out), x.dtype}};
     }
     case OpKind::adaptive_avg_pool:

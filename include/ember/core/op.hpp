@@ -156,6 +156,9 @@ struct PoolAttrs {
   std::vector<int64_t> kernel, stride, padding, dilation;  // spacing of the window's taps (>= 1)
   // round the output size up instead of down (a last window must still start inside the input)
   bool ceil_mode = false, count_include_pad = true;  // avg_pool: the padding counts in the divisor
+  // max_pool: also return the i64 argmax indices (output 1, what autodiff's backward reads); false
+  // returns the values alone and the kernels skip the argmax (inference). avg_pool requires true.
+  bool indices = true;
   bool operator==(const PoolAttrs&) const = default;  // field-wise equality
 };
 // interpolate's sampling: nearest, linear (linear/bilinear) or cubic (bicubic); linear and cubic allow 1 or 2
@@ -242,7 +245,7 @@ enum class OpFamily : uint8_t {
 struct OpInfo {
   std::string_view name;  // the op's name in ops.def ("add", "conv", ...)
   OpFamily family;        // its family
-  int num_outputs;        // number of outputs; -1 when it varies (adam_step, custom)
+  int num_outputs;        // number of outputs; -1 when it varies (adam_step, custom, max_pool)
   size_t attrs_index;  // index into OpAttrs
 };
 

@@ -6,7 +6,8 @@
 // serves every rank. Per spatial dim, the windows (or source taps) of every output index are
 // precomputed once into small tables; the work is split over (plane, output row) units. The
 // usual downsampling max pool (2x2 windows, stride 2, f32) has its own AVX-512 kernel
-// (pool_avx512.cpp).
+// (pool_avx512.cpp). max_pool without indices (PoolAttrs::indices false) runs the same loops
+// without the argmax: the compare-and-select then keeps only the running maximum.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -25,7 +26,7 @@
 namespace ember::cpu {
 
 namespace detail {
-// pool_avx512.cpp (call only when features().avx512).
+// pool_avx512.cpp (call only when features().avx512); idx null: the values alone.
 void max_pool_2x2_f32_avx512(const float* x, float* y, int64_t* idx, int64_t IH, int64_t IW, int64_t OH, int64_t OW,
                              int64_t r0, int64_t r1);
 }  // namespace detail
@@ -163,7 +164,7 @@ struct PoolCtx {
   const PoolPlan* pl;
   const void* x;
   void* y;
-  int64_t* idx;
+  int64_t* idx;  // max_pool's indices; null when it has none
   bool include_pad;
   int64_t ia, ib;  // interior outputs of the last dim
 };
@@ -182,8 +183,9 @@ template <class T, class A>
   }
 }
 
-// Running max / argmax over taps at flat positions pos0 + j * s of the plane x.
-template <class T, class A, class I>
+// Running max / argmax over taps at flat positions pos0 + j * s of the plane x (without Idx:
+// the max alone, bi unused).
+template <class T, class A, class I, bool Idx = true>
 [[gnu::always_inline]] inline void max_taps(const T* x, I pos0, I s, int64_t n, A* best, I* bi) {
   auto step = [&](int64_t j, I pos) {
     A v = A(x[pos]);
@@ -191,7 +193,7 @@ template <class T, class A, class I>
     if constexpr (std::is_floating_point_v<A>) take = v > best[j] || v != v;
     else take = v > best[j];
     best[j] = take ? v : best[j];
-    bi[j] = take ? pos : bi[j];
+    if constexpr (Idx) bi[j] = take ? pos : bi[j];
   };
   if (s == 1) {
     for (int64_t j = 0; j < n; ++j) step(j, I(pos0 + I(j)));
@@ -278,7 +280,9 @@ template <int Isa, class T>
 // taps are visited in the order of max_taps (row by row) and a later tap wins where it is greater
 // or NaN, so values and indices equal the portable loop's; the positions are kept in 32 bits and
 // widened when stored. A stride-2 vector reads one element past its last tap (load_even), so the
-// last outputs fall back to the scalar loop when that element would lie past the row.
+// last outputs fall back to the scalar loop when that element would lie past the row. Without Idx
+// the positions are neither kept nor stored (ip is unused).
+template <bool Idx>
 void max_interior_f32_simd128(const float* xp, float* yp, int64_t* ip, int64_t a, int64_t n, int64_t s2, int64_t p2,
                               int64_t k2, int64_t d2, const Window& w0, const Window& w1, int64_t d0, int64_t d1,
                               int64_t in1, int64_t in2, int64_t first) {
@@ -292,7 +296,8 @@ void max_interior_f32_simd128(const float* xp, float* yp, int64_t* ip, int64_t a
     const int64_t c0 = (a + j) * s2 - p2;  // first tap column of output a + j
     if (c0 + 3 * s2 + (k2 - 1) * d2 >= col_end) break;
     v128_t best = ninf;
-    v128_t bi = wasm_i32x4_add(wasm_i32x4_splat(int32_t(first + c0)), lane_off);
+    [[maybe_unused]] v128_t bi =
+        Idx ? wasm_i32x4_add(wasm_i32x4_splat(int32_t(first + c0)), lane_off) : wasm_i32x4_splat(0);
     for (int64_t t0 = 0; t0 < w0.n; ++t0)
       for (int64_t t1 = 0; t1 < w1.n; ++t1) {
         const int64_t rb = ((w0.lo + t0 * d0) * in1 + (w1.lo + t1 * d1)) * in2 + c0;
@@ -303,12 +308,15 @@ void max_interior_f32_simd128(const float* xp, float* yp, int64_t* ip, int64_t a
                                    : wasm_i32x4_shuffle(wasm_v128_load(src), wasm_v128_load(src + 4), 0, 2, 4, 6);
           const v128_t take = wasm_v128_or(wasm_f32x4_gt(v, best), wasm_f32x4_ne(v, v));
           best = wasm_v128_bitselect(v, best, take);
-          bi = wasm_v128_bitselect(wasm_i32x4_add(wasm_i32x4_splat(int32_t(pos)), lane_off), bi, take);
+          if constexpr (Idx)
+            bi = wasm_v128_bitselect(wasm_i32x4_add(wasm_i32x4_splat(int32_t(pos)), lane_off), bi, take);
         }
       }
     wasm_v128_store(yp + a + j, best);
-    wasm_v128_store(ip + a + j, wasm_i64x2_extend_low_i32x4(bi));
-    wasm_v128_store(ip + a + j + 2, wasm_i64x2_extend_high_i32x4(bi));
+    if constexpr (Idx) {
+      wasm_v128_store(ip + a + j, wasm_i64x2_extend_low_i32x4(bi));
+      wasm_v128_store(ip + a + j + 2, wasm_i64x2_extend_high_i32x4(bi));
+    }
   }
   // The rest, one output at a time.
   for (; j < n; ++j) {
@@ -318,15 +326,16 @@ void max_interior_f32_simd128(const float* xp, float* yp, int64_t* ip, int64_t a
     for (int64_t t0 = 0; t0 < w0.n; ++t0)
       for (int64_t t1 = 0; t1 < w1.n; ++t1) {
         const int64_t rb = ((w0.lo + t0 * d0) * in1 + (w1.lo + t1 * d1)) * in2 + c0;
-        for (int64_t t2 = 0; t2 < k2; ++t2) max_taps<float, float, int64_t>(xp, rb + t2 * d2, 1, 1, &best, &bi);
+        for (int64_t t2 = 0; t2 < k2; ++t2) max_taps<float, float, int64_t, Idx>(xp, rb + t2 * d2, 1, 1, &best, &bi);
       }
     yp[a + j] = best;
-    ip[a + j] = bi;
+    if constexpr (Idx) ip[a + j] = bi;
   }
 }
 #endif
 
-template <int Isa, class T>
+// Idx: also the argmax positions (c.idx); without it c.idx is null and no position is tracked.
+template <int Isa, class T, bool Idx>
 [[gnu::always_inline]] inline void max_rows_body(const PoolCtx& c, int64_t r0, int64_t r1) {
   using A = std::conditional_t<is_floating_v<T>, compute_t<T>, T>;
   const PoolPlan& pl = *c.pl;
@@ -351,7 +360,7 @@ template <int Isa, class T>
     RowIndex ri = row_index(g, r);
     const T* xp = x + ri.p * in_plane;
     T* yp = y + r * out2;
-    int64_t* ip = c.idx + r * out2;
+    int64_t* ip = Idx ? c.idx + r * out2 : nullptr;
     const Window& w0 = pl.w[0][ri.o0];
     const Window& w1 = pl.w[1][ri.o1];
     int64_t first = (w0.lo * in1 + w1.lo) * in2;  // PyTorch's initial index (plus the column)
@@ -362,10 +371,10 @@ template <int Isa, class T>
       for (int64_t t0 = 0; t0 < w0.n; ++t0)
         for (int64_t t1 = 0; t1 < w1.n; ++t1) {
           int64_t rb = ((w0.lo + t0 * d0) * in1 + (w1.lo + t1 * d1)) * in2 + w2.lo;
-          for (int64_t t2 = 0; t2 < w2.n; ++t2) max_taps<T, A, int64_t>(xp, rb + t2 * d2, 1, 1, &b, &i);
+          for (int64_t t2 = 0; t2 < w2.n; ++t2) max_taps<T, A, int64_t, Idx>(xp, rb + t2 * d2, 1, 1, &b, &i);
         }
       yp[o2] = convert_scalar<T>(b);
-      ip[o2] = i;
+      if constexpr (Idx) ip[o2] = i;
     };
     for (int64_t o2 = 0; o2 < c.ia; ++o2) one(o2);
     for (int64_t a = c.ia; a < c.ib; a += kRowChunk) {
@@ -373,13 +382,13 @@ template <int Isa, class T>
 #if defined(__wasm_simd128__)
       if constexpr (std::is_same_v<T, float>) {
         if (narrow && (s2 == 1 || s2 == 2)) {
-          max_interior_f32_simd128(xp, yp, ip, a, n, s2, p2, k2, d2, w0, w1, d0, d1, in1, in2, first);
+          max_interior_f32_simd128<Idx>(xp, yp, ip, a, n, s2, p2, k2, d2, w0, w1, d0, d1, in1, in2, first);
           continue;
         }
       }
 #endif
       for (int64_t j = 0; j < n; ++j) best[j] = lowest;
-      if (narrow) {
+      if (Idx && narrow) {
         for (int64_t j = 0; j < n; ++j) bi[j] = I(first + (a + j) * s2 - p2);
         for (int64_t t0 = 0; t0 < w0.n; ++t0)
           for (int64_t t1 = 0; t1 < w1.n; ++t1) {
@@ -387,14 +396,16 @@ template <int Isa, class T>
             for (int64_t t2 = 0; t2 < k2; ++t2) max_taps<T, A, I>(xp, I(rb + t2 * d2), I(s2), n, best, bi);
           }
         for (int64_t j = 0; j < n; ++j) ip[a + j] = bi[j];
-      } else {
-        for (int64_t j = 0; j < n; ++j) bi64[j] = first + (a + j) * s2 - p2;
+      } else {  // 64-bit positions, or none (values only)
+        if constexpr (Idx)
+          for (int64_t j = 0; j < n; ++j) bi64[j] = first + (a + j) * s2 - p2;
         for (int64_t t0 = 0; t0 < w0.n; ++t0)
           for (int64_t t1 = 0; t1 < w1.n; ++t1) {
             int64_t rb = ((w0.lo + t0 * d0) * in1 + (w1.lo + t1 * d1)) * in2 + a * s2 - p2;
-            for (int64_t t2 = 0; t2 < k2; ++t2) max_taps<T, A, int64_t>(xp, rb + t2 * d2, s2, n, best, bi64);
+            for (int64_t t2 = 0; t2 < k2; ++t2) max_taps<T, A, int64_t, Idx>(xp, rb + t2 * d2, s2, n, best, bi64);
           }
-        for (int64_t j = 0; j < n; ++j) ip[a + j] = bi64[j];
+        if constexpr (Idx)
+          for (int64_t j = 0; j < n; ++j) ip[a + j] = bi64[j];
       }
       for (int64_t j = 0; j < n; ++j) yp[a + j] = convert_scalar<T>(best[j]);
     }
@@ -411,17 +422,23 @@ template <class T>
 EMBER_POOL_AVX512 void avg_rows_avx512(const PoolCtx& c, int64_t a, int64_t b) { avg_rows_body<2, T>(c, a, b); }
 template <class T>
 EMBER_POOL_AVX2 void avg_rows_avx2(const PoolCtx& c, int64_t a, int64_t b) { avg_rows_body<1, T>(c, a, b); }
-template <class T>
-EMBER_POOL_AVX512 void max_rows_avx512(const PoolCtx& c, int64_t a, int64_t b) { max_rows_body<2, T>(c, a, b); }
-template <class T>
-EMBER_POOL_AVX2 void max_rows_avx2(const PoolCtx& c, int64_t a, int64_t b) { max_rows_body<1, T>(c, a, b); }
+template <class T, bool Idx>
+EMBER_POOL_AVX512 void max_rows_avx512(const PoolCtx& c, int64_t a, int64_t b) {
+  max_rows_body<2, T, Idx>(c, a, b);
+}
+template <class T, bool Idx>
+EMBER_POOL_AVX2 void max_rows_avx2(const PoolCtx& c, int64_t a, int64_t b) {
+  max_rows_body<1, T, Idx>(c, a, b);
+}
 #undef EMBER_POOL_AVX512
 #undef EMBER_POOL_AVX2
 #endif
 template <class T>
 void avg_rows_base(const PoolCtx& c, int64_t a, int64_t b) { avg_rows_body<0, T>(c, a, b); }
-template <class T>
-void max_rows_base(const PoolCtx& c, int64_t a, int64_t b) { max_rows_body<0, T>(c, a, b); }
+template <class T, bool Idx>
+void max_rows_base(const PoolCtx& c, int64_t a, int64_t b) {
+  max_rows_body<0, T, Idx>(c, a, b);
+}
 
 // SIMD builds for f32 / f64 (the types whose inner loops vectorise cleanly).
 template <class T>
@@ -473,7 +490,7 @@ std::vector<PrimitivePtr> avg_pool_kernel(CpuBackend&, Op& op) {
 
 // The common downsampling pool: 2x2 windows, stride 2, no padding or dilation, every window
 // inside the input (1 along the leading spatial dim of a 3-d pool), f32 on AVX-512. Runs it
-// and returns true, or returns false for the generic kernel.
+// (idx null: values only) and returns true, or returns false for the generic kernel.
 bool max_pool_2x2(const PoolPlan& pl, const CpuTensor& x, CpuTensor& y, int64_t* idx) {
   const PoolDim &d0 = pl.dims[0], &d1 = pl.dims[1], &d2 = pl.dims[2];
   if (x.dtype() != DType::f32 || !features().avx512) return false;
@@ -494,25 +511,37 @@ bool max_pool_2x2(const PoolPlan& pl, const CpuTensor& x, CpuTensor& y, int64_t*
   return true;
 }
 
+template <class T, bool Idx>
+RowsFn max_rows_fn() {
+#if defined(__x86_64__) || defined(__i386__)
+  return pick_rows<T>(max_rows_base<T, Idx>, max_rows_avx2<T, Idx>, max_rows_avx512<T, Idx>);
+#else
+  return max_rows_base<T, Idx>;
+#endif
+}
+
 std::vector<PrimitivePtr> max_pool_kernel(CpuBackend&, Op& op) {
   PoolPlan pl = pool_plan(op);
   auto x = contiguous(op.inputs[0]);
+  std::vector<PrimitivePtr> outs;
   auto y = alloc(op.outputs[0]);
-  auto i = alloc(op.outputs[1]);
-  if (max_pool_2x2(pl, *x, *y, i->data<int64_t>())) return {y, i};
-  PoolCtx c = pool_ctx(pl, *x, *y, i->data<int64_t>(), false);
+  outs.push_back(y);
+  int64_t* idx = nullptr;
+  if (op.attr<PoolAttrs>().indices) {
+    auto i = alloc(op.outputs[1]);
+    idx = i->data<int64_t>();
+    outs.push_back(std::move(i));
+  }
+  if (max_pool_2x2(pl, *x, *y, idx)) return outs;
+  PoolCtx c = pool_ctx(pl, *x, *y, idx, false);
   visit_dtype(x->dtype(), [&]<class T>() {
     if constexpr (std::is_same_v<T, bool>) {
       EMBER_FAIL(op.name(), ": not supported for bool input ", x->shape());
     } else {
-#if defined(__x86_64__) || defined(__i386__)
-      run_rows(c, pick_rows<T>(max_rows_base<T>, max_rows_avx2<T>, max_rows_avx512<T>));
-#else
-      run_rows(c, max_rows_base<T>);
-#endif
+      run_rows(c, idx ? max_rows_fn<T, true>() : max_rows_fn<T, false>());
     }
   });
-  return {y, i};
+  return outs;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -175,7 +175,7 @@ struct Fields {
     f(a.stride), f(a.padding), f(a.dilation), f(a.output_padding), f(a.groups), f(a.act_min), f(a.act_max);
   }
   void fields(PoolAttrs& a) {
-    f(a.kernel), f(a.stride), f(a.padding), f(a.dilation), f(a.ceil_mode), f(a.count_include_pad);
+    f(a.kernel), f(a.stride), f(a.padding), f(a.dilation), f(a.ceil_mode), f(a.count_include_pad), f(a.indices);
   }
   void fields(InterpolateAttrs& a) { f(a.size), f(a.mode, 3), f(a.align_corners); }
   void fields(NormAttrs& a) { f(a.axes), f(a.eps); }

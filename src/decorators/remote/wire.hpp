@@ -25,7 +25,7 @@
 namespace ember::remote::wire {
 
 inline constexpr uint32_t kMagic = 0x524d4245;  // "EBMR" read as bytes: 'E' 'B' 'M' 'R'
-inline constexpr uint16_t kVersion = 2;  // 2: chunk frames, data frames streamed into place
+inline constexpr uint16_t kVersion = 3;  // 2: chunk frames, data frames streamed into place; 3: PoolAttrs::indices
 inline constexpr size_t kHeaderBytes = 12;
 inline constexpr int kMaxRank = 16;
 inline constexpr uint32_t kMaxList = 4096;     // entries of any list inside a frame (dims, ids, ...)

@@ -255,6 +255,83 @@ TEST(NnKernels, MaxPoolDilationAndNaN) {
   EXPECT_EQ(y.second.to_vector<int64_t>(), (std::vector<int64_t>{0, 2, 2, 2, 4}));
 }
 
+// Bit-identical values, NaN equal to NaN.
+bool same_values(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+  return true;
+}
+
+// max_pool without indices (PoolAttrs::indices false): one output, whose values are those of the
+// indexed op and of the reference loop, on every kernel path (1-d, 2-d, 3-d, ceil_mode, padding,
+// dilation, every dtype, strided inputs, NaN inputs, the AVX-512 2x2 kernel, threads).
+TEST(NnKernels, MaxPoolValuesOnly) {
+  std::mt19937 rng(6);
+  auto cases = pool_cases();
+  cases.push_back({{2, 3}, {12, 34}, {2, 2}, {2, 2}, {0, 0}, {1, 1}});                   // the 2x2 kernel
+  cases.push_back({{1, 2}, {9, 9}, {3, 3}, {1, 2}, {1, 0}, {2, 2}});                     // dilation
+  cases.push_back({{1, 4}, {11, 12}, {3, 3}, {2, 2}, {1, 1}, {2, 2}, true});             // dilation, ceil
+  cases.push_back({{2}, {9, 8, 10}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 2, 1}, true});  // 3-d, [C, D, H, W]
+  for (const auto& c : cases)
+    for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i64, DType::i32, DType::i8, DType::u8})
+      for (bool nan : {false, true}) {
+        if (nan && !is_float(dt)) continue;
+        Shape xs(c.lead);
+        for (int64_t v : c.in) xs.dims().push_back(v);
+        std::vector<double> x(size_t(xs.numel()));
+        for (size_t i = 0; i < x.size(); ++i) x[i] = double(i % 97) - (dt == DType::u8 ? 0 : 48);
+        std::shuffle(x.begin(), x.end(), rng);
+        if (nan)
+          for (size_t i = 0; i < x.size(); i += 1 + rng() % 13) x[i] = kNaN;
+        PoolRef ref = pool_reference(c, x);
+        Shape os(c.lead);
+        for (int64_t v : ref.out) os.dims().push_back(v);
+        const std::string what =
+            "max_pool values only " + xs.str() + " " + std::string(dtype_name(dt)) + (nan ? " with NaN" : "");
+        for (bool strided : {false, true}) {
+          DynTensor t = make_tensor(x, xs, dt, strided);
+          PoolAttrs a = attrs_of(c);
+          auto indexed = detail::run_op(OpKind::max_pool, {t}, a);
+          a.indices = false;
+          auto values = detail::run_op(OpKind::max_pool, {t}, a);
+          ASSERT_EQ(values.size(), 1u) << what;
+          ASSERT_EQ(values[0].shape(), os) << what;
+          ASSERT_EQ(values[0].dtype(), dt) << what;
+          const auto got = values[0].into_data().to_doubles();
+          EXPECT_TRUE(same_values(got, indexed[0].into_data().to_doubles())) << what;
+          EXPECT_TRUE(same_values(got, TensorData::from_doubles(ref.maxv, os, dt).to_doubles())) << what;
+        }
+      }
+  // ResNet's pool over enough rows to run on several threads
+  PoolCase c{{4, 16}, {56, 56}, {3, 3}, {2, 2}, {1, 1}, {1, 1}};
+  auto x = rounded(random_values(4 * 16 * 56 * 56, rng), DType::f32);
+  PoolRef ref = pool_reference(c, x);
+  with_thread_counts([&](int n) {
+    PoolAttrs a = attrs_of(c);
+    a.indices = false;
+    auto values = detail::run_op(OpKind::max_pool, {make_tensor(x, Shape{4, 16, 56, 56}, DType::f32)}, a);
+    ASSERT_EQ(values.size(), 1u);
+    expect_close(values[0], ref.maxv, Shape{4, 16, ref.out[0], ref.out[1]}, DType::f32,
+                 "max values threads " + std::to_string(n), 0);
+  });
+}
+
+TEST(NnKernels, PoolIndicesFlagIsForMaxPoolOnly) {
+  PoolAttrs a{{2}, {2}, {0}, {1}};
+  a.indices = false;
+  DynTensor x = make_tensor({1, 2, 3, 4}, Shape{1, 1, 4}, DType::f32);
+  try {
+    detail::run1(OpKind::avg_pool, {x}, a);
+    FAIL() << "avg_pool took indices=false";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("avg_pool"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("indices"), std::string::npos) << e.what();
+  }
+  // the tensor API's max_pool1d/2d are the values-only op
+  EXPECT_EQ(max_pool1d(x, {.kernel_size = {2}}).to_vector<float>(), (std::vector<float>{2, 4}));
+}
+
 TEST(NnKernels, PoolsThreaded) {
   PoolCase c{{4, 16}, {56, 56}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, true, false};
   std::mt19937 rng(4);

@@ -6,7 +6,7 @@ import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MAGIC, VERSION = 0x524D4245, 2
+MAGIC, VERSION = 0x524D4245, 3
 HELLO, BATCH, READ, SYNC, QUERY, STATS, CHUNK, SUPPORTS = 1, 2, 3, 4, 5, 6, 7, 8
 UPLOAD, EXEC, FREE, SEED = 1, 2, 3, 4
 F32, I64 = 1, 4
