@@ -28,7 +28,7 @@ std::string nonzero_source(DType dt);
 std::string masked_select_source(size_t elem_bytes);
 
 // ---- pool.cpp ----
-enum class PoolKernel { avg, max, adaptive_avg };
+enum class PoolKernel { avg, max, max_values, adaptive_avg };  // max_values: max_pool without indices
 // The window of avg_pool / max_pool in 3 spatial dims (1-d and 2-d problems lifted: kernel 1,
 // stride 1, no padding in the leading dims). Their kernels are compiled for one window, so that
 // its taps unroll and its divisions are by constants.

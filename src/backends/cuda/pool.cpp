@@ -11,7 +11,8 @@
 //   number of taps inside the padded input [-pad, size + pad) (count_include_pad) or inside the
 //   input; max_pool returns the flat index (over the spatial dims of the plane) of the first
 //   maximum, NaN wins (and a later NaN replaces an earlier one), the initial index is the
-//   window's first in-bounds tap.
+//   window's first in-bounds tap. max_pool without indices (PoolKernel::max_values) keeps only the
+//   running maximum.
 // adaptive_avg_pool: windows [floor(o * in / out), ceil((o + 1) * in / out)); the sum is divided
 // by each window extent in turn (PyTorch), or once by the window volume where the CPU backend
 // does (uniform windows: in % out == 0 in every dim, including the global average). Large
@@ -86,7 +87,8 @@ std::string pool_source(DType dt, PoolKernel kind, const PoolWindow& w) {
   std::string s = std::string(kPoolCommon) + spatial_kernel_helpers();
   const bool is_float = dt == DType::f64 || dt == DType::f32 || dt == DType::f16 || dt == DType::bf16;
   s += "typedef " + std::string(device_type(dt)) + " T;\ntypedef " + compute_type(dt) + " A;\n";
-  if (kind == PoolKernel::avg || kind == PoolKernel::max) {
+  const bool is_max = kind == PoolKernel::max || kind == PoolKernel::max_values;
+  if (kind == PoolKernel::avg || is_max) {
     for (auto [name, v] : {std::pair{"K", &w.k}, {"S", &w.s}, {"P", &w.p}, {"D", &w.d}}) {
       s += "#define WIN_";
       s += name;
@@ -176,7 +178,7 @@ __device__ __forceinline__ void pool_body(const T* __restrict__ x, T* __restrict
   (void)yi;
 }
 )CUDA";
-  } else if (kind == PoolKernel::max) {
+  } else if (is_max) {
     std::string lowest;
     switch (dt) {
       case DType::f64: lowest = "-ember_inf_d()"; break;
@@ -191,6 +193,8 @@ __device__ __forceinline__ void pool_body(const T* __restrict__ x, T* __restrict
     }
     s += "#define LOWEST (" + lowest + ")\n";
     s += std::string("#define TAKE(v, best) ") + (is_float ? "((v) > (best) || (v) != (v))" : "((v) > (best))") + "\n";
+    // INDICES: also the argmax (yi); without it yi is null and unused.
+    s += std::string("#define INDICES ") + (kind == PoolKernel::max ? "1" : "0") + "\n";
     s += R"CUDA(
 template <class I>
 __device__ __forceinline__ void pool_body(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ yi,
@@ -198,7 +202,9 @@ __device__ __forceinline__ void pool_body(const T* __restrict__ x, T* __restrict
   POOL_SETUP
   POOL_GROUP_LOOP
     A best = LOWEST;
+#if INDICES
     I bi = (lo[0] * in[1] + lo[1]) * in[2] + lo[2];
+#endif
     UNROLL_TAPS for (I t0 = 0; t0 < k[0]; ++t0) {
       if (t0 >= nt[0]) break;
       UNROLL_TAPS for (I t1 = 0; t1 < k[1]; ++t1) {
@@ -208,15 +214,23 @@ __device__ __forceinline__ void pool_body(const T* __restrict__ x, T* __restrict
           if (t2 >= nt[2]) break;
           const I pos = rb + t2 * dl[2];
           const A v = A(xp[pos]);
+#if INDICES
           if (TAKE(v, best)) {
             best = v;
             bi = pos;
           }
+#else
+          best = TAKE(v, best) ? v : best;
+#endif
         }
       }
     }
     y[i] = T(best);
+#if INDICES
     yi[i] = int64_t(bi);
+#else
+    (void)yi;
+#endif
   POOL_GROUP_END
 }
 )CUDA";
@@ -369,7 +383,7 @@ std::vector<PrimitivePtr> window_pool(CudaBackend& be, Op& op, PoolKernel kind) 
   }
   a.flag = pa.count_include_pad ? 1 : 0;
   const DType dt = op.in(0).dtype;
-  if (kind == PoolKernel::max)
+  if (kind != PoolKernel::avg)
     EMBER_CHECK(dt != DType::boolean, op.name(), ": not supported for bool input ", op.in(0).shape);
   auto x = contiguous(be, op.inputs[0]);
   auto y = alloc(be, op.outputs[0]);
@@ -378,14 +392,17 @@ std::vector<PrimitivePtr> window_pool(CudaBackend& be, Op& op, PoolKernel kind) 
   std::vector<PrimitivePtr> result{y};
   if (yi) result.push_back(yi);
   if (n == 0) return result;
-  const std::string key = std::string(op.name()) + "/" + std::string(dtype_name(dt)) + "/" + w.key();
+  const std::string key = std::string(op.name()) + (kind == PoolKernel::max_values ? "/values/" : "/") +
+                          std::string(dtype_name(dt)) + "/" + w.key();
   launch_n(be, key, "pool", [&] { return pool_source(dt, kind, w); }, n, x->numel(), grid_for(be, n, kThreads, kPoolG),
            static_cast<const void*>(x->raw()), y->raw(), static_cast<int64_t*>(yi ? yi->raw() : nullptr), a);
   return result;
 }
 
 std::vector<PrimitivePtr> avg_pool_kernel(CudaBackend& be, Op& op) { return window_pool(be, op, PoolKernel::avg); }
-std::vector<PrimitivePtr> max_pool_kernel(CudaBackend& be, Op& op) { return window_pool(be, op, PoolKernel::max); }
+std::vector<PrimitivePtr> max_pool_kernel(CudaBackend& be, Op& op) {
+  return window_pool(be, op, op.attr<PoolAttrs>().indices ? PoolKernel::max : PoolKernel::max_values);
+}
 
 std::vector<PrimitivePtr> adaptive_avg_pool_kernel(CudaBackend& be, Op& op) {
   const int nd = op.attr<ShapeAttrs>().shape.rank();

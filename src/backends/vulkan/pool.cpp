@@ -6,8 +6,9 @@
 // output element is one invocation that walks its window: avg_pool divides by the window's taps
 // inside the input, or inside the padded range with count_include_pad; max_pool takes a tap that
 // is greater or NaN (each new NaN takes the index) and starts from PyTorch's index, the window's
-// first tap; adaptive_avg_pool uses PyTorch's windows [floor(o in / out), ceil((o + 1) in / out)).
-// One shader per (op, dtype), "max_pool/f32".
+// first tap (without indices, PoolAttrs::indices false, it keeps only the running maximum);
+// adaptive_avg_pool uses PyTorch's windows [floor(o in / out), ceil((o + 1) in / out)).
+// One shader per (op, dtype), "max_pool/f32" (values only: "max_pool/values/f32").
 #include "glsl.hpp"
 #include "vulkan_backend.hpp"
 
@@ -46,7 +47,8 @@ bool pool_dtypes(const VulkanBackend& be, const Op& op) {
   return nd >= 1 && nd <= 3;
 }
 
-std::string pool_source(const VulkanBackend& be, OpKind k, DType dt) {
+// indices: max_pool's argmax output (binding 2).
+std::string pool_source(const VulkanBackend& be, OpKind k, DType dt, bool indices) {
   const bool mx = k == OpKind::max_pool, adaptive = k == OpKind::adaptive_avg_pool;
   const bool dacc = adaptive && be.physical().float64 && is_float(dt);
   std::vector<DType> dts = {dt, DType::i64};
@@ -57,7 +59,7 @@ std::string pool_source(const VulkanBackend& be, OpKind k, DType dt) {
   s += "#define C " + C + "\n#define AT " + (dacc ? std::string("double") : C) + "\n";
   s += glsl::buffer(0, dt, "o_", false);
   s += glsl::buffer(1, dt, "a_", true);
-  if (mx) s += glsl::buffer(2, DType::i64, "i_", false);
+  if (mx && indices) s += glsl::buffer(2, DType::i64, "i_", false);
   const std::string ld = glsl::load(dt, "a_[xp + (i0 * r.in_[1] + i1) * r.in_[2] + i2]");
   s += "void main() {\n  uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n"
        "  for (uint e = gl_GlobalInvocationID.x; e < r.n; e += step) {\n"
@@ -87,19 +89,20 @@ std::string pool_source(const VulkanBackend& be, OpKind k, DType dt) {
                                : flt              ? "-ember_inf()"
                                : dt == DType::i64 ? "int64_t(0x8000000000000000ul)"
                                                   : "int(0x80000000u)";
-    s += "    C best = " + lowest +
-         ";\n    int bi = (l0 * r.in_[1] + l1) * r.in_[2] + l2;\n"
-         "    for (int t0 = 0; t0 < n0; ++t0) for (int t1 = 0; t1 < n1; ++t1) for (int t2 = 0; t2 < n2; ++t2) {\n"
+    s += "    C best = " + lowest + ";\n";
+    if (indices) s += "    int bi = (l0 * r.in_[1] + l1) * r.in_[2] + l2;\n";
+    s += "    for (int t0 = 0; t0 < n0; ++t0) for (int t1 = 0; t1 < n1; ++t1) for (int t2 = 0; t2 < n2; ++t2) {\n"
          "      int i0 = l0 + t0 * r.d[0], i1 = l1 + t1 * r.d[1], i2 = l2 + t2 * r.d[2];\n"
          "      C v = " +
          ld +
          ";\n"
          "      if (v > best" +
-         (flt ? " || ember_isnan(v)" : std::string()) +
-         ") { best = v; bi = (i0 * r.in_[1] + i1) * r.in_[2] + i2; }\n"
+         (flt ? " || ember_isnan(v)" : std::string()) + ") { best = v;" +
+         (indices ? " bi = (i0 * r.in_[1] + i1) * r.in_[2] + i2;" : "") +
+         " }\n"
          "    }\n"
          "    o_[int(e)] = " +
-         glsl::store(dt, "best") + ";\n    i_[int(e)] = int64_t(bi);\n  }\n}\n";
+         glsl::store(dt, "best") + ";\n" + (indices ? "    i_[int(e)] = int64_t(bi);\n" : "") + "  }\n}\n";
     return s;
   }
   s += "    C sum = C(0);\n"
@@ -144,8 +147,10 @@ std::vector<PrimitivePtr> pool_kernel(VulkanBackend& be, Op& op) {
   }
   if (!adaptive) p.include_pad = op.attr<PoolAttrs>().count_include_pad ? 1 : 0;
   const DType dt = x->dtype();
-  const std::string key = std::string(op.name()) + "/" + std::string(dtype_name(dt));
-  VkPipeline pipe = be.shaders().get(op.name(), key, [&] { return pool_source(be, op.kind, dt); });
+  const bool indices = op.kind == OpKind::max_pool && op.attr<PoolAttrs>().indices;
+  const bool values_only = op.kind == OpKind::max_pool && !indices;
+  const std::string key = std::string(op.name()) + (values_only ? "/values/" : "/") + std::string(dtype_name(dt));
+  VkPipeline pipe = be.shaders().get(op.name(), key, [&] { return pool_source(be, op.kind, dt, indices); });
   be.dispatch(pipe, bind, &p, sizeof p, be.groups_for(n));
   return outs;
 }

@@ -55,8 +55,10 @@ TEST(CudaIndexCompile, Pools) {
     compiles("adaptive_avg_pool/" + std::string(dtype_name(dt)), cuda::pool_source(dt, cuda::PoolKernel::adaptive_avg));
   }
   for (DType dt : kAll)
-    if (dt != DType::boolean)
+    if (dt != DType::boolean) {
       compiles("max_pool/" + std::string(dtype_name(dt)), cuda::pool_source(dt, cuda::PoolKernel::max));
+      compiles("max_pool/values/" + std::string(dtype_name(dt)), cuda::pool_source(dt, cuda::PoolKernel::max_values));
+    }
   // a 2-d window with every parameter set (3x3 taps unrolled) and a 3-d one of 125 taps (a loop)
   cuda::PoolWindow w2;
   w2.k[1] = w2.k[2] = 3;
@@ -67,6 +69,7 @@ TEST(CudaIndexCompile, Pools) {
   w3.k[0] = w3.k[1] = w3.k[2] = 5;
   for (const auto& w : {w2, w3}) {
     compiles("max_pool/f32/" + w.key(), cuda::pool_source(DType::f32, cuda::PoolKernel::max, w));
+    compiles("max_pool/values/f16/" + w.key(), cuda::pool_source(DType::f16, cuda::PoolKernel::max_values, w));
     compiles("avg_pool/bf16/" + w.key(), cuda::pool_source(DType::bf16, cuda::PoolKernel::avg, w));
   }
 }
