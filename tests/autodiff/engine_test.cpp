@@ -4,6 +4,7 @@
 // autodiff conformance suite.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -263,6 +264,80 @@ TEST(AutodiffErrors, GradOfATensorOfAnotherGraph) {
   auto untracked = vec({1}, {1});
   EXPECT_THROW(untracked.grad(gb), Error);
   EXPECT_THROW(sum(x).backward(vec({1, 2}, {2})), Error);  // upstream shape mismatch
+}
+
+// ---- max_pool without indices ----
+// Records the PoolAttrs::indices of every max_pool that reaches the inner backend.
+class PoolRecorder final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  std::vector<PrimitivePtr> execute(Op op) override {
+    if (op.kind == OpKind::max_pool) indices.push_back(op.attr<PoolAttrs>().indices);
+    return inner()->execute(std::move(op));
+  }
+  std::vector<bool> indices;
+};
+
+// max_pool1d/2d (values only) under autodiff: with grad, the decorator runs the pool with its
+// indices (the rule's record_as) and the gradient is the indexed op's and the finite differences';
+// without grad the values-only pool reaches the backend.
+TEST(Autodiff, ValuesOnlyMaxPoolGradient) {
+  struct Case {
+    Shape shape;
+    PoolOptions o;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 7, 8}, {.kernel_size = {3}, .stride = {2}, .padding = {1}, .ceil_mode = true}},
+      {{2, 9, 6}, {.kernel_size = {3, 2}, .stride = {2, 1}, .padding = {1, 0}, .dilation = {2, 2}}},
+      {{3, 11}, {.kernel_size = {4}, .stride = {3}, .padding = {2}, .dilation = {2}, .ceil_mode = true}},
+  };
+  for (Checkpointing cp : {Checkpointing::none, Checkpointing::balanced})
+    for (const Case& c : cases) {
+      const int nd = c.shape.rank() == 4 || (c.shape.rank() == 3 && c.o.kernel_size.size() == 2) ? 2 : 1;
+      auto pool = [&](const DynTensor& x) { return nd == 2 ? max_pool2d(x, c.o) : max_pool1d(x, c.o); };
+      auto pool_indexed = [&](const DynTensor& x) {
+        return nd == 2 ? max_pool2d_with_indices(x, c.o).first : max_pool1d_with_indices(x, c.o).first;
+      };
+      auto recorder = std::make_shared<PoolRecorder>(Device::cpu().backend_ptr());
+      Device dev = Device(recorder).autodiff(cp);
+      // distinct values 0.01 apart (no ties, so finite differences of step 1e-4 keep every argmax)
+      const int64_t n = c.shape.numel();
+      std::vector<double> v(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) v[size_t(i)] = double((i * 37) % n) * 0.01 - 1.0;
+      const Shape out = pool(vec(v, c.shape, Device::cpu())).shape();
+      std::vector<double> wv(size_t(out.numel()));
+      for (size_t i = 0; i < wv.size(); ++i) wv[i] = 0.5 + double(i % 7);
+      auto loss = [&](auto&& f, const DynTensor& x) { return sum(f(x) * vec(wv, out, x.device())); };
+
+      auto x = vec(v, c.shape, dev).require_grad();
+      Gradients g = loss(pool, x).backward();
+      auto x2 = vec(v, c.shape, dev).require_grad();
+      Gradients g2 = loss(pool_indexed, x2).backward();
+      const std::string what = "max_pool" + std::to_string(nd) + "d " + c.shape.str();
+      EXPECT_EQ(x.grad(g)->to_vector<double>(), x2.grad(g2)->to_vector<double>()) << what;
+      // every recorded pool ran with its indices
+      EXPECT_TRUE(std::all_of(recorder->indices.begin(), recorder->indices.end(), [](bool b) { return b; })) << what;
+
+      std::vector<double> fd(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        auto at = [&](double h) {
+          std::vector<double> p = v;
+          p[size_t(i)] += h;
+          return loss(pool, vec(p, c.shape, Device::cpu())).item<double>();
+        };
+        fd[size_t(i)] = (at(1e-4) - at(-1e-4)) / 2e-4;
+      }
+      expect_near(*x.grad(g), fd, 1e-8);
+
+      recorder->indices.clear();
+      {
+        NoGradGuard no_grad;
+        DynTensor y = pool(x);
+        EXPECT_FALSE(y.is_require_grad());
+      }
+      pool(vec(v, c.shape, dev));  // untracked input
+      EXPECT_EQ(recorder->indices, (std::vector<bool>{false, false})) << what;
+    }
 }
 
 // ---- checkpointing ----

@@ -118,7 +118,14 @@ class AutodiffBackend final : public ForwardingBackend {
       if (p && ad(p).edge.node) tracked = true;
     const Rule& rule = rules()[static_cast<size_t>(op.kind)];
     std::shared_ptr<Node> node;
-    if (tracked && rule.fn && t_grad_enabled) node = record(op, rule);
+    size_t asked = 0;  // with record_as: the outputs the caller asked for (the rewritten op may have more)
+    if (tracked && rule.fn && t_grad_enabled) {
+      if (rule.record_as) {
+        asked = op.outputs.size();
+        rule.record_as(op);
+      }
+      node = record(op, rule);
+    }
     const uint32_t save_out = node && rule.save_outputs_of ? rule.save_outputs_of(op) : rule.save_outputs;
     // Unwrap. A wrapper we hold the only handle to gives up its inner value, so the inner
     // backend may reuse the buffer in place (unless the graph saved it).
@@ -139,6 +146,7 @@ class AutodiffBackend final : public ForwardingBackend {
       if (node && is_float(outs[j]->dtype())) e = Edge{node, static_cast<int>(j)};
       outs[j] = std::make_shared<AdPrimitive>(std::move(outs[j]), std::move(e));
     }
+    if (asked) outs.resize(asked);
     return outs;
   }
 

@@ -158,6 +158,10 @@ struct Rule {
   uint32_t save_inputs = 0;   // bit i: backward reads input(i)
   uint32_t save_outputs = 0;  // bit i: backward reads output(i)
   uint32_t (*save_outputs_of)(const Op&) = nullptr;  // when set, the save_outputs of this op
+  // When set, rewrites an op that is recorded (a tracked input, grad enabled) before it runs, so
+  // that it also computes what the backward reads (max_pool without indices gets them); the
+  // caller still receives only the outputs of the op it asked for.
+  void (*record_as)(Op&) = nullptr;
 };
 using RuleTable = std::array<Rule, kNumOps>;
 

@@ -326,11 +326,21 @@ void register_nn_rules(RuleTable& t) {
   };
 
   // max_pool: dx = scatter_add of g into zeros [planes, prod(in spatial)] at the saved flat
-  // indices [planes, prod(out spatial)], reshaped to x.
+  // indices [planes, prod(out spatial)], reshaped to x. A values-only max_pool (indices false)
+  // that is recorded runs with indices on instead (record_as): the forward computes the argmax
+  // once, where recomputing it in backward would run the pool twice; the caller still gets the
+  // values alone.
   {
     Rule& r = t[size_t(OpKind::max_pool)];
     r.save_outputs = 0b10;
+    r.record_as = [](Op& op) {
+      auto& a = std::get<PoolAttrs>(op.attrs);
+      if (a.indices) return;
+      a.indices = true;
+      op.outputs.push_back({op.outputs[0].shape, DType::i64});
+    };
     r.fn = [](BackwardCtx& c) -> Grads {
+      EMBER_CHECK(c.num_outputs() == 2, "max_pool backward: recorded without its indices (a rule table bug)");
       int nd = int(c.attr<PoolAttrs>().kernel.size());
       const Shape& xs = c.in(0).shape;
       Val g = c.grad(0), idx = c.output(1);
