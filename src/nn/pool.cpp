@@ -15,14 +15,17 @@ void check_pool_input(const DynTensor& x, int n, const char* name) {
 
 template <int N>
 DynTensor MaxPool<N>::forward(DynTensor x) const {
-  return forward_with_indices(std::move(x)).first;
+  return detail::in_module(ember_module_, N == 1 ? "MaxPool1d" : "MaxPool2d", [&] {
+    check_pool_input(x, N, N == 1 ? "MaxPool1d" : "MaxPool2d");
+    PoolOptions o{kernel_size, stride, padding, dilation, ceil_mode, true};
+    return N == 1 ? max_pool1d(std::move(x), std::move(o)) : max_pool2d(std::move(x), std::move(o));
+  });
 }
 
 template <int N>
 std::pair<DynTensor, DynTensor> MaxPool<N>::forward_with_indices(DynTensor x) const {
   return detail::in_module(ember_module_, N == 1 ? "MaxPool1d" : "MaxPool2d", [&] {
-    const char* name = N == 1 ? "MaxPool1d" : "MaxPool2d";
-    check_pool_input(x, N, name);
+    check_pool_input(x, N, N == 1 ? "MaxPool1d" : "MaxPool2d");
     PoolOptions o{kernel_size, stride, padding, dilation, ceil_mode, true};
     return N == 1 ? max_pool1d_with_indices(std::move(x), std::move(o))
                   : max_pool2d_with_indices(std::move(x), std::move(o));

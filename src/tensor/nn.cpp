@@ -28,12 +28,17 @@ DynTensor conv_nd(OpKind k, int nd, const char* op, DynTensor x, DynTensor w, st
   return run1(k, std::move(in), std::move(a));
 }
 
-PoolAttrs pool_attrs(const PoolOptions& o, int nd, const char* op) {
+PoolAttrs pool_attrs(const PoolOptions& o, int nd, const char* op, bool indices = true) {
   EMBER_CHECK(!o.kernel_size.empty(), op, ": kernel_size is required");
   Sizes k = per_dim(o.kernel_size, nd, op, "kernel_size");
-  return PoolAttrs{k, o.stride.empty() ? k : per_dim(o.stride, nd, op, "stride"),
-                   per_dim(o.padding, nd, op, "padding"), per_dim(o.dilation, nd, op, "dilation"), o.ceil_mode,
-                   o.count_include_pad};
+  PoolAttrs a{k,
+              o.stride.empty() ? k : per_dim(o.stride, nd, op, "stride"),
+              per_dim(o.padding, nd, op, "padding"),
+              per_dim(o.dilation, nd, op, "dilation"),
+              o.ceil_mode,
+              o.count_include_pad};
+  a.indices = indices;
+  return a;
 }
 
 }  // namespace
@@ -81,8 +86,12 @@ TensorPair max_pool2d_with_indices(DynTensor x, PoolOptions o) {
   auto r = run_op(OpKind::max_pool, {std::move(x)}, pool_attrs(o, 2, "max_pool2d"));
   return {std::move(r[0]), std::move(r[1])};
 }
-DynTensor max_pool1d(DynTensor x, PoolOptions o) { return max_pool1d_with_indices(std::move(x), std::move(o)).first; }
-DynTensor max_pool2d(DynTensor x, PoolOptions o) { return max_pool2d_with_indices(std::move(x), std::move(o)).first; }
+DynTensor max_pool1d(DynTensor x, PoolOptions o) {
+  return run1(OpKind::max_pool, {std::move(x)}, pool_attrs(o, 1, "max_pool1d", false));
+}
+DynTensor max_pool2d(DynTensor x, PoolOptions o) {
+  return run1(OpKind::max_pool, {std::move(x)}, pool_attrs(o, 2, "max_pool2d", false));
+}
 
 DynTensor adaptive_avg_pool1d(DynTensor x, int64_t size) {
   return run1(OpKind::adaptive_avg_pool, {std::move(x)}, ShapeAttrs{Shape{size}});

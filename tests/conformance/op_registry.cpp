@@ -335,8 +335,12 @@ const std::map<std::string, OpFn>& op_registry() {
       {"conv_transpose3d", [](V& in, const Json& a, const Device&) { return V{conv_transpose3d(in[0], in[1], opt(in, 2), conv_opts(a))}; }},
       {"avg_pool1d", [](V& in, const Json& a, const Device&) { return V{avg_pool1d(in[0], pool_opts(a))}; }},
       {"avg_pool2d", [](V& in, const Json& a, const Device&) { return V{avg_pool2d(in[0], pool_opts(a))}; }},
-      {"max_pool1d", [](V& in, const Json& a, const Device&) { return pair(max_pool1d_with_indices(in[0], pool_opts(a))); }},
-      {"max_pool2d", [](V& in, const Json& a, const Device&) { return pair(max_pool2d_with_indices(in[0], pool_opts(a))); }},
+      // the values from the values-only op (PoolAttrs::indices false: its kernels and, under
+      // autodiff, its gradient), the indices from the indexed one
+      {"max_pool1d", [](V& in, const Json& a, const Device&) {
+         return V{max_pool1d(in[0], pool_opts(a)), max_pool1d_with_indices(in[0], pool_opts(a)).second}; }},
+      {"max_pool2d", [](V& in, const Json& a, const Device&) {
+         return V{max_pool2d(in[0], pool_opts(a)), max_pool2d_with_indices(in[0], pool_opts(a)).second}; }},
       {"adaptive_avg_pool1d", [](V& in, const Json& a, const Device&) { return V{adaptive_avg_pool1d(in[0], sizes(a["output_size"])[0])}; }},
       {"adaptive_avg_pool2d", [](V& in, const Json& a, const Device&) { return V{adaptive_avg_pool2d(in[0], sizes(a["output_size"]))}; }},
       {"interpolate", [](V& in, const Json& a, const Device&) {

@@ -1,10 +1,12 @@
 // MaxPool of u8 / i8 values (the quantized models' pooling): the runtime pools the bytes where the
 // pads are symmetric and goes through f32 otherwise; both against a pooling loop written here
-// (padding never wins, as in the ONNX spec).
+// (padding never wins, as in the ONNX spec). And which max_pool the runtime runs: a node without
+// its Indices output runs the values-only op (PoolAttrs::indices false).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <ember/core/backend.hpp>
 #include <ember/onnx/runtime.hpp>
 #include <ember/tensor/ops.hpp>
 #include <limits>
@@ -89,6 +91,56 @@ TEST(OnnxMaxPoolBytes, SymmetricPadsPoolTheBytes) {
 TEST(OnnxMaxPoolBytes, AsymmetricPadsGoThroughF32) {
   check<uint8_t>(DataType::uint8, {0, 1, 1, 0});
   check<int8_t>(DataType::int8, {1, 0, 0, 1});
+}
+
+// Records the PoolAttrs::indices of every max_pool that reaches the CPU backend.
+class PoolRecorder final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  std::vector<PrimitivePtr> execute(Op op) override {
+    if (op.kind == OpKind::max_pool) indices.push_back(op.attr<PoolAttrs>().indices);
+    return inner()->execute(std::move(op));
+  }
+  std::vector<bool> indices;
+};
+
+// f32 and u8 nodes with Y alone run the values-only pool (the same values as the loop above); a
+// node that also asks for Indices runs the indexed one.
+TEST(OnnxMaxPool, OnlyTheIndicesOutputAsksForIndices) {
+  const int64_t N = 1, C = 2, H = 9, W = 10, k = 3, s = 2;
+  const std::vector<int64_t> pads{1, 1, 1, 1};
+  std::mt19937 rng(8);
+  std::vector<float> xf(size_t(N * C * H * W));
+  std::vector<uint8_t> xb(xf.size());
+  for (size_t i = 0; i < xf.size(); ++i) {
+    xb[i] = uint8_t(rng() % 256);
+    xf[i] = float(int(xb[i]) - 128);
+  }
+  int64_t OH = 0, OW = 0;
+  for (DataType type : {DataType::float32, DataType::uint8}) {
+    auto recorder = std::make_shared<PoolRecorder>(Device::cpu().backend_ptr());
+    Device dev(recorder);
+    Model model = Model::from_proto(maxpool_model(type, {N, C, H, W}, k, s, pads), dev);
+    DynTensor x = type == DataType::float32 ? DynTensor::from_vector<float>(xf, Shape{N, C, H, W}, dev)
+                                            : DynTensor::from_vector<uint8_t>(xb, Shape{N, C, H, W}, dev);
+    DynTensor y = model.run({{"x", x}}).at("y");
+    const std::vector<int64_t> want = type == DataType::float32 ? reference(xf, N, C, H, W, k, s, pads, OH, OW)
+                                                                : reference(xb, N, C, H, W, k, s, pads, OH, OW);
+    ASSERT_EQ(y.shape(), (Shape{N, C, OH, OW}));
+    EXPECT_EQ(cast(y, DType::i64).to_vector<int64_t>(), want);
+    EXPECT_EQ(recorder->indices, std::vector<bool>{false}) << (type == DataType::float32 ? "f32" : "u8");
+  }
+  // Y and Indices
+  ModelProto m = maxpool_model(DataType::float32, {N, C, H, W}, k, s, pads);
+  m.graph.nodes[0].outputs.push_back("i");
+  ValueInfoProto i_out;
+  i_out.name = "i";
+  m.graph.outputs.push_back(i_out);
+  auto recorder = std::make_shared<PoolRecorder>(Device::cpu().backend_ptr());
+  Model model = Model::from_proto(m, Device(recorder));
+  auto out = model.run({{"x", DynTensor::from_vector<float>(xf, Shape{N, C, H, W}, Device(recorder))}});
+  EXPECT_EQ(out.at("i").dtype(), DType::i64);
+  EXPECT_EQ(recorder->indices, std::vector<bool>{true});
 }
 
 }  // namespace

@@ -214,8 +214,10 @@ struct PoolOptions {  // empty stride = kernel size
 DynTensor avg_pool1d(DynTensor x, PoolOptions o);
 // Window averages of x [N, C, H, W] or [C, H, W] (torch.nn.functional.avg_pool2d).
 DynTensor avg_pool2d(DynTensor x, PoolOptions o);
-DynTensor max_pool1d(DynTensor x, PoolOptions o);  // window maxima (torch.nn.functional.max_pool1d)
-DynTensor max_pool2d(DynTensor x, PoolOptions o);  // window maxima (torch.nn.functional.max_pool2d)
+// Window maxima (torch.nn.functional.max_pool1d / max_pool2d, return_indices=False): the values
+// alone, so the kernels skip the argmax (under autodiff with grad, the indices are kept for backward).
+DynTensor max_pool1d(DynTensor x, PoolOptions o);
+DynTensor max_pool2d(DynTensor x, PoolOptions o);  // the same in 2-d
 // Window maxima and their i64 indices, flat within each input plane (return_indices=True).
 TensorPair max_pool1d_with_indices(DynTensor x, PoolOptions o);
 TensorPair max_pool2d_with_indices(DynTensor x, PoolOptions o);  // the same in 2-d
