@@ -130,18 +130,27 @@ void packed_weights(const ConvInt8Args& a, int64_t groups, int64_t Mg, int64_t K
 // Output channels [c0, c0 + rows) (one group's, packed at `panels`) times the columns of b (K x
 // width, rows ldb apart) through the epilogue e (its arrays indexed by output channel) into y
 // (rows ldy elements apart).
+// Columns [at, at + count) of a B panel, and where the output of their first one lies (the
+// group's first output channel; rows ldy elements apart). A panel of the implicit GEMM spans images.
+struct PanelSpan {
+  int at, count;
+  uint8_t* y;
+};
+
 // Tiles [t0, t1) of kVnniWideMR rows of a group's `rows` packed rows (at `panels`, output channels
 // from c0) times one packed B panel of n columns (et.q: its column sums) through the epilogue into
-// y (the panel's first column of the group's first row, rows ldy elements apart).
+// the spans' outputs.
 void vnni_panel_tiles(const uint8_t* panels, int64_t c0, int64_t rows, int64_t KG, const int8_t* bp, int n,
-                      const Requant& et, int64_t t0, int64_t t1, uint8_t* y, int64_t ldy) {
+                      const Requant& et, int64_t t0, int64_t t1, const PanelSpan* spans, int nspans, int64_t ldy) {
   constexpr int MR = detail::kVnniWideMR, NR = detail::kVnniNR;
   alignas(64) int32_t tile[MR * NR];
   const int64_t es = et.elem_bytes();
   for (int64_t qm = t0; qm < t1; ++qm) {
     const int m = int(std::min<int64_t>(MR, rows - qm * MR));
     detail::qgemm_kernel_vnni_wide(KG, panels, rows, qm * MR, bp, tile, NR, m, n);
-    requant_tile(et, tile, NR, c0 + qm * MR, 0, m, n, y + qm * MR * ldy * es, ldy);
+    for (int s = 0; s < nspans; ++s)
+      requant_tile(et, tile + spans[s].at, NR, c0 + qm * MR, spans[s].at, m, spans[s].count,
+                   spans[s].y + qm * MR * ldy * es, ldy);
   }
 }
 
@@ -158,32 +167,35 @@ void vnni_product(const uint8_t* panels, int64_t c0, int64_t rows, int64_t K, co
       const int64_t j0 = q * NR;
       const int n = int(std::min<int64_t>(NR, width - j0));
       detail::conv_integer_pack_columns_vnni(b, ldb, K, j0, n, x_signed, bp.data(), colsum);
-      vnni_panel_tiles(panels, c0, rows, KG, bp.data(), n, et, 0, mp, y + j0 * es, ldy);
+      const PanelSpan span{0, n, y + j0 * es};
+      vnni_panel_tiles(panels, c0, rows, KG, bp.data(), n, et, 0, mp, &span, 1, ldy);
     }
   });
 }
 
 // The implicit GEMM of a 2-d conv on VNNI (width stride 1 or 2): no im2col matrix; each task packs
-// one 32-column B panel of one (image, group) straight from x (conv_int8_pack_implicit_vnni) and
+// one 32-column B panel of one group straight from x (conv_int8_pack_implicit_vnni; the columns
+// run over the batch's outputs, image after image, so that a 7 x 7 output fills its panels) and
 // runs a block of the group's row tiles over it, the epilogue on each tile while it is in cache.
-// Tasks (image, group, panel, row block), claimed as the threads finish the last; row blocks only
-// where the panels alone would leave a thread idle (a 7 x 7 output has 2 panels an image).
+// Tasks (group, panel, row block), claimed as the threads finish the last; row blocks only where
+// the panels alone would leave a thread idle.
 void implicit_conv_vnni(const ConvIntegerGeometry& g, const ConvInt8Args& a, const PackedWeights& pw,
                         const Requant& e) {
   constexpr int MR = detail::kVnniWideMR, NR = detail::kVnniNR;
   const int64_t Cg = g.C / g.groups, Mg = g.M / g.groups, K = Cg * g.kernel[1] * g.kernel[2], KG = (K + 3) / 4;
   const int64_t in_vol = g.in[1] * g.in[2], P = g.out[1] * g.out[2], es = e.elem_bytes();
-  const int64_t items = g.N * g.groups, np = (P + NR - 1) / NR, mp = (Mg + MR - 1) / MR;
-  const int64_t threads = ThreadPool::global().size();
-  const int64_t blocks = std::clamp<int64_t>((4 * threads + items * np - 1) / (items * np), 1, mp);
-  const int64_t tiles_per_block = (mp + blocks - 1) / blocks, tasks = items * np * blocks;
+  const int64_t np = (g.N * P + NR - 1) / NR, mp = (Mg + MR - 1) / MR;
+  const int64_t threads = ThreadPool::global().size(), panels = g.groups * np;
+  const int64_t blocks = std::clamp<int64_t>((4 * threads + panels - 1) / panels, 1, mp);
+  const int64_t tiles_per_block = (mp + blocks - 1) / blocks, tasks = panels * blocks;
   // about 2^21 multiply-adds a claim
   const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 21) / std::max<int64_t>(tiles_per_block * MR * NR * K, 1));
   detail::ImplicitConv base;
   base.x_signed = a.x_signed;
   base.zp = uint8_t(a.x_zp);
   base.C = Cg, base.H = g.in[1], base.W = g.in[2], base.KH = g.kernel[1], base.KW = g.kernel[2];
-  base.OW = g.out[2], base.sh = g.stride[1], base.sw = g.stride[2], base.ph = g.pad[1], base.pw = g.pad[2];
+  base.OW = g.out[2], base.OH = g.out[1], base.image_bytes = g.C * in_vol;
+  base.sh = g.stride[1], base.sw = g.stride[2], base.ph = g.pad[1], base.pw = g.pad[2];
   base.dh = g.dilation[1], base.dw = g.dilation[2];
   auto* y = static_cast<uint8_t*>(a.y);
   for_rows_dynamic(tasks, grain, [&](int64_t t0, int64_t t1) {
@@ -192,20 +204,26 @@ void implicit_conv_vnni(const ConvIntegerGeometry& g, const ConvInt8Args& a, con
     alignas(64) int32_t colsum[NR];
     Requant et = e;
     et.q = colsum;
-    int64_t packed = -1;  // the (item, panel) in bp
+    PanelSpan spans[NR];
+    int nspans = 0;
+    int64_t packed = -1;  // the (group, panel) in bp
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t ip = t / blocks, blk = t % blocks, it = ip / np, q = ip % np;
-      const int64_t n_img = it / g.groups, gi = it % g.groups, j0 = q * NR;
-      const int n = int(std::min<int64_t>(NR, P - j0));
-      if (packed != ip) {
+      const int64_t gp = t / blocks, blk = t % blocks, gi = gp / np, j0 = (gp % np) * NR;
+      const int n = int(std::min<int64_t>(NR, g.N * P - j0));
+      if (packed != gp) {
         detail::ImplicitConv c = base;
-        c.x = a.x + (n_img * g.C + gi * Cg) * in_vol;
+        c.x = a.x + gi * Cg * in_vol;
         detail::conv_int8_pack_implicit_vnni(c, j0, n, bp.data(), colsum);
-        packed = ip;
+        packed = gp;
+        nspans = 0;
+        for (int at = 0; at < n;) {  // the panel's columns per image
+          const int64_t j = j0 + at, img = j / P, count = std::min<int64_t>(n - at, P - j % P);
+          spans[nspans++] = {at, int(count), y + ((img * g.M + gi * Mg) * P + j % P) * es};
+          at += int(count);
+        }
       }
       const int64_t b0 = blk * tiles_per_block, b1 = std::min(mp, b0 + tiles_per_block);
-      uint8_t* yg = y + ((n_img * g.M + gi * Mg) * P + j0) * es;
-      vnni_panel_tiles(pw.panels + gi * pw.group_bytes, gi * Mg, Mg, KG, bp.data(), n, et, b0, b1, yg, P);
+      vnni_panel_tiles(pw.panels + gi * pw.group_bytes, gi * Mg, Mg, KG, bp.data(), n, et, b0, b1, spans, nspans, P);
     }
   });
 }

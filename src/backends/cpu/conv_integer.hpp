@@ -81,16 +81,17 @@ void conv_integer_u8i8_isa(int isa, const ConvIntegerGeometry& g, const uint8_t*
 // multiple of 4 rows; colsum: the 32 columns' sums of the packed values (conv_integer_avx512vnni.cpp).
 void conv_integer_pack_columns_vnni(const uint8_t* b, int64_t ldb, int64_t K, int64_t j0, int n, bool b_signed,
                                     int8_t* dst, int32_t* colsum);
-// One image's channel group of a 2-d convolution (1-d: H 1), for the implicit-GEMM packer.
+// One channel group of a 2-d convolution (1-d: H 1) over a batch, for the implicit-GEMM packer.
 struct ImplicitConv {
-  const uint8_t* x = nullptr;  // the group's first channel, C planes of H x W bytes
+  const uint8_t* x = nullptr;  // the group's first channel in the first image: C planes of H x W bytes
+  int64_t image_bytes = 0;     // from an image to the next
   bool x_signed = false;
   uint8_t zp = 0;  // x's zero point as a byte: the padding's value
-  int64_t C = 1, H = 1, W = 1, KH = 1, KW = 1, OW = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+  int64_t C = 1, H = 1, W = 1, KH = 1, KW = 1, OH = 1, OW = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
 };
 // The panel of conv_integer_pack_columns_vnni that the im2col matrix of c (rows (channel, kh, kw),
-// columns oh OW + ow) would give for columns [j0, j0 + n), read straight from x; width stride
-// c.sw 1 or 2 (conv_integer_avx512vnni.cpp).
+// columns (image, oh, ow), image after image) would give for columns [j0, j0 + n), read straight
+// from x; width stride c.sw 1 or 2 (conv_integer_avx512vnni.cpp).
 void conv_int8_pack_implicit_vnni(const ImplicitConv& c, int64_t j0, int n, int8_t* dst, int32_t* colsum);
 // A depthwise conv's channel with a 3-wide kernel at width stride and dilation 1 on VNNI: acc [OH,
 // OW] = sum over the taps of wv[kh][kw] (KH x 3 values in [-128, 127], w minus its zero point)

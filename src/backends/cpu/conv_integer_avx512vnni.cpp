@@ -72,22 +72,27 @@ void conv_integer_pack_columns_vnni(const uint8_t* b, int64_t ldb, int64_t K, in
 void conv_int8_pack_implicit_vnni(const ImplicitConv& c, int64_t j0, int n, int8_t* dst, int32_t* colsum) {
   static_assert(kVnniNR == 32);
   const int64_t kvol = c.KH * c.KW, plane = c.H * c.W, K = c.C * kvol;
-  // the runs: columns [at, at + cnt) of the panel are outputs (oh, ow .. ow + cnt - 1)
-  int64_t run_oh[32], run_ow[32], run_at[32], run_cnt[32], runs = 0;
+  // the runs: columns [at, at + cnt) of the panel are outputs (oh, ow .. ow + cnt - 1) of an image
+  // whose x starts `base` bytes on
+  int64_t run_oh[32], run_ow[32], run_at[32], run_cnt[32], run_base[32], runs = 0;
+  const int64_t P = c.OH * c.OW;
   for (int64_t j = j0, at = 0; at < n; ++runs) {
-    const int64_t oh = j / c.OW, ow = j % c.OW, cnt = std::min<int64_t>(c.OW - ow, n - at);
-    run_oh[runs] = oh, run_ow[runs] = ow, run_at[runs] = at, run_cnt[runs] = cnt;
+    const int64_t img = j / P, oh = j % P / c.OW, ow = j % c.OW, cnt = std::min<int64_t>(c.OW - ow, n - at);
+    run_oh[runs] = oh, run_ow[runs] = ow, run_at[runs] = at, run_cnt[runs] = cnt, run_base[runs] = img * c.image_bytes;
     at += cnt, j += cnt;
   }
   // per tap, its runs that touch x: the offset in a channel's plane of lane 0's tap (lane L reads
-  // offset + L sw) and the lanes inside x
-  thread_local std::vector<int64_t> offsets;
-  thread_local std::vector<uint64_t> masks, evens;
+  // offset + L sw) and the lanes inside x (width stride 2: their bytes' places in 64)
+  struct Load {
+    int64_t offset;
+    uint64_t lanes, evens;
+  };
+  thread_local std::vector<Load> table;
   thread_local std::vector<int32_t> counts;
-  offsets.resize(size_t(kvol * runs));
-  masks.resize(size_t(kvol * runs));
-  evens.resize(size_t(kvol * runs));
+  table.resize(size_t(kvol * runs));
   counts.assign(size_t(kvol), 0);
+  Load* const loads = table.data();
+  int32_t* const count = counts.data();
   for (int64_t t = 0; t < kvol; ++t) {
     const int64_t kh = t / c.KW, kw = t % c.KW;
     for (int64_t r = 0; r < runs; ++r) {
@@ -98,10 +103,8 @@ void conv_int8_pack_implicit_vnni(const ImplicitConv& c, int64_t j0, int n, int8
       const int64_t lo = std::min(run_cnt[r], iw0 >= 0 ? 0 : (-iw0 + c.sw - 1) / c.sw);
       const int64_t hi = std::clamp<int64_t>(c.W - iw0 <= 0 ? 0 : (c.W - iw0 + c.sw - 1) / c.sw, lo, run_cnt[r]);
       if (hi == lo) continue;
-      const size_t e = size_t(t * runs + counts[size_t(t)]++);
-      offsets[e] = ih * c.W + iw0 - run_at[r] * c.sw;
-      masks[e] = bit_range(run_at[r] + lo, run_at[r] + hi);
-      evens[e] = bit_range(2 * (run_at[r] + lo), 2 * (run_at[r] + hi)) & 0x5555555555555555ull;
+      loads[t * runs + count[t]++] = {run_base[r] + ih * c.W + iw0 - run_at[r] * c.sw, bit_range(run_at[r] + lo, run_at[r] + hi),
+                                      bit_range(2 * (run_at[r] + lo), 2 * (run_at[r] + hi)) & 0x5555555555555555ull};
     }
   }
   const __mmask32 mask = n >= 32 ? ~__mmask32(0) : (__mmask32(1) << n) - 1;
@@ -109,7 +112,8 @@ void conv_int8_pack_implicit_vnni(const ImplicitConv& c, int64_t j0, int n, int8
   const __m256i zp = _mm256_maskz_mov_epi8(mask, _mm256_set1_epi8(char(c.zp)));
   __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
   const int64_t KG = (K + 3) / 4;
-  int64_t ch = 0, t = 0;  // row g * 4 + i's channel and tap, stepped
+  int64_t t = 0;  // row g * 4 + i's tap, stepped
+  const uint8_t* xc = c.x;  // and its channel's plane
   for (int64_t g = 0; g < KG; ++g) {
     __m256i r[4];
     for (int i = 0; i < 4; ++i) {
@@ -117,22 +121,19 @@ void conv_int8_pack_implicit_vnni(const ImplicitConv& c, int64_t j0, int n, int8
         r[i] = _mm256_setzero_si256();
         continue;
       }
-      const uint8_t* xc = c.x + ch * plane;
-      const int64_t* off = offsets.data() + t * runs;
-      const uint64_t* m = masks.data() + t * runs;
+      const Load* l = loads + t * runs;
+      const Load* end = l + count[t];
       __m256i v = zp;
-      const int cnt = counts[size_t(t)];
       if (c.sw == 1) {
-        for (int e = 0; e < cnt; ++e) v = _mm256_mask_loadu_epi8(v, __mmask32(m[e]), xc + off[e]);
+        for (; l < end; ++l) v = _mm256_mask_loadu_epi8(v, __mmask32(l->lanes), xc + l->offset);
       } else {
-        for (int e = 0; e < cnt; ++e) {
-          // lane L's byte at 2 L: the even bytes of 64 (the odd ones masked off), kept by vpmovwb
-          const __m512i w = _mm512_maskz_loadu_epi8(evens[size_t(t * runs + e)], xc + off[e]);
-          v = _mm256_mask_blend_epi8(__mmask32(m[e]), v, _mm512_cvtepi16_epi8(w));
-        }
+        // lane L's byte at 2 L: the even bytes of 64 (the odd ones masked off), kept by vpmovwb
+        for (; l < end; ++l)
+          v = _mm256_mask_blend_epi8(__mmask32(l->lanes), v,
+                                     _mm512_cvtepi16_epi8(_mm512_maskz_loadu_epi8(l->evens, xc + l->offset)));
       }
       r[i] = _mm256_xor_si256(v, flip);
-      if (++t == kvol) t = 0, ++ch;
+      if (++t == kvol) t = 0, xc += plane;
     }
     store_group(r, dst + g * 128, s0, s1);
   }
