@@ -312,17 +312,26 @@ void bench_layer_norm(Ctx& cx) {
   });
 }
 
-void bench_max_pool(Ctx& cx) {
-  const std::string name = "maxpool2d_f32_16x64x112x112";
+// ResNet's stem pool (3x3, stride 2, padding 1) over [batch, 64, 112, 112]: max_pool2d (the
+// values alone, as at::max_pool2d) and, with `indices`, max_pool2d_with_indices against
+// at::max_pool2d_with_indices (what training pays for its backward).
+void bench_max_pool(Ctx& cx, int64_t batch, bool indices) {
+  const std::string name =
+      std::string("maxpool2d_") + (indices ? "indices_" : "") + "f32_" + std::to_string(batch) + "x64x112x112";
   guarded(cx, name, [&] {
-    DynTensor x = DynTensor::normal({16, 64, 112, 112});
+    DynTensor x = DynTensor::normal({batch, 64, 112, 112});
     at::Tensor tx = to_torch(x);
-    const ember::PoolOptions opt{.kernel_size = {3}, .stride = {2}, .padding = {1}};  // ResNet stem pool
+    const ember::PoolOptions opt{.kernel_size = {3}, .stride = {2}, .padding = {1}};
+    auto values = [&] { return indices ? ember::max_pool2d_with_indices(x, opt).first : ember::max_pool2d(x, opt); };
+    auto peer = [&] {
+      return indices ? std::get<0>(at::max_pool2d_with_indices(tx, {3, 3}, {2, 2}, {1, 1}))
+                     : at::max_pool2d(tx, {3, 3}, {2, 2}, {1, 1});
+    };
     auto& e = cx.compare(
-        name, [&] { bench::keep(ember::max_pool2d(x, opt)); },
-        [&] { bench::keep(at::max_pool2d(tx, {3, 3}, {2, 2}, {1, 1})); },
-        [&] { return check_close(ember::max_pool2d(x, opt), at::max_pool2d(tx, {3, 3}, {2, 2}, {1, 1}), {}); });
-    set_gbps(e, 4.0 * double(x.numel()) * (1.0 + 0.25));  // read x, write a quarter of it
+        name, [&] { bench::keep(values()); }, [&] { bench::keep(peer()); },
+        [&] { return check_close(values(), peer(), {}); });
+    // read x, write a quarter of it (and as many i64 indices)
+    set_gbps(e, 4.0 * double(x.numel()) * (1.0 + 0.25 * (indices ? 3 : 1)));
   });
 }
 
@@ -1776,7 +1785,8 @@ int main(int argc, char** argv) {
   bench_softmax(cx);
   bench_layer_norm(cx);
   bench_custom_rows(cx);
-  bench_max_pool(cx);
+  for (int64_t batch : {16, 1, 32})
+    for (bool indices : {false, true}) bench_max_pool(cx, batch, indices);
   bench_overhead(cx);
   bench_autodiff_overhead(cx);
   bench_mlp_train_step(cx);
