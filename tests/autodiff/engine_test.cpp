@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "../core/op_recorder.hpp"
 #include "ember/ember.hpp"
 #include "ember/nn/loss.hpp"
 
@@ -267,17 +268,6 @@ TEST(AutodiffErrors, GradOfATensorOfAnotherGraph) {
 }
 
 // ---- max_pool without indices ----
-// Records the PoolAttrs::indices of every max_pool that reaches the inner backend.
-class PoolRecorder final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  std::vector<PrimitivePtr> execute(Op op) override {
-    if (op.kind == OpKind::max_pool) indices.push_back(op.attr<PoolAttrs>().indices);
-    return inner()->execute(std::move(op));
-  }
-  std::vector<bool> indices;
-};
-
 // max_pool1d/2d (values only) under autodiff: with grad, the decorator runs the pool with its
 // indices (the rule's record_as) and the gradient is the indexed op's and the finite differences';
 // without grad the values-only pool reaches the backend.
@@ -298,7 +288,7 @@ TEST(Autodiff, ValuesOnlyMaxPoolGradient) {
       auto pool_indexed = [&](const DynTensor& x) {
         return nd == 2 ? max_pool2d_with_indices(x, c.o).first : max_pool1d_with_indices(x, c.o).first;
       };
-      auto recorder = std::make_shared<PoolRecorder>(Device::cpu().backend_ptr());
+      auto recorder = std::make_shared<test::OpRecorder>(Device::cpu().backend_ptr());
       Device dev = Device(recorder).autodiff(cp);
       // distinct values 0.01 apart (no ties, so finite differences of step 1e-4 keep every argmax)
       const int64_t n = c.shape.numel();
@@ -316,7 +306,8 @@ TEST(Autodiff, ValuesOnlyMaxPoolGradient) {
       const std::string what = "max_pool" + std::to_string(nd) + "d " + c.shape.str();
       EXPECT_EQ(x.grad(g)->to_vector<double>(), x2.grad(g2)->to_vector<double>()) << what;
       // every recorded pool ran with its indices
-      EXPECT_TRUE(std::all_of(recorder->indices.begin(), recorder->indices.end(), [](bool b) { return b; })) << what;
+      const std::vector<bool> recorded = test::max_pool_indices(*recorder);
+      EXPECT_TRUE(std::all_of(recorded.begin(), recorded.end(), [](bool b) { return b; })) << what;
 
       std::vector<double> fd(static_cast<size_t>(n));
       for (int64_t i = 0; i < n; ++i) {
@@ -329,14 +320,14 @@ TEST(Autodiff, ValuesOnlyMaxPoolGradient) {
       }
       expect_near(*x.grad(g), fd, 1e-8);
 
-      recorder->indices.clear();
+      recorder->clear();
       {
         NoGradGuard no_grad;
         DynTensor y = pool(x);
         EXPECT_FALSE(y.is_require_grad());
       }
       pool(vec(v, c.shape, dev));  // untracked input
-      EXPECT_EQ(recorder->indices, (std::vector<bool>{false, false})) << what;
+      EXPECT_EQ(test::max_pool_indices(*recorder), (std::vector<bool>{false, false})) << what;
     }
 }
 

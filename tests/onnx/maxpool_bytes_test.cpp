@@ -6,12 +6,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <ember/core/backend.hpp>
 #include <ember/onnx/runtime.hpp>
 #include <ember/tensor/ops.hpp>
 #include <limits>
 #include <random>
 
+#include "../core/op_recorder.hpp"
 #include "onnx_test_util.hpp"
 
 using namespace ember;
@@ -93,17 +93,6 @@ TEST(OnnxMaxPoolBytes, AsymmetricPadsGoThroughF32) {
   check<int8_t>(DataType::int8, {1, 0, 0, 1});
 }
 
-// Records the PoolAttrs::indices of every max_pool that reaches the CPU backend.
-class PoolRecorder final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  std::vector<PrimitivePtr> execute(Op op) override {
-    if (op.kind == OpKind::max_pool) indices.push_back(op.attr<PoolAttrs>().indices);
-    return inner()->execute(std::move(op));
-  }
-  std::vector<bool> indices;
-};
-
 // f32 and u8 nodes with Y alone run the values-only pool (the same values as the loop above); a
 // node that also asks for Indices runs the indexed one.
 TEST(OnnxMaxPool, OnlyTheIndicesOutputAsksForIndices) {
@@ -118,7 +107,7 @@ TEST(OnnxMaxPool, OnlyTheIndicesOutputAsksForIndices) {
   }
   int64_t OH = 0, OW = 0;
   for (DataType type : {DataType::float32, DataType::uint8}) {
-    auto recorder = std::make_shared<PoolRecorder>(Device::cpu().backend_ptr());
+    auto recorder = std::make_shared<test::OpRecorder>(Device::cpu().backend_ptr());
     Device dev(recorder);
     Model model = Model::from_proto(maxpool_model(type, {N, C, H, W}, k, s, pads), dev);
     DynTensor x = type == DataType::float32 ? DynTensor::from_vector<float>(xf, Shape{N, C, H, W}, dev)
@@ -128,7 +117,8 @@ TEST(OnnxMaxPool, OnlyTheIndicesOutputAsksForIndices) {
                                                                 : reference(xb, N, C, H, W, k, s, pads, OH, OW);
     ASSERT_EQ(y.shape(), (Shape{N, C, OH, OW}));
     EXPECT_EQ(cast(y, DType::i64).to_vector<int64_t>(), want);
-    EXPECT_EQ(recorder->indices, std::vector<bool>{false}) << (type == DataType::float32 ? "f32" : "u8");
+    EXPECT_EQ(test::max_pool_indices(*recorder), std::vector<bool>{false})
+        << (type == DataType::float32 ? "f32" : "u8");
   }
   // Y and Indices
   ModelProto m = maxpool_model(DataType::float32, {N, C, H, W}, k, s, pads);
@@ -136,11 +126,11 @@ TEST(OnnxMaxPool, OnlyTheIndicesOutputAsksForIndices) {
   ValueInfoProto i_out;
   i_out.name = "i";
   m.graph.outputs.push_back(i_out);
-  auto recorder = std::make_shared<PoolRecorder>(Device::cpu().backend_ptr());
+  auto recorder = std::make_shared<test::OpRecorder>(Device::cpu().backend_ptr());
   Model model = Model::from_proto(m, Device(recorder));
   auto out = model.run({{"x", DynTensor::from_vector<float>(xf, Shape{N, C, H, W}, Device(recorder))}});
   EXPECT_EQ(out.at("i").dtype(), DType::i64);
-  EXPECT_EQ(recorder->indices, std::vector<bool>{true});
+  EXPECT_EQ(test::max_pool_indices(*recorder), std::vector<bool>{true});
 }
 
 }  // namespace
