@@ -173,7 +173,7 @@ void vnni_product(const uint8_t* panels, int64_t c0, int64_t rows, int64_t K, co
   });
 }
 
-// The implicit GEMM of a 2-d conv on VNNI (width stride 1 or 2): no im2col matrix; each task packs
+// The implicit GEMM of a 2-d conv on VNNI: no im2col matrix; each task packs
 // one 32-column B panel of one group straight from x (conv_int8_pack_implicit_vnni; the columns
 // run over the batch's outputs, image after image, so that a 7 x 7 output fills its panels) and
 // runs a block of the group's row tiles over it, the epilogue on each tile while it is in cache.
@@ -183,7 +183,7 @@ void implicit_conv_vnni(const ConvIntegerGeometry& g, const ConvInt8Args& a, con
                         const Requant& e) {
   constexpr int MR = detail::kVnniWideMR, NR = detail::kVnniNR;
   const int64_t Cg = g.C / g.groups, Mg = g.M / g.groups, K = Cg * g.kernel[1] * g.kernel[2], KG = (K + 3) / 4;
-  const int64_t in_vol = g.in[1] * g.in[2], P = g.out[1] * g.out[2], es = e.elem_bytes();
+  const int64_t P = g.out[1] * g.out[2], es = e.elem_bytes();
   const int64_t np = (g.N * P + NR - 1) / NR, mp = (Mg + MR - 1) / MR;
   const int64_t threads = ThreadPool::global().size(), panels = g.groups * np;
   const int64_t blocks = std::clamp<int64_t>((4 * threads + panels - 1) / panels, 1, mp);
@@ -194,9 +194,24 @@ void implicit_conv_vnni(const ConvIntegerGeometry& g, const ConvInt8Args& a, con
   base.x_signed = a.x_signed;
   base.zp = uint8_t(a.x_zp);
   base.C = Cg, base.H = g.in[1], base.W = g.in[2], base.KH = g.kernel[1], base.KW = g.kernel[2];
-  base.OW = g.out[2], base.OH = g.out[1], base.image_bytes = g.C * in_vol;
+  base.OW = g.out[2], base.OH = g.out[1];
   base.sh = g.stride[1], base.sw = g.stride[2], base.ph = g.pad[1], base.pw = g.pad[2];
   base.dh = g.dilation[1], base.dw = g.dilation[2];
+  // a width stride above 1: x's rows split by phase (ImplicitConv), a copy the size of x
+  const int64_t sw = g.stride[2], row_bytes = (g.in[2] + sw - 1) / sw * sw;
+  thread_local std::vector<uint8_t> split;  // kept: fresh pages cost more than the copy
+  const uint8_t* x = a.x;
+  if (sw > 1) {
+    const int64_t W = g.in[2], total_rows = g.N * g.C * g.in[1];
+    split.resize(size_t(total_rows * row_bytes));
+    parallel_for(0, total_rows, 256, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) detail::split_row_phases(a.x + r * W, W, sw, split.data() + r * row_bytes);
+    });
+    x = split.data();
+  }
+  base.row_bytes = sw > 1 ? row_bytes : g.in[2];
+  base.plane_bytes = g.in[1] * base.row_bytes;
+  base.image_bytes = g.C * base.plane_bytes;
   auto* y = static_cast<uint8_t*>(a.y);
   for_rows_dynamic(tasks, grain, [&](int64_t t0, int64_t t1) {
     thread_local std::vector<int8_t> bp;
@@ -212,7 +227,7 @@ void implicit_conv_vnni(const ConvIntegerGeometry& g, const ConvInt8Args& a, con
       const int n = int(std::min<int64_t>(NR, g.N * P - j0));
       if (packed != gp) {
         detail::ImplicitConv c = base;
-        c.x = a.x + gi * Cg * in_vol;
+        c.x = x + gi * Cg * base.plane_bytes;
         detail::conv_int8_pack_implicit_vnni(c, j0, n, bp.data(), colsum);
         packed = gp;
         nspans = 0;
@@ -339,7 +354,7 @@ void conv_int8(int isa, const ConvIntegerGeometry& g, const ConvInt8Args& a, int
     }
     e.p = p.data();
   }
-  if (vnni && !amx && g.in[0] == 1 && g.kernel[0] == 1 && g.stride[2] <= 2)
+  if (vnni && !amx && g.in[0] == 1 && g.kernel[0] == 1)
     return implicit_conv_vnni(g, a, pw, e);
   // output channels of group gi from B (K x width, rows ldb apart) into y at `out` (rows P apart)
   auto product = [&](int64_t gi, const uint8_t* b, int64_t ldb, int64_t width, uint8_t* out,

@@ -64,14 +64,44 @@ void conv_integer_pack_columns_vnni(const uint8_t* b, int64_t ldb, int64_t K, in
   _mm512_storeu_si512(colsum + 16, s1);
 }
 
+namespace {
+
+// Where one run of a panel's columns reads a kernel tap's row of x: lane 0's offset from a
+// channel's first byte (lane L reads offset + L) and the lanes inside x.
+struct RunLoad {
+  int64_t offset;
+  uint64_t lanes;
+};
+
+// The panel's rows (channel, tap) as bytes of x (the zero point where a tap falls outside x), 32
+// a row, into rows: per tap, R loads (those past the tap's runs have no lanes), R fixed at compile
+// time where it is small (0: `runs`), so that the loop has no branch that varies with the tap.
+template <int R>
+void gather_rows(const ImplicitConv& c, const RunLoad* loads, int64_t runs, __m256i zp, uint8_t* rows) {
+  const int64_t kvol = c.KH * c.KW, nr = R ? R : runs;
+  for (int64_t ch = 0; ch < c.C; ++ch) {
+    const uint8_t* xc = c.x + ch * c.plane_bytes;
+    for (int64_t t = 0; t < kvol; ++t) {
+      const RunLoad* l = loads + t * nr;
+      __m256i v = zp;
+      for (int64_t e = 0; e < nr; ++e) v = _mm256_mask_loadu_epi8(v, __mmask32(l[e].lanes), xc + l[e].offset);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows), v);
+      rows += 32;
+    }
+  }
+}
+
+}  // namespace
+
 // conv_integer.hpp's conv_int8_pack_implicit_vnni. The panel's columns split into runs that share
-// an output row (a 56-wide output: at most 2; a 7-wide one: 5 or 6); per kernel tap and run, where
-// the run's taps start in a channel's plane and which lanes fall inside x, so that a row of the
-// panel is a zero point vector with one masked load per run merged in (width stride 2: 64 bytes
-// loaded and their even bytes kept by vpmovwb).
+// an output row (a 56-wide output: at most 2; a 7-wide one: 5 or 6). A run's taps in one input row
+// are consecutive bytes of one phase of that row (x's rows come split by phase for width strides
+// above 1), so per kernel tap and run: where the run's taps start and which lanes fall inside x;
+// a row of the panel is then a zero point vector with one masked load per run merged in. The rows
+// go to a scratch matrix (K x 32, in cache) that conv_integer_pack_columns_vnni then interleaves.
 void conv_int8_pack_implicit_vnni(const ImplicitConv& c, int64_t j0, int n, int8_t* dst, int32_t* colsum) {
   static_assert(kVnniNR == 32);
-  const int64_t kvol = c.KH * c.KW, plane = c.H * c.W, K = c.C * kvol;
+  const int64_t kvol = c.KH * c.KW, K = c.C * kvol, sw = c.sw, phase_width = (c.W + sw - 1) / sw;
   // the runs: columns [at, at + cnt) of the panel are outputs (oh, ow .. ow + cnt - 1) of an image
   // whose x starts `base` bytes on
   int64_t run_oh[32], run_ow[32], run_at[32], run_cnt[32], run_base[32], runs = 0;
@@ -81,64 +111,65 @@ void conv_int8_pack_implicit_vnni(const ImplicitConv& c, int64_t j0, int n, int8
     run_oh[runs] = oh, run_ow[runs] = ow, run_at[runs] = at, run_cnt[runs] = cnt, run_base[runs] = img * c.image_bytes;
     at += cnt, j += cnt;
   }
-  // per tap, its runs that touch x: the offset in a channel's plane of lane 0's tap (lane L reads
-  // offset + L sw) and the lanes inside x (width stride 2: their bytes' places in 64)
-  struct Load {
-    int64_t offset;
-    uint64_t lanes, evens;
-  };
-  thread_local std::vector<Load> table;
-  thread_local std::vector<int32_t> counts;
-  table.resize(size_t(kvol * runs));
-  counts.assign(size_t(kvol), 0);
-  Load* const loads = table.data();
-  int32_t* const count = counts.data();
-  for (int64_t t = 0; t < kvol; ++t) {
-    const int64_t kh = t / c.KW, kw = t % c.KW;
-    for (int64_t r = 0; r < runs; ++r) {
-      const int64_t ih = run_oh[r] * c.sh - c.ph + kh * c.dh;
-      if (ih < 0 || ih >= c.H) continue;
-      const int64_t iw0 = run_ow[r] * c.sw - c.pw + kw * c.dw;  // the run's first tap
-      // the run's lanes i with 0 <= iw0 + i sw < W
-      const int64_t lo = std::min(run_cnt[r], iw0 >= 0 ? 0 : (-iw0 + c.sw - 1) / c.sw);
-      const int64_t hi = std::clamp<int64_t>(c.W - iw0 <= 0 ? 0 : (c.W - iw0 + c.sw - 1) / c.sw, lo, run_cnt[r]);
-      if (hi == lo) continue;
-      loads[t * runs + count[t]++] = {run_base[r] + ih * c.W + iw0 - run_at[r] * c.sw, bit_range(run_at[r] + lo, run_at[r] + hi),
-                                      bit_range(2 * (run_at[r] + lo), 2 * (run_at[r] + hi)) & 0x5555555555555555ull};
-    }
+  thread_local std::vector<RunLoad> table;
+  thread_local std::vector<uint8_t> rows;
+  table.assign(size_t(kvol * runs), RunLoad{0, 0});  // no lanes: a load that reads nothing
+  rows.resize(size_t(K * 32));
+  // per kernel column: lane i of a run from output column ow reads x column ow sw + kw dw - pw + i sw,
+  // byte ow + shift + i of phase p (no division in the loop over taps and runs below)
+  thread_local std::vector<int64_t> column_phase, column_shift, phase_bytes;
+  column_phase.resize(size_t(c.KW));
+  column_shift.resize(size_t(c.KW));
+  phase_bytes.resize(size_t(sw));
+  for (int64_t kw = 0; kw < c.KW; ++kw) {
+    const int64_t d = kw * c.dw - c.pw, p = (d % sw + sw) % sw;
+    column_phase[size_t(kw)] = p, column_shift[size_t(kw)] = (d - p) / sw;
   }
-  const __mmask32 mask = n >= 32 ? ~__mmask32(0) : (__mmask32(1) << n) - 1;
-  const __m256i flip = _mm256_maskz_mov_epi8(mask, _mm256_set1_epi8(c.x_signed ? 0 : char(0x80)));
-  const __m256i zp = _mm256_maskz_mov_epi8(mask, _mm256_set1_epi8(char(c.zp)));
-  __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
-  const int64_t KG = (K + 3) / 4;
-  int64_t t = 0;  // row g * 4 + i's tap, stepped
-  const uint8_t* xc = c.x;  // and its channel's plane
-  for (int64_t g = 0; g < KG; ++g) {
-    __m256i r[4];
-    for (int i = 0; i < 4; ++i) {
-      if (g * 4 + i >= K) {
-        r[i] = _mm256_setzero_si256();
-        continue;
+  for (int64_t p = 0; p < sw; ++p) phase_bytes[size_t(p)] = (c.W - p + sw - 1) / sw;
+  RunLoad* l = table.data();
+  for (int64_t kh = 0; kh < c.KH; ++kh)
+    for (int64_t kw = 0; kw < c.KW; ++kw) {
+      RunLoad* const first = l;
+      const int64_t p = column_phase[size_t(kw)], width = phase_bytes[size_t(p)];
+      for (int64_t r = 0; r < runs; ++r) {
+        const int64_t ih = run_oh[r] * c.sh - c.ph + kh * c.dh;
+        if (ih < 0 || ih >= c.H) continue;
+        const int64_t w0 = run_ow[r] + column_shift[size_t(kw)];  // lane 0's byte in the phase
+        const int64_t lo = std::clamp<int64_t>(-w0, 0, run_cnt[r]), hi = std::clamp<int64_t>(width - w0, lo, run_cnt[r]);
+        if (hi == lo) continue;
+        *l++ = {run_base[r] + ih * c.row_bytes + p * phase_width + w0 - run_at[r],
+                bit_range(run_at[r] + lo, run_at[r] + hi)};
       }
-      const Load* l = loads + t * runs;
-      const Load* end = l + count[t];
-      __m256i v = zp;
-      if (c.sw == 1) {
-        for (; l < end; ++l) v = _mm256_mask_loadu_epi8(v, __mmask32(l->lanes), xc + l->offset);
-      } else {
-        // lane L's byte at 2 L: the even bytes of 64 (the odd ones masked off), kept by vpmovwb
-        for (; l < end; ++l)
-          v = _mm256_mask_blend_epi8(__mmask32(l->lanes), v,
-                                     _mm512_cvtepi16_epi8(_mm512_maskz_loadu_epi8(l->evens, xc + l->offset)));
-      }
-      r[i] = _mm256_xor_si256(v, flip);
-      if (++t == kvol) t = 0, xc += plane;
+      l = first + runs;
     }
-    store_group(r, dst + g * 128, s0, s1);
+  const __m256i zp = _mm256_set1_epi8(char(c.zp));
+  switch (runs) {
+    case 1: gather_rows<1>(c, table.data(), runs, zp, rows.data()); break;
+    case 2: gather_rows<2>(c, table.data(), runs, zp, rows.data()); break;
+    case 3: gather_rows<3>(c, table.data(), runs, zp, rows.data()); break;
+    case 4: gather_rows<4>(c, table.data(), runs, zp, rows.data()); break;
+    case 5: gather_rows<5>(c, table.data(), runs, zp, rows.data()); break;
+    case 6: gather_rows<6>(c, table.data(), runs, zp, rows.data()); break;
+    default: gather_rows<0>(c, table.data(), runs, zp, rows.data());
   }
-  _mm512_storeu_si512(colsum, s0);
-  _mm512_storeu_si512(colsum + 16, s1);
+  conv_integer_pack_columns_vnni(rows.data(), 32, K, 0, n, c.x_signed, dst, colsum);
+}
+
+void split_row_phases(const uint8_t* src, int64_t W, int64_t sw, uint8_t* dst) {
+  const int64_t phase_width = (W + sw - 1) / sw;
+  if (sw != 2) {
+    for (int64_t p = 0; p < sw; ++p)
+      for (int64_t i = 0; p + i * sw < W; ++i) dst[p * phase_width + i] = src[p + i * sw];
+    return;
+  }
+  // 64 bytes a step: the even ones by vpmovwb, the odd ones by vpmovwb of the words shifted by 8
+  for (int64_t i = 0; i < W; i += 64) {
+    const int64_t left = std::min<int64_t>(64, W - i);
+    const __m512i v = _mm512_maskz_loadu_epi8(bit_range(0, left), src + i);
+    _mm256_mask_storeu_epi8(dst + i / 2, __mmask32(bit_range(0, (left + 1) / 2)), _mm512_cvtepi16_epi8(v));
+    _mm256_mask_storeu_epi8(dst + phase_width + i / 2, __mmask32(bit_range(0, left / 2)),
+                            _mm512_cvtepi16_epi8(_mm512_srli_epi16(v, 8)));
+  }
 }
 
 // conv_integer.hpp's depthwise3_vnni: quads[r][c] = the bytes P[r][c], P[r][c + 1], P[r][c + 2], 0

@@ -151,7 +151,7 @@ TEST(ConvInteger, ImplicitGemmShapes) {
   // the implicit GEMM of 2-d convs on VNNI (panels packed straight from x): a 7x7 stride-2 stem
   // (3 channels: rows that fill no group of 4), outputs narrower than a panel (runs of 3 to 7
   // columns), stride 2 in one dim only, dilation with stride 2, taps that fall off both sides,
-  // 1x1 strided and padded, K past 64 rows, groups, batches; width stride 3 (the im2col path)
+  // 1x1 strided and padded, K past 64 rows, groups, batches, width stride 3 (rows split in 3 phases)
   const ConvIntegerGeometry shapes[] = {
       geom2d(2, 3, 20, 1, 23, 21, 7, 7, 2, 3, 1),  geom2d(1, 5, 13, 1, 3, 3, 3, 3, 1, 1, 1),
       geom2d(3, 17, 9, 1, 7, 7, 3, 3, 1, 1, 1),    geom2d(1, 7, 26, 1, 11, 9, 3, 3, 2, 2, 2),
