@@ -84,11 +84,23 @@ struct PackedWeights {
   std::shared_ptr<const Storage> hold;
 };
 
-void pack_weights(const ConvInt8Args& a, int64_t groups, int64_t Mg, int64_t K, uint8_t* dst) {
+// tap_kvol > 0: each row's K = Cg x tap_kvol weights reordered (tap, channel) first (the implicit
+// GEMM on quads, ImplicitConv).
+void pack_weights(const ConvInt8Args& a, int64_t groups, int64_t Mg, int64_t K, int64_t tap_kvol, uint8_t* dst) {
   const int64_t gb = vnni_a_bytes(Mg, K);
   auto* rowsum = reinterpret_cast<uint32_t*>(dst + groups * gb);
-  for (int64_t gi = 0; gi < groups; ++gi)
-    pack_a_vnni(a.w + gi * Mg * K, K, Mg, K, a.w_signed, dst + gi * gb, rowsum + gi * Mg);
+  std::vector<uint8_t> reordered(tap_kvol > 0 ? size_t(Mg * K) : 0);
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    const uint8_t* w = a.w + gi * Mg * K;
+    if (tap_kvol > 0) {
+      const int64_t Cg = K / tap_kvol;
+      for (int64_t m = 0; m < Mg; ++m)
+        for (int64_t c = 0; c < Cg; ++c)
+          for (int64_t t = 0; t < tap_kvol; ++t) reordered[size_t(m * K + t * Cg + c)] = w[m * K + c * tap_kvol + t];
+      w = reordered.data();
+    }
+    pack_a_vnni(w, K, Mg, K, a.w_signed, dst + gi * gb, rowsum + gi * Mg);
+  }
 }
 
 // The AMX layout (qgemm_tile_amx's A): per group, its rows as u8 (i8 weights + 128), row-major,
@@ -110,14 +122,16 @@ void pack_weights_amx(const ConvInt8Args& a, int64_t groups, int64_t Mg, int64_t
   }
 }
 
-void packed_weights(const ConvInt8Args& a, int64_t groups, int64_t Mg, int64_t K, bool amx, PackedWeights& pw) {
+void packed_weights(const ConvInt8Args& a, int64_t groups, int64_t Mg, int64_t K, bool amx, int64_t tap_kvol,
+                    PackedWeights& pw) {
   pw.group_bytes = amx ? amx_a_bytes(Mg, K) : vnni_a_bytes(Mg, K);
   const int64_t bytes = groups * pw.group_bytes + groups * Mg * 4;
   auto make = [&](uint8_t* dst) {
-    amx ? pack_weights_amx(a, groups, Mg, K, dst) : pack_weights(a, groups, Mg, K, dst);
+    amx ? pack_weights_amx(a, groups, Mg, K, dst) : pack_weights(a, groups, Mg, K, tap_kvol, dst);
   };
+  const int64_t kind = amx ? 2 : tap_kvol > 0 ? 3 : 1;
   const uint8_t* base =
-      kept_int8_packing(a.w_storage, a.w_offset, {amx ? 2 : 1, a.w_signed, groups, Mg, K}, bytes, make, pw.hold);
+      kept_int8_packing(a.w_storage, a.w_offset, {kind, a.w_signed, groups, Mg, K, tap_kvol}, bytes, make, pw.hold);
   if (!base) {
     pw.own.resize(size_t(bytes));
     make(pw.own.data());
@@ -197,21 +211,36 @@ void implicit_conv_vnni(const ConvIntegerGeometry& g, const ConvInt8Args& a, con
   base.OW = g.out[2], base.OH = g.out[1];
   base.sh = g.stride[1], base.sw = g.stride[2], base.ph = g.pad[1], base.pw = g.pad[2];
   base.dh = g.dilation[1], base.dw = g.dilation[2];
-  // a width stride above 1: x's rows split by phase (ImplicitConv), a copy the size of x
-  const int64_t sw = g.stride[2], row_bytes = (g.in[2] + sw - 1) / sw * sw;
-  thread_local std::vector<uint8_t> split;  // kept: fresh pages cost more than the copy
+  // x as the packer reads it (ImplicitConv): bytes, rows split by phase for a width stride above 1
+  // (a copy), or quads (a copy, Cg a multiple of 4)
+  const int64_t sw = g.stride[2], H = g.in[1], W = g.in[2], row_stride = (W + sw - 1) / sw * sw;
+  const bool quads = Cg % 4 == 0;
+  thread_local std::vector<uint8_t> copy;  // kept: fresh pages cost more than the copy
   const uint8_t* x = a.x;
-  if (sw > 1) {
-    const int64_t W = g.in[2], total_rows = g.N * g.C * g.in[1];
-    split.resize(size_t(total_rows * row_bytes));
-    parallel_for(0, total_rows, 256, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) detail::split_row_phases(a.x + r * W, W, sw, split.data() + r * row_bytes);
+  if (quads) {
+    const int64_t rows = g.N * g.C / 4 * H;  // (image, quad, input row)
+    copy.resize(size_t(rows * row_stride * 4));
+    parallel_for(0, rows, 64, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* first = a.x + ((r / H) * 4 * H + r % H) * W;  // channel 4 (r / H), row r % H
+        const uint8_t* const src[4] = {first, first + H * W, first + 2 * H * W, first + 3 * H * W};
+        detail::quad_rows(src, W, sw, copy.data() + r * row_stride * 4);
+      }
     });
-    x = split.data();
+    x = copy.data();
+  } else if (sw > 1) {
+    const int64_t rows = g.N * g.C * H;
+    copy.resize(size_t(rows * row_stride));
+    parallel_for(0, rows, 256, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) detail::split_row_phases(a.x + r * W, W, sw, copy.data() + r * row_stride);
+    });
+    x = copy.data();
   }
-  base.row_bytes = sw > 1 ? row_bytes : g.in[2];
-  base.plane_bytes = g.in[1] * base.row_bytes;
-  base.image_bytes = g.C * base.plane_bytes;
+  base.quads = quads;
+  base.row_stride = sw > 1 || quads ? row_stride : W;
+  base.plane_stride = H * base.row_stride;
+  base.image_stride = (quads ? g.C / 4 : g.C) * base.plane_stride;
+  const int64_t group_bytes = (quads ? 4 * (Cg / 4) : Cg) * base.plane_stride;
   auto* y = static_cast<uint8_t*>(a.y);
   for_rows_dynamic(tasks, grain, [&](int64_t t0, int64_t t1) {
     thread_local std::vector<int8_t> bp;
@@ -227,7 +256,7 @@ void implicit_conv_vnni(const ConvIntegerGeometry& g, const ConvInt8Args& a, con
       const int n = int(std::min<int64_t>(NR, g.N * P - j0));
       if (packed != gp) {
         detail::ImplicitConv c = base;
-        c.x = x + gi * Cg * base.plane_bytes;
+        c.x = x + gi * group_bytes;
         detail::conv_int8_pack_implicit_vnni(c, j0, n, bp.data(), colsum);
         packed = gp;
         nspans = 0;
@@ -342,8 +371,10 @@ void conv_int8(int isa, const ConvIntegerGeometry& g, const ConvInt8Args& a, int
   const std::vector<int32_t> zb(vnni ? 0 : size_t(direct ? P : block_rows * OW), a.x_zp);
   const uint8_t zp_byte = uint8_t(a.x_zp);
   PackedWeights pw;
+  // 2-d, on VNNI: the implicit GEMM (on quads of channels where Cg is a multiple of 4)
+  const bool implicit = vnni && !amx && g.in[0] == 1 && g.kernel[0] == 1 && g.kernel[2] <= 64 && g.stride[2] <= 64;
   if (vnni) {
-    packed_weights(a, g.groups, Mg, K, amx, pw);
+    packed_weights(a, g.groups, Mg, K, amx, implicit && Cg % 4 == 0 ? kvol : 0, pw);
     // r_i = K alpha_i beta - beta rowsum_i + bias_i, p_i = alpha_i (qgemm.cpp's correction)
     const uint32_t beta = uint32_t(a.x_zp) + (a.x_signed ? 0u : uint32_t(-128)), kk = uint32_t(K);
     p.resize(size_t(g.M));
@@ -354,8 +385,7 @@ void conv_int8(int isa, const ConvIntegerGeometry& g, const ConvInt8Args& a, int
     }
     e.p = p.data();
   }
-  if (vnni && !amx && g.in[0] == 1 && g.kernel[0] == 1)
-    return implicit_conv_vnni(g, a, pw, e);
+  if (implicit) return implicit_conv_vnni(g, a, pw, e);
   // output channels of group gi from B (K x width, rows ldb apart) into y at `out` (rows P apart)
   auto product = [&](int64_t gi, const uint8_t* b, int64_t ldb, int64_t width, uint8_t* out,
                      std::vector<int32_t>& acc) {

@@ -82,23 +82,29 @@ void conv_integer_u8i8_isa(int isa, const ConvIntegerGeometry& g, const uint8_t*
 void conv_integer_pack_columns_vnni(const uint8_t* b, int64_t ldb, int64_t K, int64_t j0, int n, bool b_signed,
                                     int8_t* dst, int32_t* colsum);
 // One channel group of a 2-d convolution (1-d: H 1) over a batch, for the implicit-GEMM packer.
-// x's rows are split by phase: with a width stride sw above 1, an input row holds its bytes at
-// columns p, p + sw, p + 2 sw, ... for p = 0, then 1, ..., each phase ceil(W / sw) bytes from the
-// last (split_rows makes that copy), so that a run of outputs reads consecutive bytes.
+// x's rows are split by phase: with a width stride sw above 1, an input row holds its elements at
+// columns p, p + sw, p + 2 sw, ... for p = 0, then 1, ..., each phase ceil(W / sw) elements from
+// the last (split_row_phases), so that a run of outputs reads consecutive elements. An element is
+// a byte (x's planes, one a channel), or with `quads` 4 bytes: the same pixel of 4 channels side by
+// side (planes of 4 channels, quad_rows; C a multiple of 4), and the panel's rows are then ordered
+// (kh, kw, channel) instead of (channel, kh, kw).
 struct ImplicitConv {
-  const uint8_t* x = nullptr;  // the group's first channel in the first image
-  int64_t image_bytes = 0, plane_bytes = 0, row_bytes = 0;  // from an image, channel, row to the next
+  const uint8_t* x = nullptr;  // the group's first channel (quad) in the first image
+  int64_t image_stride = 0, plane_stride = 0, row_stride = 0;  // elements from an image, plane, row to the next
+  bool quads = false;
   bool x_signed = false;
   uint8_t zp = 0;  // x's zero point as a byte: the padding's value
   int64_t C = 1, H = 1, W = 1, KH = 1, KW = 1, OH = 1, OW = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
 };
-// The panel of conv_integer_pack_columns_vnni that the im2col matrix of c (rows (channel, kh, kw),
-// columns (image, oh, ow), image after image) would give for columns [j0, j0 + n), read straight
-// from x (conv_integer_avx512vnni.cpp).
+// The panel of conv_integer_pack_columns_vnni that the im2col matrix of c (rows (channel, kh, kw)
+// or, quads, (kh, kw, channel); columns (image, oh, ow), image after image) would give for columns
+// [j0, j0 + n), read straight from x (conv_integer_avx512vnni.cpp). KW and sw at most 64.
 void conv_int8_pack_implicit_vnni(const ImplicitConv& c, int64_t j0, int n, int8_t* dst, int32_t* colsum);
 // An input row of W bytes split by phase for width stride sw (ImplicitConv): sw runs of
 // ceil(W / sw) bytes at dst.
 void split_row_phases(const uint8_t* src, int64_t W, int64_t sw, uint8_t* dst);
+// The same row of 4 channels (src) split by phase as quads: ceil(W / sw) sw x 4 bytes at dst.
+void quad_rows(const uint8_t* const (&src)[4], int64_t W, int64_t sw, uint8_t* dst);
 // A depthwise conv's channel with a 3-wide kernel at width stride and dilation 1 on VNNI: acc [OH,
 // OW] = sum over the taps of wv[kh][kw] (KH x 3 values in [-128, 127], w minus its zero point)
 // times (x[oh sh - ph + kh dh][ow - pw + kw] - zp), x the channel's H x W bytes (i8: + 128), zu

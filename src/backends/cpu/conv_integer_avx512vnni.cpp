@@ -16,21 +16,28 @@ namespace ember::cpu::detail {
 
 namespace {
 
-// Four rows of a B panel (32 columns each, already shifted to i8) interleaved by bytes into
-// qgemm_kernel_vnni's layout at dst (128 bytes: each column's 4 values side by side), their
-// column sums added to s0 (columns 0-15) and s1 (16-31) by vpdpbusd against ones.
-inline void store_group(const __m256i (&r)[4], int8_t* dst, __m512i& s0, __m512i& s1) {
-  const __m512i ones = _mm512_set1_epi8(1);
+// Four rows of 32 bytes interleaved by bytes: c0 holds columns 0-15 and c1 columns 16-31, each
+// column's 4 bytes side by side (qgemm_kernel_vnni's B layout; also NC4HW4 from 4 channel rows).
+inline void interleave4(const __m256i (&r)[4], __m512i& c0, __m512i& c1) {
   // per 128-bit lane: bytes of rows 0/1 and 2/3 paired, then the pairs paired: quads of columns
   // [0-3 | 16-19], [4-7 | 20-23], [8-11 | 24-27], [12-15 | 28-31]
   const __m256i lo01 = _mm256_unpacklo_epi8(r[0], r[1]), hi01 = _mm256_unpackhi_epi8(r[0], r[1]);
   const __m256i lo23 = _mm256_unpacklo_epi8(r[2], r[3]), hi23 = _mm256_unpackhi_epi8(r[2], r[3]);
   const __m256i x0 = _mm256_unpacklo_epi16(lo01, lo23), x1 = _mm256_unpackhi_epi16(lo01, lo23);
   const __m256i x2 = _mm256_unpacklo_epi16(hi01, hi23), x3 = _mm256_unpackhi_epi16(hi01, hi23);
-  const __m512i c0 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_permute2x128_si256(x0, x1, 0x20)),
-                                        _mm256_permute2x128_si256(x2, x3, 0x20), 1);  // columns 0-15
-  const __m512i c1 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_permute2x128_si256(x0, x1, 0x31)),
-                                        _mm256_permute2x128_si256(x2, x3, 0x31), 1);  // columns 16-31
+  c0 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_permute2x128_si256(x0, x1, 0x20)),
+                          _mm256_permute2x128_si256(x2, x3, 0x20), 1);
+  c1 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_permute2x128_si256(x0, x1, 0x31)),
+                          _mm256_permute2x128_si256(x2, x3, 0x31), 1);
+}
+
+// Four rows of a B panel (32 columns each, already shifted to i8) into qgemm_kernel_vnni's layout
+// at dst (128 bytes), their column sums added to s0 (columns 0-15) and s1 (16-31) by vpdpbusd
+// against ones.
+inline void store_group(const __m256i (&r)[4], int8_t* dst, __m512i& s0, __m512i& s1) {
+  const __m512i ones = _mm512_set1_epi8(1);
+  __m512i c0, c1;
+  interleave4(r, c0, c1);
   _mm512_storeu_si512(dst, c0);
   _mm512_storeu_si512(dst + 64, c1);
   s0 = _mm512_dpbusd_epi32(s0, ones, c0);
@@ -66,21 +73,66 @@ void conv_integer_pack_columns_vnni(const uint8_t* b, int64_t ldb, int64_t K, in
 
 namespace {
 
-// Where one run of a panel's columns reads a kernel tap's row of x: lane 0's offset from a
-// channel's first byte (lane L reads offset + L) and the lanes inside x.
+// Where one run of a panel's columns reads a kernel tap's row of x: lane 0's offset (in elements:
+// bytes, or 4-byte quads) from a channel's (quad's) first element (lane L reads offset + L) and
+// the lanes inside x.
 struct RunLoad {
   int64_t offset;
   uint64_t lanes;
 };
 
+// The panel's columns [j0, j0 + n) split into runs that share an output row (a 56-wide output: at
+// most 2; a 7-wide one: 5 or 6). A run's taps in one input row are consecutive elements of one
+// phase of that row (ImplicitConv), so per kernel tap (kh, kw) and run: where the run's taps start
+// and which lanes fall inside x. table: R entries a tap (those past the tap's runs have no lanes,
+// a load that reads nothing); returns R, the runs.
+int64_t run_table(const ImplicitConv& c, int64_t j0, int n, std::vector<RunLoad>& table) {
+  const int64_t kvol = c.KH * c.KW, sw = c.sw, phase_width = (c.W + sw - 1) / sw, P = c.OH * c.OW;
+  // the runs: columns [at, at + cnt) of the panel are outputs (oh, ow .. ow + cnt - 1) of an image
+  // whose x starts `base` elements on
+  int64_t run_oh[32], run_ow[32], run_at[32], run_cnt[32], run_base[32], runs = 0;
+  for (int64_t j = j0, at = 0; at < n; ++runs) {
+    const int64_t img = j / P, oh = j % P / c.OW, ow = j % c.OW, cnt = std::min<int64_t>(c.OW - ow, n - at);
+    run_oh[runs] = oh, run_ow[runs] = ow, run_at[runs] = at, run_cnt[runs] = cnt, run_base[runs] = img * c.image_stride;
+    at += cnt, j += cnt;
+  }
+  table.assign(size_t(kvol * runs), RunLoad{0, 0});
+  // per kernel column: lane i of a run from output column ow reads x column ow sw + kw dw - pw + i sw,
+  // element ow + shift + i of phase p (no division in the loop over taps and runs below)
+  int64_t column_phase[64], column_shift[64], phase_elems[64];
+  for (int64_t kw = 0; kw < c.KW; ++kw) {
+    const int64_t d = kw * c.dw - c.pw, p = (d % sw + sw) % sw;
+    column_phase[kw] = p, column_shift[kw] = (d - p) / sw;
+  }
+  for (int64_t p = 0; p < sw; ++p) phase_elems[p] = (c.W - p + sw - 1) / sw;
+  RunLoad* l = table.data();
+  for (int64_t kh = 0; kh < c.KH; ++kh)
+    for (int64_t kw = 0; kw < c.KW; ++kw) {
+      RunLoad* const first = l;
+      const int64_t p = column_phase[kw], width = phase_elems[p];
+      for (int64_t r = 0; r < runs; ++r) {
+        const int64_t ih = run_oh[r] * c.sh - c.ph + kh * c.dh;
+        if (ih < 0 || ih >= c.H) continue;
+        const int64_t w0 = run_ow[r] + column_shift[kw];  // lane 0's element in the phase
+        const int64_t lo = std::clamp<int64_t>(-w0, 0, run_cnt[r]), hi = std::clamp<int64_t>(width - w0, lo, run_cnt[r]);
+        if (hi == lo) continue;
+        *l++ = {run_base[r] + ih * c.row_stride + p * phase_width + w0 - run_at[r],
+                bit_range(run_at[r] + lo, run_at[r] + hi)};
+      }
+      l = first + runs;
+    }
+  return runs;
+}
+
 // The panel's rows (channel, tap) as bytes of x (the zero point where a tap falls outside x), 32
-// a row, into rows: per tap, R loads (those past the tap's runs have no lanes), R fixed at compile
-// time where it is small (0: `runs`), so that the loop has no branch that varies with the tap.
+// a row, into rows: per tap, R loads, R fixed at compile time where it is small (0: `runs`), so
+// that the loop has no branch that varies with the tap.
 template <int R>
-void gather_rows(const ImplicitConv& c, const RunLoad* loads, int64_t runs, __m256i zp, uint8_t* rows) {
+void gather_rows(const ImplicitConv& c, const RunLoad* loads, int64_t runs, uint8_t* rows) {
   const int64_t kvol = c.KH * c.KW, nr = R ? R : runs;
+  const __m256i zp = _mm256_set1_epi8(char(c.zp));
   for (int64_t ch = 0; ch < c.C; ++ch) {
-    const uint8_t* xc = c.x + ch * c.plane_bytes;
+    const uint8_t* xc = c.x + ch * c.plane_stride;
     for (int64_t t = 0; t < kvol; ++t) {
       const RunLoad* l = loads + t * nr;
       __m256i v = zp;
@@ -91,68 +143,89 @@ void gather_rows(const ImplicitConv& c, const RunLoad* loads, int64_t runs, __m2
   }
 }
 
+// The panel straight from x in quads (rows (tap, channel)): a group of 4 rows is 4 channels of
+// one tap, which x holds side by side, so a run's 4 x n bytes are one or two masked loads, already
+// in the panel's layout.
+template <int R>
+void gather_quads(const ImplicitConv& c, const RunLoad* loads, int64_t runs, int n, int8_t* dst, int32_t* colsum) {
+  const int64_t kvol = c.KH * c.KW, nr = R ? R : runs, quads = c.C / 4;
+  const __m512i zp = _mm512_set1_epi8(char(c.zp)), ones = _mm512_set1_epi8(1);
+  const uint64_t used = bit_range(0, n);
+  const __mmask16 n0 = __mmask16(used), n1 = __mmask16(used >> 16);
+  const __m512i flip = _mm512_set1_epi8(c.x_signed ? 0 : char(0x80));
+  __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+  for (int64_t t = 0; t < kvol; ++t) {
+    const RunLoad* l = loads + t * nr;
+    const uint8_t* xq = c.x;
+    for (int64_t q = 0; q < quads; ++q, xq += 4 * c.plane_stride, dst += 128) {
+      __m512i v0 = zp, v1 = zp;
+      for (int64_t e = 0; e < nr; ++e) {
+        const uint8_t* at = xq + 4 * l[e].offset;
+        v0 = _mm512_mask_loadu_epi32(v0, __mmask16(l[e].lanes), at);
+        v1 = _mm512_mask_loadu_epi32(v1, __mmask16(l[e].lanes >> 16), at + 64);
+      }
+      v0 = _mm512_maskz_mov_epi32(n0, _mm512_xor_si512(v0, flip));
+      v1 = _mm512_maskz_mov_epi32(n1, _mm512_xor_si512(v1, flip));
+      _mm512_storeu_si512(dst, v0);
+      _mm512_storeu_si512(dst + 64, v1);
+      s0 = _mm512_dpbusd_epi32(s0, ones, v0);
+      s1 = _mm512_dpbusd_epi32(s1, ones, v1);
+    }
+  }
+  _mm512_storeu_si512(colsum, s0);
+  _mm512_storeu_si512(colsum + 16, s1);
+}
+
+// fn<R>() for the runs R of a table: 1 to 6 fixed at compile time, more at run time (0)
+template <class F>
+void with_runs(int64_t runs, F&& fn) {
+  switch (runs) {
+    case 1: return fn(std::integral_constant<int, 1>{});
+    case 2: return fn(std::integral_constant<int, 2>{});
+    case 3: return fn(std::integral_constant<int, 3>{});
+    case 4: return fn(std::integral_constant<int, 4>{});
+    case 5: return fn(std::integral_constant<int, 5>{});
+    case 6: return fn(std::integral_constant<int, 6>{});
+    default: return fn(std::integral_constant<int, 0>{});
+  }
+}
+
 }  // namespace
 
-// conv_integer.hpp's conv_int8_pack_implicit_vnni. The panel's columns split into runs that share
-// an output row (a 56-wide output: at most 2; a 7-wide one: 5 or 6). A run's taps in one input row
-// are consecutive bytes of one phase of that row (x's rows come split by phase for width strides
-// above 1), so per kernel tap and run: where the run's taps start and which lanes fall inside x;
-// a row of the panel is then a zero point vector with one masked load per run merged in. The rows
-// go to a scratch matrix (K x 32, in cache) that conv_integer_pack_columns_vnni then interleaves.
+// conv_integer.hpp's conv_int8_pack_implicit_vnni. Bytes: a row of the panel is a zero point
+// vector with one masked load per run merged in, into a scratch matrix (K x 32, in cache) that
+// conv_integer_pack_columns_vnni then interleaves; quads: gather_quads.
 void conv_int8_pack_implicit_vnni(const ImplicitConv& c, int64_t j0, int n, int8_t* dst, int32_t* colsum) {
   static_assert(kVnniNR == 32);
-  const int64_t kvol = c.KH * c.KW, K = c.C * kvol, sw = c.sw, phase_width = (c.W + sw - 1) / sw;
-  // the runs: columns [at, at + cnt) of the panel are outputs (oh, ow .. ow + cnt - 1) of an image
-  // whose x starts `base` bytes on
-  int64_t run_oh[32], run_ow[32], run_at[32], run_cnt[32], run_base[32], runs = 0;
-  const int64_t P = c.OH * c.OW;
-  for (int64_t j = j0, at = 0; at < n; ++runs) {
-    const int64_t img = j / P, oh = j % P / c.OW, ow = j % c.OW, cnt = std::min<int64_t>(c.OW - ow, n - at);
-    run_oh[runs] = oh, run_ow[runs] = ow, run_at[runs] = at, run_cnt[runs] = cnt, run_base[runs] = img * c.image_bytes;
-    at += cnt, j += cnt;
-  }
   thread_local std::vector<RunLoad> table;
+  const int64_t runs = run_table(c, j0, n, table);
+  if (c.quads)
+    return with_runs(runs, [&](auto R) { gather_quads<decltype(R)::value>(c, table.data(), runs, n, dst, colsum); });
   thread_local std::vector<uint8_t> rows;
-  table.assign(size_t(kvol * runs), RunLoad{0, 0});  // no lanes: a load that reads nothing
+  const int64_t K = c.C * c.KH * c.KW;
   rows.resize(size_t(K * 32));
-  // per kernel column: lane i of a run from output column ow reads x column ow sw + kw dw - pw + i sw,
-  // byte ow + shift + i of phase p (no division in the loop over taps and runs below)
-  thread_local std::vector<int64_t> column_phase, column_shift, phase_bytes;
-  column_phase.resize(size_t(c.KW));
-  column_shift.resize(size_t(c.KW));
-  phase_bytes.resize(size_t(sw));
-  for (int64_t kw = 0; kw < c.KW; ++kw) {
-    const int64_t d = kw * c.dw - c.pw, p = (d % sw + sw) % sw;
-    column_phase[size_t(kw)] = p, column_shift[size_t(kw)] = (d - p) / sw;
-  }
-  for (int64_t p = 0; p < sw; ++p) phase_bytes[size_t(p)] = (c.W - p + sw - 1) / sw;
-  RunLoad* l = table.data();
-  for (int64_t kh = 0; kh < c.KH; ++kh)
-    for (int64_t kw = 0; kw < c.KW; ++kw) {
-      RunLoad* const first = l;
-      const int64_t p = column_phase[size_t(kw)], width = phase_bytes[size_t(p)];
-      for (int64_t r = 0; r < runs; ++r) {
-        const int64_t ih = run_oh[r] * c.sh - c.ph + kh * c.dh;
-        if (ih < 0 || ih >= c.H) continue;
-        const int64_t w0 = run_ow[r] + column_shift[size_t(kw)];  // lane 0's byte in the phase
-        const int64_t lo = std::clamp<int64_t>(-w0, 0, run_cnt[r]), hi = std::clamp<int64_t>(width - w0, lo, run_cnt[r]);
-        if (hi == lo) continue;
-        *l++ = {run_base[r] + ih * c.row_bytes + p * phase_width + w0 - run_at[r],
-                bit_range(run_at[r] + lo, run_at[r] + hi)};
-      }
-      l = first + runs;
-    }
-  const __m256i zp = _mm256_set1_epi8(char(c.zp));
-  switch (runs) {
-    case 1: gather_rows<1>(c, table.data(), runs, zp, rows.data()); break;
-    case 2: gather_rows<2>(c, table.data(), runs, zp, rows.data()); break;
-    case 3: gather_rows<3>(c, table.data(), runs, zp, rows.data()); break;
-    case 4: gather_rows<4>(c, table.data(), runs, zp, rows.data()); break;
-    case 5: gather_rows<5>(c, table.data(), runs, zp, rows.data()); break;
-    case 6: gather_rows<6>(c, table.data(), runs, zp, rows.data()); break;
-    default: gather_rows<0>(c, table.data(), runs, zp, rows.data());
-  }
+  with_runs(runs, [&](auto R) { gather_rows<decltype(R)::value>(c, table.data(), runs, rows.data()); });
   conv_integer_pack_columns_vnni(rows.data(), 32, K, 0, n, c.x_signed, dst, colsum);
+}
+
+void quad_rows(const uint8_t* const (&src)[4], int64_t W, int64_t sw, uint8_t* dst) {
+  const int64_t len = (W + sw - 1) / sw * sw;  // the row's elements, phases padded
+  thread_local std::vector<uint8_t> split;
+  const uint8_t* rows[4] = {src[0], src[1], src[2], src[3]};
+  if (sw > 1) {
+    split.resize(size_t(4 * len));
+    for (int k = 0; k < 4; ++k) split_row_phases(src[k], W, sw, split.data() + k * len), rows[k] = split.data() + k * len;
+  }
+  for (int64_t i = 0; i < len; i += 32) {
+    const int64_t cnt = std::min<int64_t>(32, len - i);
+    const __mmask32 m = __mmask32(bit_range(0, cnt));
+    const __m256i r[4] = {_mm256_maskz_loadu_epi8(m, rows[0] + i), _mm256_maskz_loadu_epi8(m, rows[1] + i),
+                          _mm256_maskz_loadu_epi8(m, rows[2] + i), _mm256_maskz_loadu_epi8(m, rows[3] + i)};
+    __m512i c0, c1;
+    interleave4(r, c0, c1);
+    _mm512_mask_storeu_epi8(dst + 4 * i, bit_range(0, 4 * std::min<int64_t>(16, cnt)), c0);
+    if (cnt > 16) _mm512_mask_storeu_epi8(dst + 4 * i + 64, bit_range(0, 4 * (cnt - 16)), c1);
+  }
 }
 
 void split_row_phases(const uint8_t* src, int64_t W, int64_t sw, uint8_t* dst) {

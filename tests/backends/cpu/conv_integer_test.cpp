@@ -151,12 +151,15 @@ TEST(ConvInteger, ImplicitGemmShapes) {
   // the implicit GEMM of 2-d convs on VNNI (panels packed straight from x): a 7x7 stride-2 stem
   // (3 channels: rows that fill no group of 4), outputs narrower than a panel (runs of 3 to 7
   // columns), stride 2 in one dim only, dilation with stride 2, taps that fall off both sides,
-  // 1x1 strided and padded, K past 64 rows, groups, batches, width stride 3 (rows split in 3 phases)
+  // 1x1 strided and padded, K past 64 rows, groups, batches, width stride 3 (rows split in 3 phases);
   const ConvIntegerGeometry shapes[] = {
       geom2d(2, 3, 20, 1, 23, 21, 7, 7, 2, 3, 1),  geom2d(1, 5, 13, 1, 3, 3, 3, 3, 1, 1, 1),
       geom2d(3, 17, 9, 1, 7, 7, 3, 3, 1, 1, 1),    geom2d(1, 7, 26, 1, 11, 9, 3, 3, 2, 2, 2),
       geom2d(2, 24, 16, 2, 10, 13, 1, 1, 2, 1, 1), geom2d(1, 33, 40, 1, 5, 70, 3, 5, 1, 2, 1),
       geom2d(2, 9, 5, 1, 12, 12, 3, 3, 3, 1, 1),   geom2d(1, 4, 8, 1, 4, 4, 5, 5, 1, 3, 1),
+      // channels a multiple of 4 a group (x read as quads of channels, rows (tap, channel))
+      geom2d(2, 8, 20, 1, 9, 13, 3, 3, 2, 1, 2),   geom2d(3, 12, 14, 1, 7, 7, 3, 3, 1, 1, 1),
+      geom2d(1, 16, 30, 2, 11, 40, 3, 3, 3, 1, 1), geom2d(1, 64, 13, 1, 6, 5, 3, 3, 1, 1, 1),
   };
   for (const auto& g : shapes)
     for (bool xs : {false, true}) check({g, xs, true, xs}, {0, g.pad[1], g.pad[2]});
