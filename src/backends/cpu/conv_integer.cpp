@@ -220,21 +220,23 @@ void implicit_conv_vnni(const ConvIntegerGeometry& g, const ConvInt8Args& a, con
   if (quads) {
     const int64_t rows = g.N * g.C / 4 * H;  // (image, quad, input row)
     copy.resize(size_t(rows * row_stride * 4));
+    uint8_t* const dst = copy.data();  // (the lambda runs on other threads: their copy is not this one)
     parallel_for(0, rows, 64, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const uint8_t* first = a.x + ((r / H) * 4 * H + r % H) * W;  // channel 4 (r / H), row r % H
         const uint8_t* const src[4] = {first, first + H * W, first + 2 * H * W, first + 3 * H * W};
-        detail::quad_rows(src, W, sw, copy.data() + r * row_stride * 4);
+        detail::quad_rows(src, W, sw, dst + r * row_stride * 4);
       }
     });
-    x = copy.data();
+    x = dst;
   } else if (sw > 1) {
     const int64_t rows = g.N * g.C * H;
     copy.resize(size_t(rows * row_stride));
+    uint8_t* const dst = copy.data();
     parallel_for(0, rows, 256, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) detail::split_row_phases(a.x + r * W, W, sw, copy.data() + r * row_stride);
+      for (int64_t r = r0; r < r1; ++r) detail::split_row_phases(a.x + r * W, W, sw, dst + r * row_stride);
     });
-    x = copy.data();
+    x = dst;
   }
   base.quads = quads;
   base.row_stride = sw > 1 || quads ? row_stride : W;
