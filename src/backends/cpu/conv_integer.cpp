@@ -159,8 +159,18 @@ void vnni_panel_tiles(const uint8_t* panels, int64_t c0, int64_t rows, int64_t K
   constexpr int MR = detail::kVnniWideMR, NR = detail::kVnniNR;
   alignas(64) int32_t tile[MR * NR];
   const int64_t es = et.elem_bytes();
+  // a byte output of one span: the epilogue on the accumulators, no tile of sums
+  const bool fused = nspans == 1 && (et.out == Requant::U8 || et.out == Requant::I8) && et.per_row && !et.c && et.r;
   for (int64_t qm = t0; qm < t1; ++qm) {
     const int m = int(std::min<int64_t>(MR, rows - qm * MR));
+    const int64_t i = c0 + qm * MR;
+    if (fused) {
+      const detail::VnniTileRequant rq{.r = et.r + i, .p = et.p ? et.p + i : nullptr, .q = et.q, .mult = et.mult + i,
+                                       .zp = et.zp, .i8 = et.out == Requant::I8, .y = spans[0].y + qm * MR * ldy,
+                                       .ldy = ldy};
+      detail::qgemm_kernel_vnni_wide_requant(KG, panels, rows, qm * MR, bp, m, n, rq);
+      continue;
+    }
     detail::qgemm_kernel_vnni_wide(KG, panels, rows, qm * MR, bp, tile, NR, m, n);
     for (int s = 0; s < nspans; ++s)
       requant_tile(et, tile + spans[s].at, NR, c0 + qm * MR, spans[s].at, m, spans[s].count,

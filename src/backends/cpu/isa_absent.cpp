@@ -47,6 +47,13 @@ void qlinear_add_avx512(bool, const void*, const void*, void*, int64_t, const QA
 void conv_integer_pack_columns_vnni(const uint8_t*, int64_t, int64_t, int64_t, int, bool, int8_t*, int32_t*) {
   absent(__func__);
 }
+void qgemm_kernel_vnni_wide_requant(int64_t, const uint8_t*, int64_t, int64_t, const int8_t*, int, int,
+                                    const VnniTileRequant&) {
+  absent(__func__);
+}
+void conv_int8_pack_implicit_vnni(const ImplicitConv&, int64_t, int, int8_t*, int32_t*) { absent(__func__); }
+void split_row_phases(const uint8_t*, int64_t, int64_t, uint8_t*) { absent(__func__); }
+void quad_rows(const uint8_t* const (&)[4], int64_t, int64_t, uint8_t*) { absent(__func__); }
 void depthwise_row_f32_avx512(float*, int64_t, int64_t, const DwTap*, int, float) { absent(__func__); }
 void depthwise3x3_plane_f32_avx512(const float*, int64_t, int64_t, const float*, float, float*) { absent(__func__); }
 void depthwise3x3s2_f32_avx512(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*,

@@ -86,6 +86,20 @@ void qgemm_kernel_vnni(int64_t groups, const uint8_t* ap, const int8_t* bp, int3
 constexpr int kVnniWideMR = 12;
 void qgemm_kernel_vnni_wide(int64_t groups, const uint8_t* ap, int64_t rows, int64_t i0, const int8_t* bp, int32_t* c,
                             int64_t ldc, int m, int n);
+// The same tile turned into u8 / i8 bytes on the accumulators (qlinear.hpp's requant_tile for a
+// per-row byte output, the same arithmetic): row r's sums v -> saturate(round_half_even(f32(v +
+// r[r] - p[r] q[j]) mult[r]) + zp) at y + r ldy + j (r, p, mult: the tile's rows from its first;
+// p null: zeros; q: the panel's 32 columns).
+struct VnniTileRequant {
+  const int32_t *r = nullptr, *p = nullptr, *q = nullptr;
+  const float* mult = nullptr;
+  int32_t zp = 0;
+  bool i8 = false;
+  uint8_t* y = nullptr;
+  int64_t ldy = 0;
+};
+void qgemm_kernel_vnni_wide_requant(int64_t groups, const uint8_t* ap, int64_t rows, int64_t i0, const int8_t* bp,
+                                    int m, int n, const VnniTileRequant& e);
 // AMX-INT8 (qgemm_amx.cpp; only after features().amx_int8). kIsaAmx: the int8 level above
 // kIsaAvx512 (conv_int8's `isa`; the f32 GEMM has no such level). A thread brackets its tiles with
 // amx_tiles_begin() (loads the tile configuration) and amx_tiles_end(). qgemm_tile_amx: c (rows x

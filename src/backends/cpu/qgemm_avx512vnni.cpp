@@ -25,12 +25,58 @@ inline __m512i dpbusd(__m512i acc, __m512i a, __m512i b) {
   return acc;
 }
 
+// Where a tile's sums go: c (i32, rows ldc apart, added to its values with `accumulate`), as
+// qgemm_kernel_vnni stores them.
+struct StoreSums {
+  int32_t* c;
+  int64_t ldc;
+  bool accumulate;
+  __mmask16 m0, m1;  // the columns 0-15 and 16-31 stored
+  void operator()(int r, __m512i v0, __m512i v1) const {
+    int32_t* cr = c + r * ldc;
+    if (accumulate) {
+      v0 = _mm512_add_epi32(v0, _mm512_maskz_loadu_epi32(m0, cr));
+      v1 = _mm512_add_epi32(v1, _mm512_maskz_loadu_epi32(m1, cr + 16));
+    }
+    _mm512_mask_storeu_epi32(cr, m0, v0);
+    _mm512_mask_storeu_epi32(cr + 16, m1, v1);
+  }
+};
+
+// The bytes of a tile through VnniTileRequant (qgemm.hpp): the arithmetic of qlinear.hpp's
+// requant_tile for a per-row u8 / i8 output, on the accumulators.
+struct RequantBytes {
+  const VnniTileRequant& e;
+  __m512i q0, q1, zp;
+  __m512 lo, hi;
+  __mmask16 m0, m1;
+  RequantBytes(const VnniTileRequant& rq, __mmask16 k0, __mmask16 k1) : e(rq), m0(k0), m1(k1) {
+    q0 = _mm512_maskz_loadu_epi32(m0, e.q);
+    q1 = _mm512_maskz_loadu_epi32(m1, e.q + 16);
+    zp = _mm512_set1_epi32(e.zp);
+    const float qlo = e.i8 ? -128.f : 0.f, qhi = e.i8 ? 127.f : 255.f;
+    lo = _mm512_set1_ps(qlo - float(e.zp));
+    hi = _mm512_set1_ps(qhi - float(e.zp));
+  }
+  void operator()(int r, __m512i v0, __m512i v1) const {
+    const __m512i ri = _mm512_set1_epi32(e.r[r]), pi = _mm512_set1_epi32(e.p ? e.p[r] : 0);
+    const __m512 mult = _mm512_set1_ps(e.mult[r]);
+    uint8_t* yr = e.y + r * e.ldy;
+    auto one = [&](__m512i v, __m512i q, __mmask16 k, uint8_t* at) {
+      v = _mm512_sub_epi32(_mm512_add_epi32(v, ri), _mm512_mullo_epi32(pi, q));
+      const __m512 s = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), mult), lo), hi);
+      _mm512_mask_cvtepi32_storeu_epi8(at, k, _mm512_add_epi32(_mm512_cvtps_epi32(s), zp));
+    };
+    one(v0, q0, m0, yr);
+    one(v1, q1, m1, yr + 16);
+  }
+};
+
 // Rows packed rows of A starting Skip rows into the panel at `ap` (rows past the panel's 8 from
 // the next panels, `panel` bytes apart) times a 32-column B panel: Rows x 2 accumulators, each B
-// vector feeding Rows vpdpbusd and each broadcast A quad two.
-template <int Skip, int Rows>
-void qgemm_tile(int64_t groups, const uint8_t* ap, int64_t panel, const int8_t* bp, int32_t* c, int64_t ldc, int m,
-               int n, bool accumulate) {
+// vector feeding Rows vpdpbusd and each broadcast A quad two; the first m rows' sums to `out`.
+template <int Skip, int Rows, class Out>
+void qgemm_tile(int64_t groups, const uint8_t* ap, int64_t panel, const int8_t* bp, int m, const Out& out) {
   static_assert(kVnniNR == 32 && Rows <= kVnniWideMR);
   __m512i acc[Rows][2];
   for (auto& r : acc) r[0] = r[1] = _mm512_setzero_si512();
@@ -48,41 +94,44 @@ void qgemm_tile(int64_t groups, const uint8_t* ap, int64_t panel, const int8_t* 
       acc[r][1] = dpbusd(acc[r][1], av, b1);
     }
   }
-  const __mmask16 m0 = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
-  const __mmask16 m1 = n >= 32 ? __mmask16(0xFFFF) : n > 16 ? __mmask16((1u << (n - 16)) - 1) : __mmask16(0);
-  for (int r = 0; r < Rows && r < m; ++r) {
-    int32_t* cr = c + r * ldc;
-    __m512i v0 = acc[r][0], v1 = acc[r][1];
-    if (accumulate) {
-      v0 = _mm512_add_epi32(v0, _mm512_maskz_loadu_epi32(m0, cr));
-      v1 = _mm512_add_epi32(v1, _mm512_maskz_loadu_epi32(m1, cr + 16));
-    }
-    _mm512_mask_storeu_epi32(cr, m0, v0);
-    _mm512_mask_storeu_epi32(cr + 16, m1, v1);
-  }
+  for (int r = 0; r < Rows && r < m; ++r) out(r, acc[r][0], acc[r][1]);
 }
 
-}  // namespace
+__mmask16 low_columns(int n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
+__mmask16 high_columns(int n) { return n >= 32 ? __mmask16(0xFFFF) : n > 16 ? __mmask16((1u << (n - 16)) - 1) : 0; }
 
-void qgemm_kernel_vnni(int64_t groups, const uint8_t* ap, const int8_t* bp, int32_t* c, int64_t ldc, int m, int n,
-                       bool accumulate) {
-  qgemm_tile<0, kVnniMR>(groups, ap, 0, bp, c, ldc, m, n, accumulate);
-}
-
-void qgemm_kernel_vnni_wide(int64_t groups, const uint8_t* ap, int64_t rows, int64_t i0, const int8_t* bp, int32_t* c,
-                            int64_t ldc, int m, int n) {
+// qgemm_kernel_vnni_wide's tile shapes: rows [i0, i0 + m) of the `rows` packed rows
+template <class Out>
+void wide_tile(int64_t groups, const uint8_t* ap, int64_t rows, int64_t i0, const int8_t* bp, int m, const Out& out) {
   constexpr int MR = kVnniMR;
   const int64_t panel = groups * MR * 4, padded = (rows + MR - 1) / MR * MR;
   const uint8_t* a = ap + (i0 / MR) * panel;
   // the rows read: 12, or the packed rows left (4 or 8: i0 is a multiple of 4, padded of 8)
   const int64_t avail = std::min<int64_t>(kVnniWideMR, padded - i0);
   if (i0 % MR == 0) {
-    if (avail >= 12) return qgemm_tile<0, 12>(groups, a, panel, bp, c, ldc, m, n, false);
-    return qgemm_tile<0, 8>(groups, a, panel, bp, c, ldc, m, n, false);
+    if (avail >= 12) return qgemm_tile<0, 12>(groups, a, panel, bp, m, out);
+    return qgemm_tile<0, 8>(groups, a, panel, bp, m, out);
   }
-  if (avail >= 12) return qgemm_tile<4, 12>(groups, a, panel, bp, c, ldc, m, n, false);
-  if (avail >= 8) return qgemm_tile<4, 8>(groups, a, panel, bp, c, ldc, m, n, false);
-  return qgemm_tile<4, 4>(groups, a, panel, bp, c, ldc, m, n, false);
+  if (avail >= 12) return qgemm_tile<4, 12>(groups, a, panel, bp, m, out);
+  if (avail >= 8) return qgemm_tile<4, 8>(groups, a, panel, bp, m, out);
+  return qgemm_tile<4, 4>(groups, a, panel, bp, m, out);
+}
+
+}  // namespace
+
+void qgemm_kernel_vnni(int64_t groups, const uint8_t* ap, const int8_t* bp, int32_t* c, int64_t ldc, int m, int n,
+                       bool accumulate) {
+  qgemm_tile<0, kVnniMR>(groups, ap, 0, bp, m, StoreSums{c, ldc, accumulate, low_columns(n), high_columns(n)});
+}
+
+void qgemm_kernel_vnni_wide(int64_t groups, const uint8_t* ap, int64_t rows, int64_t i0, const int8_t* bp, int32_t* c,
+                            int64_t ldc, int m, int n) {
+  wide_tile(groups, ap, rows, i0, bp, m, StoreSums{c, ldc, false, low_columns(n), high_columns(n)});
+}
+
+void qgemm_kernel_vnni_wide_requant(int64_t groups, const uint8_t* ap, int64_t rows, int64_t i0, const int8_t* bp,
+                                    int m, int n, const VnniTileRequant& e) {
+  wide_tile(groups, ap, rows, i0, bp, m, RequantBytes(e, low_columns(n), high_columns(n)));
 }
 
 namespace {
