@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "qgemm.hpp"
 
@@ -73,16 +74,18 @@ struct RequantBytes {
 };
 
 // Rows packed rows of A starting Skip rows into the panel at `ap` (rows past the panel's 8 from
-// the next panels, `panel` bytes apart) times a 32-column B panel: Rows x 2 accumulators, each B
-// vector feeding Rows vpdpbusd and each broadcast A quad two; the first m rows' sums to `out`.
-template <int Skip, int Rows, class Out>
+// the next panels, `panel` bytes apart) times a 32-column B panel: Rows x Halves accumulators,
+// each B vector feeding Rows vpdpbusd and each broadcast A quad Halves; the first m rows' sums to
+// `out`. Halves 1: the panel's first 16 columns only (the columns past them come out as 0).
+template <int Skip, int Rows, int Halves, class Out>
 void qgemm_tile(int64_t groups, const uint8_t* ap, int64_t panel, const int8_t* bp, int m, const Out& out) {
-  static_assert(kVnniNR == 32 && Rows <= kVnniWideMR);
-  __m512i acc[Rows][2];
-  for (auto& r : acc) r[0] = r[1] = _mm512_setzero_si512();
+  static_assert(kVnniNR == 32 && Rows <= kVnniWideMR && (Halves == 1 || Halves == 2));
+  __m512i acc[Rows][Halves];
+  for (auto& r : acc)
+    for (auto& h : r) h = _mm512_setzero_si512();
   for (int64_t g = 0; g < groups; ++g) {
-    const __m512i b0 = _mm512_loadu_si512(bp + g * 128);
-    const __m512i b1 = _mm512_loadu_si512(bp + g * 128 + 64);
+    __m512i b[Halves];
+    for (int h = 0; h < Halves; ++h) b[h] = _mm512_loadu_si512(bp + g * 128 + h * 64);
     const uint8_t* a = ap + g * 32;
     for (int r = 0; r < Rows; ++r) {
       constexpr int MR = kVnniMR;
@@ -90,11 +93,10 @@ void qgemm_tile(int64_t groups, const uint8_t* ap, int64_t panel, const int8_t* 
       int32_t four;
       std::memcpy(&four, a + (at / MR) * panel + (at % MR) * 4, 4);
       const __m512i av = _mm512_set1_epi32(four);
-      acc[r][0] = dpbusd(acc[r][0], av, b0);
-      acc[r][1] = dpbusd(acc[r][1], av, b1);
+      for (int h = 0; h < Halves; ++h) acc[r][h] = dpbusd(acc[r][h], av, b[h]);
     }
   }
-  for (int r = 0; r < Rows && r < m; ++r) out(r, acc[r][0], acc[r][1]);
+  for (int r = 0; r < Rows && r < m; ++r) out(r, acc[r][0], Halves == 2 ? acc[r][Halves - 1] : _mm512_setzero_si512());
 }
 
 __mmask16 low_columns(int n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
@@ -102,36 +104,42 @@ __mmask16 high_columns(int n) { return n >= 32 ? __mmask16(0xFFFF) : n > 16 ? __
 
 // qgemm_kernel_vnni_wide's tile shapes: rows [i0, i0 + m) of the `rows` packed rows
 template <class Out>
-void wide_tile(int64_t groups, const uint8_t* ap, int64_t rows, int64_t i0, const int8_t* bp, int m, const Out& out) {
+void wide_tile(int64_t groups, const uint8_t* ap, int64_t rows, int64_t i0, const int8_t* bp, int m, int n,
+               const Out& out) {
   constexpr int MR = kVnniMR;
   const int64_t panel = groups * MR * 4, padded = (rows + MR - 1) / MR * MR;
   const uint8_t* a = ap + (i0 / MR) * panel;
   // the rows read: 12, or the packed rows left (4 or 8: i0 is a multiple of 4, padded of 8)
   const int64_t avail = std::min<int64_t>(kVnniWideMR, padded - i0);
-  if (i0 % MR == 0) {
-    if (avail >= 12) return qgemm_tile<0, 12>(groups, a, panel, bp, m, out);
-    return qgemm_tile<0, 8>(groups, a, panel, bp, m, out);
-  }
-  if (avail >= 12) return qgemm_tile<4, 12>(groups, a, panel, bp, m, out);
-  if (avail >= 8) return qgemm_tile<4, 8>(groups, a, panel, bp, m, out);
-  return qgemm_tile<4, 4>(groups, a, panel, bp, m, out);
+  auto halves = [&](auto full) {  // half the work where the panel has at most 16 columns
+    constexpr int H = decltype(full)::value ? 2 : 1;
+    if (i0 % MR == 0) {
+      if (avail >= 12) return qgemm_tile<0, 12, H>(groups, a, panel, bp, m, out);
+      return qgemm_tile<0, 8, H>(groups, a, panel, bp, m, out);
+    }
+    if (avail >= 12) return qgemm_tile<4, 12, H>(groups, a, panel, bp, m, out);
+    if (avail >= 8) return qgemm_tile<4, 8, H>(groups, a, panel, bp, m, out);
+    return qgemm_tile<4, 4, H>(groups, a, panel, bp, m, out);
+  };
+  if (n > 16) return halves(std::true_type{});
+  halves(std::false_type{});
 }
 
 }  // namespace
 
 void qgemm_kernel_vnni(int64_t groups, const uint8_t* ap, const int8_t* bp, int32_t* c, int64_t ldc, int m, int n,
                        bool accumulate) {
-  qgemm_tile<0, kVnniMR>(groups, ap, 0, bp, m, StoreSums{c, ldc, accumulate, low_columns(n), high_columns(n)});
+  qgemm_tile<0, kVnniMR, 2>(groups, ap, 0, bp, m, StoreSums{c, ldc, accumulate, low_columns(n), high_columns(n)});
 }
 
 void qgemm_kernel_vnni_wide(int64_t groups, const uint8_t* ap, int64_t rows, int64_t i0, const int8_t* bp, int32_t* c,
                             int64_t ldc, int m, int n) {
-  wide_tile(groups, ap, rows, i0, bp, m, StoreSums{c, ldc, false, low_columns(n), high_columns(n)});
+  wide_tile(groups, ap, rows, i0, bp, m, n, StoreSums{c, ldc, false, low_columns(n), high_columns(n)});
 }
 
 void qgemm_kernel_vnni_wide_requant(int64_t groups, const uint8_t* ap, int64_t rows, int64_t i0, const int8_t* bp,
                                     int m, int n, const VnniTileRequant& e) {
-  wide_tile(groups, ap, rows, i0, bp, m, RequantBytes(e, low_columns(n), high_columns(n)));
+  wide_tile(groups, ap, rows, i0, bp, m, n, RequantBytes(e, low_columns(n), high_columns(n)));
 }
 
 namespace {
