@@ -34,6 +34,7 @@ static CpuFeatures detect() {
   f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
   f.avx512vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
+  f.amd = __builtin_cpu_is("amd");
   const char* cap = std::getenv("EMBER_CPU_ISA");
   f.amx_int8 = f.avx512vnni && (!cap || std::string_view(cap) == "amx") && amx_int8_usable();
   if (cap) {

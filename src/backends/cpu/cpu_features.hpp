@@ -16,6 +16,7 @@ struct CpuFeatures {
   bool avx512 = false;  // AVX-512 F, BW, DQ, VL
   bool avx512vnni = false;  // AVX-512 VNNI (vpdpbusd) on top of avx512
   bool amx_int8 = false;    // AMX tiles with tdpbusd on top of avx512vnni, and the kernel lets us use them
+  bool amd = false;  // the vendor is AMD (for the few tuning choices measured to differ by vendor)
 };
 
 #if defined(__x86_64__)

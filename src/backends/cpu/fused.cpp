@@ -515,15 +515,28 @@ class CpuFusedKernels final : public FusedKernels {
     }
     w.in_ptr.resize(nin);
     w.node_ptr.resize(nn);
-    // No software prefetch here: a tile's dense inputs are sequential streams that the hardware
-    // prefetcher follows, and prefetching the next tile's lines from the nodes made the GELU of
-    // plain ops ~10% slower (2 vCPUs of a Sapphire Rapids, 2026-12-07). Tried again the same day
-    // on that host, one thread (3.0-3.3 ms): the next tile or the one after it to L2 or to L1,
-    // a share before each node; tiles of 1024, 4096 or 8192 elements (8192: 3.7 ms); and the
-    // output node writing straight into the output with plain stores instead of through the tile
-    // and streaming stores (2 threads: 4.6-5.0 vs 4.0-4.2 ms): none was faster.
+    // The next tile's dense inputs are prefetched to L2, a share before each node, on AMD only
+    // (EMBER_FUSED_PREFETCH=0/1 overrides). The two vendors measured opposite ways, the GELU of
+    // plain ops over [4, 512, 2048] on one thread: on 2 vCPUs of a Sapphire Rapids (2026-12-07)
+    // it was ~10% slower with the prefetch (the hardware prefetcher already follows a tile's
+    // streams; the next tile or the one after, to L2 or to L1, all lost); on a Zen 4 EPYC
+    // (2026-12-06 and -07, six alternating runs) 17% faster (medians 4.2-4.6 against 4.9-5.8 ms),
+    // as its first node otherwise waits on DRAM for each tile (a perf profile puts a third of the
+    // time on the loads of x). Also tried on the Sapphire Rapids, none faster: tiles of 1024,
+    // 4096 or 8192 elements; the output node writing straight into the output with plain stores
+    // instead of through the tile and streaming stores.
+    static const bool prefetch = [] {
+      const char* e = std::getenv("EMBER_FUSED_PREFETCH");
+      return e ? std::atoi(e) != 0 : features().amd;
+    }();
+    Prefetch pf;
     for (int64_t b = begin, end = begin + count; b < end; b += kTile) {
       const int64_t n = std::min(kTile, end - b);
+      if (prefetch) {
+        pf.reset();
+        for (size_t i = 0; i < nin; ++i)
+          if (t.ins[i].dense) pf.add(t.ins[i].base, t.ins[i].es, b + kTile, std::min(b + 2 * kTile, end));
+      }
       for (size_t i = 0; i < nin; ++i) {
         const In& in = t.ins[i];
         if (in.dense) {
@@ -545,6 +558,7 @@ class CpuFusedKernels final : public FusedKernels {
           w.arg_one.push_back(x < 0 && t.ins[size_t(~x)].scalar);
         }
         w.node_ptr[j] = exec_node(p, plan, j, w.arg_ptr, w.arg_one, buf + t.node_off[j], n, tmp, w.keep);
+        if (prefetch) pf.issue(j + 1, nn);
       }
       for (size_t k = 0; k < p.outputs.size(); ++k) {
         const size_t es = dtype_size(p.nodes[size_t(p.outputs[k])].dtype);
