@@ -47,7 +47,7 @@ struct StoreSums {
 // The bytes of a tile through VnniTileRequant (qgemm.hpp): the arithmetic of qlinear.hpp's
 // requant_tile for a per-row u8 / i8 output, on the accumulators.
 struct RequantBytes {
-  const VnniTileRequant& e;
+  VnniTileRequant e;
   __m512i q0, q1, zp;
   __m512 lo, hi;
   __mmask16 m0, m1;
@@ -73,73 +73,117 @@ struct RequantBytes {
   }
 };
 
+inline __m256i dpbusd(__m256i acc, __m256i a, __m256i b) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+  return acc;
+}
+
+// the vector of W columns' accumulators (16 a zmm)
+template <int W>
+struct ColumnVector {
+  using type = __m512i;
+};
+template <>
+struct ColumnVector<8> {
+  using type = __m256i;
+};
+
 // Rows packed rows of A starting Skip rows into the panel at `ap` (rows past the panel's 8 from
-// the next panels, `panel` bytes apart) times a 32-column B panel: Rows x Halves accumulators,
-// each B vector feeding Rows vpdpbusd and each broadcast A quad Halves; the first m rows' sums to
-// `out`. Halves 1: the panel's first 16 columns only (the columns past them come out as 0).
-template <int Skip, int Rows, int Halves, class Out>
+// the next panels, `panel` bytes apart) times W columns of a B panel (bp: the first one's group
+// of 4 in the panel's first group): Rows x (W / 16) accumulators (W 8: one ymm each), each B vector
+// feeding Rows vpdpbusd and each broadcast A quad W / 16; the first m rows' sums to `out` (as two
+// vectors of 16 columns, those past W 0).
+template <int Skip, int Rows, int W, class Out>
 void qgemm_tile(int64_t groups, const uint8_t* ap, int64_t panel, const int8_t* bp, int m, const Out& out) {
-  static_assert(kVnniNR == 32 && Rows <= kVnniWideMR && (Halves == 1 || Halves == 2));
-  __m512i acc[Rows][Halves];
+  static_assert(kVnniNR == 32 && Rows <= kVnniWideMR && (W == 8 || W == 16 || W == 32));
+  constexpr int H = W == 32 ? 2 : 1;
+  using V = typename ColumnVector<W>::type;
+  V acc[Rows][H];
   for (auto& r : acc)
-    for (auto& h : r) h = _mm512_setzero_si512();
+    for (auto& h : r) h = V{};
   for (int64_t g = 0; g < groups; ++g) {
-    __m512i b[Halves];
-    for (int h = 0; h < Halves; ++h) b[h] = _mm512_loadu_si512(bp + g * 128 + h * 64);
+    V b[H];
+    for (int h = 0; h < H; ++h) std::memcpy(&b[h], bp + g * 128 + h * 64, sizeof(V));
     const uint8_t* a = ap + g * 32;
     for (int r = 0; r < Rows; ++r) {
       constexpr int MR = kVnniMR;
       const int at = Skip + r;
       int32_t four;
       std::memcpy(&four, a + (at / MR) * panel + (at % MR) * 4, 4);
-      const __m512i av = _mm512_set1_epi32(four);
-      for (int h = 0; h < Halves; ++h) acc[r][h] = dpbusd(acc[r][h], av, b[h]);
+      V av;
+      if constexpr (W == 8)
+        av = _mm256_set1_epi32(four);
+      else
+        av = _mm512_set1_epi32(four);
+      for (int h = 0; h < H; ++h) acc[r][h] = dpbusd(acc[r][h], av, b[h]);
     }
   }
-  for (int r = 0; r < Rows && r < m; ++r) out(r, acc[r][0], Halves == 2 ? acc[r][Halves - 1] : _mm512_setzero_si512());
+  for (int r = 0; r < Rows && r < m; ++r) {
+    if constexpr (W == 8)
+      out(r, _mm512_zextsi256_si512(acc[r][0]), _mm512_setzero_si512());
+    else
+      out(r, acc[r][0], H == 2 ? acc[r][H - 1] : _mm512_setzero_si512());
+  }
 }
 
 __mmask16 low_columns(int n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
 __mmask16 high_columns(int n) { return n >= 32 ? __mmask16(0xFFFF) : n > 16 ? __mmask16((1u << (n - 16)) - 1) : 0; }
 
-// qgemm_kernel_vnni_wide's tile shapes: rows [i0, i0 + m) of the `rows` packed rows
-template <class Out>
+// qgemm_kernel_vnni_wide's tile shapes: rows [i0, i0 + m) of the `rows` packed rows times columns
+// [j0, j0 + n) of the panel (j0 0 or 16) through out(j0, n)'s functor: all 32 columns (more than
+// 24 of them), else 16 (at most 16 from j0) or 8 (at most 8) at a time, half or a quarter of the
+// work.
+template <class MakeOut>
 void wide_tile(int64_t groups, const uint8_t* ap, int64_t rows, int64_t i0, const int8_t* bp, int m, int n,
-               const Out& out) {
+               const MakeOut& make_out) {
   constexpr int MR = kVnniMR;
   const int64_t panel = groups * MR * 4, padded = (rows + MR - 1) / MR * MR;
   const uint8_t* a = ap + (i0 / MR) * panel;
   // the rows read: 12, or the packed rows left (4 or 8: i0 is a multiple of 4, padded of 8)
   const int64_t avail = std::min<int64_t>(kVnniWideMR, padded - i0);
-  auto halves = [&](auto full) {  // half the work where the panel has at most 16 columns
-    constexpr int H = decltype(full)::value ? 2 : 1;
+  auto run = [&](auto width, int j0, int cols) {
+    constexpr int W = decltype(width)::value;
+    const auto out = make_out(j0, cols);
+    const int8_t* b = bp + j0 * 4;
     if (i0 % MR == 0) {
-      if (avail >= 12) return qgemm_tile<0, 12, H>(groups, a, panel, bp, m, out);
-      return qgemm_tile<0, 8, H>(groups, a, panel, bp, m, out);
+      if (avail >= 12) return qgemm_tile<0, 12, W>(groups, a, panel, b, m, out);
+      return qgemm_tile<0, 8, W>(groups, a, panel, b, m, out);
     }
-    if (avail >= 12) return qgemm_tile<4, 12, H>(groups, a, panel, bp, m, out);
-    if (avail >= 8) return qgemm_tile<4, 8, H>(groups, a, panel, bp, m, out);
-    return qgemm_tile<4, 4, H>(groups, a, panel, bp, m, out);
+    if (avail >= 12) return qgemm_tile<4, 12, W>(groups, a, panel, b, m, out);
+    if (avail >= 8) return qgemm_tile<4, 8, W>(groups, a, panel, b, m, out);
+    return qgemm_tile<4, 4, W>(groups, a, panel, b, m, out);
   };
-  if (n > 16) return halves(std::true_type{});
-  halves(std::false_type{});
+  using Full = std::integral_constant<int, 32>;
+  using Half = std::integral_constant<int, 16>;
+  using Quarter = std::integral_constant<int, 8>;
+  if (n > 24) return run(Full{}, 0, n);
+  if (n > 8) run(Half{}, 0, std::min(n, 16));
+  else return run(Quarter{}, 0, n);
+  if (n > 16) run(Quarter{}, 16, n - 16);
 }
 
 }  // namespace
 
 void qgemm_kernel_vnni(int64_t groups, const uint8_t* ap, const int8_t* bp, int32_t* c, int64_t ldc, int m, int n,
                        bool accumulate) {
-  qgemm_tile<0, kVnniMR, 2>(groups, ap, 0, bp, m, StoreSums{c, ldc, accumulate, low_columns(n), high_columns(n)});
+  qgemm_tile<0, kVnniMR, 32>(groups, ap, 0, bp, m, StoreSums{c, ldc, accumulate, low_columns(n), high_columns(n)});
 }
 
 void qgemm_kernel_vnni_wide(int64_t groups, const uint8_t* ap, int64_t rows, int64_t i0, const int8_t* bp, int32_t* c,
                             int64_t ldc, int m, int n) {
-  wide_tile(groups, ap, rows, i0, bp, m, n, StoreSums{c, ldc, false, low_columns(n), high_columns(n)});
+  wide_tile(groups, ap, rows, i0, bp, m, n, [&](int j0, int cols) {
+    return StoreSums{c + j0, ldc, false, low_columns(cols), high_columns(cols)};
+  });
 }
 
 void qgemm_kernel_vnni_wide_requant(int64_t groups, const uint8_t* ap, int64_t rows, int64_t i0, const int8_t* bp,
                                     int m, int n, const VnniTileRequant& e) {
-  wide_tile(groups, ap, rows, i0, bp, m, n, RequantBytes(e, low_columns(n), high_columns(n)));
+  wide_tile(groups, ap, rows, i0, bp, m, n, [&](int j0, int cols) {
+    VnniTileRequant window = e;
+    window.q += j0;
+    window.y += j0;
+    return RequantBytes(window, low_columns(cols), high_columns(cols));
+  });
 }
 
 namespace {

@@ -160,6 +160,8 @@ TEST(ConvInteger, ImplicitGemmShapes) {
       // channels a multiple of 4 a group (x read as quads of channels, rows (tap, channel))
       geom2d(2, 8, 20, 1, 9, 13, 3, 3, 2, 1, 2),   geom2d(3, 12, 14, 1, 7, 7, 3, 3, 1, 1, 1),
       geom2d(1, 16, 30, 2, 11, 40, 3, 3, 3, 1, 1), geom2d(1, 64, 13, 1, 6, 5, 3, 3, 1, 1, 1),
+      // a 7 x 7 output of one image: panels of 32 and 17 columns (16 and 8 at a time)
+      geom2d(1, 8, 13, 1, 7, 7, 3, 3, 1, 1, 1),
       // x's copy made by several threads (split by phase, quads)
       geom2d(2, 3, 8, 1, 100, 12, 7, 7, 2, 3, 1),  geom2d(1, 8, 8, 1, 70, 9, 3, 3, 2, 1, 1),
   };
