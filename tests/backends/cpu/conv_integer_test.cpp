@@ -134,39 +134,32 @@ ConvIntegerGeometry geom2d(int64_t N, int64_t C, int64_t M, int64_t groups, int6
 TEST(ConvInteger, EveryIsaEqualsANaiveLoop) {
   // 1x1 (read in place), 3x3 padded, strided, dilated, grouped, depthwise (many small tasks),
   // output channels past the GEMM tiles (VNNI: 12-row tiles from 0 and from half-way into an 8-row
-  // panel, of 12, 8 and 4 packed rows: M 6, 14, 33, 70), a batch
+  // panel, of 12, 8 and 4 packed rows: M 6, 14, 33, 70), a batch.
+  // On VNNI the 2-d ones run as an implicit GEMM (panels packed straight from x), hence also: a
+  // 7x7 stride-2 stem (3 channels: rows that fill no group of 4), outputs narrower than a panel
+  // (runs of 3 to 7 columns), stride 2 in one dim only, dilation with stride 2, taps that fall off
+  // both sides, 1x1 strided and padded, K past 64 rows, width stride 3 (rows split in 3 phases),
+  // channels a multiple of 4 a group (x read as quads of channels, rows (tap, channel)), a 7 x 7
+  // output of one image (panels of 32 and 17 columns: 16 and 8 at a time), and copies of x big
+  // enough to be made by several threads (split by phase, quads)
   const ConvIntegerGeometry shapes[] = {
-      geom2d(1, 8, 6, 1, 5, 7, 1, 1, 1, 0, 1),   geom2d(2, 5, 7, 1, 9, 11, 3, 3, 1, 1, 1),
-      geom2d(1, 4, 33, 1, 10, 9, 3, 2, 2, 1, 1), geom2d(1, 6, 4, 2, 12, 10, 3, 3, 1, 2, 2),
-      geom2d(3, 8, 8, 8, 7, 7, 3, 3, 2, 1, 1),   geom2d(2, 6, 12, 6, 6, 5, 3, 3, 1, 1, 1),
-      geom2d(1, 16, 9, 1, 9, 9, 1, 1, 2, 0, 1),  geom2d(1, 3, 70, 1, 13, 12, 5, 5, 1, 2, 1),
-      geom2d(1, 5, 14, 1, 6, 7, 3, 3, 1, 1, 1),  geom2d(1, 3, 10, 1, 9, 75, 3, 3, 2, 1, 1),  // stride 2, 38 wide
-  };
-  for (const auto& g : shapes)
-    for (bool xs : {false, true})
-      for (bool ws : {false, true}) check({g, xs, ws, xs != ws}, {0, g.pad[1], g.pad[2]});
-}
-
-TEST(ConvInteger, ImplicitGemmShapes) {
-  // the implicit GEMM of 2-d convs on VNNI (panels packed straight from x): a 7x7 stride-2 stem
-  // (3 channels: rows that fill no group of 4), outputs narrower than a panel (runs of 3 to 7
-  // columns), stride 2 in one dim only, dilation with stride 2, taps that fall off both sides,
-  // 1x1 strided and padded, K past 64 rows, groups, batches, width stride 3 (rows split in 3 phases);
-  const ConvIntegerGeometry shapes[] = {
+      geom2d(1, 8, 6, 1, 5, 7, 1, 1, 1, 0, 1),     geom2d(2, 5, 7, 1, 9, 11, 3, 3, 1, 1, 1),
+      geom2d(1, 4, 33, 1, 10, 9, 3, 2, 2, 1, 1),   geom2d(1, 6, 4, 2, 12, 10, 3, 3, 1, 2, 2),
+      geom2d(3, 8, 8, 8, 7, 7, 3, 3, 2, 1, 1),     geom2d(2, 6, 12, 6, 6, 5, 3, 3, 1, 1, 1),
+      geom2d(1, 16, 9, 1, 9, 9, 1, 1, 2, 0, 1),    geom2d(1, 3, 70, 1, 13, 12, 5, 5, 1, 2, 1),
+      geom2d(1, 5, 14, 1, 6, 7, 3, 3, 1, 1, 1),    geom2d(1, 3, 10, 1, 9, 75, 3, 3, 2, 1, 1),  // stride 2, 38 wide
       geom2d(2, 3, 20, 1, 23, 21, 7, 7, 2, 3, 1),  geom2d(1, 5, 13, 1, 3, 3, 3, 3, 1, 1, 1),
       geom2d(3, 17, 9, 1, 7, 7, 3, 3, 1, 1, 1),    geom2d(1, 7, 26, 1, 11, 9, 3, 3, 2, 2, 2),
       geom2d(2, 24, 16, 2, 10, 13, 1, 1, 2, 1, 1), geom2d(1, 33, 40, 1, 5, 70, 3, 5, 1, 2, 1),
       geom2d(2, 9, 5, 1, 12, 12, 3, 3, 3, 1, 1),   geom2d(1, 4, 8, 1, 4, 4, 5, 5, 1, 3, 1),
-      // channels a multiple of 4 a group (x read as quads of channels, rows (tap, channel))
       geom2d(2, 8, 20, 1, 9, 13, 3, 3, 2, 1, 2),   geom2d(3, 12, 14, 1, 7, 7, 3, 3, 1, 1, 1),
       geom2d(1, 16, 30, 2, 11, 40, 3, 3, 3, 1, 1), geom2d(1, 64, 13, 1, 6, 5, 3, 3, 1, 1, 1),
-      // a 7 x 7 output of one image: panels of 32 and 17 columns (16 and 8 at a time)
-      geom2d(1, 8, 13, 1, 7, 7, 3, 3, 1, 1, 1),
-      // x's copy made by several threads (split by phase, quads)
-      geom2d(2, 3, 8, 1, 100, 12, 7, 7, 2, 3, 1),  geom2d(1, 8, 8, 1, 70, 9, 3, 3, 2, 1, 1),
+      geom2d(1, 8, 13, 1, 7, 7, 3, 3, 1, 1, 1),    geom2d(2, 3, 8, 1, 100, 12, 7, 7, 2, 3, 1),
+      geom2d(1, 8, 8, 1, 70, 9, 3, 3, 2, 1, 1),
   };
   for (const auto& g : shapes)
-    for (bool xs : {false, true}) check({g, xs, true, xs}, {0, g.pad[1], g.pad[2]});
+    for (bool xs : {false, true})
+      for (bool ws : {false, true}) check({g, xs, ws, xs != ws}, {0, g.pad[1], g.pad[2]});
   ConvIntegerGeometry s = geom2d(2, 6, 7, 1, 9, 16, 3, 3, 1, 1, 1);  // height stride 2, width stride 1
   s.stride = {1, 2, 1};
   check({s, false, true, true}, {0, 0, 2});
