@@ -75,6 +75,14 @@ void transpose_bias_f32_avx512(const float* src, int64_t rows, int64_t cols, int
 void conv_epilogue_f32_avx512(float* y, const float* res, const float* bias, int64_t rows, int64_t cols, int64_t ld,
                               float lo, float hi);
 
+// Winograd F(4x4, 3x3) tile transforms (conv_winograd_avx512.cpp), channels contiguous.
+// Input: the 6 x 6 input tile at d (rows rs floats apart, pixels C apart, C channels each) into its
+// 36 transformed values per channel: position xi = 6 * i + j at v + xi * vs, channel c at [c].
+// Output: the 36 products per output channel (position xi at m + xi * ms) into the tile's 4 x 4
+// outputs, of which the first rows x cols are stored: pixel (i, j) at y + i * rs + j * O.
+void winograd4x4_input_f32_avx512(const float* d, int64_t rs, int64_t C, float* v, int64_t vs);
+void winograd4x4_output_f32_avx512(const float* m, int64_t ms, int64_t O, float* y, int64_t rs, int rows, int cols);
+
 #if defined(__wasm_simd128__)
 // conv_simd128.cpp, the wasm build's counterparts: depthwise_row_f32_avx512's contract for a stride
 // of 1 or 2 (other strides run scalar); dst[i] = src[i * stride] for i < n; conv_epilogue_f32_avx512's.

@@ -1,0 +1,164 @@
+// Winograd F(4x4, 3x3) convolution (Lavin and Gray 2015, "Fast Algorithms for Convolutional Neural
+// Networks") for f32 3x3 convs with unit stride and dilation, one group and a padding of 0 or 1, on
+// AVX-512: each 4 x 4 output tile takes 36 multiplies per (input, output) channel pair instead of
+// 144. Per chunk of images:
+//
+//   Xp = the input, pixel-major (channels contiguous) and zero padded to whole 6 x 6 tiles;
+//   V[xi][tile][C] = B^T d B   for each tile's 6 x 6 input d            (36 positions xi)
+//   M[xi][tile][O] = V[xi] x U[xi]                                      (36 GEMMs, packed micro-kernel)
+//   Yp[pixel][O]   = A^T m A   for each tile's 36 products m (edge tiles store what is inside)
+//   y              = Yp transposed into channel planes, with the bias and conv_fused's epilogue.
+//
+// U[xi][C][O] = G w G^T is computed in f64 from the weights, rounded to f32 once, and kept packed
+// for the micro-kernel with the weights (kept_packing), as the other conv paths keep theirs.
+#include <cstdlib>
+
+#include "conv_internal.hpp"
+
+namespace ember::cpu::conv {
+
+namespace {
+
+constexpr int64_t kPositions = 36;  // (4 + 3 - 1)^2
+
+// U = G w G^T for every (o, c), in f64: position xi's [C x O] matrix at u + xi * C * O.
+void transform_weights(const float* w, int64_t C, int64_t O, float* u) {
+  static constexpr double G[6][3] = {{1.0 / 4, 0, 0},
+                                     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                     {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                     {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                     {0, 0, 1}};
+  for (int64_t o = 0; o < O; ++o)
+    for (int64_t c = 0; c < C; ++c) {
+      const float* k = w + (o * C + c) * 9;
+      double t[6][3];  // G w
+      for (int i = 0; i < 6; ++i)
+        for (int j = 0; j < 3; ++j) t[i][j] = G[i][0] * k[j] + G[i][1] * k[3 + j] + G[i][2] * k[6 + j];
+      for (int i = 0; i < 6; ++i)
+        for (int j = 0; j < 6; ++j)
+          u[((i * 6 + j) * C + c) * O + o] = float(t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2]);
+    }
+}
+
+// EMBER_CONV_WINOGRAD: 0 never, 1 wherever the shape allows; unset, where measured faster.
+// (read on each call, a few hundred ns against a conv's milliseconds, so that tests can set it).
+int winograd_setting() {
+  const char* e = std::getenv("EMBER_CONV_WINOGRAD");
+  return e && *e ? std::atoi(e) : -1;
+}
+
+}  // namespace
+
+bool winograd_applies(const ConvGeom& g) {
+  const int mode = winograd_setting();
+  if (mode == 0 || !features().avx512) return false;
+  if (g.G != 1 || g.in[0] != 1 || g.k[0] != 1 || g.k[1] != 3 || g.k[2] != 3) return false;
+  for (int i = 1; i < 3; ++i)
+    if (g.s[i] != 1 || g.d[i] != 1 || g.p[i] > 1) return false;
+  if (mode == 1) return true;
+  return false;
+}
+
+void conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
+                           const detail::GemmKernelSet<float>& ks, const WeightStore& ws, const Epilogue<float>& epi) {
+  const int64_t C = g.C, O = g.O, H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
+  const int64_t ph = g.p[1], pw = g.p[2];
+  const int64_t th = (OH + 3) / 4, tw = (OW + 3) / 4, img_tiles = th * tw;
+  const int64_t Hp = 4 * th + 2, Wp = 4 * tw + 2;  // whole tiles (at least the padded input)
+  const int64_t MR = ks.mr, NR = ks.nr;
+  const int64_t panels = (O + NR - 1) / NR, Opad = panels * NR;
+  const int64_t nkb = (C + 255) / 256, kcb = (C + nkb - 1) / nkb;
+
+  // U packed for the micro-kernel: position xi, K block at row k0 (kc rows), panel p at
+  // up + xi * C * Opad + k0 * Opad + p * kc * NR.
+  auto pack = [&](float* dst) {
+    std::vector<float> u(size_t(kPositions * C * O));
+    transform_weights(w, C, O, u.data());
+    parallel_for(0, kPositions, 1, [&](int64_t x0, int64_t x1) {
+      for (int64_t xi = x0; xi < x1; ++xi)
+        for (int64_t k0 = 0; k0 < C; k0 += kcb)
+          ks.pack_b(u.data() + (xi * C + k0) * O, O, 1, std::min(kcb, C - k0), O, dst + xi * C * Opad + k0 * Opad);
+    });
+  };
+  std::shared_ptr<const Storage> kept;
+  const float* up = kept_packing(ws, {3, C, O, NR, kcb}, size_t(kPositions * C * Opad), pack, kept);
+  std::vector<float> own;
+  if (!up) {
+    own.resize(size_t(kPositions * C * Opad));
+    pack(own.data());
+    up = own.data();
+  }
+
+  // Images per chunk: their buffers within about 16 MB.
+  const int64_t img_floats = Hp * Wp * C + kPositions * img_tiles * (C + O) + OH * OW * O;
+  const int64_t chunk = std::clamp<int64_t>((int64_t(4) << 20) / img_floats, 1, g.N);
+  float* buf = workspace<float, 7>(size_t(chunk * img_floats));
+  float* xp = buf;                                     // chunk x Hp x Wp x C
+  float* v = xp + chunk * Hp * Wp * C;                 // 36 x T x C
+  float* m = v + kPositions * chunk * img_tiles * C;   // 36 x T x O
+  float* yp = m + kPositions * chunk * img_tiles * O;  // chunk x OH x OW x O
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  const int64_t P = OH * OW;
+
+  for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
+    const int64_t nb = std::min(chunk, g.N - n0), T = nb * img_tiles;
+    // the padded pixel-major input, a padded row at a time
+    parallel_for(0, nb * Hp, 4, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t n = r / Hp, h = r % Hp - ph;
+        float* row = xp + r * Wp * C;
+        if (h < 0 || h >= H) {
+          std::fill(row, row + Wp * C, 0.0f);
+          continue;
+        }
+        std::fill(row, row + pw * C, 0.0f);
+        std::fill(row + (pw + W) * C, row + Wp * C, 0.0f);
+        detail::transpose_bias_f32_avx512(x + (n0 + n) * C * H * W + h * W, C, W, H * W, nullptr, row + pw * C, C,
+                                          nullptr, -inf, inf);
+      }
+    });
+    parallel_for(0, T, 8, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t n = t / img_tiles, ty = t % img_tiles / tw, tx = t % tw;
+        detail::winograd4x4_input_f32_avx512(xp + ((n * Hp + 4 * ty) * Wp + 4 * tx) * C, Wp * C, C, v + t * C, T * C);
+      }
+    });
+    // M[xi] = V[xi] x U[xi], a position per thread
+    parallel_for(0, kPositions, 1, [&](int64_t x0, int64_t x1) {
+      float* ap = workspace<float, 8>(size_t(MR * kcb));
+      for (int64_t xi = x0; xi < x1; ++xi)
+        for (int64_t k0 = 0; k0 < C; k0 += kcb) {
+          const int64_t kc = std::min(kcb, C - k0);
+          const float* ub = up + xi * C * Opad + k0 * Opad;
+          for (int64_t t0 = 0; t0 < T; t0 += MR) {
+            const int64_t rows = std::min(MR, T - t0);
+            ks.pack_a(v + (xi * T + t0) * C + k0, C, 1, rows, kc, ap);
+            float* mrow = m + (xi * T + t0) * O;
+            for (int64_t p = 0; p < panels; ++p)
+              ks.kernel(kc, ap, ub + p * kc * NR, NR, mrow + p * NR, O, 1.0f, k0 == 0 ? 0.0f : 1.0f, int(rows),
+                        int(std::min(NR, O - p * NR)));
+          }
+        }
+    });
+    parallel_for(0, T, 8, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t n = t / img_tiles, ty = t % img_tiles / tw, tx = t % tw;
+        detail::winograd4x4_output_f32_avx512(m + t * O, T * O, O, yp + (n * P + 4 * ty * OW + 4 * tx) * O, OW * O,
+                                              int(std::min<int64_t>(4, OH - 4 * ty)),
+                                              int(std::min<int64_t>(4, OW - 4 * tx)));
+      }
+    });
+    // channel planes, with the bias and the epilogue; slices of 16 channels
+    const int64_t slices = (O + 15) / 16;
+    parallel_for(0, nb * slices, 1, [&](int64_t s0, int64_t s1) {
+      for (int64_t s = s0; s < s1; ++s) {
+        const int64_t n = s / slices, o0 = s % slices * 16, oc = std::min<int64_t>(16, O - o0);
+        transpose_epilogue(epi, yp + n * P * O + o0, P, oc, O, bias ? bias + o0 : nullptr,
+                           y + ((n0 + n) * O + o0) * P, P);
+      }
+    });
+  }
+}
+
+}  // namespace ember::cpu::conv
