@@ -225,7 +225,7 @@ void implicit_conv_vnni(const ConvIntegerGeometry& g, const ConvInt8Args& a, con
   // (a copy), or quads (a copy, Cg a multiple of 4)
   const int64_t sw = g.stride[2], H = g.in[1], W = g.in[2], row_stride = (W + sw - 1) / sw * sw;
   const bool quads = Cg % 4 == 0;
-  thread_local std::vector<uint8_t> copy;  // kept: fresh pages cost more than the copy
+  thread_local std::vector<uint8_t> copy;  // kept (the largest x so far): fresh pages cost more than the copy
   const uint8_t* x = a.x;
   if (quads) {
     const int64_t rows = g.N * g.C / 4 * H;  // (image, quad, input row)

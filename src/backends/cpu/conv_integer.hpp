@@ -4,12 +4,18 @@
 //   cpu::ConvIntegerGeometry g = ...;  // from the op's shapes and ConvAttrs
 //   cpu::conv_integer_u8i8(g, x, /*x_signed=*/false, w, /*w_signed=*/true, x_zp, w_zp, y);
 //
-// Per image and channel group, an im2col of x into a byte matrix [C/groups * kernel volume, out
-// volume] (taps in the padding hold x_zp, so they add 0 once the zero point is subtracted), then
-// qgemm_u8i8 with the group's weights as A (rows: output channels, zero points per row) and the
-// columns as B (zero point x_zp for every column): C comes out as the NCHW rows of y. A 1x1,
-// stride-1, unpadded kernel reads x in place. Few large groups: the GEMM and the im2col thread;
-// many small ones (depthwise): the (image, group) pairs are spread over the threads.
+// 2-d (and 1-d) convolutions on AVX-512 VNNI without AMX: an implicit GEMM. The weights are packed
+// once as the micro-kernel's A panels; each 32-column B panel (32 outputs, image after image over
+// the batch) is packed straight from x (conv_int8_pack_implicit_vnni: taps in the padding hold
+// x_zp), and each 12 x 32 tile is requantized on the accumulators. x is first copied into the
+// layout the packer reads: as quads of channels (NC4HW4-like) where a group's channels are a
+// multiple of 4, and each row split by phase for a width stride above 1.
+// Elsewhere (AMX, AVX2, scalar, 3-d), per image and channel group, an im2col of x into a byte
+// matrix [C/groups * kernel volume, out volume], then qgemm_u8i8 with the group's weights as A
+// (rows: output channels, zero points per row) and the columns as B (zero point x_zp for every
+// column): C comes out as the NCHW rows of y. A 1x1, stride-1, unpadded kernel reads x in place.
+// Few large groups: the GEMM and the im2col thread; many small ones (depthwise): the (image,
+// group) pairs are spread over the threads.
 #pragma once
 
 #include <array>

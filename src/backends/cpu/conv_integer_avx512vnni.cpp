@@ -114,7 +114,8 @@ int64_t run_table(const ImplicitConv& c, int64_t j0, int n, std::vector<RunLoad>
         const int64_t ih = run_oh[r] * c.sh - c.ph + kh * c.dh;
         if (ih < 0 || ih >= c.H) continue;
         const int64_t w0 = run_ow[r] + column_shift[kw];  // lane 0's element in the phase
-        const int64_t lo = std::clamp<int64_t>(-w0, 0, run_cnt[r]), hi = std::clamp<int64_t>(width - w0, lo, run_cnt[r]);
+        const int64_t lo = std::clamp<int64_t>(-w0, 0, run_cnt[r]);
+        const int64_t hi = std::clamp<int64_t>(width - w0, lo, run_cnt[r]);
         if (hi == lo) continue;
         *l++ = {run_base[r] + ih * c.row_stride + p * phase_width + w0 - run_at[r],
                 bit_range(run_at[r] + lo, run_at[r] + hi)};
@@ -214,7 +215,10 @@ void quad_rows(const uint8_t* const (&src)[4], int64_t W, int64_t sw, uint8_t* d
   const uint8_t* rows[4] = {src[0], src[1], src[2], src[3]};
   if (sw > 1) {
     split.resize(size_t(4 * len));
-    for (int k = 0; k < 4; ++k) split_row_phases(src[k], W, sw, split.data() + k * len), rows[k] = split.data() + k * len;
+    for (int k = 0; k < 4; ++k) {
+      split_row_phases(src[k], W, sw, split.data() + k * len);
+      rows[k] = split.data() + k * len;
+    }
   }
   for (int64_t i = 0; i < len; i += 32) {
     const int64_t cnt = std::min<int64_t>(32, len - i);
