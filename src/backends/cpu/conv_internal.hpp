@@ -180,9 +180,12 @@ void conv_forward_image_implicit(const ConvGeom& g, const float* x, const float*
 
 // conv_winograd.cpp: F(4x4, 3x3) for f32 3x3 convs of unit stride and dilation, one group, padding
 // 0 or 1 (AVX-512), where it is enabled and measured faster (EMBER_CONV_WINOGRAD overrides).
+// tile_block: tiles a thread takes through all steps at once (a multiple of the kernel's mr), 0 for
+// none (the GEMMs spread over the threads instead), -1 to choose.
 bool winograd_applies(const ConvGeom& g);
 void conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
-                           const detail::GemmKernelSet<float>& ks, const WeightStore& ws, const Epilogue<float>& epi);
+                           const detail::GemmKernelSet<float>& ks, const WeightStore& ws, const Epilogue<float>& epi,
+                           int64_t tile_block = -1);
 
 }  // namespace conv
 }  // namespace ember::cpu

@@ -61,7 +61,8 @@ bool winograd_applies(const ConvGeom& g) {
 }
 
 void conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
-                           const detail::GemmKernelSet<float>& ks, const WeightStore& ws, const Epilogue<float>& epi) {
+                           const detail::GemmKernelSet<float>& ks, const WeightStore& ws, const Epilogue<float>& epi,
+                           int64_t tile_block) {
   const int64_t C = g.C, O = g.O, H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
   const int64_t ph = g.p[1], pw = g.p[2];
   const int64_t th = (OH + 3) / 4, tw = (OW + 3) / 4, img_tiles = th * tw;
@@ -90,16 +91,55 @@ void conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, co
     up = own.data();
   }
 
+  // Tiles per block where each thread takes whole blocks through all three steps, their V and M in
+  // its L2 (about 512 KB); 0: the whole chunk's V and M in memory, the 36 GEMMs spread over the
+  // threads (few tiles, or channels too many for a block of MR tiles to fit).
+  const int64_t fit = (int64_t(128) << 10) / (kPositions * (C + O)) / MR * MR;
+  if (tile_block < 0) tile_block = fit >= 2 * MR ? fit : 0;
   // Images per chunk: their buffers within about 16 MB.
-  const int64_t img_floats = Hp * Wp * C + kPositions * img_tiles * (C + O) + OH * OW * O;
+  const int64_t spill = tile_block ? 0 : kPositions * img_tiles * (C + O);
+  const int64_t img_floats = Hp * Wp * C + spill + OH * OW * O;
   const int64_t chunk = std::clamp<int64_t>((int64_t(4) << 20) / img_floats, 1, g.N);
   float* buf = workspace<float, 7>(size_t(chunk * img_floats));
-  float* xp = buf;                                     // chunk x Hp x Wp x C
-  float* v = xp + chunk * Hp * Wp * C;                 // 36 x T x C
-  float* m = v + kPositions * chunk * img_tiles * C;   // 36 x T x O
-  float* yp = m + kPositions * chunk * img_tiles * O;  // chunk x OH x OW x O
+  float* xp = buf;                       // chunk x Hp x Wp x C
+  float* yp = xp + chunk * Hp * Wp * C;  // chunk x OH x OW x O
+  float* v = yp + chunk * OH * OW * O;   // 36 x T x C (without blocks)
+  float* m = v + kPositions * chunk * img_tiles * C;  // 36 x T x O (without blocks)
   constexpr float inf = std::numeric_limits<float>::infinity();
   const int64_t P = OH * OW;
+
+  // Tiles [t0, t1) of the chunk: their V into vb (tile t at vb + (t - t0) * C, positions vs apart)
+  // and, from their M (positions ms apart), their outputs into yp.
+  auto input_tiles = [&](int64_t t0, int64_t t1, float* vb, int64_t vs) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / img_tiles, ty = t % img_tiles / tw, tx = t % tw;
+      detail::winograd4x4_input_f32_avx512(xp + ((n * Hp + 4 * ty) * Wp + 4 * tx) * C, Wp * C, C, vb + (t - t0) * C, vs);
+    }
+  };
+  auto output_tiles = [&](int64_t t0, int64_t t1, const float* mb, int64_t ms) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / img_tiles, ty = t % img_tiles / tw, tx = t % tw;
+      detail::winograd4x4_output_f32_avx512(mb + (t - t0) * O, ms, O, yp + (n * P + 4 * ty * OW + 4 * tx) * O, OW * O,
+                                            int(std::min<int64_t>(4, OH - 4 * ty)), int(std::min<int64_t>(4, OW - 4 * tx)));
+    }
+  };
+  // M[xi] = V[xi] x U[xi] for positions [x0, x1) of T tiles.
+  auto multiply = [&](const float* vb, float* mb, int64_t T, int64_t x0, int64_t x1) {
+    float* ap = workspace<float, 8>(size_t(MR * kcb));
+    for (int64_t xi = x0; xi < x1; ++xi)
+      for (int64_t k0 = 0; k0 < C; k0 += kcb) {
+        const int64_t kc = std::min(kcb, C - k0);
+        const float* ub = up + xi * C * Opad + k0 * Opad;
+        for (int64_t t0 = 0; t0 < T; t0 += MR) {
+          const int64_t rows = std::min(MR, T - t0);
+          ks.pack_a(vb + (xi * T + t0) * C + k0, C, 1, rows, kc, ap);
+          float* mrow = mb + (xi * T + t0) * O;
+          for (int64_t p = 0; p < panels; ++p)
+            ks.kernel(kc, ap, ub + p * kc * NR, NR, mrow + p * NR, O, 1.0f, k0 == 0 ? 0.0f : 1.0f, int(rows),
+                      int(std::min(NR, O - p * NR)));
+        }
+      }
+  };
 
   for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
     const int64_t nb = std::min(chunk, g.N - n0), T = nb * img_tiles;
@@ -118,37 +158,23 @@ void conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, co
                                           nullptr, -inf, inf);
       }
     });
-    parallel_for(0, T, 8, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) {
-        const int64_t n = t / img_tiles, ty = t % img_tiles / tw, tx = t % tw;
-        detail::winograd4x4_input_f32_avx512(xp + ((n * Hp + 4 * ty) * Wp + 4 * tx) * C, Wp * C, C, v + t * C, T * C);
-      }
-    });
-    // M[xi] = V[xi] x U[xi], a position per thread
-    parallel_for(0, kPositions, 1, [&](int64_t x0, int64_t x1) {
-      float* ap = workspace<float, 8>(size_t(MR * kcb));
-      for (int64_t xi = x0; xi < x1; ++xi)
-        for (int64_t k0 = 0; k0 < C; k0 += kcb) {
-          const int64_t kc = std::min(kcb, C - k0);
-          const float* ub = up + xi * C * Opad + k0 * Opad;
-          for (int64_t t0 = 0; t0 < T; t0 += MR) {
-            const int64_t rows = std::min(MR, T - t0);
-            ks.pack_a(v + (xi * T + t0) * C + k0, C, 1, rows, kc, ap);
-            float* mrow = m + (xi * T + t0) * O;
-            for (int64_t p = 0; p < panels; ++p)
-              ks.kernel(kc, ap, ub + p * kc * NR, NR, mrow + p * NR, O, 1.0f, k0 == 0 ? 0.0f : 1.0f, int(rows),
-                        int(std::min(NR, O - p * NR)));
-          }
+    if (tile_block > 0) {
+      const int64_t blocks = (T + tile_block - 1) / tile_block;
+      parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+        float* vb = workspace<float, 9>(size_t(kPositions * tile_block * C));
+        float* mb = workspace<float, 10>(size_t(kPositions * tile_block * O));
+        for (int64_t b = b0; b < b1; ++b) {
+          const int64_t t0 = b * tile_block, t1 = std::min(T, t0 + tile_block);
+          input_tiles(t0, t1, vb, (t1 - t0) * C);
+          multiply(vb, mb, t1 - t0, 0, kPositions);
+          output_tiles(t0, t1, mb, (t1 - t0) * O);
         }
-    });
-    parallel_for(0, T, 8, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) {
-        const int64_t n = t / img_tiles, ty = t % img_tiles / tw, tx = t % tw;
-        detail::winograd4x4_output_f32_avx512(m + t * O, T * O, O, yp + (n * P + 4 * ty * OW + 4 * tx) * O, OW * O,
-                                              int(std::min<int64_t>(4, OH - 4 * ty)),
-                                              int(std::min<int64_t>(4, OW - 4 * tx)));
-      }
-    });
+      });
+    } else {
+      parallel_for(0, T, 8, [&](int64_t t0, int64_t t1) { input_tiles(t0, t1, v + t0 * C, T * C); });
+      parallel_for(0, kPositions, 1, [&](int64_t x0, int64_t x1) { multiply(v, m, T, x0, x1); });
+      parallel_for(0, T, 8, [&](int64_t t0, int64_t t1) { output_tiles(t0, t1, m + t0 * O, T * O); });
+    }
     // channel planes, with the bias and the epilogue; slices of 16 channels
     const int64_t slices = (O + 15) / 16;
     parallel_for(0, nb * slices, 1, [&](int64_t s0, int64_t s1) {
