@@ -5,7 +5,7 @@
 //   conv_depthwise.cpp  one input channel per group (depthwise);
 //   conv_image.cpp      one image at a time through the turned-around GEMM (batch 1), with or
 //                       without an im2col (conv_forward_image, conv_forward_image_implicit);
-//   conv_winograd.cpp   Winograd F(4x4, 3x3) for 3x3 stride-1 convs (transforms in
+//   conv_winograd.cpp   Winograd F(2x2, 3x3) / F(4x4, 3x3) for 3x3 stride-1 convs (transforms in
 //                       conv_winograd_avx512.cpp);
 //   conv_avx512.cpp     the AVX-512 kernels they call (detail::*_f32_avx512).
 // Here: the conv geometry, scratch buffers, kept weight packings and the fused epilogue.
@@ -178,14 +178,15 @@ void conv_forward_image_implicit(const ConvGeom& g, const float* x, const float*
                                  const detail::GemmKernelSet<float>& ks, int nth, const WeightStore& ws,
                                  const Epilogue<float>& epi);
 
-// conv_winograd.cpp: F(4x4, 3x3) for f32 3x3 convs of unit stride and dilation, one group, padding
-// 0 or 1 (AVX-512), where it is enabled and measured faster (EMBER_CONV_WINOGRAD overrides).
-// tile_block: tiles a thread takes through all steps at once (a multiple of the kernel's mr), 0 for
-// none (the GEMMs spread over the threads instead), -1 to choose.
+// conv_winograd.cpp: Winograd F(2x2, 3x3) (or F(4x4, 3x3)) for f32 3x3 convs of unit stride and
+// dilation, one group, padding 0 or 1 (AVX-512), where measured faster (EMBER_CONV_WINOGRAD
+// overrides). tile_block: tiles a thread takes through all steps at once (a multiple of the
+// kernel's mr), 0 for none (the GEMMs spread over the threads instead), -1 to choose; tile: the
+// output tile's side, 2 or 4 (0: from EMBER_CONV_WINOGRAD).
 bool winograd_applies(const ConvGeom& g);
 void conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
                            const detail::GemmKernelSet<float>& ks, const WeightStore& ws, const Epilogue<float>& epi,
-                           int64_t tile_block = -1);
+                           int64_t tile_block = -1, int tile = 0);
 
 }  // namespace conv
 }  // namespace ember::cpu

@@ -75,11 +75,14 @@ void transpose_bias_f32_avx512(const float* src, int64_t rows, int64_t cols, int
 void conv_epilogue_f32_avx512(float* y, const float* res, const float* bias, int64_t rows, int64_t cols, int64_t ld,
                               float lo, float hi);
 
-// Winograd F(4x4, 3x3) tile transforms (conv_winograd_avx512.cpp), channels contiguous.
-// Input: the 6 x 6 input tile at d (rows rs floats apart, pixels C apart, C channels each) into its
-// 36 transformed values per channel: position xi = 6 * i + j at v + xi * vs, channel c at [c].
-// Output: the 36 products per output channel (position xi at m + xi * ms) into the tile's 4 x 4
-// outputs, of which the first rows x cols are stored: pixel (i, j) at y + i * rs + j * O.
+// Winograd F(4x4, 3x3) and F(2x2, 3x3) tile transforms (conv_winograd_avx512.cpp), channels
+// contiguous. Input: the a x a input tile at d (a = 6 or 4; rows rs floats apart, pixels C apart, C
+// channels each) into its a^2 transformed values per channel: position xi = a * i + j at v + xi * vs,
+// channel c at [c]. Output: the a^2 products per output channel (position xi at m + xi * ms) into
+// the tile's 4 x 4 (2 x 2) outputs, of which the first rows x cols are stored: pixel (i, j) at
+// y + i * rs + j * O.
+void winograd2x2_input_f32_avx512(const float* d, int64_t rs, int64_t C, float* v, int64_t vs);
+void winograd2x2_output_f32_avx512(const float* m, int64_t ms, int64_t O, float* y, int64_t rs, int rows, int cols);
 void winograd4x4_input_f32_avx512(const float* d, int64_t rs, int64_t C, float* v, int64_t vs);
 void winograd4x4_output_f32_avx512(const float* m, int64_t ms, int64_t O, float* y, int64_t rs, int rows, int cols);
 

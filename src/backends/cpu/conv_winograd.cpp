@@ -1,12 +1,13 @@
-// Winograd F(4x4, 3x3) convolution (Lavin and Gray 2015, "Fast Algorithms for Convolutional Neural
-// Networks") for f32 3x3 convs with unit stride and dilation, one group and a padding of 0 or 1, on
-// AVX-512: each 4 x 4 output tile takes 36 multiplies per (input, output) channel pair instead of
-// 144. Per chunk of images:
+// Winograd convolution F(m x m, 3x3), m = 2 (the default) or 4 (Lavin and Gray 2015, "Fast
+// Algorithms for Convolutional Neural Networks") for f32 3x3 convs with unit stride and dilation,
+// one group and a padding of 0 or 1, on AVX-512: each m x m output tile takes a^2 = (m + 2)^2
+// multiplies per (input, output) channel pair instead of 9 m^2 (16 for 36; 36 for 144). Per chunk
+// of images:
 //
-//   Xp = the input, pixel-major (channels contiguous) and zero padded to whole 6 x 6 tiles;
-//   V[xi][tile][C] = B^T d B   for each tile's 6 x 6 input d            (36 positions xi)
-//   M[xi][tile][O] = V[xi] x U[xi]                                      (36 GEMMs, packed micro-kernel)
-//   Yp[pixel][O]   = A^T m A   for each tile's 36 products m (edge tiles store what is inside)
+//   Xp = the input, pixel-major (channels contiguous) and zero padded to whole a x a tiles;
+//   V[xi][tile][C] = B^T d B   for each tile's a x a input d            (a^2 positions xi)
+//   M[xi][tile][O] = V[xi] x U[xi]                                      (a^2 GEMMs, packed micro-kernel)
+//   Yp[pixel][O]   = A^T m A   for each tile's a^2 products (edge tiles store what is inside)
 //   y              = Yp transposed into channel planes, with the bias and conv_fused's epilogue.
 //
 // U[xi][C][O] = G w G^T is computed in f64 from the weights, rounded to f32 once, and kept packed
@@ -19,30 +20,29 @@ namespace ember::cpu::conv {
 
 namespace {
 
-constexpr int64_t kPositions = 36;  // (4 + 3 - 1)^2
+// Lavin and Gray's G (the weight transform) of F(2, 3) and F(4, 3), rows of 3.
+constexpr double kG2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+constexpr double kG4[6][3] = {{1.0 / 4, 0, 0},         {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                              {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6},  {0, 0, 1}};
 
-// U = G w G^T for every (o, c), in f64: position xi's [C x O] matrix at u + xi * C * O.
-void transform_weights(const float* w, int64_t C, int64_t O, float* u) {
-  static constexpr double G[6][3] = {{1.0 / 4, 0, 0},
-                                     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                     {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                     {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                                     {0, 0, 1}};
+// U = G w G^T for every (o, c), in f64 (G: a rows of 3): position xi's [C x O] matrix at u + xi * C * O.
+void transform_weights(const double (*G)[3], int a, const float* w, int64_t C, int64_t O, float* u) {
   for (int64_t o = 0; o < O; ++o)
     for (int64_t c = 0; c < C; ++c) {
       const float* k = w + (o * C + c) * 9;
       double t[6][3];  // G w
-      for (int i = 0; i < 6; ++i)
+      for (int i = 0; i < a; ++i)
         for (int j = 0; j < 3; ++j) t[i][j] = G[i][0] * k[j] + G[i][1] * k[3 + j] + G[i][2] * k[6 + j];
-      for (int i = 0; i < 6; ++i)
-        for (int j = 0; j < 6; ++j)
-          u[((i * 6 + j) * C + c) * O + o] = float(t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2]);
+      for (int i = 0; i < a; ++i)
+        for (int j = 0; j < a; ++j)
+          u[((i * a + j) * C + c) * O + o] = float(t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2]);
     }
 }
 
-// EMBER_CONV_WINOGRAD: 0 never, 1 wherever the shape allows; unset, where measured faster.
-// (read on each call, a few hundred ns against a conv's milliseconds, so that tests can set it).
+// EMBER_CONV_WINOGRAD: 0 never; 1 F(2x2, 3x3) wherever the shape allows; 4 F(4x4, 3x3) there (a
+// quarter of the multiplies, but about 3x F(2x2)'s rounding error: past the conformance suite's
+// f32 conv tolerance on some cases); unset: F(2x2, 3x3) where measured faster. Read on each call
+// (a few hundred ns against a conv's milliseconds), so that tests can set it.
 int winograd_setting() {
   const char* e = std::getenv("EMBER_CONV_WINOGRAD");
   return e && *e ? std::atoi(e) : -1;
@@ -56,17 +56,23 @@ bool winograd_applies(const ConvGeom& g) {
   if (g.G != 1 || g.in[0] != 1 || g.k[0] != 1 || g.k[1] != 3 || g.k[2] != 3) return false;
   for (int i = 1; i < 3; ++i)
     if (g.s[i] != 1 || g.d[i] != 1 || g.p[i] > 1) return false;
-  if (mode == 1) return true;
-  return false;
+  if (mode == 1 || mode == 4) return true;
+  // Measured faster at ResNet-18's 3x3 layers (64-512 channels, 56x56 down to 7x7 maps, batch 1
+  // and 32, 2 threads of a Zen 4 EPYC: 1.1-2.9x); smaller convs keep the other paths.
+  return g.C >= 64 && g.O >= 64 && g.out[1] >= 7 && g.out[2] >= 7;
 }
 
 void conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
                            const detail::GemmKernelSet<float>& ks, const WeightStore& ws, const Epilogue<float>& epi,
-                           int64_t tile_block) {
+                           int64_t tile_block, int tile) {
+  if (tile != 2 && tile != 4) tile = winograd_setting() == 4 ? 4 : 2;
+  const int64_t alpha = tile + 2, positions = alpha * alpha;
+  auto* input_tile = tile == 4 ? detail::winograd4x4_input_f32_avx512 : detail::winograd2x2_input_f32_avx512;
+  auto* output_tile = tile == 4 ? detail::winograd4x4_output_f32_avx512 : detail::winograd2x2_output_f32_avx512;
   const int64_t C = g.C, O = g.O, H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
   const int64_t ph = g.p[1], pw = g.p[2];
-  const int64_t th = (OH + 3) / 4, tw = (OW + 3) / 4, img_tiles = th * tw;
-  const int64_t Hp = 4 * th + 2, Wp = 4 * tw + 2;  // whole tiles (at least the padded input)
+  const int64_t th = (OH + tile - 1) / tile, tw = (OW + tile - 1) / tile, img_tiles = th * tw;
+  const int64_t Hp = tile * th + 2, Wp = tile * tw + 2;  // whole tiles (at least the padded input)
   const int64_t MR = ks.mr, NR = ks.nr;
   const int64_t panels = (O + NR - 1) / NR, Opad = panels * NR;
   const int64_t nkb = (C + 255) / 256, kcb = (C + nkb - 1) / nkb;
@@ -74,37 +80,37 @@ void conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, co
   // U packed for the micro-kernel: position xi, K block at row k0 (kc rows), panel p at
   // up + xi * C * Opad + k0 * Opad + p * kc * NR.
   auto pack = [&](float* dst) {
-    std::vector<float> u(size_t(kPositions * C * O));
-    transform_weights(w, C, O, u.data());
-    parallel_for(0, kPositions, 1, [&](int64_t x0, int64_t x1) {
+    std::vector<float> u(size_t(positions * C * O));
+    transform_weights(tile == 4 ? kG4 : kG2, int(alpha), w, C, O, u.data());
+    parallel_for(0, positions, 1, [&](int64_t x0, int64_t x1) {
       for (int64_t xi = x0; xi < x1; ++xi)
         for (int64_t k0 = 0; k0 < C; k0 += kcb)
           ks.pack_b(u.data() + (xi * C + k0) * O, O, 1, std::min(kcb, C - k0), O, dst + xi * C * Opad + k0 * Opad);
     });
   };
   std::shared_ptr<const Storage> kept;
-  const float* up = kept_packing(ws, {3, C, O, NR, kcb}, size_t(kPositions * C * Opad), pack, kept);
+  const float* up = kept_packing(ws, {3, tile, C, O, NR, kcb}, size_t(positions * C * Opad), pack, kept);
   std::vector<float> own;
   if (!up) {
-    own.resize(size_t(kPositions * C * Opad));
+    own.resize(size_t(positions * C * Opad));
     pack(own.data());
     up = own.data();
   }
 
   // Tiles per block where each thread takes whole blocks through all three steps, their V and M in
-  // its L2 (about 512 KB); 0: the whole chunk's V and M in memory, the 36 GEMMs spread over the
+  // its L2 (about 512 KB); 0: the whole chunk's V and M in memory, the GEMMs of the positions spread over the
   // threads (few tiles, or channels too many for a block of MR tiles to fit).
-  const int64_t fit = (int64_t(128) << 10) / (kPositions * (C + O)) / MR * MR;
+  const int64_t fit = (int64_t(128) << 10) / (positions * (C + O)) / MR * MR;
   if (tile_block < 0) tile_block = fit >= 2 * MR ? fit : 0;
   // Images per chunk: their buffers within about 16 MB.
-  const int64_t spill = tile_block ? 0 : kPositions * img_tiles * (C + O);
+  const int64_t spill = tile_block ? 0 : positions * img_tiles * (C + O);
   const int64_t img_floats = Hp * Wp * C + spill + OH * OW * O;
   const int64_t chunk = std::clamp<int64_t>((int64_t(4) << 20) / img_floats, 1, g.N);
   float* buf = workspace<float, 7>(size_t(chunk * img_floats));
   float* xp = buf;                       // chunk x Hp x Wp x C
   float* yp = xp + chunk * Hp * Wp * C;  // chunk x OH x OW x O
-  float* v = yp + chunk * OH * OW * O;   // 36 x T x C (without blocks)
-  float* m = v + kPositions * chunk * img_tiles * C;  // 36 x T x O (without blocks)
+  float* v = yp + chunk * OH * OW * O;   // positions x T x C (without blocks)
+  float* m = v + positions * chunk * img_tiles * C;  // positions x T x O (without blocks)
   constexpr float inf = std::numeric_limits<float>::infinity();
   const int64_t P = OH * OW;
 
@@ -113,14 +119,14 @@ void conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, co
   auto input_tiles = [&](int64_t t0, int64_t t1, float* vb, int64_t vs) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / img_tiles, ty = t % img_tiles / tw, tx = t % tw;
-      detail::winograd4x4_input_f32_avx512(xp + ((n * Hp + 4 * ty) * Wp + 4 * tx) * C, Wp * C, C, vb + (t - t0) * C, vs);
+      input_tile(xp + ((n * Hp + tile * ty) * Wp + tile * tx) * C, Wp * C, C, vb + (t - t0) * C, vs);
     }
   };
   auto output_tiles = [&](int64_t t0, int64_t t1, const float* mb, int64_t ms) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / img_tiles, ty = t % img_tiles / tw, tx = t % tw;
-      detail::winograd4x4_output_f32_avx512(mb + (t - t0) * O, ms, O, yp + (n * P + 4 * ty * OW + 4 * tx) * O, OW * O,
-                                            int(std::min<int64_t>(4, OH - 4 * ty)), int(std::min<int64_t>(4, OW - 4 * tx)));
+      output_tile(mb + (t - t0) * O, ms, O, yp + (n * P + tile * ty * OW + tile * tx) * O, OW * O,
+                  int(std::min<int64_t>(tile, OH - tile * ty)), int(std::min<int64_t>(tile, OW - tile * tx)));
     }
   };
   // M[xi] = V[xi] x U[xi] for positions [x0, x1) of T tiles.
@@ -161,18 +167,18 @@ void conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, co
     if (tile_block > 0) {
       const int64_t blocks = (T + tile_block - 1) / tile_block;
       parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
-        float* vb = workspace<float, 9>(size_t(kPositions * tile_block * C));
-        float* mb = workspace<float, 10>(size_t(kPositions * tile_block * O));
+        float* vb = workspace<float, 9>(size_t(positions * tile_block * C));
+        float* mb = workspace<float, 10>(size_t(positions * tile_block * O));
         for (int64_t b = b0; b < b1; ++b) {
           const int64_t t0 = b * tile_block, t1 = std::min(T, t0 + tile_block);
           input_tiles(t0, t1, vb, (t1 - t0) * C);
-          multiply(vb, mb, t1 - t0, 0, kPositions);
+          multiply(vb, mb, t1 - t0, 0, positions);
           output_tiles(t0, t1, mb, (t1 - t0) * O);
         }
       });
     } else {
       parallel_for(0, T, 8, [&](int64_t t0, int64_t t1) { input_tiles(t0, t1, v + t0 * C, T * C); });
-      parallel_for(0, kPositions, 1, [&](int64_t x0, int64_t x1) { multiply(v, m, T, x0, x1); });
+      parallel_for(0, positions, 1, [&](int64_t x0, int64_t x1) { multiply(v, m, T, x0, x1); });
       parallel_for(0, T, 8, [&](int64_t t0, int64_t t1) { output_tiles(t0, t1, m + t0 * O, T * O); });
     }
     // channel planes, with the bias and the epilogue; slices of 16 channels

@@ -1,4 +1,4 @@
-// AVX-512 tile transforms of the Winograd F(4x4, 3x3) convolution (conv_winograd.cpp; declared in
+// AVX-512 tile transforms of the Winograd F(2x2, 3x3) and F(4x4, 3x3) convolutions (conv_winograd.cpp; declared in
 // conv_kernels.hpp), 16 channels a vector. Compiled with -mavx512f/bw/dq/vl and called only after
 // checking cpu::features().avx512; no standard-library templates here (see conv_avx512.cpp).
 #include <immintrin.h>
@@ -35,7 +35,55 @@ inline void output_1d(const __m512 m[6], __m512 o[4]) {
   o[3] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8.0f), d34, d12), m[5]);
 }
 
+// F(2, 3): t = B^T x, o = A^T m (points 0, 1, -1, inf).
+inline void input_1d_f2(const __m512 x[4], __m512 t[4]) {
+  t[0] = _mm512_sub_ps(x[0], x[2]);
+  t[1] = _mm512_add_ps(x[1], x[2]);
+  t[2] = _mm512_sub_ps(x[2], x[1]);
+  t[3] = _mm512_sub_ps(x[1], x[3]);
+}
+inline void output_1d_f2(const __m512 m[4], __m512 o[2]) {
+  o[0] = _mm512_add_ps(_mm512_add_ps(m[0], m[1]), m[2]);
+  o[1] = _mm512_sub_ps(_mm512_sub_ps(m[1], m[2]), m[3]);
+}
+
 }  // namespace
+
+void winograd2x2_input_f32_avx512(const float* d, int64_t rs, int64_t C, float* v, int64_t vs) {
+  for (int64_t c0 = 0; c0 < C; c0 += 16) {
+    const __mmask16 k = first_lanes(C - c0);
+    __m512 t[4][4];
+    for (int j = 0; j < 4; ++j) {
+      __m512 x[4], r[4];
+      for (int i = 0; i < 4; ++i) x[i] = _mm512_maskz_loadu_ps(k, d + i * rs + j * C + c0);
+      input_1d_f2(x, r);
+      for (int i = 0; i < 4; ++i) t[i][j] = r[i];
+    }
+    for (int i = 0; i < 4; ++i) {
+      __m512 r[4];
+      input_1d_f2(t[i], r);
+      for (int j = 0; j < 4; ++j) _mm512_mask_storeu_ps(v + (i * 4 + j) * vs + c0, k, r[j]);
+    }
+  }
+}
+
+void winograd2x2_output_f32_avx512(const float* m, int64_t ms, int64_t O, float* y, int64_t rs, int rows, int cols) {
+  for (int64_t o0 = 0; o0 < O; o0 += 16) {
+    const __mmask16 k = first_lanes(O - o0);
+    __m512 s[2][4];
+    for (int j = 0; j < 4; ++j) {
+      __m512 x[4], r[2];
+      for (int i = 0; i < 4; ++i) x[i] = _mm512_maskz_loadu_ps(k, m + (i * 4 + j) * ms + o0);
+      output_1d_f2(x, r);
+      for (int i = 0; i < 2; ++i) s[i][j] = r[i];
+    }
+    for (int i = 0; i < rows; ++i) {
+      __m512 r[2];
+      output_1d_f2(s[i], r);
+      for (int j = 0; j < cols; ++j) _mm512_mask_storeu_ps(y + i * rs + j * O + o0, k, r[j]);
+    }
+  }
+}
 
 void winograd4x4_input_f32_avx512(const float* d, int64_t rs, int64_t C, float* v, int64_t vs) {
   for (int64_t c0 = 0; c0 < C; c0 += 16) {

@@ -1,9 +1,10 @@
-// The Winograd F(4x4, 3x3) conv path (conv_winograd.cpp) against a direct f64 loop: batches of
+// The Winograd conv path (conv_winograd.cpp), F(2x2, 3x3) and F(4x4, 3x3), against a direct f64 loop: batches of
 // 1-3, channel counts off multiples of 16, odd and even maps, padding 0 and 1, edge tiles, the bias
 // and conv_fused's residual and clamp, on 1 and 2 threads; and through conv2d with the path forced
-// on (EMBER_CONV_WINOGRAD=1), its transformed weights kept from the second call on.
+// on (EMBER_CONV_WINOGRAD=1 and 4), its transformed weights kept from the second call on.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -85,7 +86,7 @@ TEST_P(WinogradThreads, MatchesDirectReference) {
   const auto* ks = cpu::conv::packed_conv_kernels();
   if (!ks || !cpu::features().avx512) GTEST_SKIP() << "no AVX-512";
   uint32_t seed = 31;
-  double worst = 0.0;
+  double worst[5] = {};  // by tile side: the largest error, relative to the largest |output|
   for (const WinogradCase& c : cases()) {
     std::mt19937 rng(seed++);
     const int64_t OH = c.H + 2 * c.pad - 2, OW = c.W + 2 * c.pad - 2;
@@ -110,19 +111,23 @@ TEST_P(WinogradThreads, MatchesDirectReference) {
     epi.clamp = c.lo != -kInf || c.hi != kInf;
     epi.lo = c.lo;
     epi.hi = c.hi;
-    cpu::conv::conv_forward_winograd(g, x.data(), w.data(), c.bias ? b.data() : nullptr, y.data(), *ks,
-                                     cpu::conv::WeightStore{}, epi);
     double scale = 1.0;
     const auto want = reference(c, x, w, b, r, scale);
-    double err = 0.0;
-    for (size_t i = 0; i < want.size(); ++i) {
-      ASSERT_NEAR(y[i], want[i], 2e-5 * scale) << "case C " << c.C << " O " << c.O << " " << c.H << "x" << c.W
-                                                << " pad " << c.pad << " at " << i;
-      err = std::max(err, std::abs(y[i] - want[i]) / scale);
-    }
-    worst = std::max(worst, err);
+    for (int tile : {2, 4})
+      for (int64_t block : {int64_t(0), int64_t(ks->mr), int64_t(2 * ks->mr)}) {  // positions per thread, tile blocks
+        std::fill(y.begin(), y.end(), std::nanf(""));
+        cpu::conv::conv_forward_winograd(g, x.data(), w.data(), c.bias ? b.data() : nullptr, y.data(), *ks,
+                                         cpu::conv::WeightStore{}, epi, block, tile);
+        for (size_t i = 0; i < want.size(); ++i) {
+          ASSERT_NEAR(y[i], want[i], 2e-5 * scale) << "F(" << tile << ", 3) case C " << c.C << " O " << c.O << " "
+                                                    << c.H << "x" << c.W << " pad " << c.pad << " block " << block
+                                                    << " at " << i;
+          worst[tile] = std::max(worst[tile], std::abs(y[i] - want[i]) / scale);
+        }
+      }
   }
-  std::printf("winograd F(4x4, 3x3): largest error %.3g of the largest |output|\n", worst);
+  std::printf("winograd: largest error of the largest |output|: F(2x2, 3x3) %.3g, F(4x4, 3x3) %.3g\n", worst[2],
+              worst[4]);
 }
 
 // Through conv2d with the path forced on: the first call packs, later ones read the kept packing.
@@ -140,16 +145,52 @@ TEST_P(WinogradThreads, Conv2dForcedOnKeepsItsPacking) {
   };
   const DynTensor xt = tensor(x, Shape{c.N, c.C, c.H, c.W}), wt = tensor(w, Shape{c.O, c.C, 3, 3}),
                   bt = tensor(b, Shape{c.O});
-  ::setenv("EMBER_CONV_WINOGRAD", "1", 1);
-  for (int call = 0; call < 3; ++call) {
+  for (const char* mode : {"1", "4"}) {
+    ::setenv("EMBER_CONV_WINOGRAD", mode, 1);
+    for (int call = 0; call < 3; ++call) {
     const auto got = conv2d(xt, wt, bt, ConvOptions{{1, 1}, {1, 1}, {1, 1}, {0, 0}, 1}).into_data().to_doubles();
     ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-5 * scale) << "call " << call << " at " << i;
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 2e-5 * scale) << "EMBER_CONV_WINOGRAD=" << mode << " call " << call << " at " << i;
+    }
   }
   ::unsetenv("EMBER_CONV_WINOGRAD");
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, WinogradThreads, ::testing::Values(1, 2));
 
+}  // namespace
+}  // namespace ember
+
+namespace ember {
+namespace {
+TEST(WinogradTiming, DISABLED_ResNetLayers) {
+  cpu::set_num_threads(2);
+  struct L { int64_t N, C, HW; };
+  const L layers[] = {{1, 64, 56}, {1, 128, 28}, {1, 256, 14}, {1, 512, 7}, {32, 64, 56}, {32, 128, 28}, {32, 256, 14}, {32, 512, 7}};
+  for (const L& l : layers) {
+    std::mt19937 rng(1);
+    auto t = [&](Shape s) {
+      auto v = random_floats(size_t(s.numel()), rng);
+      return DynTensor::from_data(TensorData::from_vector(std::vector<double>(v.begin(), v.end()), s).convert(DType::f32));
+    };
+    DynTensor x = t(Shape{l.N, l.C, l.HW, l.HW}), w = t(Shape{l.C, l.C, 3, 3}), b = t(Shape{l.C});
+    ConvEpilogue e{std::nullopt, 0.0, std::nullopt};
+    double best[3] = {1e30, 1e30, 1e30};
+    const int reps = l.N == 1 ? 40 : 5;
+    for (int r = 0; r < reps; ++r)
+      for (int mode = 0; mode < 3; ++mode) {
+        ::setenv("EMBER_CONV_WINOGRAD", mode == 0 ? "0" : mode == 1 ? "1" : "4", 1);
+        auto t0 = std::chrono::steady_clock::now();
+        auto y = conv_fused(x, w, b, ConvOptions{{1, 1}, {1, 1}, {1, 1}, {0, 0}, 1}, e);
+        (void)y.into_data();
+        auto t1 = std::chrono::steady_clock::now();
+        if (r > 0) best[mode] = std::min(best[mode], std::chrono::duration<double, std::milli>(t1 - t0).count());
+      }
+    std::printf("N %3ld C %3ld %3ldx%-3ld  old %8.3f ms  F2 %8.3f ms %.2fx  F4 %8.3f ms %.2fx\n", long(l.N), long(l.C),
+                long(l.HW), long(l.HW), best[0], best[1], best[0] / best[1], best[2], best[0] / best[2]);
+  }
+  ::unsetenv("EMBER_CONV_WINOGRAD");
+}
 }  // namespace
 }  // namespace ember
