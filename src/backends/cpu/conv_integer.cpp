@@ -226,6 +226,13 @@ void implicit_conv_vnni(const ConvIntegerGeometry& g, const ConvInt8Args& a, con
   const int64_t sw = g.stride[2], H = g.in[1], W = g.in[2], row_stride = (W + sw - 1) / sw * sw;
   const bool quads = Cg % 4 == 0;
   thread_local std::vector<uint8_t> copy;  // kept (the largest x so far): fresh pages cost more than the copy
+  // the input rows some output row reads (a strided 1x1 conv skips the others)
+  std::vector<char> read(size_t(H), 0);
+  for (int64_t oh = 0; oh < g.out[1]; ++oh)
+    for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+      const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dilation[1];
+      if (ih >= 0 && ih < H) read[size_t(ih)] = 1;
+    }
   const uint8_t* x = a.x;
   if (quads) {
     const int64_t rows = g.N * g.C / 4 * H;  // (image, quad, input row)
@@ -233,6 +240,7 @@ void implicit_conv_vnni(const ConvIntegerGeometry& g, const ConvInt8Args& a, con
     uint8_t* const dst = copy.data();  // (the lambda runs on other threads: their copy is not this one)
     parallel_for(0, rows, 64, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
+        if (!read[size_t(r % H)]) continue;
         const uint8_t* first = a.x + ((r / H) * 4 * H + r % H) * W;  // channel 4 (r / H), row r % H
         const uint8_t* const src[4] = {first, first + H * W, first + 2 * H * W, first + 3 * H * W};
         detail::quad_rows(src, W, sw, dst + r * row_stride * 4);
@@ -244,7 +252,8 @@ void implicit_conv_vnni(const ConvIntegerGeometry& g, const ConvInt8Args& a, con
     copy.resize(size_t(rows * row_stride));
     uint8_t* const dst = copy.data();
     parallel_for(0, rows, 256, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) detail::split_row_phases(a.x + r * W, W, sw, dst + r * row_stride);
+      for (int64_t r = r0; r < r1; ++r)
+        if (read[size_t(r % H)]) detail::split_row_phases(a.x + r * W, W, sw, dst + r * row_stride);
     });
     x = dst;
   }
