@@ -22,8 +22,12 @@ namespace {
 
 // Lavin and Gray's G (the weight transform) of F(2, 3) and F(4, 3), rows of 3.
 constexpr double kG2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-constexpr double kG4[6][3] = {{1.0 / 4, 0, 0},         {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                              {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6},  {0, 0, 1}};
+constexpr double kG4[6][3] = {{1.0 / 4, 0, 0},
+                              {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                              {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                              {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                              {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                              {0, 0, 1}};
 
 // U = G w G^T for every (o, c), in f64 (G: a rows of 3): position xi's [C x O] matrix at u + xi * C * O.
 void transform_weights(const double (*G)[3], int a, const float* w, int64_t C, int64_t O, float* u) {
@@ -107,9 +111,9 @@ void conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, co
   const int64_t img_floats = Hp * Wp * C + spill + OH * OW * O;
   const int64_t chunk = std::clamp<int64_t>((int64_t(4) << 20) / img_floats, 1, g.N);
   float* buf = workspace<float, 7>(size_t(chunk * img_floats));
-  float* xp = buf;                       // chunk x Hp x Wp x C
-  float* yp = xp + chunk * Hp * Wp * C;  // chunk x OH x OW x O
-  float* v = yp + chunk * OH * OW * O;   // positions x T x C (without blocks)
+  float* xp = buf;                                   // chunk x Hp x Wp x C
+  float* yp = xp + chunk * Hp * Wp * C;              // chunk x OH x OW x O
+  float* v = yp + chunk * OH * OW * O;               // positions x T x C (without blocks)
   float* m = v + positions * chunk * img_tiles * C;  // positions x T x O (without blocks)
   constexpr float inf = std::numeric_limits<float>::infinity();
   const int64_t P = OH * OW;
@@ -186,8 +190,8 @@ void conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, co
     parallel_for(0, nb * slices, 1, [&](int64_t s0, int64_t s1) {
       for (int64_t s = s0; s < s1; ++s) {
         const int64_t n = s / slices, o0 = s % slices * 16, oc = std::min<int64_t>(16, O - o0);
-        transpose_epilogue(epi, yp + n * P * O + o0, P, oc, O, bias ? bias + o0 : nullptr,
-                           y + ((n0 + n) * O + o0) * P, P);
+        transpose_epilogue(epi, yp + n * P * O + o0, P, oc, O, bias ? bias + o0 : nullptr, y + ((n0 + n) * O + o0) * P,
+                           P);
       }
     });
   }

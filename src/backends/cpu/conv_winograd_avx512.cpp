@@ -47,78 +47,60 @@ inline void output_1d_f2(const __m512 m[4], __m512 o[2]) {
   o[1] = _mm512_sub_ps(_mm512_sub_ps(m[1], m[2]), m[3]);
 }
 
+// The a x a tile at d through the separable transform `f` (a values in, a out) down its columns
+// and then along its rows, 16 channels a vector.
+template <int A, void (*F)(const __m512*, __m512*)>
+void input_transform(const float* d, int64_t rs, int64_t C, float* v, int64_t vs) {
+  for (int64_t c0 = 0; c0 < C; c0 += 16) {
+    const __mmask16 k = first_lanes(C - c0);
+    __m512 t[A][A];  // t[i][j]: f applied down column j
+    for (int j = 0; j < A; ++j) {
+      __m512 x[A], r[A];
+      for (int i = 0; i < A; ++i) x[i] = _mm512_maskz_loadu_ps(k, d + i * rs + j * C + c0);
+      F(x, r);
+      for (int i = 0; i < A; ++i) t[i][j] = r[i];
+    }
+    for (int i = 0; i < A; ++i) {
+      __m512 r[A];
+      F(t[i], r);
+      for (int j = 0; j < A; ++j) _mm512_mask_storeu_ps(v + (i * A + j) * vs + c0, k, r[j]);
+    }
+  }
+}
+
+// The a x a products at m through `f` (a values in, M out) into the M x M tile's first rows x cols.
+template <int A, int M, void (*F)(const __m512*, __m512*)>
+void output_transform(const float* m, int64_t ms, int64_t O, float* y, int64_t rs, int rows, int cols) {
+  for (int64_t o0 = 0; o0 < O; o0 += 16) {
+    const __mmask16 k = first_lanes(O - o0);
+    __m512 s[M][A];  // s[i][j]: f applied down column j
+    for (int j = 0; j < A; ++j) {
+      __m512 x[A], r[M];
+      for (int i = 0; i < A; ++i) x[i] = _mm512_maskz_loadu_ps(k, m + (i * A + j) * ms + o0);
+      F(x, r);
+      for (int i = 0; i < M; ++i) s[i][j] = r[i];
+    }
+    for (int i = 0; i < rows; ++i) {
+      __m512 r[M];
+      F(s[i], r);
+      for (int j = 0; j < cols; ++j) _mm512_mask_storeu_ps(y + i * rs + j * O + o0, k, r[j]);
+    }
+  }
+}
+
 }  // namespace
 
 void winograd2x2_input_f32_avx512(const float* d, int64_t rs, int64_t C, float* v, int64_t vs) {
-  for (int64_t c0 = 0; c0 < C; c0 += 16) {
-    const __mmask16 k = first_lanes(C - c0);
-    __m512 t[4][4];
-    for (int j = 0; j < 4; ++j) {
-      __m512 x[4], r[4];
-      for (int i = 0; i < 4; ++i) x[i] = _mm512_maskz_loadu_ps(k, d + i * rs + j * C + c0);
-      input_1d_f2(x, r);
-      for (int i = 0; i < 4; ++i) t[i][j] = r[i];
-    }
-    for (int i = 0; i < 4; ++i) {
-      __m512 r[4];
-      input_1d_f2(t[i], r);
-      for (int j = 0; j < 4; ++j) _mm512_mask_storeu_ps(v + (i * 4 + j) * vs + c0, k, r[j]);
-    }
-  }
+  input_transform<4, input_1d_f2>(d, rs, C, v, vs);
 }
-
 void winograd2x2_output_f32_avx512(const float* m, int64_t ms, int64_t O, float* y, int64_t rs, int rows, int cols) {
-  for (int64_t o0 = 0; o0 < O; o0 += 16) {
-    const __mmask16 k = first_lanes(O - o0);
-    __m512 s[2][4];
-    for (int j = 0; j < 4; ++j) {
-      __m512 x[4], r[2];
-      for (int i = 0; i < 4; ++i) x[i] = _mm512_maskz_loadu_ps(k, m + (i * 4 + j) * ms + o0);
-      output_1d_f2(x, r);
-      for (int i = 0; i < 2; ++i) s[i][j] = r[i];
-    }
-    for (int i = 0; i < rows; ++i) {
-      __m512 r[2];
-      output_1d_f2(s[i], r);
-      for (int j = 0; j < cols; ++j) _mm512_mask_storeu_ps(y + i * rs + j * O + o0, k, r[j]);
-    }
-  }
+  output_transform<4, 2, output_1d_f2>(m, ms, O, y, rs, rows, cols);
 }
-
 void winograd4x4_input_f32_avx512(const float* d, int64_t rs, int64_t C, float* v, int64_t vs) {
-  for (int64_t c0 = 0; c0 < C; c0 += 16) {
-    const __mmask16 k = first_lanes(C - c0);
-    __m512 t[6][6];  // t[i][j]: B^T applied down column j
-    for (int j = 0; j < 6; ++j) {
-      __m512 x[6], r[6];
-      for (int i = 0; i < 6; ++i) x[i] = _mm512_maskz_loadu_ps(k, d + i * rs + j * C + c0);
-      input_1d(x, r);
-      for (int i = 0; i < 6; ++i) t[i][j] = r[i];
-    }
-    for (int i = 0; i < 6; ++i) {
-      __m512 r[6];
-      input_1d(t[i], r);
-      for (int j = 0; j < 6; ++j) _mm512_mask_storeu_ps(v + (i * 6 + j) * vs + c0, k, r[j]);
-    }
-  }
+  input_transform<6, input_1d>(d, rs, C, v, vs);
 }
-
 void winograd4x4_output_f32_avx512(const float* m, int64_t ms, int64_t O, float* y, int64_t rs, int rows, int cols) {
-  for (int64_t o0 = 0; o0 < O; o0 += 16) {
-    const __mmask16 k = first_lanes(O - o0);
-    __m512 s[4][6];  // s[i][j]: A^T applied down column j
-    for (int j = 0; j < 6; ++j) {
-      __m512 x[6], r[4];
-      for (int i = 0; i < 6; ++i) x[i] = _mm512_maskz_loadu_ps(k, m + (i * 6 + j) * ms + o0);
-      output_1d(x, r);
-      for (int i = 0; i < 4; ++i) s[i][j] = r[i];
-    }
-    for (int i = 0; i < rows; ++i) {
-      __m512 r[4];
-      output_1d(s[i], r);
-      for (int j = 0; j < cols; ++j) _mm512_mask_storeu_ps(y + i * rs + j * O + o0, k, r[j]);
-    }
-  }
+  output_transform<6, 4, output_1d>(m, ms, O, y, rs, rows, cols);
 }
 
 }  // namespace ember::cpu::detail

@@ -4,7 +4,6 @@
 // on (EMBER_CONV_WINOGRAD=1 and 4), its transformed weights kept from the second call on.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -72,17 +71,14 @@ const std::vector<WinogradCase>& cases() {
   return v;
 }
 
-class WinogradThreads : public ::testing::TestWithParam<int> {
- protected:
-  void SetUp() override {
-    saved_ = cpu::num_threads();
-    cpu::set_num_threads(GetParam());
-  }
-  void TearDown() override { cpu::set_num_threads(saved_); }
-  int saved_ = 1;
+// Sets the CPU backend's thread count for a scope.
+struct ThreadCount {
+  explicit ThreadCount(int n) : saved(cpu::num_threads()) { cpu::set_num_threads(n); }
+  ~ThreadCount() { cpu::set_num_threads(saved); }
+  int saved;
 };
 
-TEST_P(WinogradThreads, MatchesDirectReference) {
+TEST(Winograd, MatchesDirectReference) {
   const auto* ks = cpu::conv::packed_conv_kernels();
   if (!ks || !cpu::features().avx512) GTEST_SKIP() << "no AVX-512";
   uint32_t seed = 31;
@@ -113,25 +109,27 @@ TEST_P(WinogradThreads, MatchesDirectReference) {
     epi.hi = c.hi;
     double scale = 1.0;
     const auto want = reference(c, x, w, b, r, scale);
-    for (int tile : {2, 4})
-      for (int64_t block : {int64_t(0), int64_t(ks->mr), int64_t(2 * ks->mr)}) {  // positions per thread, tile blocks
-        std::fill(y.begin(), y.end(), std::nanf(""));
-        cpu::conv::conv_forward_winograd(g, x.data(), w.data(), c.bias ? b.data() : nullptr, y.data(), *ks,
-                                         cpu::conv::WeightStore{}, epi, block, tile);
-        for (size_t i = 0; i < want.size(); ++i) {
-          ASSERT_NEAR(y[i], want[i], 2e-5 * scale) << "F(" << tile << ", 3) case C " << c.C << " O " << c.O << " "
-                                                    << c.H << "x" << c.W << " pad " << c.pad << " block " << block
-                                                    << " at " << i;
-          worst[tile] = std::max(worst[tile], std::abs(y[i] - want[i]) / scale);
+    for (int threads : {1, 2})
+      for (int tile : {2, 4})
+        for (int64_t block : {int64_t(0), int64_t(ks->mr), int64_t(2 * ks->mr)}) {  // positions per thread, tile blocks
+          const ThreadCount tc(threads);
+          std::fill(y.begin(), y.end(), std::nanf(""));
+          cpu::conv::conv_forward_winograd(g, x.data(), w.data(), c.bias ? b.data() : nullptr, y.data(), *ks,
+                                           cpu::conv::WeightStore{}, epi, block, tile);
+          for (size_t i = 0; i < want.size(); ++i) {
+            ASSERT_NEAR(y[i], want[i], 2e-5 * scale)
+                << "F(" << tile << ", 3) case C " << c.C << " O " << c.O << " " << c.H << "x" << c.W << " pad " << c.pad
+                << " block " << block << " threads " << threads << " at " << i;
+            worst[tile] = std::max(worst[tile], std::abs(y[i] - want[i]) / scale);
+          }
         }
-      }
   }
   std::printf("winograd: largest error of the largest |output|: F(2x2, 3x3) %.3g, F(4x4, 3x3) %.3g\n", worst[2],
               worst[4]);
 }
 
 // Through conv2d with the path forced on: the first call packs, later ones read the kept packing.
-TEST_P(WinogradThreads, Conv2dForcedOnKeepsItsPacking) {
+TEST(Winograd, Conv2dForcedOnKeepsItsPacking) {
   if (!cpu::conv::packed_conv_kernels() || !cpu::features().avx512) GTEST_SKIP() << "no AVX-512";
   const WinogradCase c{2, 24, 40, 11, 13, 1, true, false, -kInf, kInf};
   std::mt19937 rng(77);
@@ -141,56 +139,25 @@ TEST_P(WinogradThreads, Conv2dForcedOnKeepsItsPacking) {
   double scale = 1.0;
   const auto want = reference(c, x, w, b, {}, scale);
   auto tensor = [](const std::vector<float>& v, Shape s) {
-    return DynTensor::from_data(TensorData::from_vector(std::vector<double>(v.begin(), v.end()), s).convert(DType::f32));
+    return DynTensor::from_data(
+        TensorData::from_vector(std::vector<double>(v.begin(), v.end()), s).convert(DType::f32));
   };
   const DynTensor xt = tensor(x, Shape{c.N, c.C, c.H, c.W}), wt = tensor(w, Shape{c.O, c.C, 3, 3}),
                   bt = tensor(b, Shape{c.O});
-  for (const char* mode : {"1", "4"}) {
-    ::setenv("EMBER_CONV_WINOGRAD", mode, 1);
-    for (int call = 0; call < 3; ++call) {
-    const auto got = conv2d(xt, wt, bt, ConvOptions{{1, 1}, {1, 1}, {1, 1}, {0, 0}, 1}).into_data().to_doubles();
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < want.size(); ++i)
-      ASSERT_NEAR(got[i], want[i], 2e-5 * scale) << "EMBER_CONV_WINOGRAD=" << mode << " call " << call << " at " << i;
-    }
-  }
-  ::unsetenv("EMBER_CONV_WINOGRAD");
-}
-
-INSTANTIATE_TEST_SUITE_P(Threads, WinogradThreads, ::testing::Values(1, 2));
-
-}  // namespace
-}  // namespace ember
-
-namespace ember {
-namespace {
-TEST(WinogradTiming, DISABLED_ResNetLayers) {
-  cpu::set_num_threads(2);
-  struct L { int64_t N, C, HW; };
-  const L layers[] = {{1, 64, 56}, {1, 128, 28}, {1, 256, 14}, {1, 512, 7}, {32, 64, 56}, {32, 128, 28}, {32, 256, 14}, {32, 512, 7}};
-  for (const L& l : layers) {
-    std::mt19937 rng(1);
-    auto t = [&](Shape s) {
-      auto v = random_floats(size_t(s.numel()), rng);
-      return DynTensor::from_data(TensorData::from_vector(std::vector<double>(v.begin(), v.end()), s).convert(DType::f32));
-    };
-    DynTensor x = t(Shape{l.N, l.C, l.HW, l.HW}), w = t(Shape{l.C, l.C, 3, 3}), b = t(Shape{l.C});
-    ConvEpilogue e{std::nullopt, 0.0, std::nullopt};
-    double best[3] = {1e30, 1e30, 1e30};
-    const int reps = l.N == 1 ? 40 : 5;
-    for (int r = 0; r < reps; ++r)
-      for (int mode = 0; mode < 3; ++mode) {
-        ::setenv("EMBER_CONV_WINOGRAD", mode == 0 ? "0" : mode == 1 ? "1" : "4", 1);
-        auto t0 = std::chrono::steady_clock::now();
-        auto y = conv_fused(x, w, b, ConvOptions{{1, 1}, {1, 1}, {1, 1}, {0, 0}, 1}, e);
-        (void)y.into_data();
-        auto t1 = std::chrono::steady_clock::now();
-        if (r > 0) best[mode] = std::min(best[mode], std::chrono::duration<double, std::milli>(t1 - t0).count());
+  for (int threads : {1, 2})
+    for (const char* mode : {"1", "4"}) {
+      const ThreadCount tc(threads);
+      ::setenv("EMBER_CONV_WINOGRAD", mode, 1);
+      for (int call = 0; call < 3; ++call) {
+        const auto got = conv2d(xt, wt, bt, ConvOptions{{1, 1}, {1, 1}, {1, 1}, {0, 0}, 1}).into_data().to_doubles();
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 2e-5 * scale)
+              << "EMBER_CONV_WINOGRAD=" << mode << " call " << call << " at " << i;
       }
-    std::printf("N %3ld C %3ld %3ldx%-3ld  old %8.3f ms  F2 %8.3f ms %.2fx  F4 %8.3f ms %.2fx\n", long(l.N), long(l.C),
-                long(l.HW), long(l.HW), best[0], best[1], best[0] / best[1], best[2], best[0] / best[2]);
-  }
+    }
   ::unsetenv("EMBER_CONV_WINOGRAD");
 }
+
 }  // namespace
 }  // namespace ember
