@@ -520,10 +520,8 @@ void conv_forward(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y
       }
     }
     if (winograd_applies(g)) {
-      if (const auto* ks = packed_conv_kernels()) {
-        conv_forward_winograd(g, x, w, bias, y, *ks, ws, epi);
-        return;
-      }
+      const auto* ks = packed_conv_kernels();
+      if (ks && conv_forward_winograd(g, x, w, bias, y, *ks, ws, epi)) return;
     }
     // Worth it when the GEMM has some depth; tiny channel counts stay on the plain path.
     if (!direct && Kdim >= 16 && g.Og >= 4) {

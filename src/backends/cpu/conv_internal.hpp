@@ -182,9 +182,11 @@ void conv_forward_image_implicit(const ConvGeom& g, const float* x, const float*
 // dilation, one group, padding 0 or 1 (AVX-512), where measured faster (EMBER_CONV_WINOGRAD
 // overrides). tile_block: tiles a thread takes through all steps at once (a multiple of the
 // kernel's mr), 0 for none (the GEMMs spread over the threads instead), -1 to choose; tile: the
-// output tile's side, 2 or 4 (0: from EMBER_CONV_WINOGRAD).
+// output tile's side, 2 or 4 (0: from EMBER_CONV_WINOGRAD). False, with nothing done, where the
+// weights are not kept packed and too few tiles would pay for transforming them in the call
+// (unless forced: EMBER_CONV_WINOGRAD, or tile_block / tile given).
 bool winograd_applies(const ConvGeom& g);
-void conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
+bool conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
                            const detail::GemmKernelSet<float>& ks, const WeightStore& ws, const Epilogue<float>& epi,
                            int64_t tile_block = -1, int tile = 0);
 

@@ -30,18 +30,24 @@ constexpr double kG4[6][3] = {{1.0 / 4, 0, 0},
                               {0, 0, 1}};
 
 // U = G w G^T for every (o, c), in f64 (G: a rows of 3): position xi's [C x O] matrix at u + xi * C * O.
+// Output channels innermost: a^2 streams of consecutive writes; input channels over the threads.
 void transform_weights(const double (*G)[3], int a, const float* w, int64_t C, int64_t O, float* u) {
-  for (int64_t o = 0; o < O; ++o)
-    for (int64_t c = 0; c < C; ++c) {
-      const float* k = w + (o * C + c) * 9;
-      double t[6][3];  // G w
-      for (int i = 0; i < a; ++i)
-        for (int j = 0; j < 3; ++j) t[i][j] = G[i][0] * k[j] + G[i][1] * k[3 + j] + G[i][2] * k[6 + j];
-      for (int i = 0; i < a; ++i)
-        for (int j = 0; j < a; ++j)
-          u[((i * a + j) * C + c) * O + o] = float(t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2]);
-    }
+  parallel_for(0, C, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c)
+      for (int64_t o = 0; o < O; ++o) {
+        const float* k = w + (o * C + c) * 9;
+        double t[6][3];  // G w
+        for (int i = 0; i < a; ++i)
+          for (int j = 0; j < 3; ++j) t[i][j] = G[i][0] * k[j] + G[i][1] * k[3 + j] + G[i][2] * k[6 + j];
+        for (int i = 0; i < a; ++i)
+          for (int j = 0; j < a; ++j)
+            u[((i * a + j) * C + c) * O + o] = float(t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2]);
+      }
+  });
 }
+
+// Tiles a call needs to pay for transforming and packing weights it does not keep.
+constexpr int64_t kUnkeptMinTiles = 1024;
 
 // EMBER_CONV_WINOGRAD: 0 never; 1 F(2x2, 3x3) wherever the shape allows; 4 F(4x4, 3x3) there (a
 // quarter of the multiplies, but about 3x F(2x2)'s rounding error: past the conformance suite's
@@ -66,10 +72,12 @@ bool winograd_applies(const ConvGeom& g) {
   return g.C >= 64 && g.O >= 64 && g.out[1] >= 7 && g.out[2] >= 7;
 }
 
-void conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
+bool conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
                            const detail::GemmKernelSet<float>& ks, const WeightStore& ws, const Epilogue<float>& epi,
                            int64_t tile_block, int tile) {
-  if (tile != 2 && tile != 4) tile = winograd_setting() == 4 ? 4 : 2;
+  const int setting = winograd_setting();
+  const bool force = setting == 1 || setting == 4 || tile_block >= 0 || tile != 0;
+  if (tile != 2 && tile != 4) tile = setting == 4 ? 4 : 2;
   const int64_t alpha = tile + 2, positions = alpha * alpha;
   auto* input_tile = tile == 4 ? detail::winograd4x4_input_f32_avx512 : detail::winograd2x2_input_f32_avx512;
   auto* output_tile = tile == 4 ? detail::winograd4x4_output_f32_avx512 : detail::winograd2x2_output_f32_avx512;
@@ -95,6 +103,9 @@ void conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, co
   std::shared_ptr<const Storage> kept;
   const float* up = kept_packing(ws, {3, tile, C, O, NR, kcb}, size_t(positions * C * Opad), pack, kept);
   std::vector<float> own;
+  // Weights not kept (their first use, or weights that change between calls, as in training): the
+  // transform and packing in every call, worth it only over many tiles.
+  if (!up && !force && g.N * img_tiles < kUnkeptMinTiles) return false;
   if (!up) {
     own.resize(size_t(positions * C * Opad));
     pack(own.data());
@@ -195,6 +206,7 @@ void conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, co
       }
     });
   }
+  return true;
 }
 
 }  // namespace ember::cpu::conv
