@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -289,51 +290,61 @@ TEST_P(ConvThreads, KeptWeightPackingFollowsTheWeights) {
   cases.push_back({2, 1, 32, 200, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 2, false});
   cases.push_back({2, 6, 32, 48, {12, 12}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 1, true});
   cases.push_back({2, 8, 16, 32, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 2, true});  // implicit, whole images
-  uint32_t seed = 5000;
-  for (const ConvCase& c : cases) {
-    std::mt19937 rng(seed++);
-    std::vector<int64_t> xs = {c.N, c.C}, ws = {2 * c.O, c.C / c.groups};
-    xs.insert(xs.end(), c.in.begin(), c.in.end());
-    ws.insert(ws.end(), c.k.begin(), c.k.end());
-    const Shape xshape(xs), wshape(ws);
-    auto xv = rounded(random_values(xshape.numel(), rng), DType::f32);
-    auto wv = rounded(random_values(wshape.numel(), rng), DType::f32);  // two weight sets, back to back
-    auto bv = rounded(random_values(c.O, rng), DType::f32);
-    const size_t half = wv.size() / 2;
-    const std::vector<double> w0(wv.begin(), wv.begin() + long(half)), w1(wv.begin() + long(half), wv.end());
-    ConvOptions o{c.s, c.p, c.d, c.op, c.groups};
-    std::optional<DynTensor> bt;
-    if (c.bias) bt = make_tensor(bv, Shape{c.O}, DType::f32, false);
-    DynTensor x = make_tensor(xv, xshape, DType::f32, false);
-    DynTensor both = make_tensor(wv, wshape, DType::f32, false);
-    auto conv = [&](const DynTensor& w) {
-      return c.nd == 1 ? conv1d(x, w, bt, o) : c.nd == 2 ? conv2d(x, w, bt, o) : conv3d(x, w, bt, o);
-    };
-    auto expect = [&](DynTensor y, const std::vector<double>& w, const char* what) {
-      const auto want = conv_reference(c, false, xv, w, c.bias ? &bv : nullptr);
-      const auto got = y.into_data().to_doubles();
-      double scale = 1.0;
-      for (double v : want) scale = std::max(scale, std::abs(v));
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < want.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], tolerance(DType::f32) * scale) << what << ", case in " << c.in[0] << " C " << c.C
-                                                                    << " O " << c.O << " at " << i;
-    };
-    {
-      DynTensor lo = narrow(both, 0, 0, c.O), hi = narrow(both, 0, c.O, c.O);  // one buffer, two offsets
-      for (int call = 0; call < 3; ++call) {
-        expect(conv(lo), w0, "first weights");
-        expect(conv(hi), w1, "second weights");
+  // Each case with Winograd off (every path keeps and reads its own packing), then at the default
+  // (3x3 convs of 64+ channels take Winograd, with its own kept packing, from their second call on).
+  struct WinogradSetting {
+    explicit WinogradSetting(const char* v) { ::setenv("EMBER_CONV_WINOGRAD", v, 1); }
+    ~WinogradSetting() { ::unsetenv("EMBER_CONV_WINOGRAD"); }
+  };
+  for (const char* winograd : {"0", ""}) {
+    SCOPED_TRACE(std::string("EMBER_CONV_WINOGRAD=") + winograd);
+    WinogradSetting setting(winograd);
+    uint32_t seed = 5000;
+    for (const ConvCase& c : cases) {
+      std::mt19937 rng(seed++);
+      std::vector<int64_t> xs = {c.N, c.C}, ws = {2 * c.O, c.C / c.groups};
+      xs.insert(xs.end(), c.in.begin(), c.in.end());
+      ws.insert(ws.end(), c.k.begin(), c.k.end());
+      const Shape xshape(xs), wshape(ws);
+      auto xv = rounded(random_values(xshape.numel(), rng), DType::f32);
+      auto wv = rounded(random_values(wshape.numel(), rng), DType::f32);  // two weight sets, back to back
+      auto bv = rounded(random_values(c.O, rng), DType::f32);
+      const size_t half = wv.size() / 2;
+      const std::vector<double> w0(wv.begin(), wv.begin() + long(half)), w1(wv.begin() + long(half), wv.end());
+      ConvOptions o{c.s, c.p, c.d, c.op, c.groups};
+      std::optional<DynTensor> bt;
+      if (c.bias) bt = make_tensor(bv, Shape{c.O}, DType::f32, false);
+      DynTensor x = make_tensor(xv, xshape, DType::f32, false);
+      DynTensor both = make_tensor(wv, wshape, DType::f32, false);
+      auto conv = [&](const DynTensor& w) {
+        return c.nd == 1 ? conv1d(x, w, bt, o) : c.nd == 2 ? conv2d(x, w, bt, o) : conv3d(x, w, bt, o);
+      };
+      auto expect = [&](DynTensor y, const std::vector<double>& w, const char* what) {
+        const auto want = conv_reference(c, false, xv, w, c.bias ? &bv : nullptr);
+        const auto got = y.into_data().to_doubles();
+        double scale = 1.0;
+        for (double v : want) scale = std::max(scale, std::abs(v));
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], tolerance(DType::f32) * scale) << what << ", case in " << c.in[0] << " C " << c.C
+                                                                      << " O " << c.O << " at " << i;
+      };
+      {
+        DynTensor lo = narrow(both, 0, 0, c.O), hi = narrow(both, 0, c.O, c.O);  // one buffer, two offsets
+        for (int call = 0; call < 3; ++call) {
+          expect(conv(lo), w0, "first weights");
+          expect(conv(hi), w1, "second weights");
+        }
       }
+      // `both` is the buffer's last handle now: add writes into it
+      const void* before = cpu::as_cpu(both.primitive()).storage->data;
+      DynTensor changed = add(std::move(both), 0.25);
+      ASSERT_EQ(cpu::as_cpu(changed.primitive()).storage->data, before) << "add did not reuse the buffer";
+      std::vector<double> w0b = w0;
+      for (double& v : w0b) v += 0.25;
+      DynTensor lo = narrow(changed, 0, 0, c.O);
+      for (int call = 0; call < 2; ++call) expect(conv(lo), w0b, "weights written in place");
     }
-    // `both` is the buffer's last handle now: add writes into it
-    const void* before = cpu::as_cpu(both.primitive()).storage->data;
-    DynTensor changed = add(std::move(both), 0.25);
-    ASSERT_EQ(cpu::as_cpu(changed.primitive()).storage->data, before) << "add did not reuse the buffer";
-    std::vector<double> w0b = w0;
-    for (double& v : w0b) v += 0.25;
-    DynTensor lo = narrow(changed, 0, 0, c.O);
-    for (int call = 0; call < 2; ++call) expect(conv(lo), w0b, "weights written in place");
   }
 }
 
