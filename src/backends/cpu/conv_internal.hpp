@@ -5,8 +5,9 @@
 //   conv_depthwise.cpp  one input channel per group (depthwise);
 //   conv_image.cpp      one image at a time through the turned-around GEMM (batch 1), with or
 //                       without an im2col (conv_forward_image, conv_forward_image_implicit);
-//   conv_winograd.cpp   Winograd F(2x2, 3x3) / F(4x4, 3x3) for 3x3 stride-1 convs (transforms in
-//                       conv_winograd_avx512.cpp);
+//   conv_winograd.cpp   Winograd F(2x2, 3x3) / F(4x4, 3x3) for 3x3 stride-1 convs (transforms:
+//                       conv_winograd_tiles.hpp, instantiated in conv_winograd_avx512.cpp and
+//                       conv_winograd_simd128.cpp);
 //   conv_avx512.cpp     the AVX-512 kernels they call (detail::*_f32_avx512).
 // Here: the conv geometry, scratch buffers, kept weight packings and the fused epilogue.
 #pragma once
@@ -153,12 +154,18 @@ struct Epilogue {
 };
 
 // dst[c * ldd + r] = src[r * lds + c] + bias[c] (bias may be null) for r < rows, c < cols, then
-// `epi` on those values, in one pass (AVX-512): a pixel-major result back into channel planes.
+// `epi` on those values, in one pass (AVX-512; SIMD128 in the wasm build): a pixel-major result back into
+// channel planes.
 inline void transpose_epilogue(const Epilogue<float>& epi, const float* src, int64_t rows, int64_t cols, int64_t lds,
                                const float* bias, float* dst, int64_t ldd) {
   constexpr float inf = std::numeric_limits<float>::infinity();
-  detail::transpose_bias_f32_avx512(src, rows, cols, lds, bias, dst, ldd, epi.residual ? epi.residual + (dst - epi.y0) : nullptr,
-                                    epi.clamp ? epi.lo : -inf, epi.clamp ? epi.hi : inf);
+#if defined(__wasm_simd128__)
+  constexpr auto transpose = detail::transpose_bias_f32_simd128;
+#else
+  constexpr auto transpose = detail::transpose_bias_f32_avx512;
+#endif
+  transpose(src, rows, cols, lds, bias, dst, ldd, epi.residual ? epi.residual + (dst - epi.y0) : nullptr,
+            epi.clamp ? epi.lo : -inf, epi.clamp ? epi.hi : inf);
 }
 
 // conv_depthwise.cpp (T: float, double)
@@ -179,12 +186,14 @@ void conv_forward_image_implicit(const ConvGeom& g, const float* x, const float*
                                  const Epilogue<float>& epi);
 
 // conv_winograd.cpp: Winograd F(2x2, 3x3) (or F(4x4, 3x3)) for f32 3x3 convs of unit stride and
-// dilation, one group, padding 0 or 1 (AVX-512), where measured faster (EMBER_CONV_WINOGRAD
-// overrides). tile_block: tiles a thread takes through all steps at once (a multiple of the
+// dilation, one group, padding 0 or 1 (AVX-512; SIMD128 in the wasm build), where measured faster
+// (EMBER_CONV_WINOGRAD overrides). tile_block: tiles a thread takes through all steps at once (a multiple of the
 // kernel's mr), 0 for none (the GEMMs spread over the threads instead), -1 to choose; tile: the
 // output tile's side, 2 or 4 (0: from EMBER_CONV_WINOGRAD). False, with nothing done, where the
 // weights are not kept packed and too few tiles would pay for transforming them in the call
 // (unless forced: EMBER_CONV_WINOGRAD, or tile_block / tile given).
+// winograd_supported: this build and machine have the path's kernels (whatever the shape and setting).
+bool winograd_supported();
 bool winograd_applies(const ConvGeom& g);
 bool conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
                            const detail::GemmKernelSet<float>& ks, const WeightStore& ws, const Epilogue<float>& epi,

@@ -75,16 +75,17 @@ void transpose_bias_f32_avx512(const float* src, int64_t rows, int64_t cols, int
 void conv_epilogue_f32_avx512(float* y, const float* res, const float* bias, int64_t rows, int64_t cols, int64_t ld,
                               float lo, float hi);
 
-// Winograd F(4x4, 3x3) and F(2x2, 3x3) tile transforms (conv_winograd_avx512.cpp), channels
-// contiguous. Input: the a x a input tile at d (a = 6 or 4; rows rs floats apart, pixels C apart, C
-// channels each) into its a^2 transformed values per channel: position xi = a * i + j at v + xi * vs,
-// channel c at [c]. Output: the a^2 products per output channel (position xi at m + xi * ms) into
-// the tile's 4 x 4 (2 x 2) outputs, of which the first rows x cols are stored: pixel (i, j) at
-// y + i * rs + j * O.
-void winograd2x2_input_f32_avx512(const float* d, int64_t rs, int64_t C, float* v, int64_t vs);
-void winograd2x2_output_f32_avx512(const float* m, int64_t ms, int64_t O, float* y, int64_t rs, int rows, int cols);
-void winograd4x4_input_f32_avx512(const float* d, int64_t rs, int64_t C, float* v, int64_t vs);
-void winograd4x4_output_f32_avx512(const float* m, int64_t ms, int64_t O, float* y, int64_t rs, int rows, int cols);
+// Winograd F(4x4, 3x3) and F(2x2, 3x3) tile transforms (conv_winograd_tiles.hpp), channels contiguous.
+// Input: the a x a input tile at d (a = 6 or 4; rows rs floats apart, pixels C apart, C channels
+// each) into its a^2 transformed values per channel: position xi = a * i + j at v + xi * vs, channel c
+// at [c]. Output: the a^2 products per output channel (position xi at m + xi * ms) into the tile's
+// 4 x 4 (2 x 2) outputs, of which the first rows x cols are stored: pixel (i, j) at y + i * rs + j * O.
+struct WinogradTransforms {
+  void (*input)(const float* d, int64_t rs, int64_t C, float* v, int64_t vs);
+  void (*output)(const float* m, int64_t ms, int64_t O, float* y, int64_t rs, int rows, int cols);
+};
+// Those of F(tile x tile, 3x3), tile 2 or 4 (conv_winograd_avx512.cpp).
+WinogradTransforms winograd_transforms_f32_avx512(int tile);
 
 #if defined(__wasm_simd128__)
 // conv_simd128.cpp, the wasm build's counterparts: depthwise_row_f32_avx512's contract for a stride
@@ -98,6 +99,11 @@ void depthwise_plane_f32_simd128(const float* x, int64_t IH, int64_t IW, const f
                                  int64_t OW, float bias, float* y);
 void conv_epilogue_f32_simd128(float* y, const float* res, const float* bias, int64_t rows, int64_t cols, int64_t ld,
                                float lo, float hi);
+// transpose_bias_f32_avx512's contract.
+void transpose_bias_f32_simd128(const float* src, int64_t rows, int64_t cols, int64_t lds, const float* bias,
+                                float* dst, int64_t ldd, const float* res, float lo, float hi);
+// conv_winograd_simd128.cpp: winograd_transforms_f32_avx512's.
+WinogradTransforms winograd_transforms_f32_simd128(int tile);
 #endif
 
 }  // namespace ember::cpu::detail

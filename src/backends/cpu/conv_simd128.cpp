@@ -1,5 +1,5 @@
 // WebAssembly SIMD128 kernels for the convolution files (the wasm build, -msimd128): the
-// counterparts of conv_avx512.cpp's depthwise rows, im2col rows and fused epilogue, declared in
+// counterparts of conv_avx512.cpp's depthwise rows, im2col rows, fused epilogue and transpose, declared in
 // conv_kernels.hpp. The callers pick these at compile time (the wasm build has no x86 kernels).
 #if defined(__wasm_simd128__)
 
@@ -226,6 +226,48 @@ void conv_epilogue_f32_simd128(float* y, const float* res, const float* bias, in
       yr[i] = v > hi ? hi : v;
     }
   }
+}
+
+namespace {
+
+// The clamp of conv_epilogue_f32_simd128 (NaN stays NaN), for one value.
+inline float clamp_value(float v, float lo, float hi) {
+  v = v < lo ? lo : v;
+  return v > hi ? hi : v;
+}
+
+}  // namespace
+
+void transpose_bias_f32_simd128(const float* src, int64_t rows, int64_t cols, int64_t lds, const float* bias,
+                                float* dst, int64_t ldd, const float* res, float lo, float hi) {
+  const v128_t vlo = wasm_f32x4_splat(lo), vhi = wasm_f32x4_splat(hi);
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const float* s = src + r * lds;
+    int64_t c = 0;
+    for (; c + 4 <= cols; c += 4) {
+      // 4 rows x 4 columns turned into 4 columns x 4 rows
+      const v128_t a = wasm_v128_load(s + c), b = wasm_v128_load(s + lds + c);
+      const v128_t e = wasm_v128_load(s + 2 * lds + c), f = wasm_v128_load(s + 3 * lds + c);
+      const v128_t ab01 = wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), ef01 = wasm_i32x4_shuffle(e, f, 0, 4, 1, 5);
+      const v128_t ab23 = wasm_i32x4_shuffle(a, b, 2, 6, 3, 7), ef23 = wasm_i32x4_shuffle(e, f, 2, 6, 3, 7);
+      const v128_t t[4] = {wasm_i32x4_shuffle(ab01, ef01, 0, 1, 4, 5), wasm_i32x4_shuffle(ab01, ef01, 2, 3, 6, 7),
+                           wasm_i32x4_shuffle(ab23, ef23, 0, 1, 4, 5), wasm_i32x4_shuffle(ab23, ef23, 2, 3, 6, 7)};
+      for (int j = 0; j < 4; ++j) {
+        v128_t v = bias ? wasm_f32x4_add(t[j], wasm_f32x4_splat(bias[c + j])) : t[j];
+        if (res) v = wasm_f32x4_add(v, wasm_v128_load(res + (c + j) * ldd + r));
+        wasm_v128_store(dst + (c + j) * ldd + r, wasm_f32x4_pmin(wasm_f32x4_pmax(v, vlo), vhi));
+      }
+    }
+    for (; c < cols; ++c)
+      for (int64_t i = r; i < r + 4; ++i)
+        dst[c * ldd + i] =
+            clamp_value(src[i * lds + c] + (bias ? bias[c] : 0.0f) + (res ? res[c * ldd + i] : 0.0f), lo, hi);
+  }
+  for (; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      dst[c * ldd + r] =
+          clamp_value(src[r * lds + c] + (bias ? bias[c] : 0.0f) + (res ? res[c * ldd + r] : 0.0f), lo, hi);
 }
 
 }  // namespace ember::cpu::detail

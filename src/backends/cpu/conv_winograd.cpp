@@ -1,8 +1,8 @@
 // Winograd convolution F(m x m, 3x3), m = 2 (the default) or 4 (Lavin and Gray 2015, "Fast
 // Algorithms for Convolutional Neural Networks") for f32 3x3 convs with unit stride and dilation,
-// one group and a padding of 0 or 1, on AVX-512: each m x m output tile takes a^2 = (m + 2)^2
-// multiplies per (input, output) channel pair instead of 9 m^2 (16 for 36; 36 for 144). Per chunk
-// of images:
+// one group and a padding of 0 or 1, on AVX-512 or (the wasm build) SIMD128: each m x m output tile
+// takes a^2 = (m + 2)^2 multiplies per (input, output) channel pair instead of 9 m^2 (16 for 36; 36
+// for 144). Per chunk of images:
 //
 //   Xp = the input, pixel-major (channels contiguous) and zero padded to whole a x a tiles;
 //   V[xi][tile][C] = B^T d B   for each tile's a x a input d            (a^2 positions xi)
@@ -10,6 +10,7 @@
 //   Yp[pixel][O]   = A^T m A   for each tile's a^2 products (edge tiles store what is inside)
 //   y              = Yp transposed into channel planes, with the bias and conv_fused's epilogue.
 //
+// The tile transforms are conv_winograd_tiles.hpp's, per ISA; the GEMMs run on the build's packed kernel set.
 // U[xi][C][O] = G w G^T is computed in f64 from the weights, rounded to f32 once, and kept packed
 // for the micro-kernel with the weights (kept_packing), as the other conv paths keep theirs.
 #include <cstdlib>
@@ -58,11 +59,28 @@ int winograd_setting() {
   return e && *e ? std::atoi(e) : -1;
 }
 
+// The tile transforms of this build, F(tile x tile, 3x3).
+detail::WinogradTransforms tile_transforms(int tile) {
+#if defined(__wasm_simd128__)
+  return detail::winograd_transforms_f32_simd128(tile);
+#else
+  return detail::winograd_transforms_f32_avx512(tile);
+#endif
+}
+
 }  // namespace
+
+bool winograd_supported() {
+#if defined(__wasm_simd128__)
+  return true;
+#else
+  return features().avx512;
+#endif
+}
 
 bool winograd_applies(const ConvGeom& g) {
   const int mode = winograd_setting();
-  if (mode == 0 || !features().avx512) return false;
+  if (mode == 0 || !winograd_supported()) return false;
   if (g.G != 1 || g.in[0] != 1 || g.k[0] != 1 || g.k[1] != 3 || g.k[2] != 3) return false;
   for (int i = 1; i < 3; ++i)
     if (g.s[i] != 1 || g.d[i] != 1 || g.p[i] > 1) return false;
@@ -79,8 +97,7 @@ bool conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, co
   const bool force = setting == 1 || setting == 4 || tile_block >= 0 || tile != 0;
   if (tile != 2 && tile != 4) tile = setting == 4 ? 4 : 2;
   const int64_t alpha = tile + 2, positions = alpha * alpha;
-  auto* input_tile = tile == 4 ? detail::winograd4x4_input_f32_avx512 : detail::winograd2x2_input_f32_avx512;
-  auto* output_tile = tile == 4 ? detail::winograd4x4_output_f32_avx512 : detail::winograd2x2_output_f32_avx512;
+  const detail::WinogradTransforms transforms = tile_transforms(tile);
   const int64_t C = g.C, O = g.O, H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
   const int64_t ph = g.p[1], pw = g.p[2];
   const int64_t th = (OH + tile - 1) / tile, tw = (OW + tile - 1) / tile, img_tiles = th * tw;
@@ -126,7 +143,6 @@ bool conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, co
   float* yp = xp + chunk * Hp * Wp * C;              // chunk x OH x OW x O
   float* v = yp + chunk * OH * OW * O;               // positions x T x C (without blocks)
   float* m = v + positions * chunk * img_tiles * C;  // positions x T x O (without blocks)
-  constexpr float inf = std::numeric_limits<float>::infinity();
   const int64_t P = OH * OW;
 
   // Tiles [t0, t1) of the chunk: their V into vb (tile t at vb + (t - t0) * C, positions vs apart)
@@ -134,14 +150,14 @@ bool conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, co
   auto input_tiles = [&](int64_t t0, int64_t t1, float* vb, int64_t vs) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / img_tiles, ty = t % img_tiles / tw, tx = t % tw;
-      input_tile(xp + ((n * Hp + tile * ty) * Wp + tile * tx) * C, Wp * C, C, vb + (t - t0) * C, vs);
+      transforms.input(xp + ((n * Hp + tile * ty) * Wp + tile * tx) * C, Wp * C, C, vb + (t - t0) * C, vs);
     }
   };
   auto output_tiles = [&](int64_t t0, int64_t t1, const float* mb, int64_t ms) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / img_tiles, ty = t % img_tiles / tw, tx = t % tw;
-      output_tile(mb + (t - t0) * O, ms, O, yp + (n * P + tile * ty * OW + tile * tx) * O, OW * O,
-                  int(std::min<int64_t>(tile, OH - tile * ty)), int(std::min<int64_t>(tile, OW - tile * tx)));
+      transforms.output(mb + (t - t0) * O, ms, O, yp + (n * P + tile * ty * OW + tile * tx) * O, OW * O,
+                        int(std::min<int64_t>(tile, OH - tile * ty)), int(std::min<int64_t>(tile, OW - tile * tx)));
     }
   };
   // M[xi] = V[xi] x U[xi] for positions [x0, x1) of T tiles.
@@ -175,8 +191,7 @@ bool conv_forward_winograd(const ConvGeom& g, const float* x, const float* w, co
         }
         std::fill(row, row + pw * C, 0.0f);
         std::fill(row + (pw + W) * C, row + Wp * C, 0.0f);
-        detail::transpose_bias_f32_avx512(x + (n0 + n) * C * H * W + h * W, C, W, H * W, nullptr, row + pw * C, C,
-                                          nullptr, -inf, inf);
+        transpose_epilogue(Epilogue<float>{}, x + (n0 + n) * C * H * W + h * W, C, W, H * W, nullptr, row + pw * C, C);
       }
     });
     if (tile_block > 0) {

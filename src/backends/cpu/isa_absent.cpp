@@ -81,10 +81,7 @@ void conv_implicit_tile_f32_avx512(int, int, bool, int64_t, int64_t, const float
   absent(__func__);
 }
 
-void winograd2x2_input_f32_avx512(const float*, int64_t, int64_t, float*, int64_t) { absent(__func__); }
-void winograd2x2_output_f32_avx512(const float*, int64_t, int64_t, float*, int64_t, int, int) { absent(__func__); }
-void winograd4x4_input_f32_avx512(const float*, int64_t, int64_t, float*, int64_t) { absent(__func__); }
-void winograd4x4_output_f32_avx512(const float*, int64_t, int64_t, float*, int64_t, int, int) { absent(__func__); }
+WinogradTransforms winograd_transforms_f32_avx512(int) { absent(__func__); }
 
 }  // namespace ember::cpu::detail
 
