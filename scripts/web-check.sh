@@ -40,7 +40,7 @@ step() {  # name, log, command...
 
 # 1. the modules
 step "wasm build" "$logs/build.log" bash -c \
-  "cmake --preset wasm && cmake --build --preset wasm -j $jobs --target ember_wasm ember_wasm_relaxed ember_conformance_wasm ember_pool_wasm_test"
+  "cmake --preset wasm && cmake --build --preset wasm -j $jobs --target ember_wasm ember_wasm_relaxed ember_conformance_wasm ember_pool_wasm_test ember_conv_winograd_wasm_test"
 # The pthreads module too with EMBER_WEB_THREADS=1 (eight more minutes on two cores; without it the
 # API's test checks the fallback to one thread instead).
 if [ "${EMBER_WEB_THREADS:-0}" = 1 ]; then
@@ -62,6 +62,8 @@ echo "   wasm conformance (node, cpu stack): $conf_p passed, $conf_f failed ($co
 passed=$((passed + conf_p)); failed=$((failed + conf_f))
 step "max pool against PyTorch (node)" "$logs/pool.log" \
   node --no-experimental-fetch build-wasm/tests/wasm/ember_pool_test.js --gtest_color=no
+step "winograd conv, SIMD128 transforms (node)" "$logs/winograd.log" \
+  node --no-experimental-fetch build-wasm/tests/wasm/ember_conv_winograd_test.js --gtest_color=no
 step "relaxed SIMD kernels (node)" "$logs/relaxed-simd.log" node web/tests/relaxed_simd.test.mjs
 if [ "${EMBER_WEB_THREADS:-0}" = 1 ]; then
   step "relaxed SIMD kernels, pthreads build (node)" "$logs/relaxed-simd-threads.log" \

@@ -1,7 +1,8 @@
 // The Winograd conv path (conv_winograd.cpp), F(2x2, 3x3) and F(4x4, 3x3), against a direct f64 loop: batches of
 // 1-3, channel counts off multiples of 16, odd and even maps, padding 0 and 1, edge tiles, the bias
 // and conv_fused's residual and clamp, on 1 and 2 threads; and through conv2d with the path forced
-// on (EMBER_CONV_WINOGRAD=1 and 4), its transformed weights kept from the second call on.
+// on (EMBER_CONV_WINOGRAD=1 and 4), its transformed weights kept from the second call on. Built for
+// the wasm build too (tests/wasm), where the transforms are the SIMD128 ones.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -71,6 +72,13 @@ const std::vector<WinogradCase>& cases() {
   return v;
 }
 
+// The thread counts the tests run on: 1 and 2, only 1 in the single-threaded wasm build (no threads to start).
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+constexpr int kThreadCounts[] = {1};
+#else
+constexpr int kThreadCounts[] = {1, 2};
+#endif
+
 // Sets the CPU backend's thread count for a scope.
 struct ThreadCount {
   explicit ThreadCount(int n) : saved(cpu::num_threads()) { cpu::set_num_threads(n); }
@@ -80,7 +88,7 @@ struct ThreadCount {
 
 TEST(Winograd, MatchesDirectReference) {
   const auto* ks = cpu::conv::packed_conv_kernels();
-  if (!ks || !cpu::features().avx512) GTEST_SKIP() << "no AVX-512";
+  if (!ks || !cpu::conv::winograd_supported()) GTEST_SKIP() << "no Winograd kernels (AVX-512 or SIMD128)";
   uint32_t seed = 31;
   double worst[5] = {};  // by tile side: the largest error, relative to the largest |output|
   for (const WinogradCase& c : cases()) {
@@ -109,7 +117,7 @@ TEST(Winograd, MatchesDirectReference) {
     epi.hi = c.hi;
     double scale = 1.0;
     const auto want = reference(c, x, w, b, r, scale);
-    for (int threads : {1, 2})
+    for (int threads : kThreadCounts)
       for (int tile : {2, 4})
         for (int64_t block : {int64_t(0), int64_t(ks->mr), int64_t(2 * ks->mr)}) {  // positions per thread, tile blocks
           const ThreadCount tc(threads);
@@ -130,7 +138,8 @@ TEST(Winograd, MatchesDirectReference) {
 
 // Through conv2d with the path forced on: the first call packs, later ones read the kept packing.
 TEST(Winograd, Conv2dForcedOnKeepsItsPacking) {
-  if (!cpu::conv::packed_conv_kernels() || !cpu::features().avx512) GTEST_SKIP() << "no AVX-512";
+  if (!cpu::conv::packed_conv_kernels() || !cpu::conv::winograd_supported())
+    GTEST_SKIP() << "no Winograd kernels (AVX-512 or SIMD128)";
   const WinogradCase c{2, 24, 40, 11, 13, 1, true, false, -kInf, kInf};
   std::mt19937 rng(77);
   const auto x = random_floats(size_t(c.N * c.C * c.H * c.W), rng);
@@ -144,7 +153,7 @@ TEST(Winograd, Conv2dForcedOnKeepsItsPacking) {
   };
   const DynTensor xt = tensor(x, Shape{c.N, c.C, c.H, c.W}), wt = tensor(w, Shape{c.O, c.C, 3, 3}),
                   bt = tensor(b, Shape{c.O});
-  for (int threads : {1, 2})
+  for (int threads : kThreadCounts)
     for (const char* mode : {"1", "4"}) {
       const ThreadCount tc(threads);
       ::setenv("EMBER_CONV_WINOGRAD", mode, 1);
